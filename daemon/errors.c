@@ -1,0 +1,37 @@
+#include "errors.h"
+
+static const struct {
+	unsigned status;
+	const char *code;
+} err_table[OFCD_E__COUNT] = {
+	[OFCD_OK] = { 200, "ok" },
+	[OFCD_E_INVALID_JSON] = { 400, "invalid_json" },
+	[OFCD_E_INVALID_FIELD] = { 400, "invalid_field" },
+	[OFCD_E_UNAUTHORIZED] = { 401, "unauthorized" },
+	[OFCD_E_FORBIDDEN] = { 403, "forbidden" },
+	[OFCD_E_NOT_FOUND] = { 404, "not_found" },
+	[OFCD_E_METHOD_NOT_ALLOWED] = { 405, "method_not_allowed" },
+	[OFCD_E_CONFLICT] = { 409, "conflict" },
+	[OFCD_E_IN_USE] = { 409, "in_use" },
+	[OFCD_E_BODY_TOO_LARGE] = { 413, "body_too_large" },
+	[OFCD_E_UNSUPPORTED_MEDIA] = { 415, "unsupported_media_type" },
+	[OFCD_E_UNPROCESSABLE] = { 422, "unprocessable" },
+	[OFCD_E_INFEASIBLE] = { 422, "infeasible" },
+	[OFCD_E_INTERNAL] = { 500, "internal" },
+	[OFCD_E_STORE] = { 503, "store_unavailable" },
+	[OFCD_E_SHUTTING_DOWN] = { 503, "shutting_down" },
+};
+
+const char *ofcd_err_code(enum ofcd_err err)
+{
+	if ((unsigned)err >= OFCD_E__COUNT)
+		return "internal";
+	return err_table[err].code;
+}
+
+unsigned ofcd_err_status(enum ofcd_err err)
+{
+	if ((unsigned)err >= OFCD_E__COUNT)
+		return 500;
+	return err_table[err].status;
+}
