@@ -14,6 +14,7 @@ DESTDIR    ?=
 CC         ?= cc
 PYTHON     ?= /usr/bin/python3
 B          := build
+.DEFAULT_GOAL := all
 
 # build/config.mk installs missing packages (packaging/deps.sh) and records the
 # pkg-config flags; make rebuilds it before anything else and restarts.

@@ -9,21 +9,21 @@
 /** Error identifiers; index into the table in errors.c. */
 enum ofcd_err {
 	OFCD_OK = 0,
-	OFCD_E_INVALID_JSON,	   /**< 400: body is not well-formed JSON */
-	OFCD_E_INVALID_FIELD,	   /**< 400: missing, mistyped or out-of-range field */
-	OFCD_E_UNAUTHORIZED,	   /**< 401: no or unknown bearer token */
-	OFCD_E_FORBIDDEN,	   /**< 403: token's role does not allow this */
-	OFCD_E_NOT_FOUND,	   /**< 404: no such route or object */
+	OFCD_E_INVALID_JSON,       /**< 400: body is not well-formed JSON */
+	OFCD_E_INVALID_FIELD,      /**< 400: missing, mistyped or out-of-range field */
+	OFCD_E_UNAUTHORIZED,       /**< 401: no or unknown bearer token */
+	OFCD_E_FORBIDDEN,          /**< 403: token's role does not allow this */
+	OFCD_E_NOT_FOUND,          /**< 404: no such route or object */
 	OFCD_E_METHOD_NOT_ALLOWED, /**< 405: route exists, method does not */
-	OFCD_E_CONFLICT,	   /**< 409: already exists */
-	OFCD_E_IN_USE,		   /**< 409: object is used by a fabric or another object */
-	OFCD_E_BODY_TOO_LARGE,	   /**< 413: body over [http] max_body */
+	OFCD_E_CONFLICT,           /**< 409: already exists */
+	OFCD_E_IN_USE,             /**< 409: object is used by a fabric or another object */
+	OFCD_E_BODY_TOO_LARGE,     /**< 413: body over [http] max_body */
 	OFCD_E_UNSUPPORTED_MEDIA,  /**< 415: write without application/json */
-	OFCD_E_UNPROCESSABLE,	   /**< 422: well-formed but not acceptable (e.g. cabling conflict) */
-	OFCD_E_INFEASIBLE,	   /**< 422: the request cannot be satisfied by the topology */
-	OFCD_E_INTERNAL,	   /**< 500: a bug or an unexpected library failure */
-	OFCD_E_STORE,		   /**< 503: the store could not commit (disk full, I/O error) */
-	OFCD_E_SHUTTING_DOWN,	   /**< 503: the daemon is draining */
+	OFCD_E_UNPROCESSABLE, /**< 422: well-formed but not acceptable (e.g. cabling conflict) */
+	OFCD_E_INFEASIBLE,    /**< 422: the request cannot be satisfied by the topology */
+	OFCD_E_INTERNAL,      /**< 500: a bug or an unexpected library failure */
+	OFCD_E_STORE,         /**< 503: the store could not commit (disk full, I/O error) */
+	OFCD_E_SHUTTING_DOWN, /**< 503: the daemon is draining */
 	OFCD_E__COUNT
 };
 

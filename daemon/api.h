@@ -1,0 +1,167 @@
+/*
+ * The REST request as route handlers see it, and the helpers they use to
+ * read input and write the reply.
+ *
+ * Lifecycle (http.c): route match → auth → media type → body (bounded by
+ * [http] max_body) → JSON parse → handler. A handler for a write method runs
+ * inside one store transaction that http.c opens before the call and commits
+ * (with the audit row) when the reply is a success, or rolls back otherwise:
+ * handlers never BEGIN or COMMIT themselves, and an error reply can never leave
+ * a partial change behind. A handler either sets the reply before returning or
+ * suspends the request (api_suspend) and replies later from another event.
+ *
+ * Everything runs on the loop thread.
+ */
+#ifndef OFCD_API_H
+#define OFCD_API_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "auth.h"
+#include "errors.h"
+
+struct ofcd;
+struct api_req;
+
+/** A route handler: reads req, then replies or suspends. */
+typedef void (*api_handler)(struct api_req *req);
+
+/** One row of the route table (routes.c). */
+struct api_route {
+	const char *method;  /**< "GET", "POST", "PUT" or "DELETE" */
+	const char *pattern; /**< path with {param} segments, e.g. "/v1/ocs/{name}" */
+	api_handler handler; /**< the code that serves it */
+	enum auth_role role; /**< least role needed when tokens are configured */
+};
+
+#define API_MAX_PARAMS 4
+
+/** Called when a suspended request ends without a normal reply (see api_suspend). */
+typedef void (*api_abort_fn)(struct api_req *req, bool conn_closed);
+
+/** A request. Owned by http.c; valid until it is answered and the connection is done. */
+struct api_req {
+	struct ofcd *d;                     /**< the daemon */
+	const struct api_route *route;      /**< matched route */
+	const char *method;                 /**< request method */
+	const char *path;                   /**< request path (percent-decoded, no query) */
+	const char *params[API_MAX_PARAMS]; /**< path parameters, in pattern order */
+	json_t *body;                   /**< parsed JSON body (owned by req) or NULL when empty */
+	const struct auth_token *token; /**< who asked; NULL when unauthenticated */
+
+	/* Reply, set through the helpers below. */
+	unsigned status;          /**< HTTP status; 0 while unanswered */
+	json_t *reply;            /**< JSON reply (owned by req) */
+	char *reply_text;         /**< non-JSON reply (malloc'd, owned by req) */
+	size_t reply_len;         /**< length of reply_text */
+	const char *content_type; /**< type of reply_text (static string) */
+
+	/* Suspension, see api_suspend(). */
+	bool suspended;        /**< waiting for an event to reply */
+	api_abort_fn on_abort; /**< called if it must end early */
+	void *wait_arg;        /**< owned by whoever suspended the request */
+
+	void *http; /**< http.c's private part */
+};
+
+/** Replies status with the JSON value body (stolen; NULL gives an empty object). */
+void api_reply(struct api_req *req, unsigned status, json_t *body);
+
+/** Replies a non-JSON body (text is stolen, malloc'd) with the given content type. */
+void api_reply_text(struct api_req *req, unsigned status, const char *content_type, char *text,
+                    size_t len);
+
+/**
+ * Replies with the error object {"error": {"code", "message", "field"?}}:
+ * status and code from the error table, field when one is to blame.
+ */
+void api_error(struct api_req *req, enum ofcd_err err, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/** api_error() plus "details" (stolen) inside the error object. */
+void api_error_details(struct api_req *req, enum ofcd_err err, const char *field, json_t *details,
+                       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/** Value of query parameter key, or NULL. */
+const char *api_query(struct api_req *req, const char *key);
+
+/**
+ * Holds the request (the connection is suspended: no thread waits). Before
+ * suspending, the handler sets the reply it would give now (for a write, that
+ * status is what the transaction commits and the audit records). Later, from
+ * any event on the loop, update the reply and call api_resume(). If the
+ * request must end first, on_abort is called once: conn_closed = true when
+ * the client went away or the change could not be stored (forget the request;
+ * it is freed after the call); false when the daemon shuts down (refresh the
+ * reply and forget the request; http.c sends it).
+ */
+void api_suspend(struct api_req *req, api_abort_fn on_abort, void *arg);
+
+/** Sends the reply of a suspended request. */
+void api_resume(struct api_req *req);
+
+/*
+ * Input helpers. Each one validates a member of a JSON object and, on a bad
+ * value, replies 400 invalid_field naming it (prefix + "." + key when prefix is
+ * set) and returns -EINVAL, so a handler can write:
+ *     if (api_get_uint(req, body, NULL, "ports", true, 1, 4096, &ports) < 0) return;
+ * Unless required, a missing member leaves *out untouched and returns 1.
+ */
+
+/** The body as an object, or 400 (invalid_json when empty, invalid_field when not an object). */
+json_t *api_body_object(struct api_req *req);
+
+/** An integer member within [min, max]. */
+int api_get_uint(struct api_req *req, json_t *obj, const char *prefix, const char *key,
+                 bool required, uint64_t min, uint64_t max, uint64_t *out);
+
+/** A number member (integer or real), finite, within [min, max]. */
+int api_get_double(struct api_req *req, json_t *obj, const char *prefix, const char *key,
+                   bool required, double min, double max, double *out);
+
+/** A boolean member. */
+int api_get_bool(struct api_req *req, json_t *obj, const char *prefix, const char *key,
+                 bool required, bool *out);
+
+/** A string member of 1..maxlen bytes; *out points into obj. */
+int api_get_string(struct api_req *req, json_t *obj, const char *prefix, const char *key,
+                   bool required, size_t maxlen, const char **out);
+
+/** A name member: 1..64 characters of [A-Za-z0-9._-]. */
+int api_get_name(struct api_req *req, json_t *obj, const char *prefix, const char *key,
+                 bool required, const char **out);
+
+/** A string member that must be one of the NULL-terminated choices; *out is its index. */
+int api_get_enum(struct api_req *req, json_t *obj, const char *prefix, const char *key,
+                 bool required, const char *const *choices, int *out);
+
+/**
+ * Rejects members of obj not listed in the NULL-terminated allowed list
+ * (400 invalid_field naming the first unknown one): a misspelt option is an
+ * error, not silently ignored.
+ */
+int api_check_members(struct api_req *req, json_t *obj, const char *prefix,
+                      const char *const *allowed);
+
+/** Builds "prefix.key" (or "key") into buf for messages. */
+const char *api_field(char *buf, size_t len, const char *prefix, const char *key);
+
+/** Routes and their matching (routes.c). */
+
+/** The route table, terminated by an entry with method NULL. */
+extern const struct api_route api_routes[];
+
+/**
+ * Finds the route for method and path and fills params (pointers into
+ * buf, a copy of path of buflen bytes). Returns the route, or NULL with
+ * *path_known telling whether another method would match (then allow gets
+ * the comma-separated list of methods for the Allow header).
+ */
+const struct api_route *api_route_match(const char *method, const char *path, char *buf,
+                                        size_t buflen, const char *params[API_MAX_PARAMS],
+                                        bool *path_known, char *allow, size_t allowlen);
+
+#endif

@@ -1,0 +1,75 @@
+/*
+ * Bearer-token authentication and roles.
+ *
+ * Tokens come from the configuration ([auth] token.NAME = ROLE:SECRET). A
+ * request's secret is compared with every configured secret in constant time
+ * (no early exit on the first match or the first differing byte), so the
+ * response time does not tell how close a guess was. Secrets are never logged:
+ * only token names appear in logs and the audit table. Loop thread only.
+ */
+#ifndef OFCD_AUTH_H
+#define OFCD_AUTH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/** Roles, in increasing power. */
+enum auth_role {
+	AUTH_NONE = 0,  /**< no role: only routes that need none */
+	AUTH_READ = 1,  /**< GET routes */
+	AUTH_ADMIN = 2, /**< everything */
+};
+
+#define AUTH_NAME_MAX   64
+#define AUTH_SECRET_MIN 16
+#define AUTH_SECRET_MAX 256
+
+/** One configured token. */
+struct auth_token {
+	char name[AUTH_NAME_MAX + 1];     /**< NAME from token.NAME, for logs and audit */
+	enum auth_role role;              /**< READ or ADMIN */
+	char secret[AUTH_SECRET_MAX + 1]; /**< the bearer secret */
+};
+
+/** The token set; owns its array (auth_tokens_free). */
+struct auth_tokens {
+	struct auth_token *v; /**< tokens, in configuration order */
+	size_t n;             /**< number of tokens */
+};
+
+/** Parses "read" or "admin"; returns 0 or -EINVAL. */
+int auth_parse_role(const char *s, enum auth_role *out);
+
+/** Name of a role ("none", "read", "admin"). */
+const char *auth_role_name(enum auth_role role);
+
+/**
+ * Adds a token, copying name and secret. Returns 0, -EEXIST for a name given
+ * twice, -EINVAL for a bad name or secret, -ENOMEM.
+ */
+int auth_tokens_add(struct auth_tokens *t, const char *name, enum auth_role role,
+                    const char *secret);
+
+/** Frees the array and wipes the secrets. */
+void auth_tokens_free(struct auth_tokens *t);
+
+/** Deep copy of src into dst (dst is overwritten, not freed). Returns 0 or -ENOMEM. */
+int auth_tokens_copy(struct auth_tokens *dst, const struct auth_tokens *src);
+
+/**
+ * Finds the token whose secret equals the given one, in constant time with
+ * respect to the secrets' contents. Returns the token or NULL.
+ */
+const struct auth_token *auth_lookup(const struct auth_tokens *t, const char *secret,
+                                     size_t secret_len);
+
+/**
+ * Extracts the secret from an Authorization header value ("Bearer SECRET").
+ * Returns a pointer into header and its length, or NULL when malformed.
+ */
+const char *auth_bearer(const char *header, size_t *len);
+
+/** True when name is 1..64 characters of [A-Za-z0-9._-] (the project's name rule). */
+bool auth_valid_name(const char *name);
+
+#endif

@@ -1,0 +1,64 @@
+/*
+ * Daemon configuration: an INI file read with libinih.
+ *
+ * Every key lives in one table in config.c (section, key, parser, default),
+ * which is also the source of schema/ofcd.example.ini. An unknown section or
+ * key, a key given twice or a bad value stops loading with a message naming
+ * file, line and key. Loop thread only.
+ */
+#ifndef OFCD_CONFIG_H
+#define OFCD_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "auth.h"
+#include "log.h"
+
+/** Upper bound of [http] max_body: a REST body has no business being larger. */
+#define CONFIG_MAX_BODY_LIMIT (64u * 1024 * 1024)
+
+/** Everything the configuration file can set. Owned by whoever loaded it. */
+struct ofcd_config {
+	char source[512]; /**< file it came from, or "(built-in)" */
+
+	char listen_host[256];    /**< [http] listen, host part ("127.0.0.1", "::1", "0.0.0.0") */
+	uint16_t listen_port;     /**< [http] listen, port part */
+	size_t max_body;          /**< [http] max_body, bytes */
+	unsigned max_connections; /**< [http] max_connections */
+
+	char store_path[512]; /**< [store] path of the SQLite file */
+
+	enum log_level log_level; /**< [log] level */
+
+	struct auth_tokens tokens;  /**< [auth] token.NAME = ROLE:SECRET */
+	bool allow_unauthenticated; /**< [auth] allow_unauthenticated */
+
+	bool debug_faults; /**< [debug] faults: enables fault injection routes */
+
+	unsigned audit_interval_s; /**< [reconcile] audit_interval, seconds */
+};
+
+/** Fills cfg with the built-in defaults (loopback, ./var/ofcd.db, no tokens). */
+void config_defaults(struct ofcd_config *cfg);
+
+/**
+ * Loads path over the defaults into cfg and validates the result. On error
+ * returns -EINVAL (or -errno when the file cannot be read) with a message
+ * "FILE:LINE: [section] key: reason" in err, and cfg is unspecified. In both
+ * cases cfg owns memory afterwards: release it with config_free().
+ */
+int config_load(const char *path, struct ofcd_config *cfg, char *err, size_t errlen);
+
+/** Same as config_load() for INI text in memory; name is used in messages. */
+int config_load_string(const char *text, const char *name, struct ofcd_config *cfg, char *err,
+                       size_t errlen);
+
+/** Releases what cfg owns (the tokens); cfg may be loaded again afterwards. */
+void config_free(struct ofcd_config *cfg);
+
+/** True when host names a loopback address ("127.0.0.0/8", "::1", "localhost"). */
+bool config_host_is_loopback(const char *host);
+
+#endif

@@ -1,0 +1,571 @@
+#include "http.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api.h"
+#include "log.h"
+#include "metrics.h"
+#include "ofcd.h"
+#include "store.h"
+
+#define HTTP_MAX_PATH 1024
+
+struct http_server {
+	struct ofcd *d;
+	struct MHD_Daemon *mhd;
+	int listen_fd;
+	unsigned port;
+	struct event *ev_epoll; /* MHD's epoll fd is readable */
+	struct event *ev_timer; /* follows MHD_get_timeout() */
+	size_t inflight;
+	struct http_req *suspended; /* doubly linked list of suspended requests */
+};
+
+enum req_state {
+	REQ_RECEIVING, /* reading the body */
+	REQ_SUSPENDED, /* handler holds it */
+	REQ_READY,     /* reply set, to be queued on the next access call */
+	REQ_SENT,      /* response queued */
+};
+
+struct http_req {
+	struct api_req api;
+	struct http_server *h;
+	struct MHD_Connection *conn;
+	enum req_state state;
+	struct timespec t0;
+	char method[8];
+	char path[HTTP_MAX_PATH];   /* copy of the URL path, for logs and audit */
+	char params[HTTP_MAX_PATH]; /* split copy the path parameters point into */
+	char allow[64];
+	char *body;
+	size_t body_len;
+	bool too_large;
+	bool in_dispatch;
+	struct http_req *next, *prev;
+};
+
+static const char *method_name(const char *m)
+{
+	static const char *const known[] = { "GET", "POST", "PUT", "DELETE", "HEAD", "PATCH" };
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+		if (strcmp(m, known[i]) == 0)
+			return known[i];
+	return "OTHER";
+}
+
+static bool is_write(const char *method)
+{
+	return strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0;
+}
+
+static void schedule_run(struct http_server *h)
+{
+	MHD_UNSIGNED_LONG_LONG ms;
+	if (MHD_get_timeout(h->mhd, &ms) == MHD_YES) {
+		struct timeval tv = { .tv_sec = (time_t)(ms / 1000),
+			              .tv_usec = (suseconds_t)((ms % 1000) * 1000) };
+		evtimer_add(h->ev_timer, &tv);
+	} else {
+		evtimer_del(h->ev_timer);
+	}
+}
+
+static void on_mhd_ready(evutil_socket_t fd, short what, void *arg)
+{
+	struct http_server *h = arg;
+	(void)fd;
+	(void)what;
+	MHD_run(h->mhd);
+	schedule_run(h);
+}
+
+/* The response for a finished request: JSON (with a newline for curl) or raw text. */
+static enum MHD_Result send_reply(struct http_req *r)
+{
+	struct api_req *a = &r->api;
+	struct MHD_Response *resp;
+	r->state = REQ_SENT;
+
+	if (a->reply_text) {
+		resp = MHD_create_response_from_buffer(a->reply_len, a->reply_text,
+		                                       MHD_RESPMEM_MUST_FREE);
+		if (resp)
+			a->reply_text = NULL;
+	} else {
+		char *text = json_dumps(a->reply, JSON_COMPACT);
+		size_t len = text ? strlen(text) : 0;
+		char *buf = text ? realloc(text, len + 2) : NULL;
+		if (!buf) {
+			free(text);
+			return MHD_NO;
+		}
+		buf[len] = '\n';
+		buf[len + 1] = '\0';
+		resp = MHD_create_response_from_buffer(len + 1, buf, MHD_RESPMEM_MUST_FREE);
+		if (!resp)
+			free(buf);
+	}
+	if (!resp)
+		return MHD_NO;
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+	                        a->content_type ? a->content_type : "application/json");
+	if (a->status == 405)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
+	if (a->status == 401)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+		                        "Bearer realm=\"ofcd\"");
+	if (r->h->d->draining)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+	enum MHD_Result ret = MHD_queue_response(r->conn, a->status, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+/* Checks that need only the headers; sets an error reply when the request must stop here. */
+static bool check_headers(struct http_req *r, const char *url)
+{
+	struct http_server *h = r->h;
+	struct api_req *a = &r->api;
+	const struct ofcd_config *cfg = &h->d->cfg;
+	bool path_known = false;
+
+	snprintf(r->path, sizeof(r->path), "%s", url);
+	a->route = api_route_match(r->method, url, r->params, sizeof(r->params), a->params,
+	                           &path_known, r->allow, sizeof(r->allow));
+
+	enum auth_role needed = a->route ? a->route->role : AUTH_READ;
+	if (cfg->tokens.n == 0) {
+		a->token = NULL; /* no tokens: everyone is admin (loopback or explicitly allowed) */
+	} else if (needed != AUTH_NONE) {
+		size_t len = 0;
+		const char *hdr =
+		    MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Authorization");
+		const char *secret = auth_bearer(hdr, &len);
+		a->token = secret ? auth_lookup(&cfg->tokens, secret, len) : NULL;
+		if (!a->token) {
+			api_error(a, OFCD_E_UNAUTHORIZED, NULL,
+			          hdr ? "the bearer token is not valid"
+			              : "this route needs an Authorization: Bearer token");
+			return false;
+		}
+		if (a->token->role < needed) {
+			api_error(a, OFCD_E_FORBIDDEN, NULL, "token %s has role %s; %s %s needs %s",
+			          a->token->name, auth_role_name(a->token->role), r->method, url,
+			          auth_role_name(needed));
+			return false;
+		}
+	}
+	if (!a->route) {
+		if (path_known)
+			api_error(a, OFCD_E_METHOD_NOT_ALLOWED, NULL, "%s is not allowed on %s",
+			          r->method, url);
+		else
+			api_error(a, OFCD_E_NOT_FOUND, NULL, "no route %s", url);
+		return false;
+	}
+	if (h->d->draining && is_write(r->method)) {
+		api_error(a, OFCD_E_SHUTTING_DOWN, NULL, "the daemon is shutting down");
+		return false;
+	}
+	if (strcmp(r->method, "POST") == 0 || strcmp(r->method, "PUT") == 0) {
+		const char *ct = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+		                                             MHD_HTTP_HEADER_CONTENT_TYPE);
+		size_t n = strlen("application/json");
+		if (!ct || strncasecmp(ct, "application/json", n) != 0 ||
+		    (ct[n] != '\0' && ct[n] != ';' && ct[n] != ' ')) {
+			api_error(a, OFCD_E_UNSUPPORTED_MEDIA, NULL,
+			          "%s needs Content-Type: application/json", r->method);
+			return false;
+		}
+	}
+	const char *cl =
+	    MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	if (cl) {
+		char *end;
+		errno = 0;
+		unsigned long long v = strtoull(cl, &end, 10);
+		if (errno || *end || v > cfg->max_body) {
+			api_error(a, OFCD_E_BODY_TOO_LARGE, NULL,
+			          "request body over the limit of %zu bytes", cfg->max_body);
+			return false;
+		}
+	}
+	return true;
+}
+
+static void add_body(struct http_req *r, const char *data, size_t len)
+{
+	size_t max = r->h->d->cfg.max_body;
+	if (r->too_large)
+		return;
+	if (r->body_len + len > max) {
+		/* Chunked bodies have no length up front: stop keeping data once over. */
+		r->too_large = true;
+		free(r->body);
+		r->body = NULL;
+		return;
+	}
+	char *b = realloc(r->body, r->body_len + len + 1);
+	if (!b) {
+		r->too_large = true;
+		return;
+	}
+	memcpy(b + r->body_len, data, len);
+	r->body = b;
+	r->body_len += len;
+}
+
+static bool parse_body(struct http_req *r)
+{
+	struct api_req *a = &r->api;
+	json_error_t jerr;
+	if (r->too_large) {
+		api_error(a, OFCD_E_BODY_TOO_LARGE, NULL,
+		          "request body over the limit of %zu bytes", r->h->d->cfg.max_body);
+		return false;
+	}
+	if (r->body_len == 0)
+		return true;
+	a->body = json_loadb(r->body, r->body_len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
+	if (!a->body) {
+		api_error(a, OFCD_E_INVALID_JSON, NULL, "malformed JSON at line %d, column %d: %s",
+		          jerr.line, jerr.column, jerr.text);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Runs the handler. A write runs inside one store transaction, committed with
+ * its audit row only when the reply is a success, so a failed request changes
+ * nothing.
+ */
+static void dispatch(struct http_req *r)
+{
+	struct api_req *a = &r->api;
+	struct store *st = r->h->d->store;
+	const char *token = NULL;
+	bool write = is_write(r->method);
+
+	if (!parse_body(r))
+		goto audit_only;
+	if (write && store_begin(st) < 0) {
+		api_error(a, OFCD_E_STORE, NULL, "the store is not available, try again");
+		goto audit_only;
+	}
+	r->in_dispatch = true;
+	a->route->handler(a);
+	r->in_dispatch = false;
+	if (a->status == 0) {
+		/* A handler that suspends must first set the reply it would give now. */
+		log_error("http", "%s %s: handler gave no reply", r->method, r->path);
+		a->suspended = false;
+		api_error(a, OFCD_E_INTERNAL, NULL, "internal error");
+	}
+	if (!write)
+		return;
+	token = a->token ? a->token->name : NULL;
+	if (a->status >= 400) {
+		store_rollback(st);
+		goto audit_only;
+	}
+	if (store_audit(st, token, r->method, r->path, a->status) < 0 || store_commit(st) < 0) {
+		store_rollback(st);
+		if (a->suspended) {
+			a->suspended = false;
+			if (a->on_abort)
+				a->on_abort(a, true);
+		}
+		api_error(a, OFCD_E_STORE, NULL, "the change could not be stored, try again");
+		goto audit_only;
+	}
+	return;
+audit_only:
+	if (write) {
+		token = a->token ? a->token->name : NULL;
+		store_audit(st, token, r->method, r->path, a->status);
+	}
+}
+
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
+                                 const char *method, const char *version, const char *upload_data,
+                                 size_t *upload_data_size, void **con_cls)
+{
+	struct http_server *h = cls;
+	struct http_req *r = *con_cls;
+	(void)version;
+
+	if (!r) {
+		r = calloc(1, sizeof(*r));
+		if (!r)
+			return MHD_NO;
+		*con_cls = r;
+		h->inflight++;
+		r->h = h;
+		r->conn = conn;
+		r->api.d = h->d;
+		r->api.http = r;
+		clock_gettime(CLOCK_MONOTONIC, &r->t0);
+		snprintf(r->method, sizeof(r->method), "%s", method_name(method));
+		r->api.method = r->method;
+		r->api.path = r->path;
+		if (!check_headers(r, url))
+			return send_reply(r); /* MHD closes the connection if a body was coming */
+		return MHD_YES;
+	}
+	if (r->state == REQ_READY)
+		return send_reply(r);
+	if (r->state != REQ_RECEIVING)
+		return MHD_YES;
+	if (*upload_data_size) {
+		add_body(r, upload_data, *upload_data_size);
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	dispatch(r);
+	if (r->api.suspended) {
+		r->state = REQ_SUSPENDED;
+		r->next = h->suspended;
+		if (h->suspended)
+			h->suspended->prev = r;
+		h->suspended = r;
+		MHD_suspend_connection(conn);
+		return MHD_YES;
+	}
+	return send_reply(r);
+}
+
+static void unlink_suspended(struct http_req *r)
+{
+	if (r->prev)
+		r->prev->next = r->next;
+	else if (r->h->suspended == r)
+		r->h->suspended = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	r->next = r->prev = NULL;
+}
+
+void api_suspend(struct api_req *req, api_abort_fn on_abort, void *arg)
+{
+	req->suspended = true;
+	req->on_abort = on_abort;
+	req->wait_arg = arg;
+}
+
+void api_resume(struct api_req *req)
+{
+	struct http_req *r = req->http;
+	req->suspended = false;
+	if (r->in_dispatch || r->state != REQ_SUSPENDED)
+		return; /* still inside the handler: on_access sends it on return */
+	unlink_suspended(r);
+	r->state = REQ_READY;
+	MHD_resume_connection(r->conn);
+	/* Run MHD soon even if the resume signal's edge was already consumed. */
+	struct timeval now = { 0, 0 };
+	evtimer_add(r->h->ev_timer, &now);
+}
+
+const char *api_query(struct api_req *req, const char *key)
+{
+	struct http_req *r = req->http;
+	return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+	struct http_server *h = cls;
+	struct http_req *r = *con_cls;
+	(void)conn;
+	(void)toe;
+	if (!r)
+		return;
+	if (r->state == REQ_SUSPENDED) {
+		unlink_suspended(r);
+		if (r->api.on_abort)
+			r->api.on_abort(&r->api, true);
+	}
+	if (r->api.status) {
+		struct timespec t1;
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		double s =
+		    (double)(t1.tv_sec - r->t0.tv_sec) + (double)(t1.tv_nsec - r->t0.tv_nsec) / 1e9;
+		metrics_request(r->api.route ? r->api.route->pattern : "unmatched", r->method,
+		                r->api.status, s);
+		log_debug("http", "%s %s -> %u (%.3f ms)", r->method, r->path, r->api.status,
+		          s * 1e3);
+	}
+	json_decref(r->api.body);
+	json_decref(r->api.reply);
+	free(r->api.reply_text);
+	free(r->body);
+	free(r);
+	*con_cls = NULL;
+	h->inflight--;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+	(void)cls;
+	(void)conn;
+	(void)socket_context;
+	metrics_connections(toe == MHD_CONNECTION_NOTIFY_STARTED ? 1 : -1);
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char msg[512];
+	(void)cls;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	size_t n = strlen(msg);
+	while (n && msg[n - 1] == '\n')
+		msg[--n] = '\0';
+	log_warn("http", "%s", msg);
+}
+
+static int bind_listener(const struct ofcd_config *cfg, int *fd_out, char *err, size_t errlen)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC,
+		                  .ai_socktype = SOCK_STREAM,
+		                  .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
+	struct addrinfo *res = NULL;
+	char port[8];
+	int fd = -1, one = 1, rc;
+
+	snprintf(port, sizeof(port), "%u", cfg->listen_port);
+	rc = getaddrinfo(cfg->listen_host, port, &hints, &res);
+	if (rc != 0) {
+		snprintf(err, errlen, "[http] listen: cannot resolve %s: %s", cfg->listen_host,
+		         gai_strerror(rc));
+		return -EINVAL;
+	}
+	fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(fd, res->ai_addr, res->ai_addrlen) < 0 || listen(fd, 1024) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "[http] listen: cannot listen on %s:%u: %s", cfg->listen_host,
+		         cfg->listen_port, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		freeaddrinfo(res);
+		return rc;
+	}
+	freeaddrinfo(res);
+	*fd_out = fd;
+	return 0;
+}
+
+int http_start(struct ofcd *d, struct http_server **out, char *err, size_t errlen)
+{
+	struct http_server *h = calloc(1, sizeof(*h));
+	int rc;
+	if (!h) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	h->d = d;
+	h->listen_fd = -1;
+	rc = bind_listener(&d->cfg, &h->listen_fd, err, errlen);
+	if (rc < 0)
+		goto fail;
+
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	if (getsockname(h->listen_fd, (struct sockaddr *)&ss, &sl) == 0)
+		h->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+		                                         : ((struct sockaddr_in *)&ss)->sin_port);
+
+	h->mhd = MHD_start_daemon(
+	    MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_access,
+	    h, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h, MHD_OPTION_LISTEN_SOCKET, h->listen_fd,
+	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_NOTIFY_CONNECTION,
+	    on_connection, h, MHD_OPTION_CONNECTION_LIMIT, d->cfg.max_connections,
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120, MHD_OPTION_END);
+	if (!h->mhd) {
+		snprintf(err, errlen, "cannot start the HTTP server (libmicrohttpd)");
+		rc = -EIO;
+		goto fail;
+	}
+	const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+	if (!info) {
+		snprintf(err, errlen, "libmicrohttpd has no epoll support");
+		rc = -ENOTSUP;
+		goto fail;
+	}
+	h->ev_epoll = event_new(d->base, info->epoll_fd, EV_READ | EV_PERSIST, on_mhd_ready, h);
+	h->ev_timer = evtimer_new(d->base, on_mhd_ready, h);
+	if (!h->ev_epoll || !h->ev_timer || event_add(h->ev_epoll, NULL) < 0) {
+		snprintf(err, errlen, "cannot register the HTTP server with the event loop");
+		rc = -ENOMEM;
+		goto fail;
+	}
+	schedule_run(h);
+	*out = h;
+	return 0;
+fail:
+	http_destroy(h);
+	return rc;
+}
+
+void http_quiesce(struct http_server *h)
+{
+	if (!h || !h->mhd || h->listen_fd < 0)
+		return;
+	MHD_socket fd = MHD_quiesce_daemon(h->mhd);
+	if (fd != MHD_INVALID_SOCKET)
+		close(fd);
+	h->listen_fd = -1;
+	schedule_run(h);
+}
+
+size_t http_inflight(const struct http_server *h)
+{
+	return h ? h->inflight : 0;
+}
+
+void http_abort_suspended(struct http_server *h)
+{
+	while (h && h->suspended) {
+		struct http_req *r = h->suspended;
+		if (r->api.on_abort)
+			r->api.on_abort(&r->api, false);
+		api_resume(&r->api);
+	}
+}
+
+unsigned http_port(const struct http_server *h)
+{
+	return h->port;
+}
+
+void http_destroy(struct http_server *h)
+{
+	if (!h)
+		return;
+	http_abort_suspended(h);
+	if (h->ev_epoll)
+		event_free(h->ev_epoll);
+	if (h->ev_timer)
+		event_free(h->ev_timer);
+	if (h->mhd)
+		MHD_stop_daemon(h->mhd);
+	else if (h->listen_fd >= 0)
+		close(h->listen_fd);
+	free(h);
+}

@@ -1,0 +1,41 @@
+/*
+ * The REST server: libmicrohttpd driven from the daemon's libevent loop.
+ *
+ * MHD runs with no thread of its own (MHD_USE_EPOLL, external select): its
+ * epoll fd is one libevent read event that calls MHD_run(), and a libevent
+ * timer follows MHD_get_timeout(). Connections can be suspended and resumed
+ * (api_suspend/api_resume). Loop thread only.
+ */
+#ifndef OFCD_HTTP_H
+#define OFCD_HTTP_H
+
+#include <stddef.h>
+
+struct ofcd;
+struct http_server;
+
+/**
+ * Binds [http] listen and starts serving on d->base. Returns 0 or -errno with
+ * a message in err. The server is owned by the caller (http_destroy).
+ */
+int http_start(struct ofcd *d, struct http_server **out, char *err, size_t errlen);
+
+/** Stops accepting new connections (the listening socket is closed). */
+void http_quiesce(struct http_server *h);
+
+/** Number of requests received and not yet answered and sent. */
+size_t http_inflight(const struct http_server *h);
+
+/**
+ * Ends every suspended request early (their on_abort runs with
+ * conn_closed = false), for shutdown.
+ */
+void http_abort_suspended(struct http_server *h);
+
+/** Stops the server, closing every connection. NULL is fine. */
+void http_destroy(struct http_server *h);
+
+/** The port actually bound (useful with port 0). */
+unsigned http_port(const struct http_server *h);
+
+#endif

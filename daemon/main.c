@@ -1,0 +1,89 @@
+/*
+ * ofcd — optical fabric controller daemon.
+ *
+ *   ofcd [-c FILE] [--demo]     run the controller
+ *   ofcd -c FILE --check-config validate FILE and exit 0 (valid) or 1
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "log.h"
+#include "ofcd.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: ofcd [-c FILE] [--check-config] [--demo]\n"
+	           "  -c, --config FILE   configuration file (INI); built-in defaults without it\n"
+	           "      --check-config  validate the configuration and exit 0 or 1\n"
+	           "      --demo          load a demo topology into an empty store\n"
+	           "  -V, --version       print the version\n"
+	           "  -h, --help          this text\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "check-config", no_argument, NULL, 'C' },
+		{ "demo", no_argument, NULL, 'D' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *path = NULL;
+	bool check = false, demo = false;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "c:Vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			path = optarg;
+			break;
+		case 'C':
+			check = true;
+			break;
+		case 'D':
+			demo = true;
+			break;
+		case 'V':
+			printf("ofcd %s\n", OFCD_VERSION);
+			return 0;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "ofcd: unexpected argument \"%s\"\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+
+	struct ofcd_config cfg;
+	char err[768];
+	int rc = path ? config_load(path, &cfg, err, sizeof(err)) : (config_defaults(&cfg), 0);
+	if (rc < 0) {
+		fprintf(stderr, "ofcd: %s\n", err);
+		config_free(&cfg);
+		return 1;
+	}
+	if (check) {
+		printf("%s: configuration is valid\n", path ? path : "(built-in)");
+		config_free(&cfg);
+		return 0;
+	}
+
+	struct ofcd d;
+	rc = ofcd_init(&d, &cfg, path);
+	d.demo = demo;
+	if (rc == 0)
+		rc = ofcd_run(&d);
+	ofcd_destroy(&d);
+	return rc == 0 ? 0 : 1;
+}

@@ -1,0 +1,223 @@
+#include "metrics.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Latency buckets (seconds), shared by request and commit histograms. */
+static const double bucket_le[] = { 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+	                            0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,    10 };
+#define NBUCKETS (sizeof(bucket_le) / sizeof(bucket_le[0]))
+
+struct histogram {
+	uint64_t counts[NBUCKETS]; /* non-cumulative; rendered cumulative */
+	uint64_t count;
+	double sum;
+};
+
+struct request_stat {
+	const char *route;
+	char method[8];
+	unsigned status;
+	uint64_t count;
+};
+
+struct route_latency {
+	const char *route;
+	struct histogram h;
+};
+
+struct counter {
+	const char *name;
+	const char *help;
+	char label[128];
+	double value;
+};
+
+#define MAX_REQUEST_STATS 512
+#define MAX_ROUTES        128
+#define MAX_COUNTERS      128
+
+static struct {
+	struct request_stat req[MAX_REQUEST_STATS];
+	size_t nreq;
+	struct route_latency lat[MAX_ROUTES];
+	size_t nlat;
+	struct histogram commit;
+	long connections;
+	struct counter counters[MAX_COUNTERS];
+	size_t ncounters;
+} m;
+
+static void observe(struct histogram *h, double v)
+{
+	for (size_t i = 0; i < NBUCKETS; i++) {
+		if (v <= bucket_le[i]) {
+			h->counts[i]++;
+			break;
+		}
+	}
+	h->count++;
+	h->sum += v;
+}
+
+void metrics_request(const char *route, const char *method, unsigned status, double seconds)
+{
+	struct request_stat *r = NULL;
+	for (size_t i = 0; i < m.nreq; i++) {
+		if (m.req[i].route == route && m.req[i].status == status &&
+		    strcmp(m.req[i].method, method) == 0) {
+			r = &m.req[i];
+			break;
+		}
+	}
+	if (!r && m.nreq < MAX_REQUEST_STATS) {
+		r = &m.req[m.nreq++];
+		r->route = route;
+		snprintf(r->method, sizeof(r->method), "%s", method);
+		r->status = status;
+	}
+	if (r)
+		r->count++;
+
+	struct route_latency *l = NULL;
+	for (size_t i = 0; i < m.nlat; i++)
+		if (m.lat[i].route == route)
+			l = &m.lat[i];
+	if (!l && m.nlat < MAX_ROUTES) {
+		l = &m.lat[m.nlat++];
+		l->route = route;
+	}
+	if (l)
+		observe(&l->h, seconds);
+}
+
+void metrics_observe_commit(double seconds)
+{
+	observe(&m.commit, seconds);
+}
+
+void metrics_connections(int delta)
+{
+	m.connections += delta;
+}
+
+void metrics_counter_add(const char *name, const char *help, const char *label, double v)
+{
+	const char *lab = label ? label : "";
+	for (size_t i = 0; i < m.ncounters; i++) {
+		if (strcmp(m.counters[i].name, name) == 0 &&
+		    strcmp(m.counters[i].label, lab) == 0) {
+			m.counters[i].value += v;
+			return;
+		}
+	}
+	if (m.ncounters == MAX_COUNTERS)
+		return;
+	struct counter *c = &m.counters[m.ncounters++];
+	c->name = name;
+	c->help = help;
+	snprintf(c->label, sizeof(c->label), "%s", lab);
+	c->value = v;
+}
+
+void metrics_reset(void)
+{
+	memset(&m, 0, sizeof(m));
+}
+
+static void render_histogram(FILE *f, const char *name, const char *label,
+                             const struct histogram *h)
+{
+	uint64_t cum = 0;
+	const char *sep = label[0] ? "," : "";
+	for (size_t i = 0; i < NBUCKETS; i++) {
+		cum += h->counts[i];
+		fprintf(f, "%s_bucket{%s%sle=\"%g\"} %llu\n", name, label, sep, bucket_le[i],
+		        (unsigned long long)cum);
+	}
+	fprintf(f, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", name, label, sep,
+	        (unsigned long long)h->count);
+	fprintf(f, "%s_sum{%s} %.9f\n", name, label, h->sum);
+	fprintf(f, "%s_count{%s} %llu\n", name, label, (unsigned long long)h->count);
+}
+
+static long resident_bytes(void)
+{
+	long pages = 0, rss = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+	if (!f)
+		return 0;
+	if (fscanf(f, "%ld %ld", &pages, &rss) != 2)
+		rss = 0;
+	fclose(f);
+	return rss * sysconf(_SC_PAGESIZE);
+}
+
+char *metrics_render(size_t *len)
+{
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, len);
+	char label[192];
+	if (!f)
+		return NULL;
+
+	fputs("# HELP ofcd_http_requests_total HTTP requests by route, method and status.\n"
+	      "# TYPE ofcd_http_requests_total counter\n",
+	      f);
+	for (size_t i = 0; i < m.nreq; i++)
+		fprintf(f,
+		        "ofcd_http_requests_total{route=\"%s\",method=\"%s\",status=\"%u\"} %llu\n",
+		        m.req[i].route, m.req[i].method, m.req[i].status,
+		        (unsigned long long)m.req[i].count);
+
+	fputs("# HELP ofcd_http_request_duration_seconds HTTP request latency by route.\n"
+	      "# TYPE ofcd_http_request_duration_seconds histogram\n",
+	      f);
+	for (size_t i = 0; i < m.nlat; i++) {
+		snprintf(label, sizeof(label), "route=\"%s\"", m.lat[i].route);
+		render_histogram(f, "ofcd_http_request_duration_seconds", label, &m.lat[i].h);
+	}
+
+	fputs("# HELP ofcd_store_commit_duration_seconds Latency of store transaction commits.\n"
+	      "# TYPE ofcd_store_commit_duration_seconds histogram\n",
+	      f);
+	render_histogram(f, "ofcd_store_commit_duration_seconds", "", &m.commit);
+
+	fprintf(f,
+	        "# HELP ofcd_http_open_connections HTTP connections open now.\n"
+	        "# TYPE ofcd_http_open_connections gauge\n"
+	        "ofcd_http_open_connections %ld\n"
+	        "# HELP ofcd_resident_memory_bytes Resident set size of the daemon.\n"
+	        "# TYPE ofcd_resident_memory_bytes gauge\n"
+	        "ofcd_resident_memory_bytes %ld\n",
+	        m.connections, resident_bytes());
+
+	/* A family's samples must be contiguous: print each name once, with all its labels. */
+	for (size_t i = 0; i < m.ncounters; i++) {
+		bool seen = false;
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = strcmp(m.counters[j].name, m.counters[i].name) == 0;
+		if (seen)
+			continue;
+		fprintf(f, "# HELP %s %s\n# TYPE %s counter\n", m.counters[i].name,
+		        m.counters[i].help, m.counters[i].name);
+		for (size_t k = i; k < m.ncounters; k++) {
+			const struct counter *c = &m.counters[k];
+			if (strcmp(c->name, m.counters[i].name) != 0)
+				continue;
+			if (c->label[0])
+				fprintf(f, "%s{%s} %.17g\n", c->name, c->label, c->value);
+			else
+				fprintf(f, "%s %.17g\n", c->name, c->value);
+		}
+	}
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}

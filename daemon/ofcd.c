@@ -1,0 +1,188 @@
+#include "ofcd.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-daemon.h>
+
+#include "http.h"
+#include "log.h"
+#include "store.h"
+
+#define DRAIN_TIMEOUT_S 10
+
+double ofcd_uptime(const struct ofcd *d)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - d->started.tv_sec) +
+	       (double)(now.tv_nsec - d->started.tv_nsec) / 1e9;
+}
+
+static void on_drain_check(evutil_socket_t fd, short what, void *arg)
+{
+	struct ofcd *d = arg;
+	struct timespec now;
+	(void)fd;
+	(void)what;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (http_inflight(d->http) == 0) {
+		event_base_loopbreak(d->base);
+	} else if (now.tv_sec >= d->drain_deadline.tv_sec) {
+		log_warn("daemon", "%zu requests still in flight after %d s; stopping anyway",
+		         http_inflight(d->http), DRAIN_TIMEOUT_S);
+		event_base_loopbreak(d->base);
+	}
+}
+
+void ofcd_stop(struct ofcd *d)
+{
+	if (d->draining)
+		return;
+	d->draining = true;
+	log_info("daemon", "stopping: finishing %zu in-flight requests", http_inflight(d->http));
+	sd_notify(0, "STOPPING=1");
+	http_quiesce(d->http);
+	http_abort_suspended(d->http);
+	clock_gettime(CLOCK_MONOTONIC, &d->drain_deadline);
+	d->drain_deadline.tv_sec += DRAIN_TIMEOUT_S;
+	struct timeval tick = { 0, 20000 };
+	event_add(d->ev_drain, &tick);
+}
+
+void ofcd_reload(struct ofcd *d)
+{
+	struct ofcd_config next;
+	char err[768];
+
+	if (!d->config_path) {
+		log_info("daemon", "SIGHUP: running on built-in defaults, nothing to reload");
+		return;
+	}
+	if (config_load(d->config_path, &next, err, sizeof(err)) < 0) {
+		log_error("daemon", "SIGHUP: keeping the running configuration: %s", err);
+		config_free(&next);
+		return;
+	}
+	if (strcmp(next.listen_host, d->cfg.listen_host) != 0 ||
+	    next.listen_port != d->cfg.listen_port || strcmp(next.store_path, d->cfg.store_path) ||
+	    next.max_connections != d->cfg.max_connections)
+		log_warn("daemon", "SIGHUP: [http] listen, max_connections and [store] path take "
+		                   "effect only after a restart");
+	/* Live: log level, tokens, body limit and the other per-request settings. */
+	log_set_level(next.log_level);
+	auth_tokens_free(&d->cfg.tokens);
+	d->cfg.tokens = next.tokens;
+	next.tokens.v = NULL;
+	next.tokens.n = 0;
+	d->cfg.log_level = next.log_level;
+	d->cfg.max_body = next.max_body;
+	d->cfg.allow_unauthenticated = next.allow_unauthenticated;
+	d->cfg.debug_faults = next.debug_faults;
+	d->cfg.audit_interval_s = next.audit_interval_s;
+	config_free(&next);
+	log_info("daemon", "SIGHUP: configuration reloaded from %s (log level %s, %zu tokens)",
+	         d->config_path, log_level_name(d->cfg.log_level), d->cfg.tokens.n);
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+	struct ofcd *d = arg;
+	(void)what;
+	if (sig == SIGHUP) {
+		sd_notify(0, "RELOADING=1");
+		ofcd_reload(d);
+		sd_notify(0, "READY=1");
+	} else {
+		ofcd_stop(d);
+	}
+}
+
+static void on_watchdog(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	sd_notify(0, "WATCHDOG=1");
+}
+
+int ofcd_init(struct ofcd *d, struct ofcd_config *cfg, const char *config_path)
+{
+	char err[768];
+	int rc;
+	uint64_t wd_usec = 0;
+
+	memset(d, 0, sizeof(*d));
+	d->cfg = *cfg;
+	memset(cfg, 0, sizeof(*cfg));
+	d->config_path = config_path;
+	clock_gettime(CLOCK_MONOTONIC, &d->started);
+	log_set_level(d->cfg.log_level);
+	signal(SIGPIPE, SIG_IGN);
+
+	d->base = event_base_new();
+	if (!d->base) {
+		log_error("daemon", "cannot create the event loop");
+		return -ENOMEM;
+	}
+	rc = store_open(d->cfg.store_path, &d->store, err, sizeof(err));
+	if (rc < 0) {
+		log_error("store", "%s", err);
+		return rc;
+	}
+	rc = http_start(d, &d->http, err, sizeof(err));
+	if (rc < 0) {
+		log_error("http", "%s", err);
+		return rc;
+	}
+	d->ev_sigterm = evsignal_new(d->base, SIGTERM, on_signal, d);
+	d->ev_sigint = evsignal_new(d->base, SIGINT, on_signal, d);
+	d->ev_sighup = evsignal_new(d->base, SIGHUP, on_signal, d);
+	d->ev_drain = event_new(d->base, -1, EV_PERSIST, on_drain_check, d);
+	if (!d->ev_sigterm || !d->ev_sigint || !d->ev_sighup || !d->ev_drain ||
+	    event_add(d->ev_sigterm, NULL) || event_add(d->ev_sigint, NULL) ||
+	    event_add(d->ev_sighup, NULL)) {
+		log_error("daemon", "cannot register signal handlers");
+		return -ENOMEM;
+	}
+	if (sd_watchdog_enabled(0, &wd_usec) > 0 && wd_usec > 0) {
+		struct timeval tv = { .tv_sec = (time_t)(wd_usec / 2 / 1000000),
+			              .tv_usec = (suseconds_t)(wd_usec / 2 % 1000000) };
+		d->ev_watchdog = event_new(d->base, -1, EV_PERSIST, on_watchdog, d);
+		if (d->ev_watchdog)
+			event_add(d->ev_watchdog, &tv);
+	}
+	log_info("daemon", "ofcd %s listening on %s:%u, store %s%s", OFCD_VERSION,
+	         d->cfg.listen_host, http_port(d->http), d->cfg.store_path,
+	         d->cfg.tokens.n ? "" : " (no tokens: authentication is off)");
+	return 0;
+}
+
+int ofcd_run(struct ofcd *d)
+{
+	/* Only now are the store open and the socket listening. */
+	sd_notify(0, "READY=1");
+	event_base_dispatch(d->base);
+	log_info("daemon", "stopped");
+	return 0;
+}
+
+void ofcd_destroy(struct ofcd *d)
+{
+	http_destroy(d->http);
+	d->http = NULL;
+	store_close(d->store);
+	d->store = NULL;
+	struct event *evs[] = { d->ev_sigterm, d->ev_sigint, d->ev_sighup, d->ev_watchdog,
+		                d->ev_drain };
+	for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++)
+		if (evs[i])
+			event_free(evs[i]);
+	if (d->base)
+		event_base_free(d->base);
+	d->base = NULL;
+	config_free(&d->cfg);
+}

@@ -1,0 +1,62 @@
+/*
+ * The daemon: one libevent loop that owns the HTTP server, the store, the
+ * timers and the signals. Created by main.c (and by tests), run until
+ * SIGTERM/SIGINT, then drained and torn down. Loop thread only.
+ */
+#ifndef OFCD_OFCD_H
+#define OFCD_OFCD_H
+
+#include <stdbool.h>
+#include <time.h>
+
+#include "config.h"
+
+#define OFCD_VERSION "0.1.0"
+
+struct event_base;
+struct event;
+struct store;
+struct http_server;
+
+/** The daemon's state. One per process. */
+struct ofcd {
+	struct event_base *base;  /**< the one loop */
+	struct ofcd_config cfg;   /**< configuration in force (owned) */
+	const char *config_path;  /**< file to re-read on SIGHUP; NULL for built-in defaults */
+	struct store *store;      /**< desired state (owned) */
+	struct http_server *http; /**< REST server (owned) */
+	struct timespec started;  /**< CLOCK_MONOTONIC at start, for uptime */
+	bool draining;            /**< SIGTERM seen: finishing in-flight requests */
+	bool demo;                /**< load the demo topology into an empty store */
+
+	struct event *ev_sigterm;       /**< SIGTERM handler */
+	struct event *ev_sigint;        /**< SIGINT handler */
+	struct event *ev_sighup;        /**< SIGHUP handler */
+	struct event *ev_watchdog;      /**< systemd watchdog keep-alive timer */
+	struct event *ev_drain;         /**< checks whether draining is over */
+	struct timespec drain_deadline; /**< when draining gives up waiting */
+};
+
+/**
+ * Sets the daemon up from cfg (moved into d: the caller must not free it):
+ * opens the store, binds the listener, registers signals. Returns 0 or -errno
+ * (logged). On failure call ofcd_destroy() all the same.
+ */
+int ofcd_init(struct ofcd *d, struct ofcd_config *cfg, const char *config_path);
+
+/** Runs the loop until the daemon has drained after SIGTERM/SIGINT. Returns 0. */
+int ofcd_run(struct ofcd *d);
+
+/** Starts the graceful stop: no new connections, in-flight requests finish. */
+void ofcd_stop(struct ofcd *d);
+
+/** Re-reads the configuration file and applies what can change live. */
+void ofcd_reload(struct ofcd *d);
+
+/** Releases everything (store closed cleanly). Safe on a partly initialised d. */
+void ofcd_destroy(struct ofcd *d);
+
+/** Seconds since start. */
+double ofcd_uptime(const struct ofcd *d);
+
+#endif

@@ -1,0 +1,76 @@
+/*
+ * The route table: every REST route in one place, like Redis' command table.
+ * Order does not matter; patterns must not overlap for the same method.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "api.h"
+#include "api_handlers.h"
+
+const struct api_route api_routes[] = {
+	{ "GET", "/v1/health", api_health, AUTH_NONE },
+	{ "GET", "/metrics", api_metrics, AUTH_NONE },
+	{ NULL, NULL, NULL, AUTH_NONE },
+};
+
+/*
+ * Compares a copy of path (in buf) with pattern segment by segment; a
+ * "{name}" pattern segment takes any non-empty segment as a parameter, which
+ * is cut out of buf in place once the whole path matched.
+ */
+static bool pattern_match(const char *pattern, const char *path, char *buf, size_t buflen,
+                          const char *params[API_MAX_PARAMS])
+{
+	char *ends[API_MAX_PARAMS];
+	size_t np = 0;
+	size_t len = strlen(path);
+	if (len + 1 > buflen)
+		return false;
+	memcpy(buf, path, len + 1);
+
+	const char *p = pattern;
+	char *s = buf;
+	while (*p || *s) {
+		if (*p != '/' || *s != '/')
+			return false;
+		p++;
+		s++;
+		size_t plen = strcspn(p, "/");
+		size_t slen = strcspn(s, "/");
+		if (plen >= 2 && p[0] == '{' && p[plen - 1] == '}') {
+			if (slen == 0 || np == API_MAX_PARAMS)
+				return false;
+			params[np] = s;
+			ends[np++] = s + slen;
+		} else if (plen != slen || memcmp(p, s, plen) != 0) {
+			return false;
+		}
+		p += plen;
+		s += slen;
+	}
+	for (size_t i = 0; i < np; i++)
+		*ends[i] = '\0';
+	return true;
+}
+
+const struct api_route *api_route_match(const char *method, const char *path, char *buf,
+                                        size_t buflen, const char *params[API_MAX_PARAMS],
+                                        bool *path_known, char *allow, size_t allowlen)
+{
+	*path_known = false;
+	allow[0] = '\0';
+	for (const struct api_route *r = api_routes; r->method; r++) {
+		const char *tmp[API_MAX_PARAMS] = { 0 };
+		if (!pattern_match(r->pattern, path, buf, buflen, tmp))
+			continue;
+		if (strcmp(r->method, method) == 0) {
+			memcpy(params, tmp, sizeof(tmp));
+			return r;
+		}
+		*path_known = true;
+		size_t l = strlen(allow);
+		snprintf(allow + l, allowlen - l, "%s%s", l ? ", " : "", r->method);
+	}
+	return NULL;
+}

@@ -1,0 +1,244 @@
+#include "store.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+#include "metrics.h"
+#include "store_migrations.h"
+
+#define STMT_SLOTS 512 /* power of two, well above the number of distinct statements */
+
+struct stmt_slot {
+	const char *sql;
+	sqlite3_stmt *st;
+};
+
+struct store {
+	sqlite3 *db;
+	struct stmt_slot stmts[STMT_SLOTS];
+};
+
+sqlite3 *store_db(struct store *s)
+{
+	return s->db;
+}
+
+static int exec_sql(struct store *s, const char *sql, char *err, size_t errlen)
+{
+	char *msg = NULL;
+	if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+		snprintf(err, errlen, "%s", msg ? msg : sqlite3_errmsg(s->db));
+		sqlite3_free(msg);
+		return -EIO;
+	}
+	return 0;
+}
+
+int store_schema_version(struct store *s)
+{
+	sqlite3_stmt *st = store_stmt(s, "PRAGMA user_version");
+	int v = -1;
+	if (st && sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int(st, 0);
+	if (st)
+		sqlite3_reset(st);
+	return v;
+}
+
+static int migrate(struct store *s, const char *path, char *err, size_t errlen)
+{
+	int have = store_schema_version(s);
+	char why[512];
+
+	if (have < 0) {
+		snprintf(err, errlen, "%s: cannot read schema version: %s", path,
+		         sqlite3_errmsg(s->db));
+		return -EIO;
+	}
+	if (have > store_migrations_count) {
+		snprintf(err, errlen,
+		         "%s: database schema version %d is newer than this ofcd (it knows up to "
+		         "%d); run the newer ofcd or restore a backup",
+		         path, have, store_migrations_count);
+		return -EPROTO;
+	}
+	for (int i = have; i < store_migrations_count; i++) {
+		const struct store_migration *m = &store_migrations[i];
+		char setv[64];
+		snprintf(setv, sizeof(setv), "PRAGMA user_version = %d", m->version);
+		/* Each migration and its version bump commit together or not at all. */
+		if (exec_sql(s, "BEGIN IMMEDIATE", why, sizeof(why)) < 0 ||
+		    exec_sql(s, m->sql, why, sizeof(why)) < 0 ||
+		    exec_sql(s, setv, why, sizeof(why)) < 0 ||
+		    exec_sql(s, "COMMIT", why, sizeof(why)) < 0) {
+			exec_sql(s, "ROLLBACK", setv, sizeof(setv));
+			snprintf(err, errlen, "%s: migration %s failed: %s", path, m->name, why);
+			return -EIO;
+		}
+		log_info("store", "applied migration %s", m->name);
+	}
+	return 0;
+}
+
+int store_open(const char *path, struct store **out, char *err, size_t errlen)
+{
+	struct store *s = calloc(1, sizeof(*s));
+	char why[512];
+	int rc;
+
+	if (!s) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
+	    SQLITE_OK) {
+		snprintf(err, errlen, "%s: cannot open: %s", path,
+		         s->db ? sqlite3_errmsg(s->db) : "out of memory");
+		rc = -EIO;
+		goto fail;
+	}
+	sqlite3_extended_result_codes(s->db, 1);
+	sqlite3_busy_timeout(s->db, 5000);
+	/* journal_mode answers with a row; "wal" means it took. */
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(s->db, "PRAGMA journal_mode=WAL", -1, &st, NULL) != SQLITE_OK ||
+	    sqlite3_step(st) != SQLITE_ROW ||
+	    strcmp((const char *)sqlite3_column_text(st, 0), "wal") != 0) {
+		snprintf(err, errlen, "%s: cannot switch to WAL mode: %s", path,
+		         sqlite3_errmsg(s->db));
+		sqlite3_finalize(st);
+		rc = -EIO;
+		goto fail;
+	}
+	sqlite3_finalize(st);
+	if (exec_sql(s, "PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;", why, sizeof(why)) < 0) {
+		snprintf(err, errlen, "%s: %s", path, why);
+		rc = -EIO;
+		goto fail;
+	}
+	rc = migrate(s, path, err, errlen);
+	if (rc < 0)
+		goto fail;
+	*out = s;
+	return 0;
+fail:
+	store_close(s);
+	return rc;
+}
+
+void store_close(struct store *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < STMT_SLOTS; i++)
+		sqlite3_finalize(s->stmts[i].st);
+	if (s->db) {
+		if (sqlite3_get_autocommit(s->db) == 0)
+			sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+		/* Folds the WAL into the main file so a clean stop leaves one file. */
+		sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+		sqlite3_close(s->db);
+	}
+	free(s);
+}
+
+sqlite3_stmt *store_stmt(struct store *s, const char *sql)
+{
+	size_t h = ((uintptr_t)sql >> 3) * 2654435761u;
+	for (size_t n = 0; n < STMT_SLOTS; n++) {
+		struct stmt_slot *slot = &s->stmts[(h + n) & (STMT_SLOTS - 1)];
+		if (slot->sql == sql) {
+			sqlite3_reset(slot->st);
+			sqlite3_clear_bindings(slot->st);
+			return slot->st;
+		}
+		if (slot->sql == NULL) {
+			if (sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &slot->st,
+			                       NULL) != SQLITE_OK) {
+				log_error("store", "cannot prepare \"%s\": %s", sql,
+				          sqlite3_errmsg(s->db));
+				slot->st = NULL;
+				return NULL;
+			}
+			slot->sql = sql;
+			return slot->st;
+		}
+	}
+	log_error("store", "statement cache full");
+	return NULL;
+}
+
+int store_step_done(sqlite3_stmt *st)
+{
+	int rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	if (rc == SQLITE_DONE || rc == SQLITE_ROW)
+		return 0;
+	log_error("store", "statement failed: %s", sqlite3_errstr(rc));
+	return (rc & 0xff) == SQLITE_CONSTRAINT ? -EEXIST : -EIO;
+}
+
+static int exec_simple(struct store *s, const char *sql)
+{
+	sqlite3_stmt *st = store_stmt(s, sql);
+	if (!st)
+		return -EIO;
+	int rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	if (rc == SQLITE_DONE)
+		return 0;
+	log_error("store", "%s: %s", sql, sqlite3_errstr(rc));
+	return (rc & 0xff) == SQLITE_BUSY ? -EBUSY : -EIO;
+}
+
+int store_begin(struct store *s)
+{
+	return exec_simple(s, "BEGIN IMMEDIATE");
+}
+
+int store_commit(struct store *s)
+{
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int rc = exec_simple(s, "COMMIT");
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (rc < 0) {
+		store_rollback(s);
+		return rc;
+	}
+	metrics_observe_commit((double)(t1.tv_sec - t0.tv_sec) +
+	                       (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+	return 0;
+}
+
+void store_rollback(struct store *s)
+{
+	if (sqlite3_get_autocommit(s->db) == 0)
+		exec_simple(s, "ROLLBACK");
+}
+
+bool store_in_txn(struct store *s)
+{
+	return sqlite3_get_autocommit(s->db) == 0;
+}
+
+int store_audit(struct store *s, const char *token, const char *method, const char *path,
+                unsigned status)
+{
+	sqlite3_stmt *st =
+	    store_stmt(s, "INSERT INTO audit(at, token, method, path, status) "
+	                  "VALUES (strftime('%Y-%m-%dT%H:%M:%fZ','now'), ?, ?, ?, ?)");
+	if (!st)
+		return -EIO;
+	if (token)
+		sqlite3_bind_text(st, 1, token, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 2, method, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 3, path, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int(st, 4, (int)status);
+	return store_step_done(st);
+}

@@ -1,0 +1,65 @@
+/*
+ * The SQLite store: the durable desired state and the audit trail.
+ *
+ * One connection, used only from the loop thread. Opened in WAL mode with
+ * synchronous=FULL (a COMMIT that returned is on disk), foreign keys on and a
+ * busy timeout. Schema migrations (schema/NNN_*.sql, compiled in) are applied
+ * in order at open, tracked by PRAGMA user_version; a database written by a
+ * newer ofcd is refused. Prepared statements are cached by the address of
+ * their SQL text, so pass string literals.
+ */
+#ifndef OFCD_STORE_H
+#define OFCD_STORE_H
+
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+struct store;
+
+/**
+ * Opens (creating if needed) the database at path and migrates it. Returns 0
+ * and the store in *out, or a negative errno with a message in err.
+ */
+int store_open(const char *path, struct store **out, char *err, size_t errlen);
+
+/** Finalises statements, checkpoints the WAL and closes. NULL is fine. */
+void store_close(struct store *s);
+
+/** The raw connection, for code that needs more than the helpers below. */
+sqlite3 *store_db(struct store *s);
+
+/** Schema version of the open database. */
+int store_schema_version(struct store *s);
+
+/**
+ * Returns the cached prepared statement for sql (prepared on first use),
+ * reset and with its bindings cleared. The store owns it: do not finalize;
+ * call sqlite3_reset() when done stepping so no read stays open. NULL on a
+ * preparation error (logged: it is a bug in the SQL).
+ */
+sqlite3_stmt *store_stmt(struct store *s, const char *sql);
+
+/** Runs a statement until SQLITE_DONE and resets it. Returns 0 or -EIO. */
+int store_step_done(sqlite3_stmt *st);
+
+/** BEGIN IMMEDIATE. Returns 0 or -EIO (-EBUSY when the database is locked). */
+int store_begin(struct store *s);
+
+/** COMMIT; its latency goes to the metrics. Returns 0 or -EIO (then rolled back). */
+int store_commit(struct store *s);
+
+/** ROLLBACK, if a transaction is open. */
+void store_rollback(struct store *s);
+
+/** True while a transaction is open. */
+bool store_in_txn(struct store *s);
+
+/**
+ * Records a write request in the audit table (time, token name or NULL,
+ * method, path, HTTP status). Runs inside the current transaction if any.
+ */
+int store_audit(struct store *s, const char *token, const char *method, const char *path,
+                unsigned status);
+
+#endif

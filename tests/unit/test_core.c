@@ -1,0 +1,161 @@
+/* Error table, route matching and token checks. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "api.h"
+#include "auth.h"
+#include "errors.h"
+
+static void test_error_table(void **state)
+{
+	(void)state;
+	assert_string_equal(ofcd_err_code(OFCD_E_INVALID_JSON), "invalid_json");
+	assert_int_equal(ofcd_err_status(OFCD_E_INVALID_JSON), 400);
+	assert_string_equal(ofcd_err_code(OFCD_E_INVALID_FIELD), "invalid_field");
+	assert_int_equal(ofcd_err_status(OFCD_E_UNAUTHORIZED), 401);
+	assert_int_equal(ofcd_err_status(OFCD_E_FORBIDDEN), 403);
+	assert_string_equal(ofcd_err_code(OFCD_E_NOT_FOUND), "not_found");
+	assert_string_equal(ofcd_err_code(OFCD_E_METHOD_NOT_ALLOWED), "method_not_allowed");
+	assert_int_equal(ofcd_err_status(OFCD_E_IN_USE), 409);
+	assert_string_equal(ofcd_err_code(OFCD_E_BODY_TOO_LARGE), "body_too_large");
+	assert_int_equal(ofcd_err_status(OFCD_E_BODY_TOO_LARGE), 413);
+	assert_string_equal(ofcd_err_code(OFCD_E_UNSUPPORTED_MEDIA), "unsupported_media_type");
+	assert_int_equal(ofcd_err_status(OFCD_E_INFEASIBLE), 422);
+	/* Every entry has a code and a status; codes are unique. */
+	for (int i = 1; i < OFCD_E__COUNT; i++) {
+		assert_non_null(ofcd_err_code(i));
+		assert_true(ofcd_err_status(i) >= 400 && ofcd_err_status(i) < 600);
+		for (int j = 1; j < i; j++)
+			assert_string_not_equal(ofcd_err_code(i), ofcd_err_code(j));
+	}
+	assert_string_equal(ofcd_err_code(OFCD_E__COUNT), "internal");
+	assert_int_equal(ofcd_err_status((enum ofcd_err)999), 500);
+}
+
+static const struct api_route *match(const char *method, const char *path, const char **params,
+                                     bool *known, char *allow)
+{
+	static char buf[256];
+	return api_route_match(method, path, buf, sizeof(buf), params, known, allow, 64);
+}
+
+static void test_route_match(void **state)
+{
+	(void)state;
+	const char *params[API_MAX_PARAMS] = { 0 };
+	bool known;
+	char allow[64];
+
+	const struct api_route *r = match("GET", "/v1/health", params, &known, allow);
+	assert_non_null(r);
+	assert_string_equal(r->pattern, "/v1/health");
+
+	assert_null(match("POST", "/v1/health", params, &known, allow));
+	assert_true(known);
+	assert_string_equal(allow, "GET");
+
+	assert_null(match("GET", "/v1/healthz", params, &known, allow));
+	assert_false(known);
+	assert_null(match("GET", "/v1/health/", params, &known, allow));
+	assert_false(known);
+	assert_null(match("GET", "/v1", params, &known, allow));
+	assert_null(match("GET", "/", params, &known, allow));
+	assert_null(match("GET", "", params, &known, allow));
+
+	/* Parameters: every route with a {param} takes it out of the path. */
+	for (const struct api_route *rt = api_routes; rt->method; rt++) {
+		if (!strchr(rt->pattern, '{'))
+			continue;
+		char path[256], want[256];
+		size_t o = 0;
+		int n = 0;
+		for (const char *p = rt->pattern; *p;) {
+			if (*p == '{') {
+				o += (size_t)snprintf(path + o, sizeof(path) - o, "x%d", n++);
+				p = strchr(p, '}') + 1;
+			} else {
+				path[o++] = *p++;
+			}
+		}
+		path[o] = '\0';
+		r = match(rt->method, path, params, &known, allow);
+		assert_non_null(r);
+		assert_string_equal(r->pattern, rt->pattern);
+		for (int i = 0; i < n; i++) {
+			snprintf(want, sizeof(want), "x%d", i);
+			assert_string_equal(params[i], want);
+		}
+		/* An empty parameter never matches. */
+		char *x0 = strstr(path, "x0");
+		memmove(x0, x0 + 2, strlen(x0 + 2) + 1);
+		assert_true(match(rt->method, path, params, &known, allow) != rt);
+	}
+}
+
+static void test_route_table(void **state)
+{
+	(void)state;
+	/* No two routes share method and pattern; every route has a handler. */
+	for (const struct api_route *a = api_routes; a->method; a++) {
+		assert_non_null(a->handler);
+		assert_true(a->pattern[0] == '/');
+		for (const struct api_route *b = api_routes; b != a; b++)
+			assert_false(strcmp(a->method, b->method) == 0 &&
+			             strcmp(a->pattern, b->pattern) == 0);
+		/* Writes never run without a role when tokens are configured. */
+		if (strcmp(a->method, "GET") != 0)
+			assert_int_equal(a->role, AUTH_ADMIN);
+	}
+}
+
+static void test_tokens(void **state)
+{
+	(void)state;
+	struct auth_tokens t = { 0 };
+	assert_int_equal(auth_tokens_add(&t, "ops", AUTH_ADMIN, "0123456789abcdef"), 0);
+	assert_int_equal(auth_tokens_add(&t, "mon", AUTH_READ, "fedcba9876543210"), 0);
+	assert_int_equal(auth_tokens_add(&t, "ops", AUTH_READ, "0123456789abcdeX"), -EEXIST);
+	assert_int_equal(auth_tokens_add(&t, "bad name", AUTH_READ, "0123456789abcdeX"), -EINVAL);
+	assert_int_equal(auth_tokens_add(&t, "x", AUTH_READ, "short"), -EINVAL);
+	assert_int_equal(auth_tokens_add(&t, "x", AUTH_READ, "0123456789abcde\""), -EINVAL);
+
+	const struct auth_token *k = auth_lookup(&t, "fedcba9876543210", 16);
+	assert_non_null(k);
+	assert_string_equal(k->name, "mon");
+	assert_null(auth_lookup(&t, "fedcba987654321", 15));
+	assert_null(auth_lookup(&t, "fedcba98765432100", 17));
+	assert_null(auth_lookup(&t, "", 0));
+
+	size_t len;
+	const char *s = auth_bearer("Bearer abc ", &len);
+	assert_non_null(s);
+	assert_int_equal(len, 3);
+	assert_non_null(auth_bearer("bearer abc", &len));
+	assert_null(auth_bearer("Basic abc", &len));
+	assert_null(auth_bearer("Bearer ", &len));
+	assert_null(auth_bearer(NULL, &len));
+
+	struct auth_tokens c;
+	assert_int_equal(auth_tokens_copy(&c, &t), 0);
+	assert_int_equal(c.n, 2);
+	auth_tokens_free(&c);
+	auth_tokens_free(&t);
+	assert_int_equal(t.n, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_error_table),
+		cmocka_unit_test(test_route_match),
+		cmocka_unit_test(test_route_table),
+		cmocka_unit_test(test_tokens),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
