@@ -29,12 +29,19 @@ struct api_req;
 /** A route handler: reads req, then replies or suspends. */
 typedef void (*api_handler)(struct api_req *req);
 
+/**
+ * Route flags. API_F_PURE: the handler only computes (e.g. POST /v1/plan): it
+ * runs without a store transaction and leaves no audit row, like a GET.
+ */
+#define API_F_PURE 1u
+
 /** One row of the route table (routes.c). */
 struct api_route {
 	const char *method;  /**< "GET", "POST", "PUT" or "DELETE" */
 	const char *pattern; /**< path with {param} segments, e.g. "/v1/ocs/{name}" */
 	api_handler handler; /**< the code that serves it */
 	enum auth_role role; /**< least role needed when tokens are configured */
+	unsigned flags;      /**< API_F_* */
 };
 
 #define API_MAX_PARAMS 4

@@ -258,7 +258,7 @@ static void dispatch(struct http_req *r)
 	struct api_req *a = &r->api;
 	struct store *st = r->h->d->store;
 	const char *token = NULL;
-	bool write = is_write(r->method);
+	bool write = is_write(r->method) && !(a->route->flags & API_F_PURE);
 
 	if (!parse_body(r))
 		goto audit_only;
@@ -322,8 +322,14 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 		snprintf(r->method, sizeof(r->method), "%s", method_name(method));
 		r->api.method = r->method;
 		r->api.path = r->path;
-		if (!check_headers(r, url))
+		if (!check_headers(r, url)) {
+			/* Refused writes (auth, media type, size) belong in the audit trail too. */
+			if (is_write(r->method) &&
+			    !(r->api.route && r->api.route->flags & API_F_PURE))
+				store_audit(h->d->store, r->api.token ? r->api.token->name : NULL,
+				            r->method, r->path, r->api.status);
 			return send_reply(r); /* MHD closes the connection if a body was coming */
+		}
 		return MHD_YES;
 	}
 	if (r->state == REQ_READY)

@@ -80,8 +80,7 @@ int main(int argc, char **argv)
 	}
 
 	struct ofcd d;
-	rc = ofcd_init(&d, &cfg, path);
-	d.demo = demo;
+	rc = ofcd_init(&d, &cfg, path, demo);
 	if (rc == 0)
 		rc = ofcd_run(&d);
 	ofcd_destroy(&d);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <systemd/sd-daemon.h>
 
+#include "demo.h"
 #include "http.h"
 #include "log.h"
 #include "store.h"
@@ -109,7 +110,7 @@ static void on_watchdog(evutil_socket_t fd, short what, void *arg)
 	sd_notify(0, "WATCHDOG=1");
 }
 
-int ofcd_init(struct ofcd *d, struct ofcd_config *cfg, const char *config_path)
+int ofcd_init(struct ofcd *d, struct ofcd_config *cfg, const char *config_path, bool demo)
 {
 	char err[768];
 	int rc;
@@ -133,6 +134,8 @@ int ofcd_init(struct ofcd *d, struct ofcd_config *cfg, const char *config_path)
 		log_error("store", "%s", err);
 		return rc;
 	}
+	if (demo && demo_load(d) < 0)
+		return -EIO;
 	rc = http_start(d, &d->http, err, sizeof(err));
 	if (rc < 0) {
 		log_error("http", "%s", err);

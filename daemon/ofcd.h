@@ -27,7 +27,6 @@ struct ofcd {
 	struct http_server *http; /**< REST server (owned) */
 	struct timespec started;  /**< CLOCK_MONOTONIC at start, for uptime */
 	bool draining;            /**< SIGTERM seen: finishing in-flight requests */
-	bool demo;                /**< load the demo topology into an empty store */
 
 	struct event *ev_sigterm;       /**< SIGTERM handler */
 	struct event *ev_sigint;        /**< SIGINT handler */
@@ -39,10 +38,11 @@ struct ofcd {
 
 /**
  * Sets the daemon up from cfg (moved into d: the caller must not free it):
- * opens the store, binds the listener, registers signals. Returns 0 or -errno
- * (logged). On failure call ofcd_destroy() all the same.
+ * opens the store (loading the demo topology into an empty one when demo is
+ * set), binds the listener, registers signals. Returns 0 or -errno (logged).
+ * On failure call ofcd_destroy() all the same.
  */
-int ofcd_init(struct ofcd *d, struct ofcd_config *cfg, const char *config_path);
+int ofcd_init(struct ofcd *d, struct ofcd_config *cfg, const char *config_path, bool demo);
 
 /** Runs the loop until the daemon has drained after SIGTERM/SIGINT. Returns 0. */
 int ofcd_run(struct ofcd *d);

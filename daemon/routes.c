@@ -9,9 +9,34 @@
 #include "api_handlers.h"
 
 const struct api_route api_routes[] = {
-	{ "GET", "/v1/health", api_health, AUTH_NONE },
-	{ "GET", "/metrics", api_metrics, AUTH_NONE },
-	{ NULL, NULL, NULL, AUTH_NONE },
+	{ "GET", "/v1/health", api_health, AUTH_NONE, 0 },
+	{ "GET", "/metrics", api_metrics, AUTH_NONE, 0 },
+
+	{ "POST", "/v1/plan", api_plan, AUTH_ADMIN, API_F_PURE },
+
+	{ "POST", "/v1/ocs", api_ocs_create, AUTH_ADMIN, 0 },
+	{ "GET", "/v1/ocs", api_ocs_list, AUTH_READ, 0 },
+	{ "GET", "/v1/ocs/{name}", api_ocs_get, AUTH_READ, 0 },
+	{ "DELETE", "/v1/ocs/{name}", api_ocs_delete, AUTH_ADMIN, 0 },
+	{ "GET", "/v1/ocs/{name}/cross-connects", api_ocs_cross_connects, AUTH_READ, 0 },
+
+	{ "POST", "/v1/servers", api_server_create, AUTH_ADMIN, 0 },
+	{ "GET", "/v1/servers", api_server_list, AUTH_READ, 0 },
+	{ "GET", "/v1/servers/{name}", api_server_get, AUTH_READ, 0 },
+	{ "DELETE", "/v1/servers/{name}", api_server_delete, AUTH_ADMIN, 0 },
+	{ "PUT", "/v1/servers/{name}/devices/{index}", api_device_put, AUTH_ADMIN, 0 },
+
+	{ "GET", "/v1/wiring", api_wiring_get, AUTH_READ, 0 },
+	{ "PUT", "/v1/wiring", api_wiring_put, AUTH_ADMIN, 0 },
+	{ "GET", "/v1/topology", api_topology_get, AUTH_READ, 0 },
+	{ "PUT", "/v1/topology", api_topology_put, AUTH_ADMIN, 0 },
+
+	{ "POST", "/v1/fabrics", api_fabric_create, AUTH_ADMIN, 0 },
+	{ "GET", "/v1/fabrics", api_fabric_list, AUTH_READ, 0 },
+	{ "GET", "/v1/fabrics/{name}", api_fabric_get, AUTH_READ, 0 },
+	{ "DELETE", "/v1/fabrics/{name}", api_fabric_delete, AUTH_ADMIN, 0 },
+
+	{ NULL, NULL, NULL, AUTH_NONE, 0 },
 };
 
 /*

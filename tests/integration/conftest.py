@@ -63,7 +63,8 @@ class Daemon:
         raise RuntimeError("ofcd did not become ready:\n" + self.log())
 
     def log(self):
-        self.logf.flush()
+        if not self.logf.closed:
+            self.logf.flush()
         return self.log_path.read_text()
 
     def url(self, path):
@@ -99,7 +100,7 @@ class Daemon:
     def delete(self, path, **kw):
         return self.req("DELETE", path, **kw)
 
-    def signal(self, sig):
+    def send_signal(self, sig):
         self.proc.send_signal(sig)
 
     def stop(self, sig=signal.SIGTERM, timeout=15):

@@ -1,0 +1,21 @@
+#!/bin/sh
+# make bench: every benchmark, in one run, printing `name: value unit` lines.
+# Results and the commands behind them are recorded in bench/RESULTS.md.
+set -eu
+cd "$(dirname "$0")/.."
+B=build
+echo "== planner, cost model and schedules (in-process)"
+for b in "$B"/bench/*; do
+	[ -x "$b" ] || continue
+	echo "-- $b"
+	"$b"
+done
+echo "== REST: GET /v1/health, ofcd vs nginx (wrk -t2 -c64 -d10s)"
+sh bench/health_vs_nginx.sh "$B" 10s
+echo "== REST: planning"
+/usr/bin/python3 bench/rest_plan.py "$B"
+for py in bench/rest_*.py; do
+	[ "$py" = bench/rest_plan.py ] && continue
+	echo "== REST: $py"
+	/usr/bin/python3 "$py" "$B"
+done

@@ -1,0 +1,136 @@
+/*
+ * The topology and fabrics as stored in SQLite: lookups, JSON views, and the
+ * bridge between stored rows and the planner's structs.
+ *
+ * Every function runs on the loop thread against the daemon's store, inside
+ * whatever transaction the caller (http.c for a write request) has open.
+ * Returned json_t values are new references owned by the caller.
+ */
+#ifndef OFCD_TOPO_H
+#define OFCD_TOPO_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "plan.h"
+
+struct store;
+
+/** Row id of the named object, or 0 when there is none. */
+int64_t topo_ocs_id(struct store *s, const char *name);
+int64_t topo_server_id(struct store *s, const char *name);
+int64_t topo_fabric_id(struct store *s, const char *name);
+
+/** Id of the fabric a server belongs to, or 0. */
+int64_t topo_server_fabric(struct store *s, int64_t server_id);
+
+/** True when any server cabled to this OCS unit is in a fabric. */
+bool topo_ocs_in_use(struct store *s, int64_t ocs_id);
+
+/** One OCS unit {"name","driver","ports","endpoint"}, or NULL. */
+json_t *topo_ocs_json(struct store *s, int64_t id);
+/** All OCS units, by name. */
+json_t *topo_ocs_list(struct store *s);
+
+/**
+ * One server {"name","devices","ports_per_device","p2p","intra","fabric"};
+ * with detail, also "device_info": [{"index","state","ports":[{"port","ocs","ocs_port"}]}].
+ */
+json_t *topo_server_json(struct store *s, int64_t id, bool detail);
+/** All servers, in creation order. */
+json_t *topo_server_list(struct store *s);
+
+/** The wiring {"rule": name|null, "links": [...]}, links by server order, device, port. */
+json_t *topo_wiring_json(struct store *s);
+
+/** A fabric with its plan (see docs/api.md), or NULL. */
+json_t *topo_fabric_json(struct store *s, int64_t id);
+/** All fabrics, by name. */
+json_t *topo_fabric_list(struct store *s);
+
+/** OCS port pairs [[x,y],...] (x < y, sorted) that all fabrics ask of the unit. */
+json_t *topo_desired_json(struct store *s, int64_t ocs_id);
+
+/**
+ * What the planner needs about a fabric's servers: per server its device and
+ * port counts and a port table (OCS unit as a dense index into ocs_ids,
+ * health from device_fault). Owned by the struct; free with topo_input_free().
+ */
+struct topo_input {
+	uint32_t m;                  /**< number of servers */
+	int64_t *server_ids;         /**< server row ids, by position */
+	struct plan_server *servers; /**< planner view, by position */
+	struct plan_port *ports;     /**< storage behind servers[].ports */
+	int64_t *ocs_ids;            /**< dense OCS index -> row id */
+	uint32_t nocs;               /**< entries in ocs_ids */
+};
+
+/** Revision of a fabric, or 0 when there is none. */
+int64_t topo_fabric_revision(struct store *s, int64_t fabric_id);
+
+/** A server of a fabric as the cost model sees it: its server row and position. */
+struct topo_member {
+	char name[65];     /**< server name */
+	uint32_t position; /**< its position in the fabric (the plan's server index) */
+	uint32_t devices;  /**< devices of the server */
+	bool p2p;          /**< its devices can read and write each other's memory */
+	char intra[16];    /**< "full-mesh" or "two-groups" */
+};
+
+/**
+ * Loads the servers of a fabric, in position order, into *out (malloc'd, the
+ * caller frees it; NULL when there are none) and their count into *m.
+ * Returns 0, -ENOMEM or -EIO.
+ */
+int topo_fabric_members(struct store *s, int64_t fabric_id, struct topo_member **out, uint32_t *m);
+
+/**
+ * One stored circuit between two servers of a fabric, seen from src: the src_
+ * fields are the end on server src, whichever of the circuit's a and b it is.
+ */
+struct topo_circuit {
+	uint32_t src;          /**< in: position of the source server */
+	uint32_t dst;          /**< in: position of the target server */
+	bool found;            /**< out: a stored circuit joins them */
+	uint32_t src_device;   /**< device of the source server on the circuit */
+	uint32_t src_port;     /**< its optical port */
+	uint32_t src_ocs_port; /**< OCS port that port is cabled to */
+	uint32_t dst_device;   /**< device of the target server on the circuit */
+	uint32_t dst_port;     /**< its optical port */
+	uint32_t dst_ocs_port; /**< OCS port that port is cabled to */
+	char ocs[65];          /**< name of the OCS unit holding the circuit */
+};
+
+/**
+ * Looks up the stored circuit of each of n server pairs of a fabric (pairs
+ * may repeat; a pair with src == dst is never found) in one pass over the
+ * fabric's circuits. Fills every pair; returns 0, -ENOMEM or -EIO.
+ */
+int topo_fabric_circuits(struct store *s, int64_t fabric_id, struct topo_circuit *pairs, size_t n);
+
+/** Loads the planner input for servers (row ids, in fabric order). Returns 0 or -errno. */
+int topo_input_load(struct store *s, const int64_t *server_ids, uint32_t m, struct topo_input *in);
+
+/** Loads the planner input of a stored fabric (its servers in position order). */
+int topo_input_load_fabric(struct store *s, int64_t fabric_id, struct topo_input *in);
+
+/** Frees what in owns. */
+void topo_input_free(struct topo_input *in);
+
+/**
+ * Reads a stored fabric's plan back into planner form (OCS indices resolved
+ * through in). Returns 0, or -ENOENT when a circuit's OCS is not in in.
+ */
+int topo_plan_load(struct store *s, int64_t fabric_id, const struct topo_input *in,
+                   struct plan_fabric *plan);
+
+/**
+ * Replaces the stored plan of a fabric (circuits, missing pairs, counts) and
+ * sets its state ("degraded" when pairs are missing, else base_state). When
+ * bump is set the revision goes up by one. Returns 0 or -EIO.
+ */
+int topo_plan_save(struct store *s, int64_t fabric_id, const struct topo_input *in,
+                   const struct plan_fabric *plan, const char *base_state, bool bump);
+
+#endif

@@ -1,0 +1,260 @@
+/*
+ * Names, parameters, which algorithm fits which size, and the generator dispatch.
+ */
+#include "coll_internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+static const char *const collective_names[COLL_COLLECTIVE__COUNT] = {
+	[COLL_ALLREDUCE] = "allreduce",
+	[COLL_ALLGATHER] = "allgather",
+	[COLL_ALLTOALL] = "alltoall",
+	[COLL_BROADCAST] = "broadcast",
+};
+
+static const char *const algorithm_names[COLL_ALGORITHM__COUNT] = {
+	[COLL_ALG_RING] = "ring",
+	[COLL_ALG_BIDIR_RING] = "bidirectional-ring",
+	[COLL_ALG_RHD] = "recursive-halving-doubling",
+	[COLL_ALG_RECURSIVE_DOUBLING] = "recursive-doubling",
+	[COLL_ALG_FULL_MESH_DIRECT] = "full-mesh-direct",
+	[COLL_ALG_CUBE_300] = "cube-300",
+	[COLL_ALG_CUBE_400] = "cube-400",
+	[COLL_ALG_BINOMIAL_TREE] = "binomial-tree",
+	[COLL_ALG_SCATTER_ALLGATHER] = "scatter-allgather",
+	[COLL_ALG_DIRECT] = "direct",
+	[COLL_ALG_PLANE_RELAYED] = "plane-relayed",
+	[COLL_ALG_NIC_OFFLOAD] = "nic-offload",
+	[COLL_ALG_INA] = "in-network-aggregation",
+};
+
+const char *coll_collective_name(enum coll_collective c)
+{
+	return (unsigned)c < COLL_COLLECTIVE__COUNT ? collective_names[c] : NULL;
+}
+
+const char *coll_algorithm_name(enum coll_algorithm a)
+{
+	return (unsigned)a < COLL_ALGORITHM__COUNT ? algorithm_names[a] : NULL;
+}
+
+int coll_collective_from_name(const char *name, enum coll_collective *c)
+{
+	for (unsigned i = 0; name && i < COLL_COLLECTIVE__COUNT; i++)
+		if (!strcmp(name, collective_names[i])) {
+			*c = (enum coll_collective)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+int coll_algorithm_from_name(const char *name, enum coll_algorithm *a)
+{
+	for (unsigned i = 0; name && i < COLL_ALGORITHM__COUNT; i++)
+		if (!strcmp(name, algorithm_names[i])) {
+			*a = (enum coll_algorithm)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+void coll_params_default(struct coll_params *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->alpha_us = 3.0;
+	p->link_gbps = 200.0;
+	p->intra_alpha_us = 1.0;
+	p->intra_gbps = 400.0;
+	p->gamma_ns_per_byte = 0.01;
+	p->mtu = 4096;
+	p->switch_buffer = 64;
+	p->window = 32;
+}
+
+static int bad_double(const char *field, double v, int positive, struct coll_error *err)
+{
+	if (isfinite(v) && (positive ? v > 0 : v >= 0))
+		return 0;
+	coll_err_set(err, field, "%s must be a finite number %s 0, got %g", field,
+	             positive ? ">" : ">=", v);
+	return -EINVAL;
+}
+
+int coll_params_validate(const struct coll_params *p, struct coll_error *err)
+{
+	int rc;
+
+	if (!p) {
+		coll_err_set(err, NULL, "no parameters");
+		return -EINVAL;
+	}
+	rc = bad_double("alpha_us", p->alpha_us, 0, err);
+	if (!rc)
+		rc = bad_double("link_gbps", p->link_gbps, 1, err);
+	if (!rc)
+		rc = bad_double("intra_alpha_us", p->intra_alpha_us, 0, err);
+	if (!rc)
+		rc = bad_double("intra_gbps", p->intra_gbps, 1, err);
+	if (!rc)
+		rc = bad_double("gamma_ns_per_byte", p->gamma_ns_per_byte, 0, err);
+	if (rc)
+		return rc;
+	if (p->mtu < 256 || p->mtu > (1u << 20)) {
+		coll_err_set(err, "mtu", "mtu must be 256..1048576 bytes, got %u", p->mtu);
+		return -EINVAL;
+	}
+	if (p->segment_bytes > p->mtu) {
+		coll_err_set(err, "segment_bytes", "segment_bytes %u exceeds the path mtu %u",
+		             p->segment_bytes, p->mtu);
+		return -EINVAL;
+	}
+	if (p->aggregating_switch)
+		return coll_ina_check_window(p->window, p->switch_buffer, err);
+	return 0;
+}
+
+/* Which algorithms each collective offers, in the order the selector lists them. */
+static int applies(enum coll_collective c, enum coll_algorithm a)
+{
+	switch (c) {
+	case COLL_ALLREDUCE:
+		return a == COLL_ALG_RING || a == COLL_ALG_BIDIR_RING || a == COLL_ALG_RHD ||
+		       a == COLL_ALG_FULL_MESH_DIRECT || a == COLL_ALG_CUBE_300 ||
+		       a == COLL_ALG_CUBE_400 || a == COLL_ALG_NIC_OFFLOAD || a == COLL_ALG_INA;
+	case COLL_ALLGATHER:
+		return a == COLL_ALG_RING || a == COLL_ALG_RECURSIVE_DOUBLING ||
+		       a == COLL_ALG_FULL_MESH_DIRECT;
+	case COLL_BROADCAST:
+		return a == COLL_ALG_BINOMIAL_TREE || a == COLL_ALG_FULL_MESH_DIRECT ||
+		       a == COLL_ALG_SCATTER_ALLGATHER;
+	case COLL_ALLTOALL:
+		return a == COLL_ALG_DIRECT || a == COLL_ALG_PLANE_RELAYED;
+	default:
+		return 0;
+	}
+}
+
+int coll_fit_shape(enum coll_collective c, enum coll_algorithm a, uint32_t servers,
+                   uint32_t devices, struct coll_error *err)
+{
+	if ((unsigned)c >= COLL_COLLECTIVE__COUNT) {
+		coll_err_set(err, "collective", "unknown collective %d", (int)c);
+		return -EINVAL;
+	}
+	if ((unsigned)a >= COLL_ALGORITHM__COUNT || !applies(c, a)) {
+		coll_err_set(err, "algorithm", "%s is not an algorithm for %s",
+		             (unsigned)a < COLL_ALGORITHM__COUNT ? algorithm_names[a] : "?",
+		             collective_names[c]);
+		return -EINVAL;
+	}
+	if (servers > COLL_MAX_SERVERS || devices > COLL_MAX_DEVICES) {
+		coll_err_set(err, servers > COLL_MAX_SERVERS ? "servers" : "devices",
+		             "at most %u servers of %u devices, got %u x %u", COLL_MAX_SERVERS,
+		             COLL_MAX_DEVICES, servers, devices);
+		return -EINVAL;
+	}
+	if (c == COLL_ALLTOALL) {
+		if (!servers || !devices || (uint64_t)servers * devices < 2) {
+			coll_err_set(err, servers ? "devices" : "servers",
+			             "all-to-all needs at least 2 devices in all, got %u servers x "
+			             "%u devices",
+			             servers, devices);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (servers < 2) {
+		coll_err_set(err, "servers", "%s needs at least 2 servers, got %u",
+		             collective_names[c], servers);
+		return -EINVAL;
+	}
+	switch (a) {
+	case COLL_ALG_BIDIR_RING:
+		if (servers < 3) {
+			coll_err_set(err, NULL,
+			             "bidirectional-ring needs at least 3 servers (with 2, "
+			             "both rings are the same circuit: use ring)");
+			return -EDOM;
+		}
+		return 0;
+	case COLL_ALG_RHD:
+	case COLL_ALG_RECURSIVE_DOUBLING:
+		if (!coll_is_pow2(servers)) {
+			coll_err_set(err, NULL, "%s needs a power-of-two number of servers, got %u",
+			             algorithm_names[a], servers);
+			return -EDOM;
+		}
+		return 0;
+	case COLL_ALG_CUBE_300:
+	case COLL_ALG_CUBE_400:
+		if (servers != 8) {
+			coll_err_set(err, NULL,
+			             "%s needs exactly 8 servers (the vertices of a cube), "
+			             "got %u",
+			             algorithm_names[a], servers);
+			return -EDOM;
+		}
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+int coll_generate(enum coll_collective c, enum coll_algorithm a, uint32_t servers, uint32_t devices,
+                  uint64_t bytes, const struct coll_params *p, struct coll_schedule *out,
+                  struct coll_error *err)
+{
+	uint32_t root = p ? p->root : 0;
+	uint64_t P;
+	int rc;
+
+	if (!out) {
+		coll_err_set(err, NULL, "no schedule to fill");
+		return -EINVAL;
+	}
+	memset(out, 0, sizeof(*out));
+	rc = coll_fit_shape(c, a, servers, devices, err);
+	if (rc)
+		return rc;
+	if (a == COLL_ALG_NIC_OFFLOAD || a == COLL_ALG_INA) {
+		coll_err_set(err, "algorithm",
+		             "%s runs in the NICs or the switch: priced, not "
+		             "scheduled round by round",
+		             algorithm_names[a]);
+		return -EOPNOTSUPP;
+	}
+	if (c == COLL_BROADCAST && root >= servers) {
+		coll_err_set(err, "root", "root %u is not one of the %u servers", root, servers);
+		return -EINVAL;
+	}
+	P = c == COLL_ALLTOALL ? (uint64_t)servers * devices : servers;
+	if (P > COLL_MAX_PARTICIPANTS ||
+	    (c == COLL_ALLTOALL && P > COLL_MAX_ALLTOALL_PARTICIPANTS)) {
+		coll_err_set(err, NULL,
+		             "%llu participants: schedules are generated for at most %u "
+		             "(%u for all-to-all)",
+		             (unsigned long long)P, COLL_MAX_PARTICIPANTS,
+		             COLL_MAX_ALLTOALL_PARTICIPANTS);
+		return -E2BIG;
+	}
+	switch (c) {
+	case COLL_ALLREDUCE:
+		rc = coll_gen_allreduce(a, servers, bytes, out);
+		break;
+	case COLL_ALLGATHER:
+		rc = coll_gen_allgather(a, servers, bytes, out);
+		break;
+	case COLL_BROADCAST:
+		rc = coll_gen_broadcast(a, servers, root, bytes, out);
+		break;
+	default:
+		rc = coll_gen_alltoall(a, servers, devices, bytes, out);
+		break;
+	}
+	if (rc)
+		coll_err_set(err, NULL, "%s",
+		             rc == -ENOMEM ? "out of memory" : "schedule too large");
+	return rc;
+}

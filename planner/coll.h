@@ -1,0 +1,286 @@
+/*
+ * Collectives over the fabric (documents 001-004 of the spec page): schedule generators,
+ * alpha-beta-gamma costs, the window protocol of in-network aggregation, and the selector
+ * that says which algorithm to use. The formulas and their derivations are in
+ * docs/cost-model.md, part "Collectives over the fabric".
+ *
+ * Pure and reentrant: no I/O, no global state, libc and libm only. Any thread.
+ * Sizes: "servers" is the number of servers of the fabric (M on the spec page), "devices" the
+ * devices per server (N on the spec page; document 002 itself calls them M accelerators on N
+ * nodes). "bytes" is q: for allreduce and broadcast the size of the data on each server, for
+ * allgather the size of the gathered result (each server contributes bytes / servers), for
+ * all-to-all the send buffer of each device (one block of bytes / (servers * devices) per
+ * destination device).
+ */
+#ifndef OFCD_COLL_H
+#define OFCD_COLL_H
+
+#include "coll_schedule.h"
+
+/** Largest servers and devices per server priced (schedules: COLL_MAX_PARTICIPANTS). */
+#define COLL_MAX_SERVERS 65536u
+#define COLL_MAX_DEVICES 65536u
+
+/** Algorithms. Which apply to which collective: see coll_select(). */
+enum coll_algorithm {
+	COLL_ALG_RING = 0,           /**< "ring": one-way ring (allreduce, allgather) */
+	COLL_ALG_BIDIR_RING,         /**< "bidirectional-ring": two opposite one-way rings */
+	COLL_ALG_RHD,                /**< "recursive-halving-doubling" (allreduce, 2^k servers) */
+	COLL_ALG_RECURSIVE_DOUBLING, /**< "recursive-doubling" (allgather, 2^k servers) */
+	COLL_ALG_FULL_MESH_DIRECT,   /**< "full-mesh-direct": all M-1 circuits in one round */
+	COLL_ALG_CUBE_300,           /**< "cube-300": document 001, 8 servers, 8 rounds */
+	COLL_ALG_CUBE_400,           /**< "cube-400": document 001, 8 servers, 6 rounds */
+	COLL_ALG_BINOMIAL_TREE,      /**< "binomial-tree" (broadcast) */
+	COLL_ALG_SCATTER_ALLGATHER,  /**< "scatter-allgather" over the full mesh (broadcast) */
+	COLL_ALG_DIRECT,             /**< "direct": every device to every device (all-to-all) */
+	COLL_ALG_PLANE_RELAYED,      /**< "plane-relayed": document 002 (all-to-all) */
+	COLL_ALG_NIC_OFFLOAD,        /**< "nic-offload": document 003 (allreduce, priced only) */
+	COLL_ALG_INA,                /**< "in-network-aggregation": document 004 (priced only) */
+	COLL_ALGORITHM__COUNT
+};
+
+/** Reduction operators of the in-network aggregation simulator. */
+enum coll_reduce_op {
+	COLL_RED_SUM = 0,
+	COLL_RED_MEAN,
+	COLL_RED_MIN,
+	COLL_RED_MAX,
+};
+
+/**
+ * Cost and capability parameters. Start from coll_params_default() and override; the
+ * defaults are given in brackets. The daemon fills the capability fields from the topology
+ * (a what-if request may give them under the same names).
+ * @alpha_us:           latency of one message over an inter-server circuit, µs [3.0].
+ * @link_gbps:          one-way bandwidth of one circuit, Gbit/s [200].
+ * @intra_alpha_us:     latency of one message over an in-server path, µs [1.0].
+ * @intra_gbps:         one-way bandwidth of one in-server path, Gbit/s [400].
+ * @gamma_ns_per_byte:  time to reduce one byte into another, ns [0.01].
+ * @ports_per_server:   circuits one server can terminate for the collective; 0 means the full
+ *                      interconnection of document 000 (servers - 1) [0].
+ * @mtu:                path MTU in bytes, 256..1048576 [4096].
+ * @segment_bytes:      offload / aggregation segment (one message of document 004), at most
+ *                      @mtu; 0 means @mtu [0].
+ * @offload:            every server has an offload-capable NIC (document 003) [false].
+ * @offload_switch:     an offload-capable switch reaches every server (tree instead of a ring
+ *                      among the NICs) [false].
+ * @aggregating_switch: an aggregating switch reaches every member (document 004) [false].
+ * @switch_buffer:      B, messages the aggregating switch can buffer per job [64].
+ * @window:             W, sliding send window of each member, W <= B [32].
+ * @root:               root server of a broadcast [0].
+ */
+struct coll_params {
+	double alpha_us;
+	double link_gbps;
+	double intra_alpha_us;
+	double intra_gbps;
+	double gamma_ns_per_byte;
+	uint32_t ports_per_server;
+	uint32_t mtu;
+	uint32_t segment_bytes;
+	bool offload;
+	bool offload_switch;
+	bool aggregating_switch;
+	uint32_t switch_buffer;
+	uint32_t window;
+	uint32_t root;
+};
+
+/**
+ * A priced algorithm.
+ * @rounds:         sequential steps (the alpha terms of the formula). For the priced-only
+ *                  algorithms: 2 for a tree or the aggregating switch (up, down), 2(M-1) for
+ *                  the ring among NICs.
+ * @predicted_us:   the formula's time.
+ * @inter_messages: messages between servers: the transfers of the schedule (0 for the
+ *                  priced-only algorithms, whose traffic is segments, not messages).
+ * @intra_messages: messages inside servers (all-to-all; 0 otherwise).
+ * @circuits:       circuits per server the algorithm uses (0 for all-to-all and for the
+ *                  priced-only algorithms, which do not run over OCS circuits).
+ * @scheduled:      coll_generate() can produce a checkable round-by-round schedule.
+ */
+struct coll_estimate {
+	uint32_t rounds;
+	double predicted_us;
+	uint64_t inter_messages;
+	uint64_t intra_messages;
+	uint32_t circuits;
+	bool scheduled;
+};
+
+/** Most candidates a collective has. */
+#define COLL_MAX_CANDIDATES 8
+
+/**
+ * One candidate of a selection.
+ * @name:     static string ("cube-400", ...).
+ * @eligible: it fits the size and the capabilities.
+ * @scheduled: coll_generate() can produce its schedule (whether or not it is eligible).
+ * @reason:   why it is not eligible, or how it runs when it is.
+ * The other fields are those of struct coll_estimate, zero when not eligible.
+ */
+struct coll_candidate {
+	enum coll_algorithm algorithm;
+	const char *name;
+	bool eligible;
+	bool scheduled;
+	char reason[COLL_REASON_LEN];
+	uint32_t rounds;
+	double predicted_us;
+	uint64_t inter_messages;
+	uint64_t intra_messages;
+	uint32_t circuits;
+};
+
+/**
+ * The answer of coll_select(): no allocation, the caller owns the struct.
+ * @candidates: @ncandidates entries, in a fixed order per collective.
+ * @chosen:     index of the cheapest eligible candidate (the first on a tie), -1 if none.
+ */
+struct coll_selection {
+	enum coll_collective collective;
+	uint32_t ncandidates;
+	struct coll_candidate candidates[COLL_MAX_CANDIDATES];
+	int chosen;
+};
+
+/** Fill @p with the defaults listed at struct coll_params. */
+void coll_params_default(struct coll_params *p);
+
+/**
+ * Check every field of @p. Returns 0; -EINVAL with @err->field naming the bad field; or
+ * -ENOBUFS when @aggregating_switch is set and the window does not fit the switch buffer
+ * (W > B), with a reason naming both values. @err may be NULL.
+ */
+int coll_params_validate(const struct coll_params *p, struct coll_error *err);
+
+/** "allreduce", "allgather", "alltoall", "broadcast"; NULL when out of range. */
+const char *coll_collective_name(enum coll_collective c);
+
+/** Algorithm name as listed at enum coll_algorithm; NULL when out of range. */
+const char *coll_algorithm_name(enum coll_algorithm a);
+
+/** Parse a collective name into @c. Returns 0 or -EINVAL. */
+int coll_collective_from_name(const char *name, enum coll_collective *c);
+
+/** Parse an algorithm name into @a. Returns 0 or -EINVAL. */
+int coll_algorithm_from_name(const char *name, enum coll_algorithm *a);
+
+/**
+ * Price algorithm @a for collective @c with the closed-form formula. @p NULL means defaults.
+ * Returns 0 and fills @est; -EINVAL for arguments out of range (more than COLL_MAX_SERVERS
+ * or COLL_MAX_DEVICES, a NULL @est) or an algorithm that does not apply to @c; -EDOM when it does
+ * not fit this size or these capabilities (a cube on 6 servers, recursive halving on 12, more
+ * circuits than ports, no offload NIC, ...); -ENOBUFS as coll_params_validate(). @err says why and
+ * may be NULL.
+ */
+int coll_predict(enum coll_collective c, enum coll_algorithm a, uint64_t bytes, uint32_t servers,
+                 uint32_t devices, const struct coll_params *p, struct coll_estimate *est,
+                 struct coll_error *err);
+
+/**
+ * Price every candidate for @c and choose the cheapest eligible one. Candidates:
+ *   allreduce: ring, bidirectional-ring, recursive-halving-doubling, full-mesh-direct,
+ *              cube-300, cube-400, nic-offload, in-network-aggregation;
+ *   allgather: ring, recursive-doubling, full-mesh-direct;
+ *   broadcast: binomial-tree, full-mesh-direct, scatter-allgather;
+ *   alltoall:  direct, plane-relayed.
+ * @p NULL means defaults. Returns 0 with @sel filled; -EINVAL / -ENOBUFS for bad arguments or
+ * parameters (then @sel is not usable); -ENOENT when no candidate is eligible (@sel filled,
+ * chosen -1). @err may be NULL.
+ */
+int coll_select(enum coll_collective c, uint64_t bytes, uint32_t servers, uint32_t devices,
+                const struct coll_params *p, struct coll_selection *sel, struct coll_error *err);
+
+/**
+ * Generate the schedule of algorithm @a for collective @c into @out (initialised here; free
+ * it with coll_schedule_free()). Server-level collectives ignore @devices (the schedule has
+ * one participant per server); all-to-all has one participant per device. @p supplies the
+ * broadcast root and may be NULL. Returns 0; -EINVAL (bad arguments, or @a does not apply to
+ * @c); -EDOM (does not fit this size: e.g. a cube needs exactly 8 servers); -EOPNOTSUPP
+ * (nic-offload and in-network-aggregation are priced, not scheduled); -E2BIG (more than
+ * COLL_MAX_PARTICIPANTS, or more than 64 for all-to-all); -ENOMEM. @err may be NULL.
+ */
+int coll_generate(enum coll_collective c, enum coll_algorithm a, uint32_t servers, uint32_t devices,
+                  uint64_t bytes, const struct coll_params *p, struct coll_schedule *out,
+                  struct coll_error *err);
+
+/**
+ * The time of a schedule under @p (NULL: defaults): the sum over rounds of the slowest
+ * transfer (alpha plus bytes over bandwidth, of the circuit or of the in-server path) plus
+ * gamma times the most bytes any participant reduces in that round. For every generated
+ * schedule this equals the closed form of coll_predict() when the chunks divide evenly.
+ * Returns 0 and sets @us, or -EINVAL.
+ */
+int coll_schedule_cost(const struct coll_schedule *s, const struct coll_params *p, double *us);
+
+/**
+ * Message counts of all-to-all algorithm @a (direct or plane-relayed) for any size:
+ * direct: inter = devices² servers (servers - 1), intra = servers devices (devices - 1);
+ * plane-relayed: inter = devices servers (servers - 1), intra = servers devices (devices - 1).
+ * Returns 0, -EINVAL (other algorithm, zero size) or -EOVERFLOW.
+ */
+int coll_alltoall_counts(enum coll_algorithm a, uint32_t servers, uint32_t devices, uint64_t *inter,
+                         uint64_t *intra);
+
+/**
+ * Check that an aggregation window fits the switch buffer (document 004). Returns 0; -EINVAL
+ * when either is 0 (field "window" or "switch_buffer"); -ENOBUFS when @window > @switch_buffer,
+ * the reason naming both. @err may be NULL.
+ */
+int coll_ina_check_window(uint32_t window, uint32_t switch_buffer, struct coll_error *err);
+
+/**
+ * Input of the window-protocol simulator of document 004 (borrowed, not kept).
+ * @senders:       N members.
+ * @messages:      K messages each member sends, in order 0..K-1.
+ * @values:        N*K values; values[s * K + i] is message i of sender s.
+ * @lost:          N*K flags or NULL; a set flag means that contribution never reaches the
+ *                 switch.
+ * @window:        W; a sender may send message i only while i < (lowest message it has not
+ *                 seen aggregated) + W, so the aggregate of message i releases message i + W.
+ * @switch_buffer: B slots; message i is buffered in slot i mod B from its first contribution
+ *                 until its aggregate leaves.
+ * @op:            how the switch aggregates the N contributions.
+ */
+struct coll_ina_sim {
+	uint32_t senders;
+	uint32_t messages;
+	const double *values;
+	const bool *lost;
+	uint32_t window;
+	uint32_t switch_buffer;
+	enum coll_reduce_op op;
+};
+
+/**
+ * Output of the simulator. The caller provides the arrays.
+ * @aggregates:      [in] array of K doubles; out: the aggregate of each message, NAN for a
+ *                  message never aggregated.
+ * @sent:            [in] array of N counters, or NULL; out: messages each sender sent.
+ * @completed:       messages aggregated and returned to every member.
+ * @steps:           simulation steps; in one step every sender sends what its window allows,
+ *                   the switch aggregates every complete message and returns it.
+ * @peak_buffer:     most switch slots occupied at once (never above W).
+ * @max_outstanding: most messages a sender had sent beyond its window base.
+ * @stalled:         the protocol stopped before every message was aggregated.
+ */
+struct coll_ina_result {
+	double *aggregates;
+	uint32_t *sent;
+	uint32_t completed;
+	uint32_t steps;
+	uint32_t peak_buffer;
+	uint32_t max_outstanding;
+	bool stalled;
+};
+
+/**
+ * Run the window protocol until nothing moves. Returns 0 (a stall is a result, not an
+ * error); -EINVAL (no senders, no messages, NULL arrays, sizes overflowing); -ENOBUFS as
+ * coll_ina_check_window(); -ENOMEM. @err may be NULL.
+ */
+int coll_ina_simulate(const struct coll_ina_sim *sim, struct coll_ina_result *res,
+                      struct coll_error *err);
+
+#endif

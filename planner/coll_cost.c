@@ -1,0 +1,466 @@
+/*
+ * Alpha-beta-gamma prices of every algorithm, the price of a concrete schedule, and the
+ * selector. Derivations: docs/cost-model.md, "Collectives over the fabric".
+ */
+#include "coll_internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Per-byte times in µs: 1 Gbit/s moves 125 bytes per µs. */
+struct rates {
+	double a, b, ai, bi, g;
+};
+
+static struct rates rates_of(const struct coll_params *p)
+{
+	struct rates r = {
+		.a = p->alpha_us,
+		.b = 1.0 / (125.0 * p->link_gbps),
+		.ai = p->intra_alpha_us,
+		.bi = 1.0 / (125.0 * p->intra_gbps),
+		.g = p->gamma_ns_per_byte / 1000.0,
+	};
+
+	return r;
+}
+
+static uint32_t segment_of(const struct coll_params *p)
+{
+	return p->segment_bytes ? p->segment_bytes : p->mtu;
+}
+
+/* Allreduce in the NICs (document 003): no host reduction, segments of at most the MTU. */
+static void price_nic(const struct coll_params *p, const struct rates *r, double n, uint32_t M,
+                      struct coll_estimate *e)
+{
+	double s = fmin(segment_of(p), n);
+
+	if (p->offload_switch) {
+		/* Up to the switch and back down, pipelined segment by segment. */
+		e->rounds = 2;
+		e->predicted_us = 2 * r->a + (n + s) * r->b;
+		return;
+	}
+	e->rounds = 2 * (M - 1);
+	e->predicted_us = 2 * (M - 1) * r->a + 2.0 * (M - 1) / M * n * r->b;
+}
+
+/*
+ * Document 004: K messages of one segment each; the aggregate of message i comes back one
+ * round trip after it left and releases message i + W, so a sender emits one message per
+ * max(link time, round trip / W).
+ */
+static void price_ina(const struct coll_params *p, const struct rates *r, double n,
+                      struct coll_estimate *e)
+{
+	uint32_t seg = segment_of(p);
+	double K = n > 0 ? ceil(n / seg) : 1;
+	double m = fmin(seg, n);
+	double rtt = 2 * r->a + 2 * m * r->b;
+	double period = fmax(m * r->b, rtt / p->window);
+
+	e->rounds = 2;
+	e->predicted_us = (K - 1) * period + rtt;
+}
+
+static void price_allreduce(enum coll_algorithm a, const struct coll_params *p,
+                            const struct rates *r, double n, uint32_t M, struct coll_estimate *e)
+{
+	double f = (double)(M - 1) / M; /* (p-1)/p of Thakur et al. */
+	uint32_t lg = coll_ceil_log2(M);
+
+	switch (a) {
+	case COLL_ALG_RING:
+		e->circuits = M == 2 ? 1 : 2;
+		e->rounds = 2 * (M - 1);
+		e->predicted_us = 2 * (M - 1) * r->a + 2 * f * n * r->b + f * n * r->g;
+		e->inter_messages = 2ull * M * (M - 1);
+		break;
+	case COLL_ALG_BIDIR_RING:
+		e->circuits = 2;
+		e->rounds = 2 * (M - 1);
+		e->predicted_us = 2 * (M - 1) * r->a + f * n * r->b + f * n * r->g;
+		e->inter_messages = 4ull * M * (M - 1);
+		break;
+	case COLL_ALG_RHD:
+		e->circuits = lg;
+		e->rounds = 2 * lg;
+		e->predicted_us = 2 * lg * r->a + 2 * f * n * r->b + f * n * r->g;
+		e->inter_messages = 2ull * M * lg;
+		break;
+	case COLL_ALG_FULL_MESH_DIRECT:
+		e->circuits = M - 1;
+		e->rounds = 2;
+		e->predicted_us = 2 * r->a + 2 * n / M * r->b + f * n * r->g;
+		e->inter_messages = 2ull * M * (M - 1);
+		break;
+	case COLL_ALG_CUBE_300:
+		e->circuits = 3;
+		e->rounds = 8;
+		e->predicted_us = 8 * r->a + 2 * n / 3 * r->b + n * r->g;
+		e->inter_messages = 8 * 24;
+		break;
+	case COLL_ALG_CUBE_400:
+		e->circuits = 3;
+		e->rounds = 6;
+		e->predicted_us = 6 * r->a + 2 * n / 3 * r->b + 1.25 * n * r->g;
+		e->inter_messages = 6 * 24;
+		break;
+	case COLL_ALG_NIC_OFFLOAD:
+		price_nic(p, r, n, M, e);
+		break;
+	default:
+		price_ina(p, r, n, e);
+		break;
+	}
+}
+
+static void price_allgather(enum coll_algorithm a, const struct rates *r, double n, uint32_t M,
+                            struct coll_estimate *e)
+{
+	double f = (double)(M - 1) / M;
+	uint32_t lg = coll_ceil_log2(M);
+
+	switch (a) {
+	case COLL_ALG_RING:
+		e->circuits = M == 2 ? 1 : 2;
+		e->rounds = M - 1;
+		e->predicted_us = (M - 1) * r->a + f * n * r->b;
+		e->inter_messages = (uint64_t)M * (M - 1);
+		break;
+	case COLL_ALG_RECURSIVE_DOUBLING:
+		e->circuits = lg;
+		e->rounds = lg;
+		e->predicted_us = lg * r->a + f * n * r->b;
+		e->inter_messages = (uint64_t)M * lg;
+		break;
+	default:
+		e->circuits = M - 1;
+		e->rounds = 1;
+		e->predicted_us = r->a + n / M * r->b;
+		e->inter_messages = (uint64_t)M * (M - 1);
+		break;
+	}
+}
+
+static void price_broadcast(enum coll_algorithm a, const struct rates *r, double n, uint32_t M,
+                            struct coll_estimate *e)
+{
+	uint32_t lg = coll_ceil_log2(M);
+
+	switch (a) {
+	case COLL_ALG_BINOMIAL_TREE:
+		e->circuits = lg;
+		e->rounds = lg;
+		e->predicted_us = lg * (r->a + n * r->b);
+		e->inter_messages = M - 1;
+		break;
+	case COLL_ALG_FULL_MESH_DIRECT:
+		e->circuits = M - 1;
+		e->rounds = 1;
+		e->predicted_us = r->a + n * r->b;
+		e->inter_messages = M - 1;
+		break;
+	default:
+		e->circuits = M - 1;
+		e->rounds = 2;
+		e->predicted_us = 2 * r->a + 2 * n / M * r->b;
+		e->inter_messages = (uint64_t)M * (M - 1);
+		break;
+	}
+}
+
+static void price_alltoall(enum coll_algorithm a, const struct rates *r, double n, uint32_t S,
+                           uint32_t D, struct coll_estimate *e)
+{
+	uint64_t P = (uint64_t)S * D;
+	double blk = n / (double)P;
+
+	coll_alltoall_counts(a, S, D, &e->inter_messages, &e->intra_messages);
+	if (a == COLL_ALG_DIRECT) {
+		/* A round holds both kinds of message; with S >= 2 always an inter-server one. */
+		double intra = r->ai + blk * r->bi;
+		double step = S >= 2 ? fmax(r->a + blk * r->b, intra) : intra;
+
+		e->rounds = (uint32_t)(P - 1);
+		e->predicted_us = (double)(P - 1) * step;
+		return;
+	}
+	e->rounds = (D - 1) + (S - 1);
+	e->predicted_us = (D - 1) * (r->ai + n / D * r->bi) + (S - 1) * (r->a + n / S * r->b);
+}
+
+int coll_predict(enum coll_collective c, enum coll_algorithm a, uint64_t bytes, uint32_t servers,
+                 uint32_t devices, const struct coll_params *p, struct coll_estimate *est,
+                 struct coll_error *err)
+{
+	struct coll_params def;
+	struct rates r;
+	uint32_t ports;
+	double n = (double)bytes;
+	int rc;
+
+	if (!est) {
+		coll_err_set(err, NULL, "no estimate to fill");
+		return -EINVAL;
+	}
+	if (!p) {
+		coll_params_default(&def);
+		p = &def;
+	}
+	memset(est, 0, sizeof(*est));
+	rc = coll_params_validate(p, err);
+	if (!rc)
+		rc = coll_fit_shape(c, a, servers, devices, err);
+	if (rc)
+		return rc;
+	if (c == COLL_BROADCAST && p->root >= servers) {
+		coll_err_set(err, "root", "root %u is not one of the %u servers", p->root, servers);
+		return -EINVAL;
+	}
+	if (a == COLL_ALG_NIC_OFFLOAD && !p->offload) {
+		coll_err_set(err, NULL,
+		             "not every server has an offload-capable NIC (offload is "
+		             "false)");
+		return -EDOM;
+	}
+	if (a == COLL_ALG_INA && !p->aggregating_switch) {
+		coll_err_set(err, NULL,
+		             "no aggregating switch reaches every member "
+		             "(aggregating_switch is false)");
+		return -EDOM;
+	}
+	r = rates_of(p);
+	switch (c) {
+	case COLL_ALLREDUCE:
+		price_allreduce(a, p, &r, n, servers, est);
+		break;
+	case COLL_ALLGATHER:
+		price_allgather(a, &r, n, servers, est);
+		break;
+	case COLL_BROADCAST:
+		price_broadcast(a, &r, n, servers, est);
+		break;
+	default:
+		price_alltoall(a, &r, n, servers, devices, est);
+		break;
+	}
+	est->scheduled = a != COLL_ALG_NIC_OFFLOAD && a != COLL_ALG_INA;
+	ports = p->ports_per_server ? p->ports_per_server : servers - 1;
+	if (c != COLL_ALLTOALL && est->circuits > ports) {
+		coll_err_set(err, "ports_per_server",
+		             "%s needs %u circuits per server, a server "
+		             "has %u",
+		             coll_algorithm_name(a), est->circuits, ports);
+		memset(est, 0, sizeof(*est));
+		return -EDOM;
+	}
+	return 0;
+}
+
+int coll_schedule_cost(const struct coll_schedule *s, const struct coll_params *p, double *us)
+{
+	struct coll_params def;
+	struct rates r;
+	uint64_t *reduced;
+	double total = 0;
+
+	if (!p) {
+		coll_params_default(&def);
+		p = &def;
+	}
+	if (!s || !s->devices || !s->participants || s->participants > COLL_MAX_PARTICIPANTS ||
+	    coll_params_validate(p, NULL))
+		return -EINVAL;
+	reduced = calloc(s->participants, sizeof(*reduced));
+	if (!reduced)
+		return -ENOMEM;
+	r = rates_of(p);
+	for (uint32_t k = 0; k < s->nrounds; k++) {
+		double slowest = 0;
+		uint64_t most = 0;
+
+		memset(reduced, 0, s->participants * sizeof(*reduced));
+		for (uint32_t i = 0; i < s->rounds[k].count; i++) {
+			const struct coll_transfer *t = coll_round_transfer(s, k, i);
+			int intra = t->src / s->devices == t->dst / s->devices;
+			double time;
+
+			if (t->src >= s->participants || t->dst >= s->participants) {
+				free(reduced);
+				return -EINVAL;
+			}
+			time = intra ? r.ai + t->bytes * r.bi : r.a + t->bytes * r.b;
+			slowest = fmax(slowest, time);
+			if (t->op == COLL_OP_REDUCE) {
+				reduced[t->dst] += t->bytes;
+				if (reduced[t->dst] > most)
+					most = reduced[t->dst];
+			}
+		}
+		total += slowest + (double)most * r.g;
+	}
+	free(reduced);
+	*us = total;
+	return 0;
+}
+
+/* How an eligible candidate runs, for the selection's reason column. */
+static void describe(enum coll_algorithm a, const struct coll_params *p, char *buf, size_t len)
+{
+	switch (a) {
+	case COLL_ALG_RING:
+		snprintf(buf, len, "one-way ring: one direction of 2 circuits per server");
+		break;
+	case COLL_ALG_BIDIR_RING:
+		snprintf(buf, len, "two opposite one-way rings, half the data each");
+		break;
+	case COLL_ALG_RHD:
+	case COLL_ALG_RECURSIVE_DOUBLING:
+		snprintf(buf, len, "pairwise exchanges with lg M partners");
+		break;
+	case COLL_ALG_FULL_MESH_DIRECT:
+		snprintf(buf, len, "all M-1 circuits of each server at once");
+		break;
+	case COLL_ALG_CUBE_300:
+	case COLL_ALG_CUBE_400:
+		snprintf(buf, len, "document 001 on the 12 circuits of a cube, 3 per server");
+		break;
+	case COLL_ALG_BINOMIAL_TREE:
+		snprintf(buf, len, "binomial tree from root %u", p->root);
+		break;
+	case COLL_ALG_SCATTER_ALLGATHER:
+		snprintf(buf, len,
+		         "root %u scatters over its M-1 circuits, then one allgather round",
+		         p->root);
+		break;
+	case COLL_ALG_DIRECT:
+		snprintf(buf, len, "every device sends to every device, one message each");
+		break;
+	case COLL_ALG_PLANE_RELAYED:
+		snprintf(buf, len,
+		         "in-server hand-off to the destination's plane, then one "
+		         "message per plane peer");
+		break;
+	case COLL_ALG_NIC_OFFLOAD:
+		snprintf(buf, len, "%s, segments of %u bytes",
+		         p->offload_switch ? "tree at the offload-capable switch"
+		                           : "ring among the offload NICs",
+		         segment_of(p));
+		break;
+	default:
+		snprintf(buf, len, "window %u of switch buffer %u, segments of %u bytes", p->window,
+		         p->switch_buffer, segment_of(p));
+		break;
+	}
+}
+
+static const enum coll_algorithm candidates_allreduce[] = {
+	COLL_ALG_RING,     COLL_ALG_BIDIR_RING, COLL_ALG_RHD,         COLL_ALG_FULL_MESH_DIRECT,
+	COLL_ALG_CUBE_300, COLL_ALG_CUBE_400,   COLL_ALG_NIC_OFFLOAD, COLL_ALG_INA,
+};
+static const enum coll_algorithm candidates_allgather[] = {
+	COLL_ALG_RING,
+	COLL_ALG_RECURSIVE_DOUBLING,
+	COLL_ALG_FULL_MESH_DIRECT,
+};
+static const enum coll_algorithm candidates_broadcast[] = {
+	COLL_ALG_BINOMIAL_TREE,
+	COLL_ALG_FULL_MESH_DIRECT,
+	COLL_ALG_SCATTER_ALLGATHER,
+};
+static const enum coll_algorithm candidates_alltoall[] = {
+	COLL_ALG_DIRECT,
+	COLL_ALG_PLANE_RELAYED,
+};
+
+int coll_select(enum coll_collective c, uint64_t bytes, uint32_t servers, uint32_t devices,
+                const struct coll_params *p, struct coll_selection *sel, struct coll_error *err)
+{
+	const enum coll_algorithm *list;
+	struct coll_params def;
+	uint32_t n;
+	int rc;
+
+	if (!sel) {
+		coll_err_set(err, NULL, "no selection to fill");
+		return -EINVAL;
+	}
+	if (!p) {
+		coll_params_default(&def);
+		p = &def;
+	}
+	memset(sel, 0, sizeof(*sel));
+	sel->collective = c;
+	sel->chosen = -1;
+	switch (c) {
+	case COLL_ALLREDUCE:
+		list = candidates_allreduce;
+		n = sizeof(candidates_allreduce) / sizeof(*list);
+		break;
+	case COLL_ALLGATHER:
+		list = candidates_allgather;
+		n = sizeof(candidates_allgather) / sizeof(*list);
+		break;
+	case COLL_BROADCAST:
+		list = candidates_broadcast;
+		n = sizeof(candidates_broadcast) / sizeof(*list);
+		break;
+	case COLL_ALLTOALL:
+		list = candidates_alltoall;
+		n = sizeof(candidates_alltoall) / sizeof(*list);
+		break;
+	default:
+		coll_err_set(err, "collective", "unknown collective %d", (int)c);
+		return -EINVAL;
+	}
+	/* Errors common to every candidate (parameters, size) fail the whole request. */
+	rc = coll_params_validate(p, err);
+	if (!rc)
+		rc = coll_fit_shape(c, list[0], servers, devices, err);
+	if (!rc && c == COLL_BROADCAST && p->root >= servers) {
+		coll_err_set(err, "root", "root %u is not one of the %u servers", p->root, servers);
+		rc = -EINVAL;
+	}
+	if (rc)
+		return rc;
+	for (uint32_t i = 0; i < n; i++) {
+		struct coll_candidate *cd = &sel->candidates[i];
+		struct coll_estimate est;
+		struct coll_error why = { 0 };
+
+		cd->algorithm = list[i];
+		cd->name = coll_algorithm_name(list[i]);
+		cd->scheduled = list[i] != COLL_ALG_NIC_OFFLOAD && list[i] != COLL_ALG_INA;
+		rc = coll_predict(c, list[i], bytes, servers, devices, p, &est, &why);
+		if (rc == -EDOM) {
+			snprintf(cd->reason, sizeof(cd->reason), "%s", why.reason);
+			continue;
+		}
+		if (rc) {
+			if (err)
+				*err = why;
+			return rc;
+		}
+		cd->eligible = true;
+		cd->rounds = est.rounds;
+		cd->predicted_us = est.predicted_us;
+		cd->inter_messages = est.inter_messages;
+		cd->intra_messages = est.intra_messages;
+		cd->circuits = est.circuits;
+		describe(list[i], p, cd->reason, sizeof(cd->reason));
+		if (sel->chosen < 0 || cd->predicted_us < sel->candidates[sel->chosen].predicted_us)
+			sel->chosen = (int)i;
+	}
+	sel->ncandidates = n;
+	if (sel->chosen < 0) {
+		coll_err_set(err, NULL, "no %s algorithm fits %u servers with these capabilities",
+		             coll_collective_name(c), servers);
+		return -ENOENT;
+	}
+	return 0;
+}

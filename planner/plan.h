@@ -1,0 +1,247 @@
+/*
+ * Full-interconnect planner (document 000 of spec/SEEDS.md, S801-S803).
+ *
+ * Two layers:
+ *
+ *  - the abstract policy: from M servers, N devices per server and P optical
+ *    ports per device, the minimum devices per server, feasibility, and which
+ *    device port of which server joins which on every plane (Formula 1 or 3);
+ *  - the cabled fabric plan: the same policy laid onto the real cabling of a
+ *    fabric's servers (which device port goes to which OCS unit and port, and
+ *    whether it is healthy), with the pairs the cabling cannot serve relocated to
+ *    free healthy ports on a common OCS unit or listed as missing; and the
+ *    least-disruption re-plan that keeps every working circuit exactly.
+ *
+ * A verifier for each layer checks the invariants; the daemon runs it on every
+ * plan before storing or returning it.
+ *
+ * Vocabulary. Plane k (0 <= k < R) uses device k / P, port k % P of every
+ * server. A server's slot is device * ports_per_device + port, its index into
+ * its port table. Servers of a fabric are numbered 0..M-1 by their position in
+ * the fabric's request.
+ *
+ * Threads and memory: everything here is pure computation on its arguments, no
+ * I/O and no global state, so any thread may call any function concurrently on
+ * distinct outputs. Inputs are borrowed for the duration of the call only.
+ * Output arrays are allocated by the planner (malloc) and owned by the caller,
+ * who releases them with plan_policy_free() / plan_fabric_free().
+ *
+ * Errors are 0 or -errno: -EINVAL for arguments out of range, -EDOM for an
+ * infeasible request (more devices needed than the servers have), -ENOMEM.
+ */
+#ifndef OFCD_PLAN_H
+#define OFCD_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PLAN_MAX_SERVERS 512  /**< largest M the planner accepts */
+#define PLAN_MAX_DEVICES 1024 /**< largest devices per server */
+#define PLAN_MAX_PORTS   1024 /**< largest optical ports per device */
+
+/** Which target-server formula lays out the planes. */
+enum plan_formula {
+	PLAN_FORMULA_AUTO = 0, /**< 1 for odd M, 3 for even M (the optimal choice) */
+	PLAN_FORMULA_1 = 1,    /**< dst = (d - s + M) mod M; any M, M planes when M is even */
+	PLAN_FORMULA_3 = 3,    /**< pivot server M-1; even M only, M-1 planes */
+};
+
+/* ---- single values (the spec's test vectors) ------------------------------ */
+
+/**
+ * The formula to use: 1 or 3 for PLAN_FORMULA_AUTO / _1 / _3, or -EINVAL when f
+ * is not one of them or is PLAN_FORMULA_3 with an odd m.
+ */
+int plan_formula_resolve(uint32_t m, enum plan_formula f);
+
+/**
+ * Number of planes R: 0 for m <= 1; m for odd m or when f is PLAN_FORMULA_1;
+ * m - 1 otherwise (even m with formula 3 or auto).
+ */
+uint32_t plan_planes(uint32_t m, enum plan_formula f);
+
+/**
+ * Minimum devices per server n = ceil(plan_planes(m, f) / p). p must be at
+ * least 1 (UINT32_MAX is returned for p == 0: no device count suffices).
+ */
+uint32_t plan_min_devices(uint32_t m, uint32_t p, enum plan_formula f);
+
+/**
+ * Formula 1: target server of server s on plane d among m servers,
+ * (d - s + m) mod m. A result equal to s means s idles on that plane.
+ * Requires m >= 1 and s < m; d may be any value.
+ */
+uint32_t plan_formula1_dst(uint32_t m, uint32_t s, uint32_t d);
+
+/**
+ * Formula 3: target server of server s on plane d among an even number m of
+ * servers, server m-1 being the pivot. Requires even m >= 2, s < m, d < m - 1.
+ * Never idles.
+ */
+uint32_t plan_formula3_dst(uint32_t m, uint32_t s, uint32_t d);
+
+/* ---- abstract policy (POST /v1/plan) -------------------------------------- */
+
+/** One end of an abstract link: a device port of a server. */
+struct plan_link_end {
+	uint32_t server; /**< server index, 0..M-1 */
+	uint32_t device; /**< device index, plane / P */
+	uint32_t port;   /**< port index on the device, plane % P */
+};
+
+/** A direct circuit of the abstract policy; a.server < b.server, same device port. */
+struct plan_link {
+	uint32_t plane;         /**< plane index, 0..R-1 */
+	struct plan_link_end a; /**< lower-numbered server's end */
+	struct plan_link_end b; /**< higher-numbered server's end */
+};
+
+/** The abstract policy of M servers; filled by plan_policy_compute(). */
+struct plan_policy {
+	uint32_t servers;          /**< M */
+	uint32_t devices;          /**< N, devices per server */
+	uint32_t ports_per_device; /**< P */
+	int formula;               /**< the formula used: 1 or 3 */
+	uint32_t planes;           /**< R */
+	uint32_t min_devices;      /**< n = ceil(R / P) */
+	struct plan_link *links;   /**< owned; sorted by plane then a.server; NULL if none */
+	size_t nlinks;             /**< M(M-1)/2 when feasible, 0 otherwise */
+};
+
+/**
+ * Compute the abstract policy of m servers (1..PLAN_MAX_SERVERS), n devices
+ * (1..PLAN_MAX_DEVICES) and p ports per device (1..PLAN_MAX_PORTS) with formula f.
+ *
+ * Returns 0 with *out filled; -EINVAL for a value out of range or a formula that
+ * does not apply (out untouched); -EDOM when min_devices > n, in which case
+ * every scalar field of *out is filled (so the caller can say "8 servers need
+ * 7 devices per server, each has 6") and links is NULL; -ENOMEM.
+ * On success free *out with plan_policy_free().
+ */
+int plan_policy_compute(uint32_t m, uint32_t n, uint32_t p, enum plan_formula f,
+                        struct plan_policy *out);
+
+/** Free the arrays of pol and zero it. NULL and a zeroed struct are fine. */
+void plan_policy_free(struct plan_policy *pol);
+
+/**
+ * Check an abstract policy: plane < R; both ends of a link on the plane's
+ * device and port (device < N); a.server < b.server < M; every server port in
+ * at most one link; every unordered pair of servers joined exactly once.
+ * Returns 0, -EINVAL with a one-line reason in why (if why is not NULL and
+ * len > 0; always NUL-terminated), or -ENOMEM.
+ */
+int plan_policy_verify(const struct plan_policy *pol, char *why, size_t len);
+
+/* ---- cabled fabric plan (POST /v1/fabrics, device failure and recovery) --- */
+
+/** Cabling and health of one device port (one slot of a server). */
+struct plan_port {
+	int32_t ocs;       /**< OCS unit index (the caller's numbering, >= 0); -1: not cabled */
+	uint32_t ocs_port; /**< port on that OCS unit; meaningless when ocs is -1 */
+	bool healthy;      /**< false when the device (or the port) has failed */
+};
+
+/**
+ * One server of a fabric, as the daemon sees it. No two cabled slots of the
+ * fabric may share an (ocs, ocs_port); plan_verify() rejects plans built on such
+ * cabling.
+ */
+struct plan_server {
+	uint32_t devices;              /**< devices of this server, 0..PLAN_MAX_DEVICES */
+	uint32_t ports_per_device;     /**< optical ports per device, 1..PLAN_MAX_PORTS */
+	const struct plan_port *ports; /**< borrowed; devices * ports_per_device entries
+	                                    indexed by slot; may be NULL when devices is 0 */
+};
+
+/** One end of a cabled circuit. */
+struct plan_end {
+	uint32_t server;   /**< server index in the fabric, 0..M-1 */
+	uint32_t device;   /**< device index on that server */
+	uint32_t port;     /**< port index on that device */
+	int32_t ocs;       /**< OCS unit the port is cabled to */
+	uint32_t ocs_port; /**< OCS port the device port is cabled to */
+};
+
+/**
+ * A circuit: two device ports joined through one OCS unit (a.ocs == b.ocs),
+ * a.server < b.server. plane is the policy plane for a circuit laid out by the
+ * policy, or the slot of its a end for a circuit relocated to other ports.
+ */
+struct plan_circuit {
+	uint32_t plane;    /**< policy plane, or slot of the a end when relocated */
+	struct plan_end a; /**< lower-numbered server's end */
+	struct plan_end b; /**< higher-numbered server's end */
+};
+
+/** A pair of servers without a circuit; a < b. */
+struct plan_pair {
+	uint32_t a; /**< lower server index */
+	uint32_t b; /**< higher server index */
+};
+
+/** A fabric's plan; filled by plan_fabric_compute() or plan_fabric_replan(). */
+struct plan_fabric {
+	uint32_t servers;              /**< M */
+	uint32_t devices;              /**< N: fewest devices of any server */
+	uint32_t ports_per_device;     /**< P: fewest ports per device of any server */
+	int formula;                   /**< formula of the policy: 1 or 3 (auto) */
+	uint32_t planes;               /**< R */
+	uint32_t min_devices;          /**< n = ceil(R / P) */
+	struct plan_circuit *circuits; /**< owned; sorted by plane, a.server, a.device, a.port */
+	size_t ncircuits;              /**< number of circuits */
+	struct plan_pair *missing;     /**< owned; pairs without a circuit, sorted; NULL if none */
+	size_t nmissing;               /**< number of missing pairs (> 0: the fabric is degraded) */
+};
+
+/**
+ * Plan a fabric of m servers (1..PLAN_MAX_SERVERS) from scratch, with the auto
+ * formula over N = min devices and P = min ports_per_device of its servers.
+ * A policy link whose two ports are healthy and cabled to the same OCS unit
+ * becomes a circuit; every other pair is relocated to free healthy ports of its
+ * two servers on a common OCS unit (the lowest such slot of server a, then the
+ * lowest slot of server b on that unit), pairs taken in increasing (a, b)
+ * order; a pair with no such ports is listed in missing.
+ *
+ * Returns 0 with *out filled (free with plan_fabric_free()); -EINVAL for bad
+ * arguments (out untouched); -EDOM when min_devices > N, with the scalar fields
+ * of *out filled and no arrays; -ENOMEM.
+ */
+int plan_fabric_compute(const struct plan_server *servers, uint32_t m, struct plan_fabric *out);
+
+/**
+ * Re-plan a fabric with the least disruption after its servers' health or
+ * cabling changed. Every circuit of prev whose two ends are still healthy and
+ * cabled to the same OCS unit and port is kept exactly (same ports, same plane);
+ * every other pair (broken circuits, prev's missing pairs) is relocated as in
+ * plan_fabric_compute(), or listed in missing. A working circuit never moves.
+ * Never fails with -EDOM: feasibility was settled when the fabric was created
+ * (the scalar fields are recomputed all the same).
+ *
+ * prev must be a plan of the same m servers (-EINVAL otherwise, or when one of
+ * its circuits or missing pairs names a server outside the fabric or joins a
+ * server to itself). prev is only read; it may be freed afterwards.
+ * Returns 0 with *out filled (free with plan_fabric_free()), -EINVAL, -ENOMEM.
+ */
+int plan_fabric_replan(const struct plan_server *servers, uint32_t m,
+                       const struct plan_fabric *prev, struct plan_fabric *out);
+
+/** Free the arrays of plan and zero it. NULL and a zeroed struct are fine. */
+void plan_fabric_free(struct plan_fabric *plan);
+
+/**
+ * Check a fabric plan against its m servers: every unordered pair of servers
+ * joined by exactly one circuit or listed in missing exactly once (not both);
+ * no circuit joining a server to itself or naming a server outside the fabric;
+ * a.server < b.server; no device port in two circuits; both ends of every
+ * circuit healthy and cabled to the same OCS unit with the stated ocs_port; no
+ * OCS port in two circuits. O(circuits + M^2 / 8 + slots / 8) time and memory.
+ *
+ * Returns 0, -EINVAL with a one-line human-readable reason in why (if why is
+ * not NULL and len > 0; always NUL-terminated), or -ENOMEM.
+ */
+int plan_verify(const struct plan_server *servers, uint32_t m, const struct plan_fabric *plan,
+                char *why, size_t len);
+
+#endif

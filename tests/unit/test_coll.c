@@ -1,0 +1,934 @@
+/*
+ * Collectives over the fabric: schedules, the checker, costs, the selector and the window
+ * protocol of in-network aggregation (documents 001-004 of the spec page).
+ */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "coll.h"
+
+static void expect_reject(const struct coll_schedule *s, const char *needle);
+
+/* a=0 b=1 d=2 c=3 e=4 f=5 h=6 g=7 (bit 0 = x, bit 1 = y, bit 2 = z). */
+enum { A = 0, B = 1, D = 2, C = 3, E = 4, F = 5, H = 6, G = 7 };
+
+static void assert_close(double got, double want)
+{
+	double tol = 1e-9 * fmax(1.0, fabs(want));
+
+	if (fabs(got - want) > tol)
+		fail_msg("got %.12g, want %.12g", got, want);
+}
+
+static struct coll_schedule gen_ok(enum coll_collective c, enum coll_algorithm a, uint32_t M,
+                                   uint32_t devices, uint64_t q, const struct coll_params *p)
+{
+	struct coll_schedule s;
+	struct coll_error err = { 0 };
+	int rc = coll_generate(c, a, M, devices, q, p, &s, &err);
+
+	if (rc)
+		fail_msg("generate %s/%s M=%u: %d %s", coll_collective_name(c),
+		         coll_algorithm_name(a), M, rc, err.reason);
+	return s;
+}
+
+/*
+ * Generate, check, and hold the schedule to the closed form: rounds, messages, circuits
+ * and time (q is chosen so that every chunk has the same size).
+ */
+static void gen_check_price(enum coll_collective c, enum coll_algorithm a, uint32_t M,
+                            uint32_t devices, uint64_t q, const struct coll_params *p)
+{
+	struct coll_schedule s = gen_ok(c, a, M, devices, q, p);
+	struct coll_error err = { 0 };
+	struct coll_schedule_stats st;
+	struct coll_estimate est;
+	double us;
+	int rc = coll_check(&s, &err);
+
+	if (rc)
+		fail_msg("check %s/%s M=%u devices=%u: %s", coll_collective_name(c),
+		         coll_algorithm_name(a), M, devices, err.reason);
+	assert_int_equal(coll_schedule_stats(&s, &st), 0);
+	assert_int_equal(coll_predict(c, a, q, M, devices, p, &est, &err), 0);
+	assert_int_equal(st.rounds, est.rounds);
+	assert_int_equal(st.inter_messages, est.inter_messages);
+	assert_int_equal(st.intra_messages, est.intra_messages);
+	if (c != COLL_ALLTOALL)
+		assert_int_equal(st.max_degree, est.circuits);
+	assert_true(est.scheduled);
+	assert_int_equal(coll_schedule_cost(&s, p, &us), 0);
+	assert_close(us, est.predicted_us);
+	coll_schedule_free(&s);
+}
+
+static void test_rounds_8_servers(void **state)
+{
+	static const struct {
+		enum coll_algorithm a;
+		uint32_t rounds;
+	} want[] = {
+		{ COLL_ALG_RING, 14 },    { COLL_ALG_BIDIR_RING, 14 },
+		{ COLL_ALG_CUBE_300, 8 }, { COLL_ALG_CUBE_400, 6 },
+		{ COLL_ALG_RHD, 6 },      { COLL_ALG_FULL_MESH_DIRECT, 2 },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		struct coll_schedule s = gen_ok(COLL_ALLREDUCE, want[i].a, 8, 1, 12000, NULL);
+		struct coll_estimate est;
+
+		assert_int_equal(s.nrounds, want[i].rounds);
+		assert_int_equal(coll_check(&s, NULL), 0);
+		assert_int_equal(
+		    coll_predict(COLL_ALLREDUCE, want[i].a, 12000, 8, 1, NULL, &est, NULL), 0);
+		assert_int_equal(est.rounds, want[i].rounds);
+		coll_schedule_free(&s);
+	}
+}
+
+/* Does round r hold transfer src->dst, and which segment (chunk / 4) does it carry? */
+static int find_transfer(const struct coll_schedule *s, uint32_t r, uint32_t src, uint32_t dst)
+{
+	for (uint32_t i = 0; i < s->rounds[r].count; i++) {
+		const struct coll_transfer *t = coll_round_transfer(s, r, i);
+
+		if (t->src == src && t->dst == dst)
+			return (int)(coll_transfer_chunks(s, t)[0] / 4);
+	}
+	return -1;
+}
+
+static void test_cube_faces(void **state)
+{
+	(void)state;
+	for (int m = 0; m < 2; m++) {
+		enum coll_algorithm a = m ? COLL_ALG_CUBE_400 : COLL_ALG_CUBE_300;
+		struct coll_schedule s = gen_ok(COLL_ALLREDUCE, a, 8, 1, 12000, NULL);
+		struct coll_schedule_stats st;
+
+		/* adeh (segment 0) turns a->e->h->d->a, not the raw text's a->d->h->e. */
+		assert_int_equal(find_transfer(&s, 0, A, E), 0);
+		assert_int_equal(find_transfer(&s, 0, E, H), 0);
+		assert_int_equal(find_transfer(&s, 0, H, D), 0);
+		assert_int_equal(find_transfer(&s, 0, D, A), 0);
+		/* abcd (segment 2) a->d->c->b, abef (segment 1) a->b->f->e. */
+		assert_int_equal(find_transfer(&s, 0, A, D), 2);
+		assert_int_equal(find_transfer(&s, 0, D, C), 2);
+		assert_int_equal(find_transfer(&s, 0, A, B), 1);
+		assert_int_equal(find_transfer(&s, 0, F, E), 1);
+		/* Every round uses each of the 24 directed edges once, and only cube edges. */
+		for (uint32_t r = 0; r < s.nrounds; r++) {
+			assert_int_equal(s.rounds[r].count, 24);
+			for (uint32_t i = 0; i < 24; i++) {
+				const struct coll_transfer *t = coll_round_transfer(&s, r, i);
+				int back = find_transfer(&s, r, t->dst, t->src);
+
+				assert_int_equal(__builtin_popcount(t->src ^ t->dst), 1);
+				assert_true(back >= 0);
+				/* Ring rounds: the two faces sharing an edge go opposite ways. */
+				if (r < 3)
+					assert_int_not_equal(
+					    back, (int)coll_transfer_chunks(&s, t)[0] / 4);
+			}
+		}
+		assert_int_equal(coll_schedule_stats(&s, &st), 0);
+		assert_int_equal(st.max_degree, 3);
+		assert_int_equal(coll_check(&s, NULL), 0);
+		coll_schedule_free(&s);
+	}
+}
+
+/* The raw text's adeh ring a->d->h->e would share directed edges with abcd and abef. */
+static void test_cube_raw_text_direction_rejected(void **state)
+{
+	struct coll_schedule s = gen_ok(COLL_ALLREDUCE, COLL_ALG_CUBE_300, 8, 1, 12000, NULL);
+	uint32_t face = 1u << A | 1u << D | 1u << E | 1u << H;
+
+	(void)state;
+	for (uint32_t i = 0; i < s.rounds[0].count; i++) {
+		struct coll_transfer *t = &s.transfers[s.rounds[0].first + i];
+
+		if (coll_transfer_chunks(&s, t)[0] / 4 == 0 && (face >> t->src & 1) &&
+		    (face >> t->dst & 1)) {
+			uint32_t x = t->src;
+
+			t->src = t->dst;
+			t->dst = x;
+		}
+	}
+	expect_reject(&s, "link direction already used");
+	coll_schedule_free(&s);
+}
+
+static void test_check_allreduce_every_size(void **state)
+{
+	(void)state;
+	for (uint32_t M = 2; M <= 64; M++) {
+		uint64_t q = (uint64_t)M * 2 * 1000;
+
+		gen_check_price(COLL_ALLREDUCE, COLL_ALG_RING, M, 1, q, NULL);
+		gen_check_price(COLL_ALLREDUCE, COLL_ALG_FULL_MESH_DIRECT, M, 1, q, NULL);
+		if (M >= 3)
+			gen_check_price(COLL_ALLREDUCE, COLL_ALG_BIDIR_RING, M, 1, q, NULL);
+		if (!(M & (M - 1)))
+			gen_check_price(COLL_ALLREDUCE, COLL_ALG_RHD, M, 1, q, NULL);
+	}
+	gen_check_price(COLL_ALLREDUCE, COLL_ALG_CUBE_300, 8, 1, 12000, NULL);
+	gen_check_price(COLL_ALLREDUCE, COLL_ALG_CUBE_400, 8, 1, 12000, NULL);
+	/* Uneven chunks still check (the formula is then only approximate). */
+	for (uint32_t M = 2; M <= 9; M++) {
+		struct coll_schedule s = gen_ok(COLL_ALLREDUCE, COLL_ALG_RING, M, 1, 7, NULL);
+
+		assert_int_equal(coll_check(&s, NULL), 0);
+		coll_schedule_free(&s);
+	}
+}
+
+static void test_check_allgather_broadcast_every_size(void **state)
+{
+	struct coll_params p;
+
+	(void)state;
+	coll_params_default(&p);
+	for (uint32_t M = 2; M <= 64; M++) {
+		uint64_t q = (uint64_t)M * 1000;
+
+		gen_check_price(COLL_ALLGATHER, COLL_ALG_RING, M, 1, q, NULL);
+		gen_check_price(COLL_ALLGATHER, COLL_ALG_FULL_MESH_DIRECT, M, 1, q, NULL);
+		if (!(M & (M - 1)))
+			gen_check_price(COLL_ALLGATHER, COLL_ALG_RECURSIVE_DOUBLING, M, 1, q, NULL);
+		for (p.root = 0; p.root < M; p.root += M - 1) {
+			gen_check_price(COLL_BROADCAST, COLL_ALG_BINOMIAL_TREE, M, 1, q, &p);
+			gen_check_price(COLL_BROADCAST, COLL_ALG_FULL_MESH_DIRECT, M, 1, q, &p);
+			gen_check_price(COLL_BROADCAST, COLL_ALG_SCATTER_ALLGATHER, M, 1, q, &p);
+		}
+	}
+}
+
+static void test_alltoall_counts(void **state)
+{
+	uint64_t inter, intra;
+
+	(void)state;
+	/* FIG. 4: 2 nodes x 4 accelerators. */
+	assert_int_equal(coll_alltoall_counts(COLL_ALG_DIRECT, 2, 4, &inter, &intra), 0);
+	assert_int_equal(inter, 32);
+	assert_int_equal(coll_alltoall_counts(COLL_ALG_PLANE_RELAYED, 2, 4, &inter, &intra), 0);
+	assert_int_equal(inter, 8);
+	assert_int_equal(intra, 24);
+	/* FIG. 5: 8 nodes x 4 accelerators. */
+	assert_int_equal(coll_alltoall_counts(COLL_ALG_DIRECT, 8, 4, &inter, &intra), 0);
+	assert_int_equal(inter, 896);
+	assert_int_equal(coll_alltoall_counts(COLL_ALG_PLANE_RELAYED, 8, 4, &inter, &intra), 0);
+	assert_int_equal(inter, 224);
+	assert_int_equal(intra, 96);
+	/* Any size, without overflow up to the 32-bit limits. */
+	assert_int_equal(coll_alltoall_counts(COLL_ALG_PLANE_RELAYED, 1000, 16, &inter, &intra), 0);
+	assert_int_equal(inter, 16ull * 1000 * 999);
+	assert_int_equal(intra, 1000ull * 16 * 15);
+	assert_int_equal(
+	    coll_alltoall_counts(COLL_ALG_DIRECT, UINT32_MAX, UINT32_MAX, &inter, &intra),
+	    -EOVERFLOW);
+	assert_int_equal(coll_alltoall_counts(COLL_ALG_RING, 2, 4, &inter, &intra), -EINVAL);
+	assert_int_equal(coll_alltoall_counts(COLL_ALG_DIRECT, 0, 4, &inter, &intra), -EINVAL);
+}
+
+static void test_alltoall_schedules(void **state)
+{
+	static const uint32_t sizes[][2] = { { 2, 4 }, { 3, 2 }, { 4, 4 }, { 8, 4 },
+		                             { 1, 4 }, { 4, 1 }, { 2, 1 }, { 16, 4 } };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		uint32_t S = sizes[i][0], Dv = sizes[i][1];
+		uint64_t q = (uint64_t)S * Dv * 1000;
+
+		gen_check_price(COLL_ALLTOALL, COLL_ALG_DIRECT, S, Dv, q, NULL);
+		gen_check_price(COLL_ALLTOALL, COLL_ALG_PLANE_RELAYED, S, Dv, q, NULL);
+	}
+	{
+		struct coll_schedule s =
+		    gen_ok(COLL_ALLTOALL, COLL_ALG_PLANE_RELAYED, 8, 4, 3200, NULL);
+		struct coll_schedule_stats st;
+
+		assert_int_equal(coll_schedule_stats(&s, &st), 0);
+		assert_int_equal(st.inter_messages, 224);
+		assert_int_equal(st.intra_messages, 96);
+		assert_int_equal(st.rounds, 3 + 7);
+		coll_schedule_free(&s);
+		s = gen_ok(COLL_ALLTOALL, COLL_ALG_DIRECT, 8, 4, 3200, NULL);
+		assert_int_equal(coll_schedule_stats(&s, &st), 0);
+		assert_int_equal(st.inter_messages, 896);
+		coll_schedule_free(&s);
+	}
+}
+
+/* Copy @s through the builder, leaving out transfer @skip (global index). */
+static void copy_without(const struct coll_schedule *s, uint32_t skip, struct coll_schedule *out)
+{
+	assert_int_equal(coll_schedule_init(out, s->collective, s->algorithm, s->servers,
+	                                    s->devices, s->nchunks),
+	                 0);
+	memcpy(out->chunks, s->chunks, s->nchunks * sizeof(*s->chunks));
+	for (uint32_t r = 0; r < s->nrounds; r++) {
+		assert_int_equal(coll_schedule_add_round(out), 0);
+		for (uint32_t i = 0; i < s->rounds[r].count; i++) {
+			const struct coll_transfer *t = coll_round_transfer(s, r, i);
+
+			if (s->rounds[r].first + i == skip)
+				continue;
+			assert_int_equal(coll_schedule_add_transfer(out, t->src, t->dst, t->op,
+			                                            coll_transfer_chunks(s, t),
+			                                            t->nchunks),
+			                 0);
+		}
+	}
+}
+
+static void expect_reject(const struct coll_schedule *s, const char *needle)
+{
+	struct coll_error err = { 0 };
+
+	assert_int_equal(coll_check(s, &err), -EINVAL);
+	if (!strstr(err.reason, needle))
+		fail_msg("reason \"%s\" lacks \"%s\"", err.reason, needle);
+}
+
+static void test_checker_dropped_transfer(void **state)
+{
+	static const enum coll_algorithm algs[] = { COLL_ALG_RING, COLL_ALG_CUBE_400,
+		                                    COLL_ALG_FULL_MESH_DIRECT };
+
+	(void)state;
+	for (size_t a = 0; a < sizeof(algs) / sizeof(algs[0]); a++) {
+		struct coll_schedule s = gen_ok(COLL_ALLREDUCE, algs[a], 8, 1, 12000, NULL);
+
+		/* Whichever transfer goes missing, the checker notices. */
+		for (uint32_t k = 0; k < s.ntransfers; k++) {
+			struct coll_schedule broken;
+
+			copy_without(&s, k, &broken);
+			assert_int_equal(coll_check(&broken, NULL), -EINVAL);
+			coll_schedule_free(&broken);
+		}
+		coll_schedule_free(&s);
+	}
+	{
+		struct coll_schedule s = gen_ok(COLL_ALLREDUCE, COLL_ALG_RING, 5, 1, 5000, NULL);
+		struct coll_schedule broken;
+
+		copy_without(&s, 0, &broken);
+		expect_reject(&broken, "with 4 of 5 contributions");
+		coll_schedule_free(&broken);
+		coll_schedule_free(&s);
+	}
+	{
+		struct coll_schedule s =
+		    gen_ok(COLL_ALLTOALL, COLL_ALG_PLANE_RELAYED, 2, 4, 800, NULL);
+		struct coll_schedule broken;
+
+		copy_without(&s, s.ntransfers - 1, &broken);
+		expect_reject(&broken, "with 0 of 1 contributions");
+		coll_schedule_free(&broken);
+		coll_schedule_free(&s);
+	}
+}
+
+static void test_checker_doubled_link(void **state)
+{
+	struct coll_schedule s;
+	uint32_t c0 = 0;
+
+	(void)state;
+	/* Hand-built: two transfers over 0->1 in one round. */
+	assert_int_equal(coll_schedule_init(&s, COLL_ALLGATHER, -1, 3, 1, 3), 0);
+	for (uint32_t c = 0; c < 3; c++) {
+		s.chunks[c].origin = c;
+		s.chunks[c].bytes = 10;
+	}
+	assert_int_equal(coll_schedule_add_transfer(&s, 0, 1, COLL_OP_COPY, &c0, 1), 0);
+	assert_int_equal(coll_schedule_add_transfer(&s, 0, 1, COLL_OP_COPY, &c0, 1), 0);
+	expect_reject(&s, "round 0, transfer 1 (0->1): link direction already used by transfer 0");
+	coll_schedule_free(&s);
+
+	/* A generated schedule with one destination bent onto a used link. */
+	s = gen_ok(COLL_ALLREDUCE, COLL_ALG_FULL_MESH_DIRECT, 4, 1, 4000, NULL);
+	s.transfers[1].dst = s.transfers[0].dst;
+	expect_reject(&s, "link direction already used");
+	coll_schedule_free(&s);
+
+	/* The reverse direction of a circuit is another link: allowed. */
+	s = gen_ok(COLL_ALLREDUCE, COLL_ALG_RING, 2, 1, 2000, NULL);
+	assert_int_equal(s.rounds[0].count, 2);
+	assert_int_equal(coll_check(&s, NULL), 0);
+	coll_schedule_free(&s);
+}
+
+static void test_checker_double_count(void **state)
+{
+	struct coll_schedule s;
+	uint32_t c0 = 0;
+
+	(void)state;
+	assert_int_equal(coll_schedule_init(&s, COLL_ALLREDUCE, -1, 2, 1, 1), 0);
+	s.chunks[0].bytes = 8;
+	assert_int_equal(coll_schedule_add_transfer(&s, 0, 1, COLL_OP_REDUCE, &c0, 1), 0);
+	assert_int_equal(coll_schedule_add_round(&s), 0);
+	assert_int_equal(coll_schedule_add_transfer(&s, 0, 1, COLL_OP_REDUCE, &c0, 1), 0);
+	expect_reject(&s, "round 1, transfer 0 (0->1): reduce of chunk 0 would count the "
+	                  "contribution of participant 0 twice");
+	coll_schedule_free(&s);
+
+	/* Ring allreduce with its allgather turned into reductions. */
+	s = gen_ok(COLL_ALLREDUCE, COLL_ALG_RING, 4, 1, 4000, NULL);
+	for (uint32_t i = 0; i < s.ntransfers; i++)
+		s.transfers[i].op = COLL_OP_REDUCE;
+	expect_reject(&s, "twice");
+	coll_schedule_free(&s);
+}
+
+static void test_checker_not_yet_held(void **state)
+{
+	struct coll_schedule s;
+	uint32_t c0 = 0;
+
+	(void)state;
+	assert_int_equal(coll_schedule_init(&s, COLL_ALLGATHER, -1, 3, 1, 3), 0);
+	for (uint32_t c = 0; c < 3; c++)
+		s.chunks[c].origin = c;
+	assert_int_equal(coll_schedule_add_transfer(&s, 1, 2, COLL_OP_COPY, &c0, 1), 0);
+	expect_reject(&s, "sends chunk 0, which participant 1 does not hold yet");
+	coll_schedule_free(&s);
+
+	/* Relaying within one round: 1 only holds chunk 0 after the round. */
+	assert_int_equal(coll_schedule_init(&s, COLL_ALLGATHER, -1, 3, 1, 3), 0);
+	for (uint32_t c = 0; c < 3; c++)
+		s.chunks[c].origin = c;
+	assert_int_equal(coll_schedule_add_transfer(&s, 0, 1, COLL_OP_COPY, &c0, 1), 0);
+	assert_int_equal(coll_schedule_add_transfer(&s, 1, 2, COLL_OP_COPY, &c0, 1), 0);
+	expect_reject(&s, "round 0, transfer 1 (1->2): sends chunk 0");
+	coll_schedule_free(&s);
+}
+
+static void test_checker_malformed(void **state)
+{
+	struct coll_schedule s;
+	uint32_t c0 = 0, c9 = 9;
+
+	(void)state;
+	assert_int_equal(coll_check(NULL, NULL), -EINVAL);
+
+	s = gen_ok(COLL_ALLREDUCE, COLL_ALG_RING, 4, 1, 4000, NULL);
+	s.transfers[2].bytes++;
+	expect_reject(&s, "its chunks hold 1000 bytes but it says 1001");
+	s.transfers[2].bytes--;
+	s.transfers[3].dst = 9;
+	expect_reject(&s, "participant out of range");
+	s.transfers[3].dst = s.transfers[3].src;
+	expect_reject(&s, "sends to itself");
+	coll_schedule_free(&s);
+
+	assert_int_equal(coll_schedule_init(&s, COLL_ALLREDUCE, -1, 2, 1, 1), 0);
+	assert_int_equal(coll_schedule_add_transfer(&s, 0, 1, COLL_OP_COPY, &c9, 1), 0);
+	expect_reject(&s, "chunk 9 out of range");
+	coll_schedule_free(&s);
+
+	/* A copy and a reduce into the same chunk of one participant in one round. */
+	assert_int_equal(coll_schedule_init(&s, COLL_ALLREDUCE, -1, 3, 1, 1), 0);
+	assert_int_equal(coll_schedule_add_transfer(&s, 0, 2, COLL_OP_COPY, &c0, 1), 0);
+	assert_int_equal(coll_schedule_add_transfer(&s, 1, 2, COLL_OP_REDUCE, &c0, 1), 0);
+	expect_reject(&s, "already copied into in this round");
+	coll_schedule_free(&s);
+
+	assert_int_equal(coll_schedule_init(&s, COLL_ALLREDUCE, -1, 2, 1, 1), 0);
+	assert_int_equal(coll_schedule_add_transfer(&s, 0, 1, COLL_OP_COPY, &c0, 0), -EINVAL);
+	s.participants = 3;
+	expect_reject(&s, "schedule shape");
+	coll_schedule_free(&s);
+
+	assert_int_equal(coll_schedule_init(&s, COLL_ALLREDUCE, -1, 0, 1, 1), -EINVAL);
+	assert_int_equal(coll_schedule_init(&s, COLL_ALLREDUCE, -1, 257, 1, 1), -EINVAL);
+	coll_schedule_free(&s);
+	coll_schedule_free(NULL);
+}
+
+static void test_generate_errors(void **state)
+{
+	struct coll_schedule s;
+	struct coll_error err = { 0 };
+	struct coll_params p;
+
+	(void)state;
+	coll_params_default(&p);
+	assert_int_equal(
+	    coll_generate(COLL_ALLREDUCE, COLL_ALG_CUBE_400, 6, 1, 1000, NULL, &s, &err), -EDOM);
+	assert_non_null(strstr(err.reason, "exactly 8 servers"));
+	assert_int_equal(coll_generate(COLL_ALLREDUCE, COLL_ALG_RHD, 12, 1, 1000, NULL, &s, &err),
+	                 -EDOM);
+	assert_non_null(strstr(err.reason, "power-of-two"));
+	assert_int_equal(
+	    coll_generate(COLL_ALLREDUCE, COLL_ALG_BIDIR_RING, 2, 1, 1000, NULL, &s, &err), -EDOM);
+	assert_int_equal(
+	    coll_generate(COLL_ALLREDUCE, COLL_ALG_NIC_OFFLOAD, 8, 1, 1000, NULL, &s, &err),
+	    -EOPNOTSUPP);
+	assert_int_equal(coll_generate(COLL_ALLREDUCE, COLL_ALG_INA, 8, 1, 1000, NULL, &s, &err),
+	                 -EOPNOTSUPP);
+	assert_int_equal(
+	    coll_generate(COLL_ALLGATHER, COLL_ALG_CUBE_300, 8, 1, 1000, NULL, &s, &err), -EINVAL);
+	assert_string_equal(err.field, "algorithm");
+	assert_int_equal(coll_generate(COLL_ALLREDUCE, COLL_ALG_RING, 1, 1, 1000, NULL, &s, &err),
+	                 -EINVAL);
+	assert_string_equal(err.field, "servers");
+	assert_int_equal(coll_generate(COLL_ALLTOALL, COLL_ALG_DIRECT, 17, 4, 1000, NULL, &s, &err),
+	                 -E2BIG);
+	assert_int_equal(coll_generate(COLL_ALLREDUCE, COLL_ALG_RING, 300, 1, 1000, NULL, &s, &err),
+	                 -E2BIG);
+	p.root = 5;
+	assert_int_equal(
+	    coll_generate(COLL_BROADCAST, COLL_ALG_BINOMIAL_TREE, 5, 1, 1000, &p, &s, &err),
+	    -EINVAL);
+	assert_string_equal(err.field, "root");
+	assert_int_equal(coll_generate(COLL_ALLREDUCE, COLL_ALG_RING, 4, 1, 1000, NULL, NULL, &err),
+	                 -EINVAL);
+	/* The largest server-level schedule still generates and checks. */
+	s = gen_ok(COLL_ALLREDUCE, COLL_ALG_BIDIR_RING, 256, 1, 1 << 20, NULL);
+	assert_int_equal(coll_check(&s, NULL), 0);
+	coll_schedule_free(&s);
+}
+
+/*
+ * Formulas by hand. alpha = 2 µs, 8 Gbit/s = 1000 bytes/µs (beta = 0.001 µs/byte),
+ * gamma = 1 ns/byte = 0.001 µs/byte, n = 8000 bytes, p = 8 servers; so n*beta = n*gamma = 8.
+ */
+static void test_formulas_by_hand(void **state)
+{
+	static const struct {
+		enum coll_collective c;
+		enum coll_algorithm a;
+		double us;
+	} want[] = {
+		/* 2*7*2 + 2*(7/8)*8 + (7/8)*8 = 28 + 14 + 7 */
+		{ COLL_ALLREDUCE, COLL_ALG_RING, 49 },
+		/* 28 + (7/8)*8 + 7: doc 001's 14a + 7q/(8b) = 35 plus gamma */
+		{ COLL_ALLREDUCE, COLL_ALG_BIDIR_RING, 42 },
+		/* 2*3*2 + 14 + 7 */
+		{ COLL_ALLREDUCE, COLL_ALG_RHD, 33 },
+		/* 2*2 + 2*(8000/8)*0.001 + 7 */
+		{ COLL_ALLREDUCE, COLL_ALG_FULL_MESH_DIRECT, 13 },
+		/* 8*2 + (2/3)*8 + 8 */
+		{ COLL_ALLREDUCE, COLL_ALG_CUBE_300, 16 + 16.0 / 3 + 8 },
+		/* 6*2 + (2/3)*8 + 1.25*8 */
+		{ COLL_ALLREDUCE, COLL_ALG_CUBE_400, 12 + 16.0 / 3 + 10 },
+		/* 7*2 + (7/8)*8 */
+		{ COLL_ALLGATHER, COLL_ALG_RING, 21 },
+		/* 3*2 + 7 */
+		{ COLL_ALLGATHER, COLL_ALG_RECURSIVE_DOUBLING, 13 },
+		/* 2 + 1 */
+		{ COLL_ALLGATHER, COLL_ALG_FULL_MESH_DIRECT, 3 },
+		/* 3*(2 + 8) */
+		{ COLL_BROADCAST, COLL_ALG_BINOMIAL_TREE, 30 },
+		/* 2 + 8 */
+		{ COLL_BROADCAST, COLL_ALG_FULL_MESH_DIRECT, 10 },
+		/* 2*2 + 2*1 */
+		{ COLL_BROADCAST, COLL_ALG_SCATTER_ALLGATHER, 6 },
+	};
+	struct coll_params p;
+	struct coll_estimate est;
+
+	(void)state;
+	coll_params_default(&p);
+	p.alpha_us = 2;
+	p.link_gbps = 8;
+	p.gamma_ns_per_byte = 1;
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		assert_int_equal(coll_predict(want[i].c, want[i].a, 8000, 8, 1, &p, &est, NULL), 0);
+		assert_close(est.predicted_us, want[i].us);
+	}
+	/* Doc 001 with gamma 0: 2 one-way rings 14a + 7q/(8b) = 28 + 7; cube 6a + 2q/(3b). */
+	p.gamma_ns_per_byte = 0;
+	assert_int_equal(
+	    coll_predict(COLL_ALLREDUCE, COLL_ALG_BIDIR_RING, 8000, 8, 1, &p, &est, NULL), 0);
+	assert_close(est.predicted_us, 35);
+	assert_int_equal(
+	    coll_predict(COLL_ALLREDUCE, COLL_ALG_CUBE_400, 8000, 8, 1, &p, &est, NULL), 0);
+	assert_close(est.predicted_us, 12 + 16.0 / 3);
+
+	/* NIC offload, segment = mtu 4096: tree 2*2 + (8000 + 4096)*0.001; ring 28 + 14. */
+	p.offload = true;
+	p.offload_switch = true;
+	assert_int_equal(
+	    coll_predict(COLL_ALLREDUCE, COLL_ALG_NIC_OFFLOAD, 8000, 8, 1, &p, &est, NULL), 0);
+	assert_close(est.predicted_us, 16.096);
+	assert_int_equal(est.rounds, 2);
+	assert_false(est.scheduled);
+	p.offload_switch = false;
+	assert_int_equal(
+	    coll_predict(COLL_ALLREDUCE, COLL_ALG_NIC_OFFLOAD, 8000, 8, 1, &p, &est, NULL), 0);
+	assert_close(est.predicted_us, 42);
+	assert_int_equal(est.rounds, 14);
+
+	/*
+	 * In-network aggregation, 2 messages of 4096: rtt = 2*2 + 2*4.096 = 12.192. W = 32:
+	 * period = max(4.096, 12.192/32) = 4.096, t = 4.096 + 12.192. W = 1: t = 2 * 12.192.
+	 */
+	p.aggregating_switch = true;
+	assert_int_equal(coll_predict(COLL_ALLREDUCE, COLL_ALG_INA, 8000, 8, 1, &p, &est, NULL), 0);
+	assert_close(est.predicted_us, 16.288);
+	p.window = 1;
+	assert_int_equal(coll_predict(COLL_ALLREDUCE, COLL_ALG_INA, 8000, 8, 1, &p, &est, NULL), 0);
+	assert_close(est.predicted_us, 24.384);
+
+	/*
+	 * All-to-all, 2 servers x 4 devices, 8000 bytes per device: blocks of 1000. In-server
+	 * alpha 1, 16 Gbit/s (0.0005 µs/byte). direct: 7 * max(2 + 1, 1 + 0.5) = 21.
+	 * plane-relayed: 3 * (1 + 2000*0.0005) + 1 * (2 + 4000*0.001) = 6 + 6.
+	 */
+	p.intra_alpha_us = 1;
+	p.intra_gbps = 16;
+	assert_int_equal(coll_predict(COLL_ALLTOALL, COLL_ALG_DIRECT, 8000, 2, 4, &p, &est, NULL),
+	                 0);
+	assert_close(est.predicted_us, 21);
+	assert_int_equal(
+	    coll_predict(COLL_ALLTOALL, COLL_ALG_PLANE_RELAYED, 8000, 2, 4, &p, &est, NULL), 0);
+	assert_close(est.predicted_us, 12);
+	assert_int_equal(est.inter_messages, 8);
+	assert_int_equal(est.intra_messages, 24);
+}
+
+static const struct coll_candidate *cand(const struct coll_selection *sel, enum coll_algorithm a)
+{
+	for (uint32_t i = 0; i < sel->ncandidates; i++)
+		if (sel->candidates[i].algorithm == a)
+			return &sel->candidates[i];
+	fail_msg("no candidate %s", coll_algorithm_name(a));
+	return NULL;
+}
+
+static void test_select_allreduce(void **state)
+{
+	struct coll_selection sel;
+	struct coll_error err = { 0 };
+	struct coll_params p;
+	const uint64_t q = 64ull << 20;
+
+	(void)state;
+	coll_params_default(&p);
+	/* A full interconnection of 8: every circuit at once wins. */
+	assert_int_equal(coll_select(COLL_ALLREDUCE, q, 8, 7, &p, &sel, &err), 0);
+	assert_int_equal(sel.ncandidates, 8);
+	assert_string_equal(sel.candidates[sel.chosen].name, "full-mesh-direct");
+	assert_true(cand(&sel, COLL_ALG_CUBE_400)->eligible);
+	assert_false(cand(&sel, COLL_ALG_NIC_OFFLOAD)->eligible);
+	assert_non_null(strstr(cand(&sel, COLL_ALG_NIC_OFFLOAD)->reason, "offload-capable"));
+	assert_false(cand(&sel, COLL_ALG_INA)->eligible);
+	assert_false(cand(&sel, COLL_ALG_INA)->scheduled);
+	assert_non_null(strstr(cand(&sel, COLL_ALG_INA)->reason, "aggregating switch"));
+
+	/*
+	 * Three ports per server (document 001's premise): a cube method wins. 400 saves two
+	 * rounds (2 alpha) but reduces q/4 more bytes per server, so it wins below
+	 * q = 8 alpha / gamma = 2.4 MB and 300 wins above.
+	 */
+	p.ports_per_server = 3;
+	assert_int_equal(coll_select(COLL_ALLREDUCE, 1 << 20, 8, 7, &p, &sel, &err), 0);
+	assert_string_equal(sel.candidates[sel.chosen].name, "cube-400");
+	assert_int_equal(sel.candidates[sel.chosen].rounds, 6);
+	assert_int_equal(sel.candidates[sel.chosen].circuits, 3);
+	assert_int_equal(coll_select(COLL_ALLREDUCE, q, 8, 7, &p, &sel, &err), 0);
+	assert_string_equal(sel.candidates[sel.chosen].name, "cube-300");
+	assert_int_equal(sel.candidates[sel.chosen].rounds, 8);
+	assert_false(cand(&sel, COLL_ALG_FULL_MESH_DIRECT)->eligible);
+	assert_non_null(
+	    strstr(cand(&sel, COLL_ALG_FULL_MESH_DIRECT)->reason, "needs 7 circuits per server"));
+	assert_true(cand(&sel, COLL_ALG_RHD)->eligible);
+	assert_int_equal(cand(&sel, COLL_ALG_RING)->rounds, 14);
+
+	/* 6 servers: no cube, no recursive halving. */
+	assert_int_equal(coll_select(COLL_ALLREDUCE, q, 6, 5, NULL, &sel, &err), 0);
+	assert_false(cand(&sel, COLL_ALG_CUBE_300)->eligible);
+	assert_non_null(strstr(cand(&sel, COLL_ALG_CUBE_300)->reason, "exactly 8 servers"));
+	assert_false(cand(&sel, COLL_ALG_RHD)->eligible);
+	assert_true(cand(&sel, COLL_ALG_RING)->eligible);
+
+	/* Offload and aggregation become candidates when the topology has them. */
+	coll_params_default(&p);
+	p.offload = true;
+	p.aggregating_switch = true;
+	assert_int_equal(coll_select(COLL_ALLREDUCE, q, 64, 1, &p, &sel, &err), 0);
+	assert_true(cand(&sel, COLL_ALG_NIC_OFFLOAD)->eligible);
+	assert_true(cand(&sel, COLL_ALG_INA)->eligible);
+	assert_non_null(strstr(cand(&sel, COLL_ALG_NIC_OFFLOAD)->reason, "ring among"));
+
+	/* Nothing fits one port per server. */
+	coll_params_default(&p);
+	p.ports_per_server = 1;
+	assert_int_equal(coll_select(COLL_ALLREDUCE, q, 4, 3, &p, &sel, &err), -ENOENT);
+	assert_int_equal(sel.chosen, -1);
+	assert_int_equal(sel.ncandidates, 8);
+}
+
+static void test_select_other_collectives(void **state)
+{
+	struct coll_selection sel;
+	struct coll_error err = { 0 };
+
+	(void)state;
+	assert_int_equal(coll_select(COLL_ALLTOALL, 1024, 8, 4, NULL, &sel, &err), 0);
+	assert_int_equal(sel.ncandidates, 2);
+	assert_string_equal(sel.candidates[sel.chosen].name, "plane-relayed");
+	assert_int_equal(cand(&sel, COLL_ALG_DIRECT)->inter_messages, 896);
+	assert_int_equal(cand(&sel, COLL_ALG_PLANE_RELAYED)->inter_messages, 224);
+	assert_int_equal(cand(&sel, COLL_ALG_PLANE_RELAYED)->intra_messages, 96);
+	/* Large blocks: the extra in-server hop no longer pays. */
+	assert_int_equal(coll_select(COLL_ALLTOALL, 1ull << 30, 8, 4, NULL, &sel, &err), 0);
+	assert_string_equal(sel.candidates[sel.chosen].name, "direct");
+
+	assert_int_equal(coll_select(COLL_ALLGATHER, 1 << 20, 16, 1, NULL, &sel, &err), 0);
+	assert_int_equal(sel.ncandidates, 3);
+	assert_string_equal(sel.candidates[sel.chosen].name, "full-mesh-direct");
+	assert_int_equal(coll_select(COLL_BROADCAST, 1 << 20, 16, 1, NULL, &sel, &err), 0);
+	assert_string_equal(sel.candidates[sel.chosen].name, "scatter-allgather");
+	/* A tiny broadcast: one round beats two. */
+	assert_int_equal(coll_select(COLL_BROADCAST, 8, 16, 1, NULL, &sel, &err), 0);
+	assert_string_equal(sel.candidates[sel.chosen].name, "full-mesh-direct");
+
+	/* Prices work far beyond what is scheduled. */
+	assert_int_equal(
+	    coll_select(COLL_ALLREDUCE, 1 << 30, COLL_MAX_SERVERS, 1, NULL, &sel, &err), 0);
+	assert_int_equal(cand(&sel, COLL_ALG_RING)->rounds, 2 * (COLL_MAX_SERVERS - 1));
+	assert_int_equal(coll_select(COLL_ALLTOALL, 1 << 30, COLL_MAX_SERVERS, COLL_MAX_DEVICES,
+	                             NULL, &sel, &err),
+	                 0);
+	assert_int_equal(cand(&sel, COLL_ALG_DIRECT)->rounds, UINT32_MAX);
+	assert_int_equal(coll_select(COLL_ALLREDUCE, 8, COLL_MAX_SERVERS + 1, 1, NULL, &sel, &err),
+	                 -EINVAL);
+	assert_string_equal(err.field, "servers");
+	assert_int_equal(coll_select(COLL_ALLREDUCE, 8, 4, 1, NULL, NULL, &err), -EINVAL);
+	assert_int_equal(coll_predict(COLL_ALLREDUCE, COLL_ALG_RING, 8, 4, 1, NULL, NULL, &err),
+	                 -EINVAL);
+	assert_int_equal(coll_select(COLL_ALLREDUCE, 8, 1, 1, NULL, &sel, &err), -EINVAL);
+	assert_string_equal(err.field, "servers");
+	assert_int_equal(coll_select(COLL_COLLECTIVE__COUNT, 8, 4, 1, NULL, &sel, &err), -EINVAL);
+	assert_int_equal(coll_select(COLL_ALLTOALL, 8, 1, 1, NULL, &sel, &err), -EINVAL);
+}
+
+static void test_params(void **state)
+{
+	struct coll_params p;
+	struct coll_error err = { 0 };
+	struct coll_selection sel;
+
+	(void)state;
+	coll_params_default(&p);
+	assert_int_equal(coll_params_validate(&p, &err), 0);
+	p.aggregating_switch = true;
+	assert_int_equal(coll_params_validate(&p, &err), 0);
+
+	p.window = 80;
+	assert_int_equal(coll_params_validate(&p, &err), -ENOBUFS);
+	assert_string_equal(err.field, "window");
+	assert_non_null(strstr(err.reason, "W=80"));
+	assert_non_null(strstr(err.reason, "B=64"));
+	assert_int_equal(coll_select(COLL_ALLREDUCE, 1 << 20, 8, 7, &p, &sel, &err), -ENOBUFS);
+	p.window = 0;
+	assert_int_equal(coll_params_validate(&p, &err), -EINVAL);
+	assert_string_equal(err.field, "window");
+	p.window = 8;
+	p.switch_buffer = 0;
+	assert_int_equal(coll_params_validate(&p, &err), -EINVAL);
+	assert_string_equal(err.field, "switch_buffer");
+
+	coll_params_default(&p);
+	p.link_gbps = 0;
+	assert_int_equal(coll_params_validate(&p, &err), -EINVAL);
+	assert_string_equal(err.field, "link_gbps");
+	coll_params_default(&p);
+	p.alpha_us = NAN;
+	assert_int_equal(coll_params_validate(&p, &err), -EINVAL);
+	assert_string_equal(err.field, "alpha_us");
+	coll_params_default(&p);
+	p.intra_gbps = -1;
+	assert_int_equal(coll_params_validate(&p, &err), -EINVAL);
+	assert_string_equal(err.field, "intra_gbps");
+	coll_params_default(&p);
+	p.gamma_ns_per_byte = INFINITY;
+	assert_int_equal(coll_params_validate(&p, &err), -EINVAL);
+	assert_string_equal(err.field, "gamma_ns_per_byte");
+	coll_params_default(&p);
+	p.intra_alpha_us = -0.5;
+	assert_int_equal(coll_params_validate(&p, &err), -EINVAL);
+	assert_string_equal(err.field, "intra_alpha_us");
+	coll_params_default(&p);
+	p.mtu = 100;
+	assert_int_equal(coll_params_validate(&p, &err), -EINVAL);
+	assert_string_equal(err.field, "mtu");
+	coll_params_default(&p);
+	p.segment_bytes = 9000;
+	assert_int_equal(coll_params_validate(&p, &err), -EINVAL);
+	assert_string_equal(err.field, "segment_bytes");
+	assert_non_null(strstr(err.reason, "9000"));
+	assert_int_equal(coll_params_validate(NULL, &err), -EINVAL);
+	assert_int_equal(coll_ina_check_window(3, 3, NULL), 0);
+	assert_int_equal(coll_ina_check_window(4, 3, NULL), -ENOBUFS);
+}
+
+static void test_names(void **state)
+{
+	(void)state;
+	for (int i = 0; i < COLL_ALGORITHM__COUNT; i++) {
+		enum coll_algorithm a;
+
+		assert_int_equal(coll_algorithm_from_name(coll_algorithm_name(i), &a), 0);
+		assert_int_equal(a, i);
+	}
+	for (int i = 0; i < COLL_COLLECTIVE__COUNT; i++) {
+		enum coll_collective c;
+
+		assert_int_equal(coll_collective_from_name(coll_collective_name(i), &c), 0);
+		assert_int_equal(c, i);
+	}
+	{
+		enum coll_algorithm a;
+		enum coll_collective c;
+
+		assert_int_equal(coll_algorithm_from_name("cube-500", &a), -EINVAL);
+		assert_int_equal(coll_algorithm_from_name(NULL, &a), -EINVAL);
+		assert_int_equal(coll_collective_from_name("reduce", &c), -EINVAL);
+		assert_null(coll_algorithm_name(COLL_ALGORITHM__COUNT));
+		assert_null(coll_collective_name(COLL_COLLECTIVE__COUNT));
+		assert_string_equal(coll_algorithm_name(COLL_ALG_INA), "in-network-aggregation");
+	}
+}
+
+/* Document 004: mean over N=3 senders with inputs (1,2,3), (4,5,6), (7,8,9). */
+static void test_ina_window_example(void **state)
+{
+	static const double values[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9 };
+	double agg[6];
+	uint32_t sent[3];
+	struct coll_ina_sim sim = {
+		.senders = 3,
+		.messages = 3,
+		.values = values,
+		.window = 3,
+		.switch_buffer = 3,
+		.op = COLL_RED_MEAN,
+	};
+	struct coll_ina_result res = { .aggregates = agg, .sent = sent };
+	struct coll_error err = { 0 };
+
+	(void)state;
+	assert_int_equal(coll_ina_simulate(&sim, &res, &err), 0);
+	assert_false(res.stalled);
+	assert_int_equal(res.completed, 3);
+	assert_close(agg[0], 4); /* (1, 4, 7) */
+	assert_close(agg[1], 5); /* (2, 5, 8) */
+	assert_close(agg[2], 6); /* (3, 6, 9) */
+	assert_true(res.peak_buffer <= sim.window);
+
+	/* W = 1: every aggregate releases exactly the next message. */
+	sim.window = 1;
+	assert_int_equal(coll_ina_simulate(&sim, &res, &err), 0);
+	assert_int_equal(res.steps, 3);
+	assert_int_equal(res.peak_buffer, 1);
+	assert_int_equal(res.max_outstanding, 1);
+
+	sim.op = COLL_RED_SUM;
+	assert_int_equal(coll_ina_simulate(&sim, &res, &err), 0);
+	assert_close(agg[0], 12);
+	sim.op = COLL_RED_MIN;
+	assert_int_equal(coll_ina_simulate(&sim, &res, &err), 0);
+	assert_close(agg[1], 2);
+	sim.op = COLL_RED_MAX;
+	assert_int_equal(coll_ina_simulate(&sim, &res, &err), 0);
+	assert_close(agg[2], 9);
+
+	/* W > B is refused, naming both. */
+	sim.window = 4;
+	assert_int_equal(coll_ina_simulate(&sim, &res, &err), -ENOBUFS);
+	assert_non_null(strstr(err.reason, "W=4 exceeds switch_buffer B=3"));
+	sim.senders = 0;
+	assert_int_equal(coll_ina_simulate(&sim, &res, &err), -EINVAL);
+}
+
+/* The 7 never arrives: with W = 3 every sender stalls after 3 outstanding messages. */
+static void test_ina_missing_contribution_stalls(void **state)
+{
+	/* Six messages each, so a sender would have more to send. */
+	static const double values[] = { 1,  2,  3,  10, 11, 12, 4,  5,  6,
+		                         13, 14, 15, 7,  8,  9,  16, 17, 18 };
+	bool lost[18] = { false };
+	double agg[6];
+	uint32_t sent[3];
+	struct coll_ina_sim sim = {
+		.senders = 3,
+		.messages = 6,
+		.values = values,
+		.lost = lost,
+		.window = 3,
+		.switch_buffer = 3,
+		.op = COLL_RED_MEAN,
+	};
+	struct coll_ina_result res = { .aggregates = agg, .sent = sent };
+
+	(void)state;
+	lost[2 * 6 + 0] = true; /* sender 2, message 0: the 7 */
+	assert_int_equal(coll_ina_simulate(&sim, &res, NULL), 0);
+	assert_true(res.stalled);
+	for (int s = 0; s < 3; s++)
+		assert_int_equal(sent[s], 3);
+	assert_int_equal(res.max_outstanding, 3);
+	assert_true(isnan(agg[0]));
+	/* Later messages still aggregate, but cannot slide the window past message 0. */
+	assert_close(agg[1], 5);
+	assert_close(agg[2], 6);
+	assert_int_equal(res.completed, 2);
+	for (int i = 3; i < 6; i++)
+		assert_true(isnan(agg[i]));
+	assert_true(res.peak_buffer <= 3);
+
+	/* Delivered, the same sequences complete: 3 + 3 messages in two window turns. */
+	lost[12] = false;
+	assert_int_equal(coll_ina_simulate(&sim, &res, NULL), 0);
+	assert_false(res.stalled);
+	assert_int_equal(res.completed, 6);
+	assert_close(agg[3], 13);
+	assert_int_equal(res.steps, 2);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_rounds_8_servers),
+		cmocka_unit_test(test_cube_faces),
+		cmocka_unit_test(test_cube_raw_text_direction_rejected),
+		cmocka_unit_test(test_check_allreduce_every_size),
+		cmocka_unit_test(test_check_allgather_broadcast_every_size),
+		cmocka_unit_test(test_alltoall_counts),
+		cmocka_unit_test(test_alltoall_schedules),
+		cmocka_unit_test(test_checker_dropped_transfer),
+		cmocka_unit_test(test_checker_doubled_link),
+		cmocka_unit_test(test_checker_double_count),
+		cmocka_unit_test(test_checker_not_yet_held),
+		cmocka_unit_test(test_checker_malformed),
+		cmocka_unit_test(test_generate_errors),
+		cmocka_unit_test(test_formulas_by_hand),
+		cmocka_unit_test(test_select_allreduce),
+		cmocka_unit_test(test_select_other_collectives),
+		cmocka_unit_test(test_params),
+		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_ina_window_example),
+		cmocka_unit_test(test_ina_missing_contribution_stalls),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
