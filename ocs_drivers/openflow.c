@@ -45,7 +45,11 @@
  * conn_state is reported on every change, starting from an implicit DOWN:
  * CONNECTING when an attempt starts (tcp) or a switch connects (ptcp), UP
  * after FEATURES_REPLY, DOWN with the reason when a connection or an attempt
- * ends. Never from inside a call of the daemon.
+ * ends. Never from inside a call of the daemon. A batch in flight when the
+ * connection drops may have been applied in part: read back once UP again.
+ *
+ * The process must ignore SIGPIPE: libevent writes with writev(), so writing
+ * to a connection the switch has just closed would otherwise kill it.
  */
 #include "ocs_driver.h"
 #include "of13.h"
@@ -67,7 +71,6 @@
 
 #define OF_PRIORITY         1000
 #define OF_COOKIE_TAG       0x0fcd000000000000ull
-#define OF_COOKIE_TAG_MASK  0xffff000000000000ull
 #define OF_MAX_PORTS        0xffffffu
 #define OF_BACKOFF_MIN_MS   100u
 #define OF_BACKOFF_MAX_MS   5000u
@@ -193,13 +196,8 @@ static int parse_endpoint(const char *endpoint, bool *passive, struct sockaddr_s
 		colon = strrchr(rest, ':');
 		if (!colon || colon == rest || parse_port(colon + 1, strlen(colon + 1), &port) < 0)
 			goto bad;
-		if (strlen(rest) >= sizeof(buf))
-			goto bad;
-		if (evutil_parse_sockaddr_port(rest, (struct sockaddr *)ss, sslen) < 0)
-			goto bad;
-		return 0;
-	}
-	if (strncmp(endpoint, "ptcp:", 5) == 0) {
+		snprintf(buf, sizeof(buf), "%s", rest);
+	} else if (strncmp(endpoint, "ptcp:", 5) == 0) {
 		*passive = true;
 		rest = endpoint + 5;
 		colon = strchr(rest, ':');
@@ -214,17 +212,21 @@ static int parse_endpoint(const char *endpoint, bool *passive, struct sockaddr_s
 			return 0;
 		}
 		colon++;
-		if (!*colon)
-			goto bad;
 		if (strchr(colon, ':') && colon[0] != '[')
 			snprintf(buf, sizeof(buf), "[%s]:%u", colon, port);
 		else
 			snprintf(buf, sizeof(buf), "%s:%u", colon, port);
-		if (strlen(colon) > 64 ||
-		    evutil_parse_sockaddr_port(buf, (struct sockaddr *)ss, sslen) < 0)
-			goto bad;
-		return 0;
+	} else {
+		goto bad;
 	}
+	if (strlen(endpoint) > 96 ||
+	    evutil_parse_sockaddr_port(buf, (struct sockaddr *)ss, sslen) < 0)
+		goto bad;
+	/* "::1:6653" parses as an address without a port: IPv6 needs brackets */
+	if (ss->ss_family == AF_INET6 ? ((struct sockaddr_in6 *)ss)->sin6_port != htons(port)
+	                              : ((struct sockaddr_in *)ss)->sin_port != htons(port))
+		goto bad;
+	return 0;
 bad:
 	snprintf(err, errlen,
 	         "openflow endpoint \"%s\": expected \"tcp:IP:PORT\" or \"ptcp:PORT[:IP]\" "
@@ -462,9 +464,14 @@ static void handle_hello(struct of_unit *u, const struct of13_hdr *h, const uint
 		n = of13_encode_error(hello_failed, sizeof(hello_failed), h->xid,
 		                      OF13_ET_HELLO_FAILED, OF13_HFC_INCOMPATIBLE, text,
 		                      sizeof(text) - 1);
-		/* flushed now: drop() discards what the bufferevent has not written yet */
-		if (n > 0 && send_bytes(u, hello_failed, (size_t)n) == 0)
-			evbuffer_write(bufferevent_get_output(u->bev), bufferevent_getfd(u->bev));
+		/*
+		 * Best effort, straight to the socket: drop() discards what the
+		 * bufferevent has not written, and its output cannot be flushed
+		 * from here. Only when our HELLO is out, to keep the order.
+		 */
+		if (n > 0 && !evbuffer_get_length(bufferevent_get_output(u->bev)))
+			send(bufferevent_getfd(u->bev), hello_failed, (size_t)n,
+			     MSG_DONTWAIT | MSG_NOSIGNAL);
 		snprintf(reason, sizeof(reason),
 		         "version negotiation failed: switch supports versions 0x%08x, not 1.3",
 		         versions);
@@ -605,7 +612,8 @@ static void finish_read(struct of_unit *u)
 		fail_op(u, -ENOMEM, "out of memory reading flows");
 		goto out;
 	}
-	qsort(ours->v, ours->n, sizeof(*ours->v), rflow_cmp);
+	if (ours->n)
+		qsort(ours->v, ours->n, sizeof(*ours->v), rflow_cmp);
 	for (i = 0; i < ours->n; i++) {
 		struct of_rflow rev = { .in = ours->v[i].out, .out = ours->v[i].in };
 
@@ -621,7 +629,8 @@ static void finish_read(struct of_unit *u)
 		partial[rb.npartial].out_port = ours->v[i].out;
 		rb.npartial++;
 	}
-	qsort(u->foreign.v, u->foreign.n, sizeof(*u->foreign.v), rflow_cmp);
+	if (u->foreign.n)
+		qsort(u->foreign.v, u->foreign.n, sizeof(*u->foreign.v), rflow_cmp);
 	for (i = 0; i < u->foreign.n; i++) {
 		foreign[i].in_port = u->foreign.v[i].in;
 		foreign[i].out_port = u->foreign.v[i].out;

@@ -65,7 +65,6 @@ enum sim_conn_step {
 };
 
 struct sim {
-	struct event_base *base;
 	struct ocs_events ev;
 	uint32_t ports;
 	uint32_t *peer; /* [ports + 1]; 0 when the port is free */
@@ -180,14 +179,11 @@ static void sim_free(struct sim *s)
 	free(s);
 }
 
-/* Leaves a callback section; frees s when close() was called inside it. Returns true then. */
-static bool sim_leave(struct sim *s)
+/* Leaves a callback section; frees s when close() was called inside it. */
+static void sim_leave(struct sim *s)
 {
-	if (--s->depth == 0 && s->closed) {
+	if (--s->depth == 0 && s->closed)
 		sim_free(s);
-		return true;
-	}
-	return false;
 }
 
 static void take_op(struct sim *s, enum sim_op *op, ocs_apply_cb *acb, ocs_read_cb *rcb, void **arg)
@@ -281,7 +277,9 @@ static int run_batch(struct sim *s)
 
 static void complete_read(struct sim *s, ocs_read_cb cb, void *arg)
 {
-	struct ocs_readback rb = { 0 };
+	/* sim circuits are always whole, but callers may copy from the arrays */
+	static const struct ocs_flow none[1];
+	struct ocs_readback rb = { .partial = none, .foreign = none };
 	struct ocs_xc *xcs;
 	uint32_t p;
 
@@ -380,7 +378,6 @@ static int sim_open(struct event_base *base, const struct ocs_open_params *param
 	s->conn_timer = evtimer_new(base, conn_timer_cb, s);
 	if (!s->peer || !s->op_timer || !s->conn_timer)
 		goto nomem;
-	s->base = base;
 	if (ev)
 		s->ev = *ev;
 	s->ports = params->ports;

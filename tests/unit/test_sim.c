@@ -1,7 +1,7 @@
 /*
  * The sim driver on a real event_base: batches, read-back, refusals, every
  * fault kind, and exactly one completion per accepted operation across a
- * disconnect. Also the registry.
+ * disconnect. Also the registry and the endpoint check of every driver.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -219,6 +219,45 @@ static void test_registry(void **state)
 	assert_int_equal(i, 2);
 	assert_non_null(ocs_driver_find("sim")->inject);
 	assert_null(ocs_driver_find("openflow")->inject);
+}
+
+/* Endpoint validation of the other built-in driver, which needs no switch. */
+static void test_openflow_endpoints(void **state)
+{
+	static const char *const good[] = {
+		"tcp:127.0.0.1:6653",  "tcp:[::1]:6653", "ptcp:6653",
+		"ptcp:6653:127.0.0.1", "ptcp:6653:::1",  "ptcp:6653:[::1]",
+		"tcp:10.0.0.1:65535",
+	};
+	static const char *const bad[] = {
+		"tcp:localhost:6653",
+		"tcp:127.0.0.1",
+		"tcp:127.0.0.1:0",
+		"tcp:127.0.0.1:65536",
+		"tcp::6653",
+		"tcp:::1:6653",
+		"ptcp:",
+		"ptcp:abc",
+		"ptcp:6653:",
+		"ptcp:0",
+		"udp:1.2.3.4:5",
+		"sim",
+		"",
+		"tcp:1.2.3.4:66a",
+	};
+	const struct ocs_driver_ops *ops = ocs_driver_find("openflow");
+	char err[256];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		assert_int_equal(ops->check_endpoint(good[i], err, sizeof(err)), 0);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		assert_int_equal(ops->check_endpoint(bad[i], err, sizeof(err)), -EINVAL);
+		assert_non_null(strstr(err, bad[i]));
+	}
+	assert_int_equal(ops->check_endpoint(NULL, err, sizeof(err)), -EINVAL);
 }
 
 static void test_endpoints(void **state)
@@ -524,6 +563,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_registry),
+		cmocka_unit_test(test_openflow_endpoints),
 		cmocka_unit_test(test_endpoints),
 		cmocka_unit_test_setup_teardown(test_apply_read, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_busy, setup, teardown),
