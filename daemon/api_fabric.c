@@ -13,9 +13,10 @@
 #include "ofcd.h"
 #include "store.h"
 #include "topo.h"
+#include "wait.h"
 
-/* Until OCS drivers push plans, a stored plan's state is "planned". */
-#define FABRIC_BASE_STATE "planned"
+/* A new or changed plan waits for the reconciler, which moves it to applying and on. */
+#define FABRIC_BASE_STATE "pending"
 
 void api_fabric_create(struct api_req *req)
 {
@@ -29,7 +30,10 @@ void api_fabric_create(struct api_req *req)
 	char f[32], why[256];
 	size_t i;
 	json_t *v;
+	double wait;
 
+	if (wait_parse(req, &wait) < 0)
+		return;
 	if (!body || api_check_members(req, body, NULL, members) < 0 ||
 	    api_get_name(req, body, NULL, "name", true, &name) < 0)
 		return;
@@ -123,6 +127,7 @@ void api_fabric_create(struct api_req *req)
 	log_info("planner", "fabric %s: %u servers, %zu circuits, %zu pairs missing", name,
 	         (unsigned)m, plan.ncircuits, plan.nmissing);
 	api_reply(req, 201, topo_fabric_json(s, fid));
+	wait_fabric(req, name, WAIT_FINAL_STATE, wait);
 	goto out;
 store_fail:
 	api_error(req, OFCD_E_STORE, NULL, "cannot store fabric %s", name);
@@ -147,14 +152,22 @@ static int64_t fabric_param(struct api_req *req)
 
 void api_fabric_get(struct api_req *req)
 {
+	double wait;
+	if (wait_parse(req, &wait) < 0)
+		return;
 	int64_t id = fabric_param(req);
-	if (id)
-		api_reply(req, 200, topo_fabric_json(req->d->store, id));
+	if (!id)
+		return;
+	api_reply(req, 200, topo_fabric_json(req->d->store, id));
+	wait_fabric(req, req->params[0], WAIT_FINAL_STATE, wait);
 }
 
 void api_fabric_delete(struct api_req *req)
 {
 	struct store *s = req->d->store;
+	double wait;
+	if (wait_parse(req, &wait) < 0)
+		return;
 	int64_t id = fabric_param(req);
 	if (!id)
 		return;
@@ -165,7 +178,9 @@ void api_fabric_delete(struct api_req *req)
 		return;
 	}
 	log_info("planner", "fabric %s deleted", req->params[0]);
-	api_reply(req, 200, json_pack("{s:s}", "deleted", req->params[0]));
+	api_reply(req, 200,
+	          json_pack("{s:s, s:s}", "deleted", req->params[0], "state", "removing"));
+	wait_fabric(req, req->params[0], WAIT_REMOVED, wait);
 }
 
 int fabric_replan(struct store *s, int64_t fabric_id, char *err, size_t errlen)

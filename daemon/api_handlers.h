@@ -38,6 +38,14 @@ void api_topology_put(struct api_req *req);
 /** Row id of the server named by path parameter 0, or 0 after replying 404. */
 int64_t api_server_param(struct api_req *req);
 
+/* api_operations.c */
+void api_operations_list(struct api_req *req);
+void api_operation_get(struct api_req *req);
+void api_ocs_faults(struct api_req *req);
+
+/* events.c */
+void api_events(struct api_req *req);
+
 /* api_fabric.c */
 void api_fabric_create(struct api_req *req);
 void api_fabric_list(struct api_req *req);
@@ -50,5 +58,41 @@ void api_device_put(struct api_req *req);
  * Inside the caller's transaction. Returns 0 or -errno with a reason in err.
  */
 int fabric_replan(struct store *s, int64_t fabric_id, char *err, size_t errlen);
+
+/* api_transmission.c */
+/** POST /v1/transmission/select: prices one stage pair and picks its transmission method. */
+void api_transmission_select(struct api_req *req);
+/** POST /v1/fabrics/{name}/pipeline: the method of every stage pair over the stored circuits. */
+void api_pipeline(struct api_req *req);
+
+/* api_switch.c */
+void api_switch_create(struct api_req *req);
+void api_switch_list(struct api_req *req);
+void api_switch_get(struct api_req *req);
+void api_switch_delete(struct api_req *req);
+/** True when a switch of that name is stored. */
+bool api_switch_exists(struct store *s, const char *name);
+/**
+ * All switches by name, {"name","aggregating","offload","buffer","window"};
+ * with detail also "servers" (the names of the servers reaching each).
+ */
+json_t *api_switch_list_json(struct store *s, bool detail);
+/**
+ * Validates the "switches" array of PUT /v1/topology (NULL: none given)
+ * without changing anything. Returns 0, or -EINVAL after replying.
+ */
+int api_switches_parse(struct api_req *req, json_t *switches, const char *field);
+/** True when the validated switches array holds a switch of that name. */
+bool api_switches_has(json_t *switches, const char *name);
+/** Inserts or updates every switch of a validated array. Returns 0 or -EIO. */
+int api_switches_store(struct store *s, json_t *switches);
+/** Deletes the stored switches not in the validated array (NULL: all). Returns 0 or -EIO. */
+int api_switches_prune(struct store *s, json_t *switches);
+
+/* api_collective.c */
+/** POST /v1/collective/select: prices every algorithm of a collective and picks one. */
+void api_collective_select(struct api_req *req);
+/** GET /v1/fabrics/{name}/schedule: one algorithm's checked schedule over the circuits. */
+void api_fabric_schedule(struct api_req *req);
 
 #endif

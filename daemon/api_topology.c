@@ -12,6 +12,7 @@
 #include "ocs_driver.h"
 #include "ofcd.h"
 #include "store.h"
+#include "reconcile.h"
 #include "topo.h"
 
 #define OCS_MAX_PORTS    65536
@@ -109,8 +110,20 @@ static int64_t ocs_param(struct api_req *req)
 void api_ocs_get(struct api_req *req)
 {
 	int64_t id = ocs_param(req);
-	if (id)
-		api_reply(req, 200, topo_ocs_json(req->d->store, id));
+	if (!id)
+		return;
+	json_t *o = topo_ocs_json(req->d->store, id);
+	json_t *live = reconcile_unit_json(req->d->reconciler, id);
+	if (live) {
+		json_t *conn = json_pack("{s:O, s:O, s:O}", "state", json_object_get(live, "state"),
+		                         "last_error", json_object_get(live, "last_error"),
+		                         "in_sync", json_object_get(live, "in_sync"));
+		json_object_set_new(o, "connection", conn);
+		json_object_set(o, "ports_down", json_object_get(live, "ports_down"));
+		json_object_set(o, "foreign", json_object_get(live, "foreign"));
+		json_decref(live);
+	}
+	api_reply(req, 200, o);
 }
 
 void api_ocs_delete(struct api_req *req)
@@ -137,10 +150,21 @@ void api_ocs_delete(struct api_req *req)
 void api_ocs_cross_connects(struct api_req *req)
 {
 	int64_t id = ocs_param(req);
-	if (id)
-		api_reply(req, 200,
-		          json_pack("{s:s, s:o}", "ocs", req->params[0], "desired",
-		                    topo_desired_json(req->d->store, id)));
+	if (!id)
+		return;
+	json_t *desired = topo_desired_json(req->d->store, id);
+	json_t *live = reconcile_unit_json(req->d->reconciler, id);
+	json_t *actual = live ? json_incref(json_object_get(live, "actual")) : json_array();
+	json_t *o = json_pack("{s:s, s:o, s:o, s:b}", "ocs", req->params[0], "desired", desired,
+	                      "actual", actual, "in_sync",
+	                      live && json_is_true(json_object_get(live, "read_back")) &&
+	                          json_equal(desired, actual));
+	if (live) {
+		json_object_set(o, "partial", json_object_get(live, "partial"));
+		json_object_set(o, "foreign", json_object_get(live, "foreign"));
+		json_decref(live);
+	}
+	api_reply(req, 200, o);
 }
 
 /* ---- servers ------------------------------------------------------------- */
@@ -150,12 +174,14 @@ struct server_in {
 	uint64_t devices, ports_per_device;
 	bool p2p;
 	int intra;
+	bool offload;   /* its RDMA NIC offloads collectives (document 003) */
+	const char *sw; /* the switch its NIC reaches, or NULL */
 };
 
 static int parse_server(struct api_req *req, json_t *o, const char *prefix, struct server_in *out)
 {
-	static const char *const members[] = { "name", "devices", "ports_per_device",
-		                               "p2p",  "intra",   NULL };
+	static const char *const members[] = { "name",  "devices", "ports_per_device", "p2p",
+		                               "intra", "offload", "switch",           NULL };
 	*out = (struct server_in){ .ports_per_device = 1 };
 	if (!json_is_object(o)) {
 		api_error(req, OFCD_E_INVALID_FIELD, prefix, "%s must be an object",
@@ -168,20 +194,26 @@ static int parse_server(struct api_req *req, json_t *o, const char *prefix, stru
 	    api_get_uint(req, o, prefix, "ports_per_device", false, 1, PLAN_MAX_PORTS,
 	                 &out->ports_per_device) < 0 ||
 	    api_get_bool(req, o, prefix, "p2p", false, &out->p2p) < 0 ||
-	    api_get_enum(req, o, prefix, "intra", false, intra_names, &out->intra) < 0)
+	    api_get_enum(req, o, prefix, "intra", false, intra_names, &out->intra) < 0 ||
+	    api_get_bool(req, o, prefix, "offload", false, &out->offload) < 0 ||
+	    api_get_name(req, o, prefix, "switch", false, &out->sw) < 0)
 		return -EINVAL;
 	return 0;
 }
 
 static int insert_server(struct store *s, const struct server_in *v)
 {
-	sqlite3_stmt *st = store_stmt(s, "INSERT INTO server(name, devices, ports_per_device, "
-	                                 "p2p, intra) VALUES (?, ?, ?, ?, ?)");
+	sqlite3_stmt *st =
+	    store_stmt(s, "INSERT INTO server(name, devices, ports_per_device, "
+	                  "p2p, intra, offload, switch) VALUES (?, ?, ?, ?, ?, ?, ?)");
 	sqlite3_bind_text(st, 1, v->name, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)v->devices);
 	sqlite3_bind_int64(st, 3, (sqlite3_int64)v->ports_per_device);
 	sqlite3_bind_int(st, 4, v->p2p);
 	sqlite3_bind_text(st, 5, intra_names[v->intra], -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 6, v->offload);
+	if (v->sw)
+		sqlite3_bind_text(st, 7, v->sw, -1, SQLITE_STATIC);
 	return store_step_done(st);
 }
 
@@ -194,6 +226,10 @@ void api_server_create(struct api_req *req)
 		return;
 	if (topo_server_id(s, v.name)) {
 		api_error(req, OFCD_E_CONFLICT, "name", "server %s already exists", v.name);
+		return;
+	}
+	if (v.sw && !api_switch_exists(s, v.sw)) {
+		api_error(req, OFCD_E_UNPROCESSABLE, "switch", "switch: no switch %s", v.sw);
 		return;
 	}
 	if (insert_server(s, &v) < 0) {
@@ -557,8 +593,9 @@ static json_t *topology_json(struct store *s)
 		json_object_del(w, "links");
 	else
 		json_object_del(w, "rule");
-	return json_pack("{s:o, s:o, s:o}", "ocs", topo_ocs_list(s), "servers", topo_server_list(s),
-	                 "wiring", w);
+	return json_pack("{s:o, s:o, s:o, s:o}", "ocs", topo_ocs_list(s), "switches",
+	                 api_switch_list_json(s, false), "servers", topo_server_list(s), "wiring",
+	                 w);
 }
 
 void api_topology_get(struct api_req *req)
@@ -581,10 +618,10 @@ static bool name_in(const char *const *names, size_t n, const char *name)
  */
 void api_topology_put(struct api_req *req)
 {
-	static const char *const members[] = { "ocs", "servers", "wiring", NULL };
+	static const char *const members[] = { "ocs", "switches", "servers", "wiring", NULL };
 	struct store *s = req->d->store;
 	json_t *body = api_body_object(req);
-	json_t *ocs, *servers, *v;
+	json_t *ocs, *switches, *servers, *v;
 	size_t i, nocs, nsrv;
 	const char **names = NULL;
 	struct ocs_in *ov = NULL;
@@ -622,6 +659,11 @@ void api_topology_put(struct api_req *req)
 		}
 		names[i] = ov[i].name;
 	}
+	/* Like the wiring, switches not given are none: the servers' references name the new set.
+	 */
+	switches = json_object_get(body, "switches");
+	if (api_switches_parse(req, switches, "switches") < 0)
+		goto out;
 	json_array_foreach(servers, i, v)
 	{
 		snprintf(f, sizeof(f), "servers[%zu]", i);
@@ -630,6 +672,12 @@ void api_topology_put(struct api_req *req)
 		if (name_in(names + nocs, i, sv[i].name)) {
 			api_error(req, OFCD_E_INVALID_FIELD, f, "%s: server %s is given twice", f,
 			          sv[i].name);
+			goto out;
+		}
+		if (sv[i].sw && !api_switches_has(switches, sv[i].sw)) {
+			char fs[80];
+			snprintf(fs, sizeof(fs), "%s.switch", f);
+			api_error(req, OFCD_E_UNPROCESSABLE, fs, "%s: no switch %s", fs, sv[i].sw);
 			goto out;
 		}
 		names[nocs + i] = sv[i].name;
@@ -712,6 +760,8 @@ void api_topology_put(struct api_req *req)
 		if (store_step_done(st) < 0)
 			goto store_fail;
 	}
+	if (api_switches_store(s, switches) < 0)
+		goto store_fail;
 	for (i = 0; i < nsrv; i++) {
 		int64_t id = topo_server_id(s, sv[i].name);
 		if (!id) {
@@ -720,12 +770,15 @@ void api_topology_put(struct api_req *req)
 			continue;
 		}
 		st = store_stmt(s, "UPDATE server SET devices = ?, ports_per_device = ?, p2p = ?, "
-		                   "intra = ? WHERE id = ?");
+		                   "intra = ?, offload = ?, switch = ? WHERE id = ?");
 		sqlite3_bind_int64(st, 1, (sqlite3_int64)sv[i].devices);
 		sqlite3_bind_int64(st, 2, (sqlite3_int64)sv[i].ports_per_device);
 		sqlite3_bind_int(st, 3, sv[i].p2p);
 		sqlite3_bind_text(st, 4, intra_names[sv[i].intra], -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 5, id);
+		sqlite3_bind_int(st, 5, sv[i].offload);
+		if (sv[i].sw)
+			sqlite3_bind_text(st, 6, sv[i].sw, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 7, id);
 		if (store_step_done(st) < 0)
 			goto store_fail;
 		st = store_stmt(s, "DELETE FROM device_fault WHERE server_id = ? AND device >= ?");
@@ -733,6 +786,8 @@ void api_topology_put(struct api_req *req)
 		sqlite3_bind_int64(st, 2, (sqlite3_int64)sv[i].devices);
 		store_step_done(st);
 	}
+	if (api_switches_prune(s, switches) < 0)
+		goto store_fail;
 	json_t *wiring = json_object_get(body, "wiring");
 	json_t *none = NULL;
 	if (!wiring)

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <ini.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,6 +184,37 @@ static int parse_audit_interval(struct ofcd_config *cfg, const char *key, const 
 	return 0;
 }
 
+const char *config_cost_range(const char *key)
+{
+	size_t len = key ? strlen(key) : 0;
+	double v;
+
+	/* cost_params_get() rejects names that are not parameters. */
+	if (!key || cost_params_get(&(struct cost_params){ 0 }, key, &v) < 0)
+		return NULL;
+	if (len > 5 && strcmp(key + len - 5, "_gbps") == 0)
+		return "a bandwidth in Gb/s from 1e-06 to 1e+09";
+	return "a delay in us from 0 to 1e+09";
+}
+
+/* Every [cost] key is a cost_params field of the same name. */
+static int parse_cost(struct ofcd_config *cfg, const char *key, const char *value, char *err,
+                      size_t errlen)
+{
+	struct cost_params next = cfg->cost;
+	char *end;
+
+	errno = 0;
+	double v = strtod(value, &end);
+	if (value[0] == '\0' || *end != '\0' || errno || !isfinite(v) ||
+	    cost_params_set(&next, key, v) < 0 || cost_params_validate(&next, NULL) < 0) {
+		snprintf(err, errlen, "expected %s, got \"%s\"", config_cost_range(key), value);
+		return -EINVAL;
+	}
+	cfg->cost = next;
+	return 0;
+}
+
 static const struct config_key config_keys[] = {
 	{ "http", "listen", parse_listen },
 	{ "http", "max_body", parse_max_body },
@@ -193,6 +225,13 @@ static const struct config_key config_keys[] = {
 	{ "auth", "allow_unauthenticated", parse_allow_unauth },
 	{ "debug", "faults", parse_debug_faults },
 	{ "reconcile", "audit_interval", parse_audit_interval },
+	{ "cost", "inter_gbps", parse_cost },
+	{ "cost", "inter_latency_us", parse_cost },
+	{ "cost", "intra_gbps", parse_cost },
+	{ "cost", "intra_latency_us", parse_cost },
+	{ "cost", "bridge_gbps", parse_cost },
+	{ "cost", "p2p_read_us", parse_cost },
+	{ "cost", "p2p_write_us", parse_cost },
 };
 
 #define CONFIG_NKEYS (sizeof(config_keys) / sizeof(config_keys[0]))
@@ -261,6 +300,7 @@ void config_defaults(struct ofcd_config *cfg)
 	strcpy(cfg->store_path, "var/ofcd.db");
 	cfg->log_level = LOG_LVL_INFO;
 	cfg->audit_interval_s = 30;
+	cfg->cost = cost_params_default();
 }
 
 void config_free(struct ofcd_config *cfg)

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "auth.h"
+#include "cost.h"
 #include "log.h"
 
 /** Upper bound of [http] max_body: a REST body has no business being larger. */
@@ -38,6 +39,13 @@ struct ofcd_config {
 	bool debug_faults; /**< [debug] faults: enables fault injection routes */
 
 	unsigned audit_interval_s; /**< [reconcile] audit_interval, seconds */
+
+	/**
+	 * [cost] inter_gbps ... p2p_write_us: the cluster's bandwidths and delays
+	 * that transmission-method selection uses unless a request overrides them
+	 * (defaults: cost_params_default()).
+	 */
+	struct cost_params cost;
 };
 
 /** Fills cfg with the built-in defaults (loopback, ./var/ofcd.db, no tokens). */
@@ -57,6 +65,13 @@ int config_load_string(const char *text, const char *name, struct ofcd_config *c
 
 /** Releases what cfg owns (the tokens); cfg may be loaded again afterwards. */
 void config_free(struct ofcd_config *cfg);
+
+/**
+ * What a [cost] key (or a request's params member) accepts, for messages:
+ * "a bandwidth in Gb/s from 1e-06 to 1e+09" for the _gbps keys, "a delay in us
+ * from 0 to 1e+09" for the _us keys. A static string; NULL for an unknown key.
+ */
+const char *config_cost_range(const char *key);
 
 /** True when host names a loopback address ("127.0.0.0/8", "::1", "localhost"). */
 bool config_host_is_loopback(const char *host);

@@ -18,6 +18,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "ofcd.h"
+#include "reconcile.h"
 #include "store.h"
 
 #define HTTP_MAX_PATH 1024
@@ -30,7 +31,23 @@ struct http_server {
 	struct event *ev_epoll; /* MHD's epoll fd is readable */
 	struct event *ev_timer; /* follows MHD_get_timeout() */
 	size_t inflight;
-	struct http_req *suspended; /* doubly linked list of suspended requests */
+	struct http_req *suspended;  /* doubly linked list of suspended requests */
+	struct http_stream *streams; /* doubly linked list of open streams */
+};
+
+#define STREAM_MAX_QUEUED (1024 * 1024)
+
+struct http_stream {
+	struct http_server *h;
+	struct MHD_Connection *conn;
+	const char *content_type;
+	char *buf; /* queued bytes not yet handed to MHD */
+	size_t len, cap;
+	bool suspended; /* no data: the connection waits for a write */
+	bool ending;    /* send what is queued, then end */
+	http_stream_close_fn on_close;
+	void *arg;
+	struct http_stream *next, *prev;
 };
 
 enum req_state {
@@ -54,6 +71,7 @@ struct http_req {
 	size_t body_len;
 	bool too_large;
 	bool in_dispatch;
+	struct http_stream *stream; /* set when the reply is a stream */
 	struct http_req *next, *prev;
 };
 
@@ -92,6 +110,111 @@ static void on_mhd_ready(evutil_socket_t fd, short what, void *arg)
 	schedule_run(h);
 }
 
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct http_stream *st = cls;
+	(void)pos;
+	if (st->len) {
+		size_t n = st->len < max ? st->len : max;
+		memcpy(buf, st->buf, n);
+		memmove(st->buf, st->buf + n, st->len - n);
+		st->len -= n;
+		return (ssize_t)n;
+	}
+	if (st->ending)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	/* Nothing to send: park the connection until the next write, no polling. */
+	st->suspended = true;
+	MHD_suspend_connection(st->conn);
+	return 0;
+}
+
+static void stream_free(void *cls)
+{
+	struct http_stream *st = cls;
+	if (st->prev)
+		st->prev->next = st->next;
+	else if (st->h->streams == st)
+		st->h->streams = st->next;
+	if (st->next)
+		st->next->prev = st->prev;
+	if (st->on_close)
+		st->on_close(st->arg);
+	free(st->buf);
+	free(st);
+}
+
+static void stream_wake(struct http_stream *st)
+{
+	if (!st->suspended)
+		return;
+	st->suspended = false;
+	MHD_resume_connection(st->conn);
+	struct timeval now = { 0, 0 };
+	evtimer_add(st->h->ev_timer, &now);
+}
+
+struct http_stream *http_stream_start(struct api_req *req, const char *content_type,
+                                      http_stream_close_fn on_close, void *arg)
+{
+	struct http_req *r = req->http;
+	struct http_stream *st = calloc(1, sizeof(*st));
+	if (!st) {
+		api_error(req, OFCD_E_INTERNAL, NULL, "out of memory");
+		return NULL;
+	}
+	st->h = r->h;
+	st->conn = r->conn;
+	st->content_type = content_type;
+	st->on_close = on_close;
+	st->arg = arg;
+	st->next = r->h->streams;
+	if (st->next)
+		st->next->prev = st;
+	r->h->streams = st;
+	r->stream = st;
+	req->status = 200;
+	return st;
+}
+
+int http_stream_write(struct http_stream *st, const char *data, size_t len)
+{
+	if (st->ending)
+		return -EPIPE;
+	if (st->len + len > STREAM_MAX_QUEUED) {
+		log_warn("http", "event stream client too slow: %zu bytes queued, dropping it",
+		         st->len);
+		http_stream_end(st);
+		return -ENOBUFS;
+	}
+	if (st->len + len > st->cap) {
+		size_t cap = st->cap ? st->cap : 4096;
+		while (cap < st->len + len)
+			cap *= 2;
+		char *b = realloc(st->buf, cap);
+		if (!b)
+			return -ENOMEM;
+		st->buf = b;
+		st->cap = cap;
+	}
+	memcpy(st->buf + st->len, data, len);
+	st->len += len;
+	stream_wake(st);
+	return 0;
+}
+
+void http_stream_end(struct http_stream *st)
+{
+	st->ending = true;
+	stream_wake(st);
+}
+
+void http_end_streams(struct http_server *h)
+{
+	for (struct http_stream *st = h ? h->streams : NULL; st; st = st->next)
+		http_stream_end(st);
+}
+
 /* The response for a finished request: JSON (with a newline for curl) or raw text. */
 static enum MHD_Result send_reply(struct http_req *r)
 {
@@ -99,6 +222,19 @@ static enum MHD_Result send_reply(struct http_req *r)
 	struct MHD_Response *resp;
 	r->state = REQ_SENT;
 
+	if (r->stream) {
+		resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_read,
+		                                         r->stream, stream_free);
+		if (!resp)
+			return MHD_NO;
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+		                        r->stream->content_type);
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+		r->stream = NULL; /* owned by the response from now on */
+		enum MHD_Result ret = MHD_queue_response(r->conn, a->status, resp);
+		MHD_destroy_response(resp);
+		return ret;
+	}
 	if (a->reply_text) {
 		resp = MHD_create_response_from_buffer(a->reply_len, a->reply_text,
 		                                       MHD_RESPMEM_MUST_FREE);
@@ -292,6 +428,8 @@ static void dispatch(struct http_req *r)
 		api_error(a, OFCD_E_STORE, NULL, "the change could not be stored, try again");
 		goto audit_only;
 	}
+	/* Every committed change may alter what some OCS unit should hold. */
+	reconcile_kick(r->h->d->reconciler);
 	return;
 audit_only:
 	if (write) {
@@ -416,6 +554,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		log_debug("http", "%s %s -> %u (%.3f ms)", r->method, r->path, r->api.status,
 		          s * 1e3);
 	}
+	if (r->stream) /* never handed to MHD */
+		stream_free(r->stream);
 	json_decref(r->api.body);
 	json_decref(r->api.reply);
 	free(r->api.reply_text);
@@ -565,6 +705,10 @@ void http_destroy(struct http_server *h)
 	if (!h)
 		return;
 	http_abort_suspended(h);
+	/* MHD must not be stopped with suspended connections: wake and end the streams. */
+	http_end_streams(h);
+	if (h->mhd && h->streams)
+		MHD_run(h->mhd);
 	if (h->ev_epoll)
 		event_free(h->ev_epoll);
 	if (h->ev_timer)

@@ -32,6 +32,34 @@ size_t http_inflight(const struct http_server *h);
  */
 void http_abort_suspended(struct http_server *h);
 
+struct api_req;
+struct http_stream;
+
+/** Called once when a stream's client is gone or the server ends it. */
+typedef void (*http_stream_close_fn)(void *arg);
+
+/**
+ * Answers req with a response that never ends by itself (200, chunked, of the
+ * given content type, e.g. text/event-stream): data is sent as it is written.
+ * The stream is owned by http.c; on_close(arg) runs once when it is over, after
+ * which the pointer is invalid. Returns NULL on allocation failure (then req
+ * carries a 500).
+ */
+struct http_stream *http_stream_start(struct api_req *req, const char *content_type,
+                                      http_stream_close_fn on_close, void *arg);
+
+/**
+ * Queues data on the stream. A client that lets more than 1 MiB pile up is too
+ * slow: its stream is ended and -ENOBUFS returned. Returns 0 otherwise.
+ */
+int http_stream_write(struct http_stream *s, const char *data, size_t len);
+
+/** Ends a stream once its queued data is sent. */
+void http_stream_end(struct http_stream *s);
+
+/** Ends every stream (shutdown). */
+void http_end_streams(struct http_server *h);
+
 /** Stops the server, closing every connection. NULL is fine. */
 void http_destroy(struct http_server *h);
 

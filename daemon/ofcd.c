@@ -9,8 +9,10 @@
 #include <systemd/sd-daemon.h>
 
 #include "demo.h"
+#include "events.h"
 #include "http.h"
 #include "log.h"
+#include "reconcile.h"
 #include "store.h"
 
 #define DRAIN_TIMEOUT_S 10
@@ -48,6 +50,7 @@ void ofcd_stop(struct ofcd *d)
 	sd_notify(0, "STOPPING=1");
 	http_quiesce(d->http);
 	http_abort_suspended(d->http);
+	events_close_all(d->events);
 	clock_gettime(CLOCK_MONOTONIC, &d->drain_deadline);
 	d->drain_deadline.tv_sec += DRAIN_TIMEOUT_S;
 	struct timeval tick = { 0, 20000 };
@@ -83,7 +86,11 @@ void ofcd_reload(struct ofcd *d)
 	d->cfg.max_body = next.max_body;
 	d->cfg.allow_unauthenticated = next.allow_unauthenticated;
 	d->cfg.debug_faults = next.debug_faults;
-	d->cfg.audit_interval_s = next.audit_interval_s;
+	if (d->cfg.audit_interval_s != next.audit_interval_s) {
+		d->cfg.audit_interval_s = next.audit_interval_s;
+		reconcile_set_audit_interval(d->reconciler, next.audit_interval_s);
+	}
+	d->cfg.cost = next.cost;
 	config_free(&next);
 	log_info("daemon", "SIGHUP: configuration reloaded from %s (log level %s, %zu tokens)",
 	         d->config_path, log_level_name(d->cfg.log_level), d->cfg.tokens.n);
@@ -136,6 +143,13 @@ int ofcd_init(struct ofcd *d, struct ofcd_config *cfg, const char *config_path, 
 	}
 	if (demo && demo_load(d) < 0)
 		return -EIO;
+	rc = events_init(d, &d->events);
+	if (rc == 0)
+		rc = reconcile_init(d, &d->reconciler);
+	if (rc < 0) {
+		log_error("daemon", "cannot start the reconciler: %s", strerror(-rc));
+		return rc;
+	}
 	rc = http_start(d, &d->http, err, sizeof(err));
 	if (rc < 0) {
 		log_error("http", "%s", err);
@@ -177,6 +191,10 @@ void ofcd_destroy(struct ofcd *d)
 {
 	http_destroy(d->http);
 	d->http = NULL;
+	reconcile_free(d->reconciler);
+	d->reconciler = NULL;
+	events_free(d->events);
+	d->events = NULL;
 	store_close(d->store);
 	d->store = NULL;
 	struct event *evs[] = { d->ev_sigterm, d->ev_sigint, d->ev_sighup, d->ev_watchdog,

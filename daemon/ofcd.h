@@ -17,16 +17,20 @@ struct event_base;
 struct event;
 struct store;
 struct http_server;
+struct reconciler;
+struct events;
 
 /** The daemon's state. One per process. */
 struct ofcd {
-	struct event_base *base;  /**< the one loop */
-	struct ofcd_config cfg;   /**< configuration in force (owned) */
-	const char *config_path;  /**< file to re-read on SIGHUP; NULL for built-in defaults */
-	struct store *store;      /**< desired state (owned) */
-	struct http_server *http; /**< REST server (owned) */
-	struct timespec started;  /**< CLOCK_MONOTONIC at start, for uptime */
-	bool draining;            /**< SIGTERM seen: finishing in-flight requests */
+	struct event_base *base;       /**< the one loop */
+	struct ofcd_config cfg;        /**< configuration in force (owned) */
+	const char *config_path;       /**< file to re-read on SIGHUP; NULL for built-in defaults */
+	struct store *store;           /**< desired state (owned) */
+	struct http_server *http;      /**< REST server (owned) */
+	struct reconciler *reconciler; /**< keeps OCS units equal to the plans (owned) */
+	struct events *events;         /**< event stream subscribers (owned) */
+	struct timespec started;       /**< CLOCK_MONOTONIC at start, for uptime */
+	bool draining;                 /**< SIGTERM seen: finishing in-flight requests */
 
 	struct event *ev_sigterm;       /**< SIGTERM handler */
 	struct event *ev_sigint;        /**< SIGINT handler */

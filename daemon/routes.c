@@ -18,7 +18,12 @@ const struct api_route api_routes[] = {
 	{ "GET", "/v1/ocs", api_ocs_list, AUTH_READ, 0 },
 	{ "GET", "/v1/ocs/{name}", api_ocs_get, AUTH_READ, 0 },
 	{ "DELETE", "/v1/ocs/{name}", api_ocs_delete, AUTH_ADMIN, 0 },
-	{ "GET", "/v1/ocs/{name}/cross-connects", api_ocs_cross_connects, AUTH_READ, 0 },
+		{ "GET", "/v1/ocs/{name}/cross-connects", api_ocs_cross_connects, AUTH_READ, 0 },
+	{ "POST", "/v1/ocs/{name}/faults", api_ocs_faults, AUTH_ADMIN, API_F_PURE },
+
+	{ "GET", "/v1/operations", api_operations_list, AUTH_READ, 0 },
+	{ "GET", "/v1/operations/{id}", api_operation_get, AUTH_READ, 0 },
+	{ "GET", "/v1/events", api_events, AUTH_READ, 0 },
 
 	{ "POST", "/v1/servers", api_server_create, AUTH_ADMIN, 0 },
 	{ "GET", "/v1/servers", api_server_list, AUTH_READ, 0 },
@@ -31,10 +36,20 @@ const struct api_route api_routes[] = {
 	{ "GET", "/v1/topology", api_topology_get, AUTH_READ, 0 },
 	{ "PUT", "/v1/topology", api_topology_put, AUTH_ADMIN, 0 },
 
+	{ "POST", "/v1/switches", api_switch_create, AUTH_ADMIN, 0 },
+	{ "GET", "/v1/switches", api_switch_list, AUTH_READ, 0 },
+	{ "GET", "/v1/switches/{name}", api_switch_get, AUTH_READ, 0 },
+	{ "DELETE", "/v1/switches/{name}", api_switch_delete, AUTH_ADMIN, 0 },
+
 	{ "POST", "/v1/fabrics", api_fabric_create, AUTH_ADMIN, 0 },
 	{ "GET", "/v1/fabrics", api_fabric_list, AUTH_READ, 0 },
 	{ "GET", "/v1/fabrics/{name}", api_fabric_get, AUTH_READ, 0 },
 	{ "DELETE", "/v1/fabrics/{name}", api_fabric_delete, AUTH_ADMIN, 0 },
+	{ "POST", "/v1/fabrics/{name}/pipeline", api_pipeline, AUTH_ADMIN, API_F_PURE },
+	{ "GET", "/v1/fabrics/{name}/schedule", api_fabric_schedule, AUTH_READ, 0 },
+
+	{ "POST", "/v1/transmission/select", api_transmission_select, AUTH_ADMIN, API_F_PURE },
+	{ "POST", "/v1/collective/select", api_collective_select, AUTH_ADMIN, API_F_PURE },
 
 	{ NULL, NULL, NULL, AUTH_NONE, 0 },
 };

@@ -96,7 +96,8 @@ json_t *topo_ocs_list(struct store *s)
 }
 
 static const char server_cols[] =
-    "SELECT s.id, s.name, s.devices, s.ports_per_device, s.p2p, s.intra, f.name "
+    "SELECT s.id, s.name, s.devices, s.ports_per_device, s.p2p, s.intra, f.name, s.offload, "
+    "s.switch "
     "FROM server s LEFT JOIN fabric_server fs ON fs.server_id = s.id "
     "LEFT JOIN fabric f ON f.id = fs.fabric_id ";
 
@@ -105,10 +106,15 @@ static json_t *server_row(sqlite3_stmt *st)
 	json_t *fab = sqlite3_column_type(st, 6) == SQLITE_NULL
 	                  ? json_null()
 	                  : json_string((const char *)sqlite3_column_text(st, 6));
-	return json_pack("{s:s, s:I, s:I, s:b, s:s, s:o}", "name", sqlite3_column_text(st, 1),
-	                 "devices", (json_int_t)sqlite3_column_int64(st, 2), "ports_per_device",
+	json_t *sw = sqlite3_column_type(st, 8) == SQLITE_NULL
+	                 ? json_null()
+	                 : json_string((const char *)sqlite3_column_text(st, 8));
+	return json_pack("{s:s, s:I, s:I, s:b, s:s, s:b, s:o, s:o}", "name",
+	                 sqlite3_column_text(st, 1), "devices",
+	                 (json_int_t)sqlite3_column_int64(st, 2), "ports_per_device",
 	                 (json_int_t)sqlite3_column_int64(st, 3), "p2p", sqlite3_column_int(st, 4),
-	                 "intra", sqlite3_column_text(st, 5), "fabric", fab);
+	                 "intra", sqlite3_column_text(st, 5), "offload", sqlite3_column_int(st, 7),
+	                 "switch", sw, "fabric", fab);
 }
 
 static json_t *server_devices(struct store *s, int64_t id, uint32_t devices)
@@ -145,10 +151,11 @@ static json_t *server_devices(struct store *s, int64_t id, uint32_t devices)
 
 json_t *topo_server_json(struct store *s, int64_t id, bool detail)
 {
-	static const char sql[] =
-	    "SELECT s.id, s.name, s.devices, s.ports_per_device, s.p2p, s.intra, f.name "
-	    "FROM server s LEFT JOIN fabric_server fs ON fs.server_id = s.id "
-	    "LEFT JOIN fabric f ON f.id = fs.fabric_id WHERE s.id = ?";
+	static const char sql[] = "SELECT s.id, s.name, s.devices, s.ports_per_device, s.p2p, "
+	                          "s.intra, f.name, s.offload, "
+	                          "s.switch "
+	                          "FROM server s LEFT JOIN fabric_server fs ON fs.server_id = s.id "
+	                          "LEFT JOIN fabric f ON f.id = fs.fabric_id WHERE s.id = ?";
 	sqlite3_stmt *st = store_stmt(s, sql);
 	json_t *o = NULL;
 	uint32_t devices = 0;
@@ -167,10 +174,11 @@ json_t *topo_server_json(struct store *s, int64_t id, bool detail)
 
 json_t *topo_server_list(struct store *s)
 {
-	static const char sql[] =
-	    "SELECT s.id, s.name, s.devices, s.ports_per_device, s.p2p, s.intra, f.name "
-	    "FROM server s LEFT JOIN fabric_server fs ON fs.server_id = s.id "
-	    "LEFT JOIN fabric f ON f.id = fs.fabric_id ORDER BY s.id";
+	static const char sql[] = "SELECT s.id, s.name, s.devices, s.ports_per_device, s.p2p, "
+	                          "s.intra, f.name, s.offload, "
+	                          "s.switch "
+	                          "FROM server s LEFT JOIN fabric_server fs ON fs.server_id = s.id "
+	                          "LEFT JOIN fabric f ON f.id = fs.fabric_id ORDER BY s.id";
 	(void)server_cols;
 	sqlite3_stmt *st = store_stmt(s, sql);
 	json_t *a = json_array();
@@ -230,8 +238,9 @@ static json_t *end_json(json_t *names, int64_t pos, int64_t dev, int64_t port, c
 
 json_t *topo_fabric_json(struct store *s, int64_t id)
 {
-	sqlite3_stmt *st = store_stmt(s, "SELECT name, state, revision, formula, planes, "
-	                                 "min_devices, created, updated FROM fabric WHERE id = ?");
+	sqlite3_stmt *st =
+	    store_stmt(s, "SELECT name, state, revision, formula, planes, "
+	                  "min_devices, created, updated, error FROM fabric WHERE id = ?");
 	json_t *f = NULL;
 	if (!st)
 		return NULL;
@@ -245,6 +254,9 @@ json_t *topo_fabric_json(struct store *s, int64_t id)
 		              formula, "planes", (json_int_t)sqlite3_column_int64(st, 4),
 		              "min_devices", (json_int_t)sqlite3_column_int64(st, 5), "created",
 		              sqlite3_column_text(st, 6), "updated", sqlite3_column_text(st, 7));
+		if (sqlite3_column_type(st, 8) != SQLITE_NULL)
+			json_object_set_new(f, "error",
+			                    json_string((const char *)sqlite3_column_text(st, 8)));
 	}
 	sqlite3_reset(st);
 	if (!f)
@@ -573,10 +585,10 @@ int topo_plan_save(struct store *s, int64_t fabric_id, const struct topo_input *
 		if (store_step_done(st) < 0)
 			return -EIO;
 	}
-	st = store_stmt(s, "UPDATE fabric SET state = ?, formula = ?, planes = ?, min_devices = ?, "
-	                   "revision = revision + ?, "
+	st = store_stmt(s, "UPDATE fabric SET state = ?, error = NULL, formula = ?, planes = ?, "
+	                   "min_devices = ?, revision = revision + ?, "
 	                   "updated = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = ?");
-	sqlite3_bind_text(st, 1, plan->nmissing ? "degraded" : base_state, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 1, base_state, -1, SQLITE_STATIC);
 	sqlite3_bind_int(st, 2, plan->formula);
 	sqlite3_bind_int64(st, 3, plan->planes);
 	sqlite3_bind_int64(st, 4, plan->min_devices);
@@ -665,7 +677,7 @@ static void circuit_fill(struct topo_circuit *c, sqlite3_stmt *st, uint32_t a_po
 	c->dst_device = (uint32_t)sqlite3_column_int64(st, d);
 	c->dst_port = (uint32_t)sqlite3_column_int64(st, d + 1);
 	c->dst_ocs_port = (uint32_t)sqlite3_column_int64(st, d + 2);
-	snprintf(c->ocs, sizeof(c->ocs), "%s", (const char *)sqlite3_column_text(st, 8));
+	c->ocs_id = sqlite3_column_int64(st, 8);
 }
 
 int topo_fabric_circuits(struct store *s, int64_t fabric_id, struct topo_circuit *pairs, size_t n)
@@ -685,10 +697,10 @@ int topo_fabric_circuits(struct store *s, int64_t fabric_id, struct topo_circuit
 	 * pair.
 	 */
 	qsort(idx, n, sizeof(*idx), pair_index_cmp);
-	sqlite3_stmt *st = store_stmt(s, "SELECT c.a_pos, c.a_device, c.a_port, c.a_ocs_port, "
-	                                 "c.b_pos, c.b_device, c.b_port, c.b_ocs_port, o.name "
-	                                 "FROM circuit c JOIN ocs o ON o.id = c.ocs_id "
-	                                 "WHERE c.fabric_id = ?");
+	/* OCS names are read for the matches only: joining them to every row doubles the scan. */
+	sqlite3_stmt *st = store_stmt(s, "SELECT a_pos, a_device, a_port, a_ocs_port, b_pos, "
+	                                 "b_device, b_port, b_ocs_port, ocs_id FROM circuit "
+	                                 "WHERE fabric_id = ?");
 	if (!st) {
 		free(idx);
 		return -EIO;
@@ -712,5 +724,21 @@ int topo_fabric_circuits(struct store *s, int64_t fabric_id, struct topo_circuit
 		rc = -EIO;
 	sqlite3_reset(st);
 	free(idx);
+	st = store_stmt(s, "SELECT name FROM ocs WHERE id = ?");
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		if (!pairs[i].found)
+			continue;
+		if (!st) {
+			rc = -EIO;
+			break;
+		}
+		sqlite3_bind_int64(st, 1, pairs[i].ocs_id);
+		if (sqlite3_step(st) == SQLITE_ROW)
+			snprintf(pairs[i].ocs, sizeof(pairs[i].ocs), "%s",
+			         (const char *)sqlite3_column_text(st, 0));
+		else
+			rc = -EIO;
+		sqlite3_reset(st);
+	}
 	return rc;
 }

@@ -34,7 +34,8 @@ json_t *topo_ocs_json(struct store *s, int64_t id);
 json_t *topo_ocs_list(struct store *s);
 
 /**
- * One server {"name","devices","ports_per_device","p2p","intra","fabric"};
+ * One server {"name","devices","ports_per_device","p2p","intra","offload",
+ * "switch","fabric"} (switch: the name of the switch its NIC reaches, or null);
  * with detail, also "device_info": [{"index","state","ports":[{"port","ocs","ocs_port"}]}].
  */
 json_t *topo_server_json(struct store *s, int64_t id, bool detail);
@@ -99,7 +100,8 @@ struct topo_circuit {
 	uint32_t dst_device;   /**< device of the target server on the circuit */
 	uint32_t dst_port;     /**< its optical port */
 	uint32_t dst_ocs_port; /**< OCS port that port is cabled to */
-	char ocs[65];          /**< name of the OCS unit holding the circuit */
+	int64_t ocs_id;        /**< row id of the OCS unit holding the circuit */
+	char ocs[65];          /**< its name */
 };
 
 /**
@@ -126,9 +128,9 @@ int topo_plan_load(struct store *s, int64_t fabric_id, const struct topo_input *
                    struct plan_fabric *plan);
 
 /**
- * Replaces the stored plan of a fabric (circuits, missing pairs, counts) and
- * sets its state ("degraded" when pairs are missing, else base_state). When
- * bump is set the revision goes up by one. Returns 0 or -EIO.
+  * Replaces the stored plan of a fabric (circuits, missing pairs, counts),
+ * sets its state to base_state (the reconciler takes it from there) and clears
+ * its error. When bump is set the revision goes up by one. Returns 0 or -EIO.
  */
 int topo_plan_save(struct store *s, int64_t fabric_id, const struct topo_input *in,
                    const struct plan_fabric *plan, const char *base_state, bool bump);

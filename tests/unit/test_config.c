@@ -148,12 +148,84 @@ static void test_file(void **state)
 	config_free(&cfg);
 }
 
+/* [cost]: defaults, every key, SIGHUP-style reload values, and bad values by name. */
+static void test_cost(void **state)
+{
+	(void)state;
+	struct ofcd_config cfg;
+	char err[512];
+	struct cost_params def = cost_params_default();
+
+	assert_int_equal(load("", &cfg, err, sizeof(err)), 0);
+	assert_memory_equal(&cfg.cost, &def, sizeof(def));
+	config_free(&cfg);
+
+	const char *text = "[cost]\ninter_gbps = 800\ninter_latency_us = 2.5\nintra_gbps = 1e3\n"
+	                   "intra_latency_us = 0\nbridge_gbps = 0.000001\np2p_read_us = 4\n"
+	                   "p2p_write_us = 1000000000\n";
+	assert_int_equal(load(text, &cfg, err, sizeof(err)), 0);
+	assert_true(cfg.cost.inter_gbps == 800.0);
+	assert_true(cfg.cost.inter_latency_us == 2.5);
+	assert_true(cfg.cost.intra_gbps == 1000.0);
+	assert_true(cfg.cost.intra_latency_us == 0.0);
+	assert_true(cfg.cost.bridge_gbps == 1e-6);
+	assert_true(cfg.cost.p2p_read_us == 4.0);
+	assert_true(cfg.cost.p2p_write_us == 1e9);
+	assert_int_equal(cost_params_validate(&cfg.cost, NULL), 0);
+	config_free(&cfg);
+
+	/* One key set, the others keep their defaults. */
+	assert_int_equal(load("[cost]\nbridge_gbps = 4000\n", &cfg, err, sizeof(err)), 0);
+	assert_true(cfg.cost.bridge_gbps == 4000.0);
+	assert_true(cfg.cost.inter_gbps == COST_DEFAULT_INTER_GBPS);
+	assert_true(cfg.cost.p2p_write_us == COST_DEFAULT_P2P_WRITE_US);
+	config_free(&cfg);
+
+	static const struct {
+		const char *text;
+		const char *want;
+	} cases[] = {
+		{ "[cost]\ninter_gbps = 0\n",
+		  "t.ini:2: [cost] inter_gbps: expected a bandwidth in Gb/s from 1e-06 to 1e+09, "
+		  "got \"0\"" },
+		{ "[log]\nlevel = info\n[cost]\nintra_gbps = -5\n", "t.ini:4: [cost] intra_gbps:" },
+		{ "[cost]\nbridge_gbps = 2e9\n",
+		  "t.ini:2: [cost] bridge_gbps: expected a bandwidth" },
+		{ "[cost]\ninter_latency_us = -1\n",
+		  "t.ini:2: [cost] inter_latency_us: expected a delay in us from 0 to 1e+09, "
+		  "got \"-1\"" },
+		{ "[cost]\np2p_read_us = 1e10\n", "t.ini:2: [cost] p2p_read_us: expected a delay" },
+		{ "[cost]\np2p_write_us = fast\n",
+		  "t.ini:2: [cost] p2p_write_us: expected a delay" },
+		{ "[cost]\nintra_latency_us = 2us\n", "t.ini:2: [cost] intra_latency_us:" },
+		{ "[cost]\ninter_gbps = inf\n", "t.ini:2: [cost] inter_gbps:" },
+		{ "[cost]\ninter_gbps = nan\n", "t.ini:2: [cost] inter_gbps:" },
+		{ "[cost]\ninter_gbps =\n", "t.ini:2: [cost] inter_gbps:" },
+		{ "[cost]\ninter_gbps = 1\ninter_gbps = 2\n",
+		  "t.ini:3: [cost] inter_gbps: key given twice" },
+		{ "[cost]\ninter_bps = 1\n", "t.ini:2: [cost] inter_bps: unknown key" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char e[512] = "";
+		int rc = load(cases[i].text, &cfg, e, sizeof(e));
+		config_free(&cfg);
+		if (rc == 0 || strncmp(e, cases[i].want, strlen(cases[i].want)) != 0)
+			fail_msg("case %zu: rc %d, message \"%s\", want prefix \"%s\"", i, rc, e,
+			         cases[i].want);
+	}
+	assert_string_equal(config_cost_range("inter_gbps"),
+	                    "a bandwidth in Gb/s from 1e-06 to 1e+09");
+	assert_string_equal(config_cost_range("p2p_read_us"), "a delay in us from 0 to 1e+09");
+	assert_null(config_cost_range("bogus"));
+	assert_null(config_cost_range(NULL));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_defaults), cmocka_unit_test(test_all_keys),
 		cmocka_unit_test(test_errors),   cmocka_unit_test(test_non_loopback),
-		cmocka_unit_test(test_file),
+		cmocka_unit_test(test_file),     cmocka_unit_test(test_cost),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,988 @@
+#include "reconcile.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "events.h"
+#include "log.h"
+#include "metrics.h"
+#include "ofcd.h"
+#include "plan_diff.h"
+#include "store.h"
+#include "wait.h"
+
+/* Largest batch: OVS takes thousands of flow mods at once; bounded so one batch cannot stall. */
+#define BATCH_MAX_OPS  8192
+#define RETRY_BASE_MS  100
+#define RETRY_MAX_MS   10000
+#define DOWN_GRACE_S   5 /* a unit down this long fails its fabrics */
+#define FAILED_AFTER   5 /* consecutive failed batches before a fabric is "failed" */
+#define STATES_TICK_MS 500
+
+struct unit {
+	struct reconciler *r;
+	int64_t id;
+	char name[65];
+	char driver[33];
+	char endpoint[257];
+	uint32_t ports;
+	bool seen; /* still in the topology at the last sync */
+
+	const struct ocs_driver_ops *ops;
+	struct ocs_handle *h;
+	enum ocs_conn_state conn;
+	struct timespec down_since;
+	char last_error[256];
+
+	bool busy;        /* an apply or read is in flight */
+	bool have_actual; /* actual[] reflects a read since the last (re)connect */
+	bool in_sync;     /* the last diff was empty */
+	bool audit;       /* the read in flight is an audit */
+	bool applied_since_read;
+	struct plan_xc *actual; /* sorted */
+	size_t nactual;
+	uint32_t *peer; /* peer[port] for actual, 0 when unjoined; ports + 1 entries */
+	struct ocs_flow *partial, *foreign;
+	size_t npartial, nforeign;
+
+	int64_t op_id;     /* operation in flight, 0 if none */
+	unsigned failures; /* consecutive failed batches */
+	struct event *retry;
+	bool retry_pending;
+	struct unit *next;
+};
+
+struct reconciler {
+	struct ofcd *d;
+	struct unit *units;
+	struct event *ev_pass;   /* deferred pass */
+	struct event *ev_audit;  /* periodic audit */
+	struct event *ev_states; /* deferred fabric state update, and its tick */
+	const char *trigger;     /* why the next batches are sent */
+	uint64_t generation;     /* passes started */
+};
+
+static void drive(struct unit *u);
+static void schedule_states(struct reconciler *r);
+static void on_read(void *arg, int status, const char *err, const struct ocs_readback *rb);
+
+static double since(const struct timespec *t)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - t->tv_sec) + (double)(now.tv_nsec - t->tv_nsec) / 1e9;
+}
+
+static const char *conn_name(enum ocs_conn_state s)
+{
+	return s == OCS_CONN_UP ? "connected" : s == OCS_CONN_CONNECTING ? "connecting" : "down";
+}
+
+static json_t *xcs_json(const struct plan_xc *v, size_t n)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(a,
+		                      json_pack("[I, I]", (json_int_t)v[i].a, (json_int_t)v[i].b));
+	return a;
+}
+
+static json_t *flows_json(const struct ocs_flow *v, size_t n)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(
+		    a, json_pack("[I, I]", (json_int_t)v[i].in_port, (json_int_t)v[i].out_port));
+	return a;
+}
+
+/* ---- store helpers (own short transactions) ------------------------------ */
+
+static struct store *store_of(struct reconciler *r)
+{
+	return r->d->store;
+}
+
+/* Desired cross-connects of a unit, sorted. Caller frees *out. */
+static int load_desired(struct reconciler *r, int64_t ocs_id, struct plan_xc **out, size_t *n)
+{
+	sqlite3_stmt *st = store_stmt(store_of(r), "SELECT min(a_ocs_port, b_ocs_port) AS x, "
+	                                           "max(a_ocs_port, b_ocs_port) AS y FROM circuit "
+	                                           "WHERE ocs_id = ? ORDER BY x, y");
+	size_t cap = 0;
+	*out = NULL;
+	*n = 0;
+	sqlite3_bind_int64(st, 1, ocs_id);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 256;
+			struct plan_xc *v = realloc(*out, cap * sizeof(*v));
+			if (!v) {
+				sqlite3_reset(st);
+				free(*out);
+				*out = NULL;
+				return -ENOMEM;
+			}
+			*out = v;
+		}
+		(*out)[(*n)++] = (struct plan_xc){ (uint32_t)sqlite3_column_int64(st, 0),
+			                           (uint32_t)sqlite3_column_int64(st, 1) };
+	}
+	sqlite3_reset(st);
+	return 0;
+}
+
+/* Fabric owning each OCS port of a unit (0 = none), through cable and membership. */
+static int64_t *load_owners(struct reconciler *r, const struct unit *u)
+{
+	int64_t *owner = calloc((size_t)u->ports + 1, sizeof(*owner));
+	sqlite3_stmt *st = store_stmt(
+	    store_of(r), "SELECT c.ocs_port, fs.fabric_id FROM cable c JOIN "
+	                 "fabric_server fs ON fs.server_id = c.server_id WHERE c.ocs_id = ?");
+	if (!owner)
+		return NULL;
+	sqlite3_bind_int64(st, 1, u->id);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		int64_t port = sqlite3_column_int64(st, 0);
+		if (port >= 1 && port <= u->ports)
+			owner[port] = sqlite3_column_int64(st, 1);
+	}
+	sqlite3_reset(st);
+	return owner;
+}
+
+static json_t *fabric_names(struct reconciler *r, const int64_t *ids, size_t n)
+{
+	json_t *a = json_array();
+	sqlite3_stmt *st = store_stmt(store_of(r), "SELECT name FROM fabric WHERE id = ?");
+	for (size_t i = 0; i < n; i++) {
+		bool dup = false;
+		for (size_t j = 0; j < i && !dup; j++)
+			dup = ids[j] == ids[i];
+		if (dup || !ids[i])
+			continue;
+		sqlite3_bind_int64(st, 1, ids[i]);
+		if (sqlite3_step(st) == SQLITE_ROW)
+			json_array_append_new(
+			    a, json_string((const char *)sqlite3_column_text(st, 0)));
+		sqlite3_reset(st);
+	}
+	return a;
+}
+
+static void save_actual(struct reconciler *r, struct unit *u)
+{
+	struct store *s = store_of(r);
+	if (store_begin(s) < 0)
+		return;
+	sqlite3_stmt *st = store_stmt(s, "DELETE FROM actual_xc WHERE ocs_id = ?");
+	sqlite3_bind_int64(st, 1, u->id);
+	int rc = store_step_done(st);
+	st = store_stmt(s, "INSERT INTO actual_xc(ocs_id, a, b) VALUES (?, ?, ?)");
+	for (size_t i = 0; rc == 0 && i < u->nactual; i++) {
+		sqlite3_bind_int64(st, 1, u->id);
+		sqlite3_bind_int64(st, 2, u->actual[i].a);
+		sqlite3_bind_int64(st, 3, u->actual[i].b);
+		rc = store_step_done(st);
+	}
+	if (rc == 0)
+		store_commit(s);
+	else
+		store_rollback(s);
+}
+
+/* ---- operations ---------------------------------------------------------- */
+
+static int64_t op_start(struct reconciler *r, struct unit *u, const struct plan_batch *b,
+                        json_t **fabrics)
+{
+	struct store *s = store_of(r);
+	int64_t *owner = load_owners(r, u);
+	size_t n = b->nadd + b->ndel;
+	int64_t *touched = calloc(2 * n + 1, sizeof(*touched));
+	size_t nt = 0;
+	for (size_t i = 0; owner && touched && i < b->nadd; i++) {
+		touched[nt++] = owner[b->add[i].a];
+		touched[nt++] = owner[b->add[i].b];
+	}
+	for (size_t i = 0; owner && touched && i < b->ndel; i++) {
+		touched[nt++] = owner[b->del[i].a];
+		touched[nt++] = owner[b->del[i].b];
+	}
+	*fabrics = fabric_names(r, touched, nt);
+	free(owner);
+	free(touched);
+
+	json_t *ja = xcs_json(b->add, b->nadd), *jd = xcs_json(b->del, b->ndel);
+	char *adds = json_dumps(ja, JSON_COMPACT);
+	char *dels = json_dumps(jd, JSON_COMPACT);
+	json_decref(ja);
+	json_decref(jd);
+	int64_t id = 0;
+	if (adds && dels && store_begin(s) == 0) {
+		sqlite3_stmt *st =
+		    store_stmt(s, "INSERT INTO operation(ocs, trigger, adds, deletes, "
+		                  "nadds, ndeletes, status) VALUES (?, ?, ?, ?, ?, ?, "
+		                  "'running')");
+		sqlite3_bind_text(st, 1, u->name, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, r->trigger, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3, adds, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, dels, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 5, (sqlite3_int64)b->nadd);
+		sqlite3_bind_int64(st, 6, (sqlite3_int64)b->ndel);
+		int rc = store_step_done(st);
+		id = rc == 0 ? sqlite3_last_insert_rowid(store_db(s)) : 0;
+		size_t i;
+		json_t *v;
+		st = store_stmt(s,
+		                "INSERT INTO operation_fabric(operation_id, fabric) VALUES (?, ?)");
+		json_array_foreach(*fabrics, i, v)
+		{
+			sqlite3_bind_int64(st, 1, id);
+			sqlite3_bind_text(st, 2, json_string_value(v), -1, SQLITE_STATIC);
+			if (rc == 0)
+				rc = store_step_done(st);
+		}
+		/* Keep the history bounded. */
+		st = store_stmt(s, "DELETE FROM operation WHERE id <= ? - 10000");
+		sqlite3_bind_int64(st, 1, id);
+		if (rc == 0)
+			rc = store_step_done(st);
+		if (rc == 0 && store_commit(s) == 0) {
+			free(adds);
+			free(dels);
+			return id;
+		}
+		store_rollback(s);
+	}
+	free(adds);
+	free(dels);
+	return 0;
+}
+
+static void op_finish(struct reconciler *r, struct unit *u, int status, const char *err)
+{
+	struct store *s = store_of(r);
+	if (!u->op_id)
+		return;
+	if (store_begin(s) == 0) {
+		sqlite3_stmt *st = store_stmt(s, "UPDATE operation SET status = ?, error = ?, "
+		                                 "ended = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') "
+		                                 "WHERE id = ?");
+		sqlite3_bind_text(st, 1, status == 0 ? "succeeded" : "failed", -1, SQLITE_STATIC);
+		if (status)
+			sqlite3_bind_text(st, 2, err ? err : strerror(-status), -1,
+			                  SQLITE_TRANSIENT);
+		sqlite3_bind_int64(st, 3, u->op_id);
+		if (store_step_done(st) == 0)
+			store_commit(s);
+		else
+			store_rollback(s);
+	}
+	metrics_counter_add("ofcd_reconcile_batches_total", "Batches sent to OCS units by result.",
+	                    status == 0 ? "result=\"succeeded\"" : "result=\"failed\"", 1);
+	json_t *fabrics = json_array();
+	sqlite3_stmt *st =
+	    store_stmt(s, "SELECT fabric FROM operation_fabric WHERE operation_id = ?");
+	sqlite3_bind_int64(st, 1, u->op_id);
+	while (sqlite3_step(st) == SQLITE_ROW)
+		json_array_append_new(fabrics,
+		                      json_string((const char *)sqlite3_column_text(st, 0)));
+	sqlite3_reset(st);
+	json_t *ev = json_pack("{s:I, s:s, s:s, s:o}", "id", (json_int_t)u->op_id, "ocs", u->name,
+	                       "status", status == 0 ? "succeeded" : "failed", "fabrics", fabrics);
+	if (status)
+		json_object_set_new(ev, "error", json_string(err ? err : strerror(-status)));
+	events_emit(r->d->events, "operation", ev);
+	u->op_id = 0;
+}
+
+/* ---- driver callbacks ---------------------------------------------------- */
+
+static void schedule_retry(struct unit *u)
+{
+	unsigned shift = u->failures < 7 ? u->failures : 7;
+	unsigned ms = RETRY_BASE_MS << shift;
+	if (ms > RETRY_MAX_MS)
+		ms = RETRY_MAX_MS;
+	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
+	u->retry_pending = true;
+	evtimer_add(u->retry, &tv);
+}
+
+static void on_retry(evutil_socket_t fd, short what, void *arg)
+{
+	struct unit *u = arg;
+	(void)fd;
+	(void)what;
+	u->retry_pending = false;
+	u->r->trigger = "retry";
+	drive(u);
+}
+
+static void start_read(struct unit *u, bool audit)
+{
+	u->audit = audit;
+	u->busy = true;
+	int rc = u->ops->read(u->h, on_read, u);
+	if (rc < 0) {
+		u->busy = false;
+		snprintf(u->last_error, sizeof(u->last_error), "read back: %s", strerror(-rc));
+	}
+}
+
+static void on_apply(void *arg, int status, const char *err)
+{
+	struct unit *u = arg;
+	u->busy = false;
+	u->applied_since_read = true;
+	op_finish(u->r, u, status, err);
+	if (status < 0) {
+		u->failures++;
+		snprintf(u->last_error, sizeof(u->last_error), "%s", err ? err : strerror(-status));
+		log_warn("reconcile", "%s: batch failed (%u in a row): %s", u->name, u->failures,
+		         u->last_error);
+		schedule_retry(u);
+	} else {
+		u->failures = 0;
+		u->last_error[0] = '\0';
+	}
+	/* Whatever happened, learn what the unit now holds. */
+	if (u->conn == OCS_CONN_UP)
+		start_read(u, false);
+	schedule_states(u->r);
+}
+
+/* Reports cross-connects that join two fabrics, or a fabric to a port of none. */
+static void check_isolation(struct reconciler *r, struct unit *u)
+{
+	int64_t *owner = load_owners(r, u);
+	if (!owner)
+		return;
+	for (size_t i = 0; i < u->nactual; i++) {
+		uint32_t a = u->actual[i].a, b = u->actual[i].b;
+		int64_t oa = a <= u->ports ? owner[a] : 0, ob = b <= u->ports ? owner[b] : 0;
+		if (oa == ob)
+			continue;
+		int64_t ids[2] = { oa, ob };
+		log_error("reconcile",
+		          "%s: cross-connect %u-%u breaks fabric isolation; removing it", u->name,
+		          a, b);
+		metrics_counter_add(
+		    "ofcd_isolation_violations_total",
+		    "Cross-connects found joining two fabrics (or a fabric and no fabric).", NULL,
+		    1);
+		events_emit(r->d->events, "isolation_violation",
+		            json_pack("{s:s, s:[I, I], s:o}", "ocs", u->name, "cross_connect",
+		                      (json_int_t)a, (json_int_t)b, "fabrics",
+		                      fabric_names(r, ids, 2)));
+	}
+	for (size_t i = 0; i < u->nforeign; i++) {
+		uint32_t a = u->foreign[i].in_port, b = u->foreign[i].out_port;
+		int64_t oa = a <= u->ports ? owner[a] : 0, ob = b <= u->ports ? owner[b] : 0;
+		if (oa == ob)
+			continue;
+		log_error("reconcile",
+		          "%s: an entry ofcd did not make (%u -> %u) crosses fabrics; it is left "
+		          "alone, remove it by hand",
+		          u->name, a, b);
+		metrics_counter_add(
+		    "ofcd_isolation_violations_total",
+		    "Cross-connects found joining two fabrics (or a fabric and no fabric).", NULL,
+		    1);
+		int64_t ids[2] = { oa, ob };
+		events_emit(r->d->events, "isolation_violation",
+		            json_pack("{s:s, s:[I, I], s:b, s:o}", "ocs", u->name, "foreign_entry",
+		                      (json_int_t)a, (json_int_t)b, "foreign", 1, "fabrics",
+		                      fabric_names(r, ids, 2)));
+	}
+	free(owner);
+}
+
+static bool same_xcs(const struct plan_xc *a, size_t na, const struct ocs_xc *b, size_t nb)
+{
+	if (na != nb)
+		return false;
+	for (size_t i = 0; i < na; i++)
+		if (a[i].a != b[i].a || a[i].b != b[i].b)
+			return false;
+	return true;
+}
+
+static void on_read(void *arg, int status, const char *err, const struct ocs_readback *rb)
+{
+	struct unit *u = arg;
+	struct reconciler *r = u->r;
+	u->busy = false;
+	if (status < 0) {
+		snprintf(u->last_error, sizeof(u->last_error), "read back: %s",
+		         err ? err : strerror(-status));
+		log_warn("reconcile", "%s: %s", u->name, u->last_error);
+		schedule_states(r);
+		return;
+	}
+	bool changed = !u->have_actual || !same_xcs(u->actual, u->nactual, rb->xcs, rb->nxcs);
+	/* A change nobody asked for: someone touched the unit behind our back. */
+	if (changed && u->have_actual && u->in_sync && !u->applied_since_read) {
+		log_warn("reconcile", "%s: drift: the unit changed behind the controller's back",
+		         u->name);
+		metrics_counter_add(
+		    "ofcd_drift_repairs_total",
+		    "Audits that found an OCS unit changed by hand and repaired it.", NULL, 1);
+		events_emit(r->d->events, "drift",
+		            json_pack("{s:s, s:I, s:I}", "ocs", u->name, "held_before",
+		                      (json_int_t)u->nactual, "held_now", (json_int_t)rb->nxcs));
+		r->trigger = "audit";
+	}
+	struct plan_xc *actual = malloc((rb->nxcs ? rb->nxcs : 1) * sizeof(*actual));
+	struct ocs_flow *partial = malloc((rb->npartial ? rb->npartial : 1) * sizeof(*partial));
+	struct ocs_flow *foreign = malloc((rb->nforeign ? rb->nforeign : 1) * sizeof(*foreign));
+	if (!actual || !partial || !foreign) {
+		free(actual);
+		free(partial);
+		free(foreign);
+		return;
+	}
+	for (size_t i = 0; i < rb->nxcs; i++)
+		actual[i] = (struct plan_xc){ rb->xcs[i].a, rb->xcs[i].b };
+	qsort(actual, rb->nxcs, sizeof(*actual), plan_xc_cmp);
+	memcpy(partial, rb->partial, rb->npartial * sizeof(*partial));
+	memcpy(foreign, rb->foreign, rb->nforeign * sizeof(*foreign));
+	free(u->actual);
+	free(u->partial);
+	free(u->foreign);
+	u->actual = actual;
+	u->nactual = rb->nxcs;
+	u->partial = partial;
+	u->npartial = rb->npartial;
+	u->foreign = foreign;
+	u->nforeign = rb->nforeign;
+	memset(u->peer, 0, ((size_t)u->ports + 1) * sizeof(*u->peer));
+	for (size_t i = 0; i < u->nactual; i++) {
+		if (u->actual[i].b <= u->ports) {
+			u->peer[u->actual[i].a] = u->actual[i].b;
+			u->peer[u->actual[i].b] = u->actual[i].a;
+		}
+	}
+	u->have_actual = true;
+	u->applied_since_read = false;
+	if (changed)
+		save_actual(r, u);
+	check_isolation(r, u);
+	drive(u);
+	schedule_states(r);
+}
+
+static void on_conn_state(void *arg, enum ocs_conn_state state, const char *err)
+{
+	struct unit *u = arg;
+	struct reconciler *r = u->r;
+	enum ocs_conn_state old = u->conn;
+	u->conn = state;
+	if (err)
+		snprintf(u->last_error, sizeof(u->last_error), "%s", err);
+	if (state == old)
+		return;
+	log_info("reconcile", "%s: %s%s%s", u->name, conn_name(state), err ? ": " : "",
+	         err ? err : "");
+	json_t *ev = json_pack("{s:s, s:s}", "ocs", u->name, "state", conn_name(state));
+	if (err)
+		json_object_set_new(ev, "error", json_string(err));
+	events_emit(r->d->events, "ocs_connection", ev);
+	if (state == OCS_CONN_UP) {
+		/* Whatever the unit held while we were away: read it before changing it. */
+		u->have_actual = false;
+		u->in_sync = false;
+		r->trigger = "connect";
+		reconcile_kick(r);
+	} else if (old == OCS_CONN_UP) {
+		clock_gettime(CLOCK_MONOTONIC, &u->down_since);
+	}
+	schedule_states(r);
+}
+
+static void on_port_state(void *arg, uint32_t port, bool up)
+{
+	struct unit *u = arg;
+	struct store *s = store_of(u->r);
+	if (store_begin(s) < 0)
+		return;
+	sqlite3_stmt *st = store_stmt(s, up ? "DELETE FROM ocs_port_down WHERE ocs_id = ? AND "
+	                                      "port = ?"
+	                                    : "INSERT OR IGNORE INTO ocs_port_down(ocs_id, port) "
+	                                      "VALUES (?, ?)");
+	sqlite3_bind_int64(st, 1, u->id);
+	sqlite3_bind_int64(st, 2, port);
+	if (store_step_done(st) == 0)
+		store_commit(s);
+	else
+		store_rollback(s);
+	log_info("reconcile", "%s: port %u link %s", u->name, port, up ? "up" : "down");
+	events_emit(u->r->d->events, "port_state",
+	            json_pack("{s:s, s:I, s:s}", "ocs", u->name, "port", (json_int_t)port, "link",
+	                      up ? "up" : "down"));
+}
+
+/* ---- units --------------------------------------------------------------- */
+
+static void unit_close(struct unit *u)
+{
+	if (u->h)
+		u->ops->close(u->h); /* pending callbacks are never called after close */
+	u->h = NULL;
+	u->busy = false;
+	if (u->op_id)
+		op_finish(u->r, u, -ECANCELED, "the OCS unit was removed or reconfigured");
+}
+
+static void unit_free(struct unit *u)
+{
+	unit_close(u);
+	if (u->retry)
+		event_free(u->retry);
+	free(u->actual);
+	free(u->partial);
+	free(u->foreign);
+	free(u->peer);
+	free(u);
+}
+
+static void unit_open(struct reconciler *r, struct unit *u)
+{
+	char err[256];
+	struct ocs_open_params p = { .name = u->name, .endpoint = u->endpoint, .ports = u->ports };
+	struct ocs_events ev = { .conn_state = on_conn_state,
+		                 .port_state = on_port_state,
+		                 .arg = u };
+	u->ops = ocs_driver_find(u->driver);
+	u->conn = OCS_CONN_DOWN;
+	clock_gettime(CLOCK_MONOTONIC, &u->down_since);
+	if (!u->ops) {
+		snprintf(u->last_error, sizeof(u->last_error), "unknown driver %s", u->driver);
+		return;
+	}
+	int rc = u->ops->open(r->d->base, &p, &ev, &u->h, err, sizeof(err));
+	if (rc < 0) {
+		u->h = NULL;
+		snprintf(u->last_error, sizeof(u->last_error), "%s", err);
+		log_error("reconcile", "%s: cannot open %s driver at \"%s\": %s", u->name,
+		          u->driver, u->endpoint, err);
+	}
+}
+
+static struct unit *unit_new(struct reconciler *r, sqlite3_stmt *st)
+{
+	struct unit *u = calloc(1, sizeof(*u));
+	if (!u)
+		return NULL;
+	u->r = r;
+	u->id = sqlite3_column_int64(st, 0);
+	snprintf(u->name, sizeof(u->name), "%s", sqlite3_column_text(st, 1));
+	snprintf(u->driver, sizeof(u->driver), "%s", sqlite3_column_text(st, 2));
+	snprintf(u->endpoint, sizeof(u->endpoint), "%s", sqlite3_column_text(st, 3));
+	u->ports = (uint32_t)sqlite3_column_int64(st, 4);
+	u->peer = calloc((size_t)u->ports + 1, sizeof(*u->peer));
+	u->retry = evtimer_new(r->d->base, on_retry, u);
+	if (!u->peer || !u->retry) {
+		unit_free(u);
+		return NULL;
+	}
+	unit_open(r, u);
+	return u;
+}
+
+/* Opens, reopens and closes driver instances to follow the ocs table. */
+static void sync_units(struct reconciler *r)
+{
+	for (struct unit *u = r->units; u; u = u->next)
+		u->seen = false;
+	sqlite3_stmt *st =
+	    store_stmt(store_of(r), "SELECT id, name, driver, endpoint, ports FROM ocs");
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(st, 0);
+		struct unit **pu = &r->units;
+		while (*pu && (*pu)->id != id)
+			pu = &(*pu)->next;
+		struct unit *u = *pu;
+		if (u && (strcmp(u->driver, (const char *)sqlite3_column_text(st, 2)) != 0 ||
+		          strcmp(u->endpoint, (const char *)sqlite3_column_text(st, 3)) != 0 ||
+		          u->ports != (uint32_t)sqlite3_column_int64(st, 4))) {
+			*pu = u->next;
+			unit_free(u);
+			u = NULL;
+		}
+		if (!u) {
+			u = unit_new(r, st);
+			if (!u)
+				continue;
+			u->next = r->units;
+			r->units = u;
+		}
+		u->seen = true;
+	}
+	sqlite3_reset(st);
+	for (struct unit **pu = &r->units; *pu;) {
+		struct unit *u = *pu;
+		if (u->seen) {
+			pu = &u->next;
+			continue;
+		}
+		*pu = u->next;
+		unit_free(u);
+	}
+}
+
+/* ---- the pass ------------------------------------------------------------ */
+
+static void drive(struct unit *u)
+{
+	struct reconciler *r = u->r;
+	if (!u->h || u->conn != OCS_CONN_UP || u->busy || u->retry_pending)
+		return;
+	if (!u->have_actual) {
+		start_read(u, false);
+		return;
+	}
+	struct plan_xc *desired = NULL, *actual = NULL;
+	size_t nd = 0, na = 0;
+	struct plan_batch b = { 0 };
+	if (load_desired(r, u->id, &desired, &nd) < 0)
+		return;
+	/* One-way entries of ofcd's own count as present-but-wrong: remove or remake them. */
+	na = u->nactual + u->npartial;
+	actual = malloc((na ? na : 1) * sizeof(*actual));
+	if (!actual)
+		goto out;
+	memcpy(actual, u->actual, u->nactual * sizeof(*actual));
+	for (size_t i = 0; i < u->npartial; i++) {
+		uint32_t x = u->partial[i].in_port, y = u->partial[i].out_port;
+		actual[u->nactual + i] = (struct plan_xc){ x < y ? x : y, x < y ? y : x };
+	}
+	qsort(actual, na, sizeof(*actual), plan_xc_cmp);
+	size_t k = 0;
+	for (size_t i = 0; i < na; i++)
+		if (k == 0 || plan_xc_cmp(&actual[k - 1], &actual[i]) != 0)
+			actual[k++] = actual[i];
+	na = k;
+	/* A partial entry that is also desired must be remade: drop it from "actual". */
+	if (u->npartial) {
+		size_t m = 0;
+		for (size_t i = 0; i < na; i++) {
+			bool full = actual[i].b <= u->ports && u->peer[actual[i].a] == actual[i].b;
+			if (full ||
+			    !bsearch(&actual[i], desired, nd, sizeof(*desired), plan_xc_cmp))
+				actual[m++] = actual[i];
+		}
+		na = m;
+	}
+	if (plan_diff(desired, nd, actual, na, BATCH_MAX_OPS, &b) < 0) {
+		log_error("reconcile", "%s: cannot compute the batch", u->name);
+		goto out;
+	}
+	u->in_sync = b.ndel + b.nadd == 0;
+	if (u->in_sync)
+		goto out;
+
+	json_t *fabrics = NULL;
+	u->op_id = op_start(r, u, &b, &fabrics);
+	struct ocs_xc *del = malloc((b.ndel ? b.ndel : 1) * sizeof(*del));
+	struct ocs_xc *add = malloc((b.nadd ? b.nadd : 1) * sizeof(*add));
+	if (del && add) {
+		for (size_t i = 0; i < b.ndel; i++)
+			del[i] = (struct ocs_xc){ b.del[i].a, b.del[i].b };
+		for (size_t i = 0; i < b.nadd; i++)
+			add[i] = (struct ocs_xc){ b.add[i].a, b.add[i].b };
+		struct ocs_batch batch = { .del = del, .ndel = b.ndel, .add = add, .nadd = b.nadd };
+		log_debug("reconcile", "%s: batch of %zu removals, %zu additions (%s)", u->name,
+		          b.ndel, b.nadd, r->trigger);
+		u->busy = true;
+		int rc = u->ops->apply(u->h, &batch, on_apply, u);
+		if (rc < 0) {
+			u->busy = false;
+			op_finish(r, u, rc, strerror(-rc));
+			snprintf(u->last_error, sizeof(u->last_error), "apply: %s", strerror(-rc));
+		}
+	}
+	free(del);
+	free(add);
+	json_decref(fabrics);
+	schedule_states(r);
+out:
+	plan_batch_free(&b);
+	free(desired);
+	free(actual);
+}
+
+static void on_pass(evutil_socket_t fd, short what, void *arg)
+{
+	struct reconciler *r = arg;
+	(void)fd;
+	(void)what;
+	r->generation++;
+	sync_units(r);
+	for (struct unit *u = r->units; u; u = u->next)
+		drive(u);
+	r->trigger = "change";
+	schedule_states(r);
+}
+
+void reconcile_kick(struct reconciler *r)
+{
+	if (r)
+		event_active(r->ev_pass, 0, 0);
+}
+
+static void on_audit(evutil_socket_t fd, short what, void *arg)
+{
+	struct reconciler *r = arg;
+	(void)fd;
+	(void)what;
+	for (struct unit *u = r->units; u; u = u->next)
+		if (u->h && u->conn == OCS_CONN_UP && !u->busy)
+			start_read(u, true);
+}
+
+void reconcile_set_audit_interval(struct reconciler *r, unsigned seconds)
+{
+	struct timeval tv = { seconds ? seconds : 30, 0 };
+	event_del(r->ev_audit);
+	event_add(r->ev_audit, &tv);
+}
+
+/* ---- fabric states ------------------------------------------------------- */
+
+static struct unit *unit_by_id(struct reconciler *r, int64_t id)
+{
+	for (struct unit *u = r->units; u; u = u->next)
+		if (u->id == id)
+			return u;
+	return NULL;
+}
+
+static bool final_state(const char *s)
+{
+	return strcmp(s, "applied") == 0 || strcmp(s, "degraded") == 0 || strcmp(s, "failed") == 0;
+}
+
+/*
+ * Derives every fabric's state from what its units hold, stores the ones that
+ * changed (one transaction), and tells events and waiters.
+ */
+static void update_states(struct reconciler *r)
+{
+	struct store *s = store_of(r);
+	json_t *changes = json_array();
+	bool unsettled = false;
+
+	sqlite3_stmt *fs =
+	    store_stmt(s, "SELECT f.id, f.name, f.state, f.error, f.revision, "
+	                  "(SELECT count(*) FROM missing_pair m WHERE m.fabric_id = f.id) "
+	                  "FROM fabric f");
+	sqlite3_stmt *cs = store_stmt(s, "SELECT ocs_id, a_ocs_port, b_ocs_port FROM circuit "
+	                                 "WHERE fabric_id = ?");
+	while (sqlite3_step(fs) == SQLITE_ROW) {
+		int64_t fid = sqlite3_column_int64(fs, 0);
+		const char *old = (const char *)sqlite3_column_text(fs, 2);
+		const char *olderr = sqlite3_column_type(fs, 3) == SQLITE_NULL
+		                         ? ""
+		                         : (const char *)sqlite3_column_text(fs, 3);
+		bool all = true, busy = false;
+		char err[400] = "";
+		sqlite3_bind_int64(cs, 1, fid);
+		while (sqlite3_step(cs) == SQLITE_ROW) {
+			struct unit *u = unit_by_id(r, sqlite3_column_int64(cs, 0));
+			uint32_t a = (uint32_t)sqlite3_column_int64(cs, 1);
+			uint32_t b = (uint32_t)sqlite3_column_int64(cs, 2);
+			if (u && u->have_actual && a <= u->ports && b <= u->ports &&
+			    u->peer[a] == b)
+				continue;
+			all = false;
+			if (!u)
+				continue;
+			busy |= u->busy || u->op_id;
+			if (!err[0] && u->failures >= FAILED_AFTER)
+				snprintf(err, sizeof(err), "OCS unit %s: %s", u->name,
+				         u->last_error);
+			else if (!err[0] && u->conn != OCS_CONN_UP &&
+			         since(&u->down_since) > DOWN_GRACE_S)
+				snprintf(err, sizeof(err), "OCS unit %s is not connected%s%s",
+				         u->name, u->last_error[0] ? ": " : "", u->last_error);
+		}
+		sqlite3_reset(cs);
+		const char *state;
+		if (all)
+			state = sqlite3_column_int64(fs, 5) ? "degraded" : "applied";
+		else if (err[0])
+			state = "failed";
+		else if (strcmp(old, "pending") == 0 && !busy)
+			state = "pending";
+		else
+			state = "applying";
+		if (!final_state(state) || strcmp(state, "failed") == 0)
+			unsettled = true;
+		if (strcmp(state, old) == 0 && strcmp(err, olderr) == 0)
+			continue;
+		json_array_append_new(
+		    changes, json_pack("{s:I, s:s, s:s, s:s, s:I}", "id", (json_int_t)fid, "fabric",
+		                       sqlite3_column_text(fs, 1), "state", state, "error", err,
+		                       "revision", (json_int_t)sqlite3_column_int64(fs, 4)));
+	}
+	sqlite3_reset(fs);
+
+	if (json_array_size(changes) && store_begin(s) == 0) {
+		size_t i;
+		json_t *c;
+		int rc = 0;
+		sqlite3_stmt *up =
+		    store_stmt(s, "UPDATE fabric SET state = ?, error = ?, updated = "
+		                  "strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = ?");
+		json_array_foreach(changes, i, c)
+		{
+			const char *e = json_string_value(json_object_get(c, "error"));
+			sqlite3_bind_text(up, 1, json_string_value(json_object_get(c, "state")), -1,
+			                  SQLITE_TRANSIENT);
+			if (e[0])
+				sqlite3_bind_text(up, 2, e, -1, SQLITE_TRANSIENT);
+			sqlite3_bind_int64(up, 3, json_integer_value(json_object_get(c, "id")));
+			if (rc == 0)
+				rc = store_step_done(up);
+		}
+		if (rc == 0 && store_commit(s) == 0) {
+			json_array_foreach(changes, i, c)
+			{
+				json_t *ev = json_deep_copy(c);
+				json_object_del(ev, "id");
+				if (!json_string_value(json_object_get(ev, "error"))[0])
+					json_object_del(ev, "error");
+				log_info("reconcile", "fabric %s: %s",
+				         json_string_value(json_object_get(c, "fabric")),
+				         json_string_value(json_object_get(c, "state")));
+				events_emit(r->d->events, "fabric_state", ev);
+			}
+		} else {
+			store_rollback(s);
+		}
+	}
+	json_decref(changes);
+	wait_check(r->d);
+	if (unsettled) {
+		struct timeval tick = { 0, STATES_TICK_MS * 1000 };
+		evtimer_add(r->ev_states, &tick);
+	}
+}
+
+static void on_states(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	update_states(arg);
+}
+
+static void schedule_states(struct reconciler *r)
+{
+	struct timeval now = { 0, 0 };
+	evtimer_add(r->ev_states, &now);
+}
+
+/* ---- public -------------------------------------------------------------- */
+
+int reconcile_init(struct ofcd *d, struct reconciler **out)
+{
+	struct reconciler *r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->d = d;
+	r->trigger = "startup";
+	r->ev_pass = event_new(d->base, -1, 0, on_pass, r);
+	r->ev_audit = event_new(d->base, -1, EV_PERSIST, on_audit, r);
+	r->ev_states = evtimer_new(d->base, on_states, r);
+	if (!r->ev_pass || !r->ev_audit || !r->ev_states) {
+		reconcile_free(r);
+		return -ENOMEM;
+	}
+	struct store *s = d->store;
+	if (store_begin(s) == 0) {
+		sqlite3_stmt *st =
+		    store_stmt(s, "UPDATE operation SET status = 'interrupted', "
+		                  "error = 'the daemon stopped before the batch "
+		                  "completed', ended = strftime('%Y-%m-%dT%H:%M:%fZ', "
+		                  "'now') WHERE status = 'running'");
+		if (store_step_done(st) == 0)
+			store_commit(s);
+		else
+			store_rollback(s);
+	}
+	reconcile_set_audit_interval(r, d->cfg.audit_interval_s);
+	*out = r;
+	sync_units(r);
+	reconcile_kick(r);
+	return 0;
+}
+
+void reconcile_free(struct reconciler *r)
+{
+	if (!r)
+		return;
+	while (r->units) {
+		struct unit *u = r->units;
+		r->units = u->next;
+		unit_free(u);
+	}
+	if (r->ev_pass)
+		event_free(r->ev_pass);
+	if (r->ev_audit)
+		event_free(r->ev_audit);
+	if (r->ev_states)
+		event_free(r->ev_states);
+	free(r);
+}
+
+json_t *reconcile_unit_json(struct reconciler *r, int64_t ocs_id)
+{
+	struct unit *u = unit_by_id(r, ocs_id);
+	if (!u)
+		return NULL;
+	json_t *down = json_array();
+	sqlite3_stmt *st =
+	    store_stmt(store_of(r), "SELECT port FROM ocs_port_down WHERE ocs_id = ? "
+	                            "ORDER BY port");
+	sqlite3_bind_int64(st, 1, ocs_id);
+	while (sqlite3_step(st) == SQLITE_ROW)
+		json_array_append_new(down, json_integer(sqlite3_column_int64(st, 0)));
+	sqlite3_reset(st);
+	return json_pack("{s:s, s:s?, s:b, s:b, s:o, s:o, s:o, s:o}", "state", conn_name(u->conn),
+	                 "last_error", u->last_error[0] ? u->last_error : NULL, "read_back",
+	                 u->have_actual, "in_sync", u->have_actual && u->in_sync && !u->busy,
+	                 "actual", xcs_json(u->actual, u->nactual), "partial",
+	                 flows_json(u->partial, u->npartial), "foreign",
+	                 flows_json(u->foreign, u->nforeign), "ports_down", down);
+}
+
+bool reconcile_all_in_sync(struct reconciler *r)
+{
+	for (struct unit *u = r->units; u; u = u->next)
+		if (u->conn != OCS_CONN_UP || !u->have_actual || !u->in_sync || u->busy || u->op_id)
+			return false;
+	return true;
+}
+
+uint64_t reconcile_generation(const struct reconciler *r)
+{
+	return r->generation;
+}
+
+int reconcile_inject(struct reconciler *r, int64_t ocs_id, const struct ocs_fault *fault)
+{
+	struct unit *u = unit_by_id(r, ocs_id);
+	if (!u || !u->h)
+		return -ENOENT;
+	if (!u->ops->inject)
+		return -EOPNOTSUPP;
+	int rc = u->ops->inject(u->h, fault);
+	/* A change behind the controller's back is found by the audit, not announced. */
+	return rc;
+}

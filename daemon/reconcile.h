@@ -1,0 +1,67 @@
+/*
+ * The reconciler: keeps every OCS unit holding exactly the cross-connects the
+ * stored fabrics ask of it.
+ *
+ * One driver instance per OCS unit of the topology (opened, reopened and
+ * closed as units come, change and go). Per unit: read back what it holds,
+ * diff against the desired cross-connects (planner/plan_diff.h: removals
+ * before additions), send at most one batch at a time, record it as an
+ * operation, read back again, repeat until equal. It runs on every change
+ * (reconcile_kick), on driver (re)connect, after a failed batch with backoff,
+ * and on a periodic audit that repairs drift. After every read it checks
+ * isolation (no cross-connect between two fabrics, or a fabric and a port of
+ * none) and derives every fabric's state: pending, applying, applied,
+ * degraded (in sync with pairs missing) or failed (with the error).
+ *
+ * Loop thread only. Writes to the store in its own short transactions, never
+ * while a request's transaction is open (requests never leave one open).
+ */
+#ifndef OFCD_RECONCILE_H
+#define OFCD_RECONCILE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ocs_driver.h"
+
+struct ofcd;
+struct reconciler;
+
+/**
+ * Creates the reconciler, marks operations a crash left running as
+ * interrupted, opens a driver per OCS unit and schedules the first pass.
+ * Returns 0 or -errno.
+ */
+int reconcile_init(struct ofcd *d, struct reconciler **out);
+
+/** Closes every driver instance and frees r. NULL is fine. */
+void reconcile_free(struct reconciler *r);
+
+/** Schedules a pass soon (coalesced): call after any change of desired state or topology. */
+void reconcile_kick(struct reconciler *r);
+
+/** Number of passes started so far: a change committed now is seen by pass generation + 1. */
+uint64_t reconcile_generation(const struct reconciler *r);
+
+/** Re-arms the audit timer after [reconcile] audit_interval changed. */
+void reconcile_set_audit_interval(struct reconciler *r, unsigned seconds);
+
+/**
+ * The live view of a unit: {"state": connection state, "last_error",
+ * "in_sync", "actual": [[a,b]...], "partial": [[in,out]...], "foreign":
+ * [[in,out]...], "ports_down": [...]}. NULL when the unit is unknown.
+ */
+json_t *reconcile_unit_json(struct reconciler *r, int64_t ocs_id);
+
+/** True when every unit has been read back and holds exactly its desired set. */
+bool reconcile_all_in_sync(struct reconciler *r);
+
+/**
+ * Injects a fault into a unit's driver. Returns 0, -ENOENT (no such unit
+ * instance), -EOPNOTSUPP (the driver has no fault injection) or the driver's
+ * error.
+ */
+int reconcile_inject(struct reconciler *r, int64_t ocs_id, const struct ocs_fault *fault);
+
+#endif

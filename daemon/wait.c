@@ -1,0 +1,157 @@
+#include "wait.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "ofcd.h"
+#include "reconcile.h"
+#include "topo.h"
+
+struct waiter {
+	struct ofcd *d;
+	struct api_req *req;
+	char fabric[65];
+	enum wait_mode mode;
+	uint64_t generation; /* WAIT_REMOVED: a pass at least this new must have run */
+	struct event *deadline;
+	struct waiter *next, *prev;
+};
+
+static struct waiter *waiters; /* one daemon per process: the list is process-wide */
+
+int wait_parse(struct api_req *req, double *seconds)
+{
+	const char *v = api_query(req, "wait");
+	*seconds = 0;
+	if (!v)
+		return 0;
+	char *end;
+	double s = strtod(v, &end);
+	if (!v[0] || *end || !isfinite(s) || s < 0 || s > WAIT_MAX_S) {
+		api_error(req, OFCD_E_INVALID_FIELD, "wait",
+		          "wait must be 0 to %d seconds, got \"%s\"", WAIT_MAX_S, v);
+		return -EINVAL;
+	}
+	*seconds = s;
+	return 0;
+}
+
+static bool final(const char *state)
+{
+	return state && (strcmp(state, "applied") == 0 || strcmp(state, "degraded") == 0 ||
+	                 strcmp(state, "failed") == 0);
+}
+
+static bool done(struct waiter *w)
+{
+	struct ofcd *d = w->d;
+	if (w->mode == WAIT_REMOVED)
+		return reconcile_generation(d->reconciler) >= w->generation &&
+		       reconcile_all_in_sync(d->reconciler);
+	int64_t id = topo_fabric_id(d->store, w->fabric);
+	if (!id)
+		return true; /* deleted meanwhile: nothing more will happen */
+	json_t *f = topo_fabric_json(d->store, id);
+	bool fin = final(json_string_value(json_object_get(f, "state")));
+	json_decref(f);
+	return fin;
+}
+
+/* The reply of the moment: the fabric's view, or for a removal how far it got. */
+static void refresh(struct waiter *w)
+{
+	struct ofcd *d = w->d;
+	unsigned status = w->req->status;
+	if (w->mode == WAIT_REMOVED) {
+		bool gone = done(w);
+		api_reply(w->req, status,
+		          json_pack("{s:s, s:s}", "deleted", w->fabric, "state",
+		                    gone ? "removed" : "removing"));
+		return;
+	}
+	int64_t id = topo_fabric_id(d->store, w->fabric);
+	json_t *f = id ? topo_fabric_json(d->store, id) : NULL;
+	if (f)
+		api_reply(w->req, status, f);
+}
+
+static void unlink_waiter(struct waiter *w)
+{
+	if (w->prev)
+		w->prev->next = w->next;
+	else if (waiters == w)
+		waiters = w->next;
+	if (w->next)
+		w->next->prev = w->prev;
+	event_free(w->deadline);
+	free(w);
+}
+
+static void finish(struct waiter *w)
+{
+	struct api_req *req = w->req;
+	refresh(w);
+	unlink_waiter(w);
+	api_resume(req);
+}
+
+static void on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	finish(arg);
+}
+
+static void on_abort(struct api_req *req, bool conn_closed)
+{
+	struct waiter *w = req->wait_arg;
+	if (!conn_closed)
+		refresh(w);
+	unlink_waiter(w);
+}
+
+void wait_fabric(struct api_req *req, const char *name, enum wait_mode mode, double seconds)
+{
+	struct ofcd *d = req->d;
+	struct waiter *w = calloc(1, sizeof(*w));
+	if (!w)
+		return; /* the reply already set is an honest answer */
+	w->d = d;
+	w->req = req;
+	w->mode = mode;
+	snprintf(w->fabric, sizeof(w->fabric), "%s", name);
+	/* The change is committed after the handler returns; the pass that sees it comes later. */
+	w->generation = reconcile_generation(d->reconciler) + 1;
+	if (seconds <= 0 || (mode == WAIT_FINAL_STATE && done(w))) {
+		free(w);
+		return;
+	}
+	w->deadline = evtimer_new(d->base, on_deadline, w);
+	struct timeval tv = { .tv_sec = (time_t)seconds,
+		              .tv_usec = (suseconds_t)((seconds - floor(seconds)) * 1e6) };
+	if (!w->deadline || evtimer_add(w->deadline, &tv) < 0) {
+		if (w->deadline)
+			event_free(w->deadline);
+		free(w);
+		return;
+	}
+	w->next = waiters;
+	if (waiters)
+		waiters->prev = w;
+	waiters = w;
+	api_suspend(req, on_abort, w);
+}
+
+void wait_check(struct ofcd *d)
+{
+	for (struct waiter *w = waiters, *next; w; w = next) {
+		next = w->next;
+		if (w->d == d && done(w))
+			finish(w);
+	}
+}

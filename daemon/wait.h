@@ -1,0 +1,41 @@
+/*
+ * ?wait=SECONDS on fabric routes: the reply is held (suspended connection, no
+ * thread) until the fabric reaches a final state (applied, degraded, failed),
+ * or, after a deletion, until every OCS unit holds exactly what is desired,
+ * or until the time runs out; then it carries the state of that moment.
+ * Loop thread only.
+ */
+#ifndef OFCD_WAIT_H
+#define OFCD_WAIT_H
+
+#include <stdint.h>
+
+struct ofcd;
+struct api_req;
+
+#define WAIT_MAX_S 60
+
+/** What a waiter waits for. */
+enum wait_mode {
+	WAIT_FINAL_STATE, /**< the fabric's state is applied, degraded or failed */
+	WAIT_REMOVED,     /**< the deleted fabric's cross-connects are gone everywhere */
+};
+
+/**
+ * Reads ?wait: 0 when absent, else the seconds (0..60, decimals allowed).
+ * On a bad value replies 400 naming "wait" and returns -EINVAL.
+ */
+int wait_parse(struct api_req *req, double *seconds);
+
+/**
+ * Holds req (whose reply is already set to what it would say now) until the
+ * condition holds for fabric `name` or `seconds` pass, then replaces the body
+ * with the fabric's view of that moment (status kept). Returns without
+ * suspending when the condition already holds.
+ */
+void wait_fabric(struct api_req *req, const char *name, enum wait_mode mode, double seconds);
+
+/** Re-checks every waiter; called whenever fabric states or unit sync may have changed. */
+void wait_check(struct ofcd *d);
+
+#endif

@@ -1,0 +1,232 @@
+"""Reconciler with sim OCS units: apply, operations, faults, drift, isolation, events, waits."""
+import json
+import threading
+import time
+
+import pytest
+import requests
+
+from conftest import Daemon, error_of
+
+FAULTS = "[debug]\nfaults = true\n[reconcile]\naudit_interval = 1\n"
+
+
+@pytest.fixture
+def sim(tmp_path):
+    d = Daemon(tmp_path, extra=FAULTS).start()
+    for u in range(2):
+        assert d.post("/v1/ocs", {"name": f"ocs{u}", "driver": "sim", "ports": 64}).status_code == 201
+    for s in range(8):
+        assert d.post("/v1/servers", {"name": f"srv{s}", "devices": 8}).status_code == 201
+    assert d.put("/v1/wiring", {"rule": "plane-per-ocs"}).status_code == 200
+    yield d
+    d.stop()
+
+
+def fault(d, unit, **body):
+    r = d.post(f"/v1/ocs/{unit}/faults", body)
+    assert r.status_code == 200, r.text
+
+
+def wait_for(pred, timeout=10, step=0.05):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(step)
+    return pred()
+
+
+def in_sync(d, unit):
+    return d.get(f"/v1/ocs/{unit}/cross-connects").json()["in_sync"]
+
+
+def test_apply_and_read_back(sim):
+    r = sim.post("/v1/fabrics?wait=10", {"name": "a", "servers": ["srv0", "srv1", "srv2", "srv3", "srv4"]})
+    assert r.status_code == 201 and r.json()["state"] == "applied"
+    for unit in ("ocs0", "ocs1"):
+        x = sim.get(f"/v1/ocs/{unit}/cross-connects").json()
+        assert x["desired"] == x["actual"] and x["in_sync"] is True and x["foreign"] == []
+        o = sim.get(f"/v1/ocs/{unit}").json()
+        assert o["connection"]["state"] == "connected" and o["connection"]["last_error"] is None
+    ops = sim.get("/v1/operations?fabric=a").json()["operations"]
+    assert ops and all(op["status"] == "succeeded" and op["fabrics"] == ["a"] for op in ops)
+    assert sum(op["nadds"] for op in ops) == 10
+    one = sim.get(f"/v1/operations/{ops[0]['id']}").json()
+    assert len(one["adds"]) == one["nadds"] and one["deletes"] == [] and one["ended"]
+    assert sim.get("/v1/operations/999999").status_code == 404
+    assert sim.get("/v1/operations/abc").status_code == 404
+    assert sim.get("/v1/operations?limit=0").status_code == 400
+    assert sim.get("/v1/operations?fabric=a/b").status_code == 400
+    # Delete with wait: every unit ends holding nothing.
+    r = sim.delete("/v1/fabrics/a?wait=10")
+    assert r.status_code == 200 and r.json() == {"deleted": "a", "state": "removed"}
+    for unit in ("ocs0", "ocs1"):
+        x = sim.get(f"/v1/ocs/{unit}/cross-connects").json()
+        assert x["desired"] == [] and x["actual"] == []
+
+
+def test_wait_validation(sim):
+    for bad in ("abc", "61", "-1", ""):
+        r = sim.get(f"/v1/fabrics?wait={bad}")  # list ignores wait; the fabric routes check it
+        r = sim.post(f"/v1/fabrics?wait={bad}", {"name": "w", "servers": ["srv0"]})
+        assert r.status_code == 400 and error_of(r)["field"] == "wait", bad
+    assert sim.get("/v1/fabrics/w").status_code == 404
+
+
+def test_states_progress_with_delay(sim):
+    fault(sim, "ocs0", kind="delay", count=400)
+    fault(sim, "ocs1", kind="delay", count=400)
+    r = sim.post("/v1/fabrics", {"name": "slow", "servers": ["srv0", "srv1", "srv2", "srv3"]})
+    assert r.json()["state"] == "pending"
+    assert wait_for(lambda: sim.get("/v1/fabrics/slow").json()["state"] == "applying", timeout=3)
+    t0 = time.time()
+    f = sim.get("/v1/fabrics/slow?wait=10").json()
+    assert f["state"] == "applied" and time.time() - t0 < 5
+    # A wait that runs out answers with the state of that moment.
+    fault(sim, "ocs0", kind="delay", count=3000)
+    fault(sim, "ocs1", kind="delay", count=3000)
+    sim.put("/v1/servers/srv0/devices/0", {"state": "failed"})
+    t0 = time.time()
+    f = sim.get("/v1/fabrics/slow?wait=0.5").json()
+    assert 0.4 < time.time() - t0 < 2.5
+    assert f["state"] in ("pending", "applying")
+
+
+def test_failed_batches_then_recovery(sim):
+    fault(sim, "ocs0", kind="fail_batches", count=3)
+    seen = []
+    f = sim.post("/v1/fabrics?wait=20", {"name": "f", "servers": ["srv0", "srv1", "srv2"]}).json()
+    assert f["state"] == "applied", f
+    ops = sim.get("/v1/operations?ocs=ocs0").json()["operations"]
+    statuses = [op["status"] for op in reversed(ops)]
+    assert statuses[:3] == ["failed"] * 3 and statuses[-1] == "succeeded"
+    assert all(op["error"] for op in ops if op["status"] == "failed")
+    assert [op["trigger"] for op in reversed(ops)][1:3] == ["retry", "retry"]
+
+
+def test_persistent_failure_is_honest(sim):
+    fault(sim, "ocs1", kind="fail_batches", count=6)
+    f = sim.post("/v1/fabrics?wait=15", {"name": "f", "servers": ["srv0", "srv1", "srv2", "srv3"]}).json()
+    assert f["state"] == "failed" and "ocs1" in f["error"]
+    # Once the unit recovers the retries bring it to applied, and the error goes.
+    f = wait_for(lambda: (lambda x: x if x["state"] == "applied" else None)(sim.get("/v1/fabrics/f").json()), timeout=40)
+    assert f and "error" not in f
+
+
+def test_partial_batch(sim):
+    fault(sim, "ocs0", kind="partial", count=2)
+    f = sim.post("/v1/fabrics?wait=10", {"name": "p", "servers": [f"srv{i}" for i in range(6)]}).json()
+    assert f["state"] == "applied"
+    assert in_sync(sim, "ocs0")
+
+
+def test_disconnect(sim):
+    sim.post("/v1/fabrics?wait=10", {"name": "d", "servers": ["srv0", "srv1", "srv2"]})
+    fault(sim, "ocs0", kind="disconnect")
+    assert wait_for(lambda: sim.get("/v1/ocs/ocs0").json()["connection"]["state"] == "connected", 5)
+    assert sim.get("/v1/fabrics/d?wait=5").json()["state"] == "applied"
+    # A disconnect in the middle of a batch.
+    fault(sim, "ocs1", kind="delay", count=300)
+    sim.post("/v1/fabrics", {"name": "e", "servers": ["srv3", "srv4", "srv5", "srv6"]})
+    time.sleep(0.1)
+    fault(sim, "ocs1", kind="disconnect")
+    assert sim.get("/v1/fabrics/e?wait=10").json()["state"] == "applied"
+    assert in_sync(sim, "ocs1")
+
+
+def test_drift_repaired_by_audit(sim):
+    f = sim.post("/v1/fabrics?wait=10", {"name": "a", "servers": ["srv0", "srv1", "srv2", "srv3"]}).json()
+    x, y = sim.get("/v1/ocs/ocs0/cross-connects").json()["desired"][0]
+    drift = lambda n: f"ofcd_drift_repairs_total {n}\n" in sim.get("/metrics").text
+    fault(sim, "ocs0", kind="clear_xc", a=x, b=y)
+    # The next audit (every second here) finds it and puts it back.
+    assert wait_for(lambda: drift(1) and in_sync(sim, "ocs0"), timeout=5)
+    assert [x, y] in sim.get("/v1/ocs/ocs0/cross-connects").json()["actual"]
+    # A cross-connect added by hand between two free ports is removed.
+    fault(sim, "ocs0", kind="set_xc", a=60, b=61)
+    assert wait_for(lambda: drift(2) and in_sync(sim, "ocs0"), timeout=5)
+    assert [60, 61] not in sim.get("/v1/ocs/ocs0/cross-connects").json()["actual"]
+    audits = [op for op in sim.get("/v1/operations?ocs=ocs0").json()["operations"] if op["trigger"] == "audit"]
+    assert len(audits) == 2
+
+
+def test_isolation_violation_removed(sim):
+    a = sim.post("/v1/fabrics?wait=10", {"name": "a", "servers": ["srv0", "srv1"]}).json()
+    b = sim.post("/v1/fabrics?wait=10", {"name": "b", "servers": ["srv2", "srv3"]}).json()
+    # Join a port of fabric a to a port of fabric b behind the controller's back.
+    pa = next(l["a"]["ocs_port"] for l in a["links"] if l["a"]["ocs"] == "ocs0")
+    pb = next(l["a"]["ocs_port"] for l in b["links"] if l["a"]["ocs"] == "ocs0")
+    events = []
+    stop = threading.Event()
+
+    def listen():
+        with requests.get(sim.url("/v1/events"), stream=True, timeout=10) as r:
+            for line in r.iter_lines():
+                if line.startswith(b"data: "):
+                    events.append(json.loads(line[6:]))
+                if stop.is_set():
+                    return
+    t = threading.Thread(target=listen, daemon=True)
+    t.start()
+    time.sleep(0.2)
+    fault(sim, "ocs0", kind="set_xc", a=pa, b=pb)
+    assert wait_for(lambda: any(e.get("cross_connect") == sorted([pa, pb]) for e in events), timeout=5)
+    v = next(e for e in events if e.get("cross_connect"))
+    assert sorted(v["fabrics"]) == ["a", "b"] and v["ocs"] == "ocs0"
+    assert wait_for(lambda: sim.get("/v1/fabrics/a?wait=5").json()["state"] == "applied"
+                    and sim.get("/v1/fabrics/b").json()["state"] == "applied"
+                    and in_sync(sim, "ocs0"), timeout=5)
+    assert sorted([pa, pb]) not in sim.get("/v1/ocs/ocs0/cross-connects").json()["actual"]
+    assert "ofcd_isolation_violations_total 1" in sim.get("/metrics").text
+    stop.set()
+
+
+def test_event_stream(sim):
+    events = []
+
+    def listen(path):
+        with requests.get(sim.url(path), stream=True, timeout=10) as r:
+            assert r.headers["Content-Type"] == "text/event-stream"
+            kind = None
+            for line in r.iter_lines():
+                if line.startswith(b"event: "):
+                    kind = line[7:].decode()
+                elif line.startswith(b"data: "):
+                    events.append((path, kind, json.loads(line[6:])))
+    for path in ("/v1/events", "/v1/events?fabric=other"):
+        threading.Thread(target=listen, args=(path,), daemon=True).start()
+    time.sleep(0.3)
+    sim.post("/v1/fabrics?wait=10", {"name": "ev", "servers": ["srv0", "srv1", "srv2"]})
+    assert wait_for(lambda: any(k == "fabric_state" and e["state"] == "applied" for _, k, e in events), 5)
+    kinds = [k for p, k, _ in events if p == "/v1/events"]
+    assert "operation" in kinds and "fabric_state" in kinds
+    states = [e["state"] for p, k, e in events if k == "fabric_state" and p == "/v1/events"]
+    assert states[-1] == "applied" and "applying" in states
+    # The filtered stream saw none of it.
+    assert not [e for p, _, e in events if p == "/v1/events?fabric=other"]
+    assert sim.get("/v1/events?fabric=a/b").status_code == 400
+
+
+def test_faults_disabled(daemon):
+    daemon.post("/v1/ocs", {"name": "u", "ports": 8})
+    r = daemon.post("/v1/ocs/u/faults", {"kind": "disconnect"})
+    assert r.status_code == 404 and "faults = true" in error_of(r)["message"]
+
+
+def test_fault_input(sim):
+    assert sim.post("/v1/ocs/ocs0/faults", {"kind": "melt"}).status_code == 400
+    assert sim.post("/v1/ocs/ocs0/faults", {"kind": "set_xc", "a": 1}).status_code == 400
+    assert sim.post("/v1/ocs/nope/faults", {"kind": "disconnect"}).status_code == 404
+
+
+def test_restart_reapplies(sim):
+    sim.post("/v1/fabrics?wait=10", {"name": "r", "servers": [f"srv{i}" for i in range(8)]})
+    before = {u: sim.get(f"/v1/ocs/{u}/cross-connects").json()["desired"] for u in ("ocs0", "ocs1")}
+    sim.restart()
+    # sim units live in the daemon: after a restart they start empty and are filled again.
+    assert sim.get("/v1/fabrics/r?wait=10").json()["state"] == "applied"
+    for u in ("ocs0", "ocs1"):
+        x = sim.get(f"/v1/ocs/{u}/cross-connects").json()
+        assert x["desired"] == before[u] == x["actual"]
