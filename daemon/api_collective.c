@@ -43,9 +43,9 @@ struct fab {
 	bool one_switch;   /* every member reaches the same switch */
 	bool sw_aggregating, sw_offload;
 	uint32_t sw_buffer, sw_window;
-	struct fab_circuit *circuits;
+	struct fab_circuit *circuits; /* NULL when loaded without details */
 	size_t ncircuits;
-	int32_t *pair;       /* m x m: circuit joining two positions, or -1 */
+	int32_t *pair;       /* m x m: index of the circuit joining two positions, or -1 */
 	uint32_t min_degree; /* fewest servers one member has a circuit to */
 	uint64_t missing;    /* server pairs without a circuit */
 };
@@ -110,18 +110,25 @@ static int fab_load_members(struct store *s, int64_t id, struct fab *f)
 	return rc;
 }
 
-static int fab_load_circuits(struct store *s, int64_t id, struct fab *f)
+/*
+ * Choosing an algorithm needs only which server pairs are joined; a schedule
+ * also needs each circuit's devices and ports (details).
+ */
+static int fab_load_circuits(struct store *s, int64_t id, struct fab *f, bool details)
 {
-	sqlite3_stmt *st = store_stmt(s, "SELECT c.plane, c.a_pos, c.a_device, c.a_port, "
-	                                 "c.a_ocs_port, c.b_pos, c.b_device, c.b_port, "
-	                                 "c.b_ocs_port, o.name FROM circuit c JOIN ocs o "
-	                                 "ON o.id = c.ocs_id WHERE c.fabric_id = ? "
-	                                 "ORDER BY c.plane, c.a_pos");
-	size_t m = f->m, cap = 0;
-	int step, rc = 0;
+	sqlite3_stmt *st =
+	    details ? store_stmt(s, "SELECT c.a_pos, c.b_pos, c.plane, c.a_device, c.a_port, "
+	                            "c.a_ocs_port, c.b_device, c.b_port, c.b_ocs_port, o.name "
+	                            "FROM circuit c JOIN ocs o ON o.id = c.ocs_id "
+	                            "WHERE c.fabric_id = ?")
+	            : store_stmt(s, "SELECT a_pos, b_pos FROM circuit WHERE fabric_id = ?");
+	size_t m = f->m, pairs = m > 1 ? m * (m - 1) / 2 : 1;
+	int step;
 
 	f->pair = malloc((m ? m * m : 1) * sizeof(*f->pair));
-	if (!f->pair)
+	/* One circuit per pair at most is kept, so this never grows. */
+	f->circuits = details ? malloc(pairs * sizeof(*f->circuits)) : NULL;
+	if (!f->pair || (details && !f->circuits))
 		return -ENOMEM;
 	for (size_t i = 0; i < m * m; i++)
 		f->pair[i] = -1;
@@ -129,35 +136,27 @@ static int fab_load_circuits(struct store *s, int64_t id, struct fab *f)
 		return -EIO;
 	sqlite3_bind_int64(st, 1, id);
 	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-		struct fab_circuit c = { .plane = (uint32_t)sqlite3_column_int64(st, 0) };
-		for (int e = 0; e < 2; e++) {
-			c.pos[e] = (uint32_t)sqlite3_column_int64(st, 1 + 4 * e);
-			c.device[e] = (uint32_t)sqlite3_column_int64(st, 2 + 4 * e);
-			c.port[e] = (uint32_t)sqlite3_column_int64(st, 3 + 4 * e);
-			c.ocs_port[e] = (uint32_t)sqlite3_column_int64(st, 4 + 4 * e);
-		}
-		snprintf(c.ocs, sizeof(c.ocs), "%s", sqlite3_column_text(st, 9));
-		if (c.pos[0] >= m || c.pos[1] >= m || c.pos[0] == c.pos[1] ||
-		    f->pair[c.pos[0] * m + c.pos[1]] >= 0)
+		uint32_t a = (uint32_t)sqlite3_column_int64(st, 0);
+		uint32_t b = (uint32_t)sqlite3_column_int64(st, 1);
+		if (a >= m || b >= m || a == b || f->pair[a * m + b] >= 0)
 			continue;
-		if (f->ncircuits == cap) {
-			cap = cap ? cap * 2 : 64;
-			struct fab_circuit *n = realloc(f->circuits, cap * sizeof(*n));
-			if (!n) {
-				rc = -ENOMEM;
-				break;
+		if (details) {
+			struct fab_circuit *c = &f->circuits[f->ncircuits];
+			c->pos[0] = a;
+			c->pos[1] = b;
+			c->plane = (uint32_t)sqlite3_column_int64(st, 2);
+			for (int e = 0; e < 2; e++) {
+				c->device[e] = (uint32_t)sqlite3_column_int64(st, 3 + 3 * e);
+				c->port[e] = (uint32_t)sqlite3_column_int64(st, 4 + 3 * e);
+				c->ocs_port[e] = (uint32_t)sqlite3_column_int64(st, 5 + 3 * e);
 			}
-			f->circuits = n;
+			snprintf(c->ocs, sizeof(c->ocs), "%s", sqlite3_column_text(st, 9));
 		}
-		f->pair[c.pos[0] * m + c.pos[1]] = (int32_t)f->ncircuits;
-		f->pair[c.pos[1] * m + c.pos[0]] = (int32_t)f->ncircuits;
-		f->circuits[f->ncircuits++] = c;
+		f->pair[a * m + b] = f->pair[b * m + a] = (int32_t)f->ncircuits++;
 	}
-	if (rc == 0 && step != SQLITE_DONE)
-		rc = -EIO;
 	sqlite3_reset(st);
-	if (rc)
-		return rc;
+	if (step != SQLITE_DONE)
+		return -EIO;
 	f->min_degree = m > 1 ? (uint32_t)m - 1 : 0;
 	for (size_t a = 0; a < m; a++) {
 		uint32_t deg = 0;
@@ -171,7 +170,7 @@ static int fab_load_circuits(struct store *s, int64_t id, struct fab *f)
 	return 0;
 }
 
-static int fab_load(struct store *s, int64_t id, struct fab *f)
+static int fab_load(struct store *s, int64_t id, struct fab *f, bool details)
 {
 	sqlite3_stmt *st = store_stmt(s, "SELECT name, revision FROM fabric WHERE id = ?");
 	int rc;
@@ -189,7 +188,7 @@ static int fab_load(struct store *s, int64_t id, struct fab *f)
 	sqlite3_reset(st);
 	rc = fab_load_members(s, id, f);
 	if (!rc)
-		rc = fab_load_circuits(s, id, f);
+		rc = fab_load_circuits(s, id, f, details);
 	if (rc)
 		fab_free(f);
 	return rc;
@@ -385,8 +384,11 @@ static int fab_check_candidates(const struct fab *f, const struct coll_params *p
 			} else {
 				int rc = coll_generate(sel->collective, cd->algorithm, f->m,
 				                       f->devices, bytes, p, &sch, NULL);
-				if (rc == -ENOMEM)
+				if (rc == -ENOMEM) {
+					coll_schedule_free(&sch);
 					return rc;
+				}
+				/* Past the schedule size limit the per-server count has to do. */
 				if (rc == 0 && schedule_first_missing(&sch, f, &a, &b) == 0) {
 					refuse = true;
 					snprintf(cd->reason, sizeof(cd->reason),
@@ -465,7 +467,7 @@ static int select_size(struct api_req *req, json_t *body, struct fab *f, uint64_
 		api_error(req, OFCD_E_UNPROCESSABLE, "fabric", "no fabric %s", fname);
 		return -EINVAL;
 	}
-	int rc = fab_load(req->d->store, id, f);
+	int rc = fab_load(req->d->store, id, f, false);
 	if (rc < 0) {
 		api_error(req, rc == -ENOMEM ? OFCD_E_INTERNAL : OFCD_E_STORE, NULL,
 		          "cannot read fabric %s", fname);
@@ -763,7 +765,7 @@ void api_fabric_schedule(struct api_req *req)
 	}
 	if (query_bytes(req, &bytes) < 0)
 		return;
-	int rc = fab_load(s, id, &f);
+	int rc = fab_load(s, id, &f, true);
 	if (rc < 0) {
 		api_error(req, rc == -ENOMEM ? OFCD_E_INTERNAL : OFCD_E_STORE, NULL,
 		          "cannot read fabric %s", req->params[0]);

@@ -198,6 +198,15 @@ static int parse_server(struct api_req *req, json_t *o, const char *prefix, stru
 	    api_get_bool(req, o, prefix, "offload", false, &out->offload) < 0 ||
 	    api_get_name(req, o, prefix, "switch", false, &out->sw) < 0)
 		return -EINVAL;
+	if (out->intra == 1 && out->devices % 2) {
+		char f[96];
+		api_field(f, sizeof(f), prefix, "devices");
+		api_error(req, OFCD_E_INVALID_FIELD, f,
+			  "%s: a two-groups server has two equal groups, so an even device count, got "
+			  "%llu",
+			  f, (unsigned long long)out->devices);
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -659,8 +668,7 @@ void api_topology_put(struct api_req *req)
 		}
 		names[i] = ov[i].name;
 	}
-	/* Like the wiring, switches not given are none: the servers' references name the new set.
-	 */
+	/* Like the wiring, switches not given are none; servers may name only the new ones. */
 	switches = json_object_get(body, "switches");
 	if (api_switches_parse(req, switches, "switches") < 0)
 		goto out;

@@ -241,7 +241,8 @@ static enum MHD_Result send_reply(struct http_req *r)
 		if (resp)
 			a->reply_text = NULL;
 	} else {
-		char *text = json_dumps(a->reply, JSON_COMPACT);
+		/* 15 significant digits: exact to a double's noise, and cheaper to print than 17. */
+		char *text = json_dumps(a->reply, JSON_COMPACT | JSON_REAL_PRECISION(15));
 		size_t len = text ? strlen(text) : 0;
 		char *buf = text ? realloc(text, len + 2) : NULL;
 		if (!buf) {

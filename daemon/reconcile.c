@@ -49,7 +49,8 @@ struct unit {
 	struct ocs_flow *partial, *foreign;
 	size_t npartial, nforeign;
 
-	int64_t op_id;     /* operation in flight, 0 if none */
+	const char *trigger; /* why the next batch is sent: startup, change, connect, audit, retry */
+	int64_t op_id;	     /* operation in flight, 0 if none */
 	unsigned failures; /* consecutive failed batches */
 	struct event *retry;
 	bool retry_pending;
@@ -62,7 +63,6 @@ struct reconciler {
 	struct event *ev_pass;   /* deferred pass */
 	struct event *ev_audit;  /* periodic audit */
 	struct event *ev_states; /* deferred fabric state update, and its tick */
-	const char *trigger;     /* why the next batches are sent */
 	uint64_t generation;     /* passes started */
 };
 
@@ -229,7 +229,7 @@ static int64_t op_start(struct reconciler *r, struct unit *u, const struct plan_
 		                  "nadds, ndeletes, status) VALUES (?, ?, ?, ?, ?, ?, "
 		                  "'running')");
 		sqlite3_bind_text(st, 1, u->name, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, r->trigger, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, u->trigger, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 3, adds, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 4, dels, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 5, (sqlite3_int64)b->nadd);
@@ -320,7 +320,7 @@ static void on_retry(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	u->retry_pending = false;
-	u->r->trigger = "retry";
+	u->trigger = "retry";
 	drive(u);
 }
 
@@ -436,7 +436,7 @@ static void on_read(void *arg, int status, const char *err, const struct ocs_rea
 		events_emit(r->d->events, "drift",
 		            json_pack("{s:s, s:I, s:I}", "ocs", u->name, "held_before",
 		                      (json_int_t)u->nactual, "held_now", (json_int_t)rb->nxcs));
-		r->trigger = "audit";
+		u->trigger = "audit";
 	}
 	struct plan_xc *actual = malloc((rb->nxcs ? rb->nxcs : 1) * sizeof(*actual));
 	struct ocs_flow *partial = malloc((rb->npartial ? rb->npartial : 1) * sizeof(*partial));
@@ -497,7 +497,7 @@ static void on_conn_state(void *arg, enum ocs_conn_state state, const char *err)
 		/* Whatever the unit held while we were away: read it before changing it. */
 		u->have_actual = false;
 		u->in_sync = false;
-		r->trigger = "connect";
+		u->trigger = "connect";
 		reconcile_kick(r);
 	} else if (old == OCS_CONN_UP) {
 		clock_gettime(CLOCK_MONOTONIC, &u->down_since);
@@ -585,6 +585,7 @@ static struct unit *unit_new(struct reconciler *r, sqlite3_stmt *st)
 	snprintf(u->driver, sizeof(u->driver), "%s", sqlite3_column_text(st, 2));
 	snprintf(u->endpoint, sizeof(u->endpoint), "%s", sqlite3_column_text(st, 3));
 	u->ports = (uint32_t)sqlite3_column_int64(st, 4);
+	u->trigger = "startup";
 	u->peer = calloc((size_t)u->ports + 1, sizeof(*u->peer));
 	u->retry = evtimer_new(r->d->base, on_retry, u);
 	if (!u->peer || !u->retry) {
@@ -689,6 +690,7 @@ static void drive(struct unit *u)
 
 	json_t *fabrics = NULL;
 	u->op_id = op_start(r, u, &b, &fabrics);
+	u->trigger = "change";
 	struct ocs_xc *del = malloc((b.ndel ? b.ndel : 1) * sizeof(*del));
 	struct ocs_xc *add = malloc((b.nadd ? b.nadd : 1) * sizeof(*add));
 	if (del && add) {
@@ -698,7 +700,7 @@ static void drive(struct unit *u)
 			add[i] = (struct ocs_xc){ b.add[i].a, b.add[i].b };
 		struct ocs_batch batch = { .del = del, .ndel = b.ndel, .add = add, .nadd = b.nadd };
 		log_debug("reconcile", "%s: batch of %zu removals, %zu additions (%s)", u->name,
-		          b.ndel, b.nadd, r->trigger);
+		          b.ndel, b.nadd, u->trigger);
 		u->busy = true;
 		int rc = u->ops->apply(u->h, &batch, on_apply, u);
 		if (rc < 0) {
@@ -726,7 +728,6 @@ static void on_pass(evutil_socket_t fd, short what, void *arg)
 	sync_units(r);
 	for (struct unit *u = r->units; u; u = u->next)
 		drive(u);
-	r->trigger = "change";
 	schedule_states(r);
 }
 
@@ -896,7 +897,6 @@ int reconcile_init(struct ofcd *d, struct reconciler **out)
 	if (!r)
 		return -ENOMEM;
 	r->d = d;
-	r->trigger = "startup";
 	r->ev_pass = event_new(d->base, -1, 0, on_pass, r);
 	r->ev_audit = event_new(d->base, -1, EV_PERSIST, on_audit, r);
 	r->ev_states = evtimer_new(d->base, on_states, r);

@@ -37,3 +37,6 @@ CREATE TABLE ocs_port_down (
 	port INTEGER NOT NULL,
 	PRIMARY KEY (ocs_id, port)
 );
+
+-- Pipeline pricing looks circuits up by the pair of server positions.
+CREATE INDEX circuit_by_pair ON circuit(fabric_id, a_pos, b_pos);

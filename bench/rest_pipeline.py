@@ -8,7 +8,7 @@ is estimated as 63 x the per-selection time that build/bench/bench_cost
 measures in-process, over the mean request time (target <= 5%): the API has no
 timing field, and the rest of the request is HTTP, JSON and the store.
 
-Usage: python3 bench/bench_pipeline.py OFCD_BINARY [BENCH_COST_BINARY]
+Usage: python3 bench/rest_pipeline.py OFCD_BINARY [BENCH_COST_BINARY]
 (a build directory is accepted for OFCD_BINARY: its ofcd is used). Prints one
 `name: value unit` line per measurement.
 """
@@ -53,7 +53,7 @@ def build_fabric(d):
 
 def main():
     if len(sys.argv) < 2:
-        sys.exit("usage: bench_pipeline.py OFCD_BINARY [BENCH_COST_BINARY]")
+        sys.exit("usage: rest_pipeline.py OFCD_BINARY [BENCH_COST_BINARY]")
     binary = sys.argv[1]
     if os.path.isdir(binary):
         binary = os.path.join(binary, "ofcd")
