@@ -119,7 +119,13 @@ install: $(B)/ofcd
 	for u in packaging/*.service; do \
 		sed 's|@BINDIR@|$(PREFIX)/bin|g; s|@SYSCONFDIR@|$(SYSCONFDIR)|g' $$u \
 			> $(DESTDIR)$(UNITDIR)/$$(basename $$u); done
+	install -D -m 644 packaging/ofcd.sysusers $(DESTDIR)$(PREFIX)/lib/sysusers.d/ofcd.conf
 	install -D -m 640 packaging/ofcd.ini $(DESTDIR)$(SYSCONFDIR)/ofcd/ofcd.ini
+	@# The configuration holds secrets: readable by root and the ofcd group only.
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v systemd-sysusers >/dev/null; then \
+		systemd-sysusers $(PREFIX)/lib/sysusers.d/ofcd.conf && \
+		chgrp ofcd $(SYSCONFDIR)/ofcd/ofcd.ini; \
+	else echo "after installing: systemd-sysusers && chgrp ofcd $(SYSCONFDIR)/ofcd/ofcd.ini"; fi
 	install -D -m 644 schema/ofcd.example.ini $(DESTDIR)$(PREFIX)/share/doc/ofcd/ofcd.example.ini
 
 format:
