@@ -9,8 +9,9 @@ import requests
 
 
 class Ofcd:
-    def __init__(self, binary, extra=""):
-        self.dir = tempfile.TemporaryDirectory(prefix="ofcd-bench-")
+    def __init__(self, binary, extra="", parent=None):
+        # parent: where the temp dir (store, config, log) goes; default the system temp dir
+        self.dir = tempfile.TemporaryDirectory(prefix="ofcd-bench-", dir=parent)
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]

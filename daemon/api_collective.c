@@ -804,13 +804,16 @@ void api_fabric_schedule(struct api_req *req)
 	}
 	if (json_array_size(missing)) {
 		json_t *first = json_array_get(missing, 0);
-		api_error_details(
-		    req, OFCD_E_INFEASIBLE, "algorithm", json_pack("{s:o}", "missing", missing),
-		    "%s needs a circuit between %s and %s (and %zu more pairs), which "
-		    "fabric %s lacks",
-		    aname, json_string_value(json_array_get(first, 0)),
-		    json_string_value(json_array_get(first, 1)), json_array_size(missing) - 1,
-		    f.name);
+		size_t more = json_array_size(missing) - 1;
+		char also[48] = "";
+		if (more)
+			snprintf(also, sizeof(also), " (and %zu more pair%s)", more,
+			         more == 1 ? "" : "s");
+		api_error_details(req, OFCD_E_INFEASIBLE, "algorithm",
+		                  json_pack("{s:o}", "missing", missing),
+		                  "%s needs a circuit between %s and %s%s, which fabric %s lacks",
+		                  aname, json_string_value(json_array_get(first, 0)),
+		                  json_string_value(json_array_get(first, 1)), also, f.name);
 		goto out;
 	}
 	json_decref(missing);
@@ -821,9 +824,7 @@ void api_fabric_schedule(struct api_req *req)
 	json_t *names = json_array();
 	for (uint32_t i = 0; i < f.m; i++)
 		json_array_append_new(names, json_string(f.names[i]));
-	json_t *o = schedule_json(&f, &sch);
-	json_object_update_new(
-	    o,
+	json_t *o =
 	    json_pack("{s:s, s:I, s:s, s:s, s:I, s:o, s:I, s:f, s:{s:I, s:I, s:I, s:I, s:I, "
 	              "s:I}, s:{s:b}}",
 	              "fabric", f.name, "revision", (json_int_t)f.revision, "collective", cname,
@@ -832,7 +833,8 @@ void api_fabric_schedule(struct api_req *req)
 	              (json_int_t)stats.rounds, "transfers", (json_int_t)stats.transfers,
 	              "inter_messages", (json_int_t)stats.inter_messages, "intra_messages",
 	              (json_int_t)stats.intra_messages, "max_degree", (json_int_t)stats.max_degree,
-	              "bytes_sent", (json_int_t)stats.bytes_sent, "check", "valid", 1));
+	              "bytes_sent", (json_int_t)stats.bytes_sent, "check", "valid", 1);
+	json_object_update_new(o, schedule_json(&f, &sch));
 	api_reply(req, 200, o);
 out:
 	coll_schedule_free(&sch);

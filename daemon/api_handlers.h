@@ -19,7 +19,7 @@ void api_metrics(struct api_req *req);
 void api_plan(struct api_req *req);
 /** Replies 422 infeasible: "M servers need n devices per server, each has N". */
 void api_reply_infeasible(struct api_req *req, uint32_t servers, uint32_t min_devices,
-			  uint32_t devices);
+                          uint32_t devices);
 
 /* api_topology.c */
 void api_ocs_create(struct api_req *req);

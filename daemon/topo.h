@@ -128,7 +128,7 @@ int topo_plan_load(struct store *s, int64_t fabric_id, const struct topo_input *
                    struct plan_fabric *plan);
 
 /**
-  * Replaces the stored plan of a fabric (circuits, missing pairs, counts),
+ * Replaces the stored plan of a fabric (circuits, missing pairs, counts),
  * sets its state to base_state (the reconciler takes it from there) and clears
  * its error. When bump is set the revision goes up by one. Returns 0 or -EIO.
  */

@@ -391,9 +391,13 @@ def test_schedule_refusals(daemon):
     r = daemon.get("/v1/fabrics/wide/schedule?collective=alltoall&algorithm=direct&bytes=4096")
     e = error_of(r)
     assert r.status_code == 422 and "72 participants" in e["message"] and "64" in e["message"], r.text
+    assert select(daemon, {"collective": "alltoall", "bytes": 4096, "fabric": "wide"})["devices"] == 9
     # One server has nothing to exchange.
     r = daemon.get("/v1/fabrics/solo/schedule?collective=allreduce&algorithm=ring&bytes=4096")
     assert r.status_code == 422 and "2 servers" in error_of(r)["message"]
+    r = daemon.post("/v1/collective/select", {"collective": "allreduce", "bytes": 4096, "fabric": "solo"})
+    e = error_of(r)
+    assert r.status_code == 422 and e["field"] == "fabric" and "2 servers" in e["message"], r.text
 
 
 def test_bad_inputs(daemon):
