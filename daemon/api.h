@@ -42,6 +42,7 @@ struct api_route {
 	api_handler handler; /**< the code that serves it */
 	enum auth_role role; /**< least role needed when tokens are configured */
 	unsigned flags;      /**< API_F_* */
+	const char *query;   /**< comma-separated query parameters it takes; NULL: none */
 };
 
 #define API_MAX_PARAMS 4

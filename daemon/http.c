@@ -241,7 +241,8 @@ static enum MHD_Result send_reply(struct http_req *r)
 		if (resp)
 			a->reply_text = NULL;
 	} else {
-		/* 15 significant digits: exact to a double's noise, and cheaper to print than 17. */
+		/* 15 significant digits: exact to a double's noise, and cheaper to print than 17.
+		 */
 		char *text = json_dumps(a->reply, JSON_COMPACT | JSON_REAL_PRECISION(15));
 		size_t len = text ? strlen(text) : 0;
 		char *buf = text ? realloc(text, len + 2) : NULL;
@@ -269,6 +270,34 @@ static enum MHD_Result send_reply(struct http_req *r)
 	enum MHD_Result ret = MHD_queue_response(r->conn, a->status, resp);
 	MHD_destroy_response(resp);
 	return ret;
+}
+
+static enum MHD_Result query_name_ok(void *cls, enum MHD_ValueKind kind, const char *key,
+                                     const char *value)
+{
+	struct http_req *r = cls;
+	const char *list = r->api.route->query;
+	size_t n = strlen(key);
+	(void)kind;
+	(void)value;
+	for (const char *p = list; p && *p;) {
+		size_t len = strcspn(p, ",");
+		if (len == n && strncmp(p, key, n) == 0)
+			return MHD_YES;
+		p += len + (p[len] == ',');
+	}
+	if (r->api.status == 0)
+		api_error(&r->api, OFCD_E_INVALID_FIELD, key, "unknown query parameter %s%s%s", key,
+		          list ? "; this route takes: " : "; this route takes none",
+		          list ? list : "");
+	return MHD_NO;
+}
+
+/* A misspelt query parameter is an error, not silently ignored (like unknown JSON members). */
+static bool check_query(struct http_req *r)
+{
+	MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, query_name_ok, r);
+	return r->api.status == 0;
 }
 
 /* Checks that need only the headers; sets an error reply when the request must stop here. */
@@ -313,6 +342,8 @@ static bool check_headers(struct http_req *r, const char *url)
 			api_error(a, OFCD_E_NOT_FOUND, NULL, "no route %s", url);
 		return false;
 	}
+	if (!check_query(r))
+		return false;
 	if (h->d->draining && is_write(r->method)) {
 		api_error(a, OFCD_E_SHUTTING_DOWN, NULL, "the daemon is shutting down");
 		return false;

@@ -290,3 +290,12 @@ def test_bad_input_never_5xx(daemon):
     assert daemon.get("/v1/health").status_code == 200
     assert daemon.get("/v1/ocs").json()["ocs"] == []
     assert daemon.get("/v1/servers").json()["servers"] == []
+
+
+def test_unknown_query_parameter(daemon):
+    r = daemon.get("/v1/ocs?colour=red")
+    assert r.status_code == 400 and error_of(r)["field"] == "colour"
+    assert "takes none" in error_of(r)["message"]
+    r = daemon.get("/v1/fabrics/x?wiat=5")
+    assert r.status_code == 400 and error_of(r)["field"] == "wiat" and "wait" in error_of(r)["message"]
+    assert daemon.get("/v1/operations?limit=5&ocs=a").status_code == 200
