@@ -171,7 +171,7 @@ def test_check_config(tmp_path):
     p = subprocess.run([OFCD_BIN, "-c", str(bad), "--check-config"], capture_output=True, text=True)
     assert p.returncode == 1
     assert f"{bad}:5: [log] verbosity: unknown key" in p.stderr
-    example = os.path.join(os.path.dirname(OFCD_BIN), "../schema/ofcd.example.ini")
+    example = os.path.join(os.path.dirname(__file__), "../../schema/ofcd.example.ini")
     p = subprocess.run([OFCD_BIN, "-c", example, "--check-config"], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
 
