@@ -225,7 +225,7 @@ def bench_sim(build, parent, label):
         print(f"sim_post_nowait_64_{label}: {median(nowait):.2f} ms (POST without wait: plan, verify, store, "
               f"{size}-byte reply)")
         print(f"sim_stored_to_applied_64_{label}: {median(reconcile):.2f} ms (fabric created -> applied, "
-              f"the daemon's ms timestamps: the reconcile path alone)")
+              f"the daemon's ms timestamps: saving the plan, the reconcile pass and all between)")
         print(f"sim_batch_64_{label}: {median(batch):.2f} ms (the add operation, started -> ended, ms timestamps)")
         print(f"sim_rest_roundtrip_{label}: {median(health):.3f} ms (GET /v1/health, client side)")
         if label == "disk":

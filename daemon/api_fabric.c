@@ -126,7 +126,8 @@ void api_fabric_create(struct api_req *req)
 		goto store_fail;
 	log_info("planner", "fabric %s: %u servers, %zu circuits, %zu pairs missing", name,
 	         (unsigned)m, plan.ncircuits, plan.nmissing);
-	api_reply(req, 201, topo_fabric_json(s, fid));
+	/* A waiting request gets the full view when the wait ends: build it once. */
+	api_reply(req, 201, wait > 0 ? NULL : topo_fabric_json(s, fid));
 	wait_fabric(req, name, WAIT_FINAL_STATE, wait);
 	goto out;
 store_fail:
@@ -158,7 +159,7 @@ void api_fabric_get(struct api_req *req)
 	int64_t id = fabric_param(req);
 	if (!id)
 		return;
-	api_reply(req, 200, topo_fabric_json(req->d->store, id));
+	api_reply(req, 200, wait > 0 ? NULL : topo_fabric_json(req->d->store, id));
 	wait_fabric(req, req->params[0], WAIT_FINAL_STATE, wait);
 }
 
@@ -218,15 +219,67 @@ out_prev:
 	return rc;
 }
 
+int fabric_devices_set(struct store *s, int64_t server_id, const char *server, size_t n,
+                       const uint32_t *index, const bool *failed, bool *changed, json_t **fabric,
+                       char *err, size_t errlen)
+{
+	char what[256] = "", why[256];
+	size_t len = 0;
+
+	*fabric = NULL;
+	for (size_t i = 0; i < n; i++) {
+		sqlite3_stmt *st =
+		    store_stmt(s, failed[i] ? "INSERT OR IGNORE INTO device_fault(server_id, "
+		                              "device) VALUES (?, ?)"
+		                            : "DELETE FROM device_fault WHERE server_id = ? AND "
+		                              "device = ?");
+		sqlite3_bind_int64(st, 1, server_id);
+		sqlite3_bind_int64(st, 2, index[i]);
+		if (store_step_done(st) < 0) {
+			snprintf(err, errlen, "cannot store the device state");
+			return -EIO;
+		}
+		changed[i] = sqlite3_changes(store_db(s)) > 0;
+		if (changed[i] && len < sizeof(what))
+			len += (size_t)snprintf(what + len, sizeof(what) - len, "%sdevice %u %s",
+			                        len ? ", " : "", index[i],
+			                        failed[i] ? "failed" : "ok");
+	}
+	int64_t fid = topo_server_fabric(s, server_id);
+	if (!len || !fid)
+		return 0;
+	int rc = fabric_replan(s, fid, why, sizeof(why));
+	if (rc < 0) {
+		log_error("planner", "re-plan after %s %s: %s", server, what, why);
+		snprintf(err, errlen, "re-planning failed: %s", why);
+		return rc;
+	}
+	json_t *fj = topo_fabric_json(s, fid);
+	log_info("planner", "%s %s: fabric %s re-planned (revision %lld, %zu pairs missing)",
+	         server, what, json_string_value(json_object_get(fj, "name")),
+	         (long long)json_integer_value(json_object_get(fj, "revision")),
+	         json_array_size(json_object_get(fj, "missing")));
+	*fabric =
+	    json_pack("{s:O, s:O, s:O, s:O}", "name", json_object_get(fj, "name"), "state",
+	              json_object_get(fj, "state"), "revision", json_object_get(fj, "revision"),
+	              "missing", json_object_get(fj, "missing"));
+	json_decref(fj);
+	return 0;
+}
+
 void api_device_put(struct api_req *req)
 {
 	static const char *const members[] = { "state", NULL };
 	static const char *const states[] = { "ok", "failed", NULL };
 	struct store *s = req->d->store;
 	json_t *body = api_body_object(req);
+	json_t *fabric;
 	int state;
-	char err[256];
+	bool changed;
+	char err[320];
 
+	if (api_agent_scope(req) < 0)
+		return;
 	if (!body || api_check_members(req, body, NULL, members) < 0 ||
 	    api_get_enum(req, body, NULL, "state", true, states, &state) < 0)
 		return;
@@ -244,42 +297,17 @@ void api_device_put(struct api_req *req)
 		return;
 	}
 
-	sqlite3_stmt *st = store_stmt(s, state ? "INSERT OR IGNORE INTO device_fault(server_id, "
-	                                         "device) VALUES (?, ?)"
-	                                       : "DELETE FROM device_fault WHERE server_id = ? AND "
-	                                         "device = ?");
-	sqlite3_bind_int64(st, 1, sid);
-	sqlite3_bind_int64(st, 2, index);
-	if (store_step_done(st) < 0) {
-		api_error(req, OFCD_E_STORE, NULL, "cannot store the device state");
+	uint32_t idx = (uint32_t)index;
+	bool failed = state;
+	int rc = fabric_devices_set(s, sid, req->params[0], 1, &idx, &failed, &changed, &fabric,
+	                            err, sizeof(err));
+	if (rc < 0) {
+		api_error(req, rc == -EIO ? OFCD_E_STORE : OFCD_E_INTERNAL, NULL, "%s", err);
 		return;
 	}
-	bool changed = sqlite3_changes(store_db(s)) > 0;
 	json_t *fabrics = json_array();
-	int64_t fid = topo_server_fabric(s, sid);
-	if (changed && fid) {
-		if (fabric_replan(s, fid, err, sizeof(err)) < 0) {
-			json_decref(fabrics);
-			log_error("planner", "re-plan after %s device %lld: %s", req->params[0],
-			          index, err);
-			api_error(req, OFCD_E_INTERNAL, NULL, "re-planning failed: %s", err);
-			return;
-		}
-		json_t *fj = topo_fabric_json(s, fid);
-		log_info("planner",
-		         "%s device %lld %s: fabric %s re-planned (revision %lld, %zu "
-		         "pairs missing)",
-		         req->params[0], index, states[state],
-		         json_string_value(json_object_get(fj, "name")),
-		         (long long)json_integer_value(json_object_get(fj, "revision")),
-		         json_array_size(json_object_get(fj, "missing")));
-		json_array_append_new(fabrics, json_pack("{s:O, s:O, s:O, s:O}", "name",
-		                                         json_object_get(fj, "name"), "state",
-		                                         json_object_get(fj, "state"), "revision",
-		                                         json_object_get(fj, "revision"), "missing",
-		                                         json_object_get(fj, "missing")));
-		json_decref(fj);
-	}
+	if (fabric)
+		json_array_append_new(fabrics, fabric);
 	api_reply(req, 200,
 	          json_pack("{s:s, s:I, s:s, s:b, s:o}", "server", req->params[0], "device",
 	                    (json_int_t)index, "state", states[state], "changed", changed,

@@ -58,6 +58,37 @@ void api_device_put(struct api_req *req);
  * Inside the caller's transaction. Returns 0 or -errno with a reason in err.
  */
 int fabric_replan(struct store *s, int64_t fabric_id, char *err, size_t errlen);
+/**
+ * Sets n devices of a server (index[i] to failed[i]: true failed, false ok)
+ * and, when any state changed and the server is in a fabric, re-plans that
+ * fabric once with fabric_replan(). The one path of PUT .../devices/{index}
+ * and of inventories. changed[i] tells whether device i changed; *fabric gets
+ * the re-planned fabric's {"name","state","revision","missing"} (new
+ * reference) or NULL. Inside the caller's transaction. Returns 0, -EIO when a
+ * state could not be stored, or another -errno when re-planning failed, with
+ * a reason in err.
+ */
+int fabric_devices_set(struct store *s, int64_t server_id, const char *server, size_t n,
+                       const uint32_t *index, const bool *failed, bool *changed, json_t **fabric,
+                       char *err, size_t errlen);
+
+/* api_inventory.c */
+/** PUT /v1/servers/{name}/inventory: stores an agent's report, fails/restores devices. */
+void api_inventory_put(struct api_req *req);
+/** GET /v1/rdma/devices: the RDMA devices of the controller's own host (libibverbs). */
+void api_rdma_devices(struct api_req *req);
+/**
+ * For routes an agent token may use: replies 403 and returns -EPERM when the
+ * request's token is an agent token of another server than path parameter 0;
+ * 0 otherwise (admin, no tokens, or the agent of that server).
+ */
+int api_agent_scope(struct api_req *req);
+/**
+ * Adds "inventory" (the last report with its "heartbeat" time and "interval",
+ * or null) and "stale" (three heartbeats missed) to a server object from
+ * topo_server_json(); returns it (NULL stays NULL).
+ */
+json_t *api_inventory_view(struct store *s, int64_t server_id, json_t *server);
 
 /* api_transmission.c */
 /** POST /v1/transmission/select: prices one stage pair and picks its transmission method. */

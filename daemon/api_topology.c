@@ -201,10 +201,11 @@ static int parse_server(struct api_req *req, json_t *o, const char *prefix, stru
 	if (out->intra == 1 && out->devices % 2) {
 		char f[96];
 		api_field(f, sizeof(f), prefix, "devices");
-		api_error(req, OFCD_E_INVALID_FIELD, f,
-			  "%s: a two-groups server has two equal groups, so an even device count, got "
-			  "%llu",
-			  f, (unsigned long long)out->devices);
+		api_error(
+		    req, OFCD_E_INVALID_FIELD, f,
+		    "%s: a two-groups server has two equal groups, so an even device count, got "
+		    "%llu",
+		    f, (unsigned long long)out->devices);
 		return -EINVAL;
 	}
 	return 0;
@@ -265,7 +266,9 @@ void api_server_get(struct api_req *req)
 {
 	int64_t id = api_server_param(req);
 	if (id)
-		api_reply(req, 200, topo_server_json(req->d->store, id, true));
+		api_reply(req, 200,
+		          api_inventory_view(req->d->store, id,
+		                             topo_server_json(req->d->store, id, true)));
 }
 
 void api_server_delete(struct api_req *req)

@@ -8,6 +8,7 @@
 static const char *const role_names[] = {
 	[AUTH_NONE] = "none",
 	[AUTH_READ] = "read",
+	[AUTH_AGENT] = "agent",
 	[AUTH_ADMIN] = "admin",
 };
 
@@ -15,6 +16,8 @@ int auth_parse_role(const char *s, enum auth_role *out)
 {
 	if (strcmp(s, "read") == 0)
 		*out = AUTH_READ;
+	else if (strcmp(s, "agent") == 0)
+		*out = AUTH_AGENT;
 	else if (strcmp(s, "admin") == 0)
 		*out = AUTH_ADMIN;
 	else
@@ -58,8 +61,9 @@ static bool valid_secret(const char *s)
 	return true;
 }
 
-int auth_tokens_add(struct auth_tokens *t, const char *name, enum auth_role role,
-                    const char *secret)
+/* Adds a token of any role; server is "" except for AGENT. */
+static int tokens_add(struct auth_tokens *t, const char *name, enum auth_role role,
+                      const char *server, const char *secret)
 {
 	if (!auth_valid_name(name) || !valid_secret(secret) || role == AUTH_NONE)
 		return -EINVAL;
@@ -74,8 +78,26 @@ int auth_tokens_add(struct auth_tokens *t, const char *name, enum auth_role role
 	memset(tok, 0, sizeof(*tok));
 	strcpy(tok->name, name);
 	strcpy(tok->secret, secret);
+	strcpy(tok->server, server);
 	tok->role = role;
 	return 0;
+}
+
+int auth_tokens_add(struct auth_tokens *t, const char *name, enum auth_role role,
+                    const char *secret)
+{
+	/* An agent token without its server would be a write token for every server. */
+	if (role == AUTH_AGENT)
+		return -EINVAL;
+	return tokens_add(t, name, role, "", secret);
+}
+
+int auth_tokens_add_agent(struct auth_tokens *t, const char *name, const char *server,
+                          const char *secret)
+{
+	if (!auth_valid_name(server))
+		return -EINVAL;
+	return tokens_add(t, name, AUTH_AGENT, server, secret);
 }
 
 void auth_tokens_free(struct auth_tokens *t)

@@ -145,7 +145,22 @@ static int parse_token(struct ofcd_config *cfg, const char *key, const char *val
 	role_s[colon - value] = '\0';
 	if (auth_parse_role(role_s, &role) < 0)
 		goto bad_role;
-	int rc = auth_tokens_add(&cfg->tokens, name, role, colon + 1);
+	int rc;
+	if (role == AUTH_AGENT) {
+		/* agent:SERVER:SECRET: the token may write only for that server. */
+		const char *colon2 = strchr(colon + 1, ':');
+		char server[AUTH_NAME_MAX + 1];
+		size_t slen = colon2 ? (size_t)(colon2 - colon - 1) : 0;
+		if (!colon2 || slen == 0 || slen >= sizeof(server))
+			goto bad_role;
+		memcpy(server, colon + 1, slen);
+		server[slen] = '\0';
+		if (!auth_valid_name(server))
+			goto bad_role;
+		rc = auth_tokens_add_agent(&cfg->tokens, name, server, colon2 + 1);
+	} else {
+		rc = auth_tokens_add(&cfg->tokens, name, role, colon + 1);
+	}
 	if (rc == -EINVAL)
 		snprintf(err, errlen, "secret must be %d to %d characters of [A-Za-z0-9-._~+/=]",
 		         AUTH_SECRET_MIN, AUTH_SECRET_MAX);
@@ -155,7 +170,9 @@ static int parse_token(struct ofcd_config *cfg, const char *key, const char *val
 		snprintf(err, errlen, "out of memory");
 	return rc < 0 ? -EINVAL : 0;
 bad_role:
-	snprintf(err, errlen, "expected ROLE:SECRET with ROLE read or admin");
+	snprintf(err, errlen,
+	         "expected ROLE:SECRET with ROLE read or admin, or "
+	         "agent:SERVER:SECRET with SERVER a server name");
 	return -EINVAL;
 }
 

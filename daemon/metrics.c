@@ -143,8 +143,7 @@ static void render_histogram(FILE *f, const char *name, const char *label,
 	        (unsigned long long)h->count);
 	const char *open = label[0] ? "{" : "", *close = label[0] ? "}" : "";
 	fprintf(f, "%s_sum%s%s%s %.9f\n", name, open, label, close, h->sum);
-	fprintf(f, "%s_count%s%s%s %llu\n", name, open, label, close,
-		(unsigned long long)h->count);
+	fprintf(f, "%s_count%s%s%s %llu\n", name, open, label, close, (unsigned long long)h->count);
 }
 
 static long resident_bytes(void)

@@ -43,14 +43,18 @@ struct unit {
 	bool in_sync;     /* the last diff was empty */
 	bool audit;       /* the read in flight is an audit */
 	bool applied_since_read;
+	bool actual_dirty;      /* actual[] not yet written to the store */
 	struct plan_xc *actual; /* sorted */
 	size_t nactual;
-	uint32_t *peer; /* peer[port] for actual, 0 when unjoined; ports + 1 entries */
+	uint32_t *peer;     /* peer[port] for actual, 0 when unjoined; ports + 1 entries */
+	int64_t *owner;     /* see owners(); ports + 1 entries */
+	uint64_t owner_gen; /* pass generation owner[] was loaded in */
 	struct ocs_flow *partial, *foreign;
 	size_t npartial, nforeign;
 
-	const char *trigger; /* why the next batch is sent: startup, change, connect, audit, retry */
-	int64_t op_id;	     /* operation in flight, 0 if none */
+	const char
+	    *trigger;      /* why the next batch is sent: startup, change, connect, audit, retry */
+	int64_t op_id;     /* operation in flight, 0 if none */
 	unsigned failures; /* consecutive failed batches */
 	struct event *retry;
 	bool retry_pending;
@@ -63,6 +67,7 @@ struct reconciler {
 	struct event *ev_pass;   /* deferred pass */
 	struct event *ev_audit;  /* periodic audit */
 	struct event *ev_states; /* deferred fabric state update, and its tick */
+	struct event *ev_flush;  /* deferred write of read-back states to the store */
 	uint64_t generation;     /* passes started */
 };
 
@@ -136,23 +141,32 @@ static int load_desired(struct reconciler *r, int64_t ocs_id, struct plan_xc **o
 	return 0;
 }
 
-/* Fabric owning each OCS port of a unit (0 = none), through cable and membership. */
-static int64_t *load_owners(struct reconciler *r, const struct unit *u)
+/*
+ * Fabric owning each OCS port of a unit (0 = none), through cable and
+ * membership. Owned by the unit. Ownership changes only with committed
+ * writes, each of which starts a pass, so one load per pass is enough.
+ */
+static const int64_t *owners(struct reconciler *r, struct unit *u)
 {
-	int64_t *owner = calloc((size_t)u->ports + 1, sizeof(*owner));
+	if (u->owner && u->owner_gen == r->generation)
+		return u->owner;
+	if (!u->owner)
+		u->owner = calloc((size_t)u->ports + 1, sizeof(*u->owner));
+	if (!u->owner)
+		return NULL;
+	memset(u->owner, 0, ((size_t)u->ports + 1) * sizeof(*u->owner));
 	sqlite3_stmt *st = store_stmt(
 	    store_of(r), "SELECT c.ocs_port, fs.fabric_id FROM cable c JOIN "
 	                 "fabric_server fs ON fs.server_id = c.server_id WHERE c.ocs_id = ?");
-	if (!owner)
-		return NULL;
 	sqlite3_bind_int64(st, 1, u->id);
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		int64_t port = sqlite3_column_int64(st, 0);
 		if (port >= 1 && port <= u->ports)
-			owner[port] = sqlite3_column_int64(st, 1);
+			u->owner[port] = sqlite3_column_int64(st, 1);
 	}
 	sqlite3_reset(st);
-	return owner;
+	u->owner_gen = r->generation;
+	return u->owner;
 }
 
 static json_t *fabric_names(struct reconciler *r, const int64_t *ids, size_t n)
@@ -174,25 +188,47 @@ static json_t *fabric_names(struct reconciler *r, const int64_t *ids, size_t n)
 	return a;
 }
 
-static void save_actual(struct reconciler *r, struct unit *u)
+/*
+ * The read-back state is written to the store for operators and tools, never
+ * read by the daemon (a restart reads every unit back), so it is written at
+ * most once a second for all units together, off the reconfiguration path.
+ */
+static void flush_actual(struct reconciler *r)
 {
 	struct store *s = store_of(r);
-	if (store_begin(s) < 0)
+	bool any = false;
+	for (struct unit *u = r->units; u; u = u->next)
+		any |= u->actual_dirty;
+	if (!any || store_begin(s) < 0)
 		return;
-	sqlite3_stmt *st = store_stmt(s, "DELETE FROM actual_xc WHERE ocs_id = ?");
-	sqlite3_bind_int64(st, 1, u->id);
-	int rc = store_step_done(st);
-	st = store_stmt(s, "INSERT INTO actual_xc(ocs_id, a, b) VALUES (?, ?, ?)");
-	for (size_t i = 0; rc == 0 && i < u->nactual; i++) {
+	int rc = 0;
+	for (struct unit *u = r->units; u && rc == 0; u = u->next) {
+		if (!u->actual_dirty)
+			continue;
+		sqlite3_stmt *st = store_stmt(s, "DELETE FROM actual_xc WHERE ocs_id = ?");
 		sqlite3_bind_int64(st, 1, u->id);
-		sqlite3_bind_int64(st, 2, u->actual[i].a);
-		sqlite3_bind_int64(st, 3, u->actual[i].b);
 		rc = store_step_done(st);
+		st = store_stmt(s, "INSERT INTO actual_xc(ocs_id, a, b) VALUES (?, ?, ?)");
+		for (size_t i = 0; rc == 0 && i < u->nactual; i++) {
+			sqlite3_bind_int64(st, 1, u->id);
+			sqlite3_bind_int64(st, 2, u->actual[i].a);
+			sqlite3_bind_int64(st, 3, u->actual[i].b);
+			rc = store_step_done(st);
+		}
 	}
-	if (rc == 0)
-		store_commit(s);
-	else
+	if (rc == 0 && store_commit(s) == 0) {
+		for (struct unit *u = r->units; u; u = u->next)
+			u->actual_dirty = false;
+	} else {
 		store_rollback(s);
+	}
+}
+
+static void on_flush(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	flush_actual(arg);
 }
 
 /* ---- operations ---------------------------------------------------------- */
@@ -201,7 +237,7 @@ static int64_t op_start(struct reconciler *r, struct unit *u, const struct plan_
                         json_t **fabrics)
 {
 	struct store *s = store_of(r);
-	int64_t *owner = load_owners(r, u);
+	const int64_t *owner = owners(r, u);
 	size_t n = b->nadd + b->ndel;
 	int64_t *touched = calloc(2 * n + 1, sizeof(*touched));
 	size_t nt = 0;
@@ -214,7 +250,6 @@ static int64_t op_start(struct reconciler *r, struct unit *u, const struct plan_
 		touched[nt++] = owner[b->del[i].b];
 	}
 	*fabrics = fabric_names(r, touched, nt);
-	free(owner);
 	free(touched);
 
 	json_t *ja = xcs_json(b->add, b->nadd), *jd = xcs_json(b->del, b->ndel);
@@ -360,7 +395,7 @@ static void on_apply(void *arg, int status, const char *err)
 /* Reports cross-connects that join two fabrics, or a fabric to a port of none. */
 static void check_isolation(struct reconciler *r, struct unit *u)
 {
-	int64_t *owner = load_owners(r, u);
+	const int64_t *owner = owners(r, u);
 	if (!owner)
 		return;
 	for (size_t i = 0; i < u->nactual; i++) {
@@ -400,7 +435,6 @@ static void check_isolation(struct reconciler *r, struct unit *u)
 		                      (json_int_t)a, (json_int_t)b, "foreign", 1, "fabrics",
 		                      fabric_names(r, ids, 2)));
 	}
-	free(owner);
 }
 
 static bool same_xcs(const struct plan_xc *a, size_t na, const struct ocs_xc *b, size_t nb)
@@ -470,8 +504,13 @@ static void on_read(void *arg, int status, const char *err, const struct ocs_rea
 	}
 	u->have_actual = true;
 	u->applied_since_read = false;
-	if (changed)
-		save_actual(r, u);
+	if (changed && !u->actual_dirty) {
+		u->actual_dirty = true;
+		if (!evtimer_pending(r->ev_flush, NULL)) {
+			struct timeval sec = { 1, 0 };
+			evtimer_add(r->ev_flush, &sec);
+		}
+	}
 	check_isolation(r, u);
 	drive(u);
 	schedule_states(r);
@@ -548,6 +587,7 @@ static void unit_free(struct unit *u)
 	free(u->partial);
 	free(u->foreign);
 	free(u->peer);
+	free(u->owner);
 	free(u);
 }
 
@@ -900,7 +940,8 @@ int reconcile_init(struct ofcd *d, struct reconciler **out)
 	r->ev_pass = event_new(d->base, -1, 0, on_pass, r);
 	r->ev_audit = event_new(d->base, -1, EV_PERSIST, on_audit, r);
 	r->ev_states = evtimer_new(d->base, on_states, r);
-	if (!r->ev_pass || !r->ev_audit || !r->ev_states) {
+	r->ev_flush = evtimer_new(d->base, on_flush, r);
+	if (!r->ev_pass || !r->ev_audit || !r->ev_states || !r->ev_flush) {
 		reconcile_free(r);
 		return -ENOMEM;
 	}
@@ -927,6 +968,7 @@ void reconcile_free(struct reconciler *r)
 {
 	if (!r)
 		return;
+	flush_actual(r);
 	while (r->units) {
 		struct unit *u = r->units;
 		r->units = u->next;
@@ -938,6 +980,8 @@ void reconcile_free(struct reconciler *r)
 		event_free(r->ev_audit);
 	if (r->ev_states)
 		event_free(r->ev_states);
+	if (r->ev_flush)
+		event_free(r->ev_flush);
 	free(r);
 }
 

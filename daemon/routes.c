@@ -29,7 +29,10 @@ const struct api_route api_routes[] = {
 	{ "GET", "/v1/servers", api_server_list, AUTH_READ, 0, NULL },
 	{ "GET", "/v1/servers/{name}", api_server_get, AUTH_READ, 0, NULL },
 	{ "DELETE", "/v1/servers/{name}", api_server_delete, AUTH_ADMIN, 0, NULL },
-	{ "PUT", "/v1/servers/{name}/devices/{index}", api_device_put, AUTH_ADMIN, 0, NULL },
+	/* AUTH_AGENT routes also check in the handler that an agent writes its own server. */
+	{ "PUT", "/v1/servers/{name}/devices/{index}", api_device_put, AUTH_AGENT, 0, NULL },
+	{ "PUT", "/v1/servers/{name}/inventory", api_inventory_put, AUTH_AGENT, 0, NULL },
+	{ "GET", "/v1/rdma/devices", api_rdma_devices, AUTH_READ, 0, NULL },
 
 	{ "GET", "/v1/wiring", api_wiring_get, AUTH_READ, 0, NULL },
 	{ "PUT", "/v1/wiring", api_wiring_put, AUTH_ADMIN, 0, NULL },

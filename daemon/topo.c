@@ -298,6 +298,19 @@ json_t *topo_fabric_json(struct store *s, int64_t id)
 	return f;
 }
 
+int topo_fabric_state(struct store *s, const char *name, char *buf, size_t len)
+{
+	sqlite3_stmt *st = store_stmt(s, "SELECT state FROM fabric WHERE name = ?");
+	int rc = -ENOENT;
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		snprintf(buf, len, "%s", (const char *)sqlite3_column_text(st, 0));
+		rc = 0;
+	}
+	sqlite3_reset(st);
+	return rc;
+}
+
 json_t *topo_fabric_list(struct store *s)
 {
 	sqlite3_stmt *st =

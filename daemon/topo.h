@@ -47,6 +47,9 @@ json_t *topo_wiring_json(struct store *s);
 
 /** A fabric with its plan (see docs/api.md), or NULL. */
 json_t *topo_fabric_json(struct store *s, int64_t id);
+/** Copies the state of the named fabric into buf. Returns 0, or -ENOENT. */
+int topo_fabric_state(struct store *s, const char *name, char *buf, size_t len);
+
 /** All fabrics, by name. */
 json_t *topo_fabric_list(struct store *s);
 

@@ -53,13 +53,10 @@ static bool done(struct waiter *w)
 	if (w->mode == WAIT_REMOVED)
 		return reconcile_generation(d->reconciler) >= w->generation &&
 		       reconcile_all_in_sync(d->reconciler);
-	int64_t id = topo_fabric_id(d->store, w->fabric);
-	if (!id)
+	char state[16];
+	if (topo_fabric_state(d->store, w->fabric, state, sizeof(state)) < 0)
 		return true; /* deleted meanwhile: nothing more will happen */
-	json_t *f = topo_fabric_json(d->store, id);
-	bool fin = final(json_string_value(json_object_get(f, "state")));
-	json_decref(f);
-	return fin;
+	return final(state);
 }
 
 /* The reply of the moment: the fabric's view, or for a removal how far it got. */
@@ -127,7 +124,12 @@ void wait_fabric(struct api_req *req, const char *name, enum wait_mode mode, dou
 	snprintf(w->fabric, sizeof(w->fabric), "%s", name);
 	/* The change is committed after the handler returns; the pass that sees it comes later. */
 	w->generation = reconcile_generation(d->reconciler) + 1;
-	if (seconds <= 0 || (mode == WAIT_FINAL_STATE && done(w))) {
+	if (seconds <= 0) {
+		free(w);
+		return;
+	}
+	if (mode == WAIT_FINAL_STATE && done(w)) {
+		refresh(w); /* the caller may have set a placeholder reply */
 		free(w);
 		return;
 	}

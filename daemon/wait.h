@@ -28,10 +28,12 @@ enum wait_mode {
 int wait_parse(struct api_req *req, double *seconds);
 
 /**
- * Holds req (whose reply is already set to what it would say now) until the
- * condition holds for fabric `name` or `seconds` pass, then replaces the body
- * with the fabric's view of that moment (status kept). Returns without
- * suspending when the condition already holds.
+ * Holds req until the condition holds for fabric `name` or `seconds` pass,
+ * then replaces the body with the fabric's view of that moment (the status set
+ * by the handler is kept, and is what the audit records). The reply set before
+ * the call only needs the right status: it is rebuilt in every case, so a
+ * handler waiting more than 0 s may set a cheap placeholder. With seconds 0
+ * it does nothing; when the condition already holds it only rebuilds the reply.
  */
 void wait_fabric(struct api_req *req, const char *name, enum wait_mode mode, double seconds);
 

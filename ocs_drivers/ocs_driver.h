@@ -43,9 +43,9 @@ struct ocs_flow {
  */
 struct ocs_batch {
 	const struct ocs_xc *del; /**< cross-connects to remove */
-	size_t ndel;		  /**< number of entries in del */
+	size_t ndel;              /**< number of entries in del */
 	const struct ocs_xc *add; /**< cross-connects to make */
-	size_t nadd;		  /**< number of entries in add */
+	size_t nadd;              /**< number of entries in add */
 };
 
 /**
@@ -53,19 +53,19 @@ struct ocs_batch {
  * during the read callback; copy what you keep.
  */
 struct ocs_readback {
-	const struct ocs_xc *xcs;	  /**< circuits made by ofcd, both directions present */
-	size_t nxcs;			  /**< number of entries in xcs */
-	const struct ocs_flow *partial;	  /**< ofcd entries that do not form a circuit */
-	size_t npartial;		  /**< number of entries in partial */
-	const struct ocs_flow *foreign;	  /**< entries ofcd did not make: reported, never deleted */
-	size_t nforeign;		  /**< number of entries in foreign */
+	const struct ocs_xc *xcs;       /**< circuits made by ofcd, both directions present */
+	size_t nxcs;                    /**< number of entries in xcs */
+	const struct ocs_flow *partial; /**< ofcd entries that do not form a circuit */
+	size_t npartial;                /**< number of entries in partial */
+	const struct ocs_flow *foreign; /**< entries ofcd did not make: reported, never deleted */
+	size_t nforeign;                /**< number of entries in foreign */
 };
 
 /** Connection state of a driver instance to its unit's controller. */
 enum ocs_conn_state {
 	OCS_CONN_DOWN = 0,   /**< not connected; the driver retries with backoff */
 	OCS_CONN_CONNECTING, /**< connecting or negotiating */
-	OCS_CONN_UP,	     /**< connected and ready for apply()/read() */
+	OCS_CONN_UP,         /**< connected and ready for apply()/read() */
 };
 
 /**
@@ -94,25 +94,25 @@ struct ocs_events {
 struct ocs_open_params {
 	const char *name;     /**< unit name, for logs */
 	const char *endpoint; /**< driver-specific address, e.g. "tcp:127.0.0.1:6653" */
-	uint32_t ports;	      /**< number of ports of the unit (1..ports) */
+	uint32_t ports;       /**< number of ports of the unit (1..ports) */
 };
 
 /** Fault injection, for drivers that support it (sim). */
 enum ocs_fault_kind {
 	OCS_FAULT_FAIL_BATCHES = 1, /**< the next `count` batches fail without change */
-	OCS_FAULT_DISCONNECT,	    /**< drop the connection now (it comes back after a delay) */
-	OCS_FAULT_PARTIAL,	    /**< the next batch applies only its first `count` operations */
-	OCS_FAULT_SET_XC,	    /**< make cross-connect (a, b) behind the controller's back */
-	OCS_FAULT_CLEAR_XC,	    /**< remove cross-connect (a, b) behind the controller's back */
-	OCS_FAULT_DELAY,	    /**< set the switching delay per batch to `count` milliseconds */
+	OCS_FAULT_DISCONNECT,       /**< drop the connection now (it comes back after a delay) */
+	OCS_FAULT_PARTIAL,          /**< the next batch applies only its first `count` operations */
+	OCS_FAULT_SET_XC,           /**< make cross-connect (a, b) behind the controller's back */
+	OCS_FAULT_CLEAR_XC,         /**< remove cross-connect (a, b) behind the controller's back */
+	OCS_FAULT_DELAY, /**< set the switching delay per batch to `count` milliseconds */
 };
 
 /** One fault to inject; see enum ocs_fault_kind for which fields matter. */
 struct ocs_fault {
 	enum ocs_fault_kind kind; /**< what to do */
-	uint32_t count;		  /**< batches, operations or milliseconds */
-	uint32_t a;		  /**< first port, for SET_XC/CLEAR_XC */
-	uint32_t b;		  /**< second port, for SET_XC/CLEAR_XC */
+	uint32_t count;           /**< batches, operations or milliseconds */
+	uint32_t a;               /**< first port, for SET_XC/CLEAR_XC */
+	uint32_t b;               /**< second port, for SET_XC/CLEAR_XC */
 };
 
 /** Opaque driver instance. */
@@ -137,7 +137,7 @@ struct ocs_driver_ops {
 	 * The instance is owned by the caller and released with close().
 	 */
 	int (*open)(struct event_base *base, const struct ocs_open_params *params,
-		    const struct ocs_events *ev, struct ocs_handle **out, char *err, size_t errlen);
+	            const struct ocs_events *ev, struct ocs_handle **out, char *err, size_t errlen);
 
 	/** Closes the connection and frees the instance. Pending callbacks are never called. */
 	void (*close)(struct ocs_handle *h);
@@ -148,7 +148,7 @@ struct ocs_driver_ops {
 	 * On 0, cb is called exactly once (unless close() comes first).
 	 */
 	int (*apply)(struct ocs_handle *h, const struct ocs_batch *batch, ocs_apply_cb cb,
-		     void *arg);
+	             void *arg);
 
 	/** Reads back all cross-connects; same rules as apply(). */
 	int (*read)(struct ocs_handle *h, ocs_read_cb cb, void *arg);

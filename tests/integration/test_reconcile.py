@@ -198,6 +198,9 @@ def test_event_stream(sim):
     for path in ("/v1/events", "/v1/events?fabric=other"):
         threading.Thread(target=listen, args=(path,), daemon=True).start()
     time.sleep(0.3)
+    # A switching delay, as MEMS mirrors have, makes the applying state last long enough to see.
+    fault(sim, "ocs0", kind="delay", count=200)
+    fault(sim, "ocs1", kind="delay", count=200)
     sim.post("/v1/fabrics?wait=10", {"name": "ev", "servers": ["srv0", "srv1", "srv2"]})
     assert wait_for(lambda: any(k == "fabric_state" and e["state"] == "applied" for _, k, e in events), 5)
     kinds = [k for p, k, _ in events if p == "/v1/events"]

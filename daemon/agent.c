@@ -1,0 +1,621 @@
+/*
+ * `ofcd agent`: reports this server's RDMA inventory and link events to the
+ * controller (see agent.h).
+ *
+ * Delivery rules. The inventory is sent whole, never as a delta, so any one
+ * report that gets through makes the controller right. At most one inventory
+ * PUT is in flight; a change meanwhile marks it dirty and the current state
+ * (not the one of the moment of the change) goes next. A failure to reach the
+ * controller (connection refused, timeout, 5xx) is retried with backoff from
+ * 200 ms doubling to 5 s; heartbeats and events also send at once, so a
+ * controller coming back is served within the backoff at worst. A 4xx means
+ * the controller refuses this inventory: logged, and tried again at the next
+ * heartbeat or change. Port events also send the device state PUT at once,
+ * before the inventory; those are not retried, since the inventory that
+ * follows carries the same state.
+ */
+#include "agent.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/dns.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-daemon.h>
+
+#include "ofcd.h"
+
+#define AGENT_HTTP_TIMEOUT_S 5
+#define AGENT_BACKOFF_MIN_MS 200
+#define AGENT_BACKOFF_MAX_MS 5000
+
+struct agent;
+
+/* One request to the controller, owned by the agent until its callback ran. */
+struct agent_call {
+	struct agent *a;
+	bool inventory; /* else a device state */
+	int32_t device; /* device index of a device state */
+	bool failed;    /* the state sent */
+	char why[64];   /* transport error, from the error callback */
+	struct agent_call *next, *prev;
+};
+
+struct agent {
+	const struct agent_config *cfg;
+	struct event_base *base;
+	struct evdns_base *dns;
+	struct evhttp_connection *conn;
+	char hostport[300]; /* Host header */
+	char inv_path[128];
+
+	const struct rdma_source_ops *ops;
+	struct rdma_source *src;
+	json_t *report; /* the current inventory as sent, without "interval" */
+
+	/* map = pci-order: fixed when first seen, extended when new ports appear */
+	struct agent_map_entry *pmap;
+	size_t npmap;
+
+	bool inv_inflight;
+	bool inv_dirty;
+	unsigned backoff_ms; /* 0 while the controller answers */
+	char refused[320];   /* the last refusal, logged as an error once */
+	struct agent_call *calls;
+
+	struct event *ev_heartbeat;
+	struct event *ev_retry;
+	struct event *ev_sig[3];
+};
+
+/* ---- device mapping ------------------------------------------------------ */
+
+static int32_t map_lookup(const struct agent *a, const char *device, unsigned port)
+{
+	const struct agent_map_entry *m = a->cfg->pci_order ? a->pmap : a->cfg->map;
+	size_t n = a->cfg->pci_order ? a->npmap : a->cfg->nmap;
+	for (size_t i = 0; i < n; i++)
+		if (m[i].port == port && strcmp(m[i].device, device) == 0)
+			return (int32_t)m[i].index;
+	return -1;
+}
+
+/* PCI functions in address order first, then devices without a PCI address by name. */
+static int cmp_pci(const void *x, const void *y)
+{
+	const struct rdma_device *a = x, *b = y;
+	if (!a->pci[0] != !b->pci[0])
+		return a->pci[0] ? -1 : 1;
+	int c = strcmp(a->pci, b->pci);
+	return c ? c : strcmp(a->name, b->name);
+}
+
+/*
+ * Numbers every (device, port) not numbered yet after the ones that are, in
+ * PCI order, so indices never shift while the agent runs (a device that dies
+ * keeps its numbers).
+ */
+static int pci_order_extend(struct agent *a, const struct rdma_inventory *inv)
+{
+	struct rdma_device *sorted;
+	if (!inv->ndevices)
+		return 0;
+	sorted = malloc(inv->ndevices * sizeof(*sorted));
+	if (!sorted)
+		return -ENOMEM;
+	memcpy(sorted, inv->devices, inv->ndevices * sizeof(*sorted));
+	qsort(sorted, inv->ndevices, sizeof(*sorted), cmp_pci);
+	for (size_t i = 0; i < inv->ndevices; i++) {
+		for (size_t k = 0; k < sorted[i].nports; k++) {
+			unsigned port = sorted[i].ports[k].num;
+			if (map_lookup(a, sorted[i].name, port) >= 0 ||
+			    a->npmap >= RDMA_MAX_DEVICES)
+				continue;
+			struct agent_map_entry *v =
+			    realloc(a->pmap, (a->npmap + 1) * sizeof(*a->pmap));
+			if (!v) {
+				free(sorted);
+				return -ENOMEM;
+			}
+			a->pmap = v;
+			struct agent_map_entry *m = &a->pmap[a->npmap];
+			memset(m, 0, sizeof(*m));
+			m->index = (uint32_t)a->npmap++;
+			snprintf(m->device, sizeof(m->device), "%s", sorted[i].name);
+			m->port = (uint8_t)port;
+			log_info("agent", "map = pci-order: device %u = %s:%u%s%s", m->index,
+			         m->device, port, sorted[i].pci[0] ? " at " : "", sorted[i].pci);
+		}
+	}
+	free(sorted);
+	return 0;
+}
+
+static void apply_map(struct agent *a, struct rdma_inventory *inv)
+{
+	if (a->cfg->pci_order && pci_order_extend(a, inv) < 0)
+		log_error("agent", "out of memory extending the pci-order map");
+	for (size_t i = 0; i < inv->ndevices; i++)
+		for (size_t k = 0; k < inv->devices[i].nports; k++)
+			inv->devices[i].ports[k].index =
+			    map_lookup(a, inv->devices[i].name, inv->devices[i].ports[k].num);
+}
+
+/* ---- requests ------------------------------------------------------------ */
+
+static void send_inventory(struct agent *a);
+
+static void call_unlink(struct agent *a, struct agent_call *c)
+{
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		a->calls = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+}
+
+static void on_request_error(enum evhttp_request_error e, void *arg)
+{
+	struct agent_call *c = arg;
+	static const char *const names[] = {
+		[EVREQ_HTTP_TIMEOUT] = "timed out",
+		[EVREQ_HTTP_EOF] = "connection closed",
+		[EVREQ_HTTP_INVALID_HEADER] = "invalid reply header",
+		[EVREQ_HTTP_BUFFER_ERROR] = "connection failed",
+		[EVREQ_HTTP_REQUEST_CANCEL] = "cancelled",
+		[EVREQ_HTTP_DATA_TOO_LONG] = "reply too long",
+	};
+	const char *n =
+	    (unsigned)e < sizeof(names) / sizeof(names[0]) && names[e] ? names[e] : "failed";
+	snprintf(c->why, sizeof(c->why), "%s", n);
+}
+
+/* The controller's error message from a reply body, or its first bytes. */
+static void reply_message(struct evhttp_request *req, char *out, size_t len)
+{
+	struct evbuffer *in = req ? evhttp_request_get_input_buffer(req) : NULL;
+	size_t n = in ? evbuffer_get_length(in) : 0;
+	out[0] = '\0';
+	if (!n)
+		return;
+	if (n > 2048)
+		n = 2048;
+	const char *text = (const char *)evbuffer_pullup(in, (ev_ssize_t)n);
+	json_t *j = text ? json_loadb(text, n, 0, NULL) : NULL;
+	json_t *e = json_object_get(j, "error");
+	const char *msg = json_string_value(json_object_get(e, "message"));
+	const char *field = json_string_value(json_object_get(e, "field"));
+	if (msg)
+		snprintf(out, len, "%s%s%s", field ? field : "", field ? ": " : "", msg);
+	else if (text)
+		snprintf(out, len, "%.*s", (int)(n < 200 ? n : 200), text);
+	json_decref(j);
+}
+
+static void inventory_done(struct agent *a, int code, const char *why)
+{
+	a->inv_inflight = false;
+	if (code >= 200 && code < 300) {
+		if (a->backoff_ms)
+			log_info("agent", "controller %s reachable again: inventory delivered",
+			         a->cfg->controller);
+		else
+			log_debug("agent", "inventory delivered");
+		a->backoff_ms = 0;
+		a->refused[0] = '\0';
+		if (a->inv_dirty)
+			send_inventory(a);
+		return;
+	}
+	if (code == 0 || code >= 500 || code == 408 || code == 429) {
+		if (!a->backoff_ms)
+			log_warn("agent", "controller %s: %s; resending the inventory with backoff",
+			         a->cfg->controller, why);
+		else
+			log_debug("agent", "controller %s: %s", a->cfg->controller, why);
+		a->backoff_ms = a->backoff_ms ? a->backoff_ms * 2 : AGENT_BACKOFF_MIN_MS;
+		if (a->backoff_ms > AGENT_BACKOFF_MAX_MS)
+			a->backoff_ms = AGENT_BACKOFF_MAX_MS;
+		struct timeval tv = { .tv_sec = a->backoff_ms / 1000,
+			              .tv_usec = (suseconds_t)(a->backoff_ms % 1000) * 1000 };
+		evtimer_add(a->ev_retry, &tv);
+		return;
+	}
+	/* Sending the same body again cannot help: wait for a change or the next heartbeat. */
+	if (strcmp(a->refused, why) != 0)
+		log_error("agent", "controller refused the inventory of %s: %s", a->cfg->server,
+		          why);
+	else
+		log_debug("agent", "controller still refuses the inventory: %s", why);
+	snprintf(a->refused, sizeof(a->refused), "%s", why);
+	a->backoff_ms = 0;
+	if (a->inv_dirty)
+		send_inventory(a);
+}
+
+static void on_request_done(struct evhttp_request *req, void *arg)
+{
+	struct agent_call *c = arg;
+	struct agent *a = c->a;
+	int code = req ? evhttp_request_get_response_code(req) : 0;
+	char why[320];
+
+	call_unlink(a, c);
+	if (code == 0)
+		snprintf(why, sizeof(why), "%s", c->why[0] ? c->why : "connection failed");
+	else {
+		char msg[256];
+		reply_message(req, msg, sizeof(msg));
+		snprintf(why, sizeof(why), "HTTP %d%s%s", code, msg[0] ? ": " : "", msg);
+	}
+	if (c->inventory) {
+		inventory_done(a, code, why);
+	} else if (code >= 200 && code < 300) {
+		log_info("agent", "device %d reported %s", c->device, c->failed ? "failed" : "ok");
+	} else {
+		log_warn("agent", "device %d state not delivered (%s); the inventory carries it",
+		         c->device, why);
+	}
+	free(c);
+}
+
+/* Queues a PUT of body (a JSON text, stolen) on the connection. */
+static int put(struct agent *a, struct agent_call *c, const char *path, char *body)
+{
+	struct evhttp_request *req = evhttp_request_new(on_request_done, c);
+	int rc = -ENOMEM;
+	if (!req || !body)
+		goto fail;
+	evhttp_request_set_error_cb(req, on_request_error);
+	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+	evhttp_add_header(h, "Host", a->hostport);
+	evhttp_add_header(h, "Content-Type", "application/json");
+	if (a->cfg->token[0]) {
+		char auth[AUTH_SECRET_MAX + 16];
+		snprintf(auth, sizeof(auth), "Bearer %s", a->cfg->token);
+		evhttp_add_header(h, "Authorization", auth);
+		explicit_bzero(auth, sizeof(auth));
+	}
+	evbuffer_add(evhttp_request_get_output_buffer(req), body, strlen(body));
+	free(body);
+	body = NULL;
+	c->a = a;
+	c->next = a->calls;
+	if (c->next)
+		c->next->prev = c;
+	a->calls = c;
+	if (evhttp_make_request(a->conn, req, EVHTTP_REQ_PUT, path) < 0) {
+		/* The request is freed by libevent; ours is unlinked here. */
+		call_unlink(a, c);
+		rc = -EIO;
+		req = NULL;
+		goto fail;
+	}
+	return 0;
+fail:
+	if (req)
+		evhttp_request_free(req);
+	free(body);
+	free(c);
+	return rc;
+}
+
+static void send_inventory(struct agent *a)
+{
+	if (a->inv_inflight) {
+		a->inv_dirty = true;
+		return;
+	}
+	a->inv_dirty = false;
+	evtimer_del(a->ev_retry);
+	struct agent_call *c = calloc(1, sizeof(*c));
+	json_t *body = json_deep_copy(a->report);
+	if (body)
+		json_object_set_new(body, "interval", json_integer(a->cfg->heartbeat_s));
+	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	json_decref(body);
+	if (!c) {
+		free(text);
+		log_error("agent", "out of memory");
+		return;
+	}
+	c->inventory = true;
+	a->inv_inflight = true;
+	if (put(a, c, a->inv_path, text) < 0) {
+		a->inv_inflight = false;
+		log_error("agent", "cannot queue the inventory request");
+		/* Try again like after a failed delivery, not in a tight loop. */
+		inventory_done(a, 0, "cannot queue the request");
+	}
+}
+
+static void send_device(struct agent *a, int32_t index, bool failed)
+{
+	char path[160];
+	struct agent_call *c = calloc(1, sizeof(*c));
+	if (!c)
+		return;
+	c->device = index;
+	c->failed = failed;
+	snprintf(path, sizeof(path), "/v1/servers/%s/devices/%d", a->cfg->server, index);
+	json_t *j = json_pack("{s:s}", "state", failed ? "failed" : "ok");
+	char *body = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	json_decref(j);
+	if (put(a, c, path, body) < 0)
+		log_warn("agent", "cannot queue the state of device %d", index);
+}
+
+/* ---- inventory ----------------------------------------------------------- */
+
+static void summarize(const struct rdma_inventory *inv, char *out, size_t len)
+{
+	size_t mapped = 0, up = 0;
+	if (!inv->rdma) {
+		snprintf(out, len, "no RDMA: %s", inv->reason);
+		return;
+	}
+	for (size_t i = 0; i < inv->ndevices; i++) {
+		for (size_t k = 0; k < inv->devices[i].nports; k++) {
+			const struct rdma_port *p = &inv->devices[i].ports[k];
+			if (p->index < 0)
+				continue;
+			mapped++;
+			up += rdma_port_is_up(&inv->devices[i], p);
+		}
+	}
+	snprintf(out, len, "%zu devices, %zu mapped ports, %zu of them up", inv->ndevices, mapped,
+	         up);
+}
+
+/* Reads the source; sends when the inventory changed or force is set. */
+static void refresh(struct agent *a, bool force, const char *why)
+{
+	struct rdma_inventory inv;
+	char sum[RDMA_REASON_MAX + 32];
+
+	if (a->ops->query(a->src, &inv) < 0) {
+		log_error("agent", "cannot read the RDMA inventory: out of memory");
+		return;
+	}
+	apply_map(a, &inv);
+	json_t *j = rdma_inventory_to_json(&inv, RDMA_JSON_REPORT);
+	summarize(&inv, sum, sizeof(sum));
+	rdma_inventory_free(&inv);
+	if (!j) {
+		log_error("agent", "cannot build the inventory report: out of memory");
+		return;
+	}
+	bool changed = !a->report || !json_equal(j, a->report);
+	json_decref(a->report);
+	a->report = j;
+	if (changed)
+		log_info("agent", "inventory (%s): %s", why, sum);
+	if (changed || force)
+		send_inventory(a);
+}
+
+static void on_rdma_event(void *arg, const char *device, unsigned port, enum rdma_event_kind kind)
+{
+	struct agent *a = arg;
+	bool failed = kind != RDMA_EV_PORT_ACTIVE;
+	const struct agent_map_entry *m = a->cfg->pci_order ? a->pmap : a->cfg->map;
+	size_t n = a->cfg->pci_order ? a->npmap : a->cfg->nmap;
+
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(m[i].device, device) != 0 ||
+		    (kind != RDMA_EV_DEVICE_FATAL && m[i].port != port))
+			continue;
+		log_info("agent", "%s port %u %s: device %u %s", device, m[i].port,
+		         rdma_event_name(kind), m[i].index, failed ? "failed" : "ok");
+		send_device(a, (int32_t)m[i].index, failed);
+	}
+	refresh(a, false, rdma_event_name(kind));
+}
+
+/* ---- loop ---------------------------------------------------------------- */
+
+static void on_heartbeat(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	refresh(arg, true, "heartbeat");
+}
+
+static void on_retry(evutil_socket_t fd, short what, void *arg)
+{
+	struct agent *a = arg;
+	(void)fd;
+	(void)what;
+	/* Re-read first: the retry carries the state of now, not of the failed attempt. */
+	refresh(a, false, "retry");
+	if (!a->inv_inflight)
+		send_inventory(a);
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+	struct agent *a = arg;
+	(void)what;
+	if (sig == SIGHUP) {
+		log_info("agent", "SIGHUP: reading and sending the inventory now");
+		refresh(a, true, "SIGHUP");
+		return;
+	}
+	log_info("agent", "stopping on signal %d", (int)sig);
+	sd_notify(0, "STOPPING=1");
+	event_base_loopbreak(a->base);
+}
+
+static bool host_is_numeric(const char *host)
+{
+	unsigned char buf[sizeof(struct in6_addr)];
+	return inet_pton(AF_INET, host, buf) == 1 || inet_pton(AF_INET6, host, buf) == 1;
+}
+
+static int agent_start(struct agent *a, const struct agent_config *cfg)
+{
+	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP };
+	struct rdma_source_conf sc = {
+		.inventory_path = cfg->recorded_inventory,
+		.events_path = cfg->recorded_events[0] ? cfg->recorded_events : NULL,
+	};
+	char err[768];
+	int rc;
+
+	a->cfg = cfg;
+	snprintf(a->inv_path, sizeof(a->inv_path), "/v1/servers/%s/inventory", cfg->server);
+	snprintf(a->hostport, sizeof(a->hostport), strchr(cfg->host, ':') ? "[%s]:%u" : "%s:%u",
+	         cfg->host, cfg->port);
+	a->base = event_base_new();
+	if (!a->base) {
+		log_error("agent", "cannot create the event loop");
+		return -ENOMEM;
+	}
+	if (!host_is_numeric(cfg->host)) {
+		/* Resolving on the loop keeps events flowing while DNS is slow. */
+		a->dns = evdns_base_new(a->base, EVDNS_BASE_INITIALIZE_NAMESERVERS |
+		                                     EVDNS_BASE_DISABLE_WHEN_INACTIVE);
+		if (!a->dns)
+			log_warn("agent", "no asynchronous resolver; resolving %s blocks the loop",
+			         cfg->host);
+	}
+	a->conn = evhttp_connection_base_new(a->base, a->dns, cfg->host, cfg->port);
+	if (!a->conn) {
+		log_error("agent", "cannot create the HTTP client for %s", cfg->controller);
+		return -ENOMEM;
+	}
+	evhttp_connection_set_timeout(a->conn, AGENT_HTTP_TIMEOUT_S);
+
+	a->ops = cfg->source == AGENT_SOURCE_RECORDED ? &rdma_recorded_source : &rdma_verbs_source;
+	rc = a->ops->open(a->base, &sc, on_rdma_event, a, &a->src, err, sizeof(err));
+	if (rc < 0) {
+		log_error("agent", "RDMA source %s: %s", a->ops->name, err);
+		return rc;
+	}
+	a->ev_heartbeat = event_new(a->base, -1, EV_PERSIST, on_heartbeat, a);
+	a->ev_retry = evtimer_new(a->base, on_retry, a);
+	struct timeval hb = { .tv_sec = cfg->heartbeat_s, .tv_usec = 0 };
+	if (!a->ev_heartbeat || !a->ev_retry || event_add(a->ev_heartbeat, &hb) < 0)
+		return -ENOMEM;
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		a->ev_sig[i] = evsignal_new(a->base, sigs[i], on_signal, a);
+		if (!a->ev_sig[i] || event_add(a->ev_sig[i], NULL) < 0)
+			return -ENOMEM;
+	}
+	log_info("agent", "ofcd agent %s: server %s, controller %s, source %s, heartbeat %u s, %s",
+	         OFCD_VERSION, cfg->server, cfg->controller, a->ops->name, cfg->heartbeat_s,
+	         cfg->pci_order ? "map = pci-order" : "device.N map");
+	for (size_t i = 0; i < cfg->nmap; i++)
+		log_info("agent", "device %u = %s:%u", cfg->map[i].index, cfg->map[i].device,
+		         cfg->map[i].port);
+	refresh(a, true, "start");
+	return 0;
+}
+
+static void agent_stop(struct agent *a)
+{
+	/* Freeing the connection drops its requests without calling back: free ours too. */
+	if (a->conn)
+		evhttp_connection_free(a->conn);
+	while (a->calls) {
+		struct agent_call *c = a->calls;
+		a->calls = c->next;
+		free(c);
+	}
+	if (a->dns)
+		evdns_base_free(a->dns, 0);
+	if (a->ops)
+		a->ops->close(a->src);
+	if (a->ev_heartbeat)
+		event_free(a->ev_heartbeat);
+	if (a->ev_retry)
+		event_free(a->ev_retry);
+	for (size_t i = 0; i < sizeof(a->ev_sig) / sizeof(a->ev_sig[0]); i++)
+		if (a->ev_sig[i])
+			event_free(a->ev_sig[i]);
+	json_decref(a->report);
+	free(a->pmap);
+	if (a->base)
+		event_base_free(a->base);
+	memset(a, 0, sizeof(*a));
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: ofcd agent -c FILE [--check-config]\n"
+	           "  -c, --config FILE   agent configuration (INI, section [agent])\n"
+	           "      --check-config  validate the configuration and exit 0 or 1\n"
+	           "  -h, --help          this text\n");
+}
+
+int agent_main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "check-config", no_argument, NULL, 'C' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *path = NULL;
+	bool check = false;
+	struct agent_config cfg;
+	struct agent a;
+	char err[768];
+	int c, rc;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			path = optarg;
+			break;
+		case 'C':
+			check = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc || !path) {
+		fprintf(stderr,
+		        optind < argc ? "ofcd agent: unexpected argument \"%s\"\n"
+		                      : "ofcd agent: -c FILE is required%s\n",
+		        optind < argc ? argv[optind] : "");
+		usage(stderr);
+		return 2;
+	}
+	if (agent_config_load(path, &cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "ofcd agent: %s\n", err);
+		agent_config_free(&cfg);
+		return 1;
+	}
+	if (check) {
+		printf("%s: configuration is valid\n", path);
+		agent_config_free(&cfg);
+		return 0;
+	}
+	log_set_level(cfg.log_level);
+	signal(SIGPIPE, SIG_IGN);
+	memset(&a, 0, sizeof(a));
+	rc = agent_start(&a, &cfg);
+	if (rc == 0) {
+		sd_notify(0, "READY=1");
+		event_base_dispatch(a.base);
+		log_info("agent", "stopped");
+	}
+	agent_stop(&a);
+	agent_config_free(&cfg);
+	return rc == 0 ? 0 : 1;
+}

@@ -1,0 +1,82 @@
+/*
+ * The host agent: `ofcd agent -c FILE`, run on every server of the cluster.
+ *
+ * It reads the server's RDMA inventory through an RDMA source (rdma.h:
+ * libibverbs, or a recorded file for tests and demos), maps RDMA device ports
+ * to the server's device indices, and reports to the controller with
+ * libevent's HTTP client: PUT /v1/servers/{name}/inventory at start, on every
+ * change and every heartbeat (always the whole current inventory, retried with
+ * backoff while the controller is unreachable), and PUT
+ * /v1/servers/{name}/devices/{index} at once when a port goes down or up.
+ * One thread, one libevent loop; SIGTERM/SIGINT end it with exit status 0.
+ */
+#ifndef OFCD_AGENT_H
+#define OFCD_AGENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "auth.h"
+#include "log.h"
+#include "rdma.h"
+
+#define AGENT_HEARTBEAT_DEFAULT 10   /**< [agent] heartbeat default, seconds */
+#define AGENT_HEARTBEAT_MAX     3600 /**< [agent] heartbeat upper bound, seconds */
+
+/** One device.N = DEV:PORT line: RDMA device port DEV:PORT serves device index N. */
+struct agent_map_entry {
+	uint32_t index;             /**< N, the server's device index */
+	char device[RDMA_NAME_MAX]; /**< RDMA device name, e.g. "mlx5_0" */
+	uint8_t port;               /**< RDMA port number, from 1 */
+};
+
+/** Which RDMA source the agent reads. */
+enum agent_source {
+	AGENT_SOURCE_VERBS,    /**< libibverbs (default) */
+	AGENT_SOURCE_RECORDED, /**< recorded_inventory + recorded_events files */
+};
+
+/** The agent's configuration ([agent] and [log]). Owned by whoever loaded it. */
+struct agent_config {
+	char path[512];                 /**< file it came from */
+	char controller[300];           /**< [agent] controller as written, "http://HOST:PORT" */
+	char host[256];                 /**< its HOST (brackets of an IPv6 address removed) */
+	uint16_t port;                  /**< its PORT */
+	char server[AUTH_NAME_MAX + 1]; /**< [agent] server: this server's name at the controller */
+	char token[AUTH_SECRET_MAX + 1]; /**< [agent] token: bearer secret, "" for none */
+	unsigned heartbeat_s;            /**< [agent] heartbeat, seconds */
+	bool pci_order;                  /**< [agent] map = pci-order */
+	struct agent_map_entry *map;     /**< device.N entries by index (malloc'd, owned) */
+	size_t nmap;                     /**< entries in map */
+	enum agent_source source;        /**< [agent] source */
+	char recorded_inventory[512];    /**< [agent] recorded_inventory file */
+	char recorded_events[512];       /**< [agent] recorded_events file, "" for none */
+	enum log_level log_level;        /**< [log] level */
+};
+
+/**
+ * Loads the agent configuration from path. Unknown sections or keys, keys
+ * given twice and bad values are errors "FILE:LINE: [section] key: reason";
+ * missing required keys and inconsistent ones "FILE: ...". Returns 0, or
+ * -EINVAL (-errno when the file cannot be read) with the message in err. In
+ * both cases cfg owns memory afterwards: release it with agent_config_free().
+ */
+int agent_config_load(const char *path, struct agent_config *cfg, char *err, size_t errlen);
+
+/** Same as agent_config_load() for INI text in memory; name is used in messages. */
+int agent_config_load_string(const char *text, const char *name, struct agent_config *cfg,
+                             char *err, size_t errlen);
+
+/** Releases what cfg owns; it may be loaded again afterwards. */
+void agent_config_free(struct agent_config *cfg);
+
+/**
+ * The `ofcd agent` command: argv[0] is "agent", then [-c FILE] [--check-config].
+ * Runs until SIGTERM or SIGINT. Returns the process exit status: 0 after a
+ * signal or a valid --check-config, 1 for a bad configuration or a start
+ * failure, 2 for bad arguments.
+ */
+int agent_main(int argc, char **argv);
+
+#endif

@@ -1,0 +1,376 @@
+"""The host agent (`ofcd agent`) against a real controller: recorded inventories and event
+scripts, device failures re-planned, controller restarts, staleness, bad inventories, agent
+token scoping, and the real libibverbs source on this machine."""
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import ADMIN, OFCD_BIN, READER, Daemon, error_of
+
+AGENT0 = "agent0-secret-0123456789"
+AGENT1 = "agent1-secret-0123456789"
+AGENT_TOKENS = f"[auth]\ntoken.agent0 = agent:srv0:{AGENT0}\ntoken.agent1 = agent:srv1:{AGENT1}\n"
+
+
+def port_json(num=1, state="active", phys="link_up"):
+    return {"port": num, "state": state, "phys_state": phys, "mtu": 4096, "speed": "HDR",
+            "lane_gbps": 50.0, "width": "4x", "rate_gbps": 200.0, "link_layer": "infiniband",
+            "gids": [{"index": 0, "gid": "fe80:0000:0000:0000:0c42:a103:0065:7a%02x" % num}]}
+
+
+def inventory(n=4):
+    """A host with n single-port ConnectX-6 devices mlx5_0..n-1, every link up."""
+    return {"rdma": True, "reason": None, "devices": [
+        {"name": f"mlx5_{i}", "pci": "0000:%02x:00.0" % (0x10 + i), "fw_ver": "20.31.1014",
+         "node_guid": "0c42:a103:0065:%04x" % i, "vendor_id": 713, "vendor_part_id": 4123,
+         "phys_port_cnt": 1, "fatal": False, "error": None, "ports": [port_json()]}
+        for i in range(n)]}
+
+
+def report(n=4, interval=10):
+    """The same inventory as an agent reports it: port i of mlx5_i serves device i."""
+    inv = inventory(n)
+    for i, dev in enumerate(inv["devices"]):
+        dev["ports"][0]["index"] = i
+    inv["interval"] = interval
+    return inv
+
+
+class Agent:
+    """One `ofcd agent` process with its own configuration and recorded files."""
+
+    def __init__(self, tmp_path, daemon, server="srv0", token=AGENT0, heartbeat=1, events="",
+                 source="recorded", devices=4, name="agent", mapping=None):
+        self.dir = tmp_path
+        self.config = tmp_path / f"{name}.ini"
+        self.log_path = tmp_path / f"{name}.log"
+        inv = tmp_path / f"{name}-inventory.json"
+        ev = tmp_path / f"{name}-events.txt"
+        inv.write_text(json.dumps(inventory(devices), indent=1))
+        ev.write_text(events)
+        text = (f"[agent]\ncontroller = http://127.0.0.1:{daemon.port}\nserver = {server}\n"
+                f"token = {token}\nheartbeat = {heartbeat}\nsource = {source}\n")
+        if source == "recorded":
+            text += f"recorded_inventory = {inv}\nrecorded_events = {ev}\n"
+        for line in mapping or [f"device.{i} = mlx5_{i}:1" for i in range(devices)]:
+            text += line + "\n"
+        text += "[log]\nlevel = debug\n"
+        self.config.write_text(text)
+        self.proc = None
+
+    def start(self):
+        self.logf = open(self.log_path, "a")
+        self.started = time.monotonic()
+        self.proc = subprocess.Popen([OFCD_BIN, "agent", "-c", str(self.config)],
+                                     stdout=self.logf, stderr=subprocess.STDOUT)
+        return self
+
+    def log(self):
+        if not self.logf.closed:
+            self.logf.flush()
+        return self.log_path.read_text()
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else None
+        self.proc.send_signal(sig)
+        try:
+            rc = self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            rc = self.proc.wait()
+        self.logf.close()
+        return rc
+
+
+@pytest.fixture
+def ctl(tmp_path):
+    d = Daemon(tmp_path, tokens=True, extra=AGENT_TOKENS).start()
+    yield d
+    d.stop(sig=signal.SIGKILL)
+
+
+@pytest.fixture
+def agents(tmp_path):
+    made = []
+
+    def make(daemon, **kw):
+        a = Agent(tmp_path, daemon, name=f"agent{len(made)}", **kw)
+        made.append(a)
+        return a
+
+    yield make
+    for a in made:
+        a.stop(sig=signal.SIGKILL)
+
+
+def cluster(d, servers=4, devices=4):
+    """One OCS unit with room for everyone; devices beyond the policy's planes are spares."""
+    assert d.post("/v1/ocs", {"name": "ocs0", "driver": "sim", "ports": 64}).status_code == 201
+    for s in range(servers):
+        r = d.post("/v1/servers", {"name": f"srv{s}", "devices": devices})
+        assert r.status_code == 201, r.text
+    assert d.put("/v1/wiring", {"rule": "plane-per-ocs"}).status_code == 200
+
+
+def make_fabric(d, servers=4):
+    r = d.post("/v1/fabrics?wait=10", {"name": "job", "servers": [f"srv{i}" for i in range(servers)]})
+    assert r.status_code == 201 and r.json()["state"] == "applied", r.text
+    return r.json()
+
+
+def wait_for(what, timeout=10, step=0.05):
+    deadline = time.monotonic() + timeout
+    while True:
+        v = what()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(step)
+
+
+def device_state(d, server, index):
+    return d.get(f"/v1/servers/{server}").json()["device_info"][index]["state"]
+
+
+def link_key(link):
+    return (link["a"]["server"], link["b"]["server"])
+
+
+def test_inventory_stored_and_shown(ctl, agents):
+    cluster(ctl)
+    assert ctl.get("/v1/servers/srv0").json()["inventory"] is None
+    a = agents(ctl).start()
+    srv = wait_for(lambda: (lambda s: s if s["inventory"] else None)(ctl.get("/v1/servers/srv0").json()))
+    inv = srv["inventory"]
+    assert inv["rdma"] is True and inv["reason"] is None and srv["stale"] is False
+    assert inv["interval"] == 1 and inv["heartbeat"].endswith("Z")
+    assert [dev["name"] for dev in inv["devices"]] == ["mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"]
+    port = inv["devices"][2]["ports"][0]
+    assert port == {**port_json(), "index": 2}
+    assert inv["devices"][0]["node_guid"] == "0c42:a103:0065:0000"
+    assert all(dev["state"] == "ok" for dev in srv["device_info"])
+    # Heartbeats keep coming and change nothing else.
+    first = inv["heartbeat"]
+    wait_for(lambda: ctl.get("/v1/servers/srv0").json()["inventory"]["heartbeat"] != first, timeout=5)
+    assert ctl.get("/v1/servers/srv1").json()["inventory"] is None
+    assert a.stop() == 0
+    assert "inventory (start): 4 devices, 4 mapped ports, 4 of them up" in a.log()
+
+
+def test_port_events_fail_and_restore(ctl, agents):
+    cluster(ctl)
+    before = make_fabric(ctl)
+    a = agents(ctl, events="2500 mlx5_0 1 port_err\n6500 mlx5_0 1 port_active\n").start()
+    wait_for(lambda: ctl.get("/v1/servers/srv0").json()["inventory"])
+    assert device_state(ctl, "srv0", 0) == "ok"
+    wait_for(lambda: device_state(ctl, "srv0", 0) == "failed", timeout=6, step=0.02)
+    # Port error at 2.5 s after the agent's start, seen by the controller within a second.
+    assert time.monotonic() - a.started < 2.5 + 1.0 + 0.3
+    after = ctl.get("/v1/fabrics/job?wait=10").json()
+    assert after["revision"] == 2 and after["state"] == "applied" and after["missing"] == []
+    old = {link_key(l): l for l in before["links"]}
+    new = {link_key(l): l for l in after["links"]}
+    moved = [k for k in old if old[k] != new[k]]
+    assert len(moved) == 1
+    ends = {e["server"]: e for e in (new[moved[0]]["a"], new[moved[0]]["b"])}
+    assert ends["srv0"]["device"] == 3  # the spare
+    assert old[moved[0]]["a" if old[moved[0]]["a"]["server"] == "srv0" else "b"]["device"] == 0
+    inv = wait_for(lambda: (lambda i: i if i["devices"][0]["ports"][0]["state"] == "down" else None)(
+        ctl.get("/v1/servers/srv0").json()["inventory"]))
+    assert inv["devices"][0]["ports"][0]["phys_state"] == "polling"
+    # Port active restores the device; working circuits stay where they are.
+    wait_for(lambda: device_state(ctl, "srv0", 0) == "ok", timeout=8)
+    back = ctl.get("/v1/fabrics/job?wait=10").json()
+    assert back["revision"] == 3 and back["state"] == "applied"
+    assert {link_key(l): l for l in back["links"]} == new
+    log = a.log()
+    assert "mlx5_0 port 1 port_err: device 0 failed" in log
+    assert "device 0 reported failed" in log and "device 0 reported ok" in log
+    assert a.stop() == 0
+
+
+def test_controller_restart_loses_nothing(ctl, agents):
+    cluster(ctl)
+    make_fabric(ctl)
+    a = agents(ctl, events="3000 mlx5_1 1 port_err\n").start()
+    wait_for(lambda: ctl.get("/v1/servers/srv0").json()["inventory"])
+    assert ctl.stop() == 0
+    # The port fails while the controller is down: the device PUT is lost, the agent retries.
+    time.sleep(4.0)
+    assert a.proc.poll() is None
+    ctl.start()
+    srv = ctl.get("/v1/servers/srv0").json()
+    assert srv["inventory"]["rdma"] is True  # the stored report survived the restart
+    wait_for(lambda: device_state(ctl, "srv0", 1) == "failed", timeout=10)
+    f = ctl.get("/v1/fabrics/job?wait=10").json()
+    assert f["revision"] == 2 and f["state"] == "applied" and f["missing"] == []
+    port = ctl.get("/v1/servers/srv0").json()["inventory"]["devices"][1]["ports"][0]
+    assert port["state"] == "down"
+    log = a.log()
+    assert "resending the inventory with backoff" in log and "reachable again" in log
+    assert a.stop() == 0
+
+
+def test_stale_after_missed_heartbeats(ctl, agents):
+    cluster(ctl)
+    a = agents(ctl, heartbeat=1).start()
+    wait_for(lambda: ctl.get("/v1/servers/srv0").json()["inventory"])
+    assert ctl.get("/v1/servers/srv0").json()["stale"] is False
+    assert a.stop() == 0
+    t = time.monotonic()
+    time.sleep(2.0)
+    assert ctl.get("/v1/servers/srv0").json()["stale"] is False
+    srv = wait_for(lambda: (lambda s: s if s["stale"] else None)(ctl.get("/v1/servers/srv0").json()),
+                   timeout=5)
+    assert time.monotonic() - t >= 2.9
+    # Stale is a flag, not a failure: the devices are as the last report left them.
+    assert all(dev["state"] == "ok" for dev in srv["device_info"])
+    assert srv["inventory"]["rdma"] is True
+
+
+def test_bad_inventories_change_nothing(ctl):
+    cluster(ctl)
+    make_fabric(ctl)
+    assert ctl.put("/v1/servers/srv0/inventory", report()).status_code == 200
+
+    def state():
+        return (ctl.get("/v1/servers/srv0").json(), ctl.get("/v1/fabrics/job").json())
+
+    before = state()
+
+    def bad(body=None, want=400, field=None, server="srv0", raw=None, headers=None):
+        r = ctl.put(f"/v1/servers/{server}/inventory", body, raw=raw, headers=headers)
+        assert r.status_code == want, r.text
+        if field is not None:
+            assert error_of(r)["field"] == field, r.text
+        assert state() == before
+
+    body = report()
+    body["rdma"] = "yes"
+    bad(body, 400, "rdma")
+    body = report()
+    body["extra"] = 1
+    bad(body, 400, "extra")
+    body = report()
+    body["devices"][1]["ports"][0]["mtu"] = "4096"
+    bad(body, 400, "devices[1].ports[0].mtu")
+    body = report()
+    body["devices"][0]["ports"][0]["index"] = "0"
+    bad(body, 400, "devices[0].ports[0].index")
+    body = report()
+    body["interval"] = 0
+    bad(body, 400, "interval")
+    bad(report(), 404, "name", server="nope")
+    body = report()
+    body["devices"][3]["ports"][0]["index"] = 4  # srv0 has devices 0..3
+    bad(body, 422, "devices[3].ports[0].index")
+    body = report()
+    body["devices"][3]["ports"][0]["index"] = 0
+    bad(body, 400, "devices[3].ports[0].index")
+    body = report()
+    body["devices"] = [dict(body["devices"][0], name=f"d{i}", ports=[]) for i in range(1025)]
+    bad(body, 400, "devices")
+    body = report()
+    body["devices"][0]["ports"][0]["gids"] = [
+        {"index": i, "gid": "fe80:0000:0000:0000:0000:0000:0000:%04x" % (i + 1)} for i in range(65)]
+    bad(body, 400, "devices[0].ports[0].gids")
+    bad(raw=json.dumps(report()) + " " * (1024 * 1024), want=413)
+    bad(raw="{\"rdma\": tru", want=400)
+    bad(raw=json.dumps(report()), want=415, headers={"Content-Type": "text/plain"})
+    bad([], 400)
+    # A down port is accepted (200) and does change things: the control case.
+    body = report()
+    body["devices"][2]["ports"][0]["state"] = "down"
+    r = ctl.put("/v1/servers/srv0/inventory", body)
+    assert r.status_code == 200, r.text
+    out = r.json()
+    assert out["failed"] == [{"device": 2, "reason": "mlx5_2:1 is down (physical state link_up)"}]
+    assert out["changes"] == [{"device": 2, "state": "failed", "changed": True}]
+    assert out["fabrics"][0]["revision"] == 2
+    # Resending the same report changes nothing more.
+    r = ctl.put("/v1/servers/srv0/inventory", body)
+    assert r.json()["changes"] == [] and r.json()["fabrics"] == []
+    # A report with fewer devices than declared fails the missing ones; a full one restores all.
+    r = ctl.put("/v1/servers/srv0/inventory", report(n=3))
+    assert [c["device"] for c in r.json()["changes"]] == [2, 3]
+    assert [c["state"] for c in r.json()["changes"]] == ["ok", "failed"]
+    assert r.json()["failed"] == [{"device": 3, "reason": "no RDMA port is mapped to it"}]
+    r = ctl.put("/v1/servers/srv0/inventory", report())
+    assert r.json()["changes"] == [{"device": 3, "state": "ok", "changed": True}]
+    assert [d["state"] for d in ctl.get("/v1/servers/srv0").json()["device_info"]] == ["ok"] * 4
+
+
+def test_agent_token_scope(ctl, agents):
+    cluster(ctl)
+    assert ctl.put("/v1/servers/srv1/inventory", report(), token=AGENT0).status_code == 403
+    e = error_of(ctl.put("/v1/servers/srv1/devices/0", {"state": "failed"}, token=AGENT0))
+    assert e["code"] == "forbidden" and "agent token of server srv0, not of srv1" in e["message"]
+    assert ctl.get("/v1/servers/srv1").json()["inventory"] is None
+    assert device_state(ctl, "srv1", 0) == "ok"
+    assert ctl.put("/v1/servers/srv0/inventory", report(), token=AGENT0).status_code == 200
+    assert ctl.put("/v1/servers/srv0/devices/1", {"state": "failed"}, token=AGENT0).status_code == 200
+    assert ctl.put("/v1/servers/srv1/inventory", report(), token=AGENT1).status_code == 200
+    # Agents read like read tokens, and write nothing else.
+    assert ctl.get("/v1/servers", token=AGENT0).status_code == 200
+    assert ctl.get("/v1/rdma/devices", token=AGENT0).status_code == 200
+    assert ctl.post("/v1/servers", {"name": "x", "devices": 1}, token=AGENT0).status_code == 403
+    assert ctl.delete("/v1/servers/srv0", token=AGENT0).status_code == 403
+    assert ctl.put("/v1/wiring", {"rule": "plane-per-ocs"}, token=AGENT0).status_code == 403
+    assert ctl.put("/v1/servers/srv0/inventory", report(), token=READER).status_code == 403
+    assert ctl.put("/v1/servers/srv0/inventory", report(), token="no-such-secret-0123").status_code == 401
+    # An agent configured with another server's token is refused and says so.
+    a = agents(ctl, server="srv2", token=AGENT0).start()
+    wait_for(lambda: "controller refused the inventory of srv2: HTTP 403" in a.log(), timeout=5)
+    assert ctl.get("/v1/servers/srv2").json()["inventory"] is None
+    assert a.stop() == 0
+
+
+def test_verbs_source_on_this_host(ctl, agents):
+    """The real libibverbs source: whatever this host has, agent and controller agree."""
+    assert ctl.post("/v1/servers", {"name": "host0", "devices": 1}).status_code == 201
+    host = ctl.get("/v1/rdma/devices").json()
+    assert set(host) == {"rdma", "reason", "devices"}
+    if not os.path.exists("/sys/class/infiniband"):
+        assert host["rdma"] is False and host["devices"] == []
+    if not host["rdma"]:
+        assert host["reason"].startswith(("no RDMA device found", "ibv_get_device_list failed: "))
+    a = agents(ctl, server="host0", token=ADMIN, source="verbs", devices=1).start()
+    inv = wait_for(lambda: ctl.get("/v1/servers/host0").json()["inventory"])
+    assert inv["rdma"] == host["rdma"] and inv["reason"] == host["reason"]
+    if not host["rdma"]:
+        assert inv["devices"] == []
+        # The declared device is not there: failed, with the reason.
+        assert device_state(ctl, "host0", 0) == "failed"
+        assert f"inventory (start): no RDMA: {host['reason']}" in a.log()
+    assert a.stop() == 0
+    # The inventory goes with its server.
+    assert ctl.delete("/v1/servers/host0").status_code == 200
+    assert ctl.post("/v1/servers", {"name": "host0", "devices": 1}).status_code == 201
+    assert ctl.get("/v1/servers/host0").json()["inventory"] is None
+
+
+def test_agent_command_line(tmp_path, ctl):
+    bad = tmp_path / "bad.ini"
+    bad.write_text("[agent]\nbogus = 1\n")
+    r = subprocess.run([OFCD_BIN, "agent", "-c", str(bad)], capture_output=True, text=True)
+    assert r.returncode == 1 and f"{bad}:2: [agent] bogus: unknown key" in r.stderr
+    r = subprocess.run([OFCD_BIN, "agent"], capture_output=True, text=True)
+    assert r.returncode == 2 and "-c FILE is required" in r.stderr
+    a = Agent(tmp_path, ctl)
+    r = subprocess.run([OFCD_BIN, "agent", "-c", str(a.config), "--check-config"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and "configuration is valid" in r.stdout
+    # A missing recorded file stops the start with its name.
+    a.config.write_text(a.config.read_text().replace("agent-inventory.json", "missing.json"))
+    r = subprocess.run([OFCD_BIN, "agent", "-c", str(a.config)], capture_output=True, text=True)
+    assert r.returncode == 1 and "missing.json" in r.stderr
+    # SIGINT also ends the agent with status 0.
+    b = Agent(tmp_path, ctl, name="b").start()
+    time.sleep(0.3)
+    assert b.stop(sig=signal.SIGINT) == 0
