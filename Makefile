@@ -127,6 +127,7 @@ install: $(B)/ofcd
 		chgrp ofcd $(SYSCONFDIR)/ofcd/ofcd.ini; \
 	else echo "after installing: systemd-sysusers && chgrp ofcd $(SYSCONFDIR)/ofcd/ofcd.ini"; fi
 	install -D -m 644 schema/ofcd.example.ini $(DESTDIR)$(PREFIX)/share/doc/ofcd/ofcd.example.ini
+	install -D -m 644 packaging/agent.ini $(DESTDIR)$(PREFIX)/share/doc/ofcd/agent.example.ini
 
 format:
 	clang-format -i $(wildcard daemon/*.[ch] planner/*.[ch] ocs_drivers/*.[ch] tests/unit/*.[ch] bench/*.[ch])

@@ -221,6 +221,8 @@ void api_inventory_put(struct api_req *req)
 		json_array_append_new(
 		    changes, json_pack("{s:I, s:s, s:b}", "device", (json_int_t)index[i], "state",
 		                       failed[i] ? "failed" : "ok", "changed", changed[i]));
+	/* A heartbeat that changed no device changes nothing the OCS units hold. */
+	req->desired_unchanged = fabric == NULL;
 	if (fabric)
 		json_array_append_new(fabrics, fabric);
 	fabric = NULL;

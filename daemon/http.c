@@ -461,7 +461,8 @@ static void dispatch(struct http_req *r)
 		goto audit_only;
 	}
 	/* Every committed change may alter what some OCS unit should hold. */
-	reconcile_kick(r->h->d->reconciler);
+	if (!a->desired_unchanged)
+		reconcile_kick(r->h->d->reconciler);
 	return;
 audit_only:
 	if (write) {

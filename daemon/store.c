@@ -240,5 +240,13 @@ int store_audit(struct store *s, const char *token, const char *method, const ch
 	sqlite3_bind_text(st, 2, method, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(st, 3, path, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_int(st, 4, (int)status);
-	return store_step_done(st);
+	int rc = store_step_done(st);
+	int64_t id = sqlite3_last_insert_rowid(s->db);
+	/* Heartbeats write too: keep the newest STORE_AUDIT_KEEP rows, pruned now and then. */
+	if (rc == 0 && id % 1024 == 0) {
+		st = store_stmt(s, "DELETE FROM audit WHERE id <= ?");
+		sqlite3_bind_int64(st, 1, id - STORE_AUDIT_KEEP);
+		rc = store_step_done(st);
+	}
+	return rc;
 }

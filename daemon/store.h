@@ -55,6 +55,9 @@ void store_rollback(struct store *s);
 /** True while a transaction is open. */
 bool store_in_txn(struct store *s);
 
+/** Audit rows kept; older ones are pruned. */
+#define STORE_AUDIT_KEEP 100000
+
 /**
  * Records a write request in the audit table (time, token name or NULL,
  * method, path, HTTP status). Runs inside the current transaction if any.

@@ -123,6 +123,27 @@ static void test_txn_audit(void **state)
 	store_close(s);
 }
 
+/* The audit table keeps the newest STORE_AUDIT_KEEP rows. */
+static void test_audit_pruned(void **state)
+{
+	(void)state;
+	struct store *s = NULL;
+	char err[512], sql[160];
+	assert_int_equal(store_open(path, &s, err, sizeof(err)), 0);
+	/* Old rows, then a row just below a pruning point (ids divisible by 1024). */
+	int64_t next = 200 * 1024;
+	snprintf(sql, sizeof(sql),
+		 "INSERT INTO audit(id, at, method, path, status) VALUES (1, 'x', 'PUT', '/a', 200), "
+		 "(2, 'x', 'PUT', '/a', 200), (%lld, 'x', 'PUT', '/a', 200)",
+		 (long long)(next - 1));
+	assert_int_equal(sqlite3_exec(store_db(s), sql, NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(store_audit(s, "t", "PUT", "/b", 200), 0);
+	assert_int_equal(pragma_int(s, "SELECT count(*) FROM audit"), 2);
+	snprintf(sql, sizeof(sql), "SELECT min(id) FROM audit");
+	assert_int_equal(pragma_int(s, sql), next - 1);
+	store_close(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -130,6 +151,7 @@ int main(void)
 		cmocka_unit_test(test_migrations_numbered),
 		cmocka_unit_test_setup_teardown(test_newer_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_txn_audit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_audit_pruned, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
