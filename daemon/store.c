@@ -1,6 +1,7 @@
 #include "store.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@ struct stmt_slot {
 
 struct store {
 	sqlite3 *db;
+	bool relaxed; /* the open transaction commits without fsync */
 	struct stmt_slot stmts[STMT_SLOTS];
 };
 
@@ -201,6 +203,28 @@ int store_begin(struct store *s)
 	return exec_simple(s, "BEGIN IMMEDIATE");
 }
 
+int store_begin_relaxed(struct store *s)
+{
+	int rc = exec_simple(s, "PRAGMA synchronous=NORMAL");
+	if (rc == 0)
+		rc = exec_simple(s, "BEGIN IMMEDIATE");
+	if (rc < 0) {
+		exec_simple(s, "PRAGMA synchronous=FULL");
+		return rc;
+	}
+	s->relaxed = true;
+	return 0;
+}
+
+/* Back to fsync on every commit once a relaxed transaction is over. */
+static void end_relaxed(struct store *s)
+{
+	if (s->relaxed) {
+		s->relaxed = false;
+		exec_simple(s, "PRAGMA synchronous=FULL");
+	}
+}
+
 int store_commit(struct store *s)
 {
 	struct timespec t0, t1;
@@ -211,6 +235,7 @@ int store_commit(struct store *s)
 		store_rollback(s);
 		return rc;
 	}
+	end_relaxed(s);
 	metrics_observe_commit((double)(t1.tv_sec - t0.tv_sec) +
 	                       (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
 	return 0;
@@ -220,6 +245,7 @@ void store_rollback(struct store *s)
 {
 	if (sqlite3_get_autocommit(s->db) == 0)
 		exec_simple(s, "ROLLBACK");
+	end_relaxed(s);
 }
 
 bool store_in_txn(struct store *s)

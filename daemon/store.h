@@ -46,6 +46,15 @@ int store_step_done(sqlite3_stmt *st);
 /** BEGIN IMMEDIATE. Returns 0 or -EIO (-EBUSY when the database is locked). */
 int store_begin(struct store *s);
 
+/**
+ * BEGIN IMMEDIATE for derived state that a restart recomputes anyway (the
+ * reconciler's operations, fabric states, read-back copies): its COMMIT skips
+ * the fsync (synchronous=NORMAL for this transaction only; WAL keeps the file
+ * consistent, a power cut may lose the last such commits). Acknowledged user
+ * changes always use store_begin().
+ */
+int store_begin_relaxed(struct store *s);
+
 /** COMMIT; its latency goes to the metrics. Returns 0 or -EIO (then rolled back). */
 int store_commit(struct store *s);
 
