@@ -46,9 +46,13 @@ struct unit {
 	bool actual_dirty;      /* actual[] not yet written to the store */
 	struct plan_xc *actual; /* sorted */
 	size_t nactual;
-	uint32_t *peer;     /* peer[port] for actual, 0 when unjoined; ports + 1 entries */
-	int64_t *owner;     /* see owners(); ports + 1 entries */
-	uint64_t owner_gen; /* pass generation owner[] was loaded in */
+	uint32_t *peer;          /* peer[port] for actual, 0 when unjoined; ports + 1 entries */
+	int64_t *owner;          /* see owners(); ports + 1 entries */
+	uint64_t owner_gen;      /* r->changes when owner[] was loaded */
+	struct plan_xc *desired; /* cached desired set, sorted */
+	int64_t *desired_fabric; /* fabric of each desired entry */
+	size_t ndesired;
+	uint64_t desired_gen; /* r->changes when desired[] was loaded */
 	struct ocs_flow *partial, *foreign;
 	size_t npartial, nforeign;
 
@@ -69,8 +73,16 @@ struct reconciler {
 	struct event *ev_states; /* deferred fabric state update, and its tick */
 	struct event *ev_flush;  /* deferred write of read-back states to the store */
 	uint64_t generation;     /* passes started */
+	uint64_t changes;        /* kicks so far: caches of stored state are valid for one value */
+	struct fab_view *fabs;   /* cached fabrics, see load_fabrics() */
+	size_t nfabs;
+	struct circ_view *circs; /* their circuits */
+	uint64_t fabs_gen;       /* r->changes when loaded */
+	bool fabs_valid;
 };
 
+struct fab_view;
+struct circ_view;
 static void drive(struct unit *u);
 static void schedule_states(struct reconciler *r);
 static void on_read(void *arg, int status, const char *err, const struct ocs_readback *rb);
@@ -112,6 +124,23 @@ static json_t *xcs_json(const struct plan_xc *v, size_t n)
 	return a;
 }
 
+/*
+ * The same list as JSON text ("[[1,2],[3,4]]"), printed directly: an operation
+ * records every batch, and a jansson tree per pair costs more than the batch.
+ */
+static char *xcs_text(const struct plan_xc *v, size_t n)
+{
+	char *buf = malloc(n * 24 + 3), *p = buf;
+	if (!buf)
+		return NULL;
+	*p++ = '[';
+	for (size_t i = 0; i < n; i++)
+		p += sprintf(p, "%s[%u,%u]", i ? "," : "", v[i].a, v[i].b);
+	*p++ = ']';
+	*p = '\0';
+	return buf;
+}
+
 static json_t *flows_json(const struct ocs_flow *v, size_t n)
 {
 	json_t *a = json_array();
@@ -128,33 +157,78 @@ static struct store *store_of(struct reconciler *r)
 	return r->d->store;
 }
 
-/* Desired cross-connects of a unit, sorted. Caller frees *out. */
-static int load_desired(struct reconciler *r, int64_t ocs_id, struct plan_xc **out, size_t *n)
+struct desired_row {
+	struct plan_xc xc;
+	int64_t fabric;
+};
+
+static int desired_row_cmp(const void *x, const void *y)
 {
-	sqlite3_stmt *st = store_stmt(store_of(r), "SELECT min(a_ocs_port, b_ocs_port) AS x, "
-	                                           "max(a_ocs_port, b_ocs_port) AS y FROM circuit "
-	                                           "WHERE ocs_id = ? ORDER BY x, y");
-	size_t cap = 0;
-	*out = NULL;
-	*n = 0;
-	sqlite3_bind_int64(st, 1, ocs_id);
+	return plan_xc_cmp(&((const struct desired_row *)x)->xc,
+	                   &((const struct desired_row *)y)->xc);
+}
+
+/*
+ * The unit's desired cross-connects (sorted) and the fabric of each, cached
+ * in the unit: desired state changes only with committed writes, each of
+ * which kicks (r->changes). Sorted here rather than by SQLite, which would
+ * sort on computed columns.
+ */
+static int desired_current(struct reconciler *r, struct unit *u)
+{
+	if (u->desired && u->desired_gen == r->changes)
+		return 0;
+	sqlite3_stmt *st = store_stmt(store_of(r), "SELECT a_ocs_port, b_ocs_port, fabric_id "
+	                                           "FROM circuit WHERE ocs_id = ?");
+	struct desired_row *rows = NULL;
+	size_t n = 0, cap = 0;
+	sqlite3_bind_int64(st, 1, u->id);
 	while (sqlite3_step(st) == SQLITE_ROW) {
-		if (*n == cap) {
+		if (n == cap) {
 			cap = cap ? cap * 2 : 256;
-			struct plan_xc *v = realloc(*out, cap * sizeof(*v));
-			if (!v) {
+			struct desired_row *t = realloc(rows, cap * sizeof(*rows));
+			if (!t) {
 				sqlite3_reset(st);
-				free(*out);
-				*out = NULL;
+				free(rows);
 				return -ENOMEM;
 			}
-			*out = v;
+			rows = t;
 		}
-		(*out)[(*n)++] = (struct plan_xc){ (uint32_t)sqlite3_column_int64(st, 0),
-			                           (uint32_t)sqlite3_column_int64(st, 1) };
+		uint32_t a = (uint32_t)sqlite3_column_int64(st, 0);
+		uint32_t b = (uint32_t)sqlite3_column_int64(st, 1);
+		rows[n++] = (struct desired_row){ { a < b ? a : b, a < b ? b : a },
+			                          sqlite3_column_int64(st, 2) };
 	}
 	sqlite3_reset(st);
+	qsort(rows, n, sizeof(*rows), desired_row_cmp);
+	struct plan_xc *xc = malloc((n ? n : 1) * sizeof(*xc));
+	int64_t *fab = malloc((n ? n : 1) * sizeof(*fab));
+	if (!xc || !fab) {
+		free(rows);
+		free(xc);
+		free(fab);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		xc[i] = rows[i].xc;
+		fab[i] = rows[i].fabric;
+	}
+	free(rows);
+	free(u->desired);
+	free(u->desired_fabric);
+	u->desired = xc;
+	u->desired_fabric = fab;
+	u->ndesired = n;
+	u->desired_gen = r->changes;
 	return 0;
+}
+
+/* Index of xc in the unit's desired set, or -1. */
+static ssize_t desired_index(const struct unit *u, const struct plan_xc *xc)
+{
+	const struct plan_xc *hit =
+	    bsearch(xc, u->desired, u->ndesired, sizeof(*u->desired), plan_xc_cmp);
+	return hit ? hit - u->desired : -1;
 }
 
 /*
@@ -164,7 +238,7 @@ static int load_desired(struct reconciler *r, int64_t ocs_id, struct plan_xc **o
  */
 static const int64_t *owners(struct reconciler *r, struct unit *u)
 {
-	if (u->owner && u->owner_gen == r->generation)
+	if (u->owner && u->owner_gen == r->changes)
 		return u->owner;
 	if (!u->owner)
 		u->owner = calloc((size_t)u->ports + 1, sizeof(*u->owner));
@@ -181,7 +255,7 @@ static const int64_t *owners(struct reconciler *r, struct unit *u)
 			u->owner[port] = sqlite3_column_int64(st, 1);
 	}
 	sqlite3_reset(st);
-	u->owner_gen = r->generation;
+	u->owner_gen = r->changes;
 	return u->owner;
 }
 
@@ -253,13 +327,15 @@ static int64_t op_start(struct reconciler *r, struct unit *u, const struct plan_
                         json_t **fabrics)
 {
 	struct store *s = store_of(r);
-	const int64_t *owner = owners(r, u);
+	/* Additions are desired, so their fabric is known; removals need the port owners. */
+	const int64_t *owner = b->ndel ? owners(r, u) : NULL;
 	size_t n = b->nadd + b->ndel;
 	int64_t *touched = calloc(2 * n + 1, sizeof(*touched));
 	size_t nt = 0;
-	for (size_t i = 0; owner && touched && i < b->nadd; i++) {
-		touched[nt++] = owner[b->add[i].a];
-		touched[nt++] = owner[b->add[i].b];
+	for (size_t i = 0; touched && i < b->nadd; i++) {
+		ssize_t k = desired_index(u, &b->add[i]);
+		if (k >= 0 && (nt == 0 || touched[nt - 1] != u->desired_fabric[k]))
+			touched[nt++] = u->desired_fabric[k];
 	}
 	for (size_t i = 0; owner && touched && i < b->ndel; i++) {
 		touched[nt++] = owner[b->del[i].a];
@@ -268,11 +344,8 @@ static int64_t op_start(struct reconciler *r, struct unit *u, const struct plan_
 	*fabrics = fabric_names(r, touched, nt);
 	free(touched);
 
-	json_t *ja = xcs_json(b->add, b->nadd), *jd = xcs_json(b->del, b->ndel);
-	char *adds = json_dumps(ja, JSON_COMPACT);
-	char *dels = json_dumps(jd, JSON_COMPACT);
-	json_decref(ja);
-	json_decref(jd);
+	char *adds = xcs_text(b->add, b->nadd);
+	char *dels = xcs_text(b->del, b->ndel);
 	int64_t id = 0;
 	if (adds && dels && store_begin_relaxed(s) == 0) {
 		sqlite3_stmt *st =
@@ -413,11 +486,16 @@ static void on_apply(void *arg, int status, const char *err)
 /* Reports cross-connects that join two fabrics, or a fabric to a port of none. */
 static void check_isolation(struct reconciler *r, struct unit *u)
 {
-	const int64_t *owner = owners(r, u);
-	if (!owner)
+	const int64_t *owner = NULL;
+	if (desired_current(r, u) < 0)
 		return;
 	for (size_t i = 0; i < u->nactual; i++) {
 		uint32_t a = u->actual[i].a, b = u->actual[i].b;
+		/* A desired cross-connect joins two ports of one fabric by construction. */
+		if (desired_index(u, &u->actual[i]) >= 0)
+			continue;
+		if (!owner && !(owner = owners(r, u)))
+			return;
 		int64_t oa = a <= u->ports ? owner[a] : 0, ob = b <= u->ports ? owner[b] : 0;
 		if (oa == ob)
 			continue;
@@ -434,6 +512,8 @@ static void check_isolation(struct reconciler *r, struct unit *u)
 		                      (json_int_t)a, (json_int_t)b, "fabrics",
 		                      fabric_names(r, ids, 2)));
 	}
+	if (u->nforeign && !owner && !(owner = owners(r, u)))
+		return;
 	for (size_t i = 0; i < u->nforeign; i++) {
 		uint32_t a = u->foreign[i].in_port, b = u->foreign[i].out_port;
 		int64_t oa = a <= u->ports ? owner[a] : 0, ob = b <= u->ports ? owner[b] : 0;
@@ -608,6 +688,8 @@ static void unit_free(struct unit *u)
 	free(u->foreign);
 	free(u->peer);
 	free(u->owner);
+	free(u->desired);
+	free(u->desired_fabric);
 	free(u);
 }
 
@@ -677,6 +759,7 @@ static void sync_units(struct reconciler *r)
 			u = NULL;
 		}
 		if (!u) {
+			r->fabs_valid = false; /* the cache holds unit pointers */
 			u = unit_new(r, st);
 			if (!u)
 				continue;
@@ -694,6 +777,7 @@ static void sync_units(struct reconciler *r)
 		}
 		*pu = u->next;
 		unit_free(u);
+		r->fabs_valid = false;
 	}
 }
 
@@ -708,11 +792,13 @@ static void drive(struct unit *u)
 		start_read(u, false);
 		return;
 	}
-	struct plan_xc *desired = NULL, *actual = NULL;
-	size_t nd = 0, na = 0;
+	struct plan_xc *actual = NULL;
+	size_t na = 0;
 	struct plan_batch b = { 0 };
-	if (load_desired(r, u->id, &desired, &nd) < 0)
+	if (desired_current(r, u) < 0)
 		return;
+	const struct plan_xc *desired = u->desired;
+	size_t nd = u->ndesired;
 	/* One-way entries of ofcd's own count as present-but-wrong: remove or remake them. */
 	na = u->nactual + u->npartial;
 	actual = malloc((na ? na : 1) * sizeof(*actual));
@@ -775,7 +861,6 @@ static void drive(struct unit *u)
 	schedule_states(r);
 out:
 	plan_batch_free(&b);
-	free(desired);
 	free(actual);
 }
 
@@ -795,8 +880,11 @@ static void on_pass(evutil_socket_t fd, short what, void *arg)
 
 void reconcile_kick(struct reconciler *r)
 {
-	if (r)
-		event_active(r->ev_pass, 0, 0);
+	if (!r)
+		return;
+	/* Every committed change kicks: from now on what was read from the store may be stale. */
+	r->changes++;
+	event_active(r->ev_pass, 0, 0);
 }
 
 static void on_audit(evutil_socket_t fd, short what, void *arg)
@@ -835,31 +923,118 @@ static bool final_state(const char *s)
  * Derives every fabric's state from what its units hold, stores the ones that
  * changed (one transaction), and tells events and waiters.
  */
+/* A fabric as the state update sees it; its circuits are circs[first .. first + n). */
+struct fab_view {
+	int64_t id;
+	char name[65];
+	char state[16];
+	char err[400];
+	int64_t revision;
+	int64_t nmissing;
+	size_t first, n;
+};
+
+struct circ_view {
+	struct unit *u; /* NULL when the unit has no driver instance */
+	uint32_t a, b;
+};
+
+/*
+ * Loads every fabric and circuit once per change (the state update runs after
+ * every batch and read-back, the stored plans only change with commits).
+ */
+static int load_fabrics(struct reconciler *r)
+{
+	struct store *s = store_of(r);
+	if (r->fabs_valid && r->fabs_gen == r->changes)
+		return 0;
+	size_t nf = 0, nc = 0, capf = 16, capc = 256;
+	struct fab_view *f = malloc(capf * sizeof(*f));
+	struct circ_view *c = malloc(capc * sizeof(*c));
+	if (!f || !c)
+		goto nomem;
+	sqlite3_stmt *st = store_stmt(s, "SELECT f.id, f.name, f.state, coalesce(f.error, ''), "
+	                                 "f.revision, (SELECT count(*) FROM missing_pair m WHERE "
+	                                 "m.fabric_id = f.id) FROM fabric f ORDER BY f.id");
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		if (nf == capf) {
+			struct fab_view *t = realloc(f, (capf *= 2) * sizeof(*f));
+			if (!t) {
+				sqlite3_reset(st);
+				goto nomem;
+			}
+			f = t;
+		}
+		struct fab_view *v = &f[nf++];
+		memset(v, 0, sizeof(*v));
+		v->id = sqlite3_column_int64(st, 0);
+		snprintf(v->name, sizeof(v->name), "%s", sqlite3_column_text(st, 1));
+		snprintf(v->state, sizeof(v->state), "%s", sqlite3_column_text(st, 2));
+		snprintf(v->err, sizeof(v->err), "%s", sqlite3_column_text(st, 3));
+		v->revision = sqlite3_column_int64(st, 4);
+		v->nmissing = sqlite3_column_int64(st, 5);
+	}
+	sqlite3_reset(st);
+	st = store_stmt(s, "SELECT fabric_id, ocs_id, a_ocs_port, b_ocs_port FROM circuit "
+	                   "ORDER BY fabric_id");
+	size_t k = 0;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		int64_t fid = sqlite3_column_int64(st, 0);
+		while (k < nf && f[k].id < fid)
+			k++;
+		if (k == nf || f[k].id != fid)
+			continue;
+		if (nc == capc) {
+			struct circ_view *t = realloc(c, (capc *= 2) * sizeof(*c));
+			if (!t) {
+				sqlite3_reset(st);
+				goto nomem;
+			}
+			c = t;
+		}
+		if (f[k].n == 0)
+			f[k].first = nc;
+		f[k].n++;
+		c[nc++] = (struct circ_view){ unit_by_id(r, sqlite3_column_int64(st, 1)),
+			                      (uint32_t)sqlite3_column_int64(st, 2),
+			                      (uint32_t)sqlite3_column_int64(st, 3) };
+	}
+	sqlite3_reset(st);
+	free(r->fabs);
+	free(r->circs);
+	r->fabs = f;
+	r->nfabs = nf;
+	r->circs = c;
+	r->fabs_gen = r->changes;
+	r->fabs_valid = true;
+	return 0;
+nomem:
+	free(f);
+	free(c);
+	return -ENOMEM;
+}
+
+/*
+ * Derives every fabric's state from what its units hold, stores the ones that
+ * changed (one transaction), and tells events and waiters.
+ */
 static void update_states(struct reconciler *r)
 {
 	struct store *s = store_of(r);
 	json_t *changes = json_array();
 	bool unsettled = false;
 
-	sqlite3_stmt *fs =
-	    store_stmt(s, "SELECT f.id, f.name, f.state, f.error, f.revision, "
-	                  "(SELECT count(*) FROM missing_pair m WHERE m.fabric_id = f.id) "
-	                  "FROM fabric f");
-	sqlite3_stmt *cs = store_stmt(s, "SELECT ocs_id, a_ocs_port, b_ocs_port FROM circuit "
-	                                 "WHERE fabric_id = ?");
-	while (sqlite3_step(fs) == SQLITE_ROW) {
-		int64_t fid = sqlite3_column_int64(fs, 0);
-		const char *old = (const char *)sqlite3_column_text(fs, 2);
-		const char *olderr = sqlite3_column_type(fs, 3) == SQLITE_NULL
-		                         ? ""
-		                         : (const char *)sqlite3_column_text(fs, 3);
+	if (load_fabrics(r) < 0) {
+		json_decref(changes);
+		return;
+	}
+	for (size_t i = 0; i < r->nfabs; i++) {
+		struct fab_view *fv = &r->fabs[i];
 		bool all = true, busy = false;
 		char err[400] = "";
-		sqlite3_bind_int64(cs, 1, fid);
-		while (sqlite3_step(cs) == SQLITE_ROW) {
-			struct unit *u = unit_by_id(r, sqlite3_column_int64(cs, 0));
-			uint32_t a = (uint32_t)sqlite3_column_int64(cs, 1);
-			uint32_t b = (uint32_t)sqlite3_column_int64(cs, 2);
+		for (size_t j = fv->first; j < fv->first + fv->n; j++) {
+			struct unit *u = r->circs[j].u;
+			uint32_t a = r->circs[j].a, b = r->circs[j].b;
 			if (u && u->have_actual && a <= u->ports && b <= u->ports &&
 			    u->peer[a] == b)
 				continue;
@@ -875,26 +1050,27 @@ static void update_states(struct reconciler *r)
 				snprintf(err, sizeof(err), "OCS unit %s is not connected%s%s",
 				         u->name, u->last_error[0] ? ": " : "", u->last_error);
 		}
-		sqlite3_reset(cs);
 		const char *state;
 		if (all)
-			state = sqlite3_column_int64(fs, 5) ? "degraded" : "applied";
+			state = fv->nmissing ? "degraded" : "applied";
 		else if (err[0])
 			state = "failed";
-		else if (strcmp(old, "pending") == 0 && !busy)
+		else if (strcmp(fv->state, "pending") == 0 && !busy)
 			state = "pending";
 		else
 			state = "applying";
 		if (!final_state(state) || strcmp(state, "failed") == 0)
 			unsettled = true;
-		if (strcmp(state, old) == 0 && strcmp(err, olderr) == 0)
+		if (strcmp(state, fv->state) == 0 && strcmp(err, fv->err) == 0)
 			continue;
-		json_array_append_new(
-		    changes, json_pack("{s:I, s:s, s:s, s:s, s:I}", "id", (json_int_t)fid, "fabric",
-		                       sqlite3_column_text(fs, 1), "state", state, "error", err,
-		                       "revision", (json_int_t)sqlite3_column_int64(fs, 4)));
+		json_array_append_new(changes, json_pack("{s:I, s:s, s:s, s:s, s:I}", "id",
+		                                         (json_int_t)fv->id, "fabric", fv->name,
+		                                         "state", state, "error", err, "revision",
+		                                         (json_int_t)fv->revision));
+		/* Stored below; if that fails the cache is dropped and re-read. */
+		snprintf(fv->state, sizeof(fv->state), "%s", state);
+		snprintf(fv->err, sizeof(fv->err), "%s", err);
 	}
-	sqlite3_reset(fs);
 
 	if (json_array_size(changes) && store_begin_relaxed(s) == 0) {
 		size_t i;
@@ -928,7 +1104,10 @@ static void update_states(struct reconciler *r)
 			}
 		} else {
 			store_rollback(s);
+			r->fabs_valid = false;
 		}
+	} else if (json_array_size(changes)) {
+		r->fabs_valid = false;
 	}
 	json_decref(changes);
 	wait_check(r->d);
@@ -1006,6 +1185,8 @@ void reconcile_free(struct reconciler *r)
 		event_free(r->ev_states);
 	if (r->ev_flush)
 		event_free(r->ev_flush);
+	free(r->fabs);
+	free(r->circs);
 	free(r);
 }
 
