@@ -12,11 +12,12 @@
 #include "log.h"
 #include "ofcd.h"
 #include "store.h"
+#include "plan_state.h"
 #include "topo.h"
 #include "wait.h"
 
 /* A new or changed plan waits for the reconciler, which moves it to applying and on. */
-#define FABRIC_BASE_STATE "pending"
+#define FABRIC_BASE_STATE plan_state_name(PLAN_STATE_PENDING)
 
 void api_fabric_create(struct api_req *req)
 {

@@ -12,6 +12,7 @@
 #include "metrics.h"
 #include "ofcd.h"
 #include "plan_diff.h"
+#include "plan_state.h"
 #include "store.h"
 #include "wait.h"
 
@@ -914,11 +915,6 @@ static struct unit *unit_by_id(struct reconciler *r, int64_t id)
 	return NULL;
 }
 
-static bool final_state(const char *s)
-{
-	return strcmp(s, "applied") == 0 || strcmp(s, "degraded") == 0 || strcmp(s, "failed") == 0;
-}
-
 /*
  * Derives every fabric's state from what its units hold, stores the ones that
  * changed (one transaction), and tells events and waiters.
@@ -1050,16 +1046,17 @@ static void update_states(struct reconciler *r)
 				snprintf(err, sizeof(err), "OCS unit %s is not connected%s%s",
 				         u->name, u->last_error[0] ? ": " : "", u->last_error);
 		}
-		const char *state;
-		if (all)
-			state = fv->nmissing ? "degraded" : "applied";
-		else if (err[0])
-			state = "failed";
-		else if (strcmp(fv->state, "pending") == 0 && !busy)
-			state = "pending";
-		else
-			state = "applying";
-		if (!final_state(state) || strcmp(state, "failed") == 0)
+		enum plan_state cur = PLAN_STATE_APPLYING;
+		plan_state_parse(fv->state, &cur);
+		struct plan_state_input in = { .current = cur,
+			                       .all_held = all,
+			                       .missing_pairs = (size_t)fv->nmissing,
+			                       .unit_failing = err[0] != '\0',
+			                       .busy = busy };
+		enum plan_state next = plan_state_next(&in);
+		const char *state = plan_state_name(next);
+		/* Failed fabrics are re-checked too: they recover when retries succeed. */
+		if (!plan_state_final(next) || next == PLAN_STATE_FAILED)
 			unsettled = true;
 		if (strcmp(state, fv->state) == 0 && strcmp(err, fv->err) == 0)
 			continue;

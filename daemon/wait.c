@@ -9,6 +9,7 @@
 
 #include "api.h"
 #include "ofcd.h"
+#include "plan_state.h"
 #include "reconcile.h"
 #include "topo.h"
 
@@ -43,8 +44,8 @@ int wait_parse(struct api_req *req, double *seconds)
 
 static bool final(const char *state)
 {
-	return state && (strcmp(state, "applied") == 0 || strcmp(state, "degraded") == 0 ||
-	                 strcmp(state, "failed") == 0);
+	enum plan_state s;
+	return plan_state_parse(state, &s) == 0 && plan_state_final(s);
 }
 
 static bool done(struct waiter *w)
