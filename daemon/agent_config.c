@@ -5,37 +5,27 @@
  */
 #include "agent.h"
 
+#include "conffile.h"
+
 #include <errno.h>
-#include <ini.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef int (*agent_parse_fn)(struct agent_config *cfg, const char *key, const char *value,
-                              char *err, size_t errlen);
-
-struct agent_key {
-	const char *section;
-	const char *key; /* a key ending in '.' is a prefix: "device." matches device.N */
-	agent_parse_fn parse;
-};
-
+/* A whole number in [min, max]; the callers word their own messages. */
 static int parse_number(const char *value, unsigned long min, unsigned long max, unsigned long *out)
 {
-	char *end;
-	if (value[0] < '0' || value[0] > '9')
+	unsigned long long v;
+	char why[128];
+	if (conffile_uint(value, min, max, &v, why, sizeof(why)) < 0)
 		return -EINVAL;
-	errno = 0;
-	unsigned long v = strtoul(value, &end, 10);
-	if (errno || *end || v < min || v > max)
-		return -EINVAL;
-	*out = v;
+	*out = (unsigned long)v;
 	return 0;
 }
 
-static int parse_controller(struct agent_config *cfg, const char *key, const char *value, char *err,
-                            size_t errlen)
+static int parse_controller(void *c, const char *key, const char *value, char *err, size_t errlen)
 {
+	struct agent_config *cfg = c;
 	(void)key;
 	const char *p = value + strlen("http://");
 	size_t len;
@@ -83,9 +73,9 @@ bad:
 	return -EINVAL;
 }
 
-static int parse_server(struct agent_config *cfg, const char *key, const char *value, char *err,
-                        size_t errlen)
+static int parse_server(void *c, const char *key, const char *value, char *err, size_t errlen)
 {
+	struct agent_config *cfg = c;
 	(void)key;
 	if (!auth_valid_name(value)) {
 		snprintf(err, errlen,
@@ -98,20 +88,12 @@ static int parse_server(struct agent_config *cfg, const char *key, const char *v
 	return 0;
 }
 
-/* The same character set auth.c accepts, so a secret that loads here is one the controller knows.
- */
-static int parse_token(struct agent_config *cfg, const char *key, const char *value, char *err,
-                       size_t errlen)
+/* The controller's own rule, so a secret that loads here is one the controller can hold. */
+static int parse_token(void *c, const char *key, const char *value, char *err, size_t errlen)
 {
+	struct agent_config *cfg = c;
 	(void)key;
-	size_t len = strlen(value);
-	bool ok = len >= AUTH_SECRET_MIN && len <= AUTH_SECRET_MAX;
-	for (size_t i = 0; ok && i < len; i++) {
-		char c = value[i];
-		ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		     strchr("-._~+/=", c);
-	}
-	if (!ok) {
+	if (!auth_valid_secret(value)) {
 		snprintf(err, errlen, "secret must be %d to %d characters of [A-Za-z0-9-._~+/=]",
 		         AUTH_SECRET_MIN, AUTH_SECRET_MAX);
 		return -EINVAL;
@@ -120,9 +102,9 @@ static int parse_token(struct agent_config *cfg, const char *key, const char *va
 	return 0;
 }
 
-static int parse_heartbeat(struct agent_config *cfg, const char *key, const char *value, char *err,
-                           size_t errlen)
+static int parse_heartbeat(void *c, const char *key, const char *value, char *err, size_t errlen)
 {
+	struct agent_config *cfg = c;
 	(void)key;
 	unsigned long v;
 	if (parse_number(value, 1, AGENT_HEARTBEAT_MAX, &v) < 0) {
@@ -134,9 +116,9 @@ static int parse_heartbeat(struct agent_config *cfg, const char *key, const char
 	return 0;
 }
 
-static int parse_device(struct agent_config *cfg, const char *key, const char *value, char *err,
-                        size_t errlen)
+static int parse_device(void *c, const char *key, const char *value, char *err, size_t errlen)
 {
+	struct agent_config *cfg = c;
 	unsigned long index, port;
 	const char *colon = strrchr(value, ':');
 	size_t devlen = colon ? (size_t)(colon - value) : 0;
@@ -178,9 +160,9 @@ static int parse_device(struct agent_config *cfg, const char *key, const char *v
 	return 0;
 }
 
-static int parse_map(struct agent_config *cfg, const char *key, const char *value, char *err,
-                     size_t errlen)
+static int parse_map(void *c, const char *key, const char *value, char *err, size_t errlen)
 {
+	struct agent_config *cfg = c;
 	(void)key;
 	if (strcmp(value, "pci-order") != 0) {
 		snprintf(err, errlen, "expected pci-order (or device.N = DEV:PORT lines instead)");
@@ -190,9 +172,9 @@ static int parse_map(struct agent_config *cfg, const char *key, const char *valu
 	return 0;
 }
 
-static int parse_source(struct agent_config *cfg, const char *key, const char *value, char *err,
-                        size_t errlen)
+static int parse_source(void *c, const char *key, const char *value, char *err, size_t errlen)
 {
+	struct agent_config *cfg = c;
 	(void)key;
 	if (strcmp(value, "verbs") == 0)
 		cfg->source = AGENT_SOURCE_VERBS;
@@ -215,24 +197,26 @@ static int parse_path(char *out, size_t size, const char *value, char *err, size
 	return 0;
 }
 
-static int parse_recorded_inventory(struct agent_config *cfg, const char *key, const char *value,
-                                    char *err, size_t errlen)
+static int parse_recorded_inventory(void *c, const char *key, const char *value, char *err,
+                                    size_t errlen)
 {
+	struct agent_config *cfg = c;
 	(void)key;
 	return parse_path(cfg->recorded_inventory, sizeof(cfg->recorded_inventory), value, err,
 	                  errlen);
 }
 
-static int parse_recorded_events(struct agent_config *cfg, const char *key, const char *value,
-                                 char *err, size_t errlen)
+static int parse_recorded_events(void *c, const char *key, const char *value, char *err,
+                                 size_t errlen)
 {
+	struct agent_config *cfg = c;
 	(void)key;
 	return parse_path(cfg->recorded_events, sizeof(cfg->recorded_events), value, err, errlen);
 }
 
-static int parse_log_level(struct agent_config *cfg, const char *key, const char *value, char *err,
-                           size_t errlen)
+static int parse_log_level(void *c, const char *key, const char *value, char *err, size_t errlen)
 {
+	struct agent_config *cfg = c;
 	(void)key;
 	if (log_parse_level(value, &cfg->log_level) < 0) {
 		snprintf(err, errlen, "expected error, warn, info or debug, got \"%s\"", value);
@@ -241,7 +225,7 @@ static int parse_log_level(struct agent_config *cfg, const char *key, const char
 	return 0;
 }
 
-static const struct agent_key agent_keys[] = {
+static const struct conffile_key agent_keys[] = {
 	{ "agent", "controller", parse_controller },
 	{ "agent", "server", parse_server },
 	{ "agent", "token", parse_token },
@@ -255,67 +239,6 @@ static const struct agent_key agent_keys[] = {
 };
 
 #define AGENT_NKEYS (sizeof(agent_keys) / sizeof(agent_keys[0]))
-
-struct agent_ctx {
-	struct agent_config *cfg;
-	bool seen[AGENT_NKEYS];
-	char err[512];
-};
-
-static const struct agent_key *find_key(const char *section, const char *name, bool *known_sect)
-{
-	*known_sect = false;
-	for (size_t i = 0; i < AGENT_NKEYS; i++) {
-		const struct agent_key *k = &agent_keys[i];
-		if (strcmp(k->section, section) != 0)
-			continue;
-		*known_sect = true;
-		size_t klen = strlen(k->key);
-		if (k->key[klen - 1] == '.' ? strncmp(k->key, name, klen) == 0
-		                            : strcmp(k->key, name) == 0)
-			return k;
-	}
-	return NULL;
-}
-
-static bool was_seen(const struct agent_ctx *ctx, agent_parse_fn fn)
-{
-	for (size_t i = 0; i < AGENT_NKEYS; i++)
-		if (agent_keys[i].parse == fn && ctx->seen[i])
-			return true;
-	return false;
-}
-
-static int agent_handler(void *user, const char *section, const char *name, const char *value)
-{
-	struct agent_ctx *ctx = user;
-	bool known_sect;
-	const struct agent_key *k = find_key(section, name, &known_sect);
-	char why[400] = "";
-
-	if (ctx->err[0])
-		return 0;
-	if (!known_sect) {
-		snprintf(ctx->err, sizeof(ctx->err), "[%s] %s: unknown section", section, name);
-		return 0;
-	}
-	if (!k) {
-		snprintf(ctx->err, sizeof(ctx->err), "[%s] %s: unknown key", section, name);
-		return 0;
-	}
-	size_t idx = (size_t)(k - agent_keys);
-	bool prefix = k->key[strlen(k->key) - 1] == '.';
-	if (!prefix && ctx->seen[idx]) {
-		snprintf(ctx->err, sizeof(ctx->err), "[%s] %s: key given twice", section, name);
-		return 0;
-	}
-	ctx->seen[idx] = true;
-	if (k->parse(ctx->cfg, name, value, why, sizeof(why)) < 0) {
-		snprintf(ctx->err, sizeof(ctx->err), "[%s] %s: %s", section, name, why);
-		return 0;
-	}
-	return 1;
-}
 
 static void agent_defaults(struct agent_config *cfg, const char *name)
 {
@@ -341,7 +264,7 @@ static int cmp_entry(const void *a, const void *b)
 }
 
 /* Checks that span several keys, after the whole file is read. */
-static int agent_validate(struct agent_ctx *ctx, const char *name, char *err, size_t errlen)
+static int agent_validate(const struct conffile *ctx, const char *name, char *err, size_t errlen)
 {
 	struct agent_config *cfg = ctx->cfg;
 	const char *why = NULL;
@@ -357,7 +280,8 @@ static int agent_validate(struct agent_ctx *ctx, const char *name, char *err, si
 	else if (cfg->source == AGENT_SOURCE_RECORDED && !cfg->recorded_inventory[0])
 		why = "[agent] source = recorded needs recorded_inventory = FILE";
 	else if (cfg->source == AGENT_SOURCE_VERBS &&
-	         (was_seen(ctx, parse_recorded_inventory) || was_seen(ctx, parse_recorded_events)))
+	         (conffile_seen(ctx, parse_recorded_inventory) ||
+	          conffile_seen(ctx, parse_recorded_events)))
 		why = "[agent] recorded_inventory and recorded_events need source = recorded";
 	if (why) {
 		snprintf(err, errlen, "%s: %s", name, why);
@@ -368,49 +292,22 @@ static int agent_validate(struct agent_ctx *ctx, const char *name, char *err, si
 	return 0;
 }
 
-static int agent_finish(int rc, struct agent_ctx *ctx, const char *name, char *err, size_t errlen)
+static int load(const char *path, const char *text, const char *name, struct agent_config *cfg,
+                char *err, size_t errlen)
 {
-	if (rc == -1) {
-		snprintf(err, errlen, "%s: cannot open: %s", name, strerror(errno));
-		return -ENOENT;
-	}
-	if (rc == -2) {
-		snprintf(err, errlen, "%s: out of memory", name);
-		return -ENOMEM;
-	}
-	if (rc > 0) {
-		if (ctx->err[0])
-			snprintf(err, errlen, "%s:%d: %s", name, rc, ctx->err);
-		else
-			snprintf(err, errlen,
-			         "%s:%d: syntax error (expected [section] or key = value)", name,
-			         rc);
-		return -EINVAL;
-	}
-	return agent_validate(ctx, name, err, errlen);
+	struct conffile c = { .keys = agent_keys, .nkeys = AGENT_NKEYS, .cfg = cfg };
+	agent_defaults(cfg, name);
+	int rc = conffile_load(&c, path, text, name, err, errlen);
+	return rc < 0 ? rc : agent_validate(&c, name, err, errlen);
 }
 
 int agent_config_load(const char *path, struct agent_config *cfg, char *err, size_t errlen)
 {
-	struct agent_ctx ctx = { .cfg = cfg };
-	FILE *f;
-	int rc;
-
-	agent_defaults(cfg, path);
-	errno = 0;
-	f = fopen(path, "r");
-	if (!f)
-		return agent_finish(-1, &ctx, path, err, errlen);
-	rc = ini_parse_file(f, agent_handler, &ctx);
-	fclose(f);
-	return agent_finish(rc, &ctx, path, err, errlen);
+	return load(path, NULL, path, cfg, err, errlen);
 }
 
 int agent_config_load_string(const char *text, const char *name, struct agent_config *cfg,
                              char *err, size_t errlen)
 {
-	struct agent_ctx ctx = { .cfg = cfg };
-	agent_defaults(cfg, name);
-	int rc = ini_parse_string(text, agent_handler, &ctx);
-	return agent_finish(rc, &ctx, name, err, errlen);
+	return load(NULL, text, name, cfg, err, errlen);
 }

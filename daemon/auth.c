@@ -47,7 +47,7 @@ bool auth_valid_name(const char *name)
 }
 
 /* RFC 6750 token68 characters, so any valid secret can be sent in a header. */
-static bool valid_secret(const char *s)
+bool auth_valid_secret(const char *s)
 {
 	size_t len = strlen(s);
 	if (len < AUTH_SECRET_MIN || len > AUTH_SECRET_MAX)
@@ -65,7 +65,7 @@ static bool valid_secret(const char *s)
 static int tokens_add(struct auth_tokens *t, const char *name, enum auth_role role,
                       const char *server, const char *secret)
 {
-	if (!auth_valid_name(name) || !valid_secret(secret) || role == AUTH_NONE)
+	if (!auth_valid_name(name) || !auth_valid_secret(secret) || role == AUTH_NONE)
 		return -EINVAL;
 	for (size_t i = 0; i < t->n; i++)
 		if (strcmp(t->v[i].name, name) == 0)

@@ -79,6 +79,9 @@ const struct auth_token *auth_lookup(const struct auth_tokens *t, const char *se
  */
 const char *auth_bearer(const char *header, size_t *len);
 
+/** True when s is 16..256 characters of [A-Za-z0-9-._~+/=] (a usable bearer secret). */
+bool auth_valid_secret(const char *s);
+
 /** True when name is 1..64 characters of [A-Za-z0-9._-] (the project's name rule). */
 bool auth_valid_name(const char *name);
 

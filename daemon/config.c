@@ -1,57 +1,17 @@
 #include "config.h"
 
+#include "conffile.h"
+
 #include <errno.h>
-#include <ini.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Parses value into cfg; on failure writes the reason into err and returns -EINVAL. */
-typedef int (*config_parse_fn)(struct ofcd_config *cfg, const char *key, const char *value,
-                               char *err, size_t errlen);
-
-struct config_key {
-	const char *section;
-	const char *key; /* a key ending in '.' is a prefix: "token." matches token.NAME */
-	config_parse_fn parse;
-};
-
-static int parse_uint(const char *value, unsigned long long min, unsigned long long max,
-                      unsigned long long *out, char *err, size_t errlen)
+static int parse_listen(void *c, const char *key, const char *value, char *err, size_t errlen)
 {
-	char *end;
-	errno = 0;
-	if (value[0] == '-' || value[0] == '\0')
-		goto bad;
-	unsigned long long v = strtoull(value, &end, 10);
-	if (errno || *end != '\0' || v < min || v > max)
-		goto bad;
-	*out = v;
-	return 0;
-bad:
-	snprintf(err, errlen, "expected a whole number from %llu to %llu, got \"%s\"", min, max,
-	         value);
-	return -EINVAL;
-}
-
-static int parse_bool(const char *value, bool *out, char *err, size_t errlen)
-{
-	if (strcmp(value, "true") == 0 || strcmp(value, "yes") == 0 || strcmp(value, "1") == 0)
-		*out = true;
-	else if (strcmp(value, "false") == 0 || strcmp(value, "no") == 0 || strcmp(value, "0") == 0)
-		*out = false;
-	else {
-		snprintf(err, errlen, "expected true or false, got \"%s\"", value);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-static int parse_listen(struct ofcd_config *cfg, const char *key, const char *value, char *err,
-                        size_t errlen)
-{
+	struct ofcd_config *cfg = c;
 	(void)key;
 	const char *colon = strrchr(value, ':');
 	if (!colon || colon == value)
@@ -69,7 +29,7 @@ static int parse_listen(struct ofcd_config *cfg, const char *key, const char *va
 	if (hostlen >= sizeof(cfg->listen_host))
 		goto bad;
 	unsigned long long port;
-	if (parse_uint(colon + 1, 0, 65535, &port, err, errlen) < 0)
+	if (conffile_uint(colon + 1, 0, 65535, &port, err, errlen) < 0)
 		goto bad;
 	memcpy(cfg->listen_host, host, hostlen);
 	cfg->listen_host[hostlen] = '\0';
@@ -80,31 +40,32 @@ bad:
 	return -EINVAL;
 }
 
-static int parse_max_body(struct ofcd_config *cfg, const char *key, const char *value, char *err,
-                          size_t errlen)
+static int parse_max_body(void *c, const char *key, const char *value, char *err, size_t errlen)
 {
+	struct ofcd_config *cfg = c;
 	(void)key;
 	unsigned long long v;
-	if (parse_uint(value, 1024, CONFIG_MAX_BODY_LIMIT, &v, err, errlen) < 0)
+	if (conffile_uint(value, 1024, CONFIG_MAX_BODY_LIMIT, &v, err, errlen) < 0)
 		return -EINVAL;
 	cfg->max_body = (size_t)v;
 	return 0;
 }
 
-static int parse_max_connections(struct ofcd_config *cfg, const char *key, const char *value,
-                                 char *err, size_t errlen)
+static int parse_max_connections(void *c, const char *key, const char *value, char *err,
+                                 size_t errlen)
 {
+	struct ofcd_config *cfg = c;
 	(void)key;
 	unsigned long long v;
-	if (parse_uint(value, 1, 65536, &v, err, errlen) < 0)
+	if (conffile_uint(value, 1, 65536, &v, err, errlen) < 0)
 		return -EINVAL;
 	cfg->max_connections = (unsigned)v;
 	return 0;
 }
 
-static int parse_store_path(struct ofcd_config *cfg, const char *key, const char *value, char *err,
-                            size_t errlen)
+static int parse_store_path(void *c, const char *key, const char *value, char *err, size_t errlen)
 {
+	struct ofcd_config *cfg = c;
 	(void)key;
 	if (value[0] == '\0' || strlen(value) >= sizeof(cfg->store_path)) {
 		snprintf(err, errlen, "expected a file path of 1 to %zu characters",
@@ -115,9 +76,9 @@ static int parse_store_path(struct ofcd_config *cfg, const char *key, const char
 	return 0;
 }
 
-static int parse_log_level(struct ofcd_config *cfg, const char *key, const char *value, char *err,
-                           size_t errlen)
+static int parse_log_level(void *c, const char *key, const char *value, char *err, size_t errlen)
 {
+	struct ofcd_config *cfg = c;
 	(void)key;
 	if (log_parse_level(value, &cfg->log_level) < 0) {
 		snprintf(err, errlen, "expected error, warn, info or debug, got \"%s\"", value);
@@ -126,9 +87,9 @@ static int parse_log_level(struct ofcd_config *cfg, const char *key, const char 
 	return 0;
 }
 
-static int parse_token(struct ofcd_config *cfg, const char *key, const char *value, char *err,
-                       size_t errlen)
+static int parse_token(void *c, const char *key, const char *value, char *err, size_t errlen)
 {
+	struct ofcd_config *cfg = c;
 	const char *name = key + strlen("token.");
 	const char *colon = strchr(value, ':');
 	char role_s[16];
@@ -176,26 +137,27 @@ bad_role:
 	return -EINVAL;
 }
 
-static int parse_allow_unauth(struct ofcd_config *cfg, const char *key, const char *value,
-                              char *err, size_t errlen)
+static int parse_allow_unauth(void *c, const char *key, const char *value, char *err, size_t errlen)
 {
+	struct ofcd_config *cfg = c;
 	(void)key;
-	return parse_bool(value, &cfg->allow_unauthenticated, err, errlen);
+	return conffile_bool(value, &cfg->allow_unauthenticated, err, errlen);
 }
 
-static int parse_debug_faults(struct ofcd_config *cfg, const char *key, const char *value,
-                              char *err, size_t errlen)
+static int parse_debug_faults(void *c, const char *key, const char *value, char *err, size_t errlen)
 {
+	struct ofcd_config *cfg = c;
 	(void)key;
-	return parse_bool(value, &cfg->debug_faults, err, errlen);
+	return conffile_bool(value, &cfg->debug_faults, err, errlen);
 }
 
-static int parse_audit_interval(struct ofcd_config *cfg, const char *key, const char *value,
-                                char *err, size_t errlen)
+static int parse_audit_interval(void *c, const char *key, const char *value, char *err,
+                                size_t errlen)
 {
+	struct ofcd_config *cfg = c;
 	(void)key;
 	unsigned long long v;
-	if (parse_uint(value, 1, 86400, &v, err, errlen) < 0)
+	if (conffile_uint(value, 1, 86400, &v, err, errlen) < 0)
 		return -EINVAL;
 	cfg->audit_interval_s = (unsigned)v;
 	return 0;
@@ -215,9 +177,9 @@ const char *config_cost_range(const char *key)
 }
 
 /* Every [cost] key is a cost_params field of the same name. */
-static int parse_cost(struct ofcd_config *cfg, const char *key, const char *value, char *err,
-                      size_t errlen)
+static int parse_cost(void *c, const char *key, const char *value, char *err, size_t errlen)
 {
+	struct ofcd_config *cfg = c;
 	struct cost_params next = cfg->cost;
 	char *end;
 
@@ -232,7 +194,7 @@ static int parse_cost(struct ofcd_config *cfg, const char *key, const char *valu
 	return 0;
 }
 
-static const struct config_key config_keys[] = {
+static const struct conffile_key config_keys[] = {
 	{ "http", "listen", parse_listen },
 	{ "http", "max_body", parse_max_body },
 	{ "http", "max_connections", parse_max_connections },
@@ -252,59 +214,6 @@ static const struct config_key config_keys[] = {
 };
 
 #define CONFIG_NKEYS (sizeof(config_keys) / sizeof(config_keys[0]))
-
-struct config_ctx {
-	struct ofcd_config *cfg;
-	bool seen[CONFIG_NKEYS];
-	char err[512]; /* first error, without file and line (inih gives the line) */
-};
-
-static const struct config_key *find_key(const char *section, const char *name, bool *known_sect)
-{
-	*known_sect = false;
-	for (size_t i = 0; i < CONFIG_NKEYS; i++) {
-		const struct config_key *k = &config_keys[i];
-		if (strcmp(k->section, section) != 0)
-			continue;
-		*known_sect = true;
-		size_t klen = strlen(k->key);
-		if (k->key[klen - 1] == '.' ? strncmp(k->key, name, klen) == 0
-		                            : strcmp(k->key, name) == 0)
-			return k;
-	}
-	return NULL;
-}
-
-static int config_handler(void *user, const char *section, const char *name, const char *value)
-{
-	struct config_ctx *ctx = user;
-	bool known_sect;
-	const struct config_key *k = find_key(section, name, &known_sect);
-	char why[400] = "";
-
-	if (ctx->err[0])
-		return 0; /* keep only the first error */
-	if (!known_sect) {
-		snprintf(ctx->err, sizeof(ctx->err), "[%s] %s: unknown section", section, name);
-		return 0;
-	}
-	if (!k) {
-		snprintf(ctx->err, sizeof(ctx->err), "[%s] %s: unknown key", section, name);
-		return 0;
-	}
-	size_t idx = (size_t)(k - config_keys);
-	bool prefix = k->key[strlen(k->key) - 1] == '.';
-	if (!prefix && ctx->seen[idx]) {
-		snprintf(ctx->err, sizeof(ctx->err), "[%s] %s: key given twice", section, name);
-		return 0;
-	}
-	ctx->seen[idx] = true;
-	if (k->parse(ctx->cfg, name, value, why, sizeof(why)) < 0) {
-		snprintf(ctx->err, sizeof(ctx->err), "[%s] %s: %s", section, name, why);
-		return 0;
-	}
-	return 1;
-}
 
 void config_defaults(struct ofcd_config *cfg)
 {
@@ -345,44 +254,23 @@ static int config_validate(const struct ofcd_config *cfg, char *err, size_t errl
 	return 0;
 }
 
-static int config_finish(int rc, struct config_ctx *ctx, const char *name, char *err, size_t errlen)
+static int load(const char *path, const char *text, const char *name, struct ofcd_config *cfg,
+                char *err, size_t errlen)
 {
-	if (rc == -1) {
-		snprintf(err, errlen, "%s: cannot open: %s", name, strerror(errno));
-		return -ENOENT;
-	}
-	if (rc == -2) {
-		snprintf(err, errlen, "%s: out of memory", name);
-		return -ENOMEM;
-	}
-	if (rc > 0) {
-		if (ctx->err[0])
-			snprintf(err, errlen, "%s:%d: %s", name, rc, ctx->err);
-		else
-			snprintf(err, errlen,
-			         "%s:%d: syntax error (expected [section] or key = value)", name,
-			         rc);
-		return -EINVAL;
-	}
-	return config_validate(ctx->cfg, err, errlen);
+	struct conffile c = { .keys = config_keys, .nkeys = CONFIG_NKEYS, .cfg = cfg };
+	config_defaults(cfg);
+	snprintf(cfg->source, sizeof(cfg->source), "%s", name);
+	int rc = conffile_load(&c, path, text, name, err, errlen);
+	return rc < 0 ? rc : config_validate(cfg, err, errlen);
 }
 
 int config_load(const char *path, struct ofcd_config *cfg, char *err, size_t errlen)
 {
-	struct config_ctx ctx = { .cfg = cfg };
-	config_defaults(cfg);
-	snprintf(cfg->source, sizeof(cfg->source), "%s", path);
-	errno = 0;
-	int rc = ini_parse(path, config_handler, &ctx);
-	return config_finish(rc, &ctx, path, err, errlen);
+	return load(path, NULL, path, cfg, err, errlen);
 }
 
 int config_load_string(const char *text, const char *name, struct ofcd_config *cfg, char *err,
                        size_t errlen)
 {
-	struct config_ctx ctx = { .cfg = cfg };
-	config_defaults(cfg);
-	snprintf(cfg->source, sizeof(cfg->source), "%s", name);
-	int rc = ini_parse_string(text, config_handler, &ctx);
-	return config_finish(rc, &ctx, name, err, errlen);
+	return load(NULL, text, name, cfg, err, errlen);
 }
