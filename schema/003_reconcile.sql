@@ -40,3 +40,8 @@ CREATE TABLE ocs_port_down (
 
 -- Pipeline pricing looks circuits up by the pair of server positions.
 CREATE INDEX circuit_by_pair ON circuit(fabric_id, a_pos, b_pos);
+
+-- The reconciler reads a unit's desired circuits and its ports' owners after
+-- every change: covering indexes answer both without touching the tables.
+CREATE INDEX circuit_by_ocs ON circuit(ocs_id, a_ocs_port, b_ocs_port, fabric_id);
+CREATE INDEX cable_by_ocs ON cable(ocs_id, ocs_port, server_id);
