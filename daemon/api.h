@@ -58,7 +58,7 @@ struct api_req {
 	const char *path;                   /**< request path (percent-decoded, no query) */
 	const char *params[API_MAX_PARAMS]; /**< path parameters, in pattern order */
 	json_t *body;                   /**< parsed JSON body (owned by req) or NULL when empty */
-	const struct auth_token *token;	 /**< who asked; NULL when unauthenticated */
+	const struct auth_token *token; /**< who asked; NULL when unauthenticated */
 	/**
 	 * Set by a write handler whose change leaves what every OCS unit should
 	 * hold untouched (an inventory heartbeat): no reconciler pass follows.

@@ -132,10 +132,11 @@ static void test_audit_pruned(void **state)
 	assert_int_equal(store_open(path, &s, err, sizeof(err)), 0);
 	/* Old rows, then a row just below a pruning point (ids divisible by 1024). */
 	int64_t next = 200 * 1024;
-	snprintf(sql, sizeof(sql),
-		 "INSERT INTO audit(id, at, method, path, status) VALUES (1, 'x', 'PUT', '/a', 200), "
-		 "(2, 'x', 'PUT', '/a', 200), (%lld, 'x', 'PUT', '/a', 200)",
-		 (long long)(next - 1));
+	snprintf(
+	    sql, sizeof(sql),
+	    "INSERT INTO audit(id, at, method, path, status) VALUES (1, 'x', 'PUT', '/a', 200), "
+	    "(2, 'x', 'PUT', '/a', 200), (%lld, 'x', 'PUT', '/a', 200)",
+	    (long long)(next - 1));
 	assert_int_equal(sqlite3_exec(store_db(s), sql, NULL, NULL, NULL), SQLITE_OK);
 	assert_int_equal(store_audit(s, "t", "PUT", "/b", 200), 0);
 	assert_int_equal(pragma_int(s, "SELECT count(*) FROM audit"), 2);
