@@ -29,11 +29,43 @@ void api_reply_text(struct api_req *req, unsigned status, const char *content_ty
 	req->content_type = content_type;
 }
 
+/*
+ * Messages echo what the client sent (paths, member names) and may be cut in
+ * the middle of a character: JSON needs valid UTF-8, so anything else becomes
+ * '?' rather than an error body jansson refuses to build.
+ */
+static void utf8_clean(char *s)
+{
+	unsigned char *p = (unsigned char *)s;
+	while (*p) {
+		size_t n = *p < 0x80           ? 1
+		           : (*p >> 5) == 0x6  ? 2
+		           : (*p >> 4) == 0xe  ? 3
+		           : (*p >> 3) == 0x1e ? 4
+		                               : 0;
+		size_t ok = n;
+		for (size_t i = 1; i < n && ok; i++)
+			if ((p[i] & 0xc0) != 0x80)
+				ok = 0;
+		if (!ok || (n == 1 && *p < 0x20)) {
+			*p++ = '?';
+			continue;
+		}
+		p += n;
+	}
+}
+
 static void verror(struct api_req *req, enum ofcd_err err, const char *field, json_t *details,
                    const char *fmt, va_list ap)
 {
-	char msg[512];
+	char msg[512], f[160];
 	vsnprintf(msg, sizeof(msg), fmt, ap);
+	utf8_clean(msg);
+	if (field) {
+		snprintf(f, sizeof(f), "%s", field);
+		utf8_clean(f);
+		field = f;
+	}
 	json_t *e = json_pack("{s:s, s:s}", "code", ofcd_err_code(err), "message", msg);
 	if (field)
 		json_object_set_new(e, "field", json_string(field));

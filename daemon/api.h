@@ -57,8 +57,10 @@ struct api_req {
 	const char *method;                 /**< request method */
 	const char *path;                   /**< request path (percent-decoded, no query) */
 	const char *params[API_MAX_PARAMS]; /**< path parameters, in pattern order */
-	json_t *body;                   /**< parsed JSON body (owned by req) or NULL when empty */
-	const struct auth_token *token; /**< who asked; NULL when unauthenticated */
+	json_t *body; /**< parsed JSON body (owned by req) or NULL when empty */
+	/** Who asked (a copy without the secret, valid for the request); NULL when unauthenticated.
+	 */
+	const struct auth_token *token;
 	/**
 	 * Set by a write handler whose change leaves what every OCS unit should
 	 * hold untouched (an inventory heartbeat): no reconciler pass follows.

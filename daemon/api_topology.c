@@ -605,9 +605,12 @@ static json_t *topology_json(struct store *s)
 		json_object_del(w, "links");
 	else
 		json_object_del(w, "rule");
+	/* Fabric membership is not topology: PUT refuses it, so GET leaves it out. */
+	json_t *servers = topo_server_list(s), *v;
+	size_t i;
+	json_array_foreach(servers, i, v) json_object_del(v, "fabric");
 	return json_pack("{s:o, s:o, s:o, s:o}", "ocs", topo_ocs_list(s), "switches",
-	                 api_switch_list_json(s, false), "servers", topo_server_list(s), "wiring",
-	                 w);
+	                 api_switch_list_json(s, false), "servers", servers, "wiring", w);
 }
 
 void api_topology_get(struct api_req *req)

@@ -24,7 +24,7 @@ enum auth_role {
 
 #define AUTH_NAME_MAX   64
 #define AUTH_SECRET_MIN 16
-#define AUTH_SECRET_MAX 256
+#define AUTH_SECRET_MAX 128 /* a token line must fit the INI reader's 200-byte lines */
 
 /** One configured token. */
 struct auth_token {
@@ -79,7 +79,7 @@ const struct auth_token *auth_lookup(const struct auth_tokens *t, const char *se
  */
 const char *auth_bearer(const char *header, size_t *len);
 
-/** True when s is 16..256 characters of [A-Za-z0-9-._~+/=] (a usable bearer secret). */
+/** True when s is 16..128 characters of [A-Za-z0-9-._~+/=] (a usable bearer secret). */
 bool auth_valid_secret(const char *s);
 
 /** True when name is 1..64 characters of [A-Za-z0-9._-] (the project's name rule). */

@@ -62,7 +62,8 @@ static int handler(void *user, const char *section, const char *name, const char
 	char why[400] = "";
 
 	if (c->err[0])
-		return 0; /* keep only the first error */
+		return 0;      /* keep only the first error */
+	c->err_line = c->line; /* meaningful only once err is set below */
 	if (!known_sect) {
 		snprintf(c->err, sizeof(c->err), "[%s] %s: unknown section", section, name);
 		return 0;
@@ -85,6 +86,44 @@ static int handler(void *user, const char *section, const char *name, const char
 	return 1;
 }
 
+/*
+ * libinih reports the line of its first error, which may be a syntax error
+ * before the first key the handler refused: the reader counts lines so the
+ * handler's message gets its own line.
+ */
+struct reader {
+	struct conffile *c;
+	FILE *f;
+	const char *text;
+	bool at_line_start;
+};
+
+static char *read_line(char *str, int num, void *stream)
+{
+	struct reader *rd = stream;
+	char *res = NULL;
+	if (num < 2)
+		return NULL;
+	if (rd->f) {
+		res = fgets(str, num, rd->f);
+	} else if (*rd->text) {
+		int n = 0;
+		while (n < num - 1 && rd->text[n] && (n == 0 || rd->text[n - 1] != '\n'))
+			n++;
+		memcpy(str, rd->text, (size_t)n);
+		str[n] = '\0';
+		rd->text += n;
+		res = str;
+	}
+	if (!res)
+		return NULL;
+	if (rd->at_line_start)
+		rd->c->line++;
+	size_t len = strlen(res);
+	rd->at_line_start = len && res[len - 1] == '\n';
+	return res;
+}
+
 int conffile_load(struct conffile *c, const char *path, const char *text, const char *name,
                   char *err, size_t errlen)
 {
@@ -93,24 +132,24 @@ int conffile_load(struct conffile *c, const char *path, const char *text, const 
 		snprintf(err, errlen, "%s: too many configuration keys", name);
 		return -EINVAL;
 	}
-	if (text) {
-		rc = ini_parse_string(text, handler, c);
-	} else {
+	struct reader rd = { .c = c, .text = text, .at_line_start = true };
+	if (!text) {
 		errno = 0;
-		FILE *f = fopen(path, "r");
-		if (!f) {
+		rd.f = fopen(path, "r");
+		if (!rd.f) {
 			snprintf(err, errlen, "%s: cannot open: %s", name, strerror(errno));
 			return -ENOENT;
 		}
-		rc = ini_parse_file(f, handler, c);
-		fclose(f);
 	}
+	rc = ini_parse_stream(read_line, &rd, handler, c);
+	if (rd.f)
+		fclose(rd.f);
 	if (rc == -2) {
 		snprintf(err, errlen, "%s: out of memory", name);
 		return -ENOMEM;
 	}
 	if (rc > 0) {
-		if (c->err[0])
+		if (c->err[0] && c->err_line == rc)
 			snprintf(err, errlen, "%s:%d: %s", name, rc, c->err);
 		else
 			snprintf(err, errlen,

@@ -30,6 +30,8 @@ struct conffile {
 	void *cfg;                       /**< passed to every parser */
 	bool seen[CONFFILE_MAX_KEYS];    /**< which table entries the file used */
 	char err[512];                   /**< first error, without file and line */
+	int err_line;                    /**< line of that error */
+	int line;                        /**< line being read (set by the reader) */
 };
 
 /**

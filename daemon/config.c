@@ -2,7 +2,9 @@
 
 #include "conffile.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -234,10 +236,16 @@ void config_free(struct ofcd_config *cfg)
 	auth_tokens_free(&cfg->tokens);
 }
 
+/* Numeric addresses only (and "localhost"): a name could resolve to anything. */
 bool config_host_is_loopback(const char *host)
 {
-	return strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0 ||
-	       strcmp(host, "localhost") == 0;
+	struct in_addr v4;
+	struct in6_addr v6;
+	if (strcmp(host, "localhost") == 0)
+		return true;
+	if (inet_pton(AF_INET, host, &v4) == 1)
+		return (ntohl(v4.s_addr) >> 24) == 127;
+	return inet_pton(AF_INET6, host, &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
 }
 
 /* Checks that span several keys, after all keys are read. */

@@ -135,6 +135,10 @@ void api_events(struct api_req *req)
 {
 	struct events *ev = req->d->events;
 	const char *fabric = api_query(req, "fabric");
+	if (req->d->draining) {
+		api_error(req, OFCD_E_SHUTTING_DOWN, NULL, "the daemon is shutting down");
+		return;
+	}
 	if (fabric && !auth_valid_name(fabric)) {
 		api_error(req, OFCD_E_INVALID_FIELD, "fabric",
 		          "fabric must be a name of 1 to 64 characters of [A-Za-z0-9._-]");

@@ -72,6 +72,8 @@ struct http_req {
 	bool too_large;
 	bool in_dispatch;
 	struct http_stream *stream; /* set when the reply is a stream */
+	/* Who asked, copied (without the secret): a SIGHUP reload frees the token table. */
+	struct auth_token token;
 	struct http_req *next, *prev;
 };
 
@@ -184,6 +186,10 @@ int http_stream_write(struct http_stream *st, const char *data, size_t len)
 	if (st->len + len > STREAM_MAX_QUEUED) {
 		log_warn("http", "event stream client too slow: %zu bytes queued, dropping it",
 		         st->len);
+		/* Drop what it did not read: a slow client must not pin its queue. */
+		free(st->buf);
+		st->buf = NULL;
+		st->len = st->cap = 0;
 		http_stream_end(st);
 		return -ENOBUFS;
 	}
@@ -320,7 +326,15 @@ static bool check_headers(struct http_req *r, const char *url)
 		const char *hdr =
 		    MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Authorization");
 		const char *secret = auth_bearer(hdr, &len);
-		a->token = secret ? auth_lookup(&cfg->tokens, secret, len) : NULL;
+		const struct auth_token *tok =
+		    secret ? auth_lookup(&cfg->tokens, secret, len) : NULL;
+		if (tok) {
+			r->token = *tok;
+			explicit_bzero(r->token.secret, sizeof(r->token.secret));
+			a->token = &r->token;
+		} else {
+			a->token = NULL;
+		}
 		if (!a->token) {
 			api_error(a, OFCD_E_UNAUTHORIZED, NULL,
 			          hdr ? "the bearer token is not valid"
@@ -431,8 +445,9 @@ static void dispatch(struct http_req *r)
 	if (!parse_body(r))
 		goto audit_only;
 	if (write && store_begin(st) < 0) {
+		/* The store is locked or failing: an audit row would only wait again. */
 		api_error(a, OFCD_E_STORE, NULL, "the store is not available, try again");
-		goto audit_only;
+		return;
 	}
 	r->in_dispatch = true;
 	a->route->handler(a);
@@ -471,6 +486,19 @@ audit_only:
 	}
 }
 
+/*
+ * Answers before the body is read (or while it arrives): MHD then closes the
+ * connection instead of reading the rest. Refused writes (auth, media type,
+ * size) belong in the audit trail too.
+ */
+static enum MHD_Result refuse_early(struct http_req *r)
+{
+	if (is_write(r->method) && !(r->api.route && r->api.route->flags & API_F_PURE))
+		store_audit(r->h->d->store, r->api.token ? r->api.token->name : NULL, r->method,
+		            r->path, r->api.status);
+	return send_reply(r);
+}
+
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
                                  const char *method, const char *version, const char *upload_data,
                                  size_t *upload_data_size, void **con_cls)
@@ -493,14 +521,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 		snprintf(r->method, sizeof(r->method), "%s", method_name(method));
 		r->api.method = r->method;
 		r->api.path = r->path;
-		if (!check_headers(r, url)) {
-			/* Refused writes (auth, media type, size) belong in the audit trail too. */
-			if (is_write(r->method) &&
-			    !(r->api.route && r->api.route->flags & API_F_PURE))
-				store_audit(h->d->store, r->api.token ? r->api.token->name : NULL,
-				            r->method, r->path, r->api.status);
-			return send_reply(r); /* MHD closes the connection if a body was coming */
-		}
+		if (!check_headers(r, url))
+			return refuse_early(r);
 		return MHD_YES;
 	}
 	if (r->state == REQ_READY)
@@ -509,6 +531,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 		return MHD_YES;
 	if (*upload_data_size) {
 		add_body(r, upload_data, *upload_data_size);
+		/* MHD takes no reply while it hands over body data: an oversized chunked
+		 * body is discarded as it arrives and answered 413 at its end. */
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
@@ -607,6 +631,20 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 	metrics_connections(toe == MHD_CONNECTION_NOTIFY_STARTED ? 1 : -1);
 }
 
+/*
+ * Percent-decoding in place would turn "%00" into a NUL that silently cuts a
+ * name short ("srv1%00x" would address srv1): leave such a string undecoded,
+ * so it fails the name rules instead.
+ */
+static size_t on_unescape(void *cls, struct MHD_Connection *conn, char *s)
+{
+	(void)cls;
+	(void)conn;
+	if (strstr(s, "%00"))
+		return strlen(s);
+	return MHD_http_unescape(s);
+}
+
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	char msg[512];
@@ -672,10 +710,10 @@ int http_start(struct ofcd *d, struct http_server **out, char *err, size_t errle
 
 	h->mhd = MHD_start_daemon(
 	    MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_access,
-	    h, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h, MHD_OPTION_LISTEN_SOCKET, h->listen_fd,
-	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_NOTIFY_CONNECTION,
-	    on_connection, h, MHD_OPTION_CONNECTION_LIMIT, d->cfg.max_connections,
-	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120, MHD_OPTION_END);
+	    h, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h, MHD_OPTION_UNESCAPE_CALLBACK, on_unescape,
+	    h, MHD_OPTION_LISTEN_SOCKET, h->listen_fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+	    MHD_OPTION_NOTIFY_CONNECTION, on_connection, h, MHD_OPTION_CONNECTION_LIMIT,
+	    d->cfg.max_connections, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120, MHD_OPTION_END);
 	if (!h->mhd) {
 		snprintf(err, errlen, "cannot start the HTTP server (libmicrohttpd)");
 		rc = -EIO;

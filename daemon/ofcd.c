@@ -71,6 +71,16 @@ void ofcd_reload(struct ofcd *d)
 		config_free(&next);
 		return;
 	}
+	/* The new file is judged against the socket that stays open until a restart. */
+	if (!config_host_is_loopback(d->cfg.listen_host) && next.tokens.n == 0 &&
+	    !next.allow_unauthenticated) {
+		log_error("daemon",
+		          "SIGHUP: keeping the running configuration: the daemon listens on %s, "
+		          "not a loopback address, and the new file has no [auth] token",
+		          d->cfg.listen_host);
+		config_free(&next);
+		return;
+	}
 	if (strcmp(next.listen_host, d->cfg.listen_host) != 0 ||
 	    next.listen_port != d->cfg.listen_port || strcmp(next.store_path, d->cfg.store_path) ||
 	    next.max_connections != d->cfg.max_connections)

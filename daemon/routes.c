@@ -19,7 +19,7 @@ const struct api_route api_routes[] = {
 	{ "GET", "/v1/ocs/{name}", api_ocs_get, AUTH_READ, 0, NULL },
 	{ "DELETE", "/v1/ocs/{name}", api_ocs_delete, AUTH_ADMIN, 0, NULL },
 	{ "GET", "/v1/ocs/{name}/cross-connects", api_ocs_cross_connects, AUTH_READ, 0, NULL },
-	{ "POST", "/v1/ocs/{name}/faults", api_ocs_faults, AUTH_ADMIN, API_F_PURE, NULL },
+	{ "POST", "/v1/ocs/{name}/faults", api_ocs_faults, AUTH_ADMIN, 0, NULL },
 
 	{ "GET", "/v1/operations", api_operations_list, AUTH_READ, 0, "fabric,ocs,limit" },
 	{ "GET", "/v1/operations/{id}", api_operation_get, AUTH_READ, 0, NULL },

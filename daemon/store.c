@@ -105,7 +105,8 @@ int store_open(const char *path, struct store **out, char *err, size_t errlen)
 		goto fail;
 	}
 	sqlite3_extended_result_codes(s->db, 1);
-	sqlite3_busy_timeout(s->db, 5000);
+	/* The loop waits while SQLite does: keep a lock held by someone else short. */
+	sqlite3_busy_timeout(s->db, 1000);
 	/* journal_mode answers with a row; "wal" means it took. */
 	sqlite3_stmt *st = NULL;
 	if (sqlite3_prepare_v2(s->db, "PRAGMA journal_mode=WAL", -1, &st, NULL) != SQLITE_OK ||

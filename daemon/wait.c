@@ -73,9 +73,12 @@ static void refresh(struct waiter *w)
 		return;
 	}
 	int64_t id = topo_fabric_id(d->store, w->fabric);
-	json_t *f = id ? topo_fabric_json(d->store, id) : NULL;
-	if (f)
-		api_reply(w->req, status, f);
+	if (!id) {
+		api_error(w->req, OFCD_E_NOT_FOUND, "name", "fabric %s was deleted while waiting",
+		          w->fabric);
+		return;
+	}
+	api_reply(w->req, status, topo_fabric_json(d->store, id));
 }
 
 static void unlink_waiter(struct waiter *w)
@@ -125,7 +128,10 @@ void wait_fabric(struct api_req *req, const char *name, enum wait_mode mode, dou
 	snprintf(w->fabric, sizeof(w->fabric), "%s", name);
 	/* The change is committed after the handler returns; the pass that sees it comes later. */
 	w->generation = reconcile_generation(d->reconciler) + 1;
-	if (seconds <= 0) {
+	/* A daemon that is draining answers at once: nothing may hold its stop. */
+	if (seconds <= 0 || d->draining) {
+		if (seconds > 0)
+			refresh(w);
 		free(w);
 		return;
 	}

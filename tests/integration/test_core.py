@@ -299,3 +299,51 @@ def test_unknown_query_parameter(daemon):
     r = daemon.get("/v1/fabrics/x?wiat=5")
     assert r.status_code == 400 and error_of(r)["field"] == "wiat" and "wait" in error_of(r)["message"]
     assert daemon.get("/v1/operations?limit=5&ocs=a").status_code == 200
+
+
+def test_reload_keeps_auth_on_public_socket(make_daemon):
+    # Listening on all addresses with a token; a new file without tokens (for a loopback
+    # address that only a restart would bind) must not switch authentication off.
+    d = make_daemon(tokens=True, listen_host="0.0.0.0").start()
+    text = d.config.read_text().replace("0.0.0.0", "127.0.0.1")
+    d.config.write_text("\n".join(l for l in text.splitlines() if not l.startswith("token.")) + "\n")
+    d.send_signal(signal.SIGHUP)
+    deadline = time.time() + 5
+    while "keeping the running configuration" not in d.log() and time.time() < deadline:
+        time.sleep(0.05)
+    assert "not a loopback address" in d.log()
+    r = requests.post(d.url("/v1/ocs"), json={"name": "x", "ports": 4})
+    assert r.status_code == 401
+    assert d.stop() == 0
+
+
+def test_token_survives_reload_mid_request(auth_daemon):
+    # A request authenticated before a SIGHUP finishes after it without touching freed memory.
+    d = auth_daemon
+    body = b'{"name": "mid", "ports": 8}'
+    s = socket.create_connection(("127.0.0.1", d.port))
+    s.sendall(b"POST /v1/ocs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              + f"Authorization: Bearer {ADMIN}\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+              + body[:5])
+    time.sleep(0.2)
+    d.send_signal(signal.SIGHUP)
+    time.sleep(0.3)
+    s.sendall(body[5:])
+    reply = s.recv(4096)
+    s.close()
+    assert reply.startswith(b"HTTP/1.1 201")
+    d.stop()
+    db = sqlite3.connect(d.store)
+    assert ("ops", "POST", "/v1/ocs", 201) in db.execute("SELECT token, method, path, status FROM audit").fetchall()
+
+
+def test_odd_bytes_in_paths(daemon):
+    r = daemon.get("/v1/%FF")
+    assert r.status_code == 404 and error_of(r)["code"] == "not_found"
+    r = daemon.get("/v1/ocs?%FF=1")
+    assert r.status_code == 400 and error_of(r)["code"] == "invalid_field"
+    daemon.post("/v1/servers", {"name": "nulx", "devices": 2})
+    # "%00" never cuts a name short.
+    r = daemon.delete("/v1/servers/nulx%00garbage")
+    assert r.status_code == 404
+    assert daemon.get("/v1/servers/nulx").status_code == 200

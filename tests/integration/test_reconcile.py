@@ -233,3 +233,29 @@ def test_restart_reapplies(sim):
     for u in ("ocs0", "ocs1"):
         x = sim.get(f"/v1/ocs/{u}/cross-connects").json()
         assert x["desired"] == before[u] == x["actual"]
+
+
+def test_wait_on_fabric_deleted_meanwhile(sim):
+    for u in ("ocs0", "ocs1"):
+        fault(sim, u, kind="delay", count=3000)
+    sim.post("/v1/fabrics", {"name": "gone", "servers": ["srv0", "srv1", "srv2"]})
+    result = {}
+
+    def waiter():
+        result["r"] = requests.get(sim.url("/v1/fabrics/gone?wait=10"))
+    t = threading.Thread(target=waiter)
+    t.start()
+    time.sleep(0.3)
+    assert sim.delete("/v1/fabrics/gone").status_code == 200
+    t.join()
+    r = result["r"]
+    assert r.status_code == 404 and "deleted while waiting" in error_of(r)["message"]
+
+
+def test_faults_are_audited(sim):
+    fault(sim, "ocs0", kind="set_xc", a=60, b=61)
+    sim.stop()
+    import sqlite3
+    rows = sqlite3.connect(sim.store).execute(
+        "SELECT method, path, status FROM audit WHERE path LIKE '%faults'").fetchall()
+    assert ("POST", "/v1/ocs/ocs0/faults", 200) in rows

@@ -341,3 +341,12 @@ def test_plans_survive_restart(daemon):
             assert json.loads(before[p]) == json.loads(after[p])
         else:
             assert after[p] == before[p], p
+
+
+def test_topology_round_trip_with_fabric(daemon):
+    make_cluster(daemon, servers=4, devices=4)
+    assert daemon.post("/v1/fabrics?wait=10", {"name": "f", "servers": ["srv0", "srv1", "srv2"]}).status_code == 201
+    before = snapshot(daemon)
+    r = daemon.put("/v1/topology", daemon.get("/v1/topology").json())
+    assert r.status_code == 200, r.text
+    assert snapshot(daemon) == before

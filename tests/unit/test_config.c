@@ -94,6 +94,10 @@ static void test_errors(void **state)
 		{ "[http]\nlisten = 0.0.0.0:80\n",
 		  "t.ini: [http] listen: 0.0.0.0 is not a loopback address" },
 		{ "[reconcile]\naudit_interval = 0\n", "t.ini:2: [reconcile] audit_interval:" },
+		/* A syntax error before a bad key is reported first, at its own line. */
+		{ "[http]\ngarbage line\nlisten = 127.0.0.1:1\nmax_body = 1\n",
+		  "t.ini:2: syntax error" },
+		{ "[http]\n\n\nmax_body = 1\nbroken\n", "t.ini:4: [http] max_body:" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct ofcd_config cfg;
@@ -125,6 +129,10 @@ static void test_non_loopback(void **state)
 	assert_true(config_host_is_loopback("localhost"));
 	assert_false(config_host_is_loopback("::"));
 	assert_false(config_host_is_loopback("10.0.0.1"));
+	/* A name could resolve to anything: only numeric loopback addresses count. */
+	assert_false(config_host_is_loopback("127.foo.example"));
+	assert_true(config_host_is_loopback("127.255.0.1"));
+	assert_false(config_host_is_loopback("127.0.0.1.example"));
 }
 
 static void test_file(void **state)
