@@ -126,6 +126,35 @@ void api_ocs_get(struct api_req *req)
 	api_reply(req, 200, o);
 }
 
+/*
+ * A unit is only forgotten once it holds none of ofcd's cross-connects:
+ * otherwise they would stay on the hardware with nobody left to remove them,
+ * joining servers whatever fabrics they join next.
+ */
+static int unit_must_drain(struct api_req *req, int64_t id, const char *name, const char *field)
+{
+	json_t *o = topo_ocs_json(req->d->store, id);
+	bool in_process = o && strcmp(json_string_value(json_object_get(o, "driver")), "sim") == 0;
+	json_decref(o);
+	if (in_process)
+		return 0; /* a sim unit's circuits live in this process and go with it */
+	long held = reconcile_unit_held(req->d->reconciler, id);
+	if (held == 0)
+		return 0;
+	if (held < 0)
+		api_error(
+		    req, OFCD_E_IN_USE, field,
+		    "OCS unit %s has not been read back, so it may still hold circuits; wait "
+		    "until it is connected and in sync (DELETE ?force=true forgets it anyway)",
+		    name);
+	else
+		api_error(req, OFCD_E_IN_USE, field,
+		          "OCS unit %s still holds %ld cross-connects made by ofcd; wait until it "
+		          "is in sync (DELETE ?force=true forgets it anyway)",
+		          name, held);
+	return -EBUSY;
+}
+
 void api_ocs_delete(struct api_req *req)
 {
 	struct store *s = req->d->store;
@@ -138,6 +167,13 @@ void api_ocs_delete(struct api_req *req)
 		          req->params[0]);
 		return;
 	}
+	const char *force = api_query(req, "force");
+	if (force && strcmp(force, "true") != 0) {
+		api_error(req, OFCD_E_INVALID_FIELD, "force", "force must be true when given");
+		return;
+	}
+	if (!force && unit_must_drain(req, id, req->params[0], "name") < 0)
+		return;
 	sqlite3_stmt *st = store_stmt(s, "DELETE FROM ocs WHERE id = ?");
 	sqlite3_bind_int64(st, 1, id);
 	if (store_step_done(st) < 0) {
@@ -157,7 +193,7 @@ void api_ocs_cross_connects(struct api_req *req)
 	json_t *actual = live ? json_incref(json_object_get(live, "actual")) : json_array();
 	json_t *o = json_pack("{s:s, s:o, s:o, s:b}", "ocs", req->params[0], "desired", desired,
 	                      "actual", actual, "in_sync",
-	                      live && json_is_true(json_object_get(live, "read_back")) &&
+	                      live && json_is_true(json_object_get(live, "in_sync")) &&
 	                          json_equal(desired, actual));
 	if (live) {
 		json_object_set(o, "partial", json_object_get(live, "partial"));
@@ -734,6 +770,25 @@ void api_topology_put(struct api_req *req)
 			          "OCS unit %s carries fabric circuits and would be %s; delete "
 			          "those fabrics first",
 			          name, k == nocs ? "dropped" : "changed");
+			sqlite3_reset(st);
+			goto out;
+		}
+	}
+	sqlite3_reset(st);
+
+	/* Units dropped or re-addressed must not leave circuits behind on the hardware. */
+	st = store_stmt(s, "SELECT id, name, driver, endpoint, ports FROM ocs");
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		const char *name = (const char *)sqlite3_column_text(st, 1);
+		size_t k;
+		for (k = 0; k < nocs && strcmp(ov[k].name, name) != 0; k++)
+			;
+		if (k < nocs &&
+		    strcmp(ov[k].driver, (const char *)sqlite3_column_text(st, 2)) == 0 &&
+		    strcmp(ov[k].endpoint, (const char *)sqlite3_column_text(st, 3)) == 0 &&
+		    ov[k].ports == (uint64_t)sqlite3_column_int64(st, 4))
+			continue;
+		if (unit_must_drain(req, sqlite3_column_int64(st, 0), name, "ocs") < 0) {
 			sqlite3_reset(st);
 			goto out;
 		}

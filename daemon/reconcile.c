@@ -201,7 +201,8 @@ static int desired_current(struct reconciler *r, struct unit *u)
 			                          sqlite3_column_int64(st, 2) };
 	}
 	sqlite3_reset(st);
-	qsort(rows, n, sizeof(*rows), desired_row_cmp);
+	if (n)
+		qsort(rows, n, sizeof(*rows), desired_row_cmp);
 	struct plan_xc *xc = malloc((n ? n : 1) * sizeof(*xc));
 	int64_t *fab = malloc((n ? n : 1) * sizeof(*fab));
 	if (!xc || !fab) {
@@ -398,7 +399,12 @@ static void op_finish(struct reconciler *r, struct unit *u, int status, const ch
 		sqlite3_stmt *st = store_stmt(s, "UPDATE operation SET status = ?, error = ?, "
 		                                 "ended = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') "
 		                                 "WHERE id = ?");
-		sqlite3_bind_text(st, 1, status == 0 ? "succeeded" : "failed", -1, SQLITE_STATIC);
+		/* -ESHUTDOWN: the daemon stopped cleanly with the batch in flight. */
+		sqlite3_bind_text(st, 1,
+		                  status == 0            ? "succeeded"
+		                  : status == -ESHUTDOWN ? "interrupted"
+		                                         : "failed",
+		                  -1, SQLITE_STATIC);
 		if (status)
 			sqlite3_bind_text(st, 2, err ? err : strerror(-status), -1,
 			                  SQLITE_TRANSIENT);
@@ -456,6 +462,8 @@ static void start_read(struct unit *u, bool audit)
 	int rc = u->ops->read(u->h, on_read, u);
 	if (rc < 0) {
 		u->busy = false;
+		u->have_actual = false;
+		u->in_sync = false;
 		snprintf(u->last_error, sizeof(u->last_error), "read back: %s", strerror(-rc));
 	}
 }
@@ -482,6 +490,26 @@ static void on_apply(void *arg, int status, const char *err)
 		start_read(u, false);
 	schedule_states(u->r);
 	work_end(t0);
+}
+
+static int64_t port_owner(const struct unit *u, const int64_t *owner, uint32_t port)
+{
+	return port >= 1 && port <= u->ports ? owner[port] : 0;
+}
+
+/*
+ * Whether an entry ofcd did not make can carry light between ports of two
+ * fabrics (or a fabric and a port of none): one that matches every port or
+ * sends to every port does unless it sends nowhere else.
+ */
+static bool foreign_crosses(const struct unit *u, const int64_t *owner, const struct ocs_flow *f)
+{
+	if (f->out_port == 0)
+		return false; /* dropped, or back to the controller or its own port */
+	if (f->in_port == OCS_PORT_ANY || f->out_port == OCS_PORT_EVERY || f->in_port > u->ports ||
+	    f->out_port > u->ports)
+		return true;
+	return owner[f->in_port] != owner[f->out_port];
 }
 
 /* Reports cross-connects that join two fabrics, or a fabric to a port of none. */
@@ -516,13 +544,13 @@ static void check_isolation(struct reconciler *r, struct unit *u)
 	if (u->nforeign && !owner && !(owner = owners(r, u)))
 		return;
 	for (size_t i = 0; i < u->nforeign; i++) {
-		uint32_t a = u->foreign[i].in_port, b = u->foreign[i].out_port;
-		int64_t oa = a <= u->ports ? owner[a] : 0, ob = b <= u->ports ? owner[b] : 0;
-		if (oa == ob)
+		if (!foreign_crosses(u, owner, &u->foreign[i]))
 			continue;
+		uint32_t a = u->foreign[i].in_port, b = u->foreign[i].out_port;
+		int64_t oa = port_owner(u, owner, a), ob = port_owner(u, owner, b);
 		log_error("reconcile",
-		          "%s: an entry ofcd did not make (%u -> %u) crosses fabrics; it is left "
-		          "alone, remove it by hand",
+		          "%s: an entry ofcd did not make (%u -> %u) can join ports of different "
+		          "fabrics; it is left alone, remove it by hand",
 		          u->name, a, b);
 		metrics_counter_add(
 		    "ofcd_isolation_violations_total",
@@ -556,6 +584,11 @@ static void on_read(void *arg, int status, const char *err, const struct ocs_rea
 		snprintf(u->last_error, sizeof(u->last_error), "read back: %s",
 		         err ? err : strerror(-status));
 		log_warn("reconcile", "%s: %s", u->name, u->last_error);
+		/* What we knew may be stale now: nothing is sent before a read succeeds. */
+		u->have_actual = false;
+		u->in_sync = false;
+		if (!u->retry_pending)
+			schedule_retry(u);
 		schedule_states(r);
 		return;
 	}
@@ -638,6 +671,9 @@ static void on_conn_state(void *arg, enum ocs_conn_state state, const char *err)
 		u->have_actual = false;
 		u->in_sync = false;
 		u->trigger = "connect";
+		/* A backoff from before the disconnect must not delay the fresh start. */
+		evtimer_del(u->retry);
+		u->retry_pending = false;
 		reconcile_kick(r);
 	} else if (old == OCS_CONN_UP) {
 		clock_gettime(CLOCK_MONOTONIC, &u->down_since);
@@ -669,19 +705,21 @@ static void on_port_state(void *arg, uint32_t port, bool up)
 
 /* ---- units --------------------------------------------------------------- */
 
-static void unit_close(struct unit *u)
+static void unit_close(struct unit *u, bool shutdown)
 {
 	if (u->h)
 		u->ops->close(u->h); /* pending callbacks are never called after close */
 	u->h = NULL;
 	u->busy = false;
 	if (u->op_id)
-		op_finish(u->r, u, -ECANCELED, "the OCS unit was removed or reconfigured");
+		op_finish(u->r, u, shutdown ? -ESHUTDOWN : -ECANCELED,
+		          shutdown ? "the daemon stopped before the batch completed"
+		                   : "the OCS unit was removed or reconfigured");
 }
 
-static void unit_free(struct unit *u)
+static void unit_free(struct unit *u, bool shutdown)
 {
-	unit_close(u);
+	unit_close(u, shutdown);
 	if (u->retry)
 		event_free(u->retry);
 	free(u->actual);
@@ -732,7 +770,7 @@ static struct unit *unit_new(struct reconciler *r, sqlite3_stmt *st)
 	u->peer = calloc((size_t)u->ports + 1, sizeof(*u->peer));
 	u->retry = evtimer_new(r->d->base, on_retry, u);
 	if (!u->peer || !u->retry) {
-		unit_free(u);
+		unit_free(u, false);
 		return NULL;
 	}
 	unit_open(r, u);
@@ -756,7 +794,7 @@ static void sync_units(struct reconciler *r)
 		          strcmp(u->endpoint, (const char *)sqlite3_column_text(st, 3)) != 0 ||
 		          u->ports != (uint32_t)sqlite3_column_int64(st, 4))) {
 			*pu = u->next;
-			unit_free(u);
+			unit_free(u, false);
 			u = NULL;
 		}
 		if (!u) {
@@ -777,7 +815,7 @@ static void sync_units(struct reconciler *r)
 			continue;
 		}
 		*pu = u->next;
-		unit_free(u);
+		unit_free(u, false);
 		r->fabs_valid = false;
 	}
 }
@@ -1010,6 +1048,80 @@ nomem:
 	return -ENOMEM;
 }
 
+/* Why a unit holds a fabric back, once it has failed long enough to say so. */
+static void blame(const struct unit *u, char *err, size_t len, const char *why)
+{
+	if (u->failures >= FAILED_AFTER)
+		snprintf(err, len, "OCS unit %s: %s%s", u->name, u->last_error, why);
+	else if (u->conn != OCS_CONN_UP && since(&u->down_since) > DOWN_GRACE_S)
+		snprintf(err, len, "OCS unit %s is not connected%s%s%s", u->name,
+		         u->last_error[0] ? ": " : "", u->last_error, why);
+}
+
+static void mark(struct reconciler *r, struct unit **culprit, int64_t fabric, struct unit *u)
+{
+	if (!fabric)
+		return;
+	size_t lo = 0, hi = r->nfabs;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (r->fabs[mid].id < fabric)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < r->nfabs && r->fabs[lo].id == fabric && !culprit[lo])
+		culprit[lo] = u;
+}
+
+static void mark_all_on(struct reconciler *r, struct unit **culprit, struct unit *u,
+                        const int64_t *owner)
+{
+	for (uint32_t p = 1; p <= u->ports; p++)
+		mark(r, culprit, owner[p], u);
+}
+
+/*
+ * A fabric is only applied when no unit cabled to its ports may join them to
+ * anything but its own circuits: a unit not read back (it may hold anything,
+ * e.g. a deleted fabric's circuits while it was unreachable), or one holding a
+ * cross-connect that is not desired, a one-way entry of ours, or a foreign
+ * entry on its ports, holds the fabric back (culprit[i] for r->fabs[i]).
+ */
+static void find_unclean(struct reconciler *r, struct unit **culprit)
+{
+	for (struct unit *u = r->units; u; u = u->next) {
+		const int64_t *owner = owners(r, u);
+		if (!owner)
+			continue;
+		if (!u->have_actual) {
+			mark_all_on(r, culprit, u, owner);
+			continue;
+		}
+		if (desired_current(r, u) < 0)
+			continue;
+		for (size_t i = 0; i < u->nactual; i++) {
+			if (desired_index(u, &u->actual[i]) >= 0)
+				continue;
+			mark(r, culprit, port_owner(u, owner, u->actual[i].a), u);
+			mark(r, culprit, port_owner(u, owner, u->actual[i].b), u);
+		}
+		for (size_t i = 0; i < u->npartial; i++) {
+			mark(r, culprit, port_owner(u, owner, u->partial[i].in_port), u);
+			mark(r, culprit, port_owner(u, owner, u->partial[i].out_port), u);
+		}
+		for (size_t i = 0; i < u->nforeign; i++) {
+			const struct ocs_flow *f = &u->foreign[i];
+			if (f->in_port == OCS_PORT_ANY || f->out_port == OCS_PORT_EVERY) {
+				mark_all_on(r, culprit, u, owner);
+				continue;
+			}
+			mark(r, culprit, port_owner(u, owner, f->in_port), u);
+			mark(r, culprit, port_owner(u, owner, f->out_port), u);
+		}
+	}
+}
+
 /*
  * Derives every fabric's state from what its units hold, stores the ones that
  * changed (one transaction), and tells events and waiters.
@@ -1024,6 +1136,12 @@ static void update_states(struct reconciler *r)
 		json_decref(changes);
 		return;
 	}
+	struct unit **culprit = calloc(r->nfabs + 1, sizeof(*culprit));
+	if (!culprit) {
+		json_decref(changes);
+		return;
+	}
+	find_unclean(r, culprit);
 	for (size_t i = 0; i < r->nfabs; i++) {
 		struct fab_view *fv = &r->fabs[i];
 		bool all = true, busy = false;
@@ -1038,13 +1156,16 @@ static void update_states(struct reconciler *r)
 			if (!u)
 				continue;
 			busy |= u->busy || u->op_id;
-			if (!err[0] && u->failures >= FAILED_AFTER)
-				snprintf(err, sizeof(err), "OCS unit %s: %s", u->name,
-				         u->last_error);
-			else if (!err[0] && u->conn != OCS_CONN_UP &&
-			         since(&u->down_since) > DOWN_GRACE_S)
-				snprintf(err, sizeof(err), "OCS unit %s is not connected%s%s",
-				         u->name, u->last_error[0] ? ": " : "", u->last_error);
+			if (!err[0])
+				blame(u, err, sizeof(err), "");
+		}
+		if (culprit[i]) {
+			struct unit *u = culprit[i];
+			all = false;
+			busy |= u->busy || u->op_id;
+			if (!err[0])
+				blame(u, err, sizeof(err),
+				      " (it may still join this fabric's ports to others)");
 		}
 		enum plan_state cur = PLAN_STATE_APPLYING;
 		plan_state_parse(fv->state, &cur);
@@ -1106,6 +1227,7 @@ static void update_states(struct reconciler *r)
 	} else if (json_array_size(changes)) {
 		r->fabs_valid = false;
 	}
+	free(culprit);
 	json_decref(changes);
 	wait_check(r->d);
 	if (unsettled) {
@@ -1172,7 +1294,7 @@ void reconcile_free(struct reconciler *r)
 	while (r->units) {
 		struct unit *u = r->units;
 		r->units = u->next;
-		unit_free(u);
+		unit_free(u, true);
 	}
 	if (r->ev_pass)
 		event_free(r->ev_pass);
@@ -1200,12 +1322,12 @@ json_t *reconcile_unit_json(struct reconciler *r, int64_t ocs_id)
 	while (sqlite3_step(st) == SQLITE_ROW)
 		json_array_append_new(down, json_integer(sqlite3_column_int64(st, 0)));
 	sqlite3_reset(st);
-	return json_pack("{s:s, s:s?, s:b, s:b, s:o, s:o, s:o, s:o}", "state", conn_name(u->conn),
-	                 "last_error", u->last_error[0] ? u->last_error : NULL, "read_back",
-	                 u->have_actual, "in_sync", u->have_actual && u->in_sync && !u->busy,
-	                 "actual", xcs_json(u->actual, u->nactual), "partial",
-	                 flows_json(u->partial, u->npartial), "foreign",
-	                 flows_json(u->foreign, u->nforeign), "ports_down", down);
+	return json_pack(
+	    "{s:s, s:s?, s:b, s:b, s:o, s:o, s:o, s:o}", "state", conn_name(u->conn), "last_error",
+	    u->last_error[0] ? u->last_error : NULL, "read_back", u->have_actual, "in_sync",
+	    u->conn == OCS_CONN_UP && u->have_actual && u->in_sync && !u->busy, "actual",
+	    xcs_json(u->actual, u->nactual), "partial", flows_json(u->partial, u->npartial),
+	    "foreign", flows_json(u->foreign, u->nforeign), "ports_down", down);
 }
 
 bool reconcile_all_in_sync(struct reconciler *r)
@@ -1214,6 +1336,14 @@ bool reconcile_all_in_sync(struct reconciler *r)
 		if (u->conn != OCS_CONN_UP || !u->have_actual || !u->in_sync || u->busy || u->op_id)
 			return false;
 	return true;
+}
+
+long reconcile_unit_held(struct reconciler *r, int64_t ocs_id)
+{
+	struct unit *u = unit_by_id(r, ocs_id);
+	if (!u || !u->have_actual)
+		return -1;
+	return (long)(u->nactual + u->npartial);
 }
 
 uint64_t reconcile_generation(const struct reconciler *r)

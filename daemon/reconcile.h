@@ -54,6 +54,13 @@ void reconcile_set_audit_interval(struct reconciler *r, unsigned seconds);
  */
 json_t *reconcile_unit_json(struct reconciler *r, int64_t ocs_id);
 
+/**
+ * How many of ofcd's cross-connects (circuits and one-way entries) the unit
+ * held at its last read-back: 0 when it can be forgotten safely, -1 when that
+ * is unknown (not connected or never read back since the last connect).
+ */
+long reconcile_unit_held(struct reconciler *r, int64_t ocs_id);
+
 /** True when every unit has been read back and holds exactly its desired set. */
 bool reconcile_all_in_sync(struct reconciler *r);
 

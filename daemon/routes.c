@@ -17,7 +17,7 @@ const struct api_route api_routes[] = {
 	{ "POST", "/v1/ocs", api_ocs_create, AUTH_ADMIN, 0, NULL },
 	{ "GET", "/v1/ocs", api_ocs_list, AUTH_READ, 0, NULL },
 	{ "GET", "/v1/ocs/{name}", api_ocs_get, AUTH_READ, 0, NULL },
-	{ "DELETE", "/v1/ocs/{name}", api_ocs_delete, AUTH_ADMIN, 0, NULL },
+	{ "DELETE", "/v1/ocs/{name}", api_ocs_delete, AUTH_ADMIN, 0, "force" },
 	{ "GET", "/v1/ocs/{name}/cross-connects", api_ocs_cross_connects, AUTH_READ, 0, NULL },
 	{ "POST", "/v1/ocs/{name}/faults", api_ocs_faults, AUTH_ADMIN, 0, NULL },
 

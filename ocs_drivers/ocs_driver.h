@@ -29,7 +29,16 @@ struct ocs_xc {
 	uint32_t b; /**< higher port number */
 };
 
-/** A one-way switching entry (in_port -> out_port), for entries that do not form a circuit. */
+/** ocs_flow.in_port of an entry that matches every port. */
+#define OCS_PORT_ANY 0u
+/** ocs_flow.out_port of an entry that may send to every port (flood, all, normal). */
+#define OCS_PORT_EVERY 0xffffffffu
+
+/**
+ * A one-way switching entry (in_port -> out_port), for entries that do not form
+ * a circuit. An entry sending to no other port (drop, controller, back out of
+ * in_port) has out_port 0.
+ */
 struct ocs_flow {
 	uint32_t in_port;  /**< ingress port */
 	uint32_t out_port; /**< egress port */

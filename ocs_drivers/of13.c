@@ -380,6 +380,8 @@ static int parse_actions(const uint8_t *a, size_t len, struct of13_flow_stats *f
 				return -EBADMSG;
 			if (!fs->n_outputs)
 				fs->out_port = get32(a + 4);
+			if (fs->n_outputs < OF13_MAX_OUTPUTS)
+				fs->outputs[fs->n_outputs] = get32(a + 4);
 			fs->n_outputs++;
 		} else {
 			fs->other_instr = true;

@@ -50,10 +50,17 @@
 #define OF13_MPF_REPLY_MORE 0x0001
 
 /* Reserved port and group numbers. */
-#define OF13_PORT_MAX  0xffffff00u /* highest regular port number */
-#define OF13_PORT_ANY  0xffffffffu
-#define OF13_GROUP_ANY 0xffffffffu
-#define OF13_TABLE_ALL 0xff
+#define OF13_PORT_MAX        0xffffff00u /* highest regular port number */
+#define OF13_PORT_ANY        0xffffffffu
+#define OF13_PORT_IN_PORT    0xfffffff8u
+#define OF13_PORT_TABLE      0xfffffff9u
+#define OF13_PORT_NORMAL     0xfffffffau
+#define OF13_PORT_FLOOD      0xfffffffbu
+#define OF13_PORT_ALL        0xfffffffcu
+#define OF13_PORT_CONTROLLER 0xfffffffdu
+#define OF13_PORT_LOCAL      0xfffffffeu
+#define OF13_GROUP_ANY       0xffffffffu
+#define OF13_TABLE_ALL       0xff
 
 /* Port config and state bits (PORT_STATUS). */
 #define OF13_PC_PORT_DOWN 0x00000001u /* administratively down */
@@ -135,6 +142,8 @@ struct of13_multipart {
  * One entry of an OFPMP_FLOW reply, reduced to what classifying a flow needs.
  * Ports are 0 when absent (no in_port in the match, no output action).
  */
+#define OF13_MAX_OUTPUTS 8
+
 struct of13_flow_stats {
 	uint8_t table_id;   /**< table the flow is in */
 	uint16_t priority;  /**< flow priority */
@@ -143,7 +152,9 @@ struct of13_flow_stats {
 	bool other_match;   /**< the match has fields besides an exact in_port */
 	uint32_t out_port;  /**< port of the first output action, 0 when none */
 	unsigned n_outputs; /**< number of output actions */
-	bool other_instr;   /**< instructions or actions besides apply-actions output */
+	/** Ports of the first OF13_MAX_OUTPUTS output actions (a flow may copy to several). */
+	uint32_t outputs[OF13_MAX_OUTPUTS];
+	bool other_instr; /**< instructions or actions besides apply-actions output */
 };
 
 /** Cursor over the entries of an OFPMP_FLOW reply body; set up with of13_flow_stats_iter(). */

@@ -511,7 +511,10 @@ static const char *batch_error(struct of_unit *u)
 {
 	char ename[96];
 	uint32_t idx = u->err_xid - u->op_xid;
-	size_t xc = idx / 2;
+	/* Past the deletions, a barrier (see encode_batch) shifts the additions by one. */
+	if (u->ndel && u->ndel < u->nxc && idx >= 2 * u->ndel)
+		idx = idx == 2 * u->ndel ? UINT32_MAX : idx - 1;
+	size_t xc = idx == UINT32_MAX ? u->nxc : idx / 2;
 	const char *what = "batch";
 	uint32_t in = 0, out = 0;
 	int n;
@@ -647,6 +650,16 @@ out:
 	free(foreign);
 }
 
+/* What a foreign entry's output means for isolation, in ocs_driver.h's terms. */
+static uint32_t foreign_out(uint32_t port)
+{
+	if (port <= OF13_PORT_MAX)
+		return port;
+	if (port == OF13_PORT_CONTROLLER || port == OF13_PORT_LOCAL || port == OF13_PORT_IN_PORT)
+		return 0; /* leaves through no other OCS port */
+	return OCS_PORT_EVERY;
+}
+
 static void handle_multipart(struct of_unit *u, const struct of13_hdr *h, const uint8_t *msg)
 {
 	struct of13_multipart mp;
@@ -662,10 +675,19 @@ static void handle_multipart(struct of_unit *u, const struct of13_hdr *h, const 
 		return;
 	of13_flow_stats_iter(&it, mp.body, mp.body_len);
 	while ((r = of13_flow_stats_next(&it, &fs)) > 0) {
-		if (is_circuit_half(u, &fs))
+		if (is_circuit_half(u, &fs)) {
 			r = flows_push(&u->ours, fs.in_port, fs.out_port);
-		else
-			r = flows_push(&u->foreign, fs.in_port, fs.out_port);
+		} else if (fs.n_outputs <= 1) {
+			r = flows_push(&u->foreign, fs.in_port, foreign_out(fs.out_port));
+		} else if (fs.n_outputs > OF13_MAX_OUTPUTS) {
+			/* More copies than we keep: report it as reaching every port. */
+			r = flows_push(&u->foreign, fs.in_port, OCS_PORT_EVERY);
+		} else {
+			/* One entry per output: isolation is judged port pair by port pair. */
+			r = 0;
+			for (unsigned i = 0; i < fs.n_outputs && r == 0; i++)
+				r = flows_push(&u->foreign, fs.in_port, foreign_out(fs.outputs[i]));
+		}
 		if (r < 0) {
 			fail_op(u, r, "out of memory reading flows");
 			return;
@@ -1018,6 +1040,12 @@ static void encode_batch(uint8_t *p, uint32_t xid, const struct ocs_batch *batch
 		f.in_port = batch->del[i].b;
 		p += of13_encode_flow_del_strict(p, OF13_FLOW_DEL_LEN, xid++, &f);
 	}
+	/*
+	 * A switch may reorder messages no barrier separates: without this one an
+	 * addition could reach a port before the deletion that frees it.
+	 */
+	if (batch->ndel && batch->nadd)
+		p += of13_encode_msg(p, OF13_HDR_LEN, OF13_T_BARRIER_REQUEST, xid++, NULL, 0);
 	for (i = 0; i < batch->nadd; i++) {
 		f.cookie = circuit_cookie(batch->add[i].a, batch->add[i].b);
 		f.in_port = batch->add[i].a;
@@ -1035,7 +1063,7 @@ static int of_apply(struct ocs_handle *h, const struct ocs_batch *batch, ocs_app
 	struct of_unit *u = to_unit(h);
 	struct evbuffer *out;
 	struct evbuffer_iovec vec;
-	size_t nxc, nmsg, len;
+	size_t nxc, nmsg, len, mid;
 	struct ocs_xc *copy = NULL;
 	int r;
 
@@ -1046,7 +1074,8 @@ static int of_apply(struct ocs_handle *h, const struct ocs_batch *batch, ocs_app
 	    check_batch(u, batch->add, batch->nadd) < 0)
 		return -EINVAL;
 	nxc = batch->ndel + batch->nadd;
-	nmsg = 2 * nxc + 1;
+	mid = batch->ndel && batch->nadd;
+	nmsg = 2 * nxc + 1 + mid;
 	if (nmsg > UINT32_MAX / 2)
 		return -E2BIG;
 	copy = malloc((nxc + 1) * sizeof(*copy));
@@ -1057,7 +1086,7 @@ static int of_apply(struct ocs_handle *h, const struct ocs_batch *batch, ocs_app
 	if (batch->nadd)
 		memcpy(copy + batch->ndel, batch->add, batch->nadd * sizeof(*copy));
 	len = 2 * batch->ndel * OF13_FLOW_DEL_LEN + 2 * batch->nadd * OF13_FLOW_ADD_LEN +
-	      OF13_HDR_LEN;
+	      (1 + mid) * OF13_HDR_LEN;
 	/* encode straight into the socket's output buffer: one contiguous extent, no copy */
 	out = bufferevent_get_output(u->bev);
 	if (evbuffer_reserve_space(out, (ev_ssize_t)len, &vec, 1) != 1 || vec.iov_len < len) {

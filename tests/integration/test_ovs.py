@@ -298,6 +298,33 @@ def test_c_audit_repairs_manual_del_flows(env):
     env.assert_circuits_ping()
 
 
+def test_c2_foreign_flow_across_fabrics(env):
+    env.ensure()
+    # A flow made by hand that copies a port of fa to a port of fb (and to its own peer,
+    # so it looks half right): it is reported, left alone, and holds both fabrics back.
+    la = next(l for l in env.fabrics["fa"]["links"] if l["a"]["ocs"] == "ocs0")
+    lb = next(l for l in env.fabrics["fb"]["links"] if l["a"]["ocs"] == "ocs0")
+    pa, peer, pb = la["a"]["ocs_port"], la["b"]["ocs_port"], lb["a"]["ocs_port"]
+    before = violations(env.d.get("/metrics").text)
+    env.lab.ofctl("add-flow", "ocs0", f"priority=2000,in_port={pa},actions=output:{peer},output:{pb}")
+    deadline = time.monotonic() + AUDIT * 3 + 5
+    while violations(env.d.get("/metrics").text) <= before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert violations(env.d.get("/metrics").text) > before
+    foreign = env.d.get("/v1/ocs/ocs0").json()["foreign"]
+    assert [pa, pb] in foreign and [pa, peer] in foreign
+    for name in ("fa", "fb"):
+        assert env.d.get(f"/v1/fabrics/{name}").json()["state"] != "applied"
+    env.lab.ofctl("--strict", "del-flows", "ocs0", f"priority=2000,in_port={pa}")
+    for name in FABRICS:
+        assert env.wait_applied(name)["state"] == "applied"
+
+
+def violations(metrics):
+    return sum(float(l.split()[-1]) for l in metrics.splitlines()
+               if l.startswith("ofcd_isolation_violations_total"))
+
+
 def drift_count(metrics):
     total = 0.0
     for line in metrics.splitlines():

@@ -315,6 +315,33 @@ static void test_flow_stats_shapes(void **state)
 	assert_int_equal(fs.out_port, 0);
 }
 
+/* A flow that copies to several ports keeps every output: isolation is judged per pair. */
+static void test_flow_stats_outputs(void **state)
+{
+	uint8_t msg[16 + 88 + 16];
+	static const uint8_t second[16] = { 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00, 0x09,
+		                            0xff, 0xff, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00 };
+	struct of13_multipart mp;
+	struct of13_flow_iter it;
+	struct of13_flow_stats fs;
+
+	(void)state;
+	memcpy(msg, flow_stats_reply, 16 + 88);
+	memcpy(msg + 16 + 88, second, sizeof(second));
+	msg[3] = sizeof(msg);    /* message length */
+	msg[16 + 1] = 88 + 16;   /* entry length */
+	msg[80 + 3] = 0x18 + 16; /* APPLY_ACTIONS length: two OUTPUT actions */
+	assert_int_equal(of13_decode_multipart_reply(msg, sizeof(msg), &mp), 0);
+	of13_flow_stats_iter(&it, mp.body, mp.body_len);
+	assert_int_equal(of13_flow_stats_next(&it, &fs), 1);
+	assert_int_equal(fs.in_port, 3);
+	assert_int_equal(fs.n_outputs, 2);
+	assert_int_equal(fs.outputs[0], 7);
+	assert_int_equal(fs.outputs[1], 9);
+	assert_int_equal(fs.out_port, 7);
+	assert_int_equal(of13_flow_stats_next(&it, &fs), 0);
+}
+
 static void test_flow_stats_malformed(void **state)
 {
 	static const struct {
@@ -430,6 +457,7 @@ int main(void)
 		cmocka_unit_test(test_flow_stats_request),
 		cmocka_unit_test(test_flow_stats_reply),
 		cmocka_unit_test(test_flow_stats_shapes),
+		cmocka_unit_test(test_flow_stats_outputs),
 		cmocka_unit_test(test_flow_stats_malformed),
 		cmocka_unit_test(test_port_status),
 		cmocka_unit_test(test_error),
