@@ -77,13 +77,11 @@ struct reconciler {
 	uint64_t changes;        /* kicks so far: caches of stored state are valid for one value */
 	struct fab_view *fabs;   /* cached fabrics, see load_fabrics() */
 	size_t nfabs;
-	struct circ_view *circs; /* their circuits */
-	uint64_t fabs_gen;       /* r->changes when loaded */
+	uint64_t fabs_gen; /* r->changes when loaded */
 	bool fabs_valid;
 };
 
 struct fab_view;
-struct circ_view;
 static void drive(struct unit *u);
 static void schedule_states(struct reconciler *r);
 static void on_read(void *arg, int status, const char *err, const struct ocs_readback *rb);
@@ -953,11 +951,7 @@ static struct unit *unit_by_id(struct reconciler *r, int64_t id)
 	return NULL;
 }
 
-/*
- * Derives every fabric's state from what its units hold, stores the ones that
- * changed (one transaction), and tells events and waiters.
- */
-/* A fabric as the state update sees it; its circuits are circs[first .. first + n). */
+/* A fabric as the state update sees it. */
 struct fab_view {
 	int64_t id;
 	char name[65];
@@ -965,37 +959,34 @@ struct fab_view {
 	char err[400];
 	int64_t revision;
 	int64_t nmissing;
-	size_t first, n;
-};
-
-struct circ_view {
-	struct unit *u; /* NULL when the unit has no driver instance */
-	uint32_t a, b;
+	int64_t ncircuits; /* stored circuits: all must be seen through the units' desired sets */
 };
 
 /*
- * Loads every fabric and circuit once per change (the state update runs after
- * every batch and read-back, the stored plans only change with commits).
+ * Loads every fabric once per change (the state update runs after every batch
+ * and read-back; fabrics only change with commits). Their circuits are not
+ * loaded: each unit's cached desired set already carries its fabric.
  */
 static int load_fabrics(struct reconciler *r)
 {
 	struct store *s = store_of(r);
 	if (r->fabs_valid && r->fabs_gen == r->changes)
 		return 0;
-	size_t nf = 0, nc = 0, capf = 16, capc = 256;
+	size_t nf = 0, capf = 16;
 	struct fab_view *f = malloc(capf * sizeof(*f));
-	struct circ_view *c = malloc(capc * sizeof(*c));
-	if (!f || !c)
-		goto nomem;
+	if (!f)
+		return -ENOMEM;
 	sqlite3_stmt *st = store_stmt(s, "SELECT f.id, f.name, f.state, coalesce(f.error, ''), "
 	                                 "f.revision, (SELECT count(*) FROM missing_pair m WHERE "
-	                                 "m.fabric_id = f.id) FROM fabric f ORDER BY f.id");
+	                                 "m.fabric_id = f.id), (SELECT count(*) FROM circuit c "
+	                                 "WHERE c.fabric_id = f.id) FROM fabric f ORDER BY f.id");
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		if (nf == capf) {
 			struct fab_view *t = realloc(f, (capf *= 2) * sizeof(*f));
 			if (!t) {
 				sqlite3_reset(st);
-				goto nomem;
+				free(f);
+				return -ENOMEM;
 			}
 			f = t;
 		}
@@ -1007,45 +998,15 @@ static int load_fabrics(struct reconciler *r)
 		snprintf(v->err, sizeof(v->err), "%s", sqlite3_column_text(st, 3));
 		v->revision = sqlite3_column_int64(st, 4);
 		v->nmissing = sqlite3_column_int64(st, 5);
-	}
-	sqlite3_reset(st);
-	st = store_stmt(s, "SELECT fabric_id, ocs_id, a_ocs_port, b_ocs_port FROM circuit "
-	                   "ORDER BY fabric_id");
-	size_t k = 0;
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		int64_t fid = sqlite3_column_int64(st, 0);
-		while (k < nf && f[k].id < fid)
-			k++;
-		if (k == nf || f[k].id != fid)
-			continue;
-		if (nc == capc) {
-			struct circ_view *t = realloc(c, (capc *= 2) * sizeof(*c));
-			if (!t) {
-				sqlite3_reset(st);
-				goto nomem;
-			}
-			c = t;
-		}
-		if (f[k].n == 0)
-			f[k].first = nc;
-		f[k].n++;
-		c[nc++] = (struct circ_view){ unit_by_id(r, sqlite3_column_int64(st, 1)),
-			                      (uint32_t)sqlite3_column_int64(st, 2),
-			                      (uint32_t)sqlite3_column_int64(st, 3) };
+		v->ncircuits = sqlite3_column_int64(st, 6);
 	}
 	sqlite3_reset(st);
 	free(r->fabs);
-	free(r->circs);
 	r->fabs = f;
 	r->nfabs = nf;
-	r->circs = c;
 	r->fabs_gen = r->changes;
 	r->fabs_valid = true;
 	return 0;
-nomem:
-	free(f);
-	free(c);
-	return -ENOMEM;
 }
 
 /* Why a unit holds a fabric back, once it has failed long enough to say so. */
@@ -1058,10 +1019,9 @@ static void blame(const struct unit *u, char *err, size_t len, const char *why)
 		         u->last_error[0] ? ": " : "", u->last_error, why);
 }
 
-static void mark(struct reconciler *r, struct unit **culprit, int64_t fabric, struct unit *u)
+/* Index of a fabric in r->fabs (sorted by id), or -1. */
+static ssize_t fab_index(const struct reconciler *r, int64_t fabric)
 {
-	if (!fabric)
-		return;
 	size_t lo = 0, hi = r->nfabs;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
@@ -1070,8 +1030,14 @@ static void mark(struct reconciler *r, struct unit **culprit, int64_t fabric, st
 		else
 			hi = mid;
 	}
-	if (lo < r->nfabs && r->fabs[lo].id == fabric && !culprit[lo])
-		culprit[lo] = u;
+	return lo < r->nfabs && r->fabs[lo].id == fabric ? (ssize_t)lo : -1;
+}
+
+static void mark(struct reconciler *r, struct unit **culprit, int64_t fabric, struct unit *u)
+{
+	ssize_t i = fabric ? fab_index(r, fabric) : -1;
+	if (i >= 0 && !culprit[i])
+		culprit[i] = u;
 }
 
 static void mark_all_on(struct reconciler *r, struct unit **culprit, struct unit *u,
@@ -1091,11 +1057,11 @@ static void mark_all_on(struct reconciler *r, struct unit **culprit, struct unit
 static void find_unclean(struct reconciler *r, struct unit **culprit)
 {
 	for (struct unit *u = r->units; u; u = u->next) {
-		const int64_t *owner = owners(r, u);
-		if (!owner)
-			continue;
+		/* Port owners are only needed when there is something to judge. */
+		const int64_t *owner = NULL;
 		if (!u->have_actual) {
-			mark_all_on(r, culprit, u, owner);
+			if ((owner = owners(r, u)))
+				mark_all_on(r, culprit, u, owner);
 			continue;
 		}
 		if (desired_current(r, u) < 0)
@@ -1103,9 +1069,13 @@ static void find_unclean(struct reconciler *r, struct unit **culprit)
 		for (size_t i = 0; i < u->nactual; i++) {
 			if (desired_index(u, &u->actual[i]) >= 0)
 				continue;
+			if (!owner && !(owner = owners(r, u)))
+				break;
 			mark(r, culprit, port_owner(u, owner, u->actual[i].a), u);
 			mark(r, culprit, port_owner(u, owner, u->actual[i].b), u);
 		}
+		if ((u->npartial || u->nforeign) && !owner && !(owner = owners(r, u)))
+			continue;
 		for (size_t i = 0; i < u->npartial; i++) {
 			mark(r, culprit, port_owner(u, owner, u->partial[i].in_port), u);
 			mark(r, culprit, port_owner(u, owner, u->partial[i].out_port), u);
@@ -1136,29 +1106,50 @@ static void update_states(struct reconciler *r)
 		json_decref(changes);
 		return;
 	}
-	struct unit **culprit = calloc(r->nfabs + 1, sizeof(*culprit));
+	/* Per fabric: a unit that holds it back (culprit), one that misses its circuits. */
+	struct unit **culprit = calloc(2 * (r->nfabs + 1), sizeof(*culprit));
 	if (!culprit) {
 		json_decref(changes);
 		return;
 	}
+	struct unit **missing_on = culprit + r->nfabs + 1;
+	bool *busy_on = calloc(r->nfabs + 1, sizeof(*busy_on));
+	int64_t *seen = calloc(r->nfabs + 1, sizeof(*seen));
+	if (!busy_on || !seen) {
+		free(culprit);
+		free(busy_on);
+		free(seen);
+		json_decref(changes);
+		return;
+	}
 	find_unclean(r, culprit);
+	/* Each unit's desired set carries the fabric of every circuit: no query per circuit. */
+	for (struct unit *u = r->units; u; u = u->next) {
+		if (desired_current(r, u) < 0)
+			continue;
+		for (size_t k = 0; k < u->ndesired; k++) {
+			uint32_t a = u->desired[k].a, b = u->desired[k].b;
+			ssize_t i = fab_index(r, u->desired_fabric[k]);
+			if (i < 0)
+				continue;
+			seen[i]++;
+			if (u->have_actual && b <= u->ports && u->peer[a] == b)
+				continue;
+			busy_on[i] |= u->busy || u->op_id;
+			/* Blame the unit that is failing, if one is. */
+			char probe[8] = "";
+			blame(u, probe, sizeof(probe), "");
+			if (!missing_on[i] || probe[0])
+				missing_on[i] = u;
+		}
+	}
 	for (size_t i = 0; i < r->nfabs; i++) {
 		struct fab_view *fv = &r->fabs[i];
-		bool all = true, busy = false;
+		/* A circuit on a unit not opened yet was never seen: not held either. */
+		bool all = !missing_on[i] && seen[i] == fv->ncircuits, busy = busy_on[i];
 		char err[400] = "";
-		for (size_t j = fv->first; j < fv->first + fv->n; j++) {
-			struct unit *u = r->circs[j].u;
-			uint32_t a = r->circs[j].a, b = r->circs[j].b;
-			if (u && u->have_actual && a <= u->ports && b <= u->ports &&
-			    u->peer[a] == b)
-				continue;
-			all = false;
-			if (!u)
-				continue;
-			busy |= u->busy || u->op_id;
-			if (!err[0])
-				blame(u, err, sizeof(err), "");
-		}
+		if (missing_on[i])
+			blame(missing_on[i], err, sizeof(err), "");
 		if (culprit[i]) {
 			struct unit *u = culprit[i];
 			all = false;
@@ -1228,6 +1219,8 @@ static void update_states(struct reconciler *r)
 		r->fabs_valid = false;
 	}
 	free(culprit);
+	free(busy_on);
+	free(seen);
 	json_decref(changes);
 	wait_check(r->d);
 	if (unsettled) {
@@ -1305,7 +1298,6 @@ void reconcile_free(struct reconciler *r)
 	if (r->ev_flush)
 		event_free(r->ev_flush);
 	free(r->fabs);
-	free(r->circs);
 	free(r);
 }
 
