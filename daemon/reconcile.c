@@ -47,8 +47,10 @@ struct unit {
 	bool actual_dirty;      /* actual[] not yet written to the store */
 	struct plan_xc *actual; /* sorted */
 	size_t nactual;
-	uint32_t *peer;          /* peer[port] for actual, 0 when unjoined; ports + 1 entries */
-	int64_t *owner;          /* see owners(); ports + 1 entries */
+	uint32_t *peer;             /* peer[port] for actual, 0 when unjoined; ports + 1 entries */
+	int64_t *owner;             /* see owners(); ports + 1 entries */
+	struct plan_xc *violations; /* isolation violations at the last read-back */
+	size_t nviolations;
 	uint64_t owner_gen;      /* r->changes when owner[] was loaded */
 	struct plan_xc *desired; /* cached desired set, sorted */
 	int64_t *desired_fabric; /* fabric of each desired entry */
@@ -511,10 +513,55 @@ static bool foreign_crosses(const struct unit *u, const int64_t *owner, const st
 }
 
 /* Reports cross-connects that join two fabrics, or a fabric to a port of none. */
+/* Violations are rare: a short list and a linear search. */
+static bool pair_in(const struct plan_xc *v, size_t n, uint32_t a, uint32_t b)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i].a == a && v[i].b == b)
+			return true;
+	return false;
+}
+
+/*
+ * Reports an isolation violation the first time a read-back shows it (a
+ * foreign entry nobody removes would otherwise be counted at every audit) and
+ * remembers it in now[] (pairs; foreign entries as in -> out with kind 1).
+ */
+static void report_violation(struct reconciler *r, struct unit *u, const int64_t *owner, uint32_t a,
+                             uint32_t b, bool foreign, struct plan_xc *now, size_t *nnow)
+{
+	struct plan_xc key = { a, foreign ? b | 0x80000000u : b };
+	now[(*nnow)++] = key;
+	if (pair_in(u->violations, u->nviolations, key.a, key.b))
+		return;
+	int64_t ids[2] = { port_owner(u, owner, a), port_owner(u, owner, b) };
+	if (foreign)
+		log_error("reconcile",
+		          "%s: an entry ofcd did not make (%u -> %u) can join ports of different "
+		          "fabrics; it is left alone, remove it by hand",
+		          u->name, a, b);
+	else
+		log_error("reconcile",
+		          "%s: cross-connect %u-%u breaks fabric isolation; removing it", u->name,
+		          a, b);
+	metrics_counter_add("ofcd_isolation_violations_total",
+	                    "Cross-connects found joining two fabrics (or a fabric and no fabric).",
+	                    NULL, 1);
+	events_emit(r->d->events, "isolation_violation",
+	            json_pack("{s:s, s:[I, I], s:b, s:o}", "ocs", u->name,
+	                      foreign ? "foreign_entry" : "cross_connect", (json_int_t)a,
+	                      (json_int_t)b, "foreign", foreign, "fabrics",
+	                      fabric_names(r, ids, 2)));
+}
+
 static void check_isolation(struct reconciler *r, struct unit *u)
 {
 	const int64_t *owner = NULL;
 	if (desired_current(r, u) < 0)
+		return;
+	struct plan_xc *now = malloc((u->nactual + u->nforeign + 1) * sizeof(*now));
+	size_t nnow = 0;
+	if (!now)
 		return;
 	for (size_t i = 0; i < u->nactual; i++) {
 		uint32_t a = u->actual[i].a, b = u->actual[i].b;
@@ -522,44 +569,22 @@ static void check_isolation(struct reconciler *r, struct unit *u)
 		if (desired_index(u, &u->actual[i]) >= 0)
 			continue;
 		if (!owner && !(owner = owners(r, u)))
-			return;
-		int64_t oa = a <= u->ports ? owner[a] : 0, ob = b <= u->ports ? owner[b] : 0;
-		if (oa == ob)
-			continue;
-		int64_t ids[2] = { oa, ob };
-		log_error("reconcile",
-		          "%s: cross-connect %u-%u breaks fabric isolation; removing it", u->name,
-		          a, b);
-		metrics_counter_add(
-		    "ofcd_isolation_violations_total",
-		    "Cross-connects found joining two fabrics (or a fabric and no fabric).", NULL,
-		    1);
-		events_emit(r->d->events, "isolation_violation",
-		            json_pack("{s:s, s:[I, I], s:o}", "ocs", u->name, "cross_connect",
-		                      (json_int_t)a, (json_int_t)b, "fabrics",
-		                      fabric_names(r, ids, 2)));
+			goto out;
+		if (port_owner(u, owner, a) != port_owner(u, owner, b))
+			report_violation(r, u, owner, a, b, false, now, &nnow);
 	}
 	if (u->nforeign && !owner && !(owner = owners(r, u)))
-		return;
-	for (size_t i = 0; i < u->nforeign; i++) {
-		if (!foreign_crosses(u, owner, &u->foreign[i]))
-			continue;
-		uint32_t a = u->foreign[i].in_port, b = u->foreign[i].out_port;
-		int64_t oa = port_owner(u, owner, a), ob = port_owner(u, owner, b);
-		log_error("reconcile",
-		          "%s: an entry ofcd did not make (%u -> %u) can join ports of different "
-		          "fabrics; it is left alone, remove it by hand",
-		          u->name, a, b);
-		metrics_counter_add(
-		    "ofcd_isolation_violations_total",
-		    "Cross-connects found joining two fabrics (or a fabric and no fabric).", NULL,
-		    1);
-		int64_t ids[2] = { oa, ob };
-		events_emit(r->d->events, "isolation_violation",
-		            json_pack("{s:s, s:[I, I], s:b, s:o}", "ocs", u->name, "foreign_entry",
-		                      (json_int_t)a, (json_int_t)b, "foreign", 1, "fabrics",
-		                      fabric_names(r, ids, 2)));
-	}
+		goto out;
+	for (size_t i = 0; i < u->nforeign; i++)
+		if (foreign_crosses(u, owner, &u->foreign[i]))
+			report_violation(r, u, owner, u->foreign[i].in_port, u->foreign[i].out_port,
+			                 true, now, &nnow);
+	free(u->violations);
+	u->violations = now;
+	u->nviolations = nnow;
+	return;
+out:
+	free(now);
 }
 
 static bool same_xcs(const struct plan_xc *a, size_t na, const struct ocs_xc *b, size_t nb)
@@ -725,6 +750,7 @@ static void unit_free(struct unit *u, bool shutdown)
 	free(u->foreign);
 	free(u->peer);
 	free(u->owner);
+	free(u->violations);
 	free(u->desired);
 	free(u->desired_fabric);
 	free(u);

@@ -311,6 +311,9 @@ def test_c2_foreign_flow_across_fabrics(env):
     while violations(env.d.get("/metrics").text) <= before and time.monotonic() < deadline:
         time.sleep(0.1)
     assert violations(env.d.get("/metrics").text) > before
+    # Seen again at every audit, but counted once: the entry is the same one.
+    time.sleep(AUDIT * 2 + 0.5)
+    assert violations(env.d.get("/metrics").text) == before + 1
     foreign = env.d.get("/v1/ocs/ocs0").json()["foreign"]
     assert [pa, pb] in foreign and [pa, peer] in foreign
     for name in ("fa", "fb"):

@@ -479,7 +479,8 @@ static void test_disconnect_idle(void **state)
 	assert_int_equal(f->ops->read(f->h, on_read, &f->rec), -ENOTCONN);
 	run_until(f, 2, 2000);
 	assert_string_equal(f->rec.log, "DU");
-	assert_true(now_ms() - t0 >= 100);
+	/* libevent schedules from its cached loop time, a little before t0: allow 5 ms. */
+	assert_true(now_ms() - t0 >= 95);
 	assert_non_null(strstr(f->rec.err, "disconnect"));
 	/* circuits survive a lost controller session */
 	f->rec.nlog = 0;
