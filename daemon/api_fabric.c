@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "api_handlers.h"
+#include "desired.h"
 #include "log.h"
 #include "ofcd.h"
 #include "store.h"
@@ -123,7 +124,7 @@ void api_fabric_create(struct api_req *req)
 		if (store_step_done(st) < 0)
 			goto store_fail;
 	}
-	if (topo_plan_save(s, fid, &in, &plan, FABRIC_BASE_STATE, false) < 0)
+	if (topo_plan_save(s, req->d->desired, fid, &in, &plan, FABRIC_BASE_STATE, false) < 0)
 		goto store_fail;
 	log_info("planner", "fabric %s: %u servers, %zu circuits, %zu pairs missing", name,
 	         (unsigned)m, plan.ncircuits, plan.nmissing);
@@ -173,6 +174,11 @@ void api_fabric_delete(struct api_req *req)
 	int64_t id = fabric_param(req);
 	if (!id)
 		return;
+	/* Staged first: the stage reads the fabric's name for the circuits that leave. */
+	if (desired_stage_fabric(req->d->desired, id, NULL, 0) < 0) {
+		api_error(req, OFCD_E_STORE, NULL, "cannot delete fabric %s", req->params[0]);
+		return;
+	}
 	sqlite3_stmt *st = store_stmt(s, "DELETE FROM fabric WHERE id = ?");
 	sqlite3_bind_int64(st, 1, id);
 	if (store_step_done(st) < 0) {
@@ -185,8 +191,9 @@ void api_fabric_delete(struct api_req *req)
 	wait_fabric(req, req->params[0], WAIT_REMOVED, wait);
 }
 
-int fabric_replan(struct store *s, int64_t fabric_id, char *err, size_t errlen)
+int fabric_replan(struct ofcd *d, int64_t fabric_id, char *err, size_t errlen)
 {
+	struct store *s = d->store;
 	struct topo_input in;
 	struct plan_fabric prev, next;
 	int rc = topo_input_load_fabric(s, fabric_id, &in);
@@ -209,7 +216,7 @@ int fabric_replan(struct store *s, int64_t fabric_id, char *err, size_t errlen)
 		rc = -EINVAL;
 		goto out;
 	}
-	rc = topo_plan_save(s, fabric_id, &in, &next, FABRIC_BASE_STATE, true);
+	rc = topo_plan_save(s, d->desired, fabric_id, &in, &next, FABRIC_BASE_STATE, true);
 	if (rc < 0)
 		snprintf(err, errlen, "cannot store the new plan");
 out:
@@ -220,10 +227,11 @@ out_prev:
 	return rc;
 }
 
-int fabric_devices_set(struct store *s, int64_t server_id, const char *server, size_t n,
+int fabric_devices_set(struct ofcd *d, int64_t server_id, const char *server, size_t n,
                        const uint32_t *index, const bool *failed, bool *changed, json_t **fabric,
                        char *err, size_t errlen)
 {
+	struct store *s = d->store;
 	char what[256] = "", why[256];
 	size_t len = 0;
 
@@ -249,7 +257,7 @@ int fabric_devices_set(struct store *s, int64_t server_id, const char *server, s
 	int64_t fid = topo_server_fabric(s, server_id);
 	if (!len || !fid)
 		return 0;
-	int rc = fabric_replan(s, fid, why, sizeof(why));
+	int rc = fabric_replan(d, fid, why, sizeof(why));
 	if (rc < 0) {
 		log_error("planner", "re-plan after %s %s: %s", server, what, why);
 		snprintf(err, errlen, "re-planning failed: %s", why);
@@ -300,8 +308,8 @@ void api_device_put(struct api_req *req)
 
 	uint32_t idx = (uint32_t)index;
 	bool failed = state;
-	int rc = fabric_devices_set(s, sid, req->params[0], 1, &idx, &failed, &changed, &fabric,
-	                            err, sizeof(err));
+	int rc = fabric_devices_set(req->d, sid, req->params[0], 1, &idx, &failed, &changed,
+	                            &fabric, err, sizeof(err));
 	if (rc < 0) {
 		api_error(req, rc == -EIO ? OFCD_E_STORE : OFCD_E_INTERNAL, NULL, "%s", err);
 		return;

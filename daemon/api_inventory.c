@@ -203,8 +203,8 @@ void api_inventory_put(struct api_req *req)
 		log_info("inventory", "%s device %u %s: %s", req->params[0], d,
 		         view[d].failed ? "down" : "up", view[d].reason);
 	}
-	int rc = fabric_devices_set(s, sid, req->params[0], n, index, failed, changed, &fabric, err,
-	                            sizeof(err));
+	int rc = fabric_devices_set(req->d, sid, req->params[0], n, index, failed, changed, &fabric,
+	                            err, sizeof(err));
 	if (rc < 0) {
 		api_error(req, rc == -EIO ? OFCD_E_STORE : OFCD_E_INTERNAL, NULL, "%s", err);
 		goto out;

@@ -94,8 +94,9 @@ void api_operations_list(struct api_req *req)
 	size_t i;
 	json_t *v;
 	sqlite3_stmt *one =
-	    store_stmt(s, "SELECT id, ocs, trigger, nadds, ndeletes, status, error, "
-	                  "started, ended, adds, deletes FROM operation WHERE id = ?");
+	    store_stmt(s, "SELECT o.id, o.ocs, o.trigger, o.nadds, o.ndeletes, o.status, "
+	                  "o.error, o.started, o.ended, x.adds, x.deletes FROM operation o "
+	                  "LEFT JOIN operation_xc x ON x.operation_id = o.id WHERE o.id = ?");
 	json_array_foreach(rows, i, v)
 	{
 		sqlite3_bind_int64(one, 1, json_integer_value(json_object_get(v, "id")));
@@ -119,8 +120,9 @@ void api_operation_get(struct api_req *req)
 		return;
 	}
 	sqlite3_stmt *st =
-	    store_stmt(s, "SELECT id, ocs, trigger, nadds, ndeletes, status, error, "
-	                  "started, ended, adds, deletes FROM operation WHERE id = ?");
+	    store_stmt(s, "SELECT o.id, o.ocs, o.trigger, o.nadds, o.ndeletes, o.status, "
+	                  "o.error, o.started, o.ended, x.adds, x.deletes FROM operation o "
+	                  "LEFT JOIN operation_xc x ON x.operation_id = o.id WHERE o.id = ?");
 	sqlite3_bind_int64(st, 1, id);
 	json_t *o = NULL;
 	if (sqlite3_step(st) == SQLITE_ROW) {

@@ -9,6 +9,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "demo.h"
+#include "desired.h"
 #include "events.h"
 #include "http.h"
 #include "log.h"
@@ -151,6 +152,11 @@ int ofcd_init(struct ofcd *d, struct ofcd_config *cfg, const char *config_path, 
 		log_error("store", "%s", err);
 		return rc;
 	}
+	rc = desired_open(d->store, &d->desired);
+	if (rc < 0) {
+		log_error("store", "cannot load the desired state: %s", strerror(-rc));
+		return rc;
+	}
 	if (demo && demo_load(d) < 0)
 		return -EIO;
 	rc = events_init(d, &d->events);
@@ -205,6 +211,8 @@ void ofcd_destroy(struct ofcd *d)
 	d->reconciler = NULL;
 	events_free(d->events);
 	d->events = NULL;
+	desired_free(d->desired);
+	d->desired = NULL;
 	store_close(d->store);
 	d->store = NULL;
 	struct event *evs[] = { d->ev_sigterm, d->ev_sigint, d->ev_sighup, d->ev_watchdog,

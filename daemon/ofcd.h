@@ -16,6 +16,7 @@
 struct event_base;
 struct event;
 struct store;
+struct desired;
 struct http_server;
 struct reconciler;
 struct events;
@@ -26,6 +27,7 @@ struct ofcd {
 	struct ofcd_config cfg;        /**< configuration in force (owned) */
 	const char *config_path;       /**< file to re-read on SIGHUP; NULL for built-in defaults */
 	struct store *store;           /**< desired state (owned) */
+	struct desired *desired;       /**< the store's circuits in memory (owned) */
 	struct http_server *http;      /**< REST server (owned) */
 	struct reconciler *reconciler; /**< keeps OCS units equal to the plans (owned) */
 	struct events *events;         /**< event stream subscribers (owned) */

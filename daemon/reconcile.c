@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "desired.h"
 #include "events.h"
 #include "log.h"
 #include "metrics.h"
@@ -51,18 +52,15 @@ struct unit {
 	int64_t *owner;             /* see owners(); ports + 1 entries */
 	struct plan_xc *violations; /* isolation violations at the last read-back */
 	size_t nviolations;
-	uint64_t owner_gen;      /* r->changes when owner[] was loaded */
-	struct plan_xc *desired; /* cached desired set, sorted */
-	int64_t *desired_fabric; /* fabric of each desired entry */
-	size_t ndesired;
-	uint64_t desired_gen; /* r->changes when desired[] was loaded */
+	uint64_t owner_gen; /* r->changes when owner[] was loaded */
 	struct ocs_flow *partial, *foreign;
 	size_t npartial, nforeign;
 
 	const char
-	    *trigger;      /* why the next batch is sent: startup, change, connect, audit, retry */
-	int64_t op_id;     /* operation in flight, 0 if none */
-	unsigned failures; /* consecutive failed batches */
+	    *trigger;       /* why the next batch is sent: startup, change, connect, audit, retry */
+	int64_t op_id;      /* operation in flight, 0 if none */
+	json_t *op_fabrics; /* names of the fabrics it touches (owned), NULL if none */
+	unsigned failures;  /* consecutive failed batches */
 	struct event *retry;
 	bool retry_pending;
 	struct unit *next;
@@ -129,14 +127,33 @@ static json_t *xcs_json(const struct plan_xc *v, size_t n)
  * The same list as JSON text ("[[1,2],[3,4]]"), printed directly: an operation
  * records every batch, and a jansson tree per pair costs more than the batch.
  */
+static char *put_u32(char *p, uint32_t v)
+{
+	char digits[10];
+	int n = 0;
+	do
+		digits[n++] = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	while (n)
+		*p++ = digits[--n];
+	return p;
+}
+
 static char *xcs_text(const struct plan_xc *v, size_t n)
 {
 	char *buf = malloc(n * 24 + 3), *p = buf;
 	if (!buf)
 		return NULL;
 	*p++ = '[';
-	for (size_t i = 0; i < n; i++)
-		p += sprintf(p, "%s[%u,%u]", i ? "," : "", v[i].a, v[i].b);
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			*p++ = ',';
+		*p++ = '[';
+		p = put_u32(p, v[i].a);
+		*p++ = ',';
+		p = put_u32(p, v[i].b);
+		*p++ = ']';
+	}
 	*p++ = ']';
 	*p = '\0';
 	return buf;
@@ -158,79 +175,23 @@ static struct store *store_of(struct reconciler *r)
 	return r->d->store;
 }
 
-struct desired_row {
-	struct plan_xc xc;
-	int64_t fabric;
+static struct desired_set unit_desired(const struct unit *u)
+{
+	return desired_of(u->r->d->desired, u->id);
+}
+
+/* A walk of a sorted list of cross-connects along a desired set (one merge pass). */
+struct desired_walk {
+	const struct desired_set *ds;
+	size_t k;
 };
 
-static int desired_row_cmp(const void *x, const void *y)
+/* Index of xc in the set, or -1; xc must not be less than the one asked before. */
+static ssize_t walk_index(struct desired_walk *w, const struct plan_xc *xc)
 {
-	return plan_xc_cmp(&((const struct desired_row *)x)->xc,
-	                   &((const struct desired_row *)y)->xc);
-}
-
-/*
- * The unit's desired cross-connects (sorted) and the fabric of each, cached
- * in the unit: desired state changes only with committed writes, each of
- * which kicks (r->changes). Sorted here rather than by SQLite, which would
- * sort on computed columns.
- */
-static int desired_current(struct reconciler *r, struct unit *u)
-{
-	if (u->desired && u->desired_gen == r->changes)
-		return 0;
-	sqlite3_stmt *st = store_stmt(store_of(r), "SELECT a_ocs_port, b_ocs_port, fabric_id "
-	                                           "FROM circuit WHERE ocs_id = ?");
-	struct desired_row *rows = NULL;
-	size_t n = 0, cap = 0;
-	sqlite3_bind_int64(st, 1, u->id);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		if (n == cap) {
-			cap = cap ? cap * 2 : 256;
-			struct desired_row *t = realloc(rows, cap * sizeof(*rows));
-			if (!t) {
-				sqlite3_reset(st);
-				free(rows);
-				return -ENOMEM;
-			}
-			rows = t;
-		}
-		uint32_t a = (uint32_t)sqlite3_column_int64(st, 0);
-		uint32_t b = (uint32_t)sqlite3_column_int64(st, 1);
-		rows[n++] = (struct desired_row){ { a < b ? a : b, a < b ? b : a },
-			                          sqlite3_column_int64(st, 2) };
-	}
-	sqlite3_reset(st);
-	if (n)
-		qsort(rows, n, sizeof(*rows), desired_row_cmp);
-	struct plan_xc *xc = malloc((n ? n : 1) * sizeof(*xc));
-	int64_t *fab = malloc((n ? n : 1) * sizeof(*fab));
-	if (!xc || !fab) {
-		free(rows);
-		free(xc);
-		free(fab);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < n; i++) {
-		xc[i] = rows[i].xc;
-		fab[i] = rows[i].fabric;
-	}
-	free(rows);
-	free(u->desired);
-	free(u->desired_fabric);
-	u->desired = xc;
-	u->desired_fabric = fab;
-	u->ndesired = n;
-	u->desired_gen = r->changes;
-	return 0;
-}
-
-/* Index of xc in the unit's desired set, or -1. */
-static ssize_t desired_index(const struct unit *u, const struct plan_xc *xc)
-{
-	const struct plan_xc *hit =
-	    bsearch(xc, u->desired, u->ndesired, sizeof(*u->desired), plan_xc_cmp);
-	return hit ? hit - u->desired : -1;
+	while (w->k < w->ds->n && plan_xc_cmp(&w->ds->xc[w->k], xc) < 0)
+		w->k++;
+	return w->k < w->ds->n && plan_xc_cmp(&w->ds->xc[w->k], xc) == 0 ? (ssize_t)w->k : -1;
 }
 
 /*
@@ -261,23 +222,43 @@ static const int64_t *owners(struct reconciler *r, struct unit *u)
 	return u->owner;
 }
 
-static json_t *fabric_names(struct reconciler *r, const int64_t *ids, size_t n)
+static int64_t port_owner(const struct unit *u, const int64_t *owner, uint32_t port)
 {
-	json_t *a = json_array();
+	return port >= 1 && port <= u->ports ? owner[port] : 0;
+}
+
+/* Appends name to the array of names a unless it is there already (such lists are short). */
+static void add_name(json_t *a, const char *name)
+{
+	size_t i;
+	json_t *v;
+	json_array_foreach(a, i, v)
+	{
+		if (strcmp(json_string_value(v), name) == 0)
+			return;
+	}
+	json_array_append_new(a, json_string(name));
+}
+
+static int id_cmp(const void *x, const void *y)
+{
+	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+	return a < b ? -1 : a > b;
+}
+
+/* Adds the names of fabrics ids[0..n) (0 = none) to a; sorts ids. */
+static void add_fabric_names(struct reconciler *r, json_t *a, int64_t *ids, size_t n)
+{
 	sqlite3_stmt *st = store_stmt(store_of(r), "SELECT name FROM fabric WHERE id = ?");
+	qsort(ids, n, sizeof(*ids), id_cmp);
 	for (size_t i = 0; i < n; i++) {
-		bool dup = false;
-		for (size_t j = 0; j < i && !dup; j++)
-			dup = ids[j] == ids[i];
-		if (dup || !ids[i])
+		if (!ids[i] || (i && ids[i] == ids[i - 1]))
 			continue;
 		sqlite3_bind_int64(st, 1, ids[i]);
 		if (sqlite3_step(st) == SQLITE_ROW)
-			json_array_append_new(
-			    a, json_string((const char *)sqlite3_column_text(st, 0)));
+			add_name(a, (const char *)sqlite3_column_text(st, 0));
 		sqlite3_reset(st);
 	}
-	return a;
 }
 
 /*
@@ -325,48 +306,79 @@ static void on_flush(evutil_socket_t fd, short what, void *arg)
 
 /* ---- operations ---------------------------------------------------------- */
 
-static int64_t op_start(struct reconciler *r, struct unit *u, const struct plan_batch *b,
-                        json_t **fabrics)
+/*
+ * The fabrics whose circuits a batch touches: an addition is desired, so its
+ * fabric is known; a removal belongs to the fabric that last desired it or,
+ * when that is unknown (a stray or a change by hand), to the owners of its
+ * ports. NULL when memory is short.
+ */
+static json_t *batch_fabrics(struct reconciler *r, struct unit *u, const struct plan_batch *b)
+{
+	struct desired_set ds = unit_desired(u);
+	int64_t *ids = malloc((b->nadd + 2 * b->ndel + 1) * sizeof(*ids));
+	json_t *names = json_array();
+	size_t n = 0;
+	if (!ids || !names) {
+		free(ids);
+		json_decref(names);
+		return NULL;
+	}
+	struct desired_walk w = { &ds, 0 };
+	for (size_t i = 0; i < b->nadd; i++) {
+		ssize_t k = walk_index(&w, &b->add[i]);
+		if (k >= 0 && (n == 0 || ids[n - 1] != ds.fabric[k]))
+			ids[n++] = ds.fabric[k];
+	}
+	const int64_t *owner = NULL;
+	const char *last = NULL;
+	for (size_t i = 0; i < b->ndel; i++) {
+		const char *name =
+		    desired_former_owner(r->d->desired, u->id, b->del[i].a, b->del[i].b);
+		if (name) {
+			if (name != last)
+				add_name(names, name);
+			last = name;
+		} else if (owner || (owner = owners(r, u))) {
+			ids[n++] = port_owner(u, owner, b->del[i].a);
+			ids[n++] = port_owner(u, owner, b->del[i].b);
+		}
+	}
+	add_fabric_names(r, names, ids, n);
+	free(ids);
+	return names;
+}
+
+static int64_t op_start(struct reconciler *r, struct unit *u, const struct plan_batch *b)
 {
 	struct store *s = store_of(r);
-	/* Additions are desired, so their fabric is known; removals need the port owners. */
-	const int64_t *owner = b->ndel ? owners(r, u) : NULL;
-	size_t n = b->nadd + b->ndel;
-	int64_t *touched = calloc(2 * n + 1, sizeof(*touched));
-	size_t nt = 0;
-	for (size_t i = 0; touched && i < b->nadd; i++) {
-		ssize_t k = desired_index(u, &b->add[i]);
-		if (k >= 0 && (nt == 0 || touched[nt - 1] != u->desired_fabric[k]))
-			touched[nt++] = u->desired_fabric[k];
-	}
-	for (size_t i = 0; owner && touched && i < b->ndel; i++) {
-		touched[nt++] = owner[b->del[i].a];
-		touched[nt++] = owner[b->del[i].b];
-	}
-	*fabrics = fabric_names(r, touched, nt);
-	free(touched);
-
+	json_decref(u->op_fabrics);
+	u->op_fabrics = batch_fabrics(r, u, b);
+	json_t *fabrics = u->op_fabrics;
 	char *adds = xcs_text(b->add, b->nadd);
 	char *dels = xcs_text(b->del, b->ndel);
 	int64_t id = 0;
 	if (adds && dels && store_begin_relaxed(s) == 0) {
 		sqlite3_stmt *st =
-		    store_stmt(s, "INSERT INTO operation(ocs, trigger, adds, deletes, "
-		                  "nadds, ndeletes, status) VALUES (?, ?, ?, ?, ?, ?, "
-		                  "'running')");
+		    store_stmt(s, "INSERT INTO operation(ocs, trigger, nadds, ndeletes, status) "
+		                  "VALUES (?, ?, ?, ?, 'running')");
 		sqlite3_bind_text(st, 1, u->name, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 2, u->trigger, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 3, adds, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 4, dels, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 5, (sqlite3_int64)b->nadd);
-		sqlite3_bind_int64(st, 6, (sqlite3_int64)b->ndel);
+		sqlite3_bind_int64(st, 3, (sqlite3_int64)b->nadd);
+		sqlite3_bind_int64(st, 4, (sqlite3_int64)b->ndel);
 		int rc = store_step_done(st);
 		id = rc == 0 ? sqlite3_last_insert_rowid(store_db(s)) : 0;
+		st = store_stmt(s, "INSERT INTO operation_xc(operation_id, adds, deletes) "
+		                   "VALUES (?, ?, ?)");
+		sqlite3_bind_int64(st, 1, id);
+		sqlite3_bind_text(st, 2, adds, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3, dels, -1, SQLITE_STATIC);
+		if (rc == 0)
+			rc = store_step_done(st);
 		size_t i;
 		json_t *v;
 		st = store_stmt(s,
 		                "INSERT INTO operation_fabric(operation_id, fabric) VALUES (?, ?)");
-		json_array_foreach(*fabrics, i, v)
+		json_array_foreach(fabrics, i, v)
 		{
 			sqlite3_bind_int64(st, 1, id);
 			sqlite3_bind_text(st, 2, json_string_value(v), -1, SQLITE_STATIC);
@@ -416,14 +428,8 @@ static void op_finish(struct reconciler *r, struct unit *u, int status, const ch
 	}
 	metrics_counter_add("ofcd_reconcile_batches_total", "Batches sent to OCS units by result.",
 	                    status == 0 ? "result=\"succeeded\"" : "result=\"failed\"", 1);
-	json_t *fabrics = json_array();
-	sqlite3_stmt *st =
-	    store_stmt(s, "SELECT fabric FROM operation_fabric WHERE operation_id = ?");
-	sqlite3_bind_int64(st, 1, u->op_id);
-	while (sqlite3_step(st) == SQLITE_ROW)
-		json_array_append_new(fabrics,
-		                      json_string((const char *)sqlite3_column_text(st, 0)));
-	sqlite3_reset(st);
+	json_t *fabrics = u->op_fabrics ? u->op_fabrics : json_array();
+	u->op_fabrics = NULL;
 	json_t *ev = json_pack("{s:I, s:s, s:s, s:o}", "id", (json_int_t)u->op_id, "ocs", u->name,
 	                       "status", status == 0 ? "succeeded" : "failed", "fabrics", fabrics);
 	if (status)
@@ -492,11 +498,6 @@ static void on_apply(void *arg, int status, const char *err)
 	work_end(t0);
 }
 
-static int64_t port_owner(const struct unit *u, const int64_t *owner, uint32_t port)
-{
-	return port >= 1 && port <= u->ports ? owner[port] : 0;
-}
-
 /*
  * Whether an entry ofcd did not make can carry light between ports of two
  * fabrics (or a fabric and a port of none): one that matches every port or
@@ -547,26 +548,27 @@ static void report_violation(struct reconciler *r, struct unit *u, const int64_t
 	metrics_counter_add("ofcd_isolation_violations_total",
 	                    "Cross-connects found joining two fabrics (or a fabric and no fabric).",
 	                    NULL, 1);
+	json_t *fabrics = json_array();
+	add_fabric_names(r, fabrics, ids, 2);
 	events_emit(r->d->events, "isolation_violation",
 	            json_pack("{s:s, s:[I, I], s:b, s:o}", "ocs", u->name,
 	                      foreign ? "foreign_entry" : "cross_connect", (json_int_t)a,
-	                      (json_int_t)b, "foreign", foreign, "fabrics",
-	                      fabric_names(r, ids, 2)));
+	                      (json_int_t)b, "foreign", foreign, "fabrics", fabrics));
 }
 
 static void check_isolation(struct reconciler *r, struct unit *u)
 {
 	const int64_t *owner = NULL;
-	if (desired_current(r, u) < 0)
-		return;
+	struct desired_set ds = unit_desired(u);
 	struct plan_xc *now = malloc((u->nactual + u->nforeign + 1) * sizeof(*now));
 	size_t nnow = 0;
 	if (!now)
 		return;
+	struct desired_walk w = { &ds, 0 };
 	for (size_t i = 0; i < u->nactual; i++) {
 		uint32_t a = u->actual[i].a, b = u->actual[i].b;
 		/* A desired cross-connect joins two ports of one fabric by construction. */
-		if (desired_index(u, &u->actual[i]) >= 0)
+		if (walk_index(&w, &u->actual[i]) >= 0)
 			continue;
 		if (!owner && !(owner = owners(r, u)))
 			goto out;
@@ -587,16 +589,6 @@ out:
 	free(now);
 }
 
-static bool same_xcs(const struct plan_xc *a, size_t na, const struct ocs_xc *b, size_t nb)
-{
-	if (na != nb)
-		return false;
-	for (size_t i = 0; i < na; i++)
-		if (a[i].a != b[i].a || a[i].b != b[i].b)
-			return false;
-	return true;
-}
-
 static void on_read(void *arg, int status, const char *err, const struct ocs_readback *rb)
 {
 	struct unit *u = arg;
@@ -615,19 +607,6 @@ static void on_read(void *arg, int status, const char *err, const struct ocs_rea
 		schedule_states(r);
 		return;
 	}
-	bool changed = !u->have_actual || !same_xcs(u->actual, u->nactual, rb->xcs, rb->nxcs);
-	/* A change nobody asked for: someone touched the unit behind our back. */
-	if (changed && u->have_actual && u->in_sync && !u->applied_since_read) {
-		log_warn("reconcile", "%s: drift: the unit changed behind the controller's back",
-		         u->name);
-		metrics_counter_add(
-		    "ofcd_drift_repairs_total",
-		    "Audits that found an OCS unit changed by hand and repaired it.", NULL, 1);
-		events_emit(r->d->events, "drift",
-		            json_pack("{s:s, s:I, s:I}", "ocs", u->name, "held_before",
-		                      (json_int_t)u->nactual, "held_now", (json_int_t)rb->nxcs));
-		u->trigger = "audit";
-	}
 	struct plan_xc *actual = malloc((rb->nxcs ? rb->nxcs : 1) * sizeof(*actual));
 	struct ocs_flow *partial = malloc((rb->npartial ? rb->npartial : 1) * sizeof(*partial));
 	struct ocs_flow *foreign = malloc((rb->nforeign ? rb->nforeign : 1) * sizeof(*foreign));
@@ -637,16 +616,33 @@ static void on_read(void *arg, int status, const char *err, const struct ocs_rea
 		free(foreign);
 		return;
 	}
-	for (size_t i = 0; i < rb->nxcs; i++)
-		actual[i] = (struct plan_xc){ rb->xcs[i].a, rb->xcs[i].b };
-	qsort(actual, rb->nxcs, sizeof(*actual), plan_xc_cmp);
+	size_t n = 0;
+	for (size_t i = 0; i < rb->nxcs; i++) {
+		uint32_t x = rb->xcs[i].a, y = rb->xcs[i].b;
+		actual[n++] = (struct plan_xc){ x < y ? x : y, x < y ? y : x };
+	}
+	n = plan_xc_sort_unique(actual, n);
+	bool changed = !u->have_actual || n != u->nactual ||
+	               (n && memcmp(actual, u->actual, n * sizeof(*actual)) != 0);
+	/* A change nobody asked for: someone touched the unit behind our back. */
+	if (changed && u->have_actual && u->in_sync && !u->applied_since_read) {
+		log_warn("reconcile", "%s: drift: the unit changed behind the controller's back",
+		         u->name);
+		metrics_counter_add(
+		    "ofcd_drift_repairs_total",
+		    "Audits that found an OCS unit changed by hand and repaired it.", NULL, 1);
+		events_emit(r->d->events, "drift",
+		            json_pack("{s:s, s:I, s:I}", "ocs", u->name, "held_before",
+		                      (json_int_t)u->nactual, "held_now", (json_int_t)n));
+		u->trigger = "audit";
+	}
 	memcpy(partial, rb->partial, rb->npartial * sizeof(*partial));
 	memcpy(foreign, rb->foreign, rb->nforeign * sizeof(*foreign));
 	free(u->actual);
 	free(u->partial);
 	free(u->foreign);
 	u->actual = actual;
-	u->nactual = rb->nxcs;
+	u->nactual = n;
 	u->partial = partial;
 	u->npartial = rb->npartial;
 	u->foreign = foreign;
@@ -667,6 +663,7 @@ static void on_read(void *arg, int status, const char *err, const struct ocs_rea
 			evtimer_add(r->ev_flush, &sec);
 		}
 	}
+	desired_prune(r->d->desired, u->id, u->actual, u->nactual);
 	check_isolation(r, u);
 	drive(u);
 	schedule_states(r);
@@ -751,8 +748,8 @@ static void unit_free(struct unit *u, bool shutdown)
 	free(u->peer);
 	free(u->owner);
 	free(u->violations);
-	free(u->desired);
-	free(u->desired_fabric);
+	json_decref(u->op_fabrics);
+	desired_forget(u->r->d->desired, u->id);
 	free(u);
 }
 
@@ -858,10 +855,9 @@ static void drive(struct unit *u)
 	struct plan_xc *actual = NULL;
 	size_t na = 0;
 	struct plan_batch b = { 0 };
-	if (desired_current(r, u) < 0)
-		return;
-	const struct plan_xc *desired = u->desired;
-	size_t nd = u->ndesired;
+	struct desired_set ds = unit_desired(u);
+	const struct plan_xc *desired = ds.xc;
+	size_t nd = ds.n;
 	/* One-way entries of ofcd's own count as present-but-wrong: remove or remake them. */
 	na = u->nactual + u->npartial;
 	actual = malloc((na ? na : 1) * sizeof(*actual));
@@ -872,14 +868,9 @@ static void drive(struct unit *u)
 		uint32_t x = u->partial[i].in_port, y = u->partial[i].out_port;
 		actual[u->nactual + i] = (struct plan_xc){ x < y ? x : y, x < y ? y : x };
 	}
-	qsort(actual, na, sizeof(*actual), plan_xc_cmp);
-	size_t k = 0;
-	for (size_t i = 0; i < na; i++)
-		if (k == 0 || plan_xc_cmp(&actual[k - 1], &actual[i]) != 0)
-			actual[k++] = actual[i];
-	na = k;
 	/* A partial entry that is also desired must be remade: drop it from "actual". */
 	if (u->npartial) {
+		na = plan_xc_sort_unique(actual, na);
 		size_t m = 0;
 		for (size_t i = 0; i < na; i++) {
 			bool full = actual[i].b <= u->ports && u->peer[actual[i].a] == actual[i].b;
@@ -897,8 +888,7 @@ static void drive(struct unit *u)
 	if (u->in_sync)
 		goto out;
 
-	json_t *fabrics = NULL;
-	u->op_id = op_start(r, u, &b, &fabrics);
+	u->op_id = op_start(r, u, &b);
 	u->trigger = "change";
 	struct ocs_xc *del = malloc((b.ndel ? b.ndel : 1) * sizeof(*del));
 	struct ocs_xc *add = malloc((b.nadd ? b.nadd : 1) * sizeof(*add));
@@ -920,7 +910,6 @@ static void drive(struct unit *u)
 	}
 	free(del);
 	free(add);
-	json_decref(fabrics);
 	schedule_states(r);
 out:
 	plan_batch_free(&b);
@@ -991,7 +980,7 @@ struct fab_view {
 /*
  * Loads every fabric once per change (the state update runs after every batch
  * and read-back; fabrics only change with commits). Their circuits are not
- * loaded: each unit's cached desired set already carries its fabric.
+ * loaded: each unit's desired set (desired.h) already carries its fabric.
  */
 static int load_fabrics(struct reconciler *r)
 {
@@ -1090,10 +1079,10 @@ static void find_unclean(struct reconciler *r, struct unit **culprit)
 				mark_all_on(r, culprit, u, owner);
 			continue;
 		}
-		if (desired_current(r, u) < 0)
-			continue;
+		struct desired_set ds = unit_desired(u);
+		struct desired_walk w = { &ds, 0 };
 		for (size_t i = 0; i < u->nactual; i++) {
-			if (desired_index(u, &u->actual[i]) >= 0)
+			if (walk_index(&w, &u->actual[i]) >= 0)
 				continue;
 			if (!owner && !(owner = owners(r, u)))
 				break;
@@ -1151,11 +1140,10 @@ static void update_states(struct reconciler *r)
 	find_unclean(r, culprit);
 	/* Each unit's desired set carries the fabric of every circuit: no query per circuit. */
 	for (struct unit *u = r->units; u; u = u->next) {
-		if (desired_current(r, u) < 0)
-			continue;
-		for (size_t k = 0; k < u->ndesired; k++) {
-			uint32_t a = u->desired[k].a, b = u->desired[k].b;
-			ssize_t i = fab_index(r, u->desired_fabric[k]);
+		struct desired_set ds = unit_desired(u);
+		for (size_t k = 0; k < ds.n; k++) {
+			uint32_t a = ds.xc[k].a, b = ds.xc[k].b;
+			ssize_t i = fab_index(r, ds.fabric[k]);
 			if (i < 0)
 				continue;
 			seen[i]++;

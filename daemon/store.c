@@ -22,6 +22,8 @@ struct stmt_slot {
 struct store {
 	sqlite3 *db;
 	bool relaxed; /* the open transaction commits without fsync */
+	void (*txn_end)(void *arg, bool committed);
+	void *txn_end_arg;
 	struct stmt_slot stmts[STMT_SLOTS];
 };
 
@@ -239,6 +241,8 @@ int store_commit(struct store *s)
 	end_relaxed(s);
 	metrics_observe_commit((double)(t1.tv_sec - t0.tv_sec) +
 	                       (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+	if (s->txn_end)
+		s->txn_end(s->txn_end_arg, true);
 	return 0;
 }
 
@@ -247,6 +251,14 @@ void store_rollback(struct store *s)
 	if (sqlite3_get_autocommit(s->db) == 0)
 		exec_simple(s, "ROLLBACK");
 	end_relaxed(s);
+	if (s->txn_end)
+		s->txn_end(s->txn_end_arg, false);
+}
+
+void store_on_txn_end(struct store *s, void (*fn)(void *arg, bool committed), void *arg)
+{
+	s->txn_end = fn;
+	s->txn_end_arg = arg;
 }
 
 bool store_in_txn(struct store *s)

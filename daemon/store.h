@@ -64,6 +64,14 @@ void store_rollback(struct store *s);
 /** True while a transaction is open. */
 bool store_in_txn(struct store *s);
 
+/**
+ * Called after every transaction ends: committed is true after a COMMIT that
+ * succeeded, false after a ROLLBACK (or a COMMIT that failed and was rolled
+ * back). One listener per store (the in-memory desired state, desired.h);
+ * fn may use the store. NULL fn removes it.
+ */
+void store_on_txn_end(struct store *s, void (*fn)(void *arg, bool committed), void *arg);
+
 /** Audit rows kept; older ones are pruned. */
 #define STORE_AUDIT_KEEP 100000
 

@@ -1,6 +1,7 @@
 #include "plan_diff.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +13,21 @@ int plan_xc_cmp(const void *x, const void *y)
 	if (p->b != q->b)
 		return p->b < q->b ? -1 : 1;
 	return 0;
+}
+
+size_t plan_xc_sort_unique(struct plan_xc *v, size_t n)
+{
+	bool in_order = true;
+	for (size_t i = 1; i < n && in_order; i++)
+		in_order = plan_xc_cmp(&v[i - 1], &v[i]) < 0;
+	if (in_order)
+		return n;
+	qsort(v, n, sizeof(*v), plan_xc_cmp);
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (k == 0 || plan_xc_cmp(&v[k - 1], &v[i]) != 0)
+			v[k++] = v[i];
+	return k;
 }
 
 static int sorted(const struct plan_xc *v, size_t n)

@@ -41,4 +41,10 @@ void plan_batch_free(struct plan_batch *b);
 /** Orders cross-connects by (a, b), for qsort and bsearch. */
 int plan_xc_cmp(const void *x, const void *y);
 
+/**
+ * Sorts v by (a, b) and drops repeated entries; returns how many remain.
+ * Input already in order (what drivers usually return) costs one pass.
+ */
+size_t plan_xc_sort_unique(struct plan_xc *v, size_t n);
+
 #endif

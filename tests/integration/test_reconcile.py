@@ -65,6 +65,30 @@ def test_apply_and_read_back(sim):
     for unit in ("ocs0", "ocs1"):
         x = sim.get(f"/v1/ocs/{unit}/cross-connects").json()
         assert x["desired"] == [] and x["actual"] == []
+    # The batches that tore the fabric down are still its own in the history.
+    ops = sim.get("/v1/operations?fabric=a").json()["operations"]
+    removals = [op for op in ops if op["ndeletes"]]
+    assert sum(op["ndeletes"] for op in removals) == 10 and sum(op["nadds"] for op in removals) == 0
+    assert all(op["fabrics"] == ["a"] and op["status"] == "succeeded" for op in removals)
+    one = sim.get(f"/v1/operations/{removals[0]['id']}").json()
+    assert len(one["deletes"]) == one["ndeletes"] and one["adds"] == []
+
+
+def test_replan_attributes_removals(sim):
+    """A re-plan that moves circuits: its removals and additions are the fabric's."""
+    r = sim.post("/v1/fabrics?wait=10", {"name": "r", "servers": ["srv0", "srv1", "srv2"]})
+    assert r.json()["state"] == "applied"
+    before = max(op["id"] for op in sim.get("/v1/operations?fabric=r").json()["operations"])
+    held = {u: {tuple(x) for x in sim.get(f"/v1/ocs/{u}/cross-connects").json()["actual"]}
+            for u in ("ocs0", "ocs1")}
+    assert sim.put("/v1/servers/srv1/devices/0", {"state": "failed"}).status_code == 200
+    assert wait_for(lambda: sim.get("/v1/fabrics/r").json()["state"] in ("applied", "degraded"))
+    now = {u: {tuple(x) for x in sim.get(f"/v1/ocs/{u}/cross-connects").json()["actual"]}
+           for u in ("ocs0", "ocs1")}
+    assert now != held
+    ops = [op for op in sim.get("/v1/operations?fabric=r").json()["operations"] if op["id"] > before]
+    assert sum(op["ndeletes"] for op in ops) == sum(len(held[u] - now[u]) for u in held) > 0
+    assert all(op["fabrics"] == ["r"] for op in ops)
 
 
 def test_wait_validation(sim):

@@ -133,6 +133,22 @@ static void test_split_counts(void **state)
 	plan_batch_free(&b);
 }
 
+static void test_sort_unique(void **state)
+{
+	(void)state;
+	struct plan_xc in_order[] = { { 1, 2 }, { 1, 5 }, { 3, 4 } };
+	assert_int_equal(plan_xc_sort_unique(in_order, 3), 3);
+	assert_int_equal(in_order[1].b, 5);
+	struct plan_xc v[] = { { 3, 4 }, { 1, 5 }, { 3, 4 }, { 1, 2 }, { 1, 5 } };
+	assert_int_equal(plan_xc_sort_unique(v, 5), 3);
+	const struct plan_xc want[] = { { 1, 2 }, { 1, 5 }, { 3, 4 } };
+	for (size_t i = 0; i < 3; i++) {
+		assert_int_equal(v[i].a, want[i].a);
+		assert_int_equal(v[i].b, want[i].b);
+	}
+	assert_int_equal(plan_xc_sort_unique(v, 0), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -140,6 +156,7 @@ int main(void)
 		cmocka_unit_test(test_diff_rejects_unsorted),
 		cmocka_unit_test(test_break_before_make),
 		cmocka_unit_test(test_split_counts),
+		cmocka_unit_test(test_sort_unique),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

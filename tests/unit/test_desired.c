@@ -1,0 +1,249 @@
+/*
+ * The in-memory desired state against a real store: staged changes applied on
+ * commit and dropped on rollback, unstaged writes caught by a reload, former
+ * owners of cross-connects that left, and the mirror equal to the table.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "desired.h"
+#include "store.h"
+
+static char dir[] = "/tmp/ofcd-desired-XXXXXX";
+static char path[256];
+
+struct fixture {
+	struct store *s;
+	struct desired *d;
+};
+
+static void exec(struct store *s, const char *sql)
+{
+	assert_int_equal(sqlite3_exec(store_db(s), sql, NULL, NULL, NULL), SQLITE_OK);
+}
+
+static int setup(void **state)
+{
+	strcpy(dir, "/tmp/ofcd-desired-XXXXXX");
+	if (!mkdtemp(dir))
+		return -1;
+	snprintf(path, sizeof(path), "%s/t.db", dir);
+	struct fixture *f = calloc(1, sizeof(*f));
+	char err[256];
+	if (!f || store_open(path, &f->s, err, sizeof(err)) < 0)
+		return -1;
+	exec(f->s, "INSERT INTO ocs(id, name, driver, ports) VALUES (1, 'o1', 'sim', 64), "
+	           "(2, 'o2', 'sim', 64);"
+	           "INSERT INTO fabric(id, name, state, formula, planes, min_devices) VALUES "
+	           "(1, 'f1', 'pending', 0, 1, 1), (2, 'f2', 'pending', 0, 1, 1)");
+	if (desired_open(f->s, &f->d) < 0)
+		return -1;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	desired_free(f->d);
+	store_close(f->s);
+	free(f);
+	char p[300];
+	const char *suffix[] = { "", "-wal", "-shm" };
+	for (int i = 0; i < 3; i++) {
+		snprintf(p, sizeof(p), "%s%s", path, suffix[i]);
+		unlink(p);
+	}
+	rmdir(dir);
+	return 0;
+}
+
+/* Writes fabric's circuits as topo_plan_save does, staging them when stage is set. */
+static void put(struct fixture *f, int64_t fabric, const struct desired_circuit *v, size_t n,
+                bool stage)
+{
+	if (stage)
+		assert_int_equal(desired_stage_fabric(f->d, fabric, v, n), 0);
+	sqlite3_stmt *st = store_stmt(f->s, "DELETE FROM circuit WHERE fabric_id = ?");
+	sqlite3_bind_int64(st, 1, fabric);
+	assert_int_equal(store_step_done(st), 0);
+	st = store_stmt(f->s, "INSERT INTO circuit(fabric_id, plane, a_pos, a_device, a_port, "
+	                      "b_pos, b_device, b_port, ocs_id, a_ocs_port, b_ocs_port) "
+	                      "VALUES (?, 0, 0, 0, 0, 1, 0, 0, ?, ?, ?)");
+	for (size_t i = 0; i < n; i++) {
+		sqlite3_bind_int64(st, 1, fabric);
+		sqlite3_bind_int64(st, 2, v[i].ocs_id);
+		sqlite3_bind_int64(st, 3, v[i].a);
+		sqlite3_bind_int64(st, 4, v[i].b);
+		assert_int_equal(store_step_done(st), 0);
+	}
+}
+
+/* The mirror holds exactly the circuit table, unit by unit, sorted. */
+static void assert_mirror(struct fixture *f)
+{
+	for (int64_t ocs = 1; ocs <= 2; ocs++) {
+		struct desired_set ds = desired_of(f->d, ocs);
+		sqlite3_stmt *st = store_stmt(
+		    f->s, "SELECT min(a_ocs_port, b_ocs_port) AS a, max(a_ocs_port, b_ocs_port), "
+		          "fabric_id FROM circuit WHERE ocs_id = ? ORDER BY a");
+		sqlite3_bind_int64(st, 1, ocs);
+		size_t i = 0;
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			assert_true(i < ds.n);
+			assert_int_equal(ds.xc[i].a, sqlite3_column_int64(st, 0));
+			assert_int_equal(ds.xc[i].b, sqlite3_column_int64(st, 1));
+			assert_int_equal(ds.fabric[i], sqlite3_column_int64(st, 2));
+			i++;
+		}
+		sqlite3_reset(st);
+		assert_int_equal(i, ds.n);
+	}
+}
+
+static const struct desired_circuit f1_plan[] = { { 1, 5, 3 }, { 1, 1, 2 }, { 2, 4, 1 } };
+
+static void test_commit_applies(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(desired_of(f->d, 1).n, 0);
+	assert_int_equal(store_begin(f->s), 0);
+	put(f, 1, f1_plan, 3, true);
+	/* Not before the commit. */
+	assert_int_equal(desired_of(f->d, 1).n, 0);
+	assert_int_equal(store_commit(f->s), 0);
+	struct desired_set ds = desired_of(f->d, 1);
+	assert_int_equal(ds.n, 2);
+	assert_int_equal(ds.xc[0].a, 1);
+	assert_int_equal(ds.xc[0].b, 2);
+	assert_int_equal(ds.xc[1].a, 3); /* stored 5-3: kept as a < b */
+	assert_int_equal(ds.xc[1].b, 5);
+	assert_int_equal(desired_of(f->d, 2).n, 1);
+	assert_int_equal(desired_reloads(f->d), 0);
+	assert_mirror(f);
+}
+
+static void test_rollback_drops(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(store_begin(f->s), 0);
+	put(f, 1, f1_plan, 3, true);
+	store_rollback(f->s);
+	assert_int_equal(desired_of(f->d, 1).n, 0);
+	assert_int_equal(desired_of(f->d, 2).n, 0);
+	/* A later commit without stages changes nothing either. */
+	assert_int_equal(store_begin(f->s), 0);
+	exec(f->s, "UPDATE fabric SET state = 'applied' WHERE id = 1");
+	assert_int_equal(store_commit(f->s), 0);
+	assert_int_equal(desired_reloads(f->d), 0);
+	assert_mirror(f);
+}
+
+static void test_unstaged_write_reloads(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(store_begin(f->s), 0);
+	put(f, 1, f1_plan, 3, true);
+	/* A second writer that does not stage: the counts disagree at commit. */
+	static const struct desired_circuit sneaky[] = { { 1, 7, 8 } };
+	put(f, 2, sneaky, 1, false);
+	assert_int_equal(store_commit(f->s), 0);
+	assert_int_equal(desired_reloads(f->d), 1);
+	assert_int_equal(desired_of(f->d, 1).n, 3);
+	assert_mirror(f);
+	/* Even a write outside any transaction is caught by the next commit. */
+	exec(f->s, "DELETE FROM circuit WHERE fabric_id = 2");
+	assert_int_equal(store_begin(f->s), 0);
+	assert_int_equal(store_commit(f->s), 0);
+	assert_int_equal(desired_reloads(f->d), 2);
+	assert_mirror(f);
+}
+
+static void test_delete_remembers_owner(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(store_begin(f->s), 0);
+	put(f, 1, f1_plan, 3, true);
+	assert_int_equal(store_commit(f->s), 0);
+	assert_null(desired_former_owner(f->d, 1, 1, 2));
+
+	/* The fabric goes, its circuits with it (a cascade). */
+	assert_int_equal(store_begin(f->s), 0);
+	assert_int_equal(desired_stage_fabric(f->d, 1, NULL, 0), 0);
+	exec(f->s, "DELETE FROM fabric WHERE id = 1");
+	assert_int_equal(store_commit(f->s), 0);
+	assert_int_equal(desired_reloads(f->d), 0); /* the cascade was counted */
+	assert_int_equal(desired_of(f->d, 1).n, 0);
+	assert_string_equal(desired_former_owner(f->d, 1, 1, 2), "f1");
+	assert_string_equal(desired_former_owner(f->d, 1, 5, 3), "f1");
+	assert_string_equal(desired_former_owner(f->d, 2, 1, 4), "f1");
+	assert_mirror(f);
+
+	/* The unit still holds 1-2 but no longer 3-5. */
+	const struct plan_xc held[] = { { 1, 2 } };
+	desired_prune(f->d, 1, held, 1);
+	assert_string_equal(desired_former_owner(f->d, 1, 1, 2), "f1");
+	assert_null(desired_former_owner(f->d, 1, 3, 5));
+	desired_prune(f->d, 1, NULL, 0);
+	assert_null(desired_former_owner(f->d, 1, 1, 2));
+	desired_forget(f->d, 2);
+	assert_null(desired_former_owner(f->d, 2, 1, 4));
+}
+
+static void test_replan_and_reuse(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(store_begin(f->s), 0);
+	put(f, 1, f1_plan, 3, true);
+	assert_int_equal(store_commit(f->s), 0);
+
+	/* Re-planned: 1-2 stays, 3-5 leaves, 6-9 comes; f2 takes 3-5 in the same commit. */
+	static const struct desired_circuit f1_next[] = { { 1, 2, 1 }, { 1, 6, 9 }, { 2, 1, 4 } };
+	static const struct desired_circuit f2_plan[] = { { 1, 3, 5 } };
+	assert_int_equal(store_begin(f->s), 0);
+	put(f, 1, f1_next, 3, true);
+	put(f, 2, f2_plan, 1, true);
+	assert_int_equal(store_commit(f->s), 0);
+	assert_int_equal(desired_reloads(f->d), 0);
+	assert_mirror(f);
+	struct desired_set ds = desired_of(f->d, 1);
+	assert_int_equal(ds.n, 3);
+	assert_int_equal(ds.fabric[1], 2); /* 3-5 is f2's now */
+	/* Desired again, so nobody's former entry. */
+	assert_null(desired_former_owner(f->d, 1, 3, 5));
+
+	/* Staging the same fabric twice in one transaction: the last one wins. */
+	assert_int_equal(store_begin(f->s), 0);
+	put(f, 1, f1_plan, 3, true);
+	put(f, 1, f1_next, 3, true);
+	assert_int_equal(store_commit(f->s), 0);
+	assert_int_equal(desired_reloads(f->d), 0);
+	assert_mirror(f);
+
+	/* A new mirror loads the same from the store. */
+	struct desired *again;
+	desired_free(f->d);
+	assert_int_equal(desired_open(f->s, &again), 0);
+	f->d = again;
+	assert_mirror(f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_commit_applies, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rollback_drops, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unstaged_write_reloads, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_delete_remembers_owner, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_replan_and_reuse, setup, teardown),
+	};
+	return cmocka_run_group_tests_name("desired", tests, NULL, NULL);
+}
