@@ -90,6 +90,8 @@ int api_agent_scope(struct api_req *req);
  * topo_server_json(); returns it (NULL stays NULL).
  */
 json_t *api_inventory_view(struct store *s, int64_t server_id, json_t *server);
+/** Sets "stale" on every server object of the array servers (as the single view does). */
+void api_inventory_mark_stale(struct store *s, json_t *servers);
 
 /* api_transmission.c */
 /** POST /v1/transmission/select: prices one stage pair and picks its transmission method. */

@@ -23,6 +23,9 @@
 #include "store.h"
 #include "topo.h"
 
+/* Whether a row of inventory is stale; binds INVENTORY_STALE_MISSED as its first parameter. */
+#define STALE_SQL "(julianday('now') - julianday(heartbeat)) * 86400.0 > ? * interval"
+
 /* Heartbeats an agent may miss before its server is flagged stale. */
 #define INVENTORY_STALE_MISSED 3
 
@@ -249,9 +252,8 @@ json_t *api_inventory_view(struct store *s, int64_t server_id, json_t *server)
 	bool stale = false;
 	if (!server)
 		return NULL;
-	sqlite3_stmt *st = store_stmt(s, "SELECT body, heartbeat, interval, "
-	                                 "(julianday('now') - julianday(heartbeat)) * 86400.0 > "
-	                                 "? * interval FROM inventory WHERE server_id = ?");
+	sqlite3_stmt *st = store_stmt(s, "SELECT body, heartbeat, interval, " STALE_SQL
+	                                 " FROM inventory WHERE server_id = ?");
 	if (st) {
 		sqlite3_bind_int(st, 1, INVENTORY_STALE_MISSED);
 		sqlite3_bind_int64(st, 2, server_id);
@@ -271,6 +273,30 @@ json_t *api_inventory_view(struct store *s, int64_t server_id, json_t *server)
 	json_object_set_new(server, "inventory", inv ? inv : json_null());
 	json_object_set_new(server, "stale", json_boolean(stale));
 	return server;
+}
+
+void api_inventory_mark_stale(struct store *s, json_t *servers)
+{
+	size_t i;
+	json_t *v;
+	json_array_foreach(servers, i, v)
+	{
+		json_object_set_new(v, "stale", json_false());
+	}
+	sqlite3_stmt *st = store_stmt(s, "SELECT sv.name FROM inventory JOIN server sv ON sv.id = "
+	                                 "server_id WHERE " STALE_SQL);
+	if (!st)
+		return;
+	sqlite3_bind_int(st, 1, INVENTORY_STALE_MISSED);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		const char *name = (const char *)sqlite3_column_text(st, 0);
+		json_array_foreach(servers, i, v)
+		{
+			if (strcmp(json_string_value(json_object_get(v, "name")), name) == 0)
+				json_object_set_new(v, "stale", json_true());
+		}
+	}
+	sqlite3_reset(st);
 }
 
 void api_rdma_devices(struct api_req *req)

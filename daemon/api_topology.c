@@ -287,7 +287,9 @@ void api_server_create(struct api_req *req)
 
 void api_server_list(struct api_req *req)
 {
-	api_reply(req, 200, json_pack("{s:o}", "servers", topo_server_list(req->d->store)));
+	json_t *servers = topo_server_list(req->d->store);
+	api_inventory_mark_stale(req->d->store, servers);
+	api_reply(req, 200, json_pack("{s:o}", "servers", servers));
 }
 
 int64_t api_server_param(struct api_req *req)

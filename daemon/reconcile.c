@@ -885,8 +885,11 @@ static void drive(struct unit *u)
 		goto out;
 	}
 	u->in_sync = b.ndel + b.nadd == 0;
-	if (u->in_sync)
+	if (u->in_sync) {
+		/* Whatever set the trigger needed nothing: the next batch comes from a change. */
+		u->trigger = "change";
 		goto out;
+	}
 
 	u->op_id = op_start(r, u, &b);
 	u->trigger = "change";

@@ -96,12 +96,6 @@ json_t *topo_ocs_list(struct store *s)
 	return a;
 }
 
-static const char server_cols[] =
-    "SELECT s.id, s.name, s.devices, s.ports_per_device, s.p2p, s.intra, f.name, s.offload, "
-    "s.switch "
-    "FROM server s LEFT JOIN fabric_server fs ON fs.server_id = s.id "
-    "LEFT JOIN fabric f ON f.id = fs.fabric_id ";
-
 static json_t *server_row(sqlite3_stmt *st)
 {
 	json_t *fab = sqlite3_column_type(st, 6) == SQLITE_NULL
@@ -180,7 +174,6 @@ json_t *topo_server_list(struct store *s)
 	                          "s.switch "
 	                          "FROM server s LEFT JOIN fabric_server fs ON fs.server_id = s.id "
 	                          "LEFT JOIN fabric f ON f.id = fs.fabric_id ORDER BY s.id";
-	(void)server_cols;
 	sqlite3_stmt *st = store_stmt(s, sql);
 	json_t *a = json_array();
 	while (st && sqlite3_step(st) == SQLITE_ROW)

@@ -232,6 +232,9 @@ def test_stale_after_missed_heartbeats(ctl, agents):
     # Stale is a flag, not a failure: the devices are as the last report left them.
     assert all(dev["state"] == "ok" for dev in srv["device_info"])
     assert srv["inventory"]["rdma"] is True
+    # The list says it too, for that server only.
+    listed = {s["name"]: s["stale"] for s in ctl.get("/v1/servers").json()["servers"]}
+    assert listed["srv0"] is True and not any(v for k, v in listed.items() if k != "srv0")
 
 
 def test_bad_inventories_change_nothing(ctl):

@@ -52,6 +52,7 @@ def test_apply_and_read_back(sim):
         assert o["connection"]["state"] == "connected" and o["connection"]["last_error"] is None
     ops = sim.get("/v1/operations?fabric=a").json()["operations"]
     assert ops and all(op["status"] == "succeeded" and op["fabrics"] == ["a"] for op in ops)
+    assert all(op["trigger"] == "change" for op in ops)  # the units were in sync after connecting
     assert sum(op["nadds"] for op in ops) == 10
     one = sim.get(f"/v1/operations/{ops[0]['id']}").json()
     assert len(one["adds"]) == one["nadds"] and one["deletes"] == [] and one["ended"]
