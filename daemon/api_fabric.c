@@ -14,6 +14,7 @@
 #include "ofcd.h"
 #include "store.h"
 #include "plan_state.h"
+#include "reconcile.h"
 #include "topo.h"
 #include "wait.h"
 
@@ -83,6 +84,14 @@ void api_fabric_create(struct api_req *req)
 			api_error(req, OFCD_E_IN_USE, f, "%s: server %s is already in fabric %s", f,
 			          sname, json_string_value(json_object_get(of, "name")));
 			json_decref(of);
+			goto out;
+		}
+		if (reconcile_server_joined(req->d->reconciler, ids[i], why, sizeof(why))) {
+			api_error(
+			    req, OFCD_E_IN_USE, f,
+			    "%s: server %s is still joined to another server: %s; wait until "
+			    "it is removed (DELETE /v1/fabrics/NAME?wait=SECONDS waits for it)",
+			    f, sname, why);
 			goto out;
 		}
 	}

@@ -48,6 +48,9 @@ struct desired {
 	long expected; /* circuit row changes the stages account for */
 	long touched;  /* circuit row changes seen since the last transaction ended */
 	bool broken;   /* a stage was lost: the commit must reload */
+	bool outside;  /* circuits changed outside a transaction: reload at the next chance */
+	bool stale;    /* the last reload failed: not to be trusted until one succeeds */
+	int64_t data_version; /* PRAGMA data_version at the last check (other processes' commits) */
 	uint64_t reloads;
 };
 
@@ -123,41 +126,22 @@ static struct plan_xc xc_of(uint32_t a, uint32_t b)
 	return (struct plan_xc){ a < b ? a : b, a < b ? b : a };
 }
 
-/* Sets u's desired entries to rows[0..n) (sorted, all of u). */
-static int unit_set_rows(struct unit_set *u, const struct row *rows, size_t n)
-{
-	struct plan_xc *xc = malloc((n ? n : 1) * sizeof(*xc));
-	int64_t *fab = malloc((n ? n : 1) * sizeof(*fab));
-	if (!xc || !fab) {
-		free(xc);
-		free(fab);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < n; i++) {
-		xc[i] = rows[i].xc;
-		fab[i] = rows[i].fabric;
-	}
-	free(u->xc);
-	free(u->fabric);
-	u->xc = xc;
-	u->fabric = fab;
-	u->n = n;
-	formers_drop_desired(u);
-	return 0;
-}
-
-/* Reads the whole circuit table; former entries are kept. */
+/*
+ * Reads the whole circuit table, all or nothing: on any failure the mirror is
+ * left as it was and marked stale (the reconciler sends nothing while it is).
+ * Former entries are kept.
+ */
 static int reload(struct desired *d)
 {
 	d->reloads++;
 	sqlite3_stmt *st = store_stmt(d->s, "SELECT ocs_id, a_ocs_port, b_ocs_port, fabric_id "
 	                                    "FROM circuit");
-	if (!st)
-		return -EIO;
 	struct row *rows = NULL;
-	size_t n = 0, cap = 0;
-	int rc = 0;
-	while (sqlite3_step(st) == SQLITE_ROW) {
+	struct plan_xc **xc = NULL;
+	int64_t **fab = NULL;
+	size_t n = 0, cap = 0, nu = 0;
+	int rc = st ? 0 : -EIO, step = SQLITE_DONE;
+	while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
 		if (n == cap) {
 			cap = cap ? cap * 2 : 1024;
 			struct row *t = realloc(rows, cap * sizeof(*rows));
@@ -172,22 +156,75 @@ static int reload(struct desired *d)
 			                        (uint32_t)sqlite3_column_int64(st, 2)),
 			                  sqlite3_column_int64(st, 3) };
 	}
-	sqlite3_reset(st);
-	if (n)
+	if (st)
+		sqlite3_reset(st);
+	if (rc == 0 && step != SQLITE_DONE)
+		rc = -EIO;
+	if (rc == 0 && n)
 		qsort(rows, n, sizeof(*rows), row_cmp);
-	for (size_t i = 0; rc == 0 && i < d->nunits; i++)
-		rc = unit_set_rows(&d->units[i], NULL, 0);
+	/* Every unit with rows exists (an empty one is harmless), then the new arrays. */
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		if ((i == 0 || rows[i].ocs_id != rows[i - 1].ocs_id) &&
+		    !unit_get(d, rows[i].ocs_id))
+			rc = -ENOMEM;
+	if (rc == 0) {
+		nu = d->nunits;
+		xc = calloc(nu + 1, sizeof(*xc));
+		fab = calloc(nu + 1, sizeof(*fab));
+		if (!xc || !fab)
+			rc = -ENOMEM;
+	}
+	size_t *first = rc == 0 ? calloc(nu + 1, sizeof(*first)) : NULL,
+	       *count = rc == 0 ? calloc(nu + 1, sizeof(*count)) : NULL;
+	if (rc == 0 && (!first || !count))
+		rc = -ENOMEM;
 	for (size_t i = 0; rc == 0 && i < n;) {
-		size_t j = i;
+		size_t j = i, k = 0;
 		while (j < n && rows[j].ocs_id == rows[i].ocs_id)
 			j++;
-		struct unit_set *u = unit_get(d, rows[i].ocs_id);
-		rc = u ? unit_set_rows(u, rows + i, j - i) : -ENOMEM;
+		while (d->units[k].ocs_id != rows[i].ocs_id) /* made above */
+			k++;
+		first[k] = i;
+		count[k] = j - i;
 		i = j;
 	}
+	for (size_t k = 0; rc == 0 && k < nu; k++) {
+		xc[k] = malloc((count[k] ? count[k] : 1) * sizeof(**xc));
+		fab[k] = malloc((count[k] ? count[k] : 1) * sizeof(**fab));
+		if (!xc[k] || !fab[k])
+			rc = -ENOMEM;
+	}
+	if (rc == 0) {
+		for (size_t k = 0; k < nu; k++) {
+			struct unit_set *u = &d->units[k];
+			for (size_t i = 0; i < count[k]; i++) {
+				xc[k][i] = rows[first[k] + i].xc;
+				fab[k][i] = rows[first[k] + i].fabric;
+			}
+			free(u->xc);
+			free(u->fabric);
+			u->xc = xc[k];
+			u->fabric = fab[k];
+			u->n = count[k];
+			formers_drop_desired(u);
+		}
+		d->stale = false;
+	} else {
+		for (size_t k = 0; xc && fab && k < nu; k++) {
+			free(xc[k]);
+			free(fab[k]);
+		}
+		d->stale = true;
+		log_error("store",
+		          "cannot load the desired cross-connects (%s): nothing is sent to OCS "
+		          "units until they are",
+		          strerror(-rc));
+	}
+	free(first);
+	free(count);
+	free(xc);
+	free(fab);
 	free(rows);
-	if (rc < 0)
-		log_error("store", "cannot load the desired cross-connects: %s", strerror(-rc));
 	return rc;
 }
 
@@ -329,9 +366,9 @@ static void stages_clear(struct desired *d)
 static void on_txn_end(void *arg, bool committed)
 {
 	struct desired *d = arg;
-	if (committed && (d->nstages || d->touched)) {
+	if (committed && (d->nstages || d->touched || d->outside || d->stale)) {
 		int rc = 0;
-		if (d->broken || d->touched != d->expected) {
+		if (d->broken || d->outside || d->stale || d->touched != d->expected) {
 			log_debug("store",
 			          "circuits changed outside a stage (%ld rows, %ld staged): "
 			          "reloading the desired cross-connects",
@@ -340,8 +377,8 @@ static void on_txn_end(void *arg, bool committed)
 		}
 		for (size_t i = 0; rc == 0 && i < d->nstages; i++)
 			rc = apply_stage(d, &d->stages[i]);
-		if (rc < 0)
-			reload(d);
+		if (rc < 0 && reload(d) == 0)
+			d->outside = false;
 	}
 	stages_clear(d);
 }
@@ -351,8 +388,12 @@ static void on_update(void *arg, int op, const char *db, const char *table, sqli
 	struct desired *d = arg;
 	(void)op;
 	(void)rowid;
-	if (strcmp(table, "circuit") == 0 && strcmp(db, "main") == 0)
-		d->touched++;
+	if (strcmp(table, "circuit") != 0 || strcmp(db, "main") != 0)
+		return;
+	d->touched++;
+	/* No transaction will end for it, and a rollback must not forget it. */
+	if (sqlite3_get_autocommit(store_db(d->s)))
+		d->outside = true;
 }
 
 /* Circuit rows fabric has in the open transaction, as far as the stages know. */
@@ -399,12 +440,43 @@ int desired_stage_fabric(struct desired *d, int64_t fabric_id, const struct desi
 	return 0;
 }
 
+static int64_t data_version(struct desired *d)
+{
+	sqlite3_stmt *st = store_stmt(d->s, "PRAGMA data_version");
+	int64_t v = -1;
+	if (st && sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	if (st)
+		sqlite3_reset(st);
+	return v;
+}
+
+void desired_refresh(struct desired *d)
+{
+	int64_t v = data_version(d);
+	if (!d->stale && !d->outside && v == d->data_version)
+		return;
+	if (v != d->data_version)
+		log_info("store", "the store was changed by another process: reloading the "
+		                  "desired cross-connects");
+	if (reload(d) == 0) {
+		d->outside = false;
+		d->data_version = v;
+	}
+}
+
+bool desired_usable(const struct desired *d)
+{
+	return !d->stale;
+}
+
 int desired_open(struct store *s, struct desired **out)
 {
 	struct desired *d = calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
 	d->s = s;
+	d->data_version = data_version(d);
 	int rc = reload(d);
 	if (rc < 0) {
 		desired_free(d);

@@ -8,8 +8,12 @@
  * and dropped when it rolls back (store_on_txn_end). Every row change of the
  * circuit table is also counted (SQLite's update hook, which this module
  * owns): a commit whose count differs from what was staged, i.e. a write
- * path that did not stage, reloads the whole mirror from the store. So the
- * mirror is never behind the durable copy after a commit, whoever wrote it.
+ * path that did not stage, reloads the whole mirror from the store; so does
+ * a circuit write outside any transaction, and desired_refresh() catches
+ * commits by other processes. Writers must not use INSERT OR REPLACE or
+ * upserts on the circuit table: SQLite does not report the rows they replace.
+ * A reload that fails leaves the mirror marked unusable (desired_usable())
+ * until one succeeds, so the reconciler never acts on a partial view.
  *
  * Cross-connects that leave the desired state (their fabric was deleted or
  * re-planned) are remembered with their fabric's name until the unit is seen
@@ -21,6 +25,7 @@
 #ifndef OFCD_DESIRED_H
 #define OFCD_DESIRED_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -84,5 +89,17 @@ void desired_forget(struct desired *d, int64_t ocs_id);
 
 /** Number of full reloads from the store since open (a write path that did not stage). */
 uint64_t desired_reloads(const struct desired *d);
+
+/**
+ * Reloads the mirror when it cannot be trusted: after a failed reload, after
+ * circuits were written outside a transaction, or when another process (an
+ * operator's sqlite3 shell) committed to the store since the last check
+ * (PRAGMA data_version). Cheap when none of these happened. The reconciler
+ * calls it before every pass and audit.
+ */
+void desired_refresh(struct desired *d);
+
+/** False while the last reload failed: the mirror may miss circuits, send nothing. */
+bool desired_usable(const struct desired *d);
 
 #endif

@@ -48,8 +48,9 @@ struct unit {
 	bool actual_dirty;      /* actual[] not yet written to the store */
 	struct plan_xc *actual; /* sorted */
 	size_t nactual;
-	uint32_t *peer;             /* peer[port] for actual, 0 when unjoined; ports + 1 entries */
-	int64_t *owner;             /* see owners(); ports + 1 entries */
+	uint32_t *peer;    /* peer[port] for actual, 0 when unjoined; ports + 1 entries */
+	uint32_t *joining; /* the same for additions sent since the last read-back; ports + 1 */
+	int64_t *owner;    /* see owners(); ports + 1 entries */
 	struct plan_xc *violations; /* isolation violations at the last read-back */
 	size_t nviolations;
 	uint64_t owner_gen; /* r->changes when owner[] was loaded */
@@ -648,6 +649,7 @@ static void on_read(void *arg, int status, const char *err, const struct ocs_rea
 	u->foreign = foreign;
 	u->nforeign = rb->nforeign;
 	memset(u->peer, 0, ((size_t)u->ports + 1) * sizeof(*u->peer));
+	memset(u->joining, 0, ((size_t)u->ports + 1) * sizeof(*u->joining));
 	for (size_t i = 0; i < u->nactual; i++) {
 		if (u->actual[i].b <= u->ports) {
 			u->peer[u->actual[i].a] = u->actual[i].b;
@@ -746,6 +748,7 @@ static void unit_free(struct unit *u, bool shutdown)
 	free(u->partial);
 	free(u->foreign);
 	free(u->peer);
+	free(u->joining);
 	free(u->owner);
 	free(u->violations);
 	json_decref(u->op_fabrics);
@@ -789,8 +792,9 @@ static struct unit *unit_new(struct reconciler *r, sqlite3_stmt *st)
 	u->ports = (uint32_t)sqlite3_column_int64(st, 4);
 	u->trigger = "startup";
 	u->peer = calloc((size_t)u->ports + 1, sizeof(*u->peer));
+	u->joining = calloc((size_t)u->ports + 1, sizeof(*u->joining));
 	u->retry = evtimer_new(r->d->base, on_retry, u);
-	if (!u->peer || !u->retry) {
+	if (!u->peer || !u->joining || !u->retry) {
 		unit_free(u, false);
 		return NULL;
 	}
@@ -852,6 +856,9 @@ static void drive(struct unit *u)
 		start_read(u, false);
 		return;
 	}
+	/* A mirror that failed to load may miss circuits: sending its diff would tear them down. */
+	if (!desired_usable(r->d->desired))
+		return;
 	struct plan_xc *actual = NULL;
 	size_t na = 0;
 	struct plan_batch b = { 0 };
@@ -874,7 +881,7 @@ static void drive(struct unit *u)
 		size_t m = 0;
 		for (size_t i = 0; i < na; i++) {
 			bool full = actual[i].b <= u->ports && u->peer[actual[i].a] == actual[i].b;
-			if (full ||
+			if (full || !nd ||
 			    !bsearch(&actual[i], desired, nd, sizeof(*desired), plan_xc_cmp))
 				actual[m++] = actual[i];
 		}
@@ -904,6 +911,12 @@ static void drive(struct unit *u)
 		log_debug("reconcile", "%s: batch of %zu removals, %zu additions (%s)", u->name,
 		          b.ndel, b.nadd, u->trigger);
 		u->busy = true;
+		for (size_t i = 0; i < b.nadd; i++) {
+			if (b.add[i].b <= u->ports) {
+				u->joining[b.add[i].a] = b.add[i].b;
+				u->joining[b.add[i].b] = b.add[i].a;
+			}
+		}
 		int rc = u->ops->apply(u->h, &batch, on_apply, u);
 		if (rc < 0) {
 			u->busy = false;
@@ -926,6 +939,7 @@ static void on_pass(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	struct timespec t0 = work_start();
 	r->generation++;
+	desired_refresh(r->d->desired);
 	sync_units(r);
 	for (struct unit *u = r->units; u; u = u->next)
 		drive(u);
@@ -947,6 +961,7 @@ static void on_audit(evutil_socket_t fd, short what, void *arg)
 	struct reconciler *r = arg;
 	(void)fd;
 	(void)what;
+	desired_refresh(r->d->desired);
 	for (struct unit *u = r->units; u; u = u->next)
 		if (u->h && u->conn == OCS_CONN_UP && !u->busy)
 			start_read(u, true);
@@ -1345,6 +1360,54 @@ bool reconcile_all_in_sync(struct reconciler *r)
 		if (u->conn != OCS_CONN_UP || !u->have_actual || !u->in_sync || u->busy || u->op_id)
 			return false;
 	return true;
+}
+
+/*
+ * Why port of u may be joined to another port though nothing desires it, in
+ * why; false when it is free as far as ofcd knows.
+ */
+static bool port_leftover(struct reconciler *r, struct unit *u, uint32_t port, char *why,
+                          size_t len)
+{
+	if (port < 1 || port > u->ports)
+		return false;
+	uint32_t peer = u->peer[port] ? u->peer[port] : u->joining[port];
+	if (peer) {
+		struct plan_xc xc = { port < peer ? port : peer, port < peer ? peer : port };
+		struct desired_set ds = unit_desired(u);
+		if (ds.n && bsearch(&xc, ds.xc, ds.n, sizeof(xc), plan_xc_cmp))
+			return false;
+		const char *former = desired_former_owner(r->d->desired, u->id, xc.a, xc.b);
+		snprintf(why, len, "OCS unit %s %s port %u to port %u%s%s%s", u->name,
+		         u->peer[port] ? "still joins" : "is joining", port, peer,
+		         former ? " (a circuit of fabric " : "", former ? former : "",
+		         former ? ")" : "");
+		return true;
+	}
+	for (size_t i = 0; i < u->npartial; i++) {
+		if (u->partial[i].in_port == port || u->partial[i].out_port == port) {
+			snprintf(why, len, "OCS unit %s still holds a one-way entry %u -> %u",
+			         u->name, u->partial[i].in_port, u->partial[i].out_port);
+			return true;
+		}
+	}
+	return false;
+}
+
+bool reconcile_server_joined(struct reconciler *r, int64_t server_id, char *why, size_t len)
+{
+	sqlite3_stmt *st =
+	    store_stmt(store_of(r), "SELECT ocs_id, ocs_port FROM cable WHERE server_id = ?");
+	bool joined = false;
+	sqlite3_bind_int64(st, 1, server_id);
+	while (!joined && sqlite3_step(st) == SQLITE_ROW) {
+		struct unit *u = unit_by_id(r, sqlite3_column_int64(st, 0));
+		if (u)
+			joined =
+			    port_leftover(r, u, (uint32_t)sqlite3_column_int64(st, 1), why, len);
+	}
+	sqlite3_reset(st);
+	return joined;
 }
 
 long reconcile_unit_held(struct reconciler *r, int64_t ocs_id)

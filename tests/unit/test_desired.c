@@ -236,6 +236,55 @@ static void test_replan_and_reuse(void **state)
 	assert_mirror(f);
 }
 
+static void test_outside_writes(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(store_begin(f->s), 0);
+	put(f, 1, f1_plan, 3, true);
+	assert_int_equal(store_commit(f->s), 0);
+
+	/* Outside any transaction; a rollback in between must not make the mirror forget it. */
+	exec(f->s, "DELETE FROM circuit WHERE ocs_id = 2");
+	assert_int_equal(store_begin(f->s), 0);
+	store_rollback(f->s);
+	assert_int_equal(store_begin(f->s), 0);
+	assert_int_equal(store_commit(f->s), 0);
+	assert_int_equal(desired_of(f->d, 2).n, 0);
+	assert_mirror(f);
+
+	/* Another process (an operator's shell) commits: the next refresh sees it. */
+	sqlite3 *other;
+	assert_int_equal(sqlite3_open(path, &other), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(other,
+	                              "INSERT INTO circuit(fabric_id, plane, a_pos, a_device, "
+	                              "a_port, b_pos, b_device, b_port, ocs_id, a_ocs_port, "
+	                              "b_ocs_port) VALUES (2, 0, 0, 0, 0, 1, 0, 0, 2, 9, 10)",
+	                              NULL, NULL, NULL),
+	                 SQLITE_OK);
+	uint64_t before = desired_reloads(f->d);
+	desired_refresh(f->d);
+	assert_int_equal(desired_reloads(f->d), before + 1);
+	assert_int_equal(desired_of(f->d, 2).n, 1);
+	assert_mirror(f);
+	desired_refresh(f->d); /* nothing new: no reload */
+	assert_int_equal(desired_reloads(f->d), before + 1);
+
+	/* A reload that fails leaves the mirror as it was, marked unusable, until one works. */
+	assert_int_equal(
+	    sqlite3_exec(other, "ALTER TABLE circuit RENAME TO circuit_away", NULL, NULL, NULL),
+	    SQLITE_OK);
+	desired_refresh(f->d);
+	assert_false(desired_usable(f->d));
+	assert_int_equal(desired_of(f->d, 1).n, 2);
+	assert_int_equal(
+	    sqlite3_exec(other, "ALTER TABLE circuit_away RENAME TO circuit", NULL, NULL, NULL),
+	    SQLITE_OK);
+	desired_refresh(f->d);
+	assert_true(desired_usable(f->d));
+	assert_mirror(f);
+	sqlite3_close(other);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -244,6 +293,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unstaged_write_reloads, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_delete_remembers_owner, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_replan_and_reuse, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_outside_writes, setup, teardown),
 	};
 	return cmocka_run_group_tests_name("desired", tests, NULL, NULL);
 }
