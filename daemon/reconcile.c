@@ -263,9 +263,10 @@ static void add_fabric_names(struct reconciler *r, json_t *a, int64_t *ids, size
 }
 
 /*
- * The read-back state is written to the store for operators and tools, never
- * read by the daemon (a restart reads every unit back), so it is written at
- * most once a second for all units together, off the reconfiguration path.
+ * The read-back state is written to the store for operators and tools; a
+ * restart reads every unit back and trusts the stored copy only for the server
+ * reservation until then (last_known_view()), so it is written at most once a
+ * second for all units together, off the reconfiguration path.
  */
 static void flush_actual(struct reconciler *r)
 {
@@ -779,6 +780,26 @@ static void unit_open(struct reconciler *r, struct unit *u)
 	}
 }
 
+/*
+ * What the unit held when it was last read back, as stored (by a previous run,
+ * up to a second behind). Only the server reservation trusts it, and only
+ * until the first read-back: a unit unreachable after a restart may still
+ * hold a deleted fabric's circuits.
+ */
+static void last_known_view(struct reconciler *r, struct unit *u)
+{
+	sqlite3_stmt *st = store_stmt(store_of(r), "SELECT a, b FROM actual_xc WHERE ocs_id = ?");
+	sqlite3_bind_int64(st, 1, u->id);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		int64_t a = sqlite3_column_int64(st, 0), b = sqlite3_column_int64(st, 1);
+		if (a >= 1 && b >= 1 && a <= u->ports && b <= u->ports) {
+			u->peer[a] = (uint32_t)b;
+			u->peer[b] = (uint32_t)a;
+		}
+	}
+	sqlite3_reset(st);
+}
+
 static struct unit *unit_new(struct reconciler *r, sqlite3_stmt *st)
 {
 	struct unit *u = calloc(1, sizeof(*u));
@@ -798,6 +819,7 @@ static struct unit *unit_new(struct reconciler *r, sqlite3_stmt *st)
 		unit_free(u, false);
 		return NULL;
 	}
+	last_known_view(r, u);
 	unit_open(r, u);
 	return u;
 }
