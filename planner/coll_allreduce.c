@@ -35,6 +35,23 @@ int coll_ring_ag_step(struct coll_schedule *s, const uint32_t *order, uint32_t n
 	return 0;
 }
 
+int coll_rd_allgather(struct coll_schedule *s, uint32_t M, uint32_t *scratch)
+{
+	int rc = 0;
+
+	for (uint32_t d = 1; d < M && !rc; d *= 2) {
+		rc = coll_schedule_add_round(s);
+		for (uint32_t i = 0; i < M && !rc; i++) {
+			uint32_t lo = i & ~(d - 1);
+
+			for (uint32_t k = 0; k < d; k++)
+				scratch[k] = lo + k;
+			rc = coll_schedule_add_transfer(s, i, i ^ d, COLL_OP_COPY, scratch, d);
+		}
+	}
+	return rc;
+}
+
 /*
  * One ring, or two opposite rings over the two halves of the data: the second ring is the
  * first reversed, so a bidirectional circuit carries one transfer each way per round.
@@ -92,16 +109,8 @@ static int gen_rhd(struct coll_schedule *s, uint32_t M)
 			rc = coll_schedule_add_transfer(s, i, j, COLL_OP_REDUCE, ch, d);
 		}
 	}
-	for (uint32_t d = 1; d < M && !rc; d *= 2) {
-		rc = coll_schedule_add_round(s);
-		for (uint32_t i = 0; i < M && !rc; i++) {
-			uint32_t lo = i & ~(d - 1);
-
-			for (uint32_t k = 0; k < d; k++)
-				ch[k] = lo + k;
-			rc = coll_schedule_add_transfer(s, i, i ^ d, COLL_OP_COPY, ch, d);
-		}
-	}
+	if (!rc)
+		rc = coll_rd_allgather(s, M, ch);
 	free(ch);
 	return rc;
 }

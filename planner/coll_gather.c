@@ -26,16 +26,7 @@ static int gen_allgather(struct coll_schedule *s, enum coll_algorithm a, uint32_
 		}
 		break;
 	case COLL_ALG_RECURSIVE_DOUBLING:
-		for (uint32_t d = 1; d < M && !rc; d *= 2) {
-			rc = coll_schedule_add_round(s);
-			for (uint32_t i = 0; i < M && !rc; i++) {
-				uint32_t lo = i & ~(d - 1);
-
-				for (uint32_t k = 0; k < d; k++)
-					buf[k] = lo + k;
-				rc = coll_schedule_add_transfer(s, i, i ^ d, COLL_OP_COPY, buf, d);
-			}
-		}
+		rc = coll_rd_allgather(s, M, buf);
 		break;
 	case COLL_ALG_FULL_MESH_DIRECT:
 		rc = coll_schedule_add_round(s);

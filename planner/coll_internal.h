@@ -73,4 +73,11 @@ int coll_ring_rs_step(struct coll_schedule *s, const uint32_t *order, uint32_t n
 int coll_ring_ag_step(struct coll_schedule *s, const uint32_t *order, uint32_t n, uint32_t base,
                       uint32_t shift, uint32_t t);
 
+/*
+ * Allgather by recursive doubling over M servers (a power of two), server i starting with
+ * chunk i: log2(M) rounds, in round d each server copies its 2^d chunks to the partner
+ * i ^ 2^d. @scratch holds at least M entries. Return 0 or -ENOMEM / -EOVERFLOW.
+ */
+int coll_rd_allgather(struct coll_schedule *s, uint32_t M, uint32_t *scratch);
+
 #endif
