@@ -30,7 +30,7 @@
 #include <string.h>
 #include <systemd/sd-daemon.h>
 
-#include "ofcd.h"
+#include "version.h"
 
 #define AGENT_HTTP_TIMEOUT_S 5
 #define AGENT_BACKOFF_MIN_MS 200

@@ -7,6 +7,39 @@
 #include <stdlib.h>
 #include <string.h>
 
+void api_suspend(struct api_req *req, api_abort_fn on_abort, void *arg)
+{
+	req->suspended = true;
+	req->on_abort = on_abort;
+	req->wait_arg = arg;
+}
+
+void api_resume(struct api_req *req)
+{
+	req->transport->resume(req);
+}
+
+const char *api_query(struct api_req *req, const char *key)
+{
+	return req->transport->query(req, key);
+}
+
+struct api_stream *api_stream_start(struct api_req *req, const char *content_type,
+                                    api_stream_close_fn on_close, void *arg)
+{
+	return req->transport->stream_start(req, content_type, on_close, arg);
+}
+
+int api_stream_write(struct api_stream *s, const char *data, size_t len)
+{
+	return s->transport->stream_write(s, data, len);
+}
+
+void api_stream_end(struct api_stream *s)
+{
+	s->transport->stream_end(s);
+}
+
 void api_reply(struct api_req *req, unsigned status, json_t *body)
 {
 	json_decref(req->reply);

@@ -19,12 +19,69 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "auth.h"
 #include "errors.h"
 
-struct ofcd;
 struct api_req;
+struct api_stream;
+struct desired;
+struct event_base;
+struct events;
+struct ofcd_config;
+struct reconciler;
+struct store;
+
+/**
+ * What handlers work with: the daemon's parts, filled in by the composition
+ * root (ofcd.c), which owns them; handlers only borrow. Loop thread only.
+ */
+struct api_env {
+	struct event_base *base;       /**< the one loop */
+	const struct ofcd_config *cfg; /**< configuration in force (a SIGHUP may change it) */
+	struct store *store;           /**< the durable desired state */
+	struct desired *desired;       /**< the store's circuits in memory */
+	struct reconciler *reconciler; /**< live state of the OCS units (read-only for handlers) */
+	struct events *events;         /**< the event bus */
+	struct timespec started;       /**< CLOCK_MONOTONIC at start, for uptime */
+	bool draining;                 /**< SIGTERM seen: writes and new waits are refused */
+	/**
+	 * Called after a write request's transaction committed, unless the handler
+	 * set desired_unchanged (the root wires it to the reconciler). NULL: none.
+	 */
+	void (*on_commit)(void *arg);
+	void *on_commit_arg; /**< argument of on_commit */
+};
+
+/** Called once when a stream's client is gone or the server ends it. */
+typedef void (*api_stream_close_fn)(void *arg);
+
+struct api_transport;
+
+/** A never-ending reply; a transport embeds it as the first member of its own stream. */
+struct api_stream {
+	const struct api_transport *transport; /**< the transport that made it */
+};
+
+/**
+ * How a request reaches its client, implemented by the transport (http.c) or
+ * by a test: handlers use it only through api_resume(), api_query() and
+ * api_stream_*(). Every function runs on the loop thread.
+ */
+struct api_transport {
+	/** Sends the reply of a request that was suspended (see api_suspend). */
+	void (*resume)(struct api_req *req);
+	/** Value of query parameter key, or NULL (owned by the transport). */
+	const char *(*query)(struct api_req *req, const char *key);
+	/** See api_stream_start(). */
+	struct api_stream *(*stream_start)(struct api_req *req, const char *content_type,
+	                                   api_stream_close_fn on_close, void *arg);
+	/** See api_stream_write(). */
+	int (*stream_write)(struct api_stream *s, const char *data, size_t len);
+	/** See api_stream_end(). */
+	void (*stream_end)(struct api_stream *s);
+};
 
 /** A route handler: reads req, then replies or suspends. */
 typedef void (*api_handler)(struct api_req *req);
@@ -52,7 +109,7 @@ typedef void (*api_abort_fn)(struct api_req *req, bool conn_closed);
 
 /** A request. Owned by http.c; valid until it is answered and the connection is done. */
 struct api_req {
-	struct ofcd *d;                     /**< the daemon */
+	struct api_env *env;                /**< what the handler works with (borrowed) */
 	const struct api_route *route;      /**< matched route */
 	const char *method;                 /**< request method */
 	const char *path;                   /**< request path (percent-decoded, no query) */
@@ -79,7 +136,8 @@ struct api_req {
 	api_abort_fn on_abort; /**< called if it must end early */
 	void *wait_arg;        /**< owned by whoever suspended the request */
 
-	void *http; /**< http.c's private part */
+	const struct api_transport *transport; /**< how the reply travels (borrowed) */
+	void *transport_arg;                   /**< the transport's private part */
 };
 
 /** Replies status with the JSON value body (stolen; NULL gives an empty object). */
@@ -102,6 +160,48 @@ void api_error_details(struct api_req *req, enum ofcd_err err, const char *field
 
 /** Value of query parameter key, or NULL. */
 const char *api_query(struct api_req *req, const char *key);
+
+/**
+ * Answers req with a response that never ends by itself (200, chunked, of the
+ * given content type, e.g. text/event-stream): data is sent as it is written.
+ * The stream is owned by the transport; on_close(arg) runs once when it is
+ * over, after which the pointer is invalid. Returns NULL on allocation failure
+ * (then req carries a 500).
+ */
+struct api_stream *api_stream_start(struct api_req *req, const char *content_type,
+                                    api_stream_close_fn on_close, void *arg);
+
+/**
+ * Queues data on the stream. A client that lets more than 1 MiB pile up is too
+ * slow: its stream is ended and -ENOBUFS returned. Returns 0 otherwise.
+ */
+int api_stream_write(struct api_stream *s, const char *data, size_t len);
+
+/** Ends a stream once its queued data is sent. */
+void api_stream_end(struct api_stream *s);
+
+/**
+ * Runs a parsed request (route, params, token, body set; status 0) as one unit
+ * of work: a write runs its handler inside one store transaction, committed
+ * with its audit row only when the reply is a success (then env->on_commit
+ * runs), rolled back otherwise with the refusal audited. Reads and API_F_PURE
+ * routes run without a transaction. On return the reply is set, or the
+ * request is suspended.
+ */
+void api_dispatch(struct api_req *req);
+
+/**
+ * The API's word once a request's route and token are known, before its body
+ * is read: false (with the reply set) for a write arriving while the daemon
+ * drains. A write admitted earlier still runs: in-flight requests finish.
+ */
+bool api_admit(struct api_req *req);
+
+/**
+ * Records a write refused before dispatch (auth, media type, size) in the
+ * audit trail; reads and pure routes leave no row.
+ */
+void api_audit_refusal(struct api_req *req);
 
 /**
  * Holds the request (the connection is suspended: no thread waits). Before

@@ -18,7 +18,7 @@
 #include "api_handlers.h"
 #include "coll.h"
 #include "log.h"
-#include "ofcd.h"
+#include "config.h"
 #include "store.h"
 #include "topo.h"
 
@@ -197,18 +197,18 @@ static int fab_load(struct store *s, int64_t id, struct fab *f, bool details)
 /* ---- parameters ---------------------------------------------------------- */
 
 /* The cluster constants come from [cost], so stage transfers and collectives agree. */
-static void base_params(const struct ofcd *d, struct coll_params *p)
+static void base_params(const struct ofcd_config *cfg, struct coll_params *p)
 {
 	coll_params_default(p);
-	p->alpha_us = d->cfg.cost.inter_latency_us;
-	p->link_gbps = d->cfg.cost.inter_gbps;
-	p->intra_alpha_us = d->cfg.cost.intra_latency_us;
-	p->intra_gbps = d->cfg.cost.intra_gbps;
+	p->alpha_us = cfg->cost.inter_latency_us;
+	p->link_gbps = cfg->cost.inter_gbps;
+	p->intra_alpha_us = cfg->cost.intra_latency_us;
+	p->intra_gbps = cfg->cost.intra_gbps;
 }
 
-static void fab_params(const struct ofcd *d, const struct fab *f, struct coll_params *p)
+static void fab_params(const struct ofcd_config *cfg, const struct fab *f, struct coll_params *p)
 {
-	base_params(d, p);
+	base_params(cfg, p);
 	/*
 	 * The planner reads 0 as "a full interconnection"; a member without any
 	 * circuit is given 1 instead, and the schedule check against the stored
@@ -462,12 +462,12 @@ static int select_size(struct api_req *req, json_t *body, struct fab *f, uint64_
 		          "its members");
 		return -EINVAL;
 	}
-	int64_t id = topo_fabric_id(req->d->store, fname);
+	int64_t id = topo_fabric_id(req->env->store, fname);
 	if (!id) {
 		api_error(req, OFCD_E_UNPROCESSABLE, "fabric", "no fabric %s", fname);
 		return -EINVAL;
 	}
-	int rc = fab_load(req->d->store, id, f, false);
+	int rc = fab_load(req->env->store, id, f, false);
 	if (rc < 0) {
 		api_error(req, rc == -ENOMEM ? OFCD_E_INTERNAL : OFCD_E_STORE, NULL,
 		          "cannot read fabric %s", fname);
@@ -524,9 +524,9 @@ void api_collective_select(struct api_req *req)
 	if (select_size(req, body, &f, &servers, &devices) < 0)
 		goto out;
 	if (f.name[0])
-		fab_params(req->d, &f, &p);
+		fab_params(req->env->cfg, &f, &p);
 	else
-		base_params(req->d, &p);
+		base_params(req->env->cfg, &p);
 	if (params_read(req, body, &p, &window_given) < 0)
 		goto out;
 	if ((p.aggregating_switch || window_given) &&
@@ -729,7 +729,7 @@ static void reply_generate_error(struct api_req *req, int rc, const struct coll_
 
 void api_fabric_schedule(struct api_req *req)
 {
-	struct store *s = req->d->store;
+	struct store *s = req->env->store;
 	struct fab f = { 0 };
 	struct coll_params p;
 	struct coll_schedule sch = { 0 };
@@ -771,7 +771,7 @@ void api_fabric_schedule(struct api_req *req)
 		          "cannot read fabric %s", req->params[0]);
 		return;
 	}
-	fab_params(req->d, &f, &p);
+	fab_params(req->env->cfg, &f, &p);
 	const char *root = api_query(req, "root");
 	if (root) {
 		for (p.root = 0; p.root < f.m && strcmp(f.names[p.root], root) != 0; p.root++)

@@ -1,15 +1,24 @@
 /* Routes of the daemon itself: health probe and metrics. */
 #include <stdlib.h>
+#include <time.h>
 
 #include "api_handlers.h"
 #include "metrics.h"
-#include "ofcd.h"
+#include "version.h"
+
+static double uptime(const struct api_env *env)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - env->started.tv_sec) +
+	       (double)(now.tv_nsec - env->started.tv_nsec) / 1e9;
+}
 
 void api_health(struct api_req *req)
 {
 	api_reply(req, 200,
-	          json_pack("{s:s, s:s, s:I}", "status", req->d->draining ? "draining" : "ok",
-	                    "version", OFCD_VERSION, "uptime_s", (json_int_t)ofcd_uptime(req->d)));
+	          json_pack("{s:s, s:s, s:I}", "status", req->env->draining ? "draining" : "ok",
+	                    "version", OFCD_VERSION, "uptime_s", (json_int_t)uptime(req->env)));
 }
 
 void api_metrics(struct api_req *req)

@@ -11,7 +11,6 @@
 #include "api_handlers.h"
 #include "desired.h"
 #include "log.h"
-#include "ofcd.h"
 #include "store.h"
 #include "plan_state.h"
 #include "reconcile.h"
@@ -24,7 +23,7 @@
 void api_fabric_create(struct api_req *req)
 {
 	static const char *const members[] = { "name", "servers", NULL };
-	struct store *s = req->d->store;
+	struct store *s = req->env->store;
 	json_t *body = api_body_object(req);
 	const char *name;
 	int64_t *ids = NULL;
@@ -86,7 +85,7 @@ void api_fabric_create(struct api_req *req)
 			json_decref(of);
 			goto out;
 		}
-		if (reconcile_server_joined(req->d->reconciler, ids[i], why, sizeof(why))) {
+		if (reconcile_server_joined(req->env->reconciler, ids[i], why, sizeof(why))) {
 			api_error(
 			    req, OFCD_E_IN_USE, f,
 			    "%s: server %s is still joined to another server: %s; wait until "
@@ -133,7 +132,7 @@ void api_fabric_create(struct api_req *req)
 		if (store_step_done(st) < 0)
 			goto store_fail;
 	}
-	if (topo_plan_save(s, req->d->desired, fid, &in, &plan, FABRIC_BASE_STATE, false) < 0)
+	if (topo_plan_save(s, req->env->desired, fid, &in, &plan, FABRIC_BASE_STATE, false) < 0)
 		goto store_fail;
 	log_info("planner", "fabric %s: %u servers, %zu circuits, %zu pairs missing", name,
 	         (unsigned)m, plan.ncircuits, plan.nmissing);
@@ -151,12 +150,12 @@ out:
 
 void api_fabric_list(struct api_req *req)
 {
-	api_reply(req, 200, json_pack("{s:o}", "fabrics", topo_fabric_list(req->d->store)));
+	api_reply(req, 200, json_pack("{s:o}", "fabrics", topo_fabric_list(req->env->store)));
 }
 
 static int64_t fabric_param(struct api_req *req)
 {
-	int64_t id = topo_fabric_id(req->d->store, req->params[0]);
+	int64_t id = topo_fabric_id(req->env->store, req->params[0]);
 	if (!id)
 		api_error(req, OFCD_E_NOT_FOUND, "name", "no fabric %s", req->params[0]);
 	return id;
@@ -170,13 +169,13 @@ void api_fabric_get(struct api_req *req)
 	int64_t id = fabric_param(req);
 	if (!id)
 		return;
-	api_reply(req, 200, wait > 0 ? NULL : topo_fabric_json(req->d->store, id));
+	api_reply(req, 200, wait > 0 ? NULL : topo_fabric_json(req->env->store, id));
 	wait_fabric(req, req->params[0], WAIT_FINAL_STATE, wait);
 }
 
 void api_fabric_delete(struct api_req *req)
 {
-	struct store *s = req->d->store;
+	struct store *s = req->env->store;
 	double wait;
 	if (wait_parse(req, &wait) < 0)
 		return;
@@ -184,7 +183,7 @@ void api_fabric_delete(struct api_req *req)
 	if (!id)
 		return;
 	/* Staged first: the stage reads the fabric's name for the circuits that leave. */
-	if (desired_stage_fabric(req->d->desired, id, NULL, 0) < 0) {
+	if (desired_stage_fabric(req->env->desired, id, NULL, 0) < 0) {
 		api_error(req, OFCD_E_STORE, NULL, "cannot delete fabric %s", req->params[0]);
 		return;
 	}
@@ -200,9 +199,9 @@ void api_fabric_delete(struct api_req *req)
 	wait_fabric(req, req->params[0], WAIT_REMOVED, wait);
 }
 
-int fabric_replan(struct ofcd *d, int64_t fabric_id, char *err, size_t errlen)
+int fabric_replan(struct store *s, struct desired *desired, int64_t fabric_id, char *err,
+                  size_t errlen)
 {
-	struct store *s = d->store;
 	struct topo_input in;
 	struct plan_fabric prev, next;
 	int rc = topo_input_load_fabric(s, fabric_id, &in);
@@ -225,7 +224,7 @@ int fabric_replan(struct ofcd *d, int64_t fabric_id, char *err, size_t errlen)
 		rc = -EINVAL;
 		goto out;
 	}
-	rc = topo_plan_save(s, d->desired, fabric_id, &in, &next, FABRIC_BASE_STATE, true);
+	rc = topo_plan_save(s, desired, fabric_id, &in, &next, FABRIC_BASE_STATE, true);
 	if (rc < 0)
 		snprintf(err, errlen, "cannot store the new plan");
 out:
@@ -236,11 +235,10 @@ out_prev:
 	return rc;
 }
 
-int fabric_devices_set(struct ofcd *d, int64_t server_id, const char *server, size_t n,
-                       const uint32_t *index, const bool *failed, bool *changed, json_t **fabric,
-                       char *err, size_t errlen)
+int fabric_devices_set(struct store *s, struct desired *desired, int64_t server_id,
+                       const char *server, size_t n, const uint32_t *index, const bool *failed,
+                       bool *changed, json_t **fabric, char *err, size_t errlen)
 {
-	struct store *s = d->store;
 	char what[256] = "", why[256];
 	size_t len = 0;
 
@@ -266,7 +264,7 @@ int fabric_devices_set(struct ofcd *d, int64_t server_id, const char *server, si
 	int64_t fid = topo_server_fabric(s, server_id);
 	if (!len || !fid)
 		return 0;
-	int rc = fabric_replan(d, fid, why, sizeof(why));
+	int rc = fabric_replan(s, desired, fid, why, sizeof(why));
 	if (rc < 0) {
 		log_error("planner", "re-plan after %s %s: %s", server, what, why);
 		snprintf(err, errlen, "re-planning failed: %s", why);
@@ -289,7 +287,7 @@ void api_device_put(struct api_req *req)
 {
 	static const char *const members[] = { "state", NULL };
 	static const char *const states[] = { "ok", "failed", NULL };
-	struct store *s = req->d->store;
+	struct store *s = req->env->store;
 	json_t *body = api_body_object(req);
 	json_t *fabric;
 	int state;
@@ -317,8 +315,8 @@ void api_device_put(struct api_req *req)
 
 	uint32_t idx = (uint32_t)index;
 	bool failed = state;
-	int rc = fabric_devices_set(req->d, sid, req->params[0], 1, &idx, &failed, &changed,
-	                            &fabric, err, sizeof(err));
+	int rc = fabric_devices_set(s, req->env->desired, sid, req->params[0], 1, &idx, &failed,
+	                            &changed, &fabric, err, sizeof(err));
 	if (rc < 0) {
 		api_error(req, rc == -EIO ? OFCD_E_STORE : OFCD_E_INTERNAL, NULL, "%s", err);
 		return;

@@ -9,8 +9,8 @@
 
 #include "api.h"
 
+struct desired;
 struct store;
-struct ofcd;
 
 /* api_core.c */
 void api_health(struct api_req *req);
@@ -44,7 +44,7 @@ void api_operations_list(struct api_req *req);
 void api_operation_get(struct api_req *req);
 void api_ocs_faults(struct api_req *req);
 
-/* events.c */
+/* api_events.c */
 void api_events(struct api_req *req);
 
 /* api_fabric.c */
@@ -58,7 +58,8 @@ void api_device_put(struct api_req *req);
  * their ports), verifies and stores the result with its revision bumped.
  * Inside the caller's transaction. Returns 0 or -errno with a reason in err.
  */
-int fabric_replan(struct ofcd *d, int64_t fabric_id, char *err, size_t errlen);
+int fabric_replan(struct store *s, struct desired *desired, int64_t fabric_id, char *err,
+                  size_t errlen);
 /**
  * Sets n devices of a server (index[i] to failed[i]: true failed, false ok)
  * and, when any state changed and the server is in a fabric, re-plans that
@@ -69,9 +70,9 @@ int fabric_replan(struct ofcd *d, int64_t fabric_id, char *err, size_t errlen);
  * state could not be stored, or another -errno when re-planning failed, with
  * a reason in err.
  */
-int fabric_devices_set(struct ofcd *d, int64_t server_id, const char *server, size_t n,
-                       const uint32_t *index, const bool *failed, bool *changed, json_t **fabric,
-                       char *err, size_t errlen);
+int fabric_devices_set(struct store *s, struct desired *desired, int64_t server_id,
+                       const char *server, size_t n, const uint32_t *index, const bool *failed,
+                       bool *changed, json_t **fabric, char *err, size_t errlen);
 
 /* api_inventory.c */
 /** PUT /v1/servers/{name}/inventory: stores an agent's report, fails/restores devices. */

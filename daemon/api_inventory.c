@@ -18,7 +18,7 @@
 
 #include "api_handlers.h"
 #include "log.h"
-#include "ofcd.h"
+#include "config.h"
 #include "rdma.h"
 #include "store.h"
 #include "topo.h"
@@ -158,7 +158,7 @@ static int save(struct store *s, int64_t sid, const struct rdma_inventory *inv, 
 
 void api_inventory_put(struct api_req *req)
 {
-	struct store *s = req->d->store;
+	struct store *s = req->env->store;
 	struct rdma_inventory inv;
 	struct dev_view *view = NULL;
 	bool *prev = NULL, *failed = NULL, *changed = NULL;
@@ -206,8 +206,8 @@ void api_inventory_put(struct api_req *req)
 		log_info("inventory", "%s device %u %s: %s", req->params[0], d,
 		         view[d].failed ? "down" : "up", view[d].reason);
 	}
-	int rc = fabric_devices_set(req->d, sid, req->params[0], n, index, failed, changed, &fabric,
-	                            err, sizeof(err));
+	int rc = fabric_devices_set(s, req->env->desired, sid, req->params[0], n, index, failed,
+	                            changed, &fabric, err, sizeof(err));
 	if (rc < 0) {
 		api_error(req, rc == -EIO ? OFCD_E_STORE : OFCD_E_INTERNAL, NULL, "%s", err);
 		goto out;

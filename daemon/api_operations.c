@@ -8,7 +8,7 @@
 
 #include "api_handlers.h"
 #include "ocs_driver.h"
-#include "ofcd.h"
+#include "config.h"
 #include "reconcile.h"
 #include "store.h"
 #include "topo.h"
@@ -51,7 +51,7 @@ static json_t *operation_row(struct store *s, sqlite3_stmt *st, bool detail)
 
 void api_operations_list(struct api_req *req)
 {
-	struct store *s = req->d->store;
+	struct store *s = req->env->store;
 	const char *fabric = api_query(req, "fabric");
 	const char *ocs = api_query(req, "ocs");
 	const char *lim = api_query(req, "limit");
@@ -112,7 +112,7 @@ void api_operations_list(struct api_req *req)
 
 void api_operation_get(struct api_req *req)
 {
-	struct store *s = req->d->store;
+	struct store *s = req->env->store;
 	char *end;
 	long long id = strtoll(req->params[0], &end, 10);
 	if (*end || req->params[0][0] < '0' || req->params[0][0] > '9') {
@@ -145,7 +145,7 @@ void api_ocs_faults(struct api_req *req)
 	static const enum ocs_fault_kind kind_of[] = { OCS_FAULT_FAIL_BATCHES, OCS_FAULT_DISCONNECT,
 		                                       OCS_FAULT_PARTIAL,      OCS_FAULT_SET_XC,
 		                                       OCS_FAULT_CLEAR_XC,     OCS_FAULT_DELAY };
-	if (!req->d->cfg.debug_faults) {
+	if (!req->env->cfg->debug_faults) {
 		api_error(req, OFCD_E_NOT_FOUND, NULL,
 		          "fault injection is disabled; set [debug] faults = true");
 		return;
@@ -163,7 +163,7 @@ void api_ocs_faults(struct api_req *req)
 	                 kind_of[kind] == OCS_FAULT_SET_XC || kind_of[kind] == OCS_FAULT_CLEAR_XC,
 	                 1, 65536, &b) < 0)
 		return;
-	int64_t id = topo_ocs_id(req->d->store, req->params[0]);
+	int64_t id = topo_ocs_id(req->env->store, req->params[0]);
 	if (!id) {
 		api_error(req, OFCD_E_NOT_FOUND, "name", "no OCS unit %s", req->params[0]);
 		return;
@@ -172,7 +172,7 @@ void api_ocs_faults(struct api_req *req)
 		               .count = (uint32_t)count,
 		               .a = (uint32_t)(a < b ? a : b),
 		               .b = (uint32_t)(a < b ? b : a) };
-	int rc = reconcile_inject(req->d->reconciler, id, &f);
+	int rc = reconcile_inject(req->env->reconciler, id, &f);
 	if (rc == -EOPNOTSUPP) {
 		api_error(req, OFCD_E_UNPROCESSABLE, "name",
 		          "OCS unit %s's driver has no fault injection", req->params[0]);

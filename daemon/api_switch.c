@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "api_handlers.h"
-#include "ofcd.h"
+#include "config.h"
 #include "store.h"
 
 /* Largest switch buffer B (and window W) accepted, in messages. */
@@ -160,7 +160,7 @@ bool api_switch_exists(struct store *s, const char *name)
 
 void api_switch_create(struct api_req *req)
 {
-	struct store *s = req->d->store;
+	struct store *s = req->env->store;
 	struct switch_in v;
 	json_t *body = api_body_object(req);
 
@@ -180,12 +180,12 @@ void api_switch_create(struct api_req *req)
 void api_switch_list(struct api_req *req)
 {
 	api_reply(req, 200,
-	          json_pack("{s:o}", "switches", api_switch_list_json(req->d->store, true)));
+	          json_pack("{s:o}", "switches", api_switch_list_json(req->env->store, true)));
 }
 
 void api_switch_get(struct api_req *req)
 {
-	json_t *o = switch_json(req->d->store, req->params[0]);
+	json_t *o = switch_json(req->env->store, req->params[0]);
 	if (!o) {
 		api_error(req, OFCD_E_NOT_FOUND, "name", "no switch %s", req->params[0]);
 		return;
@@ -195,7 +195,7 @@ void api_switch_get(struct api_req *req)
 
 void api_switch_delete(struct api_req *req)
 {
-	struct store *s = req->d->store;
+	struct store *s = req->env->store;
 	const char *name = req->params[0];
 
 	if (!api_switch_exists(s, name)) {

@@ -10,7 +10,7 @@
 
 #include "api_handlers.h"
 #include "ocs_driver.h"
-#include "ofcd.h"
+#include "config.h"
 #include "store.h"
 #include "reconcile.h"
 #include "topo.h"
@@ -78,7 +78,7 @@ static int insert_ocs(struct store *s, const struct ocs_in *o)
 
 void api_ocs_create(struct api_req *req)
 {
-	struct store *s = req->d->store;
+	struct store *s = req->env->store;
 	struct ocs_in o;
 	json_t *body = api_body_object(req);
 	if (!body || parse_ocs(req, body, NULL, &o) < 0)
@@ -96,12 +96,12 @@ void api_ocs_create(struct api_req *req)
 
 void api_ocs_list(struct api_req *req)
 {
-	api_reply(req, 200, json_pack("{s:o}", "ocs", topo_ocs_list(req->d->store)));
+	api_reply(req, 200, json_pack("{s:o}", "ocs", topo_ocs_list(req->env->store)));
 }
 
 static int64_t ocs_param(struct api_req *req)
 {
-	int64_t id = topo_ocs_id(req->d->store, req->params[0]);
+	int64_t id = topo_ocs_id(req->env->store, req->params[0]);
 	if (!id)
 		api_error(req, OFCD_E_NOT_FOUND, "name", "no OCS unit %s", req->params[0]);
 	return id;
@@ -112,8 +112,8 @@ void api_ocs_get(struct api_req *req)
 	int64_t id = ocs_param(req);
 	if (!id)
 		return;
-	json_t *o = topo_ocs_json(req->d->store, id);
-	json_t *live = reconcile_unit_json(req->d->reconciler, id);
+	json_t *o = topo_ocs_json(req->env->store, id);
+	json_t *live = reconcile_unit_json(req->env->reconciler, id);
 	if (live) {
 		json_t *conn = json_pack("{s:O, s:O, s:O}", "state", json_object_get(live, "state"),
 		                         "last_error", json_object_get(live, "last_error"),
@@ -133,12 +133,12 @@ void api_ocs_get(struct api_req *req)
  */
 static int unit_must_drain(struct api_req *req, int64_t id, const char *name, const char *field)
 {
-	json_t *o = topo_ocs_json(req->d->store, id);
+	json_t *o = topo_ocs_json(req->env->store, id);
 	bool in_process = o && strcmp(json_string_value(json_object_get(o, "driver")), "sim") == 0;
 	json_decref(o);
 	if (in_process)
 		return 0; /* a sim unit's circuits live in this process and go with it */
-	long held = reconcile_unit_held(req->d->reconciler, id);
+	long held = reconcile_unit_held(req->env->reconciler, id);
 	if (held == 0)
 		return 0;
 	if (held < 0)
@@ -157,7 +157,7 @@ static int unit_must_drain(struct api_req *req, int64_t id, const char *name, co
 
 void api_ocs_delete(struct api_req *req)
 {
-	struct store *s = req->d->store;
+	struct store *s = req->env->store;
 	int64_t id = ocs_param(req);
 	if (!id)
 		return;
@@ -188,8 +188,8 @@ void api_ocs_cross_connects(struct api_req *req)
 	int64_t id = ocs_param(req);
 	if (!id)
 		return;
-	json_t *desired = topo_desired_json(req->d->store, id);
-	json_t *live = reconcile_unit_json(req->d->reconciler, id);
+	json_t *desired = topo_desired_json(req->env->store, id);
+	json_t *live = reconcile_unit_json(req->env->reconciler, id);
 	json_t *actual = live ? json_incref(json_object_get(live, "actual")) : json_array();
 	json_t *o = json_pack("{s:s, s:o, s:o, s:b}", "ocs", req->params[0], "desired", desired,
 	                      "actual", actual, "in_sync",
@@ -265,7 +265,7 @@ static int insert_server(struct store *s, const struct server_in *v)
 
 void api_server_create(struct api_req *req)
 {
-	struct store *s = req->d->store;
+	struct store *s = req->env->store;
 	struct server_in v;
 	json_t *body = api_body_object(req);
 	if (!body || parse_server(req, body, NULL, &v) < 0)
@@ -287,14 +287,14 @@ void api_server_create(struct api_req *req)
 
 void api_server_list(struct api_req *req)
 {
-	json_t *servers = topo_server_list(req->d->store);
-	api_inventory_mark_stale(req->d->store, servers);
+	json_t *servers = topo_server_list(req->env->store);
+	api_inventory_mark_stale(req->env->store, servers);
 	api_reply(req, 200, json_pack("{s:o}", "servers", servers));
 }
 
 int64_t api_server_param(struct api_req *req)
 {
-	int64_t id = topo_server_id(req->d->store, req->params[0]);
+	int64_t id = topo_server_id(req->env->store, req->params[0]);
 	if (!id)
 		api_error(req, OFCD_E_NOT_FOUND, "name", "no server %s", req->params[0]);
 	return id;
@@ -305,13 +305,13 @@ void api_server_get(struct api_req *req)
 	int64_t id = api_server_param(req);
 	if (id)
 		api_reply(req, 200,
-		          api_inventory_view(req->d->store, id,
-		                             topo_server_json(req->d->store, id, true)));
+		          api_inventory_view(req->env->store, id,
+		                             topo_server_json(req->env->store, id, true)));
 }
 
 void api_server_delete(struct api_req *req)
 {
-	struct store *s = req->d->store;
+	struct store *s = req->env->store;
 	int64_t id = api_server_param(req);
 	if (!id)
 		return;
@@ -389,7 +389,7 @@ struct unit {
 /* Slot k = device * P + port of every server goes to unit k mod K, ports in server order. */
 static int wiring_rule(struct api_req *req, const char *field)
 {
-	struct store *s = req->d->store;
+	struct store *s = req->env->store;
 	struct unit *units = NULL;
 	size_t k = 0, cap = 0;
 	int rc = -EINVAL;
@@ -460,7 +460,7 @@ static int wiring_links(struct api_req *req, json_t *links, const char *field)
 	static const char *const members[] = {
 		"server", "device", "port", "ocs", "ocs_port", NULL
 	};
-	struct store *s = req->d->store;
+	struct store *s = req->env->store;
 	size_t i;
 	json_t *l;
 	char f[96];
@@ -551,7 +551,7 @@ static int wiring_apply(struct api_req *req, json_t *wiring, const char *prefix)
 {
 	static const char *const members[] = { "rule", "links", NULL };
 	static const char *const rules[] = { "plane-per-ocs", NULL };
-	struct store *s = req->d->store;
+	struct store *s = req->env->store;
 	char f[96];
 	int rule = -1;
 
@@ -625,12 +625,12 @@ void api_wiring_put(struct api_req *req)
 	json_t *body = api_body_object(req);
 	if (!body || wiring_apply(req, body, NULL) < 0)
 		return;
-	api_reply(req, 200, topo_wiring_json(req->d->store));
+	api_reply(req, 200, topo_wiring_json(req->env->store));
 }
 
 void api_wiring_get(struct api_req *req)
 {
-	api_reply(req, 200, topo_wiring_json(req->d->store));
+	api_reply(req, 200, topo_wiring_json(req->env->store));
 }
 
 /* ---- the whole topology -------------------------------------------------- */
@@ -653,7 +653,7 @@ static json_t *topology_json(struct store *s)
 
 void api_topology_get(struct api_req *req)
 {
-	api_reply(req, 200, topology_json(req->d->store));
+	api_reply(req, 200, topology_json(req->env->store));
 }
 
 static bool name_in(const char *const *names, size_t n, const char *name)
@@ -672,7 +672,7 @@ static bool name_in(const char *const *names, size_t n, const char *name)
 void api_topology_put(struct api_req *req)
 {
 	static const char *const members[] = { "ocs", "switches", "servers", "wiring", NULL };
-	struct store *s = req->d->store;
+	struct store *s = req->env->store;
 	json_t *body = api_body_object(req);
 	json_t *ocs, *switches, *servers, *v;
 	size_t i, nocs, nsrv;

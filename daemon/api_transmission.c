@@ -18,7 +18,7 @@
 #include "api_handlers.h"
 #include "config.h"
 #include "cost.h"
-#include "ofcd.h"
+#include "config.h"
 #include "topo.h"
 
 /* Bounds the reply: each pair carries every candidate, about 2.5 KB of JSON. */
@@ -129,7 +129,7 @@ static int get_common(struct api_req *req, json_t *body, struct cost_request *cr
 	int a = 0, p = COST_POLICY_MIN_COST;
 
 	memset(cr, 0, sizeof(*cr));
-	cr->params = req->d->cfg.cost;
+	cr->params = req->env->cfg->cost;
 	if (api_get_enum(req, body, NULL, "aggregation", true, agg.v, &a) < 0 ||
 	    api_get_double(req, body, NULL, "bytes", true, 0, COST_MAX_BYTES, &cr->bytes) < 0 ||
 	    api_get_enum(req, body, NULL, "policy", false, pol.v, &p) < 0 ||
@@ -306,7 +306,7 @@ static int resolve_stages(struct api_req *req, json_t *stages, const char *fabri
 
 		snprintf(f, sizeof(f), "stages[%zu]", i);
 		if (!hit) {
-			if (topo_server_id(req->d->store, name))
+			if (topo_server_id(req->env->store, name))
 				api_error(req, OFCD_E_UNPROCESSABLE, f,
 				          "%s: server %s is not in fabric %s", f, name, fabric);
 			else
@@ -406,7 +406,7 @@ void api_pipeline(struct api_req *req)
 {
 	static const char *const members[] = { "stages", "bytes",  "aggregation",
 		                               "policy", "params", NULL };
-	struct store *s = req->d->store;
+	struct store *s = req->env->store;
 	json_t *body = api_body_object(req);
 	struct cost_request base;
 	struct topo_member *mem = NULL;

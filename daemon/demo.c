@@ -35,7 +35,7 @@ int demo_load(struct ofcd *d)
 
 	struct api_req req;
 	memset(&req, 0, sizeof(req));
-	req.d = d;
+	req.env = &d->env;
 	req.method = "PUT";
 	req.path = "/v1/topology";
 	req.body = json_loads(demo_topology, 0, NULL);

@@ -1,94 +1,117 @@
 #include "events.h"
 
 #include <errno.h>
-#include <event2/event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "api.h"
-#include "api_handlers.h"
-#include "http.h"
-#include "log.h"
-#include "ofcd.h"
-
-#define KEEPALIVE_S 15
-
-struct subscriber {
-	struct events *ev;
-	struct http_stream *stream;
-	char fabric[65]; /* filter; empty for all events */
-	struct subscriber *next, *prev;
+struct events_sub {
+	unsigned mask;
+	events_fn fn;
+	void *arg;
+	bool gone; /* unsubscribed during a delivery: freed after it */
+	struct events_sub *next;
 };
 
 struct events {
-	struct subscriber *subs;
-	struct event *keepalive;
+	struct events_sub *subs; /* in subscription order */
 	unsigned long long next_id;
+	int delivering; /* > 0 while callbacks run: unsubscribing only marks */
+	bool has_gone;
 };
 
-/* A comment line every KEEPALIVE_S: proxies keep the stream open, and a dead client is noticed. */
-static void on_keepalive(evutil_socket_t fd, short what, void *arg)
+/* What subscribers see, with the lazily built JSON text. */
+struct msg {
+	struct events_msg pub;
+	char *json;
+};
+
+static const char *const kind_names[EVENTS_KIND_COUNT] = {
+	[EVENTS_FABRIC_STATE] = "fabric_state",
+	[EVENTS_OPERATION] = "operation",
+	[EVENTS_OCS_CONNECTION] = "ocs_connection",
+	[EVENTS_PORT_STATE] = "port_state",
+	[EVENTS_DRIFT] = "drift",
+	[EVENTS_ISOLATION_VIOLATION] = "isolation_violation",
+	[EVENTS_SETTLED] = "settled",
+};
+
+const char *events_kind_name(enum events_kind kind)
 {
-	struct events *ev = arg;
-	(void)fd;
-	(void)what;
-	for (struct subscriber *s = ev->subs, *next; s; s = next) {
-		next = s->next;
-		http_stream_write(s->stream, ": keepalive\n\n", 13);
-	}
+	return (unsigned)kind < EVENTS_KIND_COUNT ? kind_names[kind] : "unknown";
 }
 
-int events_init(struct ofcd *d, struct events **out)
+int events_new(struct events **out)
 {
 	struct events *ev = calloc(1, sizeof(*ev));
 	if (!ev)
 		return -ENOMEM;
 	ev->next_id = 1;
-	ev->keepalive = event_new(d->base, -1, EV_PERSIST, on_keepalive, ev);
-	struct timeval tv = { KEEPALIVE_S, 0 };
-	if (!ev->keepalive || event_add(ev->keepalive, &tv) < 0) {
-		events_free(ev);
-		return -ENOMEM;
-	}
 	*out = ev;
 	return 0;
-}
-
-void events_close_all(struct events *ev)
-{
-	for (struct subscriber *s = ev ? ev->subs : NULL; s; s = s->next)
-		http_stream_end(s->stream);
 }
 
 void events_free(struct events *ev)
 {
 	if (!ev)
 		return;
-	if (ev->keepalive)
-		event_free(ev->keepalive);
+	while (ev->subs) {
+		struct events_sub *s = ev->subs;
+		ev->subs = s->next;
+		free(s);
+	}
 	free(ev);
 }
 
-static bool wanted(const struct subscriber *s, json_t *data)
+struct events_sub *events_subscribe(struct events *ev, unsigned mask, events_fn fn, void *arg)
 {
-	if (!s->fabric[0])
-		return true;
-	const char *f = json_string_value(json_object_get(data, "fabric"));
-	if (f && strcmp(f, s->fabric) == 0)
-		return true;
-	size_t i;
-	json_t *v;
-	json_array_foreach(json_object_get(data, "fabrics"), i, v)
-	{
-		if (json_is_string(v) && strcmp(json_string_value(v), s->fabric) == 0)
-			return true;
-	}
-	return false;
+	struct events_sub *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->mask = mask;
+	s->fn = fn;
+	s->arg = arg;
+	struct events_sub **p = &ev->subs;
+	while (*p)
+		p = &(*p)->next;
+	*p = s;
+	return s;
 }
 
-void events_emit(struct events *ev, const char *type, json_t *data)
+static void sweep(struct events *ev)
+{
+	for (struct events_sub **p = &ev->subs; *p;) {
+		struct events_sub *s = *p;
+		if (s->gone) {
+			*p = s->next;
+			free(s);
+		} else {
+			p = &s->next;
+		}
+	}
+	ev->has_gone = false;
+}
+
+void events_unsubscribe(struct events *ev, struct events_sub *sub)
+{
+	if (!sub)
+		return;
+	sub->gone = true;
+	ev->has_gone = true;
+	if (!ev->delivering)
+		sweep(ev);
+}
+
+const char *events_msg_json(const struct events_msg *msg)
+{
+	struct msg *m = (struct msg *)msg;
+	if (!m->json)
+		m->json = json_dumps(m->pub.data, JSON_COMPACT);
+	return m->json ? m->json : "{}";
+}
+
+static void add_time(json_t *data)
 {
 	char when[64];
 	struct timespec ts;
@@ -98,69 +121,24 @@ void events_emit(struct events *ev, const char *type, json_t *data)
 	snprintf(when, sizeof(when), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900,
 	         tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000);
 	json_object_set_new(data, "time", json_string(when));
-	unsigned long long id = ev->next_id++;
-	char *text = NULL;
-	for (struct subscriber *s = ev->subs, *next; s; s = next) {
-		next = s->next;
-		if (!wanted(s, data))
-			continue;
-		if (!text) {
-			char *json = json_dumps(data, JSON_COMPACT);
-			if (!json || asprintf(&text, "id: %llu\nevent: %s\ndata: %s\n\n", id, type,
-			                      json) < 0)
-				text = NULL;
-			free(json);
-			if (!text)
-				break;
-		}
-		http_stream_write(s->stream, text, strlen(text));
-	}
-	free(text);
+}
+
+void events_publish(struct events *ev, enum events_kind kind, json_t *data)
+{
+	struct msg m = { .pub = { .kind = kind, .name = events_kind_name(kind) } };
+	if (!data)
+		data = json_object();
+	add_time(data);
+	m.pub.data = data;
+	/* Internal kinds take no id: a stream's ids stay without gaps. */
+	m.pub.id = EVENTS_BIT(kind) & EVENTS_PUBLIC ? ev->next_id++ : 0;
+	ev->delivering++;
+	for (struct events_sub *s = ev->subs; s; s = s->next)
+		if (!s->gone && s->mask & EVENTS_BIT(kind))
+			s->fn(s->arg, &m.pub);
+	ev->delivering--;
+	if (!ev->delivering && ev->has_gone)
+		sweep(ev);
+	free(m.json);
 	json_decref(data);
-}
-
-static void on_close(void *arg)
-{
-	struct subscriber *s = arg;
-	if (s->prev)
-		s->prev->next = s->next;
-	else
-		s->ev->subs = s->next;
-	if (s->next)
-		s->next->prev = s->prev;
-	free(s);
-}
-
-void api_events(struct api_req *req)
-{
-	struct events *ev = req->d->events;
-	const char *fabric = api_query(req, "fabric");
-	if (req->d->draining) {
-		api_error(req, OFCD_E_SHUTTING_DOWN, NULL, "the daemon is shutting down");
-		return;
-	}
-	if (fabric && !auth_valid_name(fabric)) {
-		api_error(req, OFCD_E_INVALID_FIELD, "fabric",
-		          "fabric must be a name of 1 to 64 characters of [A-Za-z0-9._-]");
-		return;
-	}
-	struct subscriber *s = calloc(1, sizeof(*s));
-	if (!s) {
-		api_error(req, OFCD_E_INTERNAL, NULL, "out of memory");
-		return;
-	}
-	s->ev = ev;
-	if (fabric)
-		snprintf(s->fabric, sizeof(s->fabric), "%s", fabric);
-	s->stream = http_stream_start(req, "text/event-stream", on_close, s);
-	if (!s->stream) {
-		free(s);
-		return;
-	}
-	s->next = ev->subs;
-	if (s->next)
-		s->next->prev = s;
-	ev->subs = s;
-	/* The first bytes tell the client the stream is open. */
-	http_stream_write(s->stream, ": ofcd events\n\n", 15);
 }

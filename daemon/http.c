@@ -15,16 +15,16 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "config.h"
 #include "log.h"
 #include "metrics.h"
-#include "ofcd.h"
-#include "reconcile.h"
-#include "store.h"
 
 #define HTTP_MAX_PATH 1024
 
 struct http_server {
-	struct ofcd *d;
+	struct api_env *env;
+	const struct ofcd_config *cfg;
+	bool quiesced; /* stopping: every reply closes its connection */
 	struct MHD_Daemon *mhd;
 	int listen_fd;
 	unsigned port;
@@ -38,6 +38,7 @@ struct http_server {
 #define STREAM_MAX_QUEUED (1024 * 1024)
 
 struct http_stream {
+	struct api_stream api; /* first: what handlers hold */
 	struct http_server *h;
 	struct MHD_Connection *conn;
 	const char *content_type;
@@ -45,7 +46,7 @@ struct http_stream {
 	size_t len, cap;
 	bool suspended; /* no data: the connection waits for a write */
 	bool ending;    /* send what is queued, then end */
-	http_stream_close_fn on_close;
+	api_stream_close_fn on_close;
 	void *arg;
 	struct http_stream *next, *prev;
 };
@@ -70,7 +71,7 @@ struct http_req {
 	char *body;
 	size_t body_len;
 	bool too_large;
-	bool in_dispatch;
+	bool in_dispatch;           /* the handler runs: a resume now is sent when it returns */
 	struct http_stream *stream; /* set when the reply is a stream */
 	/* Who asked, copied (without the secret): a SIGHUP reload frees the token table. */
 	struct auth_token token;
@@ -84,11 +85,6 @@ static const char *method_name(const char *m)
 		if (strcmp(m, known[i]) == 0)
 			return known[i];
 	return "OTHER";
-}
-
-static bool is_write(const char *method)
-{
-	return strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0;
 }
 
 static void schedule_run(struct http_server *h)
@@ -156,15 +152,18 @@ static void stream_wake(struct http_stream *st)
 	evtimer_add(st->h->ev_timer, &now);
 }
 
-struct http_stream *http_stream_start(struct api_req *req, const char *content_type,
-                                      http_stream_close_fn on_close, void *arg)
+static void stream_end(struct api_stream *s);
+
+static struct api_stream *stream_start(struct api_req *req, const char *content_type,
+                                       api_stream_close_fn on_close, void *arg)
 {
-	struct http_req *r = req->http;
+	struct http_req *r = req->transport_arg;
 	struct http_stream *st = calloc(1, sizeof(*st));
 	if (!st) {
 		api_error(req, OFCD_E_INTERNAL, NULL, "out of memory");
 		return NULL;
 	}
+	st->api.transport = req->transport;
 	st->h = r->h;
 	st->conn = r->conn;
 	st->content_type = content_type;
@@ -176,11 +175,12 @@ struct http_stream *http_stream_start(struct api_req *req, const char *content_t
 	r->h->streams = st;
 	r->stream = st;
 	req->status = 200;
-	return st;
+	return &st->api;
 }
 
-int http_stream_write(struct http_stream *st, const char *data, size_t len)
+static int stream_write(struct api_stream *s, const char *data, size_t len)
 {
+	struct http_stream *st = (struct http_stream *)s;
 	if (st->ending)
 		return -EPIPE;
 	if (st->len + len > STREAM_MAX_QUEUED) {
@@ -190,7 +190,7 @@ int http_stream_write(struct http_stream *st, const char *data, size_t len)
 		free(st->buf);
 		st->buf = NULL;
 		st->len = st->cap = 0;
-		http_stream_end(st);
+		stream_end(s);
 		return -ENOBUFS;
 	}
 	if (st->len + len > st->cap) {
@@ -209,8 +209,9 @@ int http_stream_write(struct http_stream *st, const char *data, size_t len)
 	return 0;
 }
 
-void http_stream_end(struct http_stream *st)
+static void stream_end(struct api_stream *s)
 {
+	struct http_stream *st = (struct http_stream *)s;
 	st->ending = true;
 	stream_wake(st);
 }
@@ -218,7 +219,7 @@ void http_stream_end(struct http_stream *st)
 void http_end_streams(struct http_server *h)
 {
 	for (struct http_stream *st = h ? h->streams : NULL; st; st = st->next)
-		http_stream_end(st);
+		stream_end(&st->api);
 }
 
 /* The response for a finished request: JSON (with a newline for curl) or raw text. */
@@ -271,7 +272,7 @@ static enum MHD_Result send_reply(struct http_req *r)
 	if (a->status == 401)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
 		                        "Bearer realm=\"ofcd\"");
-	if (r->h->d->draining)
+	if (r->h->quiesced)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
 	enum MHD_Result ret = MHD_queue_response(r->conn, a->status, resp);
 	MHD_destroy_response(resp);
@@ -311,7 +312,7 @@ static bool check_headers(struct http_req *r, const char *url)
 {
 	struct http_server *h = r->h;
 	struct api_req *a = &r->api;
-	const struct ofcd_config *cfg = &h->d->cfg;
+	const struct ofcd_config *cfg = h->cfg;
 	bool path_known = false;
 
 	snprintf(r->path, sizeof(r->path), "%s", url);
@@ -356,12 +357,8 @@ static bool check_headers(struct http_req *r, const char *url)
 			api_error(a, OFCD_E_NOT_FOUND, NULL, "no route %s", url);
 		return false;
 	}
-	if (!check_query(r))
+	if (!check_query(r) || !api_admit(a))
 		return false;
-	if (h->d->draining && is_write(r->method)) {
-		api_error(a, OFCD_E_SHUTTING_DOWN, NULL, "the daemon is shutting down");
-		return false;
-	}
 	if (strcmp(r->method, "POST") == 0 || strcmp(r->method, "PUT") == 0) {
 		const char *ct = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
 		                                             MHD_HTTP_HEADER_CONTENT_TYPE);
@@ -390,7 +387,7 @@ static bool check_headers(struct http_req *r, const char *url)
 
 static void add_body(struct http_req *r, const char *data, size_t len)
 {
-	size_t max = r->h->d->cfg.max_body;
+	size_t max = r->h->cfg->max_body;
 	if (r->too_large)
 		return;
 	if (r->body_len + len > max) {
@@ -416,7 +413,7 @@ static bool parse_body(struct http_req *r)
 	json_error_t jerr;
 	if (r->too_large) {
 		api_error(a, OFCD_E_BODY_TOO_LARGE, NULL,
-		          "request body over the limit of %zu bytes", r->h->d->cfg.max_body);
+		          "request body over the limit of %zu bytes", r->h->cfg->max_body);
 		return false;
 	}
 	if (r->body_len == 0)
@@ -431,73 +428,25 @@ static bool parse_body(struct http_req *r)
 }
 
 /*
- * Runs the handler. A write runs inside one store transaction, committed with
- * its audit row only when the reply is a success, so a failed request changes
- * nothing.
- */
-static void dispatch(struct http_req *r)
-{
-	struct api_req *a = &r->api;
-	struct store *st = r->h->d->store;
-	const char *token = NULL;
-	bool write = is_write(r->method) && !(a->route->flags & API_F_PURE);
-
-	if (!parse_body(r))
-		goto audit_only;
-	if (write && store_begin(st) < 0) {
-		/* The store is locked or failing: an audit row would only wait again. */
-		api_error(a, OFCD_E_STORE, NULL, "the store is not available, try again");
-		return;
-	}
-	r->in_dispatch = true;
-	a->route->handler(a);
-	r->in_dispatch = false;
-	if (a->status == 0) {
-		/* A handler that suspends must first set the reply it would give now. */
-		log_error("http", "%s %s: handler gave no reply", r->method, r->path);
-		a->suspended = false;
-		api_error(a, OFCD_E_INTERNAL, NULL, "internal error");
-	}
-	if (!write)
-		return;
-	token = a->token ? a->token->name : NULL;
-	if (a->status >= 400) {
-		store_rollback(st);
-		goto audit_only;
-	}
-	if (store_audit(st, token, r->method, r->path, a->status) < 0 || store_commit(st) < 0) {
-		store_rollback(st);
-		if (a->suspended) {
-			a->suspended = false;
-			if (a->on_abort)
-				a->on_abort(a, true);
-		}
-		api_error(a, OFCD_E_STORE, NULL, "the change could not be stored, try again");
-		goto audit_only;
-	}
-	/* Every committed change may alter what some OCS unit should hold. */
-	if (!a->desired_unchanged)
-		reconcile_kick(r->h->d->reconciler);
-	return;
-audit_only:
-	if (write) {
-		token = a->token ? a->token->name : NULL;
-		store_audit(st, token, r->method, r->path, a->status);
-	}
-}
-
-/*
  * Answers before the body is read (or while it arrives): MHD then closes the
- * connection instead of reading the rest. Refused writes (auth, media type,
- * size) belong in the audit trail too.
+ * connection instead of reading the rest.
  */
 static enum MHD_Result refuse_early(struct http_req *r)
 {
-	if (is_write(r->method) && !(r->api.route && r->api.route->flags & API_F_PURE))
-		store_audit(r->h->d->store, r->api.token ? r->api.token->name : NULL, r->method,
-		            r->path, r->api.status);
+	api_audit_refusal(&r->api);
 	return send_reply(r);
 }
+
+static void req_resume(struct api_req *req);
+static const char *req_query(struct api_req *req, const char *key);
+
+static const struct api_transport http_transport = {
+	.resume = req_resume,
+	.query = req_query,
+	.stream_start = stream_start,
+	.stream_write = stream_write,
+	.stream_end = stream_end,
+};
 
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
                                  const char *method, const char *version, const char *upload_data,
@@ -515,8 +464,9 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 		h->inflight++;
 		r->h = h;
 		r->conn = conn;
-		r->api.d = h->d;
-		r->api.http = r;
+		r->api.env = h->env;
+		r->api.transport = &http_transport;
+		r->api.transport_arg = r;
 		clock_gettime(CLOCK_MONOTONIC, &r->t0);
 		snprintf(r->method, sizeof(r->method), "%s", method_name(method));
 		r->api.method = r->method;
@@ -536,7 +486,13 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
-	dispatch(r);
+	if (parse_body(r)) {
+		r->in_dispatch = true;
+		api_dispatch(&r->api);
+		r->in_dispatch = false;
+	} else {
+		api_audit_refusal(&r->api);
+	}
 	if (r->api.suspended) {
 		r->state = REQ_SUSPENDED;
 		r->next = h->suspended;
@@ -560,16 +516,9 @@ static void unlink_suspended(struct http_req *r)
 	r->next = r->prev = NULL;
 }
 
-void api_suspend(struct api_req *req, api_abort_fn on_abort, void *arg)
+static void req_resume(struct api_req *req)
 {
-	req->suspended = true;
-	req->on_abort = on_abort;
-	req->wait_arg = arg;
-}
-
-void api_resume(struct api_req *req)
-{
-	struct http_req *r = req->http;
+	struct http_req *r = req->transport_arg;
 	req->suspended = false;
 	if (r->in_dispatch || r->state != REQ_SUSPENDED)
 		return; /* still inside the handler: on_access sends it on return */
@@ -581,9 +530,9 @@ void api_resume(struct api_req *req)
 	evtimer_add(r->h->ev_timer, &now);
 }
 
-const char *api_query(struct api_req *req, const char *key)
+static const char *req_query(struct api_req *req, const char *key)
 {
-	struct http_req *r = req->http;
+	struct http_req *r = req->transport_arg;
 	return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);
 }
 
@@ -688,7 +637,7 @@ static int bind_listener(const struct ofcd_config *cfg, int *fd_out, char *err, 
 	return 0;
 }
 
-int http_start(struct ofcd *d, struct http_server **out, char *err, size_t errlen)
+int http_start(struct api_env *env, struct http_server **out, char *err, size_t errlen)
 {
 	struct http_server *h = calloc(1, sizeof(*h));
 	int rc;
@@ -696,9 +645,10 @@ int http_start(struct ofcd *d, struct http_server **out, char *err, size_t errle
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	h->d = d;
+	h->env = env;
+	h->cfg = env->cfg;
 	h->listen_fd = -1;
-	rc = bind_listener(&d->cfg, &h->listen_fd, err, errlen);
+	rc = bind_listener(h->cfg, &h->listen_fd, err, errlen);
 	if (rc < 0)
 		goto fail;
 
@@ -713,7 +663,7 @@ int http_start(struct ofcd *d, struct http_server **out, char *err, size_t errle
 	    h, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h, MHD_OPTION_UNESCAPE_CALLBACK, on_unescape,
 	    h, MHD_OPTION_LISTEN_SOCKET, h->listen_fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
 	    MHD_OPTION_NOTIFY_CONNECTION, on_connection, h, MHD_OPTION_CONNECTION_LIMIT,
-	    d->cfg.max_connections, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120, MHD_OPTION_END);
+	    h->cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120, MHD_OPTION_END);
 	if (!h->mhd) {
 		snprintf(err, errlen, "cannot start the HTTP server (libmicrohttpd)");
 		rc = -EIO;
@@ -725,8 +675,8 @@ int http_start(struct ofcd *d, struct http_server **out, char *err, size_t errle
 		rc = -ENOTSUP;
 		goto fail;
 	}
-	h->ev_epoll = event_new(d->base, info->epoll_fd, EV_READ | EV_PERSIST, on_mhd_ready, h);
-	h->ev_timer = evtimer_new(d->base, on_mhd_ready, h);
+	h->ev_epoll = event_new(env->base, info->epoll_fd, EV_READ | EV_PERSIST, on_mhd_ready, h);
+	h->ev_timer = evtimer_new(env->base, on_mhd_ready, h);
 	if (!h->ev_epoll || !h->ev_timer || event_add(h->ev_epoll, NULL) < 0) {
 		snprintf(err, errlen, "cannot register the HTTP server with the event loop");
 		rc = -ENOMEM;
@@ -744,6 +694,7 @@ void http_quiesce(struct http_server *h)
 {
 	if (!h || !h->mhd || h->listen_fd < 0)
 		return;
+	h->quiesced = true;
 	MHD_socket fd = MHD_quiesce_daemon(h->mhd);
 	if (fd != MHD_INVALID_SOCKET)
 		close(fd);
@@ -762,7 +713,7 @@ void http_abort_suspended(struct http_server *h)
 		struct http_req *r = h->suspended;
 		if (r->api.on_abort)
 			r->api.on_abort(&r->api, false);
-		api_resume(&r->api);
+		req_resume(&r->api);
 	}
 }
 

@@ -18,14 +18,6 @@
 
 #define DRAIN_TIMEOUT_S 10
 
-double ofcd_uptime(const struct ofcd *d)
-{
-	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)(now.tv_sec - d->started.tv_sec) +
-	       (double)(now.tv_nsec - d->started.tv_nsec) / 1e9;
-}
-
 static void on_drain_check(evutil_socket_t fd, short what, void *arg)
 {
 	struct ofcd *d = arg;
@@ -47,11 +39,12 @@ void ofcd_stop(struct ofcd *d)
 	if (d->draining)
 		return;
 	d->draining = true;
+	d->env.draining = true;
 	log_info("daemon", "stopping: finishing %zu in-flight requests", http_inflight(d->http));
 	sd_notify(0, "STOPPING=1");
 	http_quiesce(d->http);
 	http_abort_suspended(d->http);
-	events_close_all(d->events);
+	http_end_streams(d->http);
 	clock_gettime(CLOCK_MONOTONIC, &d->drain_deadline);
 	d->drain_deadline.tv_sec += DRAIN_TIMEOUT_S;
 	struct timeval tick = { 0, 20000 };
@@ -128,6 +121,11 @@ static void on_watchdog(evutil_socket_t fd, short what, void *arg)
 	sd_notify(0, "WATCHDOG=1");
 }
 
+static void on_commit(void *arg)
+{
+	reconcile_kick(arg);
+}
+
 int ofcd_init(struct ofcd *d, struct ofcd_config *cfg, const char *config_path, bool demo)
 {
 	char err[768];
@@ -138,7 +136,7 @@ int ofcd_init(struct ofcd *d, struct ofcd_config *cfg, const char *config_path, 
 	d->cfg = *cfg;
 	memset(cfg, 0, sizeof(*cfg));
 	d->config_path = config_path;
-	clock_gettime(CLOCK_MONOTONIC, &d->started);
+	clock_gettime(CLOCK_MONOTONIC, &d->env.started);
 	log_set_level(d->cfg.log_level);
 	signal(SIGPIPE, SIG_IGN);
 
@@ -157,16 +155,31 @@ int ofcd_init(struct ofcd *d, struct ofcd_config *cfg, const char *config_path, 
 		log_error("store", "cannot load the desired state: %s", strerror(-rc));
 		return rc;
 	}
+	d->env.base = d->base;
+	d->env.cfg = &d->cfg;
+	d->env.store = d->store;
+	d->env.desired = d->desired;
 	if (demo && demo_load(d) < 0)
 		return -EIO;
-	rc = events_init(d, &d->events);
-	if (rc == 0)
-		rc = reconcile_init(d, &d->reconciler);
+	rc = events_new(&d->events);
+	if (rc == 0) {
+		struct reconcile_deps deps = { .base = d->base,
+			                       .store = d->store,
+			                       .desired = d->desired,
+			                       .events = d->events,
+			                       .audit_interval_s = d->cfg.audit_interval_s };
+		rc = reconcile_init(&deps, &d->reconciler);
+	}
 	if (rc < 0) {
 		log_error("daemon", "cannot start the reconciler: %s", strerror(-rc));
 		return rc;
 	}
-	rc = http_start(d, &d->http, err, sizeof(err));
+	d->env.reconciler = d->reconciler;
+	d->env.events = d->events;
+	/* Every committed change may alter what some OCS unit should hold. */
+	d->env.on_commit = on_commit;
+	d->env.on_commit_arg = d->reconciler;
+	rc = http_start(&d->env, &d->http, err, sizeof(err));
 	if (rc < 0) {
 		log_error("http", "%s", err);
 		return rc;

@@ -1,6 +1,8 @@
 /*
- * The daemon: one libevent loop that owns the HTTP server, the store, the
- * timers and the signals. Created by main.c (and by tests), run until
+ * The daemon's composition root: the one module that knows every other. It
+ * builds the store, the desired-state mirror, the event bus, the reconciler
+ * and the HTTP server, wires the API's commit hook to the reconciler, and
+ * owns the loop, the timers and the signals. Created by main.c (and by tests), run until
  * SIGTERM/SIGINT, then drained and torn down. Loop thread only.
  */
 #ifndef OFCD_OFCD_H
@@ -9,9 +11,9 @@
 #include <stdbool.h>
 #include <time.h>
 
+#include "api.h"
 #include "config.h"
-
-#define OFCD_VERSION "0.1.0"
+#include "version.h"
 
 struct event_base;
 struct event;
@@ -30,9 +32,9 @@ struct ofcd {
 	struct desired *desired;       /**< the store's circuits in memory (owned) */
 	struct http_server *http;      /**< REST server (owned) */
 	struct reconciler *reconciler; /**< keeps OCS units equal to the plans (owned) */
-	struct events *events;         /**< event stream subscribers (owned) */
-	struct timespec started;       /**< CLOCK_MONOTONIC at start, for uptime */
-	bool draining;                 /**< SIGTERM seen: finishing in-flight requests */
+	struct events *events;         /**< the event bus (owned) */
+	struct api_env env; /**< what request handlers see (borrowed pointers to the above) */
+	bool draining;      /**< SIGTERM seen: finishing in-flight requests */
 
 	struct event *ev_sigterm;       /**< SIGTERM handler */
 	struct event *ev_sigint;        /**< SIGINT handler */
@@ -61,8 +63,5 @@ void ofcd_reload(struct ofcd *d);
 
 /** Releases everything (store closed cleanly). Safe on a partly initialised d. */
 void ofcd_destroy(struct ofcd *d);
-
-/** Seconds since start. */
-double ofcd_uptime(const struct ofcd *d);
 
 #endif

@@ -11,11 +11,9 @@
 #include "events.h"
 #include "log.h"
 #include "metrics.h"
-#include "ofcd.h"
 #include "plan_diff.h"
 #include "plan_state.h"
 #include "store.h"
-#include "wait.h"
 
 /* Largest batch: OVS takes thousands of flow mods at once; bounded so one batch cannot stall. */
 #define BATCH_MAX_OPS  8192
@@ -68,7 +66,7 @@ struct unit {
 };
 
 struct reconciler {
-	struct ofcd *d;
+	struct reconcile_deps d; /* what it works with (borrowed) */
 	struct unit *units;
 	struct event *ev_pass;   /* deferred pass */
 	struct event *ev_audit;  /* periodic audit */
@@ -173,12 +171,12 @@ static json_t *flows_json(const struct ocs_flow *v, size_t n)
 
 static struct store *store_of(struct reconciler *r)
 {
-	return r->d->store;
+	return r->d.store;
 }
 
 static struct desired_set unit_desired(const struct unit *u)
 {
-	return desired_of(u->r->d->desired, u->id);
+	return desired_of(u->r->d.desired, u->id);
 }
 
 /* A walk of a sorted list of cross-connects along a desired set (one merge pass). */
@@ -335,7 +333,7 @@ static json_t *batch_fabrics(struct reconciler *r, struct unit *u, const struct 
 	const char *last = NULL;
 	for (size_t i = 0; i < b->ndel; i++) {
 		const char *name =
-		    desired_former_owner(r->d->desired, u->id, b->del[i].a, b->del[i].b);
+		    desired_former_owner(r->d.desired, u->id, b->del[i].a, b->del[i].b);
 		if (name) {
 			if (name != last)
 				add_name(names, name);
@@ -436,7 +434,7 @@ static void op_finish(struct reconciler *r, struct unit *u, int status, const ch
 	                       "status", status == 0 ? "succeeded" : "failed", "fabrics", fabrics);
 	if (status)
 		json_object_set_new(ev, "error", json_string(err ? err : strerror(-status)));
-	events_emit(r->d->events, "operation", ev);
+	events_publish(r->d.events, EVENTS_OPERATION, ev);
 	u->op_id = 0;
 }
 
@@ -552,10 +550,10 @@ static void report_violation(struct reconciler *r, struct unit *u, const int64_t
 	                    NULL, 1);
 	json_t *fabrics = json_array();
 	add_fabric_names(r, fabrics, ids, 2);
-	events_emit(r->d->events, "isolation_violation",
-	            json_pack("{s:s, s:[I, I], s:b, s:o}", "ocs", u->name,
-	                      foreign ? "foreign_entry" : "cross_connect", (json_int_t)a,
-	                      (json_int_t)b, "foreign", foreign, "fabrics", fabrics));
+	events_publish(r->d.events, EVENTS_ISOLATION_VIOLATION,
+	               json_pack("{s:s, s:[I, I], s:b, s:o}", "ocs", u->name,
+	                         foreign ? "foreign_entry" : "cross_connect", (json_int_t)a,
+	                         (json_int_t)b, "foreign", foreign, "fabrics", fabrics));
 }
 
 static void check_isolation(struct reconciler *r, struct unit *u)
@@ -633,9 +631,9 @@ static void on_read(void *arg, int status, const char *err, const struct ocs_rea
 		metrics_counter_add(
 		    "ofcd_drift_repairs_total",
 		    "Audits that found an OCS unit changed by hand and repaired it.", NULL, 1);
-		events_emit(r->d->events, "drift",
-		            json_pack("{s:s, s:I, s:I}", "ocs", u->name, "held_before",
-		                      (json_int_t)u->nactual, "held_now", (json_int_t)n));
+		events_publish(r->d.events, EVENTS_DRIFT,
+		               json_pack("{s:s, s:I, s:I}", "ocs", u->name, "held_before",
+		                         (json_int_t)u->nactual, "held_now", (json_int_t)n));
 		u->trigger = "audit";
 	}
 	memcpy(partial, rb->partial, rb->npartial * sizeof(*partial));
@@ -666,7 +664,7 @@ static void on_read(void *arg, int status, const char *err, const struct ocs_rea
 			evtimer_add(r->ev_flush, &sec);
 		}
 	}
-	desired_prune(r->d->desired, u->id, u->actual, u->nactual);
+	desired_prune(r->d.desired, u->id, u->actual, u->nactual);
 	check_isolation(r, u);
 	drive(u);
 	schedule_states(r);
@@ -688,7 +686,7 @@ static void on_conn_state(void *arg, enum ocs_conn_state state, const char *err)
 	json_t *ev = json_pack("{s:s, s:s}", "ocs", u->name, "state", conn_name(state));
 	if (err)
 		json_object_set_new(ev, "error", json_string(err));
-	events_emit(r->d->events, "ocs_connection", ev);
+	events_publish(r->d.events, EVENTS_OCS_CONNECTION, ev);
 	if (state == OCS_CONN_UP) {
 		/* Whatever the unit held while we were away: read it before changing it. */
 		u->have_actual = false;
@@ -721,9 +719,9 @@ static void on_port_state(void *arg, uint32_t port, bool up)
 	else
 		store_rollback(s);
 	log_info("reconcile", "%s: port %u link %s", u->name, port, up ? "up" : "down");
-	events_emit(u->r->d->events, "port_state",
-	            json_pack("{s:s, s:I, s:s}", "ocs", u->name, "port", (json_int_t)port, "link",
-	                      up ? "up" : "down"));
+	events_publish(u->r->d.events, EVENTS_PORT_STATE,
+	               json_pack("{s:s, s:I, s:s}", "ocs", u->name, "port", (json_int_t)port,
+	                         "link", up ? "up" : "down"));
 }
 
 /* ---- units --------------------------------------------------------------- */
@@ -753,7 +751,7 @@ static void unit_free(struct unit *u, bool shutdown)
 	free(u->owner);
 	free(u->violations);
 	json_decref(u->op_fabrics);
-	desired_forget(u->r->d->desired, u->id);
+	desired_forget(u->r->d.desired, u->id);
 	free(u);
 }
 
@@ -771,7 +769,7 @@ static void unit_open(struct reconciler *r, struct unit *u)
 		snprintf(u->last_error, sizeof(u->last_error), "unknown driver %s", u->driver);
 		return;
 	}
-	int rc = u->ops->open(r->d->base, &p, &ev, &u->h, err, sizeof(err));
+	int rc = u->ops->open(r->d.base, &p, &ev, &u->h, err, sizeof(err));
 	if (rc < 0) {
 		u->h = NULL;
 		snprintf(u->last_error, sizeof(u->last_error), "%s", err);
@@ -814,7 +812,7 @@ static struct unit *unit_new(struct reconciler *r, sqlite3_stmt *st)
 	u->trigger = "startup";
 	u->peer = calloc((size_t)u->ports + 1, sizeof(*u->peer));
 	u->joining = calloc((size_t)u->ports + 1, sizeof(*u->joining));
-	u->retry = evtimer_new(r->d->base, on_retry, u);
+	u->retry = evtimer_new(r->d.base, on_retry, u);
 	if (!u->peer || !u->joining || !u->retry) {
 		unit_free(u, false);
 		return NULL;
@@ -879,7 +877,7 @@ static void drive(struct unit *u)
 		return;
 	}
 	/* A mirror that failed to load may miss circuits: sending its diff would tear them down. */
-	if (!desired_usable(r->d->desired))
+	if (!desired_usable(r->d.desired))
 		return;
 	struct plan_xc *actual = NULL;
 	size_t na = 0;
@@ -961,7 +959,7 @@ static void on_pass(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	struct timespec t0 = work_start();
 	r->generation++;
-	desired_refresh(r->d->desired);
+	desired_refresh(r->d.desired);
 	sync_units(r);
 	for (struct unit *u = r->units; u; u = u->next)
 		drive(u);
@@ -983,7 +981,7 @@ static void on_audit(evutil_socket_t fd, short what, void *arg)
 	struct reconciler *r = arg;
 	(void)fd;
 	(void)what;
-	desired_refresh(r->d->desired);
+	desired_refresh(r->d.desired);
 	for (struct unit *u = r->units; u; u = u->next)
 		if (u->h && u->conn == OCS_CONN_UP && !u->busy)
 			start_read(u, true);
@@ -1263,7 +1261,7 @@ static void update_states(struct reconciler *r)
 				log_info("reconcile", "fabric %s: %s",
 				         json_string_value(json_object_get(c, "fabric")),
 				         json_string_value(json_object_get(c, "state")));
-				events_emit(r->d->events, "fabric_state", ev);
+				events_publish(r->d.events, EVENTS_FABRIC_STATE, ev);
 			}
 		} else {
 			store_rollback(s);
@@ -1276,7 +1274,7 @@ static void update_states(struct reconciler *r)
 	free(busy_on);
 	free(seen);
 	json_decref(changes);
-	wait_check(r->d);
+	events_publish(r->d.events, EVENTS_SETTLED, NULL);
 	if (unsettled) {
 		struct timeval tick = { 0, STATES_TICK_MS * 1000 };
 		evtimer_add(r->ev_states, &tick);
@@ -1300,12 +1298,12 @@ static void schedule_states(struct reconciler *r)
 
 /* ---- public -------------------------------------------------------------- */
 
-int reconcile_init(struct ofcd *d, struct reconciler **out)
+int reconcile_init(const struct reconcile_deps *d, struct reconciler **out)
 {
 	struct reconciler *r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
-	r->d = d;
+	r->d = *d;
 	r->ev_pass = event_new(d->base, -1, 0, on_pass, r);
 	r->ev_audit = event_new(d->base, -1, EV_PERSIST, on_audit, r);
 	r->ev_states = evtimer_new(d->base, on_states, r);
@@ -1326,7 +1324,7 @@ int reconcile_init(struct ofcd *d, struct reconciler **out)
 		else
 			store_rollback(s);
 	}
-	reconcile_set_audit_interval(r, d->cfg.audit_interval_s);
+	reconcile_set_audit_interval(r, d->audit_interval_s);
 	*out = r;
 	sync_units(r);
 	reconcile_kick(r);
@@ -1399,7 +1397,7 @@ static bool port_leftover(struct reconciler *r, struct unit *u, uint32_t port, c
 		struct desired_set ds = unit_desired(u);
 		if (ds.n && bsearch(&xc, ds.xc, ds.n, sizeof(xc), plan_xc_cmp))
 			return false;
-		const char *former = desired_former_owner(r->d->desired, u->id, xc.a, xc.b);
+		const char *former = desired_former_owner(r->d.desired, u->id, xc.a, xc.b);
 		snprintf(why, len, "OCS unit %s %s port %u to port %u%s%s%s", u->name,
 		         u->peer[port] ? "still joins" : "is joining", port, peer,
 		         former ? " (a circuit of fabric " : "", former ? former : "",

@@ -25,15 +25,27 @@
 
 #include "ocs_driver.h"
 
-struct ofcd;
+struct desired;
+struct event_base;
+struct events;
 struct reconciler;
+struct store;
+
+/** What the reconciler is built from; every pointer is borrowed and must outlive it. */
+struct reconcile_deps {
+	struct event_base *base;   /**< the loop its timers and drivers run on */
+	struct store *store;       /**< desired state, operations, read-back copies */
+	struct desired *desired;   /**< the store's circuits in memory */
+	struct events *events;     /**< bus it publishes its events on */
+	unsigned audit_interval_s; /**< seconds between audits (0: none) */
+};
 
 /**
  * Creates the reconciler, marks operations a crash left running as
  * interrupted, opens a driver per OCS unit and schedules the first pass.
  * Returns 0 or -errno.
  */
-int reconcile_init(struct ofcd *d, struct reconciler **out);
+int reconcile_init(const struct reconcile_deps *deps, struct reconciler **out);
 
 /** Closes every driver instance and frees r. NULL is fine. */
 void reconcile_free(struct reconciler *r);

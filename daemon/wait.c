@@ -8,13 +8,13 @@
 #include <string.h>
 
 #include "api.h"
-#include "ofcd.h"
+#include "events.h"
 #include "plan_state.h"
 #include "reconcile.h"
 #include "topo.h"
 
 struct waiter {
-	struct ofcd *d;
+	struct api_env *env;
 	struct api_req *req;
 	char fabric[65];
 	enum wait_mode mode;
@@ -23,7 +23,10 @@ struct waiter {
 	struct waiter *next, *prev;
 };
 
-static struct waiter *waiters; /* one daemon per process: the list is process-wide */
+/* One daemon per process: the list is process-wide, and on the bus while not empty. */
+static struct waiter *waiters;
+static struct events_sub *settled_sub;
+static struct events *settled_bus;
 
 int wait_parse(struct api_req *req, double *seconds)
 {
@@ -50,7 +53,7 @@ static bool final(const char *state)
 
 static bool done(struct waiter *w)
 {
-	struct ofcd *d = w->d;
+	struct api_env *d = w->env;
 	if (w->mode == WAIT_REMOVED)
 		return reconcile_generation(d->reconciler) >= w->generation &&
 		       reconcile_all_in_sync(d->reconciler);
@@ -63,7 +66,7 @@ static bool done(struct waiter *w)
 /* The reply of the moment: the fabric's view, or for a removal how far it got. */
 static void refresh(struct waiter *w)
 {
-	struct ofcd *d = w->d;
+	struct api_env *d = w->env;
 	unsigned status = w->req->status;
 	if (w->mode == WAIT_REMOVED) {
 		bool gone = done(w);
@@ -89,8 +92,13 @@ static void unlink_waiter(struct waiter *w)
 		waiters = w->next;
 	if (w->next)
 		w->next->prev = w->prev;
-	event_free(w->deadline);
+	if (w->deadline)
+		event_free(w->deadline);
 	free(w);
+	if (!waiters && settled_sub) {
+		events_unsubscribe(settled_bus, settled_sub);
+		settled_sub = NULL;
+	}
 }
 
 static void finish(struct waiter *w)
@@ -116,13 +124,25 @@ static void on_abort(struct api_req *req, bool conn_closed)
 	unlink_waiter(w);
 }
 
+/* Fabric states or unit sync may have changed: finish the waiters whose condition holds. */
+static void on_settled(void *arg, const struct events_msg *msg)
+{
+	(void)arg;
+	(void)msg;
+	for (struct waiter *w = waiters, *next; w; w = next) {
+		next = w->next;
+		if (done(w))
+			finish(w);
+	}
+}
+
 void wait_fabric(struct api_req *req, const char *name, enum wait_mode mode, double seconds)
 {
-	struct ofcd *d = req->d;
+	struct api_env *d = req->env;
 	struct waiter *w = calloc(1, sizeof(*w));
 	if (!w)
 		return; /* the reply already set is an honest answer */
-	w->d = d;
+	w->env = d;
 	w->req = req;
 	w->mode = mode;
 	snprintf(w->fabric, sizeof(w->fabric), "%s", name);
@@ -140,27 +160,25 @@ void wait_fabric(struct api_req *req, const char *name, enum wait_mode mode, dou
 		free(w);
 		return;
 	}
+	if (!settled_sub) {
+		settled_bus = d->events;
+		settled_sub =
+		    events_subscribe(d->events, EVENTS_BIT(EVENTS_SETTLED), on_settled, NULL);
+		if (!settled_sub) {
+			free(w);
+			return;
+		}
+	}
 	w->deadline = evtimer_new(d->base, on_deadline, w);
 	struct timeval tv = { .tv_sec = (time_t)seconds,
 		              .tv_usec = (suseconds_t)((seconds - floor(seconds)) * 1e6) };
-	if (!w->deadline || evtimer_add(w->deadline, &tv) < 0) {
-		if (w->deadline)
-			event_free(w->deadline);
-		free(w);
-		return;
-	}
 	w->next = waiters;
 	if (waiters)
 		waiters->prev = w;
 	waiters = w;
-	api_suspend(req, on_abort, w);
-}
-
-void wait_check(struct ofcd *d)
-{
-	for (struct waiter *w = waiters, *next; w; w = next) {
-		next = w->next;
-		if (w->d == d && done(w))
-			finish(w);
+	if (!w->deadline || evtimer_add(w->deadline, &tv) < 0) {
+		unlink_waiter(w); /* the reply already set is an honest answer */
+		return;
 	}
+	api_suspend(req, on_abort, w);
 }

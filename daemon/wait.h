@@ -3,6 +3,8 @@
  * thread) until the fabric reaches a final state (applied, degraded, failed),
  * or, after a deletion, until every OCS unit holds exactly what is desired,
  * or until the time runs out; then it carries the state of that moment.
+ * Waiters re-check their condition on every EVENTS_SETTLED of the bus (the
+ * reconciler publishes one whenever states or sync may have changed).
  * Loop thread only.
  */
 #ifndef OFCD_WAIT_H
@@ -10,7 +12,6 @@
 
 #include <stdint.h>
 
-struct ofcd;
 struct api_req;
 
 #define WAIT_MAX_S 60
@@ -36,8 +37,5 @@ int wait_parse(struct api_req *req, double *seconds);
  * it does nothing; when the condition already holds it only rebuilds the reply.
  */
 void wait_fabric(struct api_req *req, const char *name, enum wait_mode mode, double seconds);
-
-/** Re-checks every waiter; called whenever fabric states or unit sync may have changed. */
-void wait_check(struct ofcd *d);
 
 #endif
