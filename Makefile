@@ -2,7 +2,8 @@
 #
 #   make          build build/ofcd
 #   make run      set up, build and start the daemon on the embedded default with a demo topology
-#   make test     set up, build and run every test (unit, unit under ASan+UBSan, integration)
+#   make test     set up, build and run every test (layering check, unit, unit under
+#                 ASan+UBSan, integration)
 #   make bench    run the benchmarks (see bench/RESULTS.md)
 #   make install  install binary, systemd units and default configuration into DESTDIR/PREFIX
 #   make clean    remove build/
@@ -31,67 +32,102 @@ $(B)/config.mk: packaging/deps.sh
 	@mv $@.tmp $@
 
 WARN     := -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
-CPPFLAGS := -D_GNU_SOURCE -Idaemon -Iplanner -Iocs_drivers -I$(B)/gen
 CFLAGS   ?= -O2 -g
 SANFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 
-LIB_SRC   := $(sort $(filter-out daemon/main.c,$(wildcard daemon/*.c)) $(wildcard planner/*.c) \
-               $(wildcard ocs_drivers/*.c)) $(B)/gen/migrations.c
-UNIT_SRC  := $(sort $(wildcard tests/unit/test_*.c))
-BENCH_SRC := $(sort $(wildcard bench/*.c))
-MIGRATIONS := $(sort $(wildcard schema/[0-9]*.sql))
+# Layers, lowest first. Each is its own archive and sees only the headers of
+# its own folder and of the layers below it (make check-deps checks the links):
+#   planner/      pure C: its own headers, no package flags
+#   ocs_drivers/  its own headers and libevent's
+#   common/       what the daemon and the agent share (log, INI, JSON input, rdma)
+#   daemon/       the controller; agent/ the host agent
+EV_CFLAGS      := $(shell pkg-config --cflags libevent 2>/dev/null)
+PLANNER_CPP    := -D_GNU_SOURCE -Iplanner
+DRIVERS_CPP    := -D_GNU_SOURCE -Iocs_drivers $(EV_CFLAGS)
+COMMON_CPP     := -D_GNU_SOURCE -Icommon
+DAEMON_CPP     := -D_GNU_SOURCE -Idaemon -Icommon -Iplanner -Iocs_drivers -I$(B)/gen
+AGENT_CPP      := -D_GNU_SOURCE -Iagent -Icommon
+TEST_CPP       := -D_GNU_SOURCE -Idaemon -Iagent -Icommon -Iplanner -Iocs_drivers -I$(B)/gen
+
+PLANNER_SRC := $(sort $(wildcard planner/*.c))
+DRIVERS_SRC := $(sort $(wildcard ocs_drivers/*.c))
+COMMON_SRC  := $(sort $(wildcard common/*.c))
+DAEMON_SRC  := $(sort $(filter-out daemon/main.c,$(wildcard daemon/*.c))) $(B)/gen/migrations.c
+AGENT_SRC   := $(sort $(filter-out agent/main.c,$(wildcard agent/*.c)))
+UNIT_SRC    := $(sort $(wildcard tests/unit/test_*.c))
+BENCH_SRC   := $(sort $(wildcard bench/*.c))
+MIGRATIONS  := $(sort $(wildcard schema/[0-9]*.sql))
 
 obj = $(patsubst %.c,$(1)/obj/%.o,$(patsubst $(B)/%,%,$(2)))
 
-LIB_OBJ      := $(call obj,$(B),$(LIB_SRC))
-LIB_OBJ_SAN  := $(call obj,$(B)/san,$(LIB_SRC))
+# The archives, highest layer first (the order the linker needs).
+LAYERS := daemon agent common ocs_drivers planner
+daemon_SRC := $(DAEMON_SRC)
+agent_SRC := $(AGENT_SRC)
+common_SRC := $(COMMON_SRC)
+ocs_drivers_SRC := $(DRIVERS_SRC)
+planner_SRC := $(PLANNER_SRC)
+LIBS     := $(foreach l,$(LAYERS),$(B)/lib$(l).a)
+LIBS_SAN := $(foreach l,$(LAYERS),$(B)/san/lib$(l).a)
 UNIT_BIN     := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
 UNIT_BIN_SAN := $(patsubst tests/unit/%.c,$(B)/san/tests/%,$(UNIT_SRC))
 BENCH_BIN    := $(patsubst bench/%.c,$(B)/bench/%,$(BENCH_SRC))
 
-.PHONY: all run test unit unit-san integration bench install clean format
+.PHONY: all run test unit unit-san integration check-deps bench install clean format
 all: $(B)/ofcd
 
 $(B)/gen/migrations.c: $(MIGRATIONS) schema/embed.sh
 	@mkdir -p $(@D)
 	sh schema/embed.sh $(MIGRATIONS) > $@
 
-$(B)/obj/%.o: %.c $(B)/config.mk
-	@mkdir -p $(@D)
-	$(CC) $(WARN) $(CPPFLAGS) $(PKG_CFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+# One compile rule per layer and build flavour (plain, sanitized).
+define layer_rules
+$(B)/obj/$(1)/%.o: $(1)/%.c $(B)/config.mk
+	@mkdir -p $$(@D)
+	$$(CC) $$(WARN) $(2) $(3) $$(CFLAGS) -MMD -MP -c $$< -o $$@
+$(B)/san/obj/$(1)/%.o: $(1)/%.c $(B)/config.mk
+	@mkdir -p $$(@D)
+	$$(CC) $$(WARN) $(2) $(3) $$(SANFLAGS) -MMD -MP -c $$< -o $$@
+endef
+$(eval $(call layer_rules,planner,$(PLANNER_CPP),))
+$(eval $(call layer_rules,ocs_drivers,$(DRIVERS_CPP),))
+$(eval $(call layer_rules,common,$(COMMON_CPP),$$(PKG_CFLAGS)))
+$(eval $(call layer_rules,daemon,$(DAEMON_CPP),$$(PKG_CFLAGS)))
+$(eval $(call layer_rules,agent,$(AGENT_CPP),$$(PKG_CFLAGS)))
+$(eval $(call layer_rules,tests/unit,$(TEST_CPP),$$(PKG_CFLAGS)))
+$(eval $(call layer_rules,bench,$(TEST_CPP),$$(PKG_CFLAGS)))
 
 $(B)/obj/gen/%.o: $(B)/gen/%.c
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
-
-$(B)/san/obj/%.o: %.c $(B)/config.mk
-	@mkdir -p $(@D)
-	$(CC) $(WARN) $(CPPFLAGS) $(PKG_CFLAGS) $(SANFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(WARN) $(DAEMON_CPP) $(CFLAGS) -c $< -o $@
 
 $(B)/san/obj/gen/%.o: $(B)/gen/%.c
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(CPPFLAGS) $(SANFLAGS) -c $< -o $@
+	$(CC) $(WARN) $(DAEMON_CPP) $(SANFLAGS) -c $< -o $@
 
-$(B)/libofcd.a: $(LIB_OBJ)
-	@rm -f $@
-	ar rcs $@ $^
+define archive_rules
+$(B)/lib$(1).a: $(call obj,$(B),$($(1)_SRC))
+	@rm -f $$@
+	ar rcs $$@ $$^
+$(B)/san/lib$(1).a: $(call obj,$(B)/san,$($(1)_SRC))
+	@mkdir -p $$(@D)
+	@rm -f $$@
+	ar rcs $$@ $$^
+endef
+$(foreach l,$(LAYERS),$(eval $(call archive_rules,$(l))))
 
-$(B)/san/libofcd.a: $(LIB_OBJ_SAN)
-	@rm -f $@
-	ar rcs $@ $^
-
-$(B)/ofcd: $(B)/obj/daemon/main.o $(B)/libofcd.a
+$(B)/ofcd: $(B)/obj/daemon/main.o $(LIBS)
 	$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS)
 
-$(B)/tests/%: $(B)/obj/tests/unit/%.o $(B)/libofcd.a
+$(B)/tests/%: $(B)/obj/tests/unit/%.o $(LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(CMOCKA_LIBS)
 
-$(B)/san/tests/%: $(B)/san/obj/tests/unit/%.o $(B)/san/libofcd.a
+$(B)/san/tests/%: $(B)/san/obj/tests/unit/%.o $(LIBS_SAN)
 	@mkdir -p $(@D)
 	$(CC) $(SANFLAGS) -o $@ $^ $(PKG_LIBS) $(CMOCKA_LIBS)
 
-$(B)/bench/%: $(B)/obj/bench/%.o $(B)/libofcd.a
+$(B)/bench/%: $(B)/obj/bench/%.o $(LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS)
 
@@ -108,7 +144,12 @@ unit-san: $(UNIT_BIN_SAN)
 integration: $(B)/ofcd
 	OFCD_BIN=$(abspath $(B)/ofcd) $(PYTHON) -m pytest -p no:cacheprovider -q -rs tests/integration
 
-test: unit unit-san integration
+# Fails on a link cycle between modules, a lower layer using a higher one, or
+# SQL in the API layer (tools/check_deps.py).
+check-deps: $(LIBS)
+	$(PYTHON) tools/check_deps.py $(B)/obj
+
+test: check-deps unit unit-san integration
 
 bench: $(B)/ofcd $(BENCH_BIN)
 	sh bench/run.sh
@@ -130,7 +171,8 @@ install: $(B)/ofcd
 	install -D -m 644 packaging/agent.ini $(DESTDIR)$(PREFIX)/share/doc/ofcd/agent.example.ini
 
 format:
-	clang-format -i $(wildcard daemon/*.[ch] planner/*.[ch] ocs_drivers/*.[ch] tests/unit/*.[ch] bench/*.[ch])
+	clang-format -i $(wildcard daemon/*.[ch] agent/*.[ch] common/*.[ch] planner/*.[ch] \
+		ocs_drivers/*.[ch] tests/unit/*.[ch] bench/*.[ch])
 
 clean:
 	rm -rf $(B)
