@@ -19,7 +19,7 @@
 #include "coll.h"
 #include "log.h"
 #include "config.h"
-#include "store.h"
+#include "store_sql.h"
 #include "topo.h"
 
 /* Largest bytes accepted: 1 PiB is far beyond any collective's buffer. */

@@ -11,7 +11,7 @@
 #include "api_handlers.h"
 #include "desired.h"
 #include "log.h"
-#include "store.h"
+#include "store_sql.h"
 #include "plan_state.h"
 #include "reconcile.h"
 #include "topo.h"

@@ -20,7 +20,7 @@
 #include "log.h"
 #include "config.h"
 #include "rdma.h"
-#include "store.h"
+#include "store_sql.h"
 #include "topo.h"
 
 /* Whether a row of inventory is stale; binds INVENTORY_STALE_MISSED as its first parameter. */

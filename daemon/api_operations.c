@@ -10,7 +10,7 @@
 #include "ocs_driver.h"
 #include "config.h"
 #include "reconcile.h"
-#include "store.h"
+#include "store_sql.h"
 #include "topo.h"
 
 #define OPERATIONS_MAX_LIMIT 1000

@@ -9,7 +9,7 @@
 
 #include "api_handlers.h"
 #include "config.h"
-#include "store.h"
+#include "store_sql.h"
 
 /* Largest switch buffer B (and window W) accepted, in messages. */
 #define SWITCH_MAX_MESSAGES (1u << 20)

@@ -11,7 +11,7 @@
 #include "api_handlers.h"
 #include "ocs_driver.h"
 #include "config.h"
-#include "store.h"
+#include "store_sql.h"
 #include "reconcile.h"
 #include "topo.h"
 

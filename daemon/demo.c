@@ -7,7 +7,7 @@
 #include "api_handlers.h"
 #include "log.h"
 #include "ofcd.h"
-#include "store.h"
+#include "store_sql.h"
 
 static const char demo_topology[] =
     "{\"ocs\": [{\"name\": \"ocs0\", \"driver\": \"sim\", \"ports\": 64},"

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "log.h"
-#include "store.h"
+#include "store_sql.h"
 
 /* A fabric's name, shared by the former entries it left behind. */
 struct name {

@@ -13,7 +13,7 @@
 #include "metrics.h"
 #include "plan_diff.h"
 #include "plan_state.h"
-#include "store.h"
+#include "store_sql.h"
 
 /* Largest batch: OVS takes thousands of flow mods at once; bounded so one batch cannot stall. */
 #define BATCH_MAX_OPS  8192

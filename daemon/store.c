@@ -1,4 +1,4 @@
-#include "store.h"
+#include "store_sql.h"
 
 #include <errno.h>
 #include <stdbool.h>

@@ -5,13 +5,13 @@
  * synchronous=FULL (a COMMIT that returned is on disk), foreign keys on and a
  * busy timeout. Schema migrations (schema/NNN_*.sql, compiled in) are applied
  * in order at open, tracked by PRAGMA user_version; a database written by a
- * newer ofcd is refused. Prepared statements are cached by the address of
- * their SQL text, so pass string literals.
+ * newer ofcd is refused. This header holds what the API layer may use
+ * (transactions and the audit row); statements are in store_sql.h, for the
+ * domain modules that own the SQL.
  */
 #ifndef OFCD_STORE_H
 #define OFCD_STORE_H
 
-#include <sqlite3.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -25,23 +25,6 @@ int store_open(const char *path, struct store **out, char *err, size_t errlen);
 
 /** Finalises statements, checkpoints the WAL and closes. NULL is fine. */
 void store_close(struct store *s);
-
-/** The raw connection, for code that needs more than the helpers below. */
-sqlite3 *store_db(struct store *s);
-
-/** Schema version of the open database. */
-int store_schema_version(struct store *s);
-
-/**
- * Returns the cached prepared statement for sql (prepared on first use),
- * reset and with its bindings cleared. The store owns it: do not finalize;
- * call sqlite3_reset() when done stepping so no read stays open. NULL on a
- * preparation error (logged: it is a bug in the SQL).
- */
-sqlite3_stmt *store_stmt(struct store *s, const char *sql);
-
-/** Runs a statement until SQLITE_DONE and resets it. Returns 0 or -EIO. */
-int store_step_done(sqlite3_stmt *st);
 
 /** BEGIN IMMEDIATE. Returns 0 or -EIO (-EBUSY when the database is locked). */
 int store_begin(struct store *s);

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "desired.h"
-#include "store.h"
+#include "store_sql.h"
 
 static int64_t id_by_name(struct store *s, const char *sql, const char *name)
 {

@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "desired.h"
-#include "store.h"
+#include "store_sql.h"
 
 static char dir[] = "/tmp/ofcd-desired-XXXXXX";
 static char path[256];

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "store.h"
+#include "store_sql.h"
 #include "store_migrations.h"
 
 static char dir[] = "/tmp/ofcd-store-XXXXXX";
