@@ -124,6 +124,14 @@ void api_error_details(struct api_req *req, enum ofcd_err err, const char *field
 	va_end(ap);
 }
 
+void api_fail(struct api_req *req, struct ofcd_error *e)
+{
+	json_t *details = e->details;
+	e->details = NULL;
+	api_error_details(req, e->err == OFCD_OK ? OFCD_E_INTERNAL : e->err,
+	                  e->field[0] ? e->field : NULL, details, "%s", e->msg);
+}
+
 const char *api_field(char *buf, size_t len, const char *prefix, const char *key)
 {
 	if (prefix)

@@ -158,6 +158,9 @@ void api_error(struct api_req *req, enum ofcd_err err, const char *field, const 
 void api_error_details(struct api_req *req, enum ofcd_err err, const char *field, json_t *details,
                        const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
+/** Replies with a domain module's refusal (its details are moved into the reply). */
+void api_fail(struct api_req *req, struct ofcd_error *e);
+
 /** Value of query parameter key, or NULL. */
 const char *api_query(struct api_req *req, const char *key);
 

@@ -3,19 +3,10 @@
 #include <stdio.h>
 
 #include "api_handlers.h"
+#include "fabric.h"
 #include "plan.h"
 
 /* The 422 every infeasible plan gets, stateless or stored. */
-void api_reply_infeasible(struct api_req *req, uint32_t servers, uint32_t min_devices,
-                          uint32_t devices)
-{
-	api_error_details(req, OFCD_E_INFEASIBLE, "devices",
-	                  json_pack("{s:I, s:I}", "min_devices", (json_int_t)min_devices, "devices",
-	                            (json_int_t)devices),
-	                  "%u servers need %u devices per server, each has %u", servers,
-	                  min_devices, devices);
-}
-
 static json_t *link_end(const struct plan_link_end *e)
 {
 	return json_pack("{s:I, s:I, s:I}", "server", (json_int_t)e->server, "device",
@@ -50,7 +41,9 @@ void api_plan(struct api_req *req)
 	char why[256];
 	int rc = plan_policy_compute((uint32_t)m, (uint32_t)n, (uint32_t)p, formula_of[f], &pol);
 	if (rc == -EDOM) {
-		api_reply_infeasible(req, (uint32_t)m, pol.min_devices, (uint32_t)n);
+		struct ofcd_error e = { 0 };
+		fabric_infeasible(&e, (uint32_t)m, pol.min_devices, (uint32_t)n);
+		api_fail(req, &e);
 		return;
 	}
 	if (rc < 0) {

@@ -1,59 +1,55 @@
 #include "demo.h"
 
 #include <errno.h>
-#include <string.h>
+#include <stdio.h>
 
-#include "api.h"
-#include "api_handlers.h"
 #include "log.h"
-#include "ofcd.h"
-#include "store_sql.h"
+#include "store.h"
+#include "topo.h"
+#include "topo_apply.h"
 
-static const char demo_topology[] =
-    "{\"ocs\": [{\"name\": \"ocs0\", \"driver\": \"sim\", \"ports\": 64},"
-    "           {\"name\": \"ocs1\", \"driver\": \"sim\", \"ports\": 64}],"
-    " \"servers\": ["
-    "  {\"name\": \"srv0\", \"devices\": 8}, {\"name\": \"srv1\", \"devices\": 8},"
-    "  {\"name\": \"srv2\", \"devices\": 8}, {\"name\": \"srv3\", \"devices\": 8},"
-    "  {\"name\": \"srv4\", \"devices\": 8}, {\"name\": \"srv5\", \"devices\": 8},"
-    "  {\"name\": \"srv6\", \"devices\": 8}, {\"name\": \"srv7\", \"devices\": 8}],"
-    " \"wiring\": {\"rule\": \"plane-per-ocs\"}}";
+#define DEMO_OCS     2
+#define DEMO_SERVERS 8
 
-int demo_load(struct ofcd *d)
+int demo_load(struct store *s)
 {
-	sqlite3_stmt *st = store_stmt(d->store, "SELECT (SELECT count(*) FROM ocs) + "
-	                                        "(SELECT count(*) FROM server)");
-	int have = 0;
-	if (st && sqlite3_step(st) == SQLITE_ROW)
-		have = sqlite3_column_int(st, 0);
-	if (st)
-		sqlite3_reset(st);
-	if (have) {
+	static const struct topo_ocs_spec ocs[DEMO_OCS] = {
+		{ .name = "ocs0", .driver = "sim", .endpoint = "", .ports = 64 },
+		{ .name = "ocs1", .driver = "sim", .endpoint = "", .ports = 64 },
+	};
+	struct topo_server_spec servers[DEMO_SERVERS];
+	char names[DEMO_SERVERS][8];
+	struct ofcd_error e = { 0 };
+
+	if (!topo_is_empty(s)) {
 		log_info("daemon", "demo: the store already holds a topology, leaving it");
 		return 0;
 	}
-
-	struct api_req req;
-	memset(&req, 0, sizeof(req));
-	req.env = &d->env;
-	req.method = "PUT";
-	req.path = "/v1/topology";
-	req.body = json_loads(demo_topology, 0, NULL);
-	int rc = store_begin(d->store);
+	for (int i = 0; i < DEMO_SERVERS; i++) {
+		snprintf(names[i], sizeof(names[i]), "srv%d", i);
+		servers[i] = (struct topo_server_spec){ .name = names[i],
+			                                .devices = 8,
+			                                .ports_per_device = 1 };
+	}
+	struct topo_spec t = { .ocs = ocs,
+		               .nocs = DEMO_OCS,
+		               .servers = servers,
+		               .nservers = DEMO_SERVERS,
+		               .wiring = { .rule = 0 } };
+	/* No reconciler runs yet: nothing can hold a circuit of this process. */
+	int rc = store_begin(s);
 	if (rc == 0) {
-		api_topology_put(&req);
-		if (req.status == 200)
-			rc = store_commit(d->store);
-		else
-			rc = -EINVAL;
+		rc = topo_apply(s, NULL, &t, &e);
+		rc = rc < 0 ? rc : store_commit(s);
 	}
 	if (rc < 0) {
-		store_rollback(d->store);
-		log_error("daemon", "demo: cannot load the demo topology (HTTP %u)", req.status);
-	} else {
-		log_info("daemon", "demo: loaded 2 sim OCS units and 8 servers of 8 devices");
+		store_rollback(s);
+		log_error("daemon", "demo: cannot load the demo topology: %s",
+		          e.msg[0] ? e.msg : "the store failed");
+		ofcd_error_clear(&e);
+		return rc;
 	}
-	json_decref(req.body);
-	json_decref(req.reply);
-	return rc;
+	log_info("daemon", "demo: loaded %d sim OCS units and %d servers of 8 devices", DEMO_OCS,
+	         DEMO_SERVERS);
+	return 0;
 }

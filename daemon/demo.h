@@ -2,13 +2,14 @@
 #ifndef OFCD_DEMO_H
 #define OFCD_DEMO_H
 
-struct ofcd;
+struct store;
 
 /**
  * Loads two sim OCS units, 8 servers of 8 devices and plane-per-ocs cabling
- * into an empty store, through the same handler as PUT /v1/topology. A store
- * that already holds a topology is left alone. Returns 0 or -errno (logged).
+ * into an empty store through topo_apply(), the path of PUT /v1/topology, in
+ * a transaction of its own. A store that already holds a topology is left
+ * alone. Returns 0 or -errno (logged).
  */
-int demo_load(struct ofcd *d);
+int demo_load(struct store *s);
 
 #endif

@@ -1,5 +1,8 @@
 #include "errors.h"
 
+#include <stdarg.h>
+#include <stdio.h>
+
 static const struct {
 	unsigned status;
 	const char *code;
@@ -34,4 +37,34 @@ unsigned ofcd_err_status(enum ofcd_err err)
 	if ((unsigned)err >= OFCD_E__COUNT)
 		return 500;
 	return err_table[err].status;
+}
+
+int ofcd_fail(struct ofcd_error *e, int rc, enum ofcd_err err, const char *field, json_t *details,
+              const char *fmt, ...)
+{
+	va_list ap;
+	e->err = err;
+	snprintf(e->field, sizeof(e->field), "%s", field ? field : "");
+	va_start(ap, fmt);
+	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+	va_end(ap);
+	json_decref(e->details);
+	e->details = details;
+	return rc;
+}
+
+void ofcd_error_clear(struct ofcd_error *e)
+{
+	json_decref(e->details);
+	e->details = NULL;
+	e->err = OFCD_OK;
+}
+
+const char *ofcd_field(char *buf, size_t len, const char *prefix, const char *key)
+{
+	if (prefix)
+		snprintf(buf, len, "%s.%s", prefix, key);
+	else
+		snprintf(buf, len, "%s", key);
+	return buf;
 }

@@ -6,6 +6,9 @@
 #ifndef OFCD_ERRORS_H
 #define OFCD_ERRORS_H
 
+#include <jansson.h>
+#include <stddef.h>
+
 /** Error identifiers; index into the table in errors.c. */
 enum ofcd_err {
 	OFCD_OK = 0,
@@ -32,5 +35,30 @@ const char *ofcd_err_code(enum ofcd_err err);
 
 /** HTTP status for err (200 for OFCD_OK). Any thread. */
 unsigned ofcd_err_status(enum ofcd_err err);
+
+/**
+ * A refusal as a domain module reports it: what kind, which field, why. The
+ * API turns it into the error body (api_fail); other callers log it. Owned
+ * by the caller, usually on its stack; loop thread.
+ */
+struct ofcd_error {
+	enum ofcd_err err; /**< kind of refusal; OFCD_OK while none */
+	char field[128];   /**< the request field to blame, "" for none */
+	char msg[512];     /**< a message naming the object and what to do */
+	json_t *details;   /**< extra facts for the error body (owned), or NULL */
+};
+
+/**
+ * Fills e (field may be NULL; details is stolen, may be NULL) and returns rc,
+ * so a domain function can write `return ofcd_fail(e, -EBUSY, OFCD_E_IN_USE, ...)`.
+ */
+int ofcd_fail(struct ofcd_error *e, int rc, enum ofcd_err err, const char *field, json_t *details,
+              const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+/** Builds "prefix.key" (or "key" when prefix is NULL) into buf, for field names. */
+const char *ofcd_field(char *buf, size_t len, const char *prefix, const char *key);
+
+/** Releases what e owns (its details). */
+void ofcd_error_clear(struct ofcd_error *e);
 
 #endif

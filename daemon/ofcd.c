@@ -159,7 +159,7 @@ int ofcd_init(struct ofcd *d, struct ofcd_config *cfg, const char *config_path, 
 	d->env.cfg = &d->cfg;
 	d->env.store = d->store;
 	d->env.desired = d->desired;
-	if (demo && demo_load(d) < 0)
+	if (demo && demo_load(d->store) < 0)
 		return -EIO;
 	rc = events_new(&d->events);
 	if (rc == 0) {

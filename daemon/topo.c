@@ -21,6 +21,16 @@ static int64_t id_by_name(struct store *s, const char *sql, const char *name)
 	return id;
 }
 
+bool topo_is_empty(struct store *s)
+{
+	sqlite3_stmt *st = store_stmt(s, "SELECT (SELECT count(*) FROM ocs) + "
+	                                 "(SELECT count(*) FROM server)");
+	bool empty = st && sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 0;
+	if (st)
+		sqlite3_reset(st);
+	return empty;
+}
+
 int64_t topo_ocs_id(struct store *s, const char *name)
 {
 	return id_by_name(s, "SELECT id FROM ocs WHERE name = ?", name);

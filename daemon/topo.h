@@ -19,6 +19,8 @@ struct desired;
 
 struct store;
 
+/** True when the store holds no OCS unit and no server. */
+bool topo_is_empty(struct store *s);
 /** Row id of the named object, or 0 when there is none. */
 int64_t topo_ocs_id(struct store *s, const char *name);
 int64_t topo_server_id(struct store *s, const char *name);
@@ -44,6 +46,20 @@ json_t *topo_server_json(struct store *s, int64_t id, bool detail);
 /** All servers, in creation order. */
 json_t *topo_server_list(struct store *s);
 
+/**
+ * All switches by name, {"name","aggregating","offload","buffer","window"};
+ * with detail also "servers" (the names of the servers reaching each).
+ */
+json_t *topo_switch_list(struct store *s, bool detail);
+/** One switch with its servers, or NULL when there is none. */
+json_t *topo_switch_json(struct store *s, const char *name);
+/** True when a switch of that name is stored. */
+bool topo_switch_exists(struct store *s, const char *name);
+/**
+ * The whole topology in the form PUT /v1/topology takes: {"ocs", "switches",
+ * "servers" (without fabric membership), "wiring" (its rule, else its links)}.
+ */
+json_t *topo_json(struct store *s);
 /** The wiring {"rule": name|null, "links": [...]}, links by server order, device, port. */
 json_t *topo_wiring_json(struct store *s);
 
