@@ -18,7 +18,7 @@ int demo_load(struct store *s)
 		{ .name = "ocs1", .driver = "sim", .endpoint = "", .ports = 64 },
 	};
 	struct topo_server_spec servers[DEMO_SERVERS];
-	char names[DEMO_SERVERS][8];
+	char names[DEMO_SERVERS][16];
 	struct ofcd_error e = { 0 };
 
 	if (!topo_is_empty(s)) {
