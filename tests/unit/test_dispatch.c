@@ -1,0 +1,375 @@
+/*
+ * The API's unit of work without a socket: requests driven through
+ * api_dispatch() with a test transport against a real store, the demo
+ * topology and a real reconciler. A write commits with its audit row and
+ * runs the commit hook, a refusal changes nothing but the audit trail, reads
+ * take no transaction, ?wait= suspends and resumes from the event bus, and
+ * the event stream is a bus subscriber writing through the transport.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <event2/event.h>
+
+#include "api.h"
+#include "config.h"
+#include "demo.h"
+#include "desired.h"
+#include "events.h"
+#include "reconcile.h"
+#include "store_sql.h"
+
+static char dir[64];
+static char path[256];
+
+/* A request as the test transport holds it. */
+struct test_req {
+	struct api_req api;
+	char params[256];
+	const char *query_key, *query_value;
+	int resumed;
+};
+
+/* A stream as the test transport holds it: every byte written, kept. */
+struct test_stream {
+	struct api_stream api;
+	char data[4096];
+	size_t len;
+	api_stream_close_fn on_close;
+	void *arg;
+};
+
+static struct test_stream *last_stream;
+
+static void t_resume(struct api_req *req)
+{
+	struct test_req *r = req->transport_arg;
+	req->suspended = false;
+	r->resumed++;
+}
+
+static const char *t_query(struct api_req *req, const char *key)
+{
+	struct test_req *r = req->transport_arg;
+	return r->query_key && strcmp(key, r->query_key) == 0 ? r->query_value : NULL;
+}
+
+static struct api_stream *t_stream_start(struct api_req *req, const char *content_type,
+                                         api_stream_close_fn on_close, void *arg);
+
+static int t_stream_write(struct api_stream *s, const char *data, size_t len)
+{
+	struct test_stream *t = (struct test_stream *)s;
+	if (t->len + len >= sizeof(t->data))
+		return -ENOBUFS;
+	memcpy(t->data + t->len, data, len);
+	t->len += len;
+	t->data[t->len] = '\0';
+	return 0;
+}
+
+static void t_stream_end(struct api_stream *s)
+{
+	struct test_stream *t = (struct test_stream *)s;
+	t->on_close(t->arg);
+	if (last_stream == t)
+		last_stream = NULL;
+	free(t);
+}
+
+static const struct api_transport test_transport = {
+	.resume = t_resume,
+	.query = t_query,
+	.stream_start = t_stream_start,
+	.stream_write = t_stream_write,
+	.stream_end = t_stream_end,
+};
+
+static struct api_stream *t_stream_start(struct api_req *req, const char *content_type,
+                                         api_stream_close_fn on_close, void *arg)
+{
+	struct test_stream *t = calloc(1, sizeof(*t));
+	assert_non_null(t);
+	assert_string_equal(content_type, "text/event-stream");
+	t->api.transport = &test_transport;
+	t->on_close = on_close;
+	t->arg = arg;
+	req->status = 200;
+	last_stream = t;
+	return &t->api;
+}
+
+struct fixture {
+	struct event_base *base;
+	struct ofcd_config cfg;
+	struct store *store;
+	struct desired *desired;
+	struct events *events;
+	struct reconciler *reconciler;
+	struct api_env env;
+	int commits;
+};
+
+static void on_commit(void *arg)
+{
+	struct fixture *f = arg;
+	f->commits++;
+}
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	char err[256];
+	snprintf(dir, sizeof(dir), "/tmp/ofcd-dispatch-XXXXXX");
+	if (!f || !mkdtemp(dir))
+		return -1;
+	snprintf(path, sizeof(path), "%s/t.db", dir);
+	config_defaults(&f->cfg);
+	f->base = event_base_new();
+	if (!f->base || store_open(path, &f->store, err, sizeof(err)) < 0 ||
+	    desired_open(f->store, &f->desired) < 0 || demo_load(f->store) < 0 ||
+	    events_new(&f->events) < 0)
+		return -1;
+	struct reconcile_deps deps = {
+		.base = f->base, .store = f->store, .desired = f->desired, .events = f->events
+	};
+	if (reconcile_init(&deps, &f->reconciler) < 0)
+		return -1;
+	f->env = (struct api_env){ .base = f->base,
+		                   .cfg = &f->cfg,
+		                   .store = f->store,
+		                   .desired = f->desired,
+		                   .reconciler = f->reconciler,
+		                   .events = f->events,
+		                   .on_commit = on_commit,
+		                   .on_commit_arg = f };
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	reconcile_free(f->reconciler);
+	events_free(f->events);
+	desired_free(f->desired);
+	store_close(f->store);
+	event_base_free(f->base);
+	config_free(&f->cfg);
+	free(f);
+	char p[300];
+	const char *suffix[] = { "", "-wal", "-shm" };
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(p, sizeof(p), "%s%s", path, suffix[i]);
+		unlink(p);
+	}
+	rmdir(dir);
+	return 0;
+}
+
+/* Runs method path with body (JSON text or NULL) through the dispatch layer. */
+static struct test_req *run(struct fixture *f, const char *method, const char *path_,
+                            const char *body)
+{
+	struct test_req *r = calloc(1, sizeof(*r));
+	bool known;
+	char allow[64];
+	assert_non_null(r);
+	r->api.env = &f->env;
+	r->api.transport = &test_transport;
+	r->api.transport_arg = r;
+	r->api.method = method;
+	r->api.path = path_;
+	r->api.route = api_route_match(method, path_, r->params, sizeof(r->params), r->api.params,
+	                               &known, allow, sizeof(allow));
+	assert_non_null(r->api.route);
+	if (body) {
+		r->api.body = json_loads(body, 0, NULL);
+		assert_non_null(r->api.body);
+	}
+	api_dispatch(&r->api);
+	return r;
+}
+
+static void done(struct test_req *r)
+{
+	json_decref(r->api.body);
+	json_decref(r->api.reply);
+	free(r->api.reply_text);
+	free(r);
+}
+
+static long long count(struct fixture *f, const char *sql)
+{
+	sqlite3_stmt *st = NULL;
+	long long n = -1;
+	assert_int_equal(sqlite3_prepare_v2(store_db(f->store), sql, -1, &st, NULL), SQLITE_OK);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		n = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return n;
+}
+
+static void test_write_commits_with_audit_and_hook(void **state)
+{
+	struct fixture *f = *state;
+	long long audit = count(f, "SELECT count(*) FROM audit");
+	struct test_req *r = run(f, "POST", "/v1/servers", "{\"name\": \"extra\", \"devices\": 4}");
+	assert_int_equal(r->api.status, 201);
+	assert_false(store_in_txn(f->store));
+	assert_int_equal(count(f, "SELECT count(*) FROM server WHERE name = 'extra'"), 1);
+	assert_int_equal(count(f, "SELECT count(*) FROM audit"), audit + 1);
+	assert_int_equal(count(f, "SELECT status FROM audit ORDER BY id DESC LIMIT 1"), 201);
+	assert_int_equal(f->commits, 1);
+	done(r);
+}
+
+static void test_refusal_changes_nothing_but_the_audit(void **state)
+{
+	struct fixture *f = *state;
+	long long servers = count(f, "SELECT count(*) FROM server");
+	/* Valid form, refused by the domain after it wrote nothing yet: a name taken. */
+	struct test_req *r = run(f, "POST", "/v1/servers", "{\"name\": \"srv0\", \"devices\": 4}");
+	assert_int_equal(r->api.status, 409);
+	assert_string_equal(
+	    json_string_value(json_object_get(json_object_get(r->api.reply, "error"), "code")),
+	    "conflict");
+	done(r);
+	/* Refused half-way through a topology: the units it had deleted come back. */
+	r = run(f, "PUT", "/v1/topology",
+	        "{\"ocs\": [], \"servers\": [{\"name\": \"a\", \"devices\": 2}], "
+	        "\"wiring\": {\"rule\": \"plane-per-ocs\"}}");
+	assert_int_equal(r->api.status, 422);
+	assert_string_equal(
+	    json_string_value(json_object_get(json_object_get(r->api.reply, "error"), "field")),
+	    "wiring.rule");
+	done(r);
+	assert_false(store_in_txn(f->store));
+	assert_int_equal(count(f, "SELECT count(*) FROM server"), servers);
+	assert_int_equal(count(f, "SELECT count(*) FROM ocs"), 2);
+	assert_int_equal(count(f, "SELECT status FROM audit ORDER BY id DESC LIMIT 1"), 422);
+	assert_int_equal(f->commits, 0);
+}
+
+static void test_read_takes_no_transaction(void **state)
+{
+	struct fixture *f = *state;
+	long long audit = count(f, "SELECT count(*) FROM audit");
+	struct test_req *r = run(f, "GET", "/v1/servers/srv3", NULL);
+	assert_int_equal(r->api.status, 200);
+	assert_string_equal(json_string_value(json_object_get(r->api.reply, "name")), "srv3");
+	assert_int_equal(count(f, "SELECT count(*) FROM audit"), audit);
+	assert_int_equal(f->commits, 0);
+	done(r);
+}
+
+static void test_draining_refuses_writes_at_admission(void **state)
+{
+	struct fixture *f = *state;
+	struct test_req *r = calloc(1, sizeof(*r));
+	bool known;
+	char allow[64];
+	r->api.env = &f->env;
+	r->api.method = "POST";
+	r->api.path = "/v1/servers";
+	r->api.route = api_route_match("POST", "/v1/servers", r->params, sizeof(r->params),
+	                               r->api.params, &known, allow, sizeof(allow));
+	f->env.draining = true;
+	assert_false(api_admit(&r->api));
+	assert_int_equal(r->api.status, 503);
+	f->env.draining = false;
+	done(r);
+}
+
+/* A fabric whose state the test sets: what the reconciler would do, without units. */
+static void set_state(struct fixture *f, const char *name, const char *state)
+{
+	char sql[128];
+	snprintf(sql, sizeof(sql), "UPDATE fabric SET state = '%s' WHERE name = '%s'", state, name);
+	assert_int_equal(sqlite3_exec(store_db(f->store), sql, NULL, NULL, NULL), SQLITE_OK);
+}
+
+static void test_wait_suspends_until_the_bus_says_so(void **state)
+{
+	struct fixture *f = *state;
+	struct test_req *r = calloc(1, sizeof(*r));
+	r->query_key = "wait";
+	r->query_value = "30";
+	bool known;
+	char allow[64];
+	r->api.env = &f->env;
+	r->api.transport = &test_transport;
+	r->api.transport_arg = r;
+	r->api.method = "POST";
+	r->api.path = "/v1/fabrics";
+	r->api.route = api_route_match("POST", "/v1/fabrics", r->params, sizeof(r->params),
+	                               r->api.params, &known, allow, sizeof(allow));
+	r->api.body = json_loads("{\"name\": \"w\", \"servers\": [\"srv0\", \"srv1\"]}", 0, NULL);
+	api_dispatch(&r->api);
+	assert_int_equal(r->api.status, 201);
+	assert_true(r->api.suspended);
+	assert_int_equal(f->commits, 1);
+
+	/* Settled, but the fabric is not final yet: still held. */
+	events_publish(f->events, EVENTS_SETTLED, NULL);
+	assert_int_equal(r->resumed, 0);
+	set_state(f, "w", "applied");
+	events_publish(f->events, EVENTS_SETTLED, NULL);
+	assert_int_equal(r->resumed, 1);
+	assert_false(r->api.suspended);
+	assert_int_equal(r->api.status, 201);
+	assert_string_equal(json_string_value(json_object_get(r->api.reply, "state")), "applied");
+	done(r);
+}
+
+static void test_events_stream_through_the_transport(void **state)
+{
+	struct fixture *f = *state;
+	struct test_req *r = run(f, "GET", "/v1/events", NULL);
+	assert_int_equal(r->api.status, 200);
+	struct test_stream *s = last_stream;
+	assert_non_null(s);
+	assert_non_null(strstr(s->data, ": ofcd events"));
+	events_publish(f->events, EVENTS_FABRIC_STATE,
+	               json_pack("{s:s, s:s}", "fabric", "x", "state", "applied"));
+	/* Internal kinds are not streamed, and take no id. */
+	events_publish(f->events, EVENTS_SETTLED, NULL);
+	events_publish(f->events, EVENTS_DRIFT, json_pack("{s:s}", "ocs", "ocs0"));
+	assert_non_null(strstr(s->data, "event: fabric_state\ndata: {\"fabric\":\"x\""));
+	assert_null(strstr(s->data, "settled"));
+	const char *first = strstr(s->data, "id: ");
+	assert_non_null(first);
+	unsigned long long a = strtoull(first + 4, NULL, 10);
+	const char *second = strstr(first + 4, "id: ");
+	assert_non_null(second);
+	assert_int_equal(strtoull(second + 4, NULL, 10), a + 1);
+	/* The client goes: the subscriber leaves the bus. */
+	t_stream_end(&s->api);
+	events_publish(f->events, EVENTS_DRIFT, json_pack("{s:s}", "ocs", "ocs1"));
+	done(r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_write_commits_with_audit_and_hook, setup,
+		                                teardown),
+		cmocka_unit_test_setup_teardown(test_refusal_changes_nothing_but_the_audit, setup,
+		                                teardown),
+		cmocka_unit_test_setup_teardown(test_read_takes_no_transaction, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_draining_refuses_writes_at_admission, setup,
+		                                teardown),
+		cmocka_unit_test_setup_teardown(test_wait_suspends_until_the_bus_says_so, setup,
+		                                teardown),
+		cmocka_unit_test_setup_teardown(test_events_stream_through_the_transport, setup,
+		                                teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
