@@ -5,7 +5,10 @@
 
 #include "store_sql.h"
 
-/* Columns 0-8 as operations_list() selects them; with detail, 9-10 the cross-connects. */
+/*
+ * Renders the current row of st: columns 0-8 as operations_list() selects
+ * them, with detail also 9-10, the cross-connects.
+ */
 static int operation_row(struct store *s, sqlite3_stmt *st, bool detail, json_t **out)
 {
 	int64_t id = sqlite3_column_int64(st, 0);
@@ -51,8 +54,7 @@ static int operation_row(struct store *s, sqlite3_stmt *st, bool detail, json_t 
 	return 0;
 }
 
-/* One operation by id, with or without its cross-connects. */
-static int operation_load(struct store *s, int64_t id, bool detail, json_t **out)
+int operations_get(struct store *s, int64_t id, json_t **out)
 {
 	sqlite3_stmt *st =
 	    store_stmt(s, "SELECT o.id, o.ocs, o.trigger, o.nadds, o.ndeletes, o.status, "
@@ -64,16 +66,11 @@ static int operation_load(struct store *s, int64_t id, bool detail, json_t **out
 		return -EIO;
 	sqlite3_bind_int64(st, 1, id);
 	step = sqlite3_step(st);
-	rc = step == SQLITE_ROW    ? operation_row(s, st, detail, out)
+	rc = step == SQLITE_ROW    ? operation_row(s, st, true, out)
 	     : step == SQLITE_DONE ? -ENOENT
 	                           : -EIO;
 	sqlite3_reset(st);
 	return rc;
-}
-
-int operations_get(struct store *s, int64_t id, json_t **out)
-{
-	return operation_load(s, id, true, out);
 }
 
 int operations_list(struct store *s, const char *ocs, const char *fabric, uint32_t limit,
@@ -85,8 +82,7 @@ int operations_list(struct store *s, const char *ocs, const char *fabric, uint32
 	       "o.started, o.ended FROM operation o WHERE (?1 IS NULL OR o.ocs = ?1) AND "
 	       "(?2 IS NULL OR EXISTS (SELECT 1 FROM operation_fabric f WHERE "
 	       "f.operation_id = o.id AND f.fabric = ?2)) ORDER BY o.id DESC LIMIT ?3");
-	json_t *rows, *list, *v;
-	size_t i;
+	json_t *list;
 	int step, rc = 0;
 
 	if (!st)
@@ -96,29 +92,17 @@ int operations_list(struct store *s, const char *ocs, const char *fabric, uint32
 	if (fabric)
 		sqlite3_bind_text(st, 2, fabric, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 3, limit);
-	rows = json_array();
-	while ((step = sqlite3_step(st)) == SQLITE_ROW)
-		json_array_append_new(
-		    rows, json_pack("{s:I}", "id", (json_int_t)sqlite3_column_int64(st, 0)));
-	sqlite3_reset(st);
-	if (step != SQLITE_DONE) {
-		json_decref(rows);
-		return -EIO;
-	}
-	/* Rendered after the scan, as rendering reuses statements. */
 	list = json_array();
-	json_array_foreach(rows, i, v)
-	{
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
 		json_t *o;
-		rc = operation_load(s, json_integer_value(json_object_get(v, "id")), false, &o);
-		if (rc == -ENOENT)
-			rc = 0;
-		else if (rc < 0)
+		rc = operation_row(s, st, false, &o);
+		if (rc < 0)
 			break;
-		else
-			json_array_append_new(list, o);
+		json_array_append_new(list, o);
 	}
-	json_decref(rows);
+	sqlite3_reset(st);
+	if (rc == 0 && step != SQLITE_DONE)
+		rc = -EIO;
 	if (rc < 0) {
 		json_decref(list);
 		return rc;
