@@ -19,180 +19,11 @@
 #include "coll.h"
 #include "log.h"
 #include "config.h"
-#include "store_sql.h"
+#include "fabric_view.h"
 #include "topo.h"
 
 /* Largest bytes accepted: 1 PiB is far beyond any collective's buffer. */
 #define COLL_API_MAX_BYTES (1ull << 50)
-
-/* One stored circuit of a fabric, ends by position. */
-struct fab_circuit {
-	uint32_t plane;
-	uint32_t pos[2], device[2], port[2], ocs_port[2];
-	char ocs[65];
-};
-
-/* What the cost model and the schedule mapping need of a stored fabric. */
-struct fab {
-	char name[65];
-	int64_t revision;
-	uint32_t m;        /* servers */
-	uint32_t devices;  /* fewest devices of a member */
-	char (*names)[65]; /* server names by position */
-	bool offload;      /* every member's NIC offloads collectives */
-	bool one_switch;   /* every member reaches the same switch */
-	bool sw_aggregating, sw_offload;
-	uint32_t sw_buffer, sw_window;
-	struct fab_circuit *circuits; /* NULL when loaded without details */
-	size_t ncircuits;
-	int32_t *pair;       /* m x m: index of the circuit joining two positions, or -1 */
-	uint32_t min_degree; /* fewest servers one member has a circuit to */
-	uint64_t missing;    /* server pairs without a circuit */
-};
-
-static void fab_free(struct fab *f)
-{
-	free(f->names);
-	free(f->circuits);
-	free(f->pair);
-	memset(f, 0, sizeof(*f));
-}
-
-static int fab_load_members(struct store *s, int64_t id, struct fab *f)
-{
-	sqlite3_stmt *st = store_stmt(s, "SELECT sv.name, sv.devices, sv.offload, sv.switch, "
-	                                 "sw.aggregating, sw.offload, sw.buffer, sw.window "
-	                                 "FROM fabric_server fs JOIN server sv "
-	                                 "ON sv.id = fs.server_id LEFT JOIN switch sw "
-	                                 "ON sw.name = sv.switch WHERE fs.fabric_id = ? "
-	                                 "ORDER BY fs.position");
-	char first_sw[65] = "";
-	size_t cap = 0;
-	int step, rc = 0;
-
-	if (!st)
-		return -EIO;
-	f->offload = true;
-	f->one_switch = true;
-	sqlite3_bind_int64(st, 1, id);
-	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-		if (f->m == cap) {
-			cap = cap ? cap * 2 : 16;
-			char(*n)[65] = realloc(f->names, cap * sizeof(*n));
-			if (!n) {
-				rc = -ENOMEM;
-				break;
-			}
-			f->names = n;
-		}
-		snprintf(f->names[f->m], sizeof(f->names[0]), "%s", sqlite3_column_text(st, 0));
-		uint32_t dev = (uint32_t)sqlite3_column_int64(st, 1);
-		if (f->m == 0 || dev < f->devices)
-			f->devices = dev;
-		f->offload = f->offload && sqlite3_column_int(st, 2);
-		const char *sw = (const char *)sqlite3_column_text(st, 3);
-		if (!sw) {
-			f->one_switch = false;
-		} else if (f->m == 0) {
-			snprintf(first_sw, sizeof(first_sw), "%s", sw);
-			f->sw_aggregating = sqlite3_column_int(st, 4);
-			f->sw_offload = sqlite3_column_int(st, 5);
-			f->sw_buffer = (uint32_t)sqlite3_column_int64(st, 6);
-			f->sw_window = (uint32_t)sqlite3_column_int64(st, 7);
-		} else if (strcmp(sw, first_sw) != 0) {
-			f->one_switch = false;
-		}
-		f->m++;
-	}
-	if (rc == 0 && step != SQLITE_DONE)
-		rc = -EIO;
-	sqlite3_reset(st);
-	return rc;
-}
-
-/*
- * Choosing an algorithm needs only which server pairs are joined; a schedule
- * also needs each circuit's devices and ports (details).
- */
-static int fab_load_circuits(struct store *s, int64_t id, struct fab *f, bool details)
-{
-	sqlite3_stmt *st =
-	    details ? store_stmt(s, "SELECT c.a_pos, c.b_pos, c.plane, c.a_device, c.a_port, "
-	                            "c.a_ocs_port, c.b_device, c.b_port, c.b_ocs_port, o.name "
-	                            "FROM circuit c JOIN ocs o ON o.id = c.ocs_id "
-	                            "WHERE c.fabric_id = ?")
-	            : store_stmt(s, "SELECT a_pos, b_pos FROM circuit WHERE fabric_id = ?");
-	size_t m = f->m, pairs = m > 1 ? m * (m - 1) / 2 : 1;
-	int step;
-
-	f->pair = malloc((m ? m * m : 1) * sizeof(*f->pair));
-	/* One circuit per pair at most is kept, so this never grows. */
-	f->circuits = details ? malloc(pairs * sizeof(*f->circuits)) : NULL;
-	if (!f->pair || (details && !f->circuits))
-		return -ENOMEM;
-	for (size_t i = 0; i < m * m; i++)
-		f->pair[i] = -1;
-	if (!st)
-		return -EIO;
-	sqlite3_bind_int64(st, 1, id);
-	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-		uint32_t a = (uint32_t)sqlite3_column_int64(st, 0);
-		uint32_t b = (uint32_t)sqlite3_column_int64(st, 1);
-		if (a >= m || b >= m || a == b || f->pair[a * m + b] >= 0)
-			continue;
-		if (details) {
-			struct fab_circuit *c = &f->circuits[f->ncircuits];
-			c->pos[0] = a;
-			c->pos[1] = b;
-			c->plane = (uint32_t)sqlite3_column_int64(st, 2);
-			for (int e = 0; e < 2; e++) {
-				c->device[e] = (uint32_t)sqlite3_column_int64(st, 3 + 3 * e);
-				c->port[e] = (uint32_t)sqlite3_column_int64(st, 4 + 3 * e);
-				c->ocs_port[e] = (uint32_t)sqlite3_column_int64(st, 5 + 3 * e);
-			}
-			snprintf(c->ocs, sizeof(c->ocs), "%s", sqlite3_column_text(st, 9));
-		}
-		f->pair[a * m + b] = f->pair[b * m + a] = (int32_t)f->ncircuits++;
-	}
-	sqlite3_reset(st);
-	if (step != SQLITE_DONE)
-		return -EIO;
-	f->min_degree = m > 1 ? (uint32_t)m - 1 : 0;
-	for (size_t a = 0; a < m; a++) {
-		uint32_t deg = 0;
-		for (size_t b = 0; b < m; b++)
-			deg += f->pair[a * m + b] >= 0;
-		if (deg < f->min_degree)
-			f->min_degree = deg;
-		f->missing += (m - 1) - deg;
-	}
-	f->missing /= 2;
-	return 0;
-}
-
-static int fab_load(struct store *s, int64_t id, struct fab *f, bool details)
-{
-	sqlite3_stmt *st = store_stmt(s, "SELECT name, revision FROM fabric WHERE id = ?");
-	int rc;
-
-	memset(f, 0, sizeof(*f));
-	if (!st)
-		return -EIO;
-	sqlite3_bind_int64(st, 1, id);
-	if (sqlite3_step(st) != SQLITE_ROW) {
-		sqlite3_reset(st);
-		return -ENOENT;
-	}
-	snprintf(f->name, sizeof(f->name), "%s", sqlite3_column_text(st, 0));
-	f->revision = sqlite3_column_int64(st, 1);
-	sqlite3_reset(st);
-	rc = fab_load_members(s, id, f);
-	if (!rc)
-		rc = fab_load_circuits(s, id, f, details);
-	if (rc)
-		fab_free(f);
-	return rc;
-}
 
 /* ---- parameters ---------------------------------------------------------- */
 
@@ -206,7 +37,8 @@ static void base_params(const struct ofcd_config *cfg, struct coll_params *p)
 	p->intra_gbps = cfg->cost.intra_gbps;
 }
 
-static void fab_params(const struct ofcd_config *cfg, const struct fab *f, struct coll_params *p)
+static void fab_params(const struct ofcd_config *cfg, const struct fabric_view *f,
+                       struct coll_params *p)
 {
 	base_params(cfg, p);
 	/*
@@ -344,8 +176,8 @@ static const char *const collective_choices[] = { "allreduce", "allgather", "all
 	                                          NULL };
 
 /* The first server pair (*a < *b) a schedule crosses without a circuit: 0, or -1 if none. */
-static int schedule_first_missing(const struct coll_schedule *s, const struct fab *f, uint32_t *a,
-                                  uint32_t *b)
+static int schedule_first_missing(const struct coll_schedule *s, const struct fabric_view *f,
+                                  uint32_t *a, uint32_t *b)
 {
 	for (uint32_t i = 0; i < s->ntransfers; i++) {
 		uint32_t x = s->transfers[i].src / s->devices, y = s->transfers[i].dst / s->devices;
@@ -364,7 +196,7 @@ static int schedule_first_missing(const struct coll_schedule *s, const struct fa
  * missing pair is refused here, naming the pair. All-to-all always sends
  * between every two servers.
  */
-static int fab_check_candidates(const struct fab *f, const struct coll_params *p,
+static int fab_check_candidates(const struct fabric_view *f, const struct coll_params *p,
                                 struct coll_selection *sel, uint64_t bytes)
 {
 	sel->chosen = -1;
@@ -439,7 +271,7 @@ static json_t *candidates_json(const struct coll_selection *sel)
  * Reads the size: either a stored fabric (loaded into *f) or the what-if
  * servers and devices. Returns 0, or -EINVAL after replying.
  */
-static int select_size(struct api_req *req, json_t *body, struct fab *f, uint64_t *servers,
+static int select_size(struct api_req *req, json_t *body, struct fabric_view *f, uint64_t *servers,
                        uint64_t *devices)
 {
 	const char *fname = NULL;
@@ -467,7 +299,7 @@ static int select_size(struct api_req *req, json_t *body, struct fab *f, uint64_
 		api_error(req, OFCD_E_UNPROCESSABLE, "fabric", "no fabric %s", fname);
 		return -EINVAL;
 	}
-	int rc = fab_load(req->env->store, id, f, false);
+	int rc = fabric_view_load(req->env->store, id, false, f);
 	if (rc < 0) {
 		api_error(req, rc == -ENOMEM ? OFCD_E_INTERNAL : OFCD_E_STORE, NULL,
 		          "cannot read fabric %s", fname);
@@ -480,7 +312,7 @@ static int select_size(struct api_req *req, json_t *body, struct fab *f, uint64_
 
 /* Maps a planner error about the request to a reply. */
 static void reply_coll_error(struct api_req *req, int rc, const struct coll_error *e,
-                             const struct coll_params *p, const struct fab *f)
+                             const struct coll_params *p, const struct fabric_view *f)
 {
 	char field[64];
 
@@ -509,7 +341,7 @@ void api_collective_select(struct api_req *req)
 	static const char *const members[] = { "collective", "bytes",  "fabric", "servers",
 		                               "devices",    "params", NULL };
 	json_t *body = api_body_object(req);
-	struct fab f = { 0 };
+	struct fabric_view f = { 0 };
 	struct coll_params p;
 	struct coll_selection sel;
 	struct coll_error err = { 0 };
@@ -565,7 +397,7 @@ void api_collective_select(struct api_req *req)
 		json_object_set_new(o, "fabric", json_string(f.name));
 	api_reply(req, 200, o);
 out:
-	fab_free(&f);
+	fabric_view_free(&f);
 }
 
 /* ---- GET /v1/fabrics/{name}/schedule -------------------------------------- */
@@ -600,9 +432,9 @@ static int query_bytes(struct api_req *req, uint64_t *out)
 	return 0;
 }
 
-static json_t *circuit_json(const struct fab *f, uint32_t src, uint32_t dst)
+static json_t *circuit_json(const struct fabric_view *f, uint32_t src, uint32_t dst)
 {
-	const struct fab_circuit *c = &f->circuits[f->pair[(size_t)src * f->m + dst]];
+	const struct fabric_view_circuit *c = &f->circuits[f->pair[(size_t)src * f->m + dst]];
 	int s = c->pos[0] == src ? 0 : 1, d = 1 - s;
 	return json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "ocs", c->ocs, "plane",
 	                 (json_int_t)c->plane, "src_device", (json_int_t)c->device[s], "src_port",
@@ -612,12 +444,12 @@ static json_t *circuit_json(const struct fab *f, uint32_t src, uint32_t dst)
 }
 
 /* A participant as JSON: its server name, or null for "every participant". */
-static json_t *who_json(const struct fab *f, const struct coll_schedule *s, uint32_t p)
+static json_t *who_json(const struct fabric_view *f, const struct coll_schedule *s, uint32_t p)
 {
 	return p == COLL_EVERY ? json_null() : json_string(f->names[p / s->devices]);
 }
 
-static json_t *schedule_json(const struct fab *f, const struct coll_schedule *s)
+static json_t *schedule_json(const struct fabric_view *f, const struct coll_schedule *s)
 {
 	bool per_device = s->collective == COLL_ALLTOALL;
 	json_t *chunks = json_array(), *rounds = json_array();
@@ -671,7 +503,7 @@ static json_t *schedule_json(const struct fab *f, const struct coll_schedule *s)
  * The server pairs a schedule needs that the fabric lacks, as [[a, b], ...]
  * by name, each once. NULL when out of memory.
  */
-static json_t *schedule_missing(const struct fab *f, const struct coll_schedule *s)
+static json_t *schedule_missing(const struct fabric_view *f, const struct coll_schedule *s)
 {
 	uint8_t *seen = calloc((size_t)f->m * f->m, 1);
 	json_t *list = json_array();
@@ -695,7 +527,7 @@ static json_t *schedule_missing(const struct fab *f, const struct coll_schedule 
 
 /* Replies to a coll_generate() failure on fabric f. */
 static void reply_generate_error(struct api_req *req, int rc, const struct coll_error *e,
-                                 const struct fab *f, const char *algorithm)
+                                 const struct fabric_view *f, const char *algorithm)
 {
 	switch (rc) {
 	case -EDOM:
@@ -730,7 +562,7 @@ static void reply_generate_error(struct api_req *req, int rc, const struct coll_
 void api_fabric_schedule(struct api_req *req)
 {
 	struct store *s = req->env->store;
-	struct fab f = { 0 };
+	struct fabric_view f = { 0 };
 	struct coll_params p;
 	struct coll_schedule sch = { 0 };
 	struct coll_schedule_stats stats;
@@ -765,7 +597,7 @@ void api_fabric_schedule(struct api_req *req)
 	}
 	if (query_bytes(req, &bytes) < 0)
 		return;
-	int rc = fab_load(s, id, &f, true);
+	int rc = fabric_view_load(s, id, true, &f);
 	if (rc < 0) {
 		api_error(req, rc == -ENOMEM ? OFCD_E_INTERNAL : OFCD_E_STORE, NULL,
 		          "cannot read fabric %s", req->params[0]);
@@ -838,5 +670,5 @@ void api_fabric_schedule(struct api_req *req)
 	api_reply(req, 200, o);
 out:
 	coll_schedule_free(&sch);
-	fab_free(&f);
+	fabric_view_free(&f);
 }

@@ -638,8 +638,11 @@ int64_t topo_fabric_revision(struct store *s, int64_t fabric_id)
 int topo_fabric_members(struct store *s, int64_t fabric_id, struct topo_member **out, uint32_t *m)
 {
 	sqlite3_stmt *st = store_stmt(s, "SELECT fs.position, sv.name, sv.devices, sv.p2p, "
-	                                 "sv.intra FROM fabric_server fs JOIN server sv "
-	                                 "ON sv.id = fs.server_id WHERE fs.fabric_id = ? "
+	                                 "sv.intra, sv.offload, sv.switch, sw.aggregating, "
+	                                 "sw.offload, sw.buffer, sw.window "
+	                                 "FROM fabric_server fs JOIN server sv "
+	                                 "ON sv.id = fs.server_id LEFT JOIN switch sw "
+	                                 "ON sw.name = sv.switch WHERE fs.fabric_id = ? "
 	                                 "ORDER BY fs.position");
 	struct topo_member *v = NULL;
 	size_t n = 0, cap = 0;
@@ -667,6 +670,14 @@ int topo_fabric_members(struct store *s, int64_t fabric_id, struct topo_member *
 		t->p2p = sqlite3_column_int(st, 3) != 0;
 		snprintf(t->intra, sizeof(t->intra), "%s",
 		         (const char *)sqlite3_column_text(st, 4));
+		t->offload = sqlite3_column_int(st, 5) != 0;
+		/* Without a switch the LEFT JOIN leaves its columns NULL, read as 0. */
+		const char *sw = (const char *)sqlite3_column_text(st, 6);
+		snprintf(t->switch_name, sizeof(t->switch_name), "%s", sw ? sw : "");
+		t->sw_aggregating = sqlite3_column_int(st, 7) != 0;
+		t->sw_offload = sqlite3_column_int(st, 8) != 0;
+		t->sw_buffer = (uint32_t)sqlite3_column_int64(st, 9);
+		t->sw_window = (uint32_t)sqlite3_column_int64(st, 10);
 	}
 	if (rc == 0 && step != SQLITE_ROW && step != SQLITE_DONE)
 		rc = -EIO;

@@ -91,13 +91,22 @@ struct topo_input {
 /** Revision of a fabric, or 0 when there is none. */
 int64_t topo_fabric_revision(struct store *s, int64_t fabric_id);
 
-/** A server of a fabric as the cost model sees it: its server row and position. */
+/**
+ * A server of a fabric as the cost models see it (stage transfers and
+ * collectives): its server row, position, and the switch its NIC reaches.
+ */
 struct topo_member {
-	char name[65];     /**< server name */
-	uint32_t position; /**< its position in the fabric (the plan's server index) */
-	uint32_t devices;  /**< devices of the server */
-	bool p2p;          /**< its devices can read and write each other's memory */
-	char intra[16];    /**< "full-mesh" or "two-groups" */
+	char name[65];        /**< server name */
+	uint32_t position;    /**< its position in the fabric (the plan's server index) */
+	uint32_t devices;     /**< devices of the server */
+	bool p2p;             /**< its devices can read and write each other's memory */
+	char intra[16];       /**< "full-mesh" or "two-groups" */
+	bool offload;         /**< its NIC offloads collectives (document 003) */
+	char switch_name[65]; /**< the switch its NIC reaches, "" when none */
+	bool sw_aggregating;  /**< that switch aggregates in the network (document 004) */
+	bool sw_offload;      /**< that switch runs offloaded reduction trees (document 003) */
+	uint32_t sw_buffer;   /**< that switch's buffer B in messages, 0 when not given */
+	uint32_t sw_window;   /**< its window W in messages, 0 when not given */
 };
 
 /**
