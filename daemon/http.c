@@ -31,6 +31,8 @@ struct http_server {
 	struct event *ev_epoll; /* MHD's epoll fd is readable */
 	struct event *ev_timer; /* follows MHD_get_timeout() */
 	size_t inflight;
+	/* A connection closed during MHD_run: run it once more (see schedule_run). */
+	bool closed_in_run;
 	struct http_req *suspended;  /* doubly linked list of suspended requests */
 	struct http_stream *streams; /* doubly linked list of open streams */
 };
@@ -87,10 +89,21 @@ static const char *method_name(const char *m)
 	return "OTHER";
 }
 
+/*
+ * At the connection limit MHD takes the listening socket out of its epoll set,
+ * and puts it back only at the start of a later MHD_run(). When the last
+ * connections close, nothing would call it again (no socket is ready, no
+ * timeout is pending) and the listener would stay deaf for good: so a run in
+ * which a connection closed is followed by another at once.
+ */
 static void schedule_run(struct http_server *h)
 {
 	MHD_UNSIGNED_LONG_LONG ms;
-	if (MHD_get_timeout(h->mhd, &ms) == MHD_YES) {
+	if (h->closed_in_run) {
+		h->closed_in_run = false;
+		struct timeval now = { 0, 0 };
+		evtimer_add(h->ev_timer, &now);
+	} else if (MHD_get_timeout(h->mhd, &ms) == MHD_YES) {
 		struct timeval tv = { .tv_sec = (time_t)(ms / 1000),
 			              .tv_usec = (suseconds_t)((ms % 1000) * 1000) };
 		evtimer_add(h->ev_timer, &tv);
@@ -574,8 +587,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                           enum MHD_ConnectionNotificationCode toe)
 {
-	(void)cls;
+	struct http_server *h = cls;
 	(void)conn;
+	if (toe == MHD_CONNECTION_NOTIFY_CLOSED)
+		h->closed_in_run = true;
 	(void)socket_context;
 	metrics_connections(toe == MHD_CONNECTION_NOTIFY_STARTED ? 1 : -1);
 }
