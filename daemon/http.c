@@ -285,7 +285,8 @@ static enum MHD_Result send_reply(struct http_req *r)
 	if (a->status == 401)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
 		                        "Bearer realm=\"ofcd\"");
-	if (r->h->quiesced)
+	/* A client whose body was dropped may still be writing: take no further request. */
+	if (r->h->quiesced || r->too_large)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
 	enum MHD_Result ret = MHD_queue_response(r->conn, a->status, resp);
 	MHD_destroy_response(resp);
@@ -318,6 +319,13 @@ static bool check_query(struct http_req *r)
 {
 	MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, query_name_ok, r);
 	return r->api.status == 0;
+}
+
+/* Largest body read only to be dropped before a 413 (see check_headers). */
+static unsigned long long linger_limit(const struct ofcd_config *cfg)
+{
+	unsigned long long floor = 8ull << 20;
+	return 4ull * cfg->max_body > floor ? 4ull * cfg->max_body : floor;
 }
 
 /* Checks that need only the headers; sets an error reply when the request must stop here. */
@@ -386,10 +394,15 @@ static bool check_headers(struct http_req *r, const char *url)
 	const char *cl =
 	    MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	if (cl) {
-		char *end;
-		errno = 0;
-		unsigned long long v = strtoull(cl, &end, 10);
-		if (errno || *end || v > cfg->max_body) {
+		/* MHD has refused a malformed length itself before calling us. */
+		unsigned long long v = strtoull(cl, NULL, 10);
+		/*
+		 * A body over the limit is read and dropped, and 413 sent at its end:
+		 * answering while the client still writes makes its kernel see a reset
+		 * instead of the reply (nginx's lingering close does the same). Only a
+		 * body too large even to drop is refused at once.
+		 */
+		if (v > linger_limit(cfg)) {
 			api_error(a, OFCD_E_BODY_TOO_LARGE, NULL,
 			          "request body over the limit of %zu bytes", cfg->max_body);
 			return false;

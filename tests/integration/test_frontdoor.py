@@ -37,3 +37,34 @@ def test_listener_comes_back_after_the_connection_limit(tmp_path):
             assert health_ok(d.port), d.log()
     finally:
         d.stop()
+
+
+def test_oversized_body_sent_unasked_gets_its_413(daemon):
+    # The client writes the whole body before reading: the reply must not be lost
+    # in a reset while it still writes.
+    import http.client
+    body = b"x" * (2 << 20)
+    for _ in range(20):
+        c = http.client.HTTPConnection("127.0.0.1", daemon.port, timeout=10)
+        c.request("POST", "/v1/ocs", body=body, headers={"Content-Type": "application/json"})
+        r = c.getresponse()
+        assert r.status == 413 and b'"body_too_large"' in r.read()
+        assert r.getheader("Connection") == "close"
+        c.close()
+    assert health_ok(daemon.port)
+
+
+def raw(port, data, timeout=3):
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    s.sendall(data)
+    out = b""
+    try:
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            out += chunk
+    except socket.timeout:
+        pass
+    s.close()
+    return out
