@@ -24,6 +24,11 @@ const char *api_query(struct api_req *req, const char *key)
 	return req->transport->query(req, key);
 }
 
+const char *api_header(struct api_req *req, const char *name)
+{
+	return req->transport->header(req, name);
+}
+
 struct api_stream *api_stream_start(struct api_req *req, const char *content_type,
                                     api_stream_close_fn on_close, void *arg)
 {

@@ -74,6 +74,8 @@ struct api_transport {
 	void (*resume)(struct api_req *req);
 	/** Value of query parameter key, or NULL (owned by the transport). */
 	const char *(*query)(struct api_req *req, const char *key);
+	/** Value of request header name (case-insensitive), or NULL (owned by the transport). */
+	const char *(*header)(struct api_req *req, const char *name);
 	/** See api_stream_start(). */
 	struct api_stream *(*stream_start)(struct api_req *req, const char *content_type,
 	                                   api_stream_close_fn on_close, void *arg);
@@ -163,6 +165,9 @@ void api_fail(struct api_req *req, struct ofcd_error *e);
 
 /** Value of query parameter key, or NULL. */
 const char *api_query(struct api_req *req, const char *key);
+
+/** Value of request header name (case-insensitive), or NULL. */
+const char *api_header(struct api_req *req, const char *name);
 
 /**
  * Answers req with a response that never ends by itself (200, chunked, of the

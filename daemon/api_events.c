@@ -43,10 +43,35 @@ static void on_event(void *arg, const struct events_msg *msg)
 	char *text = NULL;
 	if (!wanted(c, msg->data))
 		return;
-	if (asprintf(&text, "id: %llu\nevent: %s\ndata: %s\n\n", msg->id, msg->name,
-	             events_msg_json(msg)) < 0)
+	if (asprintf(&text, "id: %s-%llu\nevent: %s\ndata: %s\n\n", events_instance(c->bus),
+	             msg->id, msg->name, events_msg_json(msg)) < 0)
 		return;
 	api_stream_write(c->stream, text, strlen(text));
+	free(text);
+}
+
+/*
+ * Where a reconnecting client left off: Last-Event-ID "INSTANCE-N" of this
+ * run replays what followed N from the bus's history; anything else (another
+ * run, an id older than the history, garbage) gets a `reset` event instead,
+ * telling the client to read the state again before following the stream.
+ */
+static void resume(struct sse_client *c, const char *last)
+{
+	const char *instance = events_instance(c->bus);
+	size_t n = strlen(instance);
+	const char *reason = "restart";
+	if (strncmp(last, instance, n) == 0 && last[n] == '-') {
+		char *end;
+		unsigned long long after = strtoull(last + n + 1, &end, 10);
+		if (last[n + 1] >= '0' && last[n + 1] <= '9' && !*end &&
+		    events_replay(c->bus, after, EVENTS_PUBLIC, on_event, c) == 0)
+			return;
+		reason = "history";
+	}
+	char *text = NULL;
+	if (asprintf(&text, "event: reset\ndata: {\"reason\":\"%s\"}\n\n", reason) >= 0)
+		api_stream_write(c->stream, text, strlen(text));
 	free(text);
 }
 
@@ -96,6 +121,9 @@ void api_events(struct api_req *req)
 		goto fail; /* the transport replied 500 */
 	/* The first bytes tell the client the stream is open. */
 	api_stream_write(c->stream, ": ofcd events\n\n", 15);
+	const char *last = api_header(req, "Last-Event-ID");
+	if (last)
+		resume(c, last);
 	return;
 nomem:
 	api_error(req, OFCD_E_INTERNAL, NULL, "out of memory");

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 struct events_sub {
 	unsigned mask;
@@ -14,8 +15,17 @@ struct events_sub {
 	struct events_sub *next;
 };
 
+/* A public event kept for replay. */
+struct kept {
+	enum events_kind kind;
+	unsigned long long id;
+	json_t *data; /* reference held by the ring */
+};
+
 struct events {
 	struct events_sub *subs; /* in subscription order */
+	char instance[24];
+	struct kept ring[EVENTS_HISTORY]; /* event id i lives at i % EVENTS_HISTORY */
 	unsigned long long next_id;
 	int delivering; /* > 0 while callbacks run: unsubscribing only marks */
 	bool has_gone;
@@ -45,10 +55,42 @@ const char *events_kind_name(enum events_kind kind)
 int events_new(struct events **out)
 {
 	struct events *ev = calloc(1, sizeof(*ev));
+	struct timespec ts;
 	if (!ev)
 		return -ENOMEM;
 	ev->next_id = 1;
+	/* Nanoseconds and the pid: two runs never share it, even in a crash loop. */
+	clock_gettime(CLOCK_REALTIME, &ts);
+	snprintf(ev->instance, sizeof(ev->instance), "%llx",
+	         (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec +
+	             ((unsigned long long)getpid() << 48));
 	*out = ev;
+	return 0;
+}
+
+const char *events_instance(const struct events *ev)
+{
+	return ev->instance;
+}
+
+int events_replay(struct events *ev, unsigned long long after, unsigned mask, events_fn fn,
+                  void *arg)
+{
+	unsigned long long last = ev->next_id - 1;
+	unsigned long long oldest = last >= EVENTS_HISTORY ? last - EVENTS_HISTORY + 1 : 1;
+	if (after > last || after + 1 < oldest)
+		return -ERANGE;
+	for (unsigned long long id = after + 1; id <= last; id++) {
+		struct kept *k = &ev->ring[id % EVENTS_HISTORY];
+		if (!(mask & EVENTS_BIT(k->kind)))
+			continue;
+		struct msg m = { .pub = { .kind = k->kind,
+			                  .name = events_kind_name(k->kind),
+			                  .id = id,
+			                  .data = k->data } };
+		fn(arg, &m.pub);
+		free(m.json);
+	}
 	return 0;
 }
 
@@ -61,6 +103,8 @@ void events_free(struct events *ev)
 		ev->subs = s->next;
 		free(s);
 	}
+	for (size_t i = 0; i < EVENTS_HISTORY; i++)
+		json_decref(ev->ring[i].data);
 	free(ev);
 }
 
@@ -130,8 +174,13 @@ void events_publish(struct events *ev, enum events_kind kind, json_t *data)
 		data = json_object();
 	add_time(data);
 	m.pub.data = data;
-	/* Internal kinds take no id: a stream's ids stay without gaps. */
-	m.pub.id = EVENTS_BIT(kind) & EVENTS_PUBLIC ? ev->next_id++ : 0;
+	/* Internal kinds take no id and are not kept: a stream's ids stay without gaps. */
+	if (EVENTS_BIT(kind) & EVENTS_PUBLIC) {
+		m.pub.id = ev->next_id++;
+		struct kept *k = &ev->ring[m.pub.id % EVENTS_HISTORY];
+		json_decref(k->data);
+		*k = (struct kept){ .kind = kind, .id = m.pub.id, .data = json_incref(data) };
+	}
 	ev->delivering++;
 	for (struct events_sub *s = ev->subs; s; s = s->next)
 		if (!s->gone && s->mask & EVENTS_BIT(kind))

@@ -43,8 +43,30 @@ struct events_msg {
 /** Called for every published event of a subscribed kind. */
 typedef void (*events_fn)(void *arg, const struct events_msg *msg);
 
-/** Creates an empty bus. Returns 0 or -ENOMEM. */
+/** Public events kept for replay (events_replay), oldest dropped first. */
+#define EVENTS_HISTORY 4096
+
+/**
+ * Creates an empty bus with a new instance tag (events_instance). Returns 0
+ * or -ENOMEM.
+ */
 int events_new(struct events **out);
+
+/**
+ * A tag that differs between two buses (two runs of the daemon, even within
+ * the same second): event ids are unique only together with it, so a client
+ * that reconnects can tell a restart from a gap.
+ */
+const char *events_instance(const struct events *ev);
+
+/**
+ * Calls fn, in order, for every public event of a kind in mask still kept
+ * whose id is above after. Returns 0, or -ERANGE when some event above after
+ * is no longer kept (or after is an id this bus never gave): the caller
+ * missed events it cannot be given.
+ */
+int events_replay(struct events *ev, unsigned long long after, unsigned mask, events_fn fn,
+                  void *arg);
 
 /** Frees the bus. Every subscriber must have left. NULL is fine. */
 void events_free(struct events *ev);

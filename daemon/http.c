@@ -465,10 +465,12 @@ static enum MHD_Result refuse_early(struct http_req *r)
 
 static void req_resume(struct api_req *req);
 static const char *req_query(struct api_req *req, const char *key);
+static const char *req_header(struct api_req *req, const char *name);
 
 static const struct api_transport http_transport = {
 	.resume = req_resume,
 	.query = req_query,
+	.header = req_header,
 	.stream_start = stream_start,
 	.stream_write = stream_write,
 	.stream_end = stream_end,
@@ -560,6 +562,12 @@ static const char *req_query(struct api_req *req, const char *key)
 {
 	struct http_req *r = req->transport_arg;
 	return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);
+}
+
+static const char *req_header(struct api_req *req, const char *name)
+{
+	struct http_req *r = req->transport_arg;
+	return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,

@@ -68,3 +68,43 @@ def raw(port, data, timeout=3):
         pass
     s.close()
     return out
+
+
+def read_events(d, headers=None, until=None, timeout=3, then=None):
+    """The SSE text of a stream until `until` appears (or timeout); then() runs once it is open."""
+    r = requests.get(d.url("/v1/events"), headers=headers or {}, stream=True, timeout=timeout)
+    if then:
+        then()
+    text = ""
+    deadline = time.time() + timeout
+    try:
+        for chunk in r.iter_content(chunk_size=None, decode_unicode=True):
+            text += chunk
+            if (until and until in text) or time.time() > deadline:
+                break
+    except requests.RequestException:
+        pass
+    r.close()
+    return text
+
+
+def test_events_resume_with_last_event_id_and_reset_after_restart(tmp_path):
+    d = Daemon(tmp_path, args=["--demo"]).start()
+    try:
+        first = read_events(d, until="applied",
+                            then=lambda: d.post("/v1/fabrics", {"name": "a", "servers": ["srv0", "srv1"]}))
+        assert "event: " in first, first
+        seen = [l[4:] for l in first.splitlines() if l.startswith("id: ")]
+        assert seen and "-" in seen[0]
+        # Everything after the first id again, and no reset.
+        again = read_events(d, {"Last-Event-ID": seen[0]}, until="event:", timeout=1)
+        assert "event: reset" not in again
+        d.delete("/v1/fabrics/a?wait=10")
+        more = read_events(d, {"Last-Event-ID": seen[-1]}, until="deleted", timeout=1)
+        assert "fabric_state" in more or "operation" in more, more
+        d.stop()
+        d.start()
+        after = read_events(d, {"Last-Event-ID": seen[-1]}, until="reset", timeout=2)
+        assert 'event: reset\ndata: {"reason":"restart"}' in after, after
+    finally:
+        d.stop()

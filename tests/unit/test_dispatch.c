@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -34,6 +35,7 @@ struct test_req {
 	struct api_req api;
 	char params[256];
 	const char *query_key, *query_value;
+	const char *last_event_id; /* the Last-Event-ID header, or NULL */
 	int resumed;
 };
 
@@ -59,6 +61,12 @@ static const char *t_query(struct api_req *req, const char *key)
 {
 	struct test_req *r = req->transport_arg;
 	return r->query_key && strcmp(key, r->query_key) == 0 ? r->query_value : NULL;
+}
+
+static const char *t_header(struct api_req *req, const char *name)
+{
+	struct test_req *r = req->transport_arg;
+	return strcasecmp(name, "Last-Event-ID") == 0 ? r->last_event_id : NULL;
 }
 
 static struct api_stream *t_stream_start(struct api_req *req, const char *content_type,
@@ -87,6 +95,7 @@ static void t_stream_end(struct api_stream *s)
 static const struct api_transport test_transport = {
 	.resume = t_resume,
 	.query = t_query,
+	.header = t_header,
 	.stream_start = t_stream_start,
 	.stream_write = t_stream_write,
 	.stream_end = t_stream_end,
@@ -175,10 +184,11 @@ static int teardown(void **state)
 }
 
 /* Runs method path with body (JSON text or NULL) through the dispatch layer. */
-static struct test_req *run(struct fixture *f, const char *method, const char *path_,
-                            const char *body)
+static struct test_req *run_with(struct fixture *f, const char *method, const char *path_,
+                                 const char *body, const char *last_event_id)
 {
 	struct test_req *r = calloc(1, sizeof(*r));
+	r->last_event_id = last_event_id;
 	bool known;
 	char allow[64];
 	assert_non_null(r);
@@ -196,6 +206,12 @@ static struct test_req *run(struct fixture *f, const char *method, const char *p
 	}
 	api_dispatch(&r->api);
 	return r;
+}
+
+static struct test_req *run(struct fixture *f, const char *method, const char *path_,
+                            const char *body)
+{
+	return run_with(f, method, path_, body, NULL);
 }
 
 static void done(struct test_req *r)
@@ -344,16 +360,73 @@ static void test_events_stream_through_the_transport(void **state)
 	events_publish(f->events, EVENTS_DRIFT, json_pack("{s:s}", "ocs", "ocs0"));
 	assert_non_null(strstr(s->data, "event: fabric_state\ndata: {\"fabric\":\"x\""));
 	assert_null(strstr(s->data, "settled"));
-	const char *first = strstr(s->data, "id: ");
+	/* Ids are INSTANCE-N, N without gaps. */
+	char want[64];
+	snprintf(want, sizeof(want), "id: %s-", events_instance(f->events));
+	const char *first = strstr(s->data, want);
 	assert_non_null(first);
-	unsigned long long a = strtoull(first + 4, NULL, 10);
-	const char *second = strstr(first + 4, "id: ");
+	unsigned long long a = strtoull(first + strlen(want), NULL, 10);
+	const char *second = strstr(first + strlen(want), want);
 	assert_non_null(second);
-	assert_int_equal(strtoull(second + 4, NULL, 10), a + 1);
+	assert_int_equal(strtoull(second + strlen(want), NULL, 10), a + 1);
 	/* The client goes: the subscriber leaves the bus. */
 	t_stream_end(&s->api);
 	events_publish(f->events, EVENTS_DRIFT, json_pack("{s:s}", "ocs", "ocs1"));
 	done(r);
+}
+
+/* The text of a stream opened with Last-Event-ID last (or NULL), ended at once. */
+static void stream_from(struct fixture *f, const char *last, char *out, size_t len)
+{
+	struct test_req *r = run_with(f, "GET", "/v1/events", NULL, last);
+	assert_int_equal(r->api.status, 200);
+	snprintf(out, len, "%s", last_stream->data);
+	t_stream_end(&last_stream->api);
+	done(r);
+}
+
+static void test_events_resume_after_last_event_id(void **state)
+{
+	struct fixture *f = *state;
+	char text[4096], last[64];
+	for (int i = 0; i < 3; i++)
+		events_publish(f->events, EVENTS_DRIFT,
+		               json_pack("{s:s, s:i}", "ocs", "ocs0", "n", i));
+	snprintf(last, sizeof(last), "%s-1", events_instance(f->events));
+	stream_from(f, last, text, sizeof(text));
+	/* Events 2 and 3 again, not 1, and no reset. */
+	assert_null(strstr(text, "\"n\":0"));
+	assert_non_null(strstr(text, "\"n\":1"));
+	assert_non_null(strstr(text, "\"n\":2"));
+	assert_null(strstr(text, "event: reset"));
+	/* Up to date: nothing replayed. */
+	snprintf(last, sizeof(last), "%s-3", events_instance(f->events));
+	stream_from(f, last, text, sizeof(text));
+	assert_null(strstr(text, "event: "));
+	/* Another run's id, an id from the future, garbage: reset. */
+	stream_from(f, "0-1", text, sizeof(text));
+	assert_non_null(strstr(text, "event: reset\ndata: {\"reason\":\"restart\"}"));
+	snprintf(last, sizeof(last), "%s-99", events_instance(f->events));
+	stream_from(f, last, text, sizeof(text));
+	assert_non_null(strstr(text, "event: reset\ndata: {\"reason\":\"history\"}"));
+	snprintf(last, sizeof(last), "%s-x", events_instance(f->events));
+	stream_from(f, last, text, sizeof(text));
+	assert_non_null(strstr(text, "event: reset"));
+	/* Older than the history. */
+	for (int i = 0; i < EVENTS_HISTORY; i++)
+		events_publish(f->events, EVENTS_DRIFT, NULL);
+	snprintf(last, sizeof(last), "%s-2", events_instance(f->events));
+	stream_from(f, last, text, sizeof(text));
+	assert_non_null(strstr(text, "event: reset\ndata: {\"reason\":\"history\"}"));
+}
+
+static void test_instances_differ(void **state)
+{
+	struct fixture *f = *state;
+	struct events *other;
+	assert_int_equal(events_new(&other), 0);
+	assert_string_not_equal(events_instance(other), events_instance(f->events));
+	events_free(other);
 }
 
 int main(void)
@@ -370,6 +443,9 @@ int main(void)
 		                                teardown),
 		cmocka_unit_test_setup_teardown(test_events_stream_through_the_transport, setup,
 		                                teardown),
+		cmocka_unit_test_setup_teardown(test_events_resume_after_last_event_id, setup,
+		                                teardown),
+		cmocka_unit_test_setup_teardown(test_instances_differ, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
