@@ -15,6 +15,11 @@
  *
  * Loop thread only. Writes to the store in its own short transactions, never
  * while a request's transaction is open (requests never leave one open).
+ *
+ * Built from three files behind the private reconcile_internal.h: reconcile.c
+ * (units, driver callbacks, the pass, this API), reconcile_store.c (its
+ * operations, read-back copies and port states in the store) and
+ * reconcile_state.c (port owners, isolation, fabric states).
  */
 #ifndef OFCD_RECONCILE_H
 #define OFCD_RECONCILE_H
