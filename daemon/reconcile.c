@@ -75,9 +75,8 @@ static void on_retry(evutil_socket_t fd, short what, void *arg)
 	drive(u);
 }
 
-static void start_read(struct unit *u, bool audit)
+static void start_read(struct unit *u)
 {
-	u->audit = audit;
 	u->busy = true;
 	int rc = u->ops->read(u->h, on_read, u);
 	if (rc < 0) {
@@ -107,7 +106,7 @@ static void on_apply(void *arg, int status, const char *err)
 	}
 	/* Whatever happened, learn what the unit now holds. */
 	if (u->conn == OCS_CONN_UP)
-		start_read(u, false);
+		start_read(u);
 	reconcile_schedule_states(u->r);
 	reconcile_work_end(t0);
 }
@@ -325,7 +324,7 @@ static void sync_units(struct reconciler *r)
 			u = NULL;
 		}
 		if (!u) {
-			r->fabs_valid = false; /* the cache holds unit pointers */
+			r->fabs_valid = false; /* the topology changed: re-read the fabrics */
 			u = unit_new(r, st);
 			if (!u)
 				continue;
@@ -363,7 +362,7 @@ static void drive(struct unit *u)
 	if (!u->h || u->conn != OCS_CONN_UP || u->busy || u->retry_pending)
 		return;
 	if (!u->have_actual) {
-		start_read(u, false);
+		start_read(u);
 		return;
 	}
 	/* A mirror that failed to load may miss circuits: sending its diff would tear them down. */
@@ -474,7 +473,7 @@ static void on_audit(evutil_socket_t fd, short what, void *arg)
 	desired_refresh(r->d.desired);
 	for (struct unit *u = r->units; u; u = u->next)
 		if (u->h && u->conn == OCS_CONN_UP && !u->busy)
-			start_read(u, true);
+			start_read(u);
 }
 
 void reconcile_set_audit_interval(struct reconciler *r, unsigned seconds)

@@ -42,7 +42,7 @@ struct reconcile_deps {
 	struct store *store;       /**< desired state, operations, read-back copies */
 	struct desired *desired;   /**< the store's circuits in memory */
 	struct events *events;     /**< bus it publishes its events on */
-	unsigned audit_interval_s; /**< seconds between audits (0: none) */
+	unsigned audit_interval_s; /**< seconds between audits (0: the default, 30) */
 };
 
 /**

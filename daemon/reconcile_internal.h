@@ -60,7 +60,6 @@ struct unit {
 	bool busy;               /**< an apply or read is in flight */
 	bool have_actual;        /**< actual[] reflects a read since the last (re)connect */
 	bool in_sync;            /**< the last diff was empty */
-	bool audit;              /**< the read in flight is an audit */
 	bool applied_since_read; /**< a batch ended since the last read-back (no drift then) */
 	bool actual_dirty;       /**< actual[] not yet written to the store */
 	struct plan_xc *actual;  /**< cross-connects held at the last read-back, sorted */
