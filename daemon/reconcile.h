@@ -15,6 +15,11 @@
  *
  * Loop thread only. Writes to the store in its own short transactions, never
  * while a request's transaction is open (requests never leave one open).
+ *
+ * Built from three files behind the private reconcile_internal.h: reconcile.c
+ * (units, driver callbacks, the pass, this API), reconcile_store.c (its
+ * operations, read-back copies and port states in the store) and
+ * reconcile_state.c (port owners, isolation, fabric states).
  */
 #ifndef OFCD_RECONCILE_H
 #define OFCD_RECONCILE_H
@@ -37,7 +42,7 @@ struct reconcile_deps {
 	struct store *store;       /**< desired state, operations, read-back copies */
 	struct desired *desired;   /**< the store's circuits in memory */
 	struct events *events;     /**< bus it publishes its events on */
-	unsigned audit_interval_s; /**< seconds between audits (0: none) */
+	unsigned audit_interval_s; /**< seconds between audits (0: the default, 30) */
 };
 
 /**

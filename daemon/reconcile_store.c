@@ -1,0 +1,313 @@
+/*
+ * The reconciler's own rows in the store: one operation per batch (with its
+ * pairs and the fabrics it touches), the copy of every unit's read-back
+ * (actual_xc) and the ports whose link is down. All in short relaxed
+ * transactions of their own: a restart recomputes them anyway.
+ */
+#include <errno.h>
+#include <event2/event.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "events.h"
+#include "log.h"
+#include "reconcile_internal.h"
+#include "store_sql.h"
+
+/*
+ * A list of cross-connects as JSON text ("[[1,2],[3,4]]"), printed directly:
+ * an operation records every batch, and a jansson tree per pair costs more
+ * than the batch.
+ */
+static char *put_u32(char *p, uint32_t v)
+{
+	char digits[10];
+	int n = 0;
+	do
+		digits[n++] = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	while (n)
+		*p++ = digits[--n];
+	return p;
+}
+
+static char *xcs_text(const struct plan_xc *v, size_t n)
+{
+	char *buf = malloc(n * 24 + 3), *p = buf;
+	if (!buf)
+		return NULL;
+	*p++ = '[';
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			*p++ = ',';
+		*p++ = '[';
+		p = put_u32(p, v[i].a);
+		*p++ = ',';
+		p = put_u32(p, v[i].b);
+		*p++ = ']';
+	}
+	*p++ = ']';
+	*p = '\0';
+	return buf;
+}
+
+void reconcile_store_interrupted(struct reconciler *r)
+{
+	struct store *s = r->d.store;
+	if (store_begin(s) < 0)
+		return;
+	sqlite3_stmt *st = store_stmt(s, "UPDATE operation SET status = 'interrupted', "
+	                                 "error = 'the daemon stopped before the batch "
+	                                 "completed', ended = strftime('%Y-%m-%dT%H:%M:%fZ', "
+	                                 "'now') WHERE status = 'running'");
+	if (store_step_done(st) == 0)
+		store_commit(s);
+	else
+		store_rollback(s);
+}
+
+/* ---- operations ---------------------------------------------------------- */
+
+/*
+ * The fabrics whose circuits a batch touches: an addition is desired, so its
+ * fabric is known; a removal belongs to the fabric that last desired it or,
+ * when that is unknown (a stray or a change by hand), to the owners of its
+ * ports. NULL when memory is short.
+ */
+static json_t *batch_fabrics(struct reconciler *r, struct unit *u, const struct plan_batch *b)
+{
+	struct desired_set ds = reconcile_unit_desired(u);
+	int64_t *ids = malloc((b->nadd + 2 * b->ndel + 1) * sizeof(*ids));
+	json_t *names = json_array();
+	size_t n = 0;
+	if (!ids || !names) {
+		free(ids);
+		json_decref(names);
+		return NULL;
+	}
+	struct reconcile_walk w = { &ds, 0 };
+	for (size_t i = 0; i < b->nadd; i++) {
+		ssize_t k = reconcile_walk_index(&w, &b->add[i]);
+		if (k >= 0 && (n == 0 || ids[n - 1] != ds.fabric[k]))
+			ids[n++] = ds.fabric[k];
+	}
+	const int64_t *owner = NULL;
+	const char *last = NULL;
+	for (size_t i = 0; i < b->ndel; i++) {
+		const char *name =
+		    desired_former_owner(r->d.desired, u->id, b->del[i].a, b->del[i].b);
+		if (name) {
+			if (name != last)
+				reconcile_add_name(names, name);
+			last = name;
+		} else if (owner || (owner = reconcile_port_owners(r, u))) {
+			ids[n++] = reconcile_port_owner(u, owner, b->del[i].a);
+			ids[n++] = reconcile_port_owner(u, owner, b->del[i].b);
+		}
+	}
+	reconcile_add_fabric_names(r, names, ids, n);
+	free(ids);
+	return names;
+}
+
+int64_t reconcile_op_start(struct reconciler *r, struct unit *u, const struct plan_batch *b)
+{
+	struct store *s = r->d.store;
+	json_decref(u->op_fabrics);
+	u->op_fabrics = batch_fabrics(r, u, b);
+	json_t *fabrics = u->op_fabrics;
+	char *adds = xcs_text(b->add, b->nadd);
+	char *dels = xcs_text(b->del, b->ndel);
+	int64_t id = 0;
+	if (adds && dels && store_begin_relaxed(s) == 0) {
+		sqlite3_stmt *st =
+		    store_stmt(s, "INSERT INTO operation(ocs, trigger, nadds, ndeletes, status) "
+		                  "VALUES (?, ?, ?, ?, 'running')");
+		sqlite3_bind_text(st, 1, u->name, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, u->trigger, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 3, (sqlite3_int64)b->nadd);
+		sqlite3_bind_int64(st, 4, (sqlite3_int64)b->ndel);
+		int rc = store_step_done(st);
+		id = rc == 0 ? sqlite3_last_insert_rowid(store_db(s)) : 0;
+		st = store_stmt(s, "INSERT INTO operation_xc(operation_id, adds, deletes) "
+		                   "VALUES (?, ?, ?)");
+		sqlite3_bind_int64(st, 1, id);
+		sqlite3_bind_text(st, 2, adds, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3, dels, -1, SQLITE_STATIC);
+		if (rc == 0)
+			rc = store_step_done(st);
+		size_t i;
+		json_t *v;
+		st = store_stmt(s,
+		                "INSERT INTO operation_fabric(operation_id, fabric) VALUES (?, ?)");
+		json_array_foreach(fabrics, i, v)
+		{
+			sqlite3_bind_int64(st, 1, id);
+			sqlite3_bind_text(st, 2, json_string_value(v), -1, SQLITE_STATIC);
+			if (rc == 0)
+				rc = store_step_done(st);
+		}
+		/* Keep the history bounded. */
+		st = store_stmt(s, "DELETE FROM operation WHERE id <= ? - 10000");
+		sqlite3_bind_int64(st, 1, id);
+		if (rc == 0)
+			rc = store_step_done(st);
+		if (rc == 0 && store_commit(s) == 0) {
+			free(adds);
+			free(dels);
+			return id;
+		}
+		store_rollback(s);
+	}
+	free(adds);
+	free(dels);
+	return 0;
+}
+
+void reconcile_op_finish(struct reconciler *r, struct unit *u, int status, const char *err)
+{
+	struct store *s = r->d.store;
+	if (!u->op_id)
+		return;
+	if (store_begin_relaxed(s) == 0) {
+		sqlite3_stmt *st = store_stmt(s, "UPDATE operation SET status = ?, error = ?, "
+		                                 "ended = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') "
+		                                 "WHERE id = ?");
+		/* -ESHUTDOWN: the daemon stopped cleanly with the batch in flight. */
+		sqlite3_bind_text(st, 1,
+		                  status == 0            ? "succeeded"
+		                  : status == -ESHUTDOWN ? "interrupted"
+		                                         : "failed",
+		                  -1, SQLITE_STATIC);
+		if (status)
+			sqlite3_bind_text(st, 2, err ? err : strerror(-status), -1,
+			                  SQLITE_TRANSIENT);
+		sqlite3_bind_int64(st, 3, u->op_id);
+		if (store_step_done(st) == 0)
+			store_commit(s);
+		else
+			store_rollback(s);
+	}
+	metrics_counter_add("ofcd_reconcile_batches_total", "Batches sent to OCS units by result.",
+	                    status == 0 ? "result=\"succeeded\"" : "result=\"failed\"", 1);
+	json_t *fabrics = u->op_fabrics ? u->op_fabrics : json_array();
+	u->op_fabrics = NULL;
+	json_t *ev = json_pack("{s:I, s:s, s:s, s:o}", "id", (json_int_t)u->op_id, "ocs", u->name,
+	                       "status", status == 0 ? "succeeded" : "failed", "fabrics", fabrics);
+	if (status)
+		json_object_set_new(ev, "error", json_string(err ? err : strerror(-status)));
+	events_publish(r->d.events, EVENTS_OPERATION, ev);
+	u->op_id = 0;
+}
+
+/* ---- the read-back copy -------------------------------------------------- */
+
+/*
+ * The read-back state is written to the store for operators and tools; a
+ * restart reads every unit back and trusts the stored copy only for the server
+ * reservation until then (reconcile_store_last_known()), so it is written at
+ * most once a second for all units together, off the reconfiguration path.
+ */
+void reconcile_actual_changed(struct reconciler *r, struct unit *u)
+{
+	if (u->actual_dirty)
+		return;
+	u->actual_dirty = true;
+	if (!evtimer_pending(r->ev_flush, NULL)) {
+		struct timeval sec = { 1, 0 };
+		evtimer_add(r->ev_flush, &sec);
+	}
+}
+
+void reconcile_flush_actual(struct reconciler *r)
+{
+	struct store *s = r->d.store;
+	bool any = false;
+	for (struct unit *u = r->units; u; u = u->next)
+		any |= u->actual_dirty;
+	if (!any || store_begin_relaxed(s) < 0)
+		return;
+	int rc = 0;
+	for (struct unit *u = r->units; u && rc == 0; u = u->next) {
+		if (!u->actual_dirty)
+			continue;
+		sqlite3_stmt *st = store_stmt(s, "DELETE FROM actual_xc WHERE ocs_id = ?");
+		sqlite3_bind_int64(st, 1, u->id);
+		rc = store_step_done(st);
+		st = store_stmt(s, "INSERT INTO actual_xc(ocs_id, a, b) VALUES (?, ?, ?)");
+		for (size_t i = 0; rc == 0 && i < u->nactual; i++) {
+			sqlite3_bind_int64(st, 1, u->id);
+			sqlite3_bind_int64(st, 2, u->actual[i].a);
+			sqlite3_bind_int64(st, 3, u->actual[i].b);
+			rc = store_step_done(st);
+		}
+	}
+	if (rc == 0 && store_commit(s) == 0) {
+		for (struct unit *u = r->units; u; u = u->next)
+			u->actual_dirty = false;
+	} else {
+		store_rollback(s);
+	}
+}
+
+void reconcile_flush_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	reconcile_flush_actual(arg);
+}
+
+/*
+ * What the unit held when it was last read back, as stored (by a previous run,
+ * up to a second behind). Only the server reservation trusts it, and only
+ * until the first read-back: a unit unreachable after a restart may still
+ * hold a deleted fabric's circuits.
+ */
+void reconcile_store_last_known(struct reconciler *r, struct unit *u)
+{
+	sqlite3_stmt *st = store_stmt(r->d.store, "SELECT a, b FROM actual_xc WHERE ocs_id = ?");
+	sqlite3_bind_int64(st, 1, u->id);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		int64_t a = sqlite3_column_int64(st, 0), b = sqlite3_column_int64(st, 1);
+		if (a >= 1 && b >= 1 && a <= u->ports && b <= u->ports) {
+			u->peer[a] = (uint32_t)b;
+			u->peer[b] = (uint32_t)a;
+		}
+	}
+	sqlite3_reset(st);
+}
+
+/* ---- port link states ---------------------------------------------------- */
+
+void reconcile_store_port_state(struct reconciler *r, struct unit *u, uint32_t port, bool up)
+{
+	struct store *s = r->d.store;
+	if (store_begin_relaxed(s) < 0)
+		return;
+	sqlite3_stmt *st = store_stmt(s, up ? "DELETE FROM ocs_port_down WHERE ocs_id = ? AND "
+	                                      "port = ?"
+	                                    : "INSERT OR IGNORE INTO ocs_port_down(ocs_id, port) "
+	                                      "VALUES (?, ?)");
+	sqlite3_bind_int64(st, 1, u->id);
+	sqlite3_bind_int64(st, 2, port);
+	if (store_step_done(st) == 0)
+		store_commit(s);
+	else
+		store_rollback(s);
+	log_info("reconcile", "%s: port %u link %s", u->name, port, up ? "up" : "down");
+	events_publish(r->d.events, EVENTS_PORT_STATE,
+	               json_pack("{s:s, s:I, s:s}", "ocs", u->name, "port", (json_int_t)port,
+	                         "link", up ? "up" : "down"));
+}
+
+json_t *reconcile_store_ports_down(struct reconciler *r, int64_t ocs_id)
+{
+	json_t *down = json_array();
+	sqlite3_stmt *st = store_stmt(r->d.store, "SELECT port FROM ocs_port_down WHERE ocs_id = ? "
+	                                          "ORDER BY port");
+	sqlite3_bind_int64(st, 1, ocs_id);
+	while (sqlite3_step(st) == SQLITE_ROW)
+		json_array_append_new(down, json_integer(sqlite3_column_int64(st, 0)));
+	sqlite3_reset(st);
+	return down;
+}
