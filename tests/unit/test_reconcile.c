@@ -31,7 +31,7 @@
 #include "plan.h"
 #include "reconcile.h"
 #include "reconcile_internal.h"
-#include "store.h"
+#include "store_sql.h"
 #include "topo.h"
 
 /* One event heard on the bus. */
