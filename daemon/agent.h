@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "auth.h"
+#include "auth_rules.h"
 #include "log.h"
 #include "rdma.h"
 
