@@ -9,9 +9,10 @@
 
 #include <stdbool.h>
 
-#define AUTH_NAME_MAX   64  /**< longest name, in bytes */
-#define AUTH_SECRET_MIN 16  /**< shortest bearer secret, in bytes */
-#define AUTH_SECRET_MAX 128 /**< longest secret: a token line must fit the INI reader's 200-byte lines */
+#define AUTH_NAME_MAX   64 /**< longest name, in bytes */
+#define AUTH_SECRET_MIN 16 /**< shortest bearer secret, in bytes */
+#define AUTH_SECRET_MAX                                                                            \
+	128 /**< longest secret: a token line must fit the INI reader's 200-byte lines */
 
 /** True when s is 16..128 characters of [A-Za-z0-9-._~+/=] (a usable bearer secret). */
 bool auth_valid_secret(const char *s);

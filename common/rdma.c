@@ -775,13 +775,3 @@ const char *rdma_event_name(enum rdma_event_kind kind)
 	}
 	return "?";
 }
-
-const struct rdma_source_ops *rdma_source_find(const char *name)
-{
-	static const struct rdma_source_ops *const sources[] = { &rdma_verbs_source,
-		                                                 &rdma_recorded_source };
-	for (size_t i = 0; i < ARRAY_SIZE(sources); i++)
-		if (strcmp(sources[i]->name, name) == 0)
-			return sources[i];
-	return NULL;
-}

@@ -494,7 +494,7 @@ static int agent_start(struct agent *a, const struct agent_config *cfg)
 	}
 	evhttp_connection_set_timeout(a->conn, AGENT_HTTP_TIMEOUT_S);
 
-	a->ops = cfg->source == AGENT_SOURCE_RECORDED ? &rdma_recorded_source : &rdma_verbs_source;
+	a->ops = cfg->source;
 	rc = a->ops->open(a->base, &sc, on_rdma_event, a, &a->src, err, sizeof(err));
 	if (rc < 0) {
 		log_error("agent", "RDMA source %s: %s", a->ops->name, err);

@@ -31,12 +31,6 @@ struct agent_map_entry {
 	uint8_t port;               /**< RDMA port number, from 1 */
 };
 
-/** Which RDMA source the agent reads. */
-enum agent_source {
-	AGENT_SOURCE_VERBS,    /**< libibverbs (default) */
-	AGENT_SOURCE_RECORDED, /**< recorded_inventory + recorded_events files */
-};
-
 /** The agent's configuration ([agent] and [log]). Owned by whoever loaded it. */
 struct agent_config {
 	char path[512];                 /**< file it came from */
@@ -44,15 +38,15 @@ struct agent_config {
 	char host[256];                 /**< its HOST (brackets of an IPv6 address removed) */
 	uint16_t port;                  /**< its PORT */
 	char server[AUTH_NAME_MAX + 1]; /**< [agent] server: this server's name at the controller */
-	char token[AUTH_SECRET_MAX + 1]; /**< [agent] token: bearer secret, "" for none */
-	unsigned heartbeat_s;            /**< [agent] heartbeat, seconds */
-	bool pci_order;                  /**< [agent] map = pci-order */
-	struct agent_map_entry *map;     /**< device.N entries by index (malloc'd, owned) */
-	size_t nmap;                     /**< entries in map */
-	enum agent_source source;        /**< [agent] source */
-	char recorded_inventory[512];    /**< [agent] recorded_inventory file */
-	char recorded_events[512];       /**< [agent] recorded_events file, "" for none */
-	enum log_level log_level;        /**< [log] level */
+	char token[AUTH_SECRET_MAX + 1];      /**< [agent] token: bearer secret, "" for none */
+	unsigned heartbeat_s;                 /**< [agent] heartbeat, seconds */
+	bool pci_order;                       /**< [agent] map = pci-order */
+	struct agent_map_entry *map;          /**< device.N entries by index (malloc'd, owned) */
+	size_t nmap;                          /**< entries in map */
+	const struct rdma_source_ops *source; /**< [agent] source: verbs (default) or recorded */
+	char recorded_inventory[512];         /**< [agent] recorded_inventory file */
+	char recorded_events[512];            /**< [agent] recorded_events file, "" for none */
+	enum log_level log_level;             /**< [log] level */
 };
 
 /**

@@ -176,11 +176,8 @@ static int parse_source(void *c, const char *key, const char *value, char *err, 
 {
 	struct agent_config *cfg = c;
 	(void)key;
-	if (strcmp(value, "verbs") == 0)
-		cfg->source = AGENT_SOURCE_VERBS;
-	else if (strcmp(value, "recorded") == 0)
-		cfg->source = AGENT_SOURCE_RECORDED;
-	else {
+	cfg->source = rdma_source_find(value);
+	if (!cfg->source) {
 		snprintf(err, errlen, "expected verbs or recorded, got \"%s\"", value);
 		return -EINVAL;
 	}
@@ -245,7 +242,7 @@ static void agent_defaults(struct agent_config *cfg, const char *name)
 	memset(cfg, 0, sizeof(*cfg));
 	snprintf(cfg->path, sizeof(cfg->path), "%s", name);
 	cfg->heartbeat_s = AGENT_HEARTBEAT_DEFAULT;
-	cfg->source = AGENT_SOURCE_VERBS;
+	cfg->source = &rdma_verbs_source;
 	cfg->log_level = LOG_LVL_INFO;
 }
 
@@ -277,9 +274,9 @@ static int agent_validate(const struct conffile *ctx, const char *name, char *er
 		why = "[agent] map = pci-order and device.N lines exclude each other";
 	else if (!cfg->pci_order && !cfg->nmap)
 		why = "[agent] needs device.N = DEV:PORT lines or map = pci-order";
-	else if (cfg->source == AGENT_SOURCE_RECORDED && !cfg->recorded_inventory[0])
+	else if (cfg->source == &rdma_recorded_source && !cfg->recorded_inventory[0])
 		why = "[agent] source = recorded needs recorded_inventory = FILE";
-	else if (cfg->source == AGENT_SOURCE_VERBS &&
+	else if (cfg->source == &rdma_verbs_source &&
 	         (conffile_seen(ctx, parse_recorded_inventory) ||
 	          conffile_seen(ctx, parse_recorded_events)))
 		why = "[agent] recorded_inventory and recorded_events need source = recorded";
