@@ -3,14 +3,13 @@
  *
  *   ofcd [-c FILE] [--demo]     run the controller
  *   ofcd -c FILE --check-config validate FILE and exit 0 (valid) or 1
- *   ofcd agent -c FILE          run the host agent (agent.c)
+ *
+ * The host agent is its own program, ofcd-agent (agent/main.c).
  */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
-#include "agent.h"
 #include "config.h"
 #include "log.h"
 #include "ofcd.h"
@@ -18,7 +17,6 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: ofcd [-c FILE] [--check-config] [--demo]\n"
-	           "       ofcd agent -c FILE [--check-config]   (host agent)\n"
 	           "  -c, --config FILE   configuration file (INI); built-in defaults without it\n"
 	           "      --check-config  validate the configuration and exit 0 or 1\n"
 	           "      --demo          load a demo topology into an empty store\n"
@@ -40,8 +38,6 @@ int main(int argc, char **argv)
 	bool check = false, demo = false;
 	int c;
 
-	if (argc > 1 && strcmp(argv[1], "agent") == 0)
-		return agent_main(argc - 1, argv + 1);
 	while ((c = getopt_long(argc, argv, "c:Vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':

@@ -1,5 +1,5 @@
 /*
- * The host agent: `ofcd agent -c FILE`, run on every server of the cluster.
+ * The host agent: `ofcd-agent -c FILE` (main.c), run on every server of the cluster.
  *
  * It reads the server's RDMA inventory through an RDMA source (rdma.h:
  * libibverbs, or a recorded file for tests and demos), maps RDMA device ports
@@ -66,11 +66,11 @@ int agent_config_load_string(const char *text, const char *name, struct agent_co
 void agent_config_free(struct agent_config *cfg);
 
 /**
- * The `ofcd agent` command: argv[0] is "agent", then [-c FILE] [--check-config].
- * Runs until SIGTERM or SIGINT. Returns the process exit status: 0 after a
- * signal or a valid --check-config, 1 for a bad configuration or a start
- * failure, 2 for bad arguments.
+ * Runs the agent with cfg (borrowed; it must outlive the call) until SIGTERM
+ * or SIGINT: sets the log level, opens the RDMA source, reports, and returns
+ * 0 after the signal, or -errno (logged) when it cannot start. On the calling
+ * thread, which becomes the agent's loop thread.
  */
-int agent_main(int argc, char **argv);
+int agent_run(const struct agent_config *cfg);
 
 #endif
