@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "auth_rules.h"
+#include "cfgtab.h"
 #include "log.h"
 #include "rdma.h"
 
@@ -48,6 +49,9 @@ struct agent_config {
 	char recorded_events[512];            /**< [agent] recorded_events file, "" for none */
 	enum log_level log_level;             /**< [log] level */
 };
+
+/** Every key of the agent's file ([agent] and [log]); none is reloaded (no SIGHUP reload). */
+extern const struct cfgtab agent_config_table;
 
 /**
  * Loads the agent configuration from path. Unknown sections or keys, keys

@@ -3,6 +3,7 @@
  *
  *   ofcd-agent -c FILE                 run until SIGTERM or SIGINT (agent.c)
  *   ofcd-agent -c FILE --check-config  validate FILE and exit 0 (valid) or 1
+ *   ofcd-agent --dump-config-doc       print the configuration reference (markdown)
  *
  * Exit status: 0 after a signal or a valid --check-config, 1 for a bad
  * configuration or a start failure, 2 for bad arguments.
@@ -19,6 +20,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: ofcd-agent -c FILE [--check-config]\n"
 	           "  -c, --config FILE   agent configuration (INI, section [agent])\n"
 	           "      --check-config  validate the configuration and exit 0 or 1\n"
+	           "      --dump-config-doc  print every configuration key as a markdown table\n"
 	           "  -V, --version       print the version\n"
 	           "  -h, --help          this text\n");
 }
@@ -28,6 +30,7 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "check-config", no_argument, NULL, 'C' },
+		{ "dump-config-doc", no_argument, NULL, 'G' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -46,6 +49,9 @@ int main(int argc, char **argv)
 		case 'C':
 			check = true;
 			break;
+		case 'G':
+			cfgtab_doc(&agent_config_table, stdout);
+			return 0;
 		case 'V':
 			printf("ofcd-agent %s\n", OFCD_VERSION);
 			return 0;

@@ -3,6 +3,7 @@
  *
  *   ofcd [-c FILE] [--demo]     run the controller
  *   ofcd -c FILE --check-config validate FILE and exit 0 (valid) or 1
+ *   ofcd --dump-config-doc      print the configuration reference (markdown)
  *
  * The host agent is its own program, ofcd-agent (agent/main.c).
  */
@@ -20,6 +21,7 @@ static void usage(FILE *f)
 	           "  -c, --config FILE   configuration file (INI); built-in defaults without it\n"
 	           "      --check-config  validate the configuration and exit 0 or 1\n"
 	           "      --demo          load a demo topology into an empty store\n"
+	           "      --dump-config-doc  print every configuration key as a markdown table\n"
 	           "  -V, --version       print the version\n"
 	           "  -h, --help          this text\n");
 }
@@ -30,6 +32,7 @@ int main(int argc, char **argv)
 		{ "config", required_argument, NULL, 'c' },
 		{ "check-config", no_argument, NULL, 'C' },
 		{ "demo", no_argument, NULL, 'D' },
+		{ "dump-config-doc", no_argument, NULL, 'G' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -49,6 +52,9 @@ int main(int argc, char **argv)
 		case 'D':
 			demo = true;
 			break;
+		case 'G':
+			cfgtab_doc(&config_table, stdout);
+			return 0;
 		case 'V':
 			printf("ofcd %s\n", OFCD_VERSION);
 			return 0;
@@ -68,7 +74,8 @@ int main(int argc, char **argv)
 
 	struct ofcd_config cfg;
 	char err[768];
-	int rc = path ? config_load(path, &cfg, err, sizeof(err)) : (config_defaults(&cfg), 0);
+	int rc = path ? config_load(path, &cfg, err, sizeof(err))
+	              : config_defaults(&cfg, err, sizeof(err));
 	if (rc < 0) {
 		fprintf(stderr, "ofcd: %s\n", err);
 		config_free(&cfg);
