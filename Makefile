@@ -5,6 +5,7 @@
 #   make test     set up, build and run every test (layering check, unit, unit under
 #                 ASan+UBSan, integration)
 #   make bench    run the benchmarks (see bench/RESULTS.md)
+#   make config-doc  rewrite the configuration tables in docs/operations.md
 #   make install  install binaries, systemd units and default configuration into DESTDIR/PREFIX
 #   make clean    remove build/
 
@@ -77,7 +78,7 @@ UNIT_BIN     := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
 UNIT_BIN_SAN := $(patsubst tests/unit/%.c,$(B)/san/tests/%,$(UNIT_SRC))
 BENCH_BIN    := $(patsubst bench/%.c,$(B)/bench/%,$(BENCH_SRC))
 
-.PHONY: all run test unit unit-san integration check-deps bench install clean format
+.PHONY: all run test unit unit-san integration check-deps config-doc bench install clean format
 all: $(B)/ofcd $(B)/ofcd-agent
 
 $(B)/gen/migrations.c: $(MIGRATIONS) schema/embed.sh
@@ -157,6 +158,11 @@ check-deps: $(LIBS)
 	$(PYTHON) tools/check_deps.py $(B)/obj
 
 test: unit unit-san integration
+
+# Rewrites the configuration tables in docs/operations.md from the programs'
+# own (tests/integration/test_config_doc.py fails while they differ).
+config-doc: $(B)/ofcd $(B)/ofcd-agent
+	$(PYTHON) tools/config_doc.py $(B)
 
 bench: $(B)/ofcd $(BENCH_BIN)
 	sh bench/run.sh
