@@ -169,6 +169,7 @@ bench: $(B)/ofcd $(BENCH_BIN)
 
 install: $(B)/ofcd $(B)/ofcd-agent
 	install -D -m 755 $(B)/ofcd $(DESTDIR)$(PREFIX)/bin/ofcd
+	install -D -m 755 $(B)/ofcd-agent $(DESTDIR)$(PREFIX)/bin/ofcd-agent
 	install -d $(DESTDIR)$(UNITDIR)
 	for u in packaging/*.service; do \
 		sed 's|@BINDIR@|$(PREFIX)/bin|g; s|@SYSCONFDIR@|$(SYSCONFDIR)|g' $$u \
