@@ -1,7 +1,7 @@
 #include "api.h"
 
-#include <errno.h>
-#include <math.h>
+#include "jsonin.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,11 +139,7 @@ void api_fail(struct api_req *req, struct ofcd_error *e)
 
 const char *api_field(char *buf, size_t len, const char *prefix, const char *key)
 {
-	if (prefix)
-		snprintf(buf, len, "%s.%s", prefix, key);
-	else
-		snprintf(buf, len, "%s", key);
-	return buf;
+	return jsonin_field(buf, len, prefix, key);
 }
 
 json_t *api_body_object(struct api_req *req)
@@ -160,170 +156,59 @@ json_t *api_body_object(struct api_req *req)
 	return req->body;
 }
 
-/* Looks the member up; 1 when absent and optional, -EINVAL (replied) when absent and required. */
-static int member(struct api_req *req, json_t *obj, const char *prefix, const char *key,
-                  bool required, json_t **out)
+/* A failed check becomes the reply; 0 and 1 pass through. */
+static int reply_check(struct api_req *req, int rc, const struct jsonin_err *e)
 {
-	char f[160];
-	*out = json_object_get(obj, key);
-	if (*out && !json_is_null(*out))
-		return 0;
-	if (!required)
-		return 1;
-	api_error(req, OFCD_E_INVALID_FIELD, api_field(f, sizeof(f), prefix, key), "%s is required",
-	          api_field(f, sizeof(f), prefix, key));
-	return -EINVAL;
+	if (rc < 0)
+		api_error(req, OFCD_E_INVALID_FIELD, e->field, "%s", e->msg);
+	return rc;
 }
 
 int api_get_uint(struct api_req *req, json_t *obj, const char *prefix, const char *key,
                  bool required, uint64_t min, uint64_t max, uint64_t *out)
 {
-	json_t *v;
-	char f[160];
-	int rc = member(req, obj, prefix, key, required, &v);
-	if (rc)
-		return rc;
-	api_field(f, sizeof(f), prefix, key);
-	if (!json_is_integer(v)) {
-		api_error(req, OFCD_E_INVALID_FIELD, f, "%s must be an integer from %llu to %llu",
-		          f, (unsigned long long)min, (unsigned long long)max);
-		return -EINVAL;
-	}
-	json_int_t i = json_integer_value(v);
-	if (i < 0 || (uint64_t)i < min || (uint64_t)i > max) {
-		api_error(req, OFCD_E_INVALID_FIELD, f, "%s must be from %llu to %llu, got %lld", f,
-		          (unsigned long long)min, (unsigned long long)max, (long long)i);
-		return -EINVAL;
-	}
-	*out = (uint64_t)i;
-	return 0;
+	struct jsonin_err e;
+	return reply_check(req, jsonin_uint(&e, obj, prefix, key, required, min, max, out), &e);
 }
 
 int api_get_double(struct api_req *req, json_t *obj, const char *prefix, const char *key,
                    bool required, double min, double max, double *out)
 {
-	json_t *v;
-	char f[160];
-	int rc = member(req, obj, prefix, key, required, &v);
-	if (rc)
-		return rc;
-	api_field(f, sizeof(f), prefix, key);
-	if (!json_is_number(v)) {
-		api_error(req, OFCD_E_INVALID_FIELD, f, "%s must be a number from %g to %g", f, min,
-		          max);
-		return -EINVAL;
-	}
-	double d = json_number_value(v);
-	if (!isfinite(d) || d < min || d > max) {
-		api_error(req, OFCD_E_INVALID_FIELD, f, "%s must be from %g to %g, got %g", f, min,
-		          max, d);
-		return -EINVAL;
-	}
-	*out = d;
-	return 0;
+	struct jsonin_err e;
+	return reply_check(req, jsonin_double(&e, obj, prefix, key, required, min, max, out), &e);
 }
 
 int api_get_bool(struct api_req *req, json_t *obj, const char *prefix, const char *key,
                  bool required, bool *out)
 {
-	json_t *v;
-	char f[160];
-	int rc = member(req, obj, prefix, key, required, &v);
-	if (rc)
-		return rc;
-	if (!json_is_boolean(v)) {
-		api_field(f, sizeof(f), prefix, key);
-		api_error(req, OFCD_E_INVALID_FIELD, f, "%s must be true or false", f);
-		return -EINVAL;
-	}
-	*out = json_is_true(v);
-	return 0;
+	struct jsonin_err e;
+	return reply_check(req, jsonin_bool(&e, obj, prefix, key, required, out), &e);
 }
 
 int api_get_string(struct api_req *req, json_t *obj, const char *prefix, const char *key,
                    bool required, size_t maxlen, const char **out)
 {
-	json_t *v;
-	char f[160];
-	int rc = member(req, obj, prefix, key, required, &v);
-	if (rc)
-		return rc;
-	api_field(f, sizeof(f), prefix, key);
-	if (!json_is_string(v)) {
-		api_error(req, OFCD_E_INVALID_FIELD, f, "%s must be a string", f);
-		return -EINVAL;
-	}
-	size_t len = json_string_length(v);
-	if (len == 0 || len > maxlen || strlen(json_string_value(v)) != len) {
-		api_error(req, OFCD_E_INVALID_FIELD, f, "%s must be 1 to %zu characters (no NUL)",
-		          f, maxlen);
-		return -EINVAL;
-	}
-	*out = json_string_value(v);
-	return 0;
+	struct jsonin_err e;
+	return reply_check(req, jsonin_string(&e, obj, prefix, key, required, 1, maxlen, out), &e);
 }
 
 int api_get_name(struct api_req *req, json_t *obj, const char *prefix, const char *key,
                  bool required, const char **out)
 {
-	json_t *v;
-	char f[160];
-	int rc = member(req, obj, prefix, key, required, &v);
-	if (rc)
-		return rc;
-	api_field(f, sizeof(f), prefix, key);
-	if (!json_is_string(v) || !auth_valid_name(json_string_value(v)) ||
-	    strlen(json_string_value(v)) != json_string_length(v)) {
-		api_error(req, OFCD_E_INVALID_FIELD, f,
-		          "%s must be a name of 1 to 64 characters of [A-Za-z0-9._-]", f);
-		return -EINVAL;
-	}
-	*out = json_string_value(v);
-	return 0;
+	struct jsonin_err e;
+	return reply_check(req, jsonin_name(&e, obj, prefix, key, required, out), &e);
 }
 
 int api_get_enum(struct api_req *req, json_t *obj, const char *prefix, const char *key,
                  bool required, const char *const *choices, int *out)
 {
-	json_t *v;
-	char f[160];
-	int rc = member(req, obj, prefix, key, required, &v);
-	if (rc)
-		return rc;
-	api_field(f, sizeof(f), prefix, key);
-	if (json_is_string(v)) {
-		for (int i = 0; choices[i]; i++) {
-			if (strcmp(json_string_value(v), choices[i]) == 0) {
-				*out = i;
-				return 0;
-			}
-		}
-	}
-	char list[256] = "";
-	for (int i = 0; choices[i]; i++) {
-		size_t l = strlen(list);
-		snprintf(list + l, sizeof(list) - l, "%s%s", i ? ", " : "", choices[i]);
-	}
-	api_error(req, OFCD_E_INVALID_FIELD, f, "%s must be one of: %s", f, list);
-	return -EINVAL;
+	struct jsonin_err e;
+	return reply_check(req, jsonin_enum(&e, obj, prefix, key, required, choices, out), &e);
 }
 
 int api_check_members(struct api_req *req, json_t *obj, const char *prefix,
                       const char *const *allowed)
 {
-	const char *key;
-	json_t *v;
-	char f[160];
-	json_object_foreach(obj, key, v)
-	{
-		bool ok = false;
-		for (int i = 0; allowed[i] && !ok; i++)
-			ok = strcmp(key, allowed[i]) == 0;
-		if (!ok) {
-			api_field(f, sizeof(f), prefix, key);
-			api_error(req, OFCD_E_INVALID_FIELD, f, "unknown field %s", f);
-			return -EINVAL;
-		}
-	}
-	return 0;
+	struct jsonin_err e;
+	return reply_check(req, jsonin_check_members(&e, obj, prefix, allowed), &e);
 }

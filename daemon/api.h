@@ -227,9 +227,9 @@ void api_suspend(struct api_req *req, api_abort_fn on_abort, void *arg);
 void api_resume(struct api_req *req);
 
 /*
- * Input helpers. Each one validates a member of a JSON object and, on a bad
- * value, replies 400 invalid_field naming it (prefix + "." + key when prefix is
- * set) and returns -EINVAL, so a handler can write:
+ * Input helpers: the checks of jsonin.h, each turning a failure into the
+ * reply 400 invalid_field naming the member (prefix + "." + key when prefix
+ * is set) and returning -EINVAL, so a handler can write:
  *     if (api_get_uint(req, body, NULL, "ports", true, 1, 4096, &ports) < 0) return;
  * Unless required, a missing member leaves *out untouched and returns 1.
  */

@@ -14,6 +14,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "auth_rules.h"
+
 /** Roles, in increasing power. */
 enum auth_role {
 	AUTH_NONE = 0,  /**< no role: only routes that need none */
@@ -21,10 +23,6 @@ enum auth_role {
 	AUTH_AGENT = 2, /**< GET routes, and its own server's inventory and device states */
 	AUTH_ADMIN = 3, /**< everything */
 };
-
-#define AUTH_NAME_MAX   64
-#define AUTH_SECRET_MIN 16
-#define AUTH_SECRET_MAX 128 /* a token line must fit the INI reader's 200-byte lines */
 
 /** One configured token. */
 struct auth_token {
@@ -78,11 +76,5 @@ const struct auth_token *auth_lookup(const struct auth_tokens *t, const char *se
  * Returns a pointer into header and its length, or NULL when malformed.
  */
 const char *auth_bearer(const char *header, size_t *len);
-
-/** True when s is 16..128 characters of [A-Za-z0-9-._~+/=] (a usable bearer secret). */
-bool auth_valid_secret(const char *s);
-
-/** True when name is 1..64 characters of [A-Za-z0-9._-] (the project's name rule). */
-bool auth_valid_name(const char *name);
 
 #endif

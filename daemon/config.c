@@ -1,12 +1,10 @@
 #include "config.h"
 
-#include "conffile.h"
+#include "cfgtab.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
-#include <limits.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,62 +29,16 @@ static int parse_listen(void *c, const char *key, const char *value, char *err, 
 	if (hostlen >= sizeof(cfg->listen_host))
 		goto bad;
 	unsigned long long port;
-	if (conffile_uint(colon + 1, 0, 65535, &port, err, errlen) < 0)
+	if (cfgtab_uint(colon + 1, 0, 65535, &port, err, errlen) < 0)
 		goto bad;
+	/* Zeroed first: the reload compares the field byte by byte. */
+	memset(cfg->listen_host, 0, sizeof(cfg->listen_host));
 	memcpy(cfg->listen_host, host, hostlen);
-	cfg->listen_host[hostlen] = '\0';
 	cfg->listen_port = (uint16_t)port;
 	return 0;
 bad:
 	snprintf(err, errlen, "expected HOST:PORT (IPv6 as [ADDR]:PORT), got \"%s\"", value);
 	return -EINVAL;
-}
-
-static int parse_max_body(void *c, const char *key, const char *value, char *err, size_t errlen)
-{
-	struct ofcd_config *cfg = c;
-	(void)key;
-	unsigned long long v;
-	if (conffile_uint(value, 1024, CONFIG_MAX_BODY_LIMIT, &v, err, errlen) < 0)
-		return -EINVAL;
-	cfg->max_body = (size_t)v;
-	return 0;
-}
-
-static int parse_max_connections(void *c, const char *key, const char *value, char *err,
-                                 size_t errlen)
-{
-	struct ofcd_config *cfg = c;
-	(void)key;
-	unsigned long long v;
-	if (conffile_uint(value, 1, 65536, &v, err, errlen) < 0)
-		return -EINVAL;
-	cfg->max_connections = (unsigned)v;
-	return 0;
-}
-
-static int parse_store_path(void *c, const char *key, const char *value, char *err, size_t errlen)
-{
-	struct ofcd_config *cfg = c;
-	(void)key;
-	if (value[0] == '\0' || strlen(value) >= sizeof(cfg->store_path)) {
-		snprintf(err, errlen, "expected a file path of 1 to %zu characters",
-		         sizeof(cfg->store_path) - 1);
-		return -EINVAL;
-	}
-	strcpy(cfg->store_path, value);
-	return 0;
-}
-
-static int parse_log_level(void *c, const char *key, const char *value, char *err, size_t errlen)
-{
-	struct ofcd_config *cfg = c;
-	(void)key;
-	if (log_parse_level(value, &cfg->log_level) < 0) {
-		snprintf(err, errlen, "expected error, warn, info or debug, got \"%s\"", value);
-		return -EINVAL;
-	}
-	return 0;
 }
 
 static int parse_token(void *c, const char *key, const char *value, char *err, size_t errlen)
@@ -139,32 +91,6 @@ bad_role:
 	return -EINVAL;
 }
 
-static int parse_allow_unauth(void *c, const char *key, const char *value, char *err, size_t errlen)
-{
-	struct ofcd_config *cfg = c;
-	(void)key;
-	return conffile_bool(value, &cfg->allow_unauthenticated, err, errlen);
-}
-
-static int parse_debug_faults(void *c, const char *key, const char *value, char *err, size_t errlen)
-{
-	struct ofcd_config *cfg = c;
-	(void)key;
-	return conffile_bool(value, &cfg->debug_faults, err, errlen);
-}
-
-static int parse_audit_interval(void *c, const char *key, const char *value, char *err,
-                                size_t errlen)
-{
-	struct ofcd_config *cfg = c;
-	(void)key;
-	unsigned long long v;
-	if (conffile_uint(value, 1, 86400, &v, err, errlen) < 0)
-		return -EINVAL;
-	cfg->audit_interval_s = (unsigned)v;
-	return 0;
-}
-
 const char *config_cost_range(const char *key)
 {
 	size_t len = key ? strlen(key) : 0;
@@ -178,57 +104,117 @@ const char *config_cost_range(const char *key)
 	return "a delay in us from 0 to 1e+09";
 }
 
-/* Every [cost] key is a cost_params field of the same name. */
-static int parse_cost(void *c, const char *key, const char *value, char *err, size_t errlen)
-{
-	struct ofcd_config *cfg = c;
-	struct cost_params next = cfg->cost;
-	char *end;
+#define CFG(member) CFGTAB_FIELD(struct ofcd_config, member)
 
-	errno = 0;
-	double v = strtod(value, &end);
-	if (value[0] == '\0' || *end != '\0' || errno || !isfinite(v) ||
-	    cost_params_set(&next, key, v) < 0 || cost_params_validate(&next, NULL) < 0) {
-		snprintf(err, errlen, "expected %s, got \"%s\"", config_cost_range(key), value);
-		return -EINVAL;
+/* A [cost] key: the cost_params field of the same name, live. */
+#define COST_KEY(field, lo, hi, noun, def_, doc_)                                                  \
+	{                                                                                          \
+		.section = "cost", .key = #field, .type = CFGTAB_DOUBLE, CFG(cost.field),          \
+		.dmin = lo, .dmax = hi, .what = noun, .def = CFGTAB_STR(def_),                     \
+		.flags = CFGTAB_LIVE, .doc = doc_                                                  \
 	}
-	cfg->cost = next;
-	return 0;
-}
+#define COST_GBPS(field, def_, doc_)                                                               \
+	COST_KEY(field, COST_GBPS_MIN, COST_GBPS_MAX, "a bandwidth in Gb/s", def_, doc_)
+#define COST_US(field, def_, doc_) COST_KEY(field, 0, COST_DELAY_MAX, "a delay in us", def_, doc_)
 
-static const struct conffile_key config_keys[] = {
-	{ "http", "listen", parse_listen },
-	{ "http", "max_body", parse_max_body },
-	{ "http", "max_connections", parse_max_connections },
-	{ "store", "path", parse_store_path },
-	{ "log", "level", parse_log_level },
-	{ "auth", "token.", parse_token },
-	{ "auth", "allow_unauthenticated", parse_allow_unauth },
-	{ "debug", "faults", parse_debug_faults },
-	{ "reconcile", "audit_interval", parse_audit_interval },
-	{ "cost", "inter_gbps", parse_cost },
-	{ "cost", "inter_latency_us", parse_cost },
-	{ "cost", "intra_gbps", parse_cost },
-	{ "cost", "intra_latency_us", parse_cost },
-	{ "cost", "bridge_gbps", parse_cost },
-	{ "cost", "p2p_read_us", parse_cost },
-	{ "cost", "p2p_write_us", parse_cost },
+static const struct cfgtab_key config_keys[] = {
+	{ .section = "http",
+	  .key = "listen",
+	  .type = CFGTAB_CUSTOM,
+	  CFGTAB_SPAN(struct ofcd_config, listen_host, listen_port),
+	  .parse = parse_listen,
+	  .what = "HOST:PORT",
+	  .def = "127.0.0.1:8470",
+	  .doc = "address and port of the REST API (IPv6 as `[ADDR]:PORT`); a non-loopback "
+	         "address needs [auth] tokens" },
+	{ .section = "http",
+	  .key = "max_body",
+	  .type = CFGTAB_UINT,
+	  CFG(max_body),
+	  .min = 1024,
+	  .max = CONFIG_MAX_BODY_LIMIT,
+	  .def = "1048576",
+	  .flags = CFGTAB_LIVE,
+	  .doc = "largest request body, bytes (larger: 413)" },
+	{ .section = "http",
+	  .key = "max_connections",
+	  .type = CFGTAB_UINT,
+	  CFG(max_connections),
+	  .min = 1,
+	  .max = 65536,
+	  .def = "1024",
+	  .doc = "simultaneous HTTP connections" },
+	{ .section = "store",
+	  .key = "path",
+	  .type = CFGTAB_STRING,
+	  CFG(store_path),
+	  .what = "a file path",
+	  .def = "var/ofcd.db",
+	  .doc = "SQLite file (`-wal` and `-shm` files beside it)" },
+	{ .section = "log",
+	  .key = "level",
+	  .type = CFGTAB_ENUM,
+	  CFG(log_level),
+	  .choices = log_level_choices,
+	  .def = "info",
+	  .flags = CFGTAB_LIVE,
+	  .doc = "most verbose level logged" },
+	{ .section = "auth",
+	  .key = "token.NAME",
+	  .type = CFGTAB_CUSTOM,
+	  CFG(tokens),
+	  .parse = parse_token,
+	  .what = "ROLE:SECRET",
+	  .flags = CFGTAB_LIVE,
+	  .doc = "a bearer token: ROLE `read` or `admin`, or `agent:SERVER:SECRET` for the host "
+	         "agent of one server; SECRET 16–128 characters of `[A-Za-z0-9-._~+/=]`" },
+	{ .section = "auth",
+	  .key = "allow_unauthenticated",
+	  .type = CFGTAB_BOOL,
+	  CFG(allow_unauthenticated),
+	  .def = "false",
+	  .flags = CFGTAB_LIVE,
+	  .doc = "allow a non-loopback listen address with no tokens" },
+	{ .section = "reconcile",
+	  .key = "audit_interval",
+	  .type = CFGTAB_UINT,
+	  CFG(audit_interval_s),
+	  .min = 1,
+	  .max = 86400,
+	  .def = "30",
+	  .flags = CFGTAB_LIVE,
+	  .doc = "seconds between OCS read-back audits" },
+	{ .section = "debug",
+	  .key = "faults",
+	  .type = CFGTAB_BOOL,
+	  CFG(debug_faults),
+	  .def = "false",
+	  .flags = CFGTAB_LIVE,
+	  .doc = "enable fault injection routes for sim units" },
+	COST_GBPS(inter_gbps, COST_DEFAULT_INTER_GBPS,
+	          "circuit bandwidth between two servers, one direction, Gb/s"),
+	COST_US(inter_latency_us, COST_DEFAULT_INTER_LATENCY_US,
+	        "fixed cost of one send over a circuit, µs"),
+	COST_GBPS(intra_gbps, COST_DEFAULT_INTRA_GBPS,
+	          "one device-to-device link inside a server, one direction, Gb/s"),
+	COST_US(intra_latency_us, COST_DEFAULT_INTRA_LATENCY_US,
+	        "fixed cost of one in-server hop or collective step, µs"),
+	COST_GBPS(bridge_gbps, COST_DEFAULT_BRIDGE_GBPS,
+	          "the PCIe bridge joining the two groups of a `two-groups` server (Gen5 x16), "
+	          "Gb/s"),
+	COST_US(p2p_read_us, COST_DEFAULT_P2P_READ_US,
+	        "delay of a P2P read of a peer device's memory, µs"),
+	COST_US(p2p_write_us, COST_DEFAULT_P2P_WRITE_US,
+	        "delay of a P2P write into a peer device's memory, µs"),
 };
 
-#define CONFIG_NKEYS (sizeof(config_keys) / sizeof(config_keys[0]))
+const struct cfgtab config_table = { config_keys, sizeof(config_keys) / sizeof(config_keys[0]) };
 
-void config_defaults(struct ofcd_config *cfg)
+int config_defaults(struct ofcd_config *cfg, char *err, size_t errlen)
 {
 	memset(cfg, 0, sizeof(*cfg));
 	strcpy(cfg->source, "(built-in)");
-	strcpy(cfg->listen_host, "127.0.0.1");
-	cfg->listen_port = 8470;
-	cfg->max_body = 1024 * 1024;
-	cfg->max_connections = 1024;
-	strcpy(cfg->store_path, "var/ofcd.db");
-	cfg->log_level = LOG_LVL_INFO;
-	cfg->audit_interval_s = 30;
-	cfg->cost = cost_params_default();
+	return cfgtab_defaults(&config_table, cfg, err, errlen);
 }
 
 void config_free(struct ofcd_config *cfg)
@@ -265,10 +251,10 @@ static int config_validate(const struct ofcd_config *cfg, char *err, size_t errl
 static int load(const char *path, const char *text, const char *name, struct ofcd_config *cfg,
                 char *err, size_t errlen)
 {
-	struct conffile c = { .keys = config_keys, .nkeys = CONFIG_NKEYS, .cfg = cfg };
-	config_defaults(cfg);
+	int rc = config_defaults(cfg, err, errlen);
 	snprintf(cfg->source, sizeof(cfg->source), "%s", name);
-	int rc = conffile_load(&c, path, text, name, err, errlen);
+	if (rc == 0)
+		rc = cfgtab_load(&config_table, cfg, path, text, name, err, errlen);
 	return rc < 0 ? rc : config_validate(cfg, err, errlen);
 }
 

@@ -1,9 +1,9 @@
 /*
- * Daemon configuration: an INI file read with libinih.
- *
- * Every key lives in one table in config.c (section, key, parser, default),
- * which is also the source of schema/ofcd.example.ini. An unknown section or
- * key, a key given twice or a bad value stops loading with a message naming
+ * Daemon configuration: an INI file read against one typed table
+ * (config_table, see cfgtab.h): every key's field, type, bounds, default,
+ * whether SIGHUP applies it live, and its line in the reference that
+ * `ofcd --dump-config-doc` prints into docs/operations.md. An unknown section
+ * or key, a key given twice or a bad value stops loading with a message naming
  * file, line and key. Loop thread only.
  */
 #ifndef OFCD_CONFIG_H
@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "auth.h"
+#include "cfgtab.h"
 #include "cost.h"
 #include "log.h"
 
@@ -48,8 +49,15 @@ struct ofcd_config {
 	struct cost_params cost;
 };
 
-/** Fills cfg with the built-in defaults (loopback, ./var/ofcd.db, no tokens). */
-void config_defaults(struct ofcd_config *cfg);
+/** Every key of the daemon's file; ofcd_reload() applies the live ones. */
+extern const struct cfgtab config_table;
+
+/**
+ * Fills cfg with the built-in defaults (loopback, ./var/ofcd.db, no tokens):
+ * the table's. Returns 0, or -EINVAL with the reason in err when the table is
+ * broken. cfg owns nothing afterwards that config_free() would not release.
+ */
+int config_defaults(struct ofcd_config *cfg, char *err, size_t errlen);
 
 /**
  * Loads path over the defaults into cfg and validates the result. On error

@@ -3,14 +3,14 @@
  *
  *   ofcd [-c FILE] [--demo]     run the controller
  *   ofcd -c FILE --check-config validate FILE and exit 0 (valid) or 1
- *   ofcd agent -c FILE          run the host agent (agent.c)
+ *   ofcd --dump-config-doc      print the configuration reference (markdown)
+ *
+ * The host agent is its own program, ofcd-agent (agent/main.c).
  */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
-#include "agent.h"
 #include "config.h"
 #include "log.h"
 #include "ofcd.h"
@@ -18,10 +18,10 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: ofcd [-c FILE] [--check-config] [--demo]\n"
-	           "       ofcd agent -c FILE [--check-config]   (host agent)\n"
 	           "  -c, --config FILE   configuration file (INI); built-in defaults without it\n"
 	           "      --check-config  validate the configuration and exit 0 or 1\n"
 	           "      --demo          load a demo topology into an empty store\n"
+	           "      --dump-config-doc  print every configuration key as a markdown table\n"
 	           "  -V, --version       print the version\n"
 	           "  -h, --help          this text\n");
 }
@@ -32,6 +32,7 @@ int main(int argc, char **argv)
 		{ "config", required_argument, NULL, 'c' },
 		{ "check-config", no_argument, NULL, 'C' },
 		{ "demo", no_argument, NULL, 'D' },
+		{ "dump-config-doc", no_argument, NULL, 'G' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -40,8 +41,6 @@ int main(int argc, char **argv)
 	bool check = false, demo = false;
 	int c;
 
-	if (argc > 1 && strcmp(argv[1], "agent") == 0)
-		return agent_main(argc - 1, argv + 1);
 	while ((c = getopt_long(argc, argv, "c:Vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
@@ -53,6 +52,9 @@ int main(int argc, char **argv)
 		case 'D':
 			demo = true;
 			break;
+		case 'G':
+			cfgtab_doc(&config_table, stdout);
+			return 0;
 		case 'V':
 			printf("ofcd %s\n", OFCD_VERSION);
 			return 0;
@@ -72,7 +74,8 @@ int main(int argc, char **argv)
 
 	struct ofcd_config cfg;
 	char err[768];
-	int rc = path ? config_load(path, &cfg, err, sizeof(err)) : (config_defaults(&cfg), 0);
+	int rc = path ? config_load(path, &cfg, err, sizeof(err))
+	              : config_defaults(&cfg, err, sizeof(err));
 	if (rc < 0) {
 		fprintf(stderr, "ofcd: %s\n", err);
 		config_free(&cfg);

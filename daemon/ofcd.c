@@ -75,26 +75,16 @@ void ofcd_reload(struct ofcd *d)
 		config_free(&next);
 		return;
 	}
-	if (strcmp(next.listen_host, d->cfg.listen_host) != 0 ||
-	    next.listen_port != d->cfg.listen_port || strcmp(next.store_path, d->cfg.store_path) ||
-	    next.max_connections != d->cfg.max_connections)
-		log_warn("daemon", "SIGHUP: [http] listen, max_connections and [store] path take "
-		                   "effect only after a restart");
-	/* Live: log level, tokens, body limit and the other per-request settings. */
-	log_set_level(next.log_level);
-	auth_tokens_free(&d->cfg.tokens);
-	d->cfg.tokens = next.tokens;
-	next.tokens.v = NULL;
-	next.tokens.n = 0;
-	d->cfg.log_level = next.log_level;
-	d->cfg.max_body = next.max_body;
-	d->cfg.allow_unauthenticated = next.allow_unauthenticated;
-	d->cfg.debug_faults = next.debug_faults;
-	if (d->cfg.audit_interval_s != next.audit_interval_s) {
-		d->cfg.audit_interval_s = next.audit_interval_s;
-		reconcile_set_audit_interval(d->reconciler, next.audit_interval_s);
-	}
-	d->cfg.cost = next.cost;
+	char fixed[256];
+	if (cfgtab_changed_fixed(&config_table, &d->cfg, &next, fixed, sizeof(fixed)))
+		log_warn("daemon", "SIGHUP: not applied until a restart: %s", fixed);
+	/* The table's live keys; next keeps what they replace and frees it below. */
+	unsigned audit_interval_s = d->cfg.audit_interval_s;
+	cfgtab_swap_live(&config_table, &d->cfg, &next);
+	/* Two live values are held outside the configuration too. */
+	log_set_level(d->cfg.log_level);
+	if (d->cfg.audit_interval_s != audit_interval_s)
+		reconcile_set_audit_interval(d->reconciler, d->cfg.audit_interval_s);
 	config_free(&next);
 	log_info("daemon", "SIGHUP: configuration reloaded from %s (log level %s, %zu tokens)",
 	         d->config_path, log_level_name(d->cfg.log_level), d->cfg.tokens.n);

@@ -58,7 +58,12 @@ int ofcd_run(struct ofcd *d);
 /** Starts the graceful stop: no new connections, in-flight requests finish. */
 void ofcd_stop(struct ofcd *d);
 
-/** Re-reads the configuration file and applies what can change live. */
+/**
+ * Re-reads the configuration file and applies the keys config_table marks
+ * live; warns about the others that changed (they wait for a restart). A bad
+ * file, or one that would drop authentication on a non-loopback socket, keeps
+ * the running configuration.
+ */
 void ofcd_reload(struct ofcd *d);
 
 /** Releases everything (store closed cleanly). Safe on a partly initialised d. */

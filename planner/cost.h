@@ -39,6 +39,15 @@
 #define COST_METHOD_COUNT 5                  /**< methods 0..4 */
 #define COST_PARAM_COUNT  7                  /**< fields of struct cost_params */
 
+/*
+ * Parameter ranges. Bandwidths stay above 1e-6 Gb/s and delays below 1e9 us
+ * so that the largest request (2^50 bytes, COST_MAX_DEVICES devices) still
+ * prices to a finite number of microseconds.
+ */
+#define COST_GBPS_MIN  1e-6 /**< smallest bandwidth, Gb/s */
+#define COST_GBPS_MAX  1e9  /**< largest bandwidth, Gb/s */
+#define COST_DELAY_MAX 1e9  /**< largest delay, us (the smallest is 0) */
+
 /* Default parameters (docs/cost-model.md justifies each). */
 #define COST_DEFAULT_INTER_GBPS       400.0 /**< one 400G optical port per device */
 #define COST_DEFAULT_INTER_LATENCY_US 3.0   /**< RDMA send across the OCS, one way */

@@ -11,15 +11,6 @@
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
-/*
- * Bandwidths stay above 1e-6 Gb/s and delays below 1e9 us so that the largest
- * request (2^50 bytes, COST_MAX_DEVICES devices) still prices to a finite
- * number of microseconds.
- */
-#define GBPS_MIN  1e-6
-#define GBPS_MAX  1e9
-#define DELAY_MAX 1e9
-
 struct param_desc {
 	const char *name; /* key in [cost] and in a request's "params" */
 	const char *path; /* the field's name in a request */
@@ -34,13 +25,13 @@ struct param_desc {
 	{ #field, "params." #field, offsetof(struct cost_params, field), lo, hi }
 
 static const struct param_desc params[] = {
-	PARAM(inter_gbps, GBPS_MIN, GBPS_MAX),
-	PARAM(inter_latency_us, 0, DELAY_MAX),
-	PARAM(intra_gbps, GBPS_MIN, GBPS_MAX),
-	PARAM(intra_latency_us, 0, DELAY_MAX),
-	PARAM(bridge_gbps, GBPS_MIN, GBPS_MAX),
-	PARAM(p2p_read_us, 0, DELAY_MAX),
-	PARAM(p2p_write_us, 0, DELAY_MAX),
+	PARAM(inter_gbps, COST_GBPS_MIN, COST_GBPS_MAX),
+	PARAM(inter_latency_us, 0, COST_DELAY_MAX),
+	PARAM(intra_gbps, COST_GBPS_MIN, COST_GBPS_MAX),
+	PARAM(intra_latency_us, 0, COST_DELAY_MAX),
+	PARAM(bridge_gbps, COST_GBPS_MIN, COST_GBPS_MAX),
+	PARAM(p2p_read_us, 0, COST_DELAY_MAX),
+	PARAM(p2p_write_us, 0, COST_DELAY_MAX),
 };
 /* clang-format on */
 

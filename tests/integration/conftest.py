@@ -1,4 +1,4 @@
-"""Fixtures that run the real build/ofcd on a free loopback port with a temp config and store."""
+"""Fixtures that run the real build/ofcd (and build/ofcd-agent) on a free loopback port with a temp config and store."""
 import json
 import os
 import signal
@@ -10,6 +10,9 @@ import pytest
 import requests
 
 OFCD_BIN = os.environ.get("OFCD_BIN", os.path.join(os.path.dirname(__file__), "../../build/ofcd"))
+# The host agent is built beside the controller.
+OFCD_AGENT_BIN = os.environ.get("OFCD_AGENT_BIN",
+                                os.path.join(os.path.dirname(OFCD_BIN), "ofcd-agent"))
 ADMIN = "admin-secret-0123456789"
 READER = "reader-secret-0123456789"
 

@@ -1,4 +1,4 @@
-"""The host agent (`ofcd agent`) against a real controller: recorded inventories and event
+"""The host agent (`ofcd-agent`) against a real controller: recorded inventories and event
 scripts, device failures re-planned, controller restarts, staleness, bad inventories, agent
 token scoping, and the real libibverbs source on this machine."""
 import json
@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import ADMIN, OFCD_BIN, READER, Daemon, error_of
+from conftest import ADMIN, OFCD_AGENT_BIN, READER, Daemon, error_of
 
 AGENT0 = "agent0-secret-0123456789"
 AGENT1 = "agent1-secret-0123456789"
@@ -41,7 +41,7 @@ def report(n=4, interval=10):
 
 
 class Agent:
-    """One `ofcd agent` process with its own configuration and recorded files."""
+    """One `ofcd-agent` process with its own configuration and recorded files."""
 
     def __init__(self, tmp_path, daemon, server="srv0", token=AGENT0, heartbeat=1, events="",
                  source="recorded", devices=4, name="agent", mapping=None):
@@ -65,7 +65,7 @@ class Agent:
     def start(self):
         self.logf = open(self.log_path, "a")
         self.started = time.monotonic()
-        self.proc = subprocess.Popen([OFCD_BIN, "agent", "-c", str(self.config)],
+        self.proc = subprocess.Popen([OFCD_AGENT_BIN, "-c", str(self.config)],
                                      stdout=self.logf, stderr=subprocess.STDOUT)
         return self
 
@@ -361,17 +361,17 @@ def test_verbs_source_on_this_host(ctl, agents):
 def test_agent_command_line(tmp_path, ctl):
     bad = tmp_path / "bad.ini"
     bad.write_text("[agent]\nbogus = 1\n")
-    r = subprocess.run([OFCD_BIN, "agent", "-c", str(bad)], capture_output=True, text=True)
+    r = subprocess.run([OFCD_AGENT_BIN, "-c", str(bad)], capture_output=True, text=True)
     assert r.returncode == 1 and f"{bad}:2: [agent] bogus: unknown key" in r.stderr
-    r = subprocess.run([OFCD_BIN, "agent"], capture_output=True, text=True)
+    r = subprocess.run([OFCD_AGENT_BIN], capture_output=True, text=True)
     assert r.returncode == 2 and "-c FILE is required" in r.stderr
     a = Agent(tmp_path, ctl)
-    r = subprocess.run([OFCD_BIN, "agent", "-c", str(a.config), "--check-config"],
+    r = subprocess.run([OFCD_AGENT_BIN, "-c", str(a.config), "--check-config"],
                        capture_output=True, text=True)
     assert r.returncode == 0 and "configuration is valid" in r.stdout
     # A missing recorded file stops the start with its name.
     a.config.write_text(a.config.read_text().replace("agent-inventory.json", "missing.json"))
-    r = subprocess.run([OFCD_BIN, "agent", "-c", str(a.config)], capture_output=True, text=True)
+    r = subprocess.run([OFCD_AGENT_BIN, "-c", str(a.config)], capture_output=True, text=True)
     assert r.returncode == 1 and "missing.json" in r.stderr
     # SIGINT also ends the agent with status 0.
     b = Agent(tmp_path, ctl, name="b").start()

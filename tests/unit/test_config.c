@@ -2,6 +2,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -228,12 +229,70 @@ static void test_cost(void **state)
 	assert_null(config_cost_range(NULL));
 }
 
+/* Which keys SIGHUP applies: the table's live rows, and nothing else. */
+static void test_reload_flags(void **state)
+{
+	(void)state;
+	static const char *const live[] = {
+		"max_body",       "level",
+		"token.NAME",     "allow_unauthenticated",
+		"audit_interval", "faults",
+		"inter_gbps",     "inter_latency_us",
+		"intra_gbps",     "intra_latency_us",
+		"bridge_gbps",    "p2p_read_us",
+		"p2p_write_us",   NULL,
+	};
+	for (size_t i = 0; i < config_table.nkeys; i++) {
+		const struct cfgtab_key *k = &config_table.keys[i];
+		bool want = false;
+		for (size_t l = 0; live[l]; l++)
+			want |= strcmp(live[l], k->key) == 0;
+		if (want != !!(k->flags & CFGTAB_LIVE))
+			fail_msg("[%s] %s: live is %d", k->section, k->key, !want);
+	}
+
+	struct ofcd_config running, next;
+	char err[512], fixed[256];
+	assert_int_equal(
+	    load("[auth]\ntoken.a = read:0123456789abcdef\n", &running, err, sizeof(err)), 0);
+	assert_int_equal(load("[http]\nlisten = 127.0.0.1:9\nmax_connections = 5\nmax_body = 4096\n"
+	                      "[store]\npath = /x.db\n[auth]\ntoken.b = admin:0123456789abcdef\n"
+	                      "[log]\nlevel = debug\n[cost]\ninter_gbps = 100\n",
+	                      &next, err, sizeof(err)),
+	                 0);
+	assert_int_equal(cfgtab_changed_fixed(&config_table, &running, &next, fixed, sizeof(fixed)),
+	                 3);
+	assert_string_equal(fixed, "[http] listen, max_connections, [store] path");
+	cfgtab_swap_live(&config_table, &running, &next);
+	assert_int_equal(running.tokens.n, 1);
+	assert_string_equal(running.tokens.v[0].name, "b");
+	assert_int_equal(running.log_level, LOG_LVL_DEBUG);
+	assert_int_equal(running.max_body, 4096);
+	assert_true(running.cost.inter_gbps == 100.0);
+	assert_int_equal(running.listen_port, 8470);
+	assert_int_equal(running.max_connections, 1024);
+	assert_string_equal(running.store_path, "var/ofcd.db");
+	/* The replaced tokens went to next, which frees them. */
+	assert_string_equal(next.tokens.v[0].name, "a");
+	config_free(&next);
+	config_free(&running);
+
+	/* The same file twice: nothing waits for a restart. */
+	assert_int_equal(load("[http]\nlisten = [::1]:80\n", &running, err, sizeof(err)), 0);
+	assert_int_equal(load("[http]\nlisten = [::1]:80\n", &next, err, sizeof(err)), 0);
+	assert_int_equal(cfgtab_changed_fixed(&config_table, &running, &next, fixed, sizeof(fixed)),
+	                 0);
+	config_free(&next);
+	config_free(&running);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_defaults), cmocka_unit_test(test_all_keys),
-		cmocka_unit_test(test_errors),   cmocka_unit_test(test_non_loopback),
-		cmocka_unit_test(test_file),     cmocka_unit_test(test_cost),
+		cmocka_unit_test(test_defaults),     cmocka_unit_test(test_all_keys),
+		cmocka_unit_test(test_errors),       cmocka_unit_test(test_non_loopback),
+		cmocka_unit_test(test_file),         cmocka_unit_test(test_cost),
+		cmocka_unit_test(test_reload_flags),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

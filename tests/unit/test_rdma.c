@@ -507,7 +507,7 @@ static void test_agent_config(void **state)
 	assert_int_equal(cfg.nmap, 2);
 	assert_int_equal(cfg.map[0].index, 0); /* sorted by index */
 	assert_string_equal(cfg.map[1].device, "mlx5_1");
-	assert_int_equal(cfg.source, AGENT_SOURCE_VERBS);
+	assert_ptr_equal(cfg.source, &rdma_verbs_source);
 	agent_config_free(&cfg);
 	assert_int_equal(agent_config_load_string("[agent]\ncontroller = http://[::1]:80\n"
 	                                          "server = s\nmap = pci-order\nsource = recorded\n"

@@ -1,5 +1,5 @@
 /*
- * `ofcd agent`: reports this server's RDMA inventory and link events to the
+ * ofcd-agent: reports this server's RDMA inventory and link events to the
  * controller (see agent.h).
  *
  * Delivery rules. The inventory is sent whole, never as a delta, so any one
@@ -23,7 +23,6 @@
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -494,7 +493,7 @@ static int agent_start(struct agent *a, const struct agent_config *cfg)
 	}
 	evhttp_connection_set_timeout(a->conn, AGENT_HTTP_TIMEOUT_S);
 
-	a->ops = cfg->source == AGENT_SOURCE_RECORDED ? &rdma_recorded_source : &rdma_verbs_source;
+	a->ops = cfg->source;
 	rc = a->ops->open(a->base, &sc, on_rdma_event, a, &a->src, err, sizeof(err));
 	if (rc < 0) {
 		log_error("agent", "RDMA source %s: %s", a->ops->name, err);
@@ -510,7 +509,7 @@ static int agent_start(struct agent *a, const struct agent_config *cfg)
 		if (!a->ev_sig[i] || event_add(a->ev_sig[i], NULL) < 0)
 			return -ENOMEM;
 	}
-	log_info("agent", "ofcd agent %s: server %s, controller %s, source %s, heartbeat %u s, %s",
+	log_info("agent", "ofcd-agent %s: server %s, controller %s, source %s, heartbeat %u s, %s",
 	         OFCD_VERSION, cfg->server, cfg->controller, a->ops->name, cfg->heartbeat_s,
 	         cfg->pci_order ? "map = pci-order" : "device.N map");
 	for (size_t i = 0; i < cfg->nmap; i++)
@@ -548,74 +547,18 @@ static void agent_stop(struct agent *a)
 	memset(a, 0, sizeof(*a));
 }
 
-static void usage(FILE *f)
+int agent_run(const struct agent_config *cfg)
 {
-	fprintf(f, "usage: ofcd agent -c FILE [--check-config]\n"
-	           "  -c, --config FILE   agent configuration (INI, section [agent])\n"
-	           "      --check-config  validate the configuration and exit 0 or 1\n"
-	           "  -h, --help          this text\n");
-}
-
-int agent_main(int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "check-config", no_argument, NULL, 'C' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *path = NULL;
-	bool check = false;
-	struct agent_config cfg;
 	struct agent a;
-	char err[768];
-	int c, rc;
-
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'c':
-			path = optarg;
-			break;
-		case 'C':
-			check = true;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (optind < argc || !path) {
-		fprintf(stderr,
-		        optind < argc ? "ofcd agent: unexpected argument \"%s\"\n"
-		                      : "ofcd agent: -c FILE is required%s\n",
-		        optind < argc ? argv[optind] : "");
-		usage(stderr);
-		return 2;
-	}
-	if (agent_config_load(path, &cfg, err, sizeof(err)) < 0) {
-		fprintf(stderr, "ofcd agent: %s\n", err);
-		agent_config_free(&cfg);
-		return 1;
-	}
-	if (check) {
-		printf("%s: configuration is valid\n", path);
-		agent_config_free(&cfg);
-		return 0;
-	}
-	log_set_level(cfg.log_level);
-	signal(SIGPIPE, SIG_IGN);
 	memset(&a, 0, sizeof(a));
-	rc = agent_start(&a, &cfg);
+	log_set_level(cfg->log_level);
+	signal(SIGPIPE, SIG_IGN);
+	int rc = agent_start(&a, cfg);
 	if (rc == 0) {
 		sd_notify(0, "READY=1");
 		event_base_dispatch(a.base);
 		log_info("agent", "stopped");
 	}
 	agent_stop(&a);
-	agent_config_free(&cfg);
-	return rc == 0 ? 0 : 1;
+	return rc;
 }

@@ -1,22 +1,18 @@
 #include "log.h"
 
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <time.h>
 
 static enum log_level log_level = LOG_LVL_INFO;
 
-static const struct {
-	enum log_level level;
-	const char *name;
-} log_names[] = {
-	{ LOG_LVL_ERROR, "error" },
-	{ LOG_LVL_WARN, "warn" },
-	{ LOG_LVL_INFO, "info" },
-	{ LOG_LVL_DEBUG, "debug" },
+const struct cfgtab_choice log_level_choices[] = {
+	{ "error", LOG_LVL_ERROR },
+	{ "warn", LOG_LVL_WARN },
+	{ "info", LOG_LVL_INFO },
+	{ "debug", LOG_LVL_DEBUG },
+	{ NULL, 0 },
 };
 
 void log_set_level(enum log_level level)
@@ -29,22 +25,11 @@ enum log_level log_get_level(void)
 	return log_level;
 }
 
-int log_parse_level(const char *s, enum log_level *out)
-{
-	for (size_t i = 0; i < sizeof(log_names) / sizeof(log_names[0]); i++) {
-		if (strcmp(s, log_names[i].name) == 0) {
-			*out = log_names[i].level;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
 const char *log_level_name(enum log_level level)
 {
-	for (size_t i = 0; i < sizeof(log_names) / sizeof(log_names[0]); i++)
-		if (log_names[i].level == level)
-			return log_names[i].name;
+	for (size_t i = 0; log_level_choices[i].name; i++)
+		if (log_level_choices[i].value == (int)level)
+			return log_level_choices[i].name;
 	return "?";
 }
 

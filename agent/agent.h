@@ -1,5 +1,5 @@
 /*
- * The host agent: `ofcd agent -c FILE`, run on every server of the cluster.
+ * The host agent: `ofcd-agent -c FILE` (main.c), run on every server of the cluster.
  *
  * It reads the server's RDMA inventory through an RDMA source (rdma.h:
  * libibverbs, or a recorded file for tests and demos), maps RDMA device ports
@@ -17,7 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "auth.h"
+#include "auth_rules.h"
+#include "cfgtab.h"
 #include "log.h"
 #include "rdma.h"
 
@@ -31,12 +32,6 @@ struct agent_map_entry {
 	uint8_t port;               /**< RDMA port number, from 1 */
 };
 
-/** Which RDMA source the agent reads. */
-enum agent_source {
-	AGENT_SOURCE_VERBS,    /**< libibverbs (default) */
-	AGENT_SOURCE_RECORDED, /**< recorded_inventory + recorded_events files */
-};
-
 /** The agent's configuration ([agent] and [log]). Owned by whoever loaded it. */
 struct agent_config {
 	char path[512];                 /**< file it came from */
@@ -44,16 +39,19 @@ struct agent_config {
 	char host[256];                 /**< its HOST (brackets of an IPv6 address removed) */
 	uint16_t port;                  /**< its PORT */
 	char server[AUTH_NAME_MAX + 1]; /**< [agent] server: this server's name at the controller */
-	char token[AUTH_SECRET_MAX + 1]; /**< [agent] token: bearer secret, "" for none */
-	unsigned heartbeat_s;            /**< [agent] heartbeat, seconds */
-	bool pci_order;                  /**< [agent] map = pci-order */
-	struct agent_map_entry *map;     /**< device.N entries by index (malloc'd, owned) */
-	size_t nmap;                     /**< entries in map */
-	enum agent_source source;        /**< [agent] source */
-	char recorded_inventory[512];    /**< [agent] recorded_inventory file */
-	char recorded_events[512];       /**< [agent] recorded_events file, "" for none */
-	enum log_level log_level;        /**< [log] level */
+	char token[AUTH_SECRET_MAX + 1];      /**< [agent] token: bearer secret, "" for none */
+	unsigned heartbeat_s;                 /**< [agent] heartbeat, seconds */
+	bool pci_order;                       /**< [agent] map = pci-order */
+	struct agent_map_entry *map;          /**< device.N entries by index (malloc'd, owned) */
+	size_t nmap;                          /**< entries in map */
+	const struct rdma_source_ops *source; /**< [agent] source: verbs (default) or recorded */
+	char recorded_inventory[512];         /**< [agent] recorded_inventory file */
+	char recorded_events[512];            /**< [agent] recorded_events file, "" for none */
+	enum log_level log_level;             /**< [log] level */
 };
+
+/** Every key of the agent's file ([agent] and [log]); none is reloaded (no SIGHUP reload). */
+extern const struct cfgtab agent_config_table;
 
 /**
  * Loads the agent configuration from path. Unknown sections or keys, keys
@@ -72,11 +70,11 @@ int agent_config_load_string(const char *text, const char *name, struct agent_co
 void agent_config_free(struct agent_config *cfg);
 
 /**
- * The `ofcd agent` command: argv[0] is "agent", then [-c FILE] [--check-config].
- * Runs until SIGTERM or SIGINT. Returns the process exit status: 0 after a
- * signal or a valid --check-config, 1 for a bad configuration or a start
- * failure, 2 for bad arguments.
+ * Runs the agent with cfg (borrowed; it must outlive the call) until SIGTERM
+ * or SIGINT: sets the log level, opens the RDMA source, reports, and returns
+ * 0 after the signal, or -errno (logged) when it cannot start. On the calling
+ * thread, which becomes the agent's loop thread.
  */
-int agent_main(int argc, char **argv);
+int agent_run(const struct agent_config *cfg);
 
 #endif

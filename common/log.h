@@ -7,6 +7,8 @@
 #ifndef OFCD_LOG_H
 #define OFCD_LOG_H
 
+#include "cfgtab.h"
+
 /** Levels, most severe first; values are syslog priorities. */
 enum log_level {
 	LOG_LVL_ERROR = 3,
@@ -21,8 +23,8 @@ void log_set_level(enum log_level level);
 /** Current level. */
 enum log_level log_get_level(void);
 
-/** Parses "error", "warn", "info", "debug"; returns 0 or -EINVAL. */
-int log_parse_level(const char *s, enum log_level *out);
+/** The levels by name ("error", "warn", "info", "debug"), for [log] level rows of config tables. */
+extern const struct cfgtab_choice log_level_choices[];
 
 /** Name of a level ("warn"...). */
 const char *log_level_name(enum log_level level);

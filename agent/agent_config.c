@@ -1,11 +1,11 @@
 /*
- * The agent's configuration file, read with libinih in the strict style of
- * config.c: one table of {section, key, parser}; unknown sections and keys,
- * keys given twice and bad values stop loading with FILE:LINE.
+ * The agent's configuration file, read against its typed table (cfgtab.h) in
+ * the strict style of the controller's: unknown sections and keys, keys given
+ * twice and bad values stop loading with FILE:LINE.
  */
 #include "agent.h"
 
-#include "conffile.h"
+#include "cfgtab.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -17,7 +17,7 @@ static int parse_number(const char *value, unsigned long min, unsigned long max,
 {
 	unsigned long long v;
 	char why[128];
-	if (conffile_uint(value, min, max, &v, why, sizeof(why)) < 0)
+	if (cfgtab_uint(value, min, max, &v, why, sizeof(why)) < 0)
 		return -EINVAL;
 	*out = (unsigned long)v;
 	return 0;
@@ -73,21 +73,6 @@ bad:
 	return -EINVAL;
 }
 
-static int parse_server(void *c, const char *key, const char *value, char *err, size_t errlen)
-{
-	struct agent_config *cfg = c;
-	(void)key;
-	if (!auth_valid_name(value)) {
-		snprintf(err, errlen,
-		         "expected a server name of 1 to %d characters of "
-		         "[A-Za-z0-9._-]",
-		         AUTH_NAME_MAX);
-		return -EINVAL;
-	}
-	snprintf(cfg->server, sizeof(cfg->server), "%s", value);
-	return 0;
-}
-
 /* The controller's own rule, so a secret that loads here is one the controller can hold. */
 static int parse_token(void *c, const char *key, const char *value, char *err, size_t errlen)
 {
@@ -99,20 +84,6 @@ static int parse_token(void *c, const char *key, const char *value, char *err, s
 		return -EINVAL;
 	}
 	snprintf(cfg->token, sizeof(cfg->token), "%s", value);
-	return 0;
-}
-
-static int parse_heartbeat(void *c, const char *key, const char *value, char *err, size_t errlen)
-{
-	struct agent_config *cfg = c;
-	(void)key;
-	unsigned long v;
-	if (parse_number(value, 1, AGENT_HEARTBEAT_MAX, &v) < 0) {
-		snprintf(err, errlen, "expected seconds from 1 to %d, got \"%s\"",
-		         AGENT_HEARTBEAT_MAX, value);
-		return -EINVAL;
-	}
-	cfg->heartbeat_s = (unsigned)v;
 	return 0;
 }
 
@@ -176,78 +147,92 @@ static int parse_source(void *c, const char *key, const char *value, char *err, 
 {
 	struct agent_config *cfg = c;
 	(void)key;
-	if (strcmp(value, "verbs") == 0)
-		cfg->source = AGENT_SOURCE_VERBS;
-	else if (strcmp(value, "recorded") == 0)
-		cfg->source = AGENT_SOURCE_RECORDED;
-	else {
+	cfg->source = rdma_source_find(value);
+	if (!cfg->source) {
 		snprintf(err, errlen, "expected verbs or recorded, got \"%s\"", value);
 		return -EINVAL;
 	}
 	return 0;
 }
 
-static int parse_path(char *out, size_t size, const char *value, char *err, size_t errlen)
-{
-	if (value[0] == '\0' || strlen(value) >= size) {
-		snprintf(err, errlen, "expected a file path of 1 to %zu characters", size - 1);
-		return -EINVAL;
-	}
-	snprintf(out, size, "%s", value);
-	return 0;
-}
+#define AGENT(member) CFGTAB_FIELD(struct agent_config, member)
 
-static int parse_recorded_inventory(void *c, const char *key, const char *value, char *err,
-                                    size_t errlen)
-{
-	struct agent_config *cfg = c;
-	(void)key;
-	return parse_path(cfg->recorded_inventory, sizeof(cfg->recorded_inventory), value, err,
-	                  errlen);
-}
-
-static int parse_recorded_events(void *c, const char *key, const char *value, char *err,
-                                 size_t errlen)
-{
-	struct agent_config *cfg = c;
-	(void)key;
-	return parse_path(cfg->recorded_events, sizeof(cfg->recorded_events), value, err, errlen);
-}
-
-static int parse_log_level(void *c, const char *key, const char *value, char *err, size_t errlen)
-{
-	struct agent_config *cfg = c;
-	(void)key;
-	if (log_parse_level(value, &cfg->log_level) < 0) {
-		snprintf(err, errlen, "expected error, warn, info or debug, got \"%s\"", value);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-static const struct conffile_key agent_keys[] = {
-	{ "agent", "controller", parse_controller },
-	{ "agent", "server", parse_server },
-	{ "agent", "token", parse_token },
-	{ "agent", "heartbeat", parse_heartbeat },
-	{ "agent", "device.", parse_device },
-	{ "agent", "map", parse_map },
-	{ "agent", "source", parse_source },
-	{ "agent", "recorded_inventory", parse_recorded_inventory },
-	{ "agent", "recorded_events", parse_recorded_events },
-	{ "log", "level", parse_log_level },
+static const struct cfgtab_key agent_keys[] = {
+	{ .section = "agent",
+	  .key = "controller",
+	  .type = CFGTAB_CUSTOM,
+	  CFGTAB_SPAN(struct agent_config, controller, port),
+	  .parse = parse_controller,
+	  .what = "http://HOST:PORT",
+	  .doc = "the controller's REST address (IPv6 as `http://[ADDR]:PORT`; plain HTTP). "
+	         "Required" },
+	{ .section = "agent",
+	  .key = "server",
+	  .type = CFGTAB_NAME,
+	  AGENT(server),
+	  .what = "a server name",
+	  .doc = "this server's name in the controller's topology. Required" },
+	{ .section = "agent",
+	  .key = "token",
+	  .type = CFGTAB_CUSTOM,
+	  AGENT(token),
+	  .parse = parse_token,
+	  .what = "SECRET",
+	  .doc = "this server's agent secret, 16–128 characters of `[A-Za-z0-9-._~+/=]` "
+	         "(`agent:SERVER:SECRET` in the controller's [auth])" },
+	{ .section = "agent",
+	  .key = "heartbeat",
+	  .type = CFGTAB_UINT,
+	  AGENT(heartbeat_s),
+	  .min = 1,
+	  .max = AGENT_HEARTBEAT_MAX,
+	  .what = "seconds",
+	  .def = CFGTAB_STR(AGENT_HEARTBEAT_DEFAULT),
+	  .doc = "seconds between full reports; the server is stale after three missed" },
+	{ .section = "agent",
+	  .key = "device.N",
+	  .type = CFGTAB_CUSTOM,
+	  CFGTAB_SPAN(struct agent_config, map, nmap),
+	  .parse = parse_device,
+	  .what = "DEV:PORT",
+	  .doc = "the RDMA port serving device index N, e.g. `device.0 = mlx5_0:1`" },
+	{ .section = "agent",
+	  .key = "map",
+	  .type = CFGTAB_CUSTOM,
+	  AGENT(pci_order),
+	  .parse = parse_map,
+	  .what = "pci-order",
+	  .doc = "instead of `device.N`: every port numbered in PCI order at the agent's start" },
+	{ .section = "agent",
+	  .key = "source",
+	  .type = CFGTAB_CUSTOM,
+	  AGENT(source),
+	  .parse = parse_source,
+	  .what = "verbs or recorded",
+	  .def = "verbs",
+	  .doc = "libibverbs, or a recorded inventory and event script (tests and demos)" },
+	{ .section = "agent",
+	  .key = "recorded_inventory",
+	  .type = CFGTAB_STRING,
+	  AGENT(recorded_inventory),
+	  .what = "a file path",
+	  .doc = "`source = recorded`: the inventory JSON file" },
+	{ .section = "agent",
+	  .key = "recorded_events",
+	  .type = CFGTAB_STRING,
+	  AGENT(recorded_events),
+	  .what = "a file path",
+	  .doc = "`source = recorded`: the event script" },
+	{ .section = "log",
+	  .key = "level",
+	  .type = CFGTAB_ENUM,
+	  AGENT(log_level),
+	  .choices = log_level_choices,
+	  .def = "info",
+	  .doc = "most verbose level logged" },
 };
 
-#define AGENT_NKEYS (sizeof(agent_keys) / sizeof(agent_keys[0]))
-
-static void agent_defaults(struct agent_config *cfg, const char *name)
-{
-	memset(cfg, 0, sizeof(*cfg));
-	snprintf(cfg->path, sizeof(cfg->path), "%s", name);
-	cfg->heartbeat_s = AGENT_HEARTBEAT_DEFAULT;
-	cfg->source = AGENT_SOURCE_VERBS;
-	cfg->log_level = LOG_LVL_INFO;
-}
+const struct cfgtab agent_config_table = { agent_keys, sizeof(agent_keys) / sizeof(agent_keys[0]) };
 
 void agent_config_free(struct agent_config *cfg)
 {
@@ -264,9 +249,8 @@ static int cmp_entry(const void *a, const void *b)
 }
 
 /* Checks that span several keys, after the whole file is read. */
-static int agent_validate(const struct conffile *ctx, const char *name, char *err, size_t errlen)
+static int agent_validate(struct agent_config *cfg, const char *name, char *err, size_t errlen)
 {
-	struct agent_config *cfg = ctx->cfg;
 	const char *why = NULL;
 
 	if (!cfg->controller[0])
@@ -277,11 +261,10 @@ static int agent_validate(const struct conffile *ctx, const char *name, char *er
 		why = "[agent] map = pci-order and device.N lines exclude each other";
 	else if (!cfg->pci_order && !cfg->nmap)
 		why = "[agent] needs device.N = DEV:PORT lines or map = pci-order";
-	else if (cfg->source == AGENT_SOURCE_RECORDED && !cfg->recorded_inventory[0])
+	else if (cfg->source == &rdma_recorded_source && !cfg->recorded_inventory[0])
 		why = "[agent] source = recorded needs recorded_inventory = FILE";
-	else if (cfg->source == AGENT_SOURCE_VERBS &&
-	         (conffile_seen(ctx, parse_recorded_inventory) ||
-	          conffile_seen(ctx, parse_recorded_events)))
+	else if (cfg->source == &rdma_verbs_source &&
+	         (cfg->recorded_inventory[0] || cfg->recorded_events[0]))
 		why = "[agent] recorded_inventory and recorded_events need source = recorded";
 	if (why) {
 		snprintf(err, errlen, "%s: %s", name, why);
@@ -295,10 +278,12 @@ static int agent_validate(const struct conffile *ctx, const char *name, char *er
 static int load(const char *path, const char *text, const char *name, struct agent_config *cfg,
                 char *err, size_t errlen)
 {
-	struct conffile c = { .keys = agent_keys, .nkeys = AGENT_NKEYS, .cfg = cfg };
-	agent_defaults(cfg, name);
-	int rc = conffile_load(&c, path, text, name, err, errlen);
-	return rc < 0 ? rc : agent_validate(&c, name, err, errlen);
+	memset(cfg, 0, sizeof(*cfg));
+	snprintf(cfg->path, sizeof(cfg->path), "%s", name);
+	int rc = cfgtab_defaults(&agent_config_table, cfg, err, errlen);
+	if (rc == 0)
+		rc = cfgtab_load(&agent_config_table, cfg, path, text, name, err, errlen);
+	return rc < 0 ? rc : agent_validate(cfg, name, err, errlen);
 }
 
 int agent_config_load(const char *path, struct agent_config *cfg, char *err, size_t errlen)

@@ -4,9 +4,10 @@
  *
  * Two sources implement the interface: "verbs" (rdma_verbs.c, libibverbs: the
  * real one) and "recorded" (rdma_recorded.c: an inventory JSON file and an
- * event script, for tests and demos on machines without RDMA hardware). The
- * agent (agent.c) reads through it; the controller's GET /v1/rdma/devices
- * calls rdma_verbs_read().
+ * event script, for tests and demos on machines without RDMA hardware), found
+ * by name in the registry (rdma_source.c). Both build on the model in rdma.c,
+ * which knows neither. The agent reads through the interface; the
+ * controller's GET /v1/rdma/devices calls rdma_verbs_read().
  *
  * The model keeps the verbs attribute codes as they come from the kernel;
  * rdma.c converts them to names, Gb/s and bytes for JSON and back. This header
@@ -228,7 +229,7 @@ extern const struct rdma_source_ops rdma_verbs_source;
 /** A recorded inventory file and event script (rdma_recorded.c). */
 extern const struct rdma_source_ops rdma_recorded_source;
 
-/** The source of that name, or NULL. */
+/** The source of that name ("verbs", "recorded"), or NULL (rdma_source.c, the registry). */
 const struct rdma_source_ops *rdma_source_find(const char *name);
 
 /**

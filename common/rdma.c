@@ -6,11 +6,12 @@
  */
 #include "rdma.h"
 
+#include "jsonin.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <infiniband/verbs.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -340,40 +341,10 @@ json_t *rdma_inventory_to_json(const struct rdma_inventory *inv, unsigned flags)
 
 /* ---- from JSON ----------------------------------------------------------- */
 
-/* Where parsing is, and where the first error goes. */
-struct jctx {
-	char *field;
-	size_t fieldlen;
-	char *err;
-	size_t errlen;
-};
-
-static int jfail(struct jctx *c, const char *field, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int jfail(struct jctx *c, const char *field, const char *fmt, ...)
-{
-	va_list ap;
-	snprintf(c->field, c->fieldlen, "%s", field);
-	va_start(ap, fmt);
-	vsnprintf(c->err, c->errlen, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
-
 /*
- * "prefix.key", or "key" at the top level. Field names are bounded by the
- * nesting (devices[N].ports[N].gids[N].index), so they fit; a cut one would
- * still name the right place.
+ * "prefix[i]". Paths are bounded by the nesting (devices[N].ports[N].gids[N]),
+ * so they fit; a cut one would still name the right place.
  */
-static const char *fname(char *buf, size_t len, const char *prefix, const char *key)
-{
-	if (snprintf(buf, len, "%s%s%s", prefix, prefix[0] ? "." : "", key) >= (int)len)
-		buf[len - 1] = '\0';
-	return buf;
-}
-
-/* "prefix[i]". */
 static const char *findex(char *buf, size_t len, const char *prefix, size_t i)
 {
 	if (snprintf(buf, len, "%s[%zu]", prefix, i) >= (int)len)
@@ -381,104 +352,51 @@ static const char *findex(char *buf, size_t len, const char *prefix, size_t i)
 	return buf;
 }
 
-static int check_members(struct jctx *c, json_t *obj, const char *prefix,
-                         const char *const *allowed)
+/*
+ * An integer in [min, max]. The inventory's message names the range whatever
+ * the bad value, as it always has, where jsonin_uint() would also cite it.
+ */
+static int get_uint(struct jsonin_err *e, json_t *obj, const char *prefix, const char *key,
+                    bool required, uint64_t min, uint64_t max, uint64_t *out)
 {
-	const char *key;
 	json_t *v;
-	char f[192];
-	json_object_foreach(obj, key, v)
-	{
-		bool ok = false;
-		for (size_t i = 0; allowed[i] && !ok; i++)
-			ok = strcmp(allowed[i], key) == 0;
-		if (!ok)
-			return jfail(c, fname(f, sizeof(f), prefix, key), "unknown field %s", f);
-	}
-	return 0;
-}
-
-/* The member, or NULL after failing when required (absent or null counts as missing). */
-static json_t *member(struct jctx *c, json_t *obj, const char *prefix, const char *key,
-                      bool required, int *rc)
-{
-	char f[192];
-	json_t *v = json_object_get(obj, key);
-	*rc = 0;
-	if (v && !json_is_null(v))
-		return v;
-	if (required)
-		*rc = jfail(c, fname(f, sizeof(f), prefix, key), "%s is required", f);
-	return NULL;
-}
-
-static int get_uint(struct jctx *c, json_t *obj, const char *prefix, const char *key, bool required,
-                    uint64_t min, uint64_t max, uint64_t *out)
-{
-	char f[192];
-	int rc;
-	json_t *v = member(c, obj, prefix, key, required, &rc);
-	if (!v)
+	int rc = jsonin_member(e, obj, prefix, key, required, &v);
+	if (rc)
 		return rc;
-	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-	    (uint64_t)json_integer_value(v) < min || (uint64_t)json_integer_value(v) > max)
-		return jfail(c, fname(f, sizeof(f), prefix, key),
-		             "%s must be an integer from %llu to %llu", f, (unsigned long long)min,
-		             (unsigned long long)max);
-	*out = (uint64_t)json_integer_value(v);
+	if (jsonin_uint(e, obj, prefix, key, true, min, max, out) < 0)
+		return jsonin_fail(e, e->field, "%s must be an integer from %llu to %llu", e->field,
+		                   (unsigned long long)min, (unsigned long long)max);
 	return 0;
 }
 
-static int get_bool(struct jctx *c, json_t *obj, const char *prefix, const char *key, bool required,
-                    bool *out)
+/* A string of minlen (0 or 1) to size - 1 bytes, copied into out. */
+static int get_string(struct jsonin_err *e, json_t *obj, const char *prefix, const char *key,
+                      bool required, size_t minlen, char *out, size_t size)
 {
-	char f[192];
-	int rc;
-	json_t *v = member(c, obj, prefix, key, required, &rc);
-	if (!v)
-		return rc;
-	if (!json_is_boolean(v))
-		return jfail(c, fname(f, sizeof(f), prefix, key), "%s must be true or false", f);
-	*out = json_is_true(v);
-	return 0;
-}
-
-/* A string of at most size - 1 bytes (no NUL inside), copied into out; empty unless nonempty. */
-static int get_string(struct jctx *c, json_t *obj, const char *prefix, const char *key,
-                      bool required, bool nonempty, char *out, size_t size)
-{
-	char f[192];
-	int rc;
-	json_t *v = member(c, obj, prefix, key, required, &rc);
-	if (!v)
-		return rc;
-	fname(f, sizeof(f), prefix, key);
-	if (!json_is_string(v))
-		return jfail(c, f, "%s must be a string", f);
-	size_t len = json_string_length(v);
-	if (len >= size || strlen(json_string_value(v)) != len || (nonempty && len == 0))
-		return jfail(c, f, "%s must be %d to %zu characters (no NUL)", f, nonempty ? 1 : 0,
-		             size - 1);
-	memcpy(out, json_string_value(v), len + 1);
-	return 0;
+	const char *s;
+	int rc = jsonin_string(e, obj, prefix, key, required, minlen, size - 1, &s);
+	if (rc == 0)
+		memcpy(out, s, strlen(s) + 1);
+	return rc;
 }
 
 /* A derived number: must be a number when present, its value is recomputed. */
-static int check_number(struct jctx *c, json_t *obj, const char *prefix, const char *key)
+static int check_number(struct jsonin_err *e, json_t *obj, const char *prefix, const char *key)
 {
-	char f[192];
+	char f[JSONIN_FIELD_MAX];
 	json_t *v = json_object_get(obj, key);
 	if (!v || json_is_number(v))
 		return 0;
-	return jfail(c, fname(f, sizeof(f), prefix, key), "%s must be a number (it is derived)", f);
+	jsonin_field(f, sizeof(f), prefix, key);
+	return jsonin_fail(e, f, "%s must be a number (it is derived)", f);
 }
 
 /* A name from a table (or "unknown"); *out gets its code. */
-static int get_named(struct jctx *c, json_t *obj, const char *prefix, const char *key,
+static int get_named(struct jsonin_err *e, json_t *obj, const char *prefix, const char *key,
                      const char *const *names, size_t n, uint8_t *out)
 {
-	char f[192], s[32];
-	int rc = get_string(c, obj, prefix, key, true, true, s, sizeof(s));
+	char f[JSONIN_FIELD_MAX], s[32];
+	int rc = get_string(e, obj, prefix, key, true, 1, s, sizeof(s));
 	if (rc < 0)
 		return rc;
 	int code = table_code(names, n, s);
@@ -492,7 +410,8 @@ static int get_named(struct jctx *c, json_t *obj, const char *prefix, const char
 		if (names[i])
 			snprintf(list + l, sizeof(list) - l, "%s, ", names[i]);
 	}
-	return jfail(c, fname(f, sizeof(f), prefix, key), "%s must be one of: %sunknown", f, list);
+	jsonin_field(f, sizeof(f), prefix, key);
+	return jsonin_fail(e, f, "%s must be one of: %sunknown", f, list);
 }
 
 static int valid_device_name(const char *s)
@@ -503,185 +422,189 @@ static int valid_device_name(const char *s)
 	return s[0] != '\0';
 }
 
-static int parse_gids(struct jctx *c, json_t *arr, const char *prefix, struct rdma_port *p)
+static int parse_gids(struct jsonin_err *e, json_t *arr, const char *prefix, struct rdma_port *p)
 {
 	static const char *const members[] = { "index", "gid", NULL };
-	char f[192], pf[192], s[RDMA_GID_STRLEN + 1];
+	char f[JSONIN_FIELD_MAX], pf[JSONIN_FIELD_MAX], s[RDMA_GID_STRLEN + 1];
 	size_t i;
 	json_t *g;
 	int rc;
 
-	fname(f, sizeof(f), prefix, "gids");
+	jsonin_field(f, sizeof(f), prefix, "gids");
 	if (!json_is_array(arr))
-		return jfail(c, f, "%s must be an array", f);
+		return jsonin_fail(e, f, "%s must be an array", f);
 	if (json_array_size(arr) > RDMA_MAX_GIDS)
-		return jfail(c, f, "%s has %zu entries, at most %d are allowed", f,
-		             json_array_size(arr), RDMA_MAX_GIDS);
+		return jsonin_fail(e, f, "%s has %zu entries, at most %d are allowed", f,
+		                   json_array_size(arr), RDMA_MAX_GIDS);
 	p->gids = calloc(json_array_size(arr) ? json_array_size(arr) : 1, sizeof(*p->gids));
 	if (!p->gids)
-		return jfail(c, f, "out of memory");
+		return jsonin_fail(e, f, "out of memory");
 	json_array_foreach(arr, i, g)
 	{
 		uint64_t index = 0;
 		findex(pf, sizeof(pf), f, i);
 		if (!json_is_object(g))
-			return jfail(c, pf, "%s must be an object", pf);
-		if ((rc = check_members(c, g, pf, members)) < 0 ||
-		    (rc = get_uint(c, g, pf, "index", true, 0, 65535, &index)) < 0 ||
-		    (rc = get_string(c, g, pf, "gid", true, true, s, sizeof(s))) < 0)
+			return jsonin_fail(e, pf, "%s must be an object", pf);
+		if ((rc = jsonin_check_members(e, g, pf, members)) < 0 ||
+		    (rc = get_uint(e, g, pf, "index", true, 0, 65535, &index)) < 0 ||
+		    (rc = get_string(e, g, pf, "gid", true, 1, s, sizeof(s))) < 0)
 			return rc;
 		struct rdma_gid *gid = &p->gids[i];
 		gid->index = (uint16_t)index;
 		if (rdma_gid_parse(s, gid->raw) < 0)
-			return jfail(c, fname(f, sizeof(f), pf, "gid"),
-			             "%s must be 8 groups of 4 hex digits joined by ':'", f);
+			return jsonin_fail(e, jsonin_field(f, sizeof(f), pf, "gid"),
+			                   "%s must be 8 groups of 4 hex digits joined by ':'", f);
 		for (size_t k = 0; k < i; k++)
 			if (p->gids[k].index == gid->index)
-				return jfail(c, fname(f, sizeof(f), pf, "index"),
-				             "%s: GID index %u is listed twice", f, gid->index);
+				return jsonin_fail(e, jsonin_field(f, sizeof(f), pf, "index"),
+				                   "%s: GID index %u is listed twice", f,
+				                   gid->index);
 		p->ngids = i + 1;
 	}
 	return 0;
 }
 
-static int parse_port(struct jctx *c, json_t *o, const char *prefix, unsigned flags,
+static int parse_port(struct jsonin_err *e, json_t *o, const char *prefix, unsigned flags,
                       struct rdma_port *p)
 {
 	static const char *const members[] = {
 		"port",  "state",     "phys_state", "mtu",  "speed", "lane_gbps",
 		"width", "rate_gbps", "link_layer", "gids", "index", NULL,
 	};
-	char f[192], s[32];
+	char f[JSONIN_FIELD_MAX], s[32];
 	uint64_t v = 0;
 	int rc;
 
 	p->index = -1;
 	if (!json_is_object(o))
-		return jfail(c, prefix, "%s must be an object", prefix);
+		return jsonin_fail(e, prefix, "%s must be an object", prefix);
 	if (!(flags & RDMA_JSON_REPORT) && json_object_get(o, "index"))
-		return jfail(c, fname(f, sizeof(f), prefix, "index"),
-		             "unknown field %s (device indices come from the agent's map)", f);
-	if ((rc = check_members(c, o, prefix, members)) < 0 ||
-	    (rc = get_uint(c, o, prefix, "port", true, 1, RDMA_MAX_PORTS, &v)) < 0)
+		return jsonin_fail(e, jsonin_field(f, sizeof(f), prefix, "index"),
+		                   "unknown field %s (device indices come from the agent's map)",
+		                   f);
+	if ((rc = jsonin_check_members(e, o, prefix, members)) < 0 ||
+	    (rc = get_uint(e, o, prefix, "port", true, 1, RDMA_MAX_PORTS, &v)) < 0)
 		return rc;
 	p->num = (uint8_t)v;
-	if ((rc = get_named(c, o, prefix, "state", port_states, ARRAY_SIZE(port_states),
+	if ((rc = get_named(e, o, prefix, "state", port_states, ARRAY_SIZE(port_states),
 	                    &p->state)) < 0 ||
-	    (rc = get_named(c, o, prefix, "phys_state", phys_states, ARRAY_SIZE(phys_states),
+	    (rc = get_named(e, o, prefix, "phys_state", phys_states, ARRAY_SIZE(phys_states),
 	                    &p->phys_state)) < 0 ||
-	    (rc = get_named(c, o, prefix, "link_layer", link_layers, ARRAY_SIZE(link_layers),
+	    (rc = get_named(e, o, prefix, "link_layer", link_layers, ARRAY_SIZE(link_layers),
 	                    &p->link_layer)) < 0)
 		return rc;
 
-	if ((rc = get_uint(c, o, prefix, "mtu", true, 0, 4096, &v)) < 0)
+	if ((rc = get_uint(e, o, prefix, "mtu", true, 0, 4096, &v)) < 0)
 		return rc;
 	p->mtu = 0;
 	for (unsigned code = IBV_MTU_256; code <= IBV_MTU_4096; code++)
 		if (rdma_mtu_bytes(code) == v)
 			p->mtu = (uint8_t)code;
 	if (!p->mtu && v != 0)
-		return jfail(c, fname(f, sizeof(f), prefix, "mtu"),
-		             "%s must be 256, 512, 1024, 2048, 4096 or 0 (unknown)", f);
+		return jsonin_fail(e, jsonin_field(f, sizeof(f), prefix, "mtu"),
+		                   "%s must be 256, 512, 1024, 2048, 4096 or 0 (unknown)", f);
 
-	if ((rc = get_string(c, o, prefix, "speed", true, true, s, sizeof(s))) < 0)
+	if ((rc = get_string(e, o, prefix, "speed", true, 1, s, sizeof(s))) < 0)
 		return rc;
 	p->speed = 0;
 	for (size_t i = 0; i < ARRAY_SIZE(speeds); i++)
 		if (strcmp(speeds[i].name, s) == 0)
 			p->speed = (uint16_t)speeds[i].code;
 	if (!p->speed && strcmp(s, "unknown") != 0)
-		return jfail(c, fname(f, sizeof(f), prefix, "speed"),
-		             "%s must be one of: SDR, DDR, QDR, FDR10, FDR, EDR, HDR, NDR, XDR, "
-		             "unknown",
-		             f);
+		return jsonin_fail(
+		    e, jsonin_field(f, sizeof(f), prefix, "speed"),
+		    "%s must be one of: SDR, DDR, QDR, FDR10, FDR, EDR, HDR, NDR, XDR, "
+		    "unknown",
+		    f);
 
-	if ((rc = get_string(c, o, prefix, "width", true, true, s, sizeof(s))) < 0)
+	if ((rc = get_string(e, o, prefix, "width", true, 1, s, sizeof(s))) < 0)
 		return rc;
 	p->width = 0;
 	for (size_t i = 0; i < ARRAY_SIZE(widths); i++)
 		if (strcmp(widths[i].name, s) == 0)
 			p->width = (uint8_t)widths[i].code;
 	if (!p->width && strcmp(s, "unknown") != 0)
-		return jfail(c, fname(f, sizeof(f), prefix, "width"),
-		             "%s must be one of: 1x, 2x, 4x, 8x, 12x, unknown", f);
+		return jsonin_fail(e, jsonin_field(f, sizeof(f), prefix, "width"),
+		                   "%s must be one of: 1x, 2x, 4x, 8x, 12x, unknown", f);
 
-	if ((rc = check_number(c, o, prefix, "lane_gbps")) < 0 ||
-	    (rc = check_number(c, o, prefix, "rate_gbps")) < 0)
+	if ((rc = check_number(e, o, prefix, "lane_gbps")) < 0 ||
+	    (rc = check_number(e, o, prefix, "rate_gbps")) < 0)
 		return rc;
 	if (flags & RDMA_JSON_REPORT) {
-		if ((rc = get_uint(c, o, prefix, "index", false, 0, RDMA_MAX_DEVICES - 1, &v)) < 0)
+		if ((rc = get_uint(e, o, prefix, "index", false, 0, RDMA_MAX_DEVICES - 1, &v)) < 0)
 			return rc;
 		if (json_is_integer(json_object_get(o, "index")))
 			p->index = (int32_t)v;
 	}
 	json_t *gids = json_object_get(o, "gids");
 	if (gids && !json_is_null(gids))
-		return parse_gids(c, gids, prefix, p);
+		return parse_gids(e, gids, prefix, p);
 	return 0;
 }
 
-static int parse_device(struct jctx *c, json_t *o, const char *prefix, unsigned flags,
+static int parse_device(struct jsonin_err *e, json_t *o, const char *prefix, unsigned flags,
                         struct rdma_device *d)
 {
 	static const char *const members[] = {
 		"name",          "pci",   "fw_ver", "node_guid", "vendor_id", "vendor_part_id",
 		"phys_port_cnt", "fatal", "error",  "ports",     NULL,
 	};
-	char f[192], pf[192], guid[RDMA_GUID_STRLEN + 1];
+	char f[JSONIN_FIELD_MAX], pf[JSONIN_FIELD_MAX], guid[RDMA_GUID_STRLEN + 1];
 	uint64_t v = 0;
 	size_t i;
 	json_t *p;
 	int rc;
 
 	if (!json_is_object(o))
-		return jfail(c, prefix, "%s must be an object", prefix);
-	if ((rc = check_members(c, o, prefix, members)) < 0 ||
-	    (rc = get_string(c, o, prefix, "name", true, true, d->name, sizeof(d->name))) < 0)
+		return jsonin_fail(e, prefix, "%s must be an object", prefix);
+	if ((rc = jsonin_check_members(e, o, prefix, members)) < 0 ||
+	    (rc = get_string(e, o, prefix, "name", true, 1, d->name, sizeof(d->name))) < 0)
 		return rc;
 	if (!valid_device_name(d->name))
-		return jfail(c, fname(f, sizeof(f), prefix, "name"),
-		             "%s must be characters of [A-Za-z0-9._-]", f);
-	if ((rc = get_string(c, o, prefix, "pci", false, true, d->pci, sizeof(d->pci))) < 0 ||
-	    (rc = get_string(c, o, prefix, "fw_ver", true, false, d->fw_ver, sizeof(d->fw_ver))) <
-	        0 ||
-	    (rc = get_string(c, o, prefix, "node_guid", true, true, guid, sizeof(guid))) < 0)
+		return jsonin_fail(e, jsonin_field(f, sizeof(f), prefix, "name"),
+		                   "%s must be characters of [A-Za-z0-9._-]", f);
+	if ((rc = get_string(e, o, prefix, "pci", false, 1, d->pci, sizeof(d->pci))) < 0 ||
+	    (rc = get_string(e, o, prefix, "fw_ver", true, 0, d->fw_ver, sizeof(d->fw_ver))) < 0 ||
+	    (rc = get_string(e, o, prefix, "node_guid", true, 1, guid, sizeof(guid))) < 0)
 		return rc;
 	if (rdma_guid_parse(guid, &d->node_guid) < 0)
-		return jfail(c, fname(f, sizeof(f), prefix, "node_guid"),
-		             "%s must be 4 groups of 4 hex digits joined by ':'", f);
-	if ((rc = get_uint(c, o, prefix, "vendor_id", true, 0, UINT32_MAX, &v)) < 0)
+		return jsonin_fail(e, jsonin_field(f, sizeof(f), prefix, "node_guid"),
+		                   "%s must be 4 groups of 4 hex digits joined by ':'", f);
+	if ((rc = get_uint(e, o, prefix, "vendor_id", true, 0, UINT32_MAX, &v)) < 0)
 		return rc;
 	d->vendor_id = (uint32_t)v;
-	if ((rc = get_uint(c, o, prefix, "vendor_part_id", true, 0, UINT32_MAX, &v)) < 0)
+	if ((rc = get_uint(e, o, prefix, "vendor_part_id", true, 0, UINT32_MAX, &v)) < 0)
 		return rc;
 	d->vendor_part_id = (uint32_t)v;
-	if ((rc = get_bool(c, o, prefix, "fatal", false, &d->fatal)) < 0 ||
-	    (rc = get_string(c, o, prefix, "error", false, true, d->error, sizeof(d->error))) < 0)
+	if ((rc = jsonin_bool(e, o, prefix, "fatal", false, &d->fatal)) < 0 ||
+	    (rc = get_string(e, o, prefix, "error", false, 1, d->error, sizeof(d->error))) < 0)
 		return rc;
 
-	json_t *ports = member(c, o, prefix, "ports", true, &rc);
-	if (!ports)
+	json_t *ports;
+	if ((rc = jsonin_member(e, o, prefix, "ports", true, &ports)) < 0)
 		return rc;
-	fname(f, sizeof(f), prefix, "ports");
+	jsonin_field(f, sizeof(f), prefix, "ports");
 	if (!json_is_array(ports) || json_array_size(ports) > RDMA_MAX_PORTS)
-		return jfail(c, f, "%s must be an array of at most %d ports", f, RDMA_MAX_PORTS);
+		return jsonin_fail(e, f, "%s must be an array of at most %d ports", f,
+		                   RDMA_MAX_PORTS);
 	d->ports = calloc(json_array_size(ports) ? json_array_size(ports) : 1, sizeof(*d->ports));
 	if (!d->ports)
-		return jfail(c, f, "out of memory");
+		return jsonin_fail(e, f, "out of memory");
 	json_array_foreach(ports, i, p)
 	{
 		findex(pf, sizeof(pf), f, i);
-		rc = parse_port(c, p, pf, flags, &d->ports[i]);
+		rc = parse_port(e, p, pf, flags, &d->ports[i]);
 		d->nports = i + 1;
 		if (rc < 0)
 			return rc;
 		for (size_t k = 0; k < i; k++)
 			if (d->ports[k].num == d->ports[i].num)
-				return jfail(c, fname(f, sizeof(f), pf, "port"),
-				             "%s: port %u is listed twice", f, d->ports[i].num);
+				return jsonin_fail(e, jsonin_field(f, sizeof(f), pf, "port"),
+				                   "%s: port %u is listed twice", f,
+				                   d->ports[i].num);
 	}
 	v = d->nports;
-	if ((rc = get_uint(c, o, prefix, "phys_port_cnt", false, 0, RDMA_MAX_PORTS, &v)) < 0)
+	if ((rc = get_uint(e, o, prefix, "phys_port_cnt", false, 0, RDMA_MAX_PORTS, &v)) < 0)
 		return rc;
 	d->phys_port_cnt = (uint8_t)v;
 	return 0;
@@ -694,7 +617,7 @@ int rdma_inventory_from_json(json_t *j, unsigned flags, struct rdma_inventory *i
 	static const char *const members[] = { "rdma", "reason", "devices", NULL };
 	static const char *const report_members[] = { "rdma", "reason", "devices", "interval",
 		                                      NULL };
-	struct jctx c = { field, fieldlen, err, errlen };
+	struct jsonin_err e;
 	char f[64];
 	uint64_t v = 10;
 	size_t i;
@@ -705,31 +628,31 @@ int rdma_inventory_from_json(json_t *j, unsigned flags, struct rdma_inventory *i
 	field[0] = '\0';
 	err[0] = '\0';
 	if (!json_is_object(j)) {
-		rc = jfail(&c, "", "the inventory must be a JSON object");
+		rc = jsonin_fail(&e, "", "the inventory must be a JSON object");
 		goto fail;
 	}
-	if ((rc = check_members(&c, j, "", flags & RDMA_JSON_REPORT ? report_members : members)) <
-	        0 ||
-	    (rc = get_bool(&c, j, "", "rdma", true, &inv->rdma)) < 0 ||
-	    (rc = get_string(&c, j, "", "reason", !inv->rdma, true, inv->reason,
+	if ((rc = jsonin_check_members(&e, j, NULL,
+	                               flags & RDMA_JSON_REPORT ? report_members : members)) < 0 ||
+	    (rc = jsonin_bool(&e, j, NULL, "rdma", true, &inv->rdma)) < 0 ||
+	    (rc = get_string(&e, j, NULL, "reason", !inv->rdma, 1, inv->reason,
 	                     sizeof(inv->reason))) < 0)
 		goto fail;
 	if (flags & RDMA_JSON_REPORT) {
-		if ((rc = get_uint(&c, j, "", "interval", false, 1, 86400, &v)) < 0)
+		if ((rc = get_uint(&e, j, NULL, "interval", false, 1, 86400, &v)) < 0)
 			goto fail;
 		if (interval)
 			*interval = (unsigned)v;
 	}
-	json_t *devices = member(&c, j, "", "devices", true, &rc);
-	if (!devices)
+	json_t *devices;
+	if ((rc = jsonin_member(&e, j, NULL, "devices", true, &devices)) < 0)
 		goto fail;
 	if (!json_is_array(devices) || json_array_size(devices) > RDMA_MAX_DEVICES) {
-		rc = jfail(&c, "devices", "devices must be an array of at most %d devices",
-		           RDMA_MAX_DEVICES);
+		rc = jsonin_fail(&e, "devices", "devices must be an array of at most %d devices",
+		                 RDMA_MAX_DEVICES);
 		goto fail;
 	}
 	if (!inv->rdma && json_array_size(devices)) {
-		rc = jfail(&c, "devices", "devices must be empty when rdma is false");
+		rc = jsonin_fail(&e, "devices", "devices must be empty when rdma is false");
 		goto fail;
 	}
 	if (inv->rdma)
@@ -737,28 +660,30 @@ int rdma_inventory_from_json(json_t *j, unsigned flags, struct rdma_inventory *i
 	inv->devices =
 	    calloc(json_array_size(devices) ? json_array_size(devices) : 1, sizeof(*inv->devices));
 	if (!inv->devices) {
-		rc = jfail(&c, "devices", "out of memory");
+		rc = jsonin_fail(&e, "devices", "out of memory");
 		goto fail;
 	}
 	json_array_foreach(devices, i, d)
 	{
 		findex(f, sizeof(f), "devices", i);
-		rc = parse_device(&c, d, f, flags, &inv->devices[i]);
+		rc = parse_device(&e, d, f, flags, &inv->devices[i]);
 		inv->ndevices = i + 1;
 		if (rc < 0)
 			goto fail;
 		for (size_t k = 0; k < i; k++) {
 			if (strcmp(inv->devices[k].name, inv->devices[i].name) == 0) {
 				char nf[80];
-				rc = jfail(&c, fname(nf, sizeof(nf), f, "name"),
-				           "%s: device %s is listed twice", nf,
-				           inv->devices[i].name);
+				rc = jsonin_fail(&e, jsonin_field(nf, sizeof(nf), f, "name"),
+				                 "%s: device %s is listed twice", nf,
+				                 inv->devices[i].name);
 				goto fail;
 			}
 		}
 	}
 	return 0;
 fail:
+	snprintf(field, fieldlen, "%s", e.field);
+	snprintf(err, errlen, "%s", e.msg);
 	rdma_inventory_free(inv);
 	return rc;
 }
@@ -774,14 +699,4 @@ const char *rdma_event_name(enum rdma_event_kind kind)
 		return "device_fatal";
 	}
 	return "?";
-}
-
-const struct rdma_source_ops *rdma_source_find(const char *name)
-{
-	static const struct rdma_source_ops *const sources[] = { &rdma_verbs_source,
-		                                                 &rdma_recorded_source };
-	for (size_t i = 0; i < ARRAY_SIZE(sources); i++)
-		if (strcmp(sources[i]->name, name) == 0)
-			return sources[i];
-	return NULL;
 }
