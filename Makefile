@@ -157,7 +157,7 @@ integration: $(B)/ofcd $(B)/ofcd-agent
 check-deps: $(LIBS)
 	$(PYTHON) tools/check_deps.py $(B)/obj
 
-test: unit unit-san integration
+test: check-deps unit unit-san integration
 
 # Rewrites the configuration tables in docs/operations.md from the programs'
 # own (tests/integration/test_config_doc.py fails while they differ).
