@@ -5,7 +5,8 @@
 bool auth_valid_name(const char *name)
 {
 	size_t len = strlen(name);
-	if (len < 1 || len > AUTH_NAME_MAX)
+	/* "." and ".." would name path segments that curl and browsers remove. */
+	if (len < 1 || len > AUTH_NAME_MAX || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
 		return false;
 	for (size_t i = 0; i < len; i++) {
 		char c = name[i];

@@ -156,21 +156,48 @@ int jsonin_enum(struct jsonin_err *e, json_t *obj, const char *prefix, const cha
 	return jsonin_fail(e, f, "%s must be one of: %s", f, list);
 }
 
-int jsonin_check_members(struct jsonin_err *e, json_t *obj, const char *prefix,
-                         const char *const *allowed)
+/* The allowed entry naming key ("key" or "key?"), or NULL. */
+static const char *allowed_entry(const char *const *allowed, const char *key)
+{
+	size_t n = strlen(key);
+	for (size_t i = 0; allowed[i]; i++)
+		if (strncmp(allowed[i], key, n) == 0 &&
+		    (allowed[i][n] == '\0' || (allowed[i][n] == '?' && allowed[i][n + 1] == '\0')))
+			return allowed[i];
+	return NULL;
+}
+
+static int check_members(struct jsonin_err *e, json_t *obj, const char *prefix,
+                         const char *const *allowed, bool strict)
 {
 	char f[JSONIN_FIELD_MAX];
 	const char *key;
 	json_t *v;
-	json_object_foreach(obj, key, v)
+	void *tmp;
+	json_object_foreach_safe(obj, tmp, key, v)
 	{
-		bool ok = false;
-		for (size_t i = 0; allowed[i] && !ok; i++)
-			ok = strcmp(key, allowed[i]) == 0;
-		if (!ok) {
-			jsonin_field(f, sizeof(f), prefix, key);
+		const char *entry = allowed_entry(allowed, key);
+		jsonin_field(f, sizeof(f), prefix, key);
+		if (!entry)
 			return jsonin_fail(e, f, "unknown field %s", f);
-		}
+		if (!strict || !json_is_null(v))
+			continue;
+		if (entry[strlen(entry) - 1] != '?')
+			return jsonin_fail(e, f,
+			                   "%s must not be null: leave it out for the default", f);
+		json_object_del(obj, key);
 	}
 	return 0;
+}
+
+int jsonin_check_members(struct jsonin_err *e, json_t *obj, const char *prefix,
+                         const char *const *allowed)
+{
+	return check_members(e, obj, prefix, allowed, false);
+}
+
+int jsonin_check_members_strict(struct jsonin_err *e, json_t *obj, const char *prefix,
+                                const char *const *allowed)
+{
+	return check_members(e, obj, prefix, allowed, true);
 }

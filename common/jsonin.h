@@ -70,10 +70,19 @@ int jsonin_enum(struct jsonin_err *e, json_t *obj, const char *prefix, const cha
 
 /**
  * Fails naming the first member of obj not in the NULL-terminated allowed
- * list: a misspelt option is an error, not silently ignored. Returns 0 or
- * -EINVAL.
+ * list: a misspelt option is an error, not silently ignored. Where null is
+ * written for a member, it counts as absent. Returns 0 or -EINVAL.
  */
 int jsonin_check_members(struct jsonin_err *e, json_t *obj, const char *prefix,
                          const char *const *allowed);
+
+/**
+ * Like jsonin_check_members(), but null is an error, except for the members
+ * whose allowed name ends in '?' ("switch?"): there null means none, and the
+ * member is removed from obj so that the getters see it absent. For request
+ * bodies, where a null the client did not mean must not pass for a default.
+ */
+int jsonin_check_members_strict(struct jsonin_err *e, json_t *obj, const char *prefix,
+                                const char *const *allowed);
 
 #endif

@@ -210,5 +210,5 @@ int api_check_members(struct api_req *req, json_t *obj, const char *prefix,
                       const char *const *allowed)
 {
 	struct jsonin_err e;
-	return reply_check(req, jsonin_check_members(&e, obj, prefix, allowed), &e);
+	return reply_check(req, jsonin_check_members_strict(&e, obj, prefix, allowed), &e);
 }

@@ -264,7 +264,9 @@ int api_get_enum(struct api_req *req, json_t *obj, const char *prefix, const cha
 /**
  * Rejects members of obj not listed in the NULL-terminated allowed list
  * (400 invalid_field naming the first unknown one): a misspelt option is an
- * error, not silently ignored.
+ * error, not silently ignored. A null member is refused too, unless its
+ * allowed name ends in '?' ("switch?"): null is then its documented "none"
+ * and the member is removed, so the getters see it absent.
  */
 int api_check_members(struct api_req *req, json_t *obj, const char *prefix,
                       const char *const *allowed);

@@ -137,7 +137,10 @@ void api_device_put(struct api_req *req)
 	json_decref(srv);
 	char *end;
 	long long index = strtoll(req->params[1], &end, 10);
-	if (*end || req->params[1][0] < '0' || req->params[1][0] > '9' || index >= devices) {
+	/* One spelling per device: "01" and "+1" are not device 1. */
+	bool canonical = req->params[1][0] >= '0' && req->params[1][0] <= '9' &&
+	                 (req->params[1][0] != '0' || req->params[1][1] == '\0');
+	if (*end || !canonical || index >= devices) {
 		api_error(req, OFCD_E_NOT_FOUND, "index", "server %s has devices 0 to %lld, not %s",
 		          req->params[0], (long long)devices - 1, req->params[1]);
 		return;

@@ -59,8 +59,9 @@ static int parse_ocs(struct api_req *req, json_t *o, const char *prefix, struct 
 static int parse_server(struct api_req *req, json_t *o, const char *prefix,
                         struct topo_server_spec *out)
 {
+	/* null is how GET shows a server without a switch, so PUT takes it back. */
 	static const char *const members[] = { "name",  "devices", "ports_per_device", "p2p",
-		                               "intra", "offload", "switch",           NULL };
+		                               "intra", "offload", "switch?",          NULL };
 	struct ofcd_error e = { 0 };
 	uint64_t devices, ports = 1;
 	*out = (struct topo_server_spec){ .ports_per_device = 1 };
@@ -84,8 +85,8 @@ static int parse_server(struct api_req *req, json_t *o, const char *prefix,
 static int parse_switch(struct api_req *req, json_t *o, const char *prefix,
                         struct topo_switch_spec *out)
 {
-	static const char *const members[] = { "name",   "aggregating", "offload",
-		                               "buffer", "window",      NULL };
+	static const char *const members[] = { "name",    "aggregating", "offload",
+		                               "buffer?", "window?",     NULL };
 	struct ofcd_error e = { 0 };
 	uint64_t buffer = 0, window = 0;
 
@@ -407,7 +408,7 @@ void api_topology_get(struct api_req *req)
 
 void api_topology_put(struct api_req *req)
 {
-	static const char *const members[] = { "ocs", "switches", "servers", "wiring", NULL };
+	static const char *const members[] = { "ocs", "switches?", "servers", "wiring", NULL };
 	struct ofcd_error e = { 0 };
 	struct topo_spec t = { .wiring = { .rule = -1 } };
 	struct topo_link_spec *links = NULL;
@@ -426,9 +427,8 @@ void api_topology_put(struct api_req *req)
 	json_t *wiring = json_object_get(body, "wiring");
 	if (parse_array(req, jo, "ocs", parse_ocs_at, sizeof(*t.ocs), &ocs, &t.nocs) < 0 ||
 	    /* Like the wiring, switches not given are none. */
-	    (jw && !json_is_null(jw) &&
-	     parse_array(req, jw, "switches", parse_switch_at, sizeof(*t.switches), &switches,
-	                 &t.nswitches) < 0) ||
+	    (jw && parse_array(req, jw, "switches", parse_switch_at, sizeof(*t.switches), &switches,
+	                       &t.nswitches) < 0) ||
 	    parse_array(req, js, "servers", parse_server_at, sizeof(*t.servers), &servers,
 	                &t.nservers) < 0 ||
 	    (wiring && parse_wiring(req, wiring, "wiring", &t.wiring, &links) < 0))

@@ -19,7 +19,8 @@
 #include "log.h"
 #include "metrics.h"
 
-#define HTTP_MAX_PATH 1024
+#define HTTP_MAX_PATH  1024
+#define HTTP_MAX_QUERY 8 /* more than any route takes: a repeat is always caught */
 
 struct http_server {
 	struct api_env *env;
@@ -70,6 +71,8 @@ struct http_req {
 	char path[HTTP_MAX_PATH];   /* copy of the URL path, for logs and audit */
 	char params[HTTP_MAX_PATH]; /* split copy the path parameters point into */
 	char allow[64];
+	const char *query[HTTP_MAX_QUERY]; /* names seen, owned by MHD */
+	size_t nquery;
 	char *body;
 	size_t body_len;
 	bool too_large;
@@ -293,6 +296,21 @@ static enum MHD_Result send_reply(struct http_req *r)
 	return ret;
 }
 
+/* A parameter given twice has no one meaning (?wait=1&wait=60): refuse it. */
+static enum MHD_Result query_once(struct http_req *r, const char *key)
+{
+	for (size_t i = 0; i < r->nquery; i++) {
+		if (strcmp(r->query[i], key) == 0) {
+			api_error(&r->api, OFCD_E_INVALID_FIELD, key,
+			          "query parameter %s is given more than once", key);
+			return MHD_NO;
+		}
+	}
+	if (r->nquery < HTTP_MAX_QUERY)
+		r->query[r->nquery++] = key;
+	return MHD_YES;
+}
+
 static enum MHD_Result query_name_ok(void *cls, enum MHD_ValueKind kind, const char *key,
                                      const char *value)
 {
@@ -304,7 +322,7 @@ static enum MHD_Result query_name_ok(void *cls, enum MHD_ValueKind kind, const c
 	for (const char *p = list; p && *p;) {
 		size_t len = strcspn(p, ",");
 		if (len == n && strncmp(p, key, n) == 0)
-			return MHD_YES;
+			return query_once(r, key);
 		p += len + (p[len] == ',');
 	}
 	if (r->api.status == 0)

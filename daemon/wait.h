@@ -23,7 +23,8 @@ enum wait_mode {
 };
 
 /**
- * Reads ?wait: 0 when absent, else the seconds (0..60, decimals allowed).
+ * Reads ?wait: 0 when absent, else the seconds (0..60, plain decimals such as
+ * "5" or "2.5"; no sign, exponent, hex or spaces).
  * On a bad value replies 400 naming "wait" and returns -EINVAL.
  */
 int wait_parse(struct api_req *req, double *seconds);

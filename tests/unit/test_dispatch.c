@@ -141,7 +141,8 @@ static int setup(void **state)
 		return -1;
 	snprintf(path, sizeof(path), "%s/t.db", dir);
 	f->base = event_base_new();
-	if (!f->base || config_defaults(&f->cfg, err, sizeof(err)) < 0 || store_open(path, &f->store, err, sizeof(err)) < 0 ||
+	if (!f->base || config_defaults(&f->cfg, err, sizeof(err)) < 0 ||
+	    store_open(path, &f->store, err, sizeof(err)) < 0 ||
 	    desired_open(f->store, &f->desired) < 0 || demo_load(f->store) < 0 ||
 	    events_new(&f->events) < 0)
 		return -1;

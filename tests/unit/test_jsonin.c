@@ -161,12 +161,35 @@ static void test_members_fail(void **state)
 	json_decref(o);
 }
 
+static void test_members_strict_null(void **state)
+{
+	(void)state;
+	static const char *const allowed[] = { "a", "b?", NULL };
+	struct jsonin_err e;
+	json_t *o = obj("{\"a\": 1, \"b\": null}");
+	/* Lenient: null counts as absent everywhere, "b?" still names b. */
+	assert_int_equal(jsonin_check_members(&e, o, NULL, allowed), 0);
+	assert_non_null(json_object_get(o, "b"));
+	/* Strict: a nullable member's null is removed... */
+	assert_int_equal(jsonin_check_members_strict(&e, o, NULL, allowed), 0);
+	assert_null(json_object_get(o, "b"));
+	/* ...any other null is an error. */
+	json_object_set_new(o, "a", json_null());
+	expect_fail(jsonin_check_members_strict(&e, o, "x", allowed), &e, "x.a",
+	            "x.a must not be null: leave it out for the default");
+	json_decref(o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_member),    cmocka_unit_test(test_uint),
-		cmocka_unit_test(test_double),    cmocka_unit_test(test_bool_string),
-		cmocka_unit_test(test_name_enum), cmocka_unit_test(test_members_fail),
+		cmocka_unit_test(test_member),
+		cmocka_unit_test(test_uint),
+		cmocka_unit_test(test_double),
+		cmocka_unit_test(test_bool_string),
+		cmocka_unit_test(test_name_enum),
+		cmocka_unit_test(test_members_fail),
+		cmocka_unit_test(test_members_strict_null),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
