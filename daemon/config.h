@@ -29,6 +29,9 @@ struct ofcd_config {
 	uint16_t listen_port;     /**< [http] listen, port part */
 	size_t max_body;          /**< [http] max_body, bytes */
 	unsigned max_connections; /**< [http] max_connections */
+	unsigned max_connections_per_ip; /**< [http] max_connections_per_ip */
+	unsigned request_timeout_s; /**< [http] request_timeout: a request must arrive within */
+	unsigned idle_timeout_s;    /**< [http] idle_timeout: keep-alive between requests */
 
 	char store_path[512]; /**< [store] path of the SQLite file */
 

@@ -19,8 +19,10 @@
 #include "log.h"
 #include "metrics.h"
 
-#define HTTP_MAX_PATH  1024
-#define HTTP_MAX_QUERY 8 /* more than any route takes: a repeat is always caught */
+#define HTTP_MAX_PATH 1024
+/* Connections beyond [http] max_connections that only health probes and scrapes may use. */
+#define HTTP_PROBE_RESERVE 8
+#define HTTP_MAX_QUERY     8 /* more than any route takes: a repeat is always caught */
 
 struct http_server {
 	struct api_env *env;
@@ -32,6 +34,7 @@ struct http_server {
 	struct event *ev_epoll; /* MHD's epoll fd is readable */
 	struct event *ev_timer; /* follows MHD_get_timeout() */
 	size_t inflight;
+	unsigned open; /* connections open now */
 	/* A connection closed during MHD_run: run it once more (see schedule_run). */
 	bool closed_in_run;
 	struct http_req *suspended;  /* doubly linked list of suspended requests */
@@ -40,9 +43,23 @@ struct http_server {
 
 #define STREAM_MAX_QUEUED (1024 * 1024)
 
+/*
+ * One TCP connection, so the daemon notices a client that went away (its FIN
+ * is an EV_CLOSED event) where MHD would wait for a timeout: MHD reads a
+ * socket once per readiness edge, and misses a FIN that came with data.
+ */
+struct http_conn {
+	struct http_server *h;
+	struct MHD_Connection *conn;
+	struct event *ev_closed;    /* the peer closed its side */
+	struct http_req *req;       /* request in progress, or NULL */
+	struct http_stream *stream; /* stream being sent, or NULL */
+};
+
 struct http_stream {
 	struct api_stream api; /* first: what handlers hold */
 	struct http_server *h;
+	struct http_conn *c; /* its connection while both live */
 	struct MHD_Connection *conn;
 	const char *content_type;
 	char *buf; /* queued bytes not yet handed to MHD */
@@ -78,6 +95,7 @@ struct http_req {
 	bool too_large;
 	bool in_dispatch;           /* the handler runs: a resume now is sent when it returns */
 	struct http_stream *stream; /* set when the reply is a stream */
+	struct http_conn *c;        /* its connection, NULL once that is gone */
 	/* Who asked, copied (without the secret): a SIGHUP reload frees the token table. */
 	struct auth_token token;
 	struct http_req *next, *prev;
@@ -152,10 +170,18 @@ static void stream_free(void *cls)
 		st->h->streams = st->next;
 	if (st->next)
 		st->next->prev = st->prev;
+	if (st->c)
+		st->c->stream = NULL;
 	if (st->on_close)
 		st->on_close(st->arg);
 	free(st->buf);
 	free(st);
+}
+
+/* MHD's inactivity timeout of one connection, in seconds. */
+static void set_timeout(struct MHD_Connection *conn, unsigned seconds)
+{
+	MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, seconds);
 }
 
 static void stream_wake(struct http_stream *st)
@@ -182,6 +208,10 @@ static struct api_stream *stream_start(struct api_req *req, const char *content_
 	st->api.transport = req->transport;
 	st->h = r->h;
 	st->conn = r->conn;
+	st->c = r->c;
+	if (st->c)
+		st->c->stream = st;
+	set_timeout(r->conn, r->h->cfg->idle_timeout_s); /* keep-alive comments keep it busy */
 	st->content_type = content_type;
 	st->on_close = on_close;
 	st->arg = arg;
@@ -283,6 +313,8 @@ static enum MHD_Result send_reply(struct http_req *r)
 		return MHD_NO;
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
 	                        a->content_type ? a->content_type : "application/json");
+	/* Answered: what follows is keep-alive, which may idle longer than a request may take. */
+	set_timeout(r->conn, r->h->cfg->idle_timeout_s);
 	if (a->status == 405)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
 	if (a->status == 401)
@@ -398,6 +430,11 @@ static bool check_headers(struct http_req *r, const char *url)
 	}
 	if (!check_query(r) || !api_admit(a))
 		return false;
+	if (h->open > cfg->max_connections && a->route->role != AUTH_NONE) {
+		api_error(a, OFCD_E_OVERLOADED, NULL,
+		          "all %u connections are in use; try again later", cfg->max_connections);
+		return false;
+	}
 	if (strcmp(r->method, "POST") == 0 || strcmp(r->method, "PUT") == 0) {
 		const char *ct = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
 		                                             MHD_HTTP_HEADER_CONTENT_TYPE);
@@ -513,6 +550,12 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 		r->api.env = h->env;
 		r->api.transport = &http_transport;
 		r->api.transport_arg = r;
+		const union MHD_ConnectionInfo *ci =
+		    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+		r->c = ci ? ci->socket_context : NULL;
+		if (r->c)
+			r->c->req = r;
+		set_timeout(conn, h->cfg->request_timeout_s);
 		clock_gettime(CLOCK_MONOTONIC, &r->t0);
 		snprintf(r->method, sizeof(r->method), "%s", method_name(method));
 		r->api.method = r->method;
@@ -545,6 +588,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 		if (h->suspended)
 			h->suspended->prev = r;
 		h->suspended = r;
+		set_timeout(conn, h->cfg->idle_timeout_s); /* ?wait= holds it up to a minute */
 		MHD_suspend_connection(conn);
 		return MHD_YES;
 	}
@@ -612,6 +656,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		log_debug("http", "%s %s -> %u (%.3f ms)", r->method, r->path, r->api.status,
 		          s * 1e3);
 	}
+	if (r->c)
+		r->c->req = NULL;
 	if (r->stream) /* never handed to MHD */
 		stream_free(r->stream);
 	json_decref(r->api.body);
@@ -623,15 +669,75 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	h->inflight--;
 }
 
+/*
+ * The client closed its side. Whatever the connection waits for (the rest of
+ * a request, an event for a held request or a stream) can no longer reach
+ * it: shut the socket down so MHD's next read sees the end, and wake what is
+ * parked so that read happens now. A reply being sent is left to finish.
+ */
+static void on_peer_closed(evutil_socket_t fd, short what, void *arg)
+{
+	struct http_conn *c = arg;
+	struct timeval now = { 0, 0 };
+	(void)what;
+	if (c->req && c->req->state == REQ_SENT)
+		return;
+	log_debug("http", "client closed its connection; ending it");
+	shutdown(fd, SHUT_RDWR);
+	if (c->req && c->req->state == REQ_SUSPENDED)
+		MHD_resume_connection(c->conn);
+	if (c->stream)
+		stream_wake(c->stream);
+	evtimer_add(c->h->ev_timer, &now);
+}
+
+static struct http_conn *conn_new(struct http_server *h, struct MHD_Connection *conn)
+{
+	struct http_conn *c = calloc(1, sizeof(*c));
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (!c)
+		return NULL;
+	c->h = h;
+	c->conn = conn;
+	if (ci)
+		c->ev_closed =
+		    event_new(h->env->base, ci->connect_fd, EV_CLOSED, on_peer_closed, c);
+	if (c->ev_closed && event_add(c->ev_closed, NULL) < 0) {
+		event_free(c->ev_closed);
+		c->ev_closed = NULL;
+	}
+	return c;
+}
+
+static void conn_free(struct http_conn *c)
+{
+	if (!c)
+		return;
+	if (c->req)
+		c->req->c = NULL;
+	if (c->stream)
+		c->stream->c = NULL;
+	if (c->ev_closed)
+		event_free(c->ev_closed);
+	free(c);
+}
+
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                           enum MHD_ConnectionNotificationCode toe)
 {
 	struct http_server *h = cls;
-	(void)conn;
-	if (toe == MHD_CONNECTION_NOTIFY_CLOSED)
-		h->closed_in_run = true;
-	(void)socket_context;
-	metrics_connections(toe == MHD_CONNECTION_NOTIFY_STARTED ? 1 : -1);
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		h->open++;
+		*socket_context = conn_new(h, conn);
+		metrics_connections(1);
+		return;
+	}
+	h->open--;
+	h->closed_in_run = true;
+	conn_free(*socket_context);
+	*socket_context = NULL;
+	metrics_connections(-1);
 }
 
 /*
@@ -717,7 +823,9 @@ int http_start(struct api_env *env, struct http_server **out, char *err, size_t 
 	    h, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h, MHD_OPTION_UNESCAPE_CALLBACK, on_unescape,
 	    h, MHD_OPTION_LISTEN_SOCKET, h->listen_fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
 	    MHD_OPTION_NOTIFY_CONNECTION, on_connection, h, MHD_OPTION_CONNECTION_LIMIT,
-	    h->cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120, MHD_OPTION_END);
+	    h->cfg->max_connections + HTTP_PROBE_RESERVE, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+	    h->cfg->max_connections_per_ip, MHD_OPTION_CONNECTION_TIMEOUT,
+	    h->cfg->request_timeout_s, MHD_OPTION_END);
 	if (!h->mhd) {
 		snprintf(err, errlen, "cannot start the HTTP server (libmicrohttpd)");
 		rc = -EIO;

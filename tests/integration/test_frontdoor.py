@@ -2,6 +2,8 @@
 import socket
 import time
 
+import pytest
+
 import requests
 
 from conftest import Daemon
@@ -19,14 +21,31 @@ def health_ok(port, timeout=2):
         return False
 
 
+def open_connections(d):
+    for line in requests.get(d.url("/metrics"), timeout=2).text.splitlines():
+        if line.startswith("ofcd_http_open_connections "):
+            return int(line.split()[1])
+    raise AssertionError("no ofcd_http_open_connections")
+
+
+def wait_until(cond, timeout):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if cond():
+            return True
+        time.sleep(0.05)
+    return cond()
+
+
 def test_listener_comes_back_after_the_connection_limit(tmp_path):
     # At the limit MHD stops watching the listening socket; once the connections
-    # close it must watch it again, or no new client is ever served.
+    # close it must watch it again, or no new client is ever served. 8 + the 8
+    # kept for probes: 18 clients go past it.
     d = with_http(Daemon(tmp_path), "max_connections = 8\n").start()
     try:
         for _ in range(3):
             socks = []
-            for _ in range(10):
+            for _ in range(18):
                 s = socket.create_connection(("127.0.0.1", d.port))
                 s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
                 socks.append(s)
@@ -108,3 +127,132 @@ def test_events_resume_with_last_event_id_and_reset_after_restart(tmp_path):
         assert 'event: reset\ndata: {"reason":"restart"}' in after, after
     finally:
         d.stop()
+
+
+def test_probe_reserve_beyond_max_connections(tmp_path):
+    d = with_http(Daemon(tmp_path), "max_connections = 4\n").start()
+    try:
+        socks = [socket.create_connection(("127.0.0.1", d.port)) for _ in range(4)]
+        assert wait_until(lambda: open_connections(d) >= 5, 2)  # the 4 and this probe
+        r = requests.get(d.url("/v1/fabrics"), timeout=2)
+        assert r.status_code == 503 and r.json()["error"]["code"] == "overloaded", r.text
+        assert health_ok(d.port)
+        for s in socks:
+            s.close()
+        assert wait_until(lambda: requests.get(d.url("/v1/fabrics"), timeout=2).status_code == 200, 2)
+    finally:
+        d.stop()
+
+
+def test_one_address_cannot_take_every_slot(tmp_path):
+    # 2,000 half-open connections from 127.0.0.2: the daemon keeps serving 127.0.0.1.
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(max(soft, 8192), hard), hard))
+    d = Daemon(tmp_path).start()
+    socks = []
+    try:
+        for i in range(2000):
+            s = socket.socket()
+            s.setblocking(False)
+            s.bind(("127.0.0.2", 0))
+            s.connect_ex(("127.0.0.1", d.port))
+            socks.append(s)
+            if i % 200 == 199:
+                t0 = time.time()
+                assert health_ok(d.port, timeout=1) and time.time() - t0 < 0.1, i
+        for s in socks:
+            try:
+                s.send(b"POST /v1/ocs HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n")
+            except OSError:
+                pass
+        t0 = time.time()
+        assert health_ok(d.port, timeout=1) and time.time() - t0 < 0.1
+        assert open_connections(d) <= 64 + 2
+    finally:
+        for s in socks:
+            s.close()
+        d.stop()
+
+
+@pytest.mark.parametrize("partial", [
+    b"GET /v1/health HTTP/1.1\r\nHost:",                                    # half the headers
+    b"POST /v1/ocs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    b"Content-Length: 100\r\n\r\n",                                            # headers only
+    b"POST /v1/ocs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    b"Content-Length: 100\r\n\r\n{\"na",                                        # half the body
+])
+def test_abandoned_requests_free_their_slot_at_once(daemon, partial):
+    # Data and FIN in one go: the close must still be seen, not waited out.
+    socks = []
+    for _ in range(50):
+        s = socket.create_connection(("127.0.0.1", daemon.port))
+        s.sendall(partial)
+        socks.append(s)
+    time.sleep(0.2)
+    for s in socks:
+        s.close()
+    assert wait_until(lambda: open_connections(daemon) <= 1, 2), open_connections(daemon)
+    assert health_ok(daemon.port)
+
+
+def test_slow_requests_time_out_sooner_than_idle_keepalive(tmp_path):
+    d = with_http(Daemon(tmp_path), "request_timeout = 1\nidle_timeout = 30\n").start()
+    try:
+        half = socket.create_connection(("127.0.0.1", d.port))
+        half.sendall(b"POST /v1/ocs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: 10\r\n\r\n{")
+        time.sleep(0.3)
+        assert open_connections(d) == 2  # it and this probe
+        idle = socket.create_connection(("127.0.0.1", d.port))
+        idle.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
+        idle.recv(4096)
+        assert wait_until(lambda: open_connections(d) <= 2, 4)  # the idle one and the probe
+        half.settimeout(1)
+        assert half.recv(4096) == b""  # closed by the daemon
+        idle.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert idle.recv(4096).startswith(b"HTTP/1.1 200")
+        half.close()
+        idle.close()
+    finally:
+        d.stop()
+
+
+def test_closed_wait_is_noticed_and_does_not_hold_the_stop(tmp_path):
+    d = Daemon(tmp_path, args=["--demo"]).start()
+    try:
+        d.post("/v1/ocs", {"name": "slow", "driver": "openflow", "ports": 8,
+                           "endpoint": "tcp:127.0.0.1:9"})
+        d.put("/v1/wiring", {"rule": "plane-per-ocs"})
+        # The fabric cannot be applied (a unit never answers): the wait is held.
+        socks = []
+        for i in range(5):
+            s = socket.create_connection(("127.0.0.1", d.port))
+            body = b'{"name": "w%d", "servers": ["srv%d", "srv%d"]}' % (i, 2 * i % 8, (2 * i + 1) % 8)
+            s.sendall(b"POST /v1/fabrics?wait=60 HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            socks.append(s)
+        time.sleep(0.3)
+        assert open_connections(d) >= 6
+        for s in socks:
+            s.close()
+        # Left: the metrics probe and the keep-alive connection of d's session.
+        assert wait_until(lambda: open_connections(d) <= 2, 2), open_connections(d)
+        t0 = time.time()
+        assert d.stop() == 0
+        assert time.time() - t0 < 3
+    finally:
+        if d.proc.poll() is None:
+            d.stop()
+
+
+def test_one_plan_request_cannot_hold_the_loop(daemon):
+    body = {"servers": 512, "devices": 1024}
+    r = daemon.post("/v1/plan", body)
+    assert r.status_code == 422 and r.json()["error"]["field"] == "links", r.text
+    r = daemon.post("/v1/plan", dict(body, links=False))
+    assert r.status_code == 200 and r.json()["nlinks"] == 512 * 511 // 2 and "links" not in r.json()
+    r = daemon.post("/v1/plan", {"servers": 181, "devices": 181})
+    assert r.status_code == 200 and len(r.json()["links"]) == r.json()["nlinks"] == 181 * 180 // 2
+    assert r.json()["links"][0] == {"plane": 0, "a": {"server": 1, "device": 0, "port": 0},
+                                    "b": {"server": 180, "device": 0, "port": 0}}
