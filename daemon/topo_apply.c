@@ -186,64 +186,71 @@ json_t *topo_json(struct store *s)
 	                 topo_switch_list(s, false), "servers", servers, "wiring", w);
 }
 
-static size_t find_ocs(const struct topo_spec *t, const char *name)
+/*
+ * Position of name among the n specs of v, each size bytes with its name as
+ * first member (every topo_*_spec), or n.
+ */
+static size_t find_name(const void *v, size_t n, size_t size, const char *name)
 {
 	size_t k;
-	for (k = 0; k < t->nocs && strcmp(t->ocs[k].name, name) != 0; k++)
-		;
+	for (k = 0; k < n; k++)
+		if (strcmp(*(const char *const *)((const char *)v + k * size), name) == 0)
+			break;
 	return k;
+}
+
+static size_t find_ocs(const struct topo_spec *t, const char *name)
+{
+	return find_name(t->ocs, t->nocs, sizeof(*t->ocs), name);
 }
 
 static size_t find_server(const struct topo_spec *t, const char *name)
 {
-	size_t k;
-	for (k = 0; k < t->nservers && strcmp(t->servers[k].name, name) != 0; k++)
-		;
-	return k;
+	return find_name(t->servers, t->nservers, sizeof(*t->servers), name);
 }
 
 static size_t find_switch(const struct topo_spec *t, const char *name)
 {
-	size_t k;
-	for (k = 0; k < t->nswitches && strcmp(t->switches[k].name, name) != 0; k++)
-		;
-	return k;
+	return find_name(t->switches, t->nswitches, sizeof(*t->switches), name);
+}
+
+/* The first of the n specs of v whose name an earlier one has, or n. */
+static size_t first_repeat(const void *v, size_t n, size_t size)
+{
+	for (size_t i = 1; i < n; i++)
+		if (find_name(v, i, size, *(const char *const *)((const char *)v + i * size)) < i)
+			return i;
+	return n;
 }
 
 /* Names given twice, and switches servers name that the topology does not hold. */
 static int check_spec(const struct topo_spec *t, struct ofcd_error *e)
 {
-	char f[96];
-	for (size_t i = 0; i < t->nocs; i++) {
-		for (size_t j = 0; j < i; j++)
-			if (strcmp(t->ocs[j].name, t->ocs[i].name) == 0) {
-				snprintf(f, sizeof(f), "ocs[%zu]", i);
-				return ofcd_fail(e, -EINVAL, OFCD_E_INVALID_FIELD, f, NULL,
-				                 "%s: OCS unit %s is given twice", f,
-				                 t->ocs[i].name);
-			}
+	char f[96], fs[112];
+	size_t i = first_repeat(t->ocs, t->nocs, sizeof(*t->ocs));
+	if (i < t->nocs) {
+		snprintf(f, sizeof(f), "ocs[%zu]", i);
+		return ofcd_fail(e, -EINVAL, OFCD_E_INVALID_FIELD, f, NULL,
+		                 "%s: OCS unit %s is given twice", f, t->ocs[i].name);
 	}
-	for (size_t i = 0; i < t->nswitches; i++) {
-		for (size_t j = 0; j < i; j++)
-			if (strcmp(t->switches[j].name, t->switches[i].name) == 0) {
-				snprintf(f, sizeof(f), "switches[%zu]", i);
-				return ofcd_fail(e, -EINVAL, OFCD_E_INVALID_FIELD, f, NULL,
-				                 "%s: switch %s is given twice", f,
-				                 t->switches[i].name);
-			}
+	i = first_repeat(t->switches, t->nswitches, sizeof(*t->switches));
+	if (i < t->nswitches) {
+		snprintf(f, sizeof(f), "switches[%zu]", i);
+		return ofcd_fail(e, -EINVAL, OFCD_E_INVALID_FIELD, f, NULL,
+		                 "%s: switch %s is given twice", f, t->switches[i].name);
 	}
-	for (size_t i = 0; i < t->nservers; i++) {
-		const struct topo_server_spec *v = &t->servers[i];
+	i = first_repeat(t->servers, t->nservers, sizeof(*t->servers));
+	if (i < t->nservers) {
 		snprintf(f, sizeof(f), "servers[%zu]", i);
-		for (size_t j = 0; j < i; j++)
-			if (strcmp(t->servers[j].name, v->name) == 0)
-				return ofcd_fail(e, -EINVAL, OFCD_E_INVALID_FIELD, f, NULL,
-				                 "%s: server %s is given twice", f, v->name);
-		if (v->sw && find_switch(t, v->sw) == t->nswitches) {
-			char fs[112];
-			snprintf(fs, sizeof(fs), "%s.switch", f);
+		return ofcd_fail(e, -EINVAL, OFCD_E_INVALID_FIELD, f, NULL,
+		                 "%s: server %s is given twice", f, t->servers[i].name);
+	}
+	for (i = 0; i < t->nservers; i++) {
+		const char *sw = t->servers[i].sw;
+		if (sw && find_switch(t, sw) == t->nswitches) {
+			snprintf(fs, sizeof(fs), "servers[%zu].switch", i);
 			return ofcd_fail(e, -EINVAL, OFCD_E_UNPROCESSABLE, fs, NULL,
-			                 "%s: no switch %s", fs, v->sw);
+			                 "%s: no switch %s", fs, sw);
 		}
 	}
 	return 0;
