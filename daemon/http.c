@@ -680,14 +680,14 @@ static void on_peer_closed(evutil_socket_t fd, short what, void *arg)
 	struct http_conn *c = arg;
 	struct timeval now = { 0, 0 };
 	(void)what;
-	if (c->req && c->req->state == REQ_SENT)
+	if (c->req && c->req->state == REQ_SENT && !c->stream)
 		return;
 	log_debug("http", "client closed its connection; ending it");
 	shutdown(fd, SHUT_RDWR);
-	if (c->req && c->req->state == REQ_SUSPENDED)
-		MHD_resume_connection(c->conn);
 	if (c->stream)
-		stream_wake(c->stream);
+		stream_end(&c->stream->api);
+	else if (c->req && c->req->state == REQ_SUSPENDED)
+		MHD_resume_connection(c->conn);
 	evtimer_add(c->h->ev_timer, &now);
 }
 

@@ -256,3 +256,16 @@ def test_one_plan_request_cannot_hold_the_loop(daemon):
     assert r.status_code == 200 and len(r.json()["links"]) == r.json()["nlinks"] == 181 * 180 // 2
     assert r.json()["links"][0] == {"plane": 0, "a": {"server": 1, "device": 0, "port": 0},
                                     "b": {"server": 180, "device": 0, "port": 0}}
+
+
+def test_closed_event_streams_are_noticed(daemon):
+    socks = []
+    for _ in range(5):
+        s = socket.create_connection(("127.0.0.1", daemon.port))
+        s.sendall(b"GET /v1/events HTTP/1.1\r\nHost: x\r\n\r\n")
+        s.recv(4096)
+        socks.append(s)
+    assert open_connections(daemon) >= 6
+    for s in socks:
+        s.close()
+    assert wait_until(lambda: open_connections(daemon) <= 1, 2), open_connections(daemon)
