@@ -6,6 +6,7 @@
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -679,10 +680,19 @@ static void on_peer_closed(evutil_socket_t fd, short what, void *arg)
 {
 	struct http_conn *c = arg;
 	struct timeval now = { 0, 0 };
-	(void)what;
+	struct pollfd p = { .fd = fd, .events = POLLRDHUP };
+	/*
+	 * Woken by data as well: a reset (a client closing with unread data) is
+	 * reported as readable, never as EV_CLOSED. Only a closed side counts.
+	 */
+	if (!(what & EV_CLOSED) &&
+	    (poll(&p, 1, 0) != 1 || !(p.revents & (POLLRDHUP | POLLHUP | POLLERR))))
+		return;
 	if (c->req && c->req->state == REQ_SENT && !c->stream)
 		return;
 	log_debug("http", "client closed its connection; ending it");
+	/* Once is enough, and our own shutdown would wake us again. */
+	event_del(c->ev_closed);
 	shutdown(fd, SHUT_RDWR);
 	if (c->stream)
 		stream_end(&c->stream->api);
@@ -702,7 +712,8 @@ static struct http_conn *conn_new(struct http_server *h, struct MHD_Connection *
 	c->conn = conn;
 	if (ci)
 		c->ev_closed =
-		    event_new(h->env->base, ci->connect_fd, EV_CLOSED, on_peer_closed, c);
+		    event_new(h->env->base, ci->connect_fd,
+		              EV_READ | EV_ET | EV_CLOSED | EV_PERSIST, on_peer_closed, c);
 	if (c->ev_closed && event_add(c->ev_closed, NULL) < 0) {
 		event_free(c->ev_closed);
 		c->ev_closed = NULL;
