@@ -1,6 +1,6 @@
 # ofcd — optical fabric controller daemon.
 #
-#   make          build build/ofcd
+#   make          build build/ofcd and build/ofcctl
 #   make run      set up, build and start the daemon on the embedded default with a demo topology
 #   make test     set up, build and run every test (layering check, unit, unit under
 #                 ASan+UBSan, integration)
@@ -18,17 +18,20 @@ B          := build
 .DEFAULT_GOAL := all
 
 # build/config.mk installs missing packages (packaging/deps.sh) and records the
-# pkg-config flags; make rebuilds it before anything else and restarts.
+# pkg-config flags; make rebuilds it before anything else and restarts (also
+# when this Makefile changes, so a new flag line reaches existing build trees).
 ifeq ($(filter clean,$(MAKECMDGOALS)),)
 -include $(B)/config.mk
 endif
 
-$(B)/config.mk: packaging/deps.sh
+$(B)/config.mk: packaging/deps.sh Makefile
 	@mkdir -p $(B)
 	@sh packaging/deps.sh
 	@echo "PKG_CFLAGS := $$(pkg-config --cflags libevent jansson libmicrohttpd sqlite3 libsystemd inih libibverbs)" > $@.tmp
 	@echo "PKG_LIBS := $$(pkg-config --libs libevent jansson libmicrohttpd sqlite3 libsystemd inih libibverbs) -lm" >> $@.tmp
 	@echo "CMOCKA_LIBS := $$(pkg-config --libs cmocka)" >> $@.tmp
+	@echo "CLI_PKG_CFLAGS := $$(pkg-config --cflags libcurl jansson inih)" >> $@.tmp
+	@echo "CLI_PKG_LIBS := $$(pkg-config --libs libcurl jansson inih)" >> $@.tmp
 	@mv $@.tmp $@
 
 WARN     := -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
@@ -41,19 +44,22 @@ SANFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-san
 #   ocs_drivers/  its own headers and libevent's
 #   common/       what the daemon and the agent share (log, INI, JSON input, rdma)
 #   daemon/       the controller; agent/ the host agent
+#   cli/          ofcctl, the command-line client (libcurl; only common/'s headers)
 EV_CFLAGS      := $(shell pkg-config --cflags libevent 2>/dev/null)
 PLANNER_CPP    := -D_GNU_SOURCE -Iplanner
 DRIVERS_CPP    := -D_GNU_SOURCE -Iocs_drivers $(EV_CFLAGS)
 COMMON_CPP     := -D_GNU_SOURCE -Icommon
 DAEMON_CPP     := -D_GNU_SOURCE -Idaemon -Icommon -Iplanner -Iocs_drivers -I$(B)/gen
 AGENT_CPP      := -D_GNU_SOURCE -Iagent -Icommon
-TEST_CPP       := -D_GNU_SOURCE -Idaemon -Iagent -Icommon -Iplanner -Iocs_drivers -I$(B)/gen
+CLI_CPP        := -D_GNU_SOURCE -Icli -Icommon -DOFCCTL_SYSTEM_INI='"$(SYSCONFDIR)/ofcd/ofcctl.ini"'
+TEST_CPP       := -D_GNU_SOURCE -Idaemon -Iagent -Icli -Icommon -Iplanner -Iocs_drivers -I$(B)/gen
 
 PLANNER_SRC := $(sort $(wildcard planner/*.c))
 DRIVERS_SRC := $(sort $(wildcard ocs_drivers/*.c))
 COMMON_SRC  := $(sort $(wildcard common/*.c))
 DAEMON_SRC  := $(sort $(filter-out daemon/main.c,$(wildcard daemon/*.c))) $(B)/gen/migrations.c
 AGENT_SRC   := $(sort $(filter-out agent/main.c,$(wildcard agent/*.c)))
+CLI_SRC     := $(sort $(filter-out cli/main.c,$(wildcard cli/*.c)))
 UNIT_SRC    := $(sort $(wildcard tests/unit/test_*.c))
 BENCH_SRC   := $(sort $(wildcard bench/*.c))
 MIGRATIONS  := $(sort $(wildcard schema/[0-9]*.sql))
@@ -61,7 +67,8 @@ MIGRATIONS  := $(sort $(wildcard schema/[0-9]*.sql))
 obj = $(patsubst %.c,$(1)/obj/%.o,$(patsubst $(B)/%,%,$(2)))
 
 # The archives, highest layer first (the order the linker needs).
-LAYERS := daemon agent common ocs_drivers planner
+LAYERS := cli daemon agent common ocs_drivers planner
+cli_SRC := $(CLI_SRC)
 daemon_SRC := $(DAEMON_SRC)
 agent_SRC := $(AGENT_SRC)
 common_SRC := $(COMMON_SRC)
@@ -74,7 +81,7 @@ UNIT_BIN_SAN := $(patsubst tests/unit/%.c,$(B)/san/tests/%,$(UNIT_SRC))
 BENCH_BIN    := $(patsubst bench/%.c,$(B)/bench/%,$(BENCH_SRC))
 
 .PHONY: all run test unit unit-san integration check-deps bench install clean format
-all: $(B)/ofcd
+all: $(B)/ofcd $(B)/ofcctl
 
 $(B)/gen/migrations.c: $(MIGRATIONS) schema/embed.sh
 	@mkdir -p $(@D)
@@ -94,6 +101,7 @@ $(eval $(call layer_rules,ocs_drivers,$(DRIVERS_CPP),))
 $(eval $(call layer_rules,common,$(COMMON_CPP),$$(PKG_CFLAGS)))
 $(eval $(call layer_rules,daemon,$(DAEMON_CPP),$$(PKG_CFLAGS)))
 $(eval $(call layer_rules,agent,$(AGENT_CPP),$$(PKG_CFLAGS)))
+$(eval $(call layer_rules,cli,$(CLI_CPP),$$(CLI_PKG_CFLAGS)))
 $(eval $(call layer_rules,tests/unit,$(TEST_CPP),$$(PKG_CFLAGS)))
 $(eval $(call layer_rules,bench,$(TEST_CPP),$$(PKG_CFLAGS)))
 
@@ -118,6 +126,10 @@ $(foreach l,$(LAYERS),$(eval $(call archive_rules,$(l))))
 
 $(B)/ofcd: $(B)/obj/daemon/main.o $(LIBS)
 	$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS)
+
+# ofcctl links only its own layer and the packages it uses, not the daemon's.
+$(B)/ofcctl: $(B)/obj/cli/main.o $(B)/libcli.a
+	$(CC) $(CFLAGS) -o $@ $^ $(CLI_PKG_LIBS)
 
 $(B)/tests/%: $(B)/obj/tests/unit/%.o $(LIBS)
 	@mkdir -p $(@D)
@@ -171,7 +183,7 @@ install: $(B)/ofcd
 	install -D -m 644 packaging/agent.ini $(DESTDIR)$(PREFIX)/share/doc/ofcd/agent.example.ini
 
 format:
-	clang-format -i $(wildcard daemon/*.[ch] agent/*.[ch] common/*.[ch] planner/*.[ch] \
+	clang-format -i $(wildcard daemon/*.[ch] agent/*.[ch] common/*.[ch] cli/*.[ch] planner/*.[ch] \
 		ocs_drivers/*.[ch] tests/unit/*.[ch] bench/*.[ch])
 
 clean:
