@@ -153,8 +153,8 @@ unit: $(UNIT_BIN)
 unit-san: $(UNIT_BIN_SAN)
 	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 sh tests/run_unit.sh $(UNIT_BIN_SAN)
 
-integration: $(B)/ofcd
-	OFCD_BIN=$(abspath $(B)/ofcd) $(PYTHON) -m pytest -p no:cacheprovider -q -rs tests/integration
+integration: $(B)/ofcd $(B)/ofcctl
+	OFCD_BIN=$(abspath $(B)/ofcd) OFCCTL_BIN=$(abspath $(B)/ofcctl) $(PYTHON) -m pytest -p no:cacheprovider -q -rs tests/integration
 
 # Fails on a link cycle between modules, a lower layer using a higher one, or
 # SQL in the API layer (tools/check_deps.py).
