@@ -5,7 +5,8 @@
 #   make test     set up, build and run every test (layering check, unit, unit under
 #                 ASan+UBSan, integration)
 #   make bench    run the benchmarks (see bench/RESULTS.md)
-#   make install  install binary, systemd units and default configuration into DESTDIR/PREFIX
+#   make install  install the binaries, systemd units, default configuration, and ofcctl's
+#                 man page and bash completion into DESTDIR/PREFIX
 #   make clean    remove build/
 
 PREFIX     ?= /usr/local
@@ -166,8 +167,12 @@ test: unit unit-san integration
 bench: $(B)/ofcd $(BENCH_BIN)
 	sh bench/run.sh
 
-install: $(B)/ofcd
+install: $(B)/ofcd $(B)/ofcctl
 	install -D -m 755 $(B)/ofcd $(DESTDIR)$(PREFIX)/bin/ofcd
+	install -D -m 755 $(B)/ofcctl $(DESTDIR)$(PREFIX)/bin/ofcctl
+	install -D -m 644 cli/ofcctl.1 $(DESTDIR)$(PREFIX)/share/man/man1/ofcctl.1
+	install -D -m 644 packaging/ofcctl.bash-completion \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/ofcctl
 	install -d $(DESTDIR)$(UNITDIR)
 	for u in packaging/*.service; do \
 		sed 's|@BINDIR@|$(PREFIX)/bin|g; s|@SYSCONFDIR@|$(SYSCONFDIR)|g' $$u \
