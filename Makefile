@@ -5,8 +5,8 @@
 #   make test     set up, build and run every test (layering check, unit, unit under
 #                 ASan+UBSan, integration)
 #   make bench    run the benchmarks (see bench/RESULTS.md)
-#   make install  install the binaries, systemd units, default configuration, and ofcctl's
-#                 man page and bash completion into DESTDIR/PREFIX
+#   make install  install the binaries, systemd units, default configuration, ofcctl's man
+#                 page and bash completion, and the Slurm prolog/epilog into DESTDIR/PREFIX
 #   make clean    remove build/
 
 PREFIX     ?= /usr/local
@@ -186,6 +186,12 @@ install: $(B)/ofcd $(B)/ofcctl
 	else echo "after installing: systemd-sysusers && chgrp ofcd $(SYSCONFDIR)/ofcd/ofcd.ini"; fi
 	install -D -m 644 schema/ofcd.example.ini $(DESTDIR)$(PREFIX)/share/doc/ofcd/ofcd.example.ini
 	install -D -m 644 packaging/agent.ini $(DESTDIR)$(PREFIX)/share/doc/ofcd/agent.example.ini
+	@# The Slurm prolog and epilog read their settings from their own directory (docs/slurm.md).
+	install -d $(DESTDIR)$(SYSCONFDIR)/ofcd/slurm
+	install -m 755 packaging/slurm/ofcd-prolog packaging/slurm/ofcd-epilog \
+		$(DESTDIR)$(SYSCONFDIR)/ofcd/slurm/
+	sed 's|@BINDIR@|$(PREFIX)/bin|g; s|@SYSCONFDIR@|$(SYSCONFDIR)|g' packaging/slurm/ofcd-slurm.conf \
+		> $(DESTDIR)$(SYSCONFDIR)/ofcd/slurm/ofcd-slurm.conf
 
 format:
 	clang-format -i $(wildcard daemon/*.[ch] agent/*.[ch] common/*.[ch] cli/*.[ch] planner/*.[ch] \
