@@ -146,10 +146,15 @@ int cmd_fabric_create(struct cmd_ctx *c)
 			goto out;
 		}
 	}
-	json_t *servers = json_array();
-	for (size_t i = 0; servers && i < hl.n; i++)
-		json_array_append_new(servers, json_string(hl.names[i]));
-	json_t *req = json_pack("{s:s, s:o*}", "name", c->args.argv[0], "servers", servers);
+	json_t *servers = json_array(), *req = NULL;
+	for (size_t i = 0; servers && i < hl.n; i++) {
+		if (json_array_append_new(servers, json_string(hl.names[i]))) {
+			json_decref(servers);
+			rc = cmd_usage("server name \"%s\" is not UTF-8", hl.names[i]);
+			goto out;
+		}
+	}
+	req = json_pack("{s:s, s:o*}", "name", c->args.argv[0], "servers", servers);
 	body = req ? json_dumps(req, JSON_COMPACT) : NULL;
 	json_decref(req);
 	if (!body) {

@@ -153,8 +153,9 @@ static const struct command *find_command(int argc, char **argv, size_t *nwords)
 static int check_args(const struct command *cmd, const struct cmd_args *a)
 {
 	if (a->argc < cmd->min || (cmd->max >= 0 && a->argc > cmd->max))
-		return cmd_usage("%s takes %s", cmd->words,
-		                 cmd->max == 0 ? "no arguments" : "other arguments");
+		return cmd_usage(cmd->max == 0 ? "%s takes no arguments"
+		                               : "%s: wrong number of arguments",
+		                 cmd->words);
 	for (size_t b = 0; b < sizeof(opt_names) / sizeof(opt_names[0]); b++) {
 		if ((a->given & ~cmd->opts) & (1u << b))
 			return cmd_usage("%s does not take %s", cmd->words, opt_names[b]);
