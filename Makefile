@@ -1,12 +1,14 @@
 # ofcd — optical fabric controller daemon.
 #
-#   make          build build/ofcd (the controller) and build/ofcd-agent (the host agent)
+#   make          build build/ofcd (the controller), build/ofcd-agent (the host agent) and
+#                 build/ofcctl (the command-line client)
 #   make run      set up, build and start the daemon on the embedded default with a demo topology
 #   make test     set up, build and run every test (layering check, unit, unit under
 #                 ASan+UBSan, integration)
 #   make bench    run the benchmarks (see bench/RESULTS.md)
 #   make config-doc  rewrite the configuration tables in docs/operations.md
-#   make install  install binaries, systemd units and default configuration into DESTDIR/PREFIX
+#   make install  install the binaries, systemd units, default configuration, ofcctl's man
+#                 page and bash completion, and the Slurm prolog/epilog into DESTDIR/PREFIX
 #   make clean    remove build/
 
 PREFIX     ?= /usr/local
@@ -19,17 +21,20 @@ B          := build
 .DEFAULT_GOAL := all
 
 # build/config.mk installs missing packages (packaging/deps.sh) and records the
-# pkg-config flags; make rebuilds it before anything else and restarts.
+# pkg-config flags; make rebuilds it before anything else and restarts (also
+# when this Makefile changes, so a new flag line reaches existing build trees).
 ifeq ($(filter clean,$(MAKECMDGOALS)),)
 -include $(B)/config.mk
 endif
 
-$(B)/config.mk: packaging/deps.sh
+$(B)/config.mk: packaging/deps.sh Makefile
 	@mkdir -p $(B)
 	@sh packaging/deps.sh
 	@echo "PKG_CFLAGS := $$(pkg-config --cflags libevent jansson libmicrohttpd sqlite3 libsystemd inih libibverbs)" > $@.tmp
 	@echo "PKG_LIBS := $$(pkg-config --libs libevent jansson libmicrohttpd sqlite3 libsystemd inih libibverbs) -lm" >> $@.tmp
 	@echo "CMOCKA_LIBS := $$(pkg-config --libs cmocka)" >> $@.tmp
+	@echo "CLI_PKG_CFLAGS := $$(pkg-config --cflags libcurl jansson inih)" >> $@.tmp
+	@echo "CLI_PKG_LIBS := $$(pkg-config --libs libcurl jansson inih)" >> $@.tmp
 	@mv $@.tmp $@
 
 WARN     := -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
@@ -42,6 +47,7 @@ SANFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-san
 #   ocs_drivers/  its own headers and libevent's
 #   common/       what the daemon and the agent share (log, INI, JSON input, rdma)
 #   daemon/       the controller; agent/ the host agent
+#   cli/          ofcctl, the command-line client (libcurl; only common/'s headers)
 EV_CFLAGS      := $(shell pkg-config --cflags libevent 2>/dev/null)
 # The agent links only what it uses: no HTTP server, no SQLite.
 AGENT_LIBS     := $(shell pkg-config --libs libevent jansson libsystemd inih libibverbs 2>/dev/null)
@@ -50,13 +56,15 @@ DRIVERS_CPP    := -D_GNU_SOURCE -Iocs_drivers $(EV_CFLAGS)
 COMMON_CPP     := -D_GNU_SOURCE -Icommon
 DAEMON_CPP     := -D_GNU_SOURCE -Idaemon -Icommon -Iplanner -Iocs_drivers -I$(B)/gen
 AGENT_CPP      := -D_GNU_SOURCE -Iagent -Icommon
-TEST_CPP       := -D_GNU_SOURCE -Idaemon -Iagent -Icommon -Iplanner -Iocs_drivers -I$(B)/gen
+CLI_CPP        := -D_GNU_SOURCE -Icli -Icommon -DOFCCTL_SYSTEM_INI='"$(SYSCONFDIR)/ofcd/ofcctl.ini"'
+TEST_CPP       := -D_GNU_SOURCE -Idaemon -Iagent -Icli -Icommon -Iplanner -Iocs_drivers -I$(B)/gen
 
 PLANNER_SRC := $(sort $(wildcard planner/*.c))
 DRIVERS_SRC := $(sort $(wildcard ocs_drivers/*.c))
 COMMON_SRC  := $(sort $(wildcard common/*.c))
 DAEMON_SRC  := $(sort $(filter-out daemon/main.c,$(wildcard daemon/*.c))) $(B)/gen/migrations.c
 AGENT_SRC   := $(sort $(filter-out agent/main.c,$(wildcard agent/*.c)))
+CLI_SRC     := $(sort $(filter-out cli/main.c,$(wildcard cli/*.c)))
 UNIT_SRC    := $(sort $(wildcard tests/unit/test_*.c))
 BENCH_SRC   := $(sort $(wildcard bench/*.c))
 MIGRATIONS  := $(sort $(wildcard schema/[0-9]*.sql))
@@ -64,7 +72,8 @@ MIGRATIONS  := $(sort $(wildcard schema/[0-9]*.sql))
 obj = $(patsubst %.c,$(1)/obj/%.o,$(patsubst $(B)/%,%,$(2)))
 
 # The archives, highest layer first (the order the linker needs).
-LAYERS := daemon agent common ocs_drivers planner
+LAYERS := cli daemon agent common ocs_drivers planner
+cli_SRC := $(CLI_SRC)
 daemon_SRC := $(DAEMON_SRC)
 agent_SRC := $(AGENT_SRC)
 common_SRC := $(COMMON_SRC)
@@ -79,7 +88,7 @@ UNIT_BIN_SAN := $(patsubst tests/unit/%.c,$(B)/san/tests/%,$(UNIT_SRC))
 BENCH_BIN    := $(patsubst bench/%.c,$(B)/bench/%,$(BENCH_SRC))
 
 .PHONY: all run test unit unit-san integration check-deps config-doc bench install clean format
-all: $(B)/ofcd $(B)/ofcd-agent
+all: $(B)/ofcd $(B)/ofcd-agent $(B)/ofcctl
 
 $(B)/gen/migrations.c: $(MIGRATIONS) schema/embed.sh
 	@mkdir -p $(@D)
@@ -99,6 +108,7 @@ $(eval $(call layer_rules,ocs_drivers,$(DRIVERS_CPP),))
 $(eval $(call layer_rules,common,$(COMMON_CPP),$$(PKG_CFLAGS)))
 $(eval $(call layer_rules,daemon,$(DAEMON_CPP),$$(PKG_CFLAGS)))
 $(eval $(call layer_rules,agent,$(AGENT_CPP),$$(PKG_CFLAGS)))
+$(eval $(call layer_rules,cli,$(CLI_CPP),$$(CLI_PKG_CFLAGS)))
 $(eval $(call layer_rules,tests/unit,$(TEST_CPP),$$(PKG_CFLAGS)))
 $(eval $(call layer_rules,bench,$(TEST_CPP),$$(PKG_CFLAGS)))
 
@@ -127,6 +137,10 @@ $(B)/ofcd: $(B)/obj/daemon/main.o $(OFCD_ARCH)
 $(B)/ofcd-agent: $(B)/obj/agent/main.o $(AGENT_ARCH)
 	$(CC) $(CFLAGS) -o $@ $^ $(AGENT_LIBS)
 
+# ofcctl links only its own layer and the packages it uses, not the daemon's.
+$(B)/ofcctl: $(B)/obj/cli/main.o $(B)/libcli.a
+	$(CC) $(CFLAGS) -o $@ $^ $(CLI_PKG_LIBS)
+
 $(B)/tests/%: $(B)/obj/tests/unit/%.o $(LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(CMOCKA_LIBS)
@@ -149,8 +163,8 @@ unit: $(UNIT_BIN)
 unit-san: $(UNIT_BIN_SAN)
 	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 sh tests/run_unit.sh $(UNIT_BIN_SAN)
 
-integration: $(B)/ofcd $(B)/ofcd-agent
-	OFCD_BIN=$(abspath $(B)/ofcd) $(PYTHON) -m pytest -p no:cacheprovider -q -rs tests/integration
+integration: $(B)/ofcd $(B)/ofcd-agent $(B)/ofcctl
+	OFCD_BIN=$(abspath $(B)/ofcd) OFCCTL_BIN=$(abspath $(B)/ofcctl) $(PYTHON) -m pytest -p no:cacheprovider -q -rs tests/integration
 
 # Fails on a link cycle between modules, a lower layer using a higher one, or
 # SQL in the API layer (tools/check_deps.py).
@@ -167,9 +181,13 @@ config-doc: $(B)/ofcd $(B)/ofcd-agent
 bench: $(B)/ofcd $(BENCH_BIN)
 	sh bench/run.sh
 
-install: $(B)/ofcd $(B)/ofcd-agent
+install: $(B)/ofcd $(B)/ofcd-agent $(B)/ofcctl
 	install -D -m 755 $(B)/ofcd $(DESTDIR)$(PREFIX)/bin/ofcd
 	install -D -m 755 $(B)/ofcd-agent $(DESTDIR)$(PREFIX)/bin/ofcd-agent
+	install -D -m 755 $(B)/ofcctl $(DESTDIR)$(PREFIX)/bin/ofcctl
+	install -D -m 644 cli/ofcctl.1 $(DESTDIR)$(PREFIX)/share/man/man1/ofcctl.1
+	install -D -m 644 packaging/ofcctl.bash-completion \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/ofcctl
 	install -d $(DESTDIR)$(UNITDIR)
 	for u in packaging/*.service; do \
 		sed 's|@BINDIR@|$(PREFIX)/bin|g; s|@SYSCONFDIR@|$(SYSCONFDIR)|g' $$u \
@@ -183,9 +201,15 @@ install: $(B)/ofcd $(B)/ofcd-agent
 	else echo "after installing: systemd-sysusers && chgrp ofcd $(SYSCONFDIR)/ofcd/ofcd.ini"; fi
 	install -D -m 644 schema/ofcd.example.ini $(DESTDIR)$(PREFIX)/share/doc/ofcd/ofcd.example.ini
 	install -D -m 644 packaging/agent.ini $(DESTDIR)$(PREFIX)/share/doc/ofcd/agent.example.ini
+	@# The Slurm prolog and epilog read their settings from their own directory (docs/slurm.md).
+	install -d $(DESTDIR)$(SYSCONFDIR)/ofcd/slurm
+	install -m 755 packaging/slurm/ofcd-prolog packaging/slurm/ofcd-epilog \
+		$(DESTDIR)$(SYSCONFDIR)/ofcd/slurm/
+	sed 's|@BINDIR@|$(PREFIX)/bin|g; s|@SYSCONFDIR@|$(SYSCONFDIR)|g' packaging/slurm/ofcd-slurm.conf \
+		> $(DESTDIR)$(SYSCONFDIR)/ofcd/slurm/ofcd-slurm.conf
 
 format:
-	clang-format -i $(wildcard daemon/*.[ch] agent/*.[ch] common/*.[ch] planner/*.[ch] \
+	clang-format -i $(wildcard daemon/*.[ch] agent/*.[ch] common/*.[ch] cli/*.[ch] planner/*.[ch] \
 		ocs_drivers/*.[ch] tests/unit/*.[ch] bench/*.[ch])
 
 clean:

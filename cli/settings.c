@@ -1,0 +1,136 @@
+#include "settings.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <ini.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One file being read: where its values go and the first error met. */
+struct load {
+	struct settings *s;
+	char err[512];
+};
+
+static int on_key(void *user, const char *section, const char *name, const char *value)
+{
+	struct load *l = user;
+	char *dst;
+	if (l->err[0])
+		return 0;
+	if (strcmp(section, "ofcctl") != 0) {
+		snprintf(l->err, sizeof(l->err), "unknown section [%s]", section);
+		return 0;
+	}
+	if (strcmp(name, "url") == 0)
+		dst = l->s->url;
+	else if (strcmp(name, "token_file") == 0)
+		dst = l->s->token_file;
+	else {
+		snprintf(l->err, sizeof(l->err), "[ofcctl] %s: unknown key", name);
+		return 0;
+	}
+	if (strlen(value) >= SETTINGS_LEN) {
+		snprintf(l->err, sizeof(l->err), "[ofcctl] %s: value too long", name);
+		return 0;
+	}
+	strcpy(dst, value);
+	return 1;
+}
+
+/* Reads one file over s; a file that does not exist is no error. */
+static int load_file(struct settings *s, const char *path, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			return 0;
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -EINVAL;
+	}
+	struct load l = { .s = s };
+	int line = ini_parse_file(f, on_key, &l);
+	fclose(f);
+	if (line == 0)
+		return 0;
+	snprintf(err, errlen, "%s:%d: %s", path, line,
+	         l.err[0]   ? l.err
+	         : line < 0 ? "out of memory"
+	                    : "not an INI line");
+	return -EINVAL;
+}
+
+/* Copies value into dst when it is set and not empty. */
+static int take(char *dst, const char *value, const char *what, char *err, size_t errlen)
+{
+	if (!value || !value[0])
+		return 0;
+	if (strlen(value) >= SETTINGS_LEN) {
+		snprintf(err, errlen, "%s is too long", what);
+		return -EINVAL;
+	}
+	strcpy(dst, value);
+	return 0;
+}
+
+int settings_resolve(struct settings *s, const char *flag_url, const char *flag_token_file,
+                     char *err, size_t errlen)
+{
+	char user[SETTINGS_LEN] = "";
+	const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+	int rc;
+
+	memset(s, 0, sizeof(*s));
+	strcpy(s->url, SETTINGS_DEFAULT_URL);
+	if (xdg && xdg[0])
+		snprintf(user, sizeof(user), "%s/ofcctl.ini", xdg);
+	else if (home && home[0])
+		snprintf(user, sizeof(user), "%s/.config/ofcctl.ini", home);
+	if ((rc = load_file(s, OFCCTL_SYSTEM_INI, err, errlen)))
+		return rc;
+	if (user[0] && (rc = load_file(s, user, err, errlen)))
+		return rc;
+	if ((rc = take(s->url, getenv("OFCCTL_URL"), "OFCCTL_URL", err, errlen)) ||
+	    (rc = take(s->token_file, getenv("OFCCTL_TOKEN_FILE"), "OFCCTL_TOKEN_FILE", err,
+	               errlen)) ||
+	    (rc = take(s->url, flag_url, "--url", err, errlen)) ||
+	    (rc = take(s->token_file, flag_token_file, "--token-file", err, errlen)))
+		return rc;
+	if (!s->url[0]) {
+		snprintf(err, errlen, "the daemon's URL is empty");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int settings_read_token(const char *path, char **token, char *err, size_t errlen)
+{
+	char line[4096];
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		int e = errno;
+		snprintf(err, errlen, "token file %s: %s", path, strerror(e));
+		return -e;
+	}
+	if (!fgets(line, sizeof(line), f))
+		line[0] = '\0';
+	fclose(f);
+	char *p = line;
+	while (isspace((unsigned char)*p))
+		p++;
+	size_t len = strlen(p);
+	while (len > 0 && isspace((unsigned char)p[len - 1]))
+		p[--len] = '\0';
+	if (len == 0) {
+		snprintf(err, errlen, "token file %s is empty", path);
+		return -EINVAL;
+	}
+	*token = strdup(p);
+	explicit_bzero(line, sizeof(line));
+	if (!*token) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
