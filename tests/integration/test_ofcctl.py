@@ -341,7 +341,9 @@ def test_events(tmp_path, ctl, demo):
         events = [json.loads(l) for l in lines]
         assert {e["event"] for e in events} <= {"operation", "fabric_state"}
         assert all(e["data"].get("fabric", "e") == "e" and "other" not in e["data"].get("fabrics", []) for e in events)
-        assert all(int(e["id"]) > 0 for e in events)
+        # Ids are INSTANCE-N: the daemon's run, then the event's number in it.
+        assert len({e["id"].rsplit("-", 1)[0] for e in events}) == 1
+        assert all(int(e["id"].rsplit("-", 1)[1]) > 0 for e in events)
         # The stream ends with the daemon: exit 0.
         demo.stop()
         assert table.wait(timeout=10) == 0 and js.wait(timeout=10) == 0
