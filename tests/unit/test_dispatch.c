@@ -140,7 +140,8 @@ static int setup(void **state)
 	if (!f || !mkdtemp(dir))
 		return -1;
 	snprintf(path, sizeof(path), "%s/t.db", dir);
-	config_defaults(&f->cfg);
+	if (config_defaults(&f->cfg, err, sizeof(err)) < 0)
+		return -1;
 	f->base = event_base_new();
 	if (!f->base || store_open(path, &f->store, err, sizeof(err)) < 0 ||
 	    desired_open(f->store, &f->desired) < 0 || demo_load(f->store) < 0 ||
