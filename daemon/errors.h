@@ -27,6 +27,7 @@ enum ofcd_err {
 	OFCD_E_INTERNAL,      /**< 500: a bug or an unexpected library failure */
 	OFCD_E_STORE,         /**< 503: the store could not commit (disk full, I/O error) */
 	OFCD_E_SHUTTING_DOWN, /**< 503: the daemon is draining */
+	OFCD_E_PRECONDITION,  /**< 412: If-Match names another version of the object */
 	OFCD_E__COUNT
 };
 

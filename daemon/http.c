@@ -70,6 +70,8 @@ struct http_req {
 	char path[HTTP_MAX_PATH];   /* copy of the URL path, for logs and audit */
 	char params[HTTP_MAX_PATH]; /* split copy the path parameters point into */
 	char allow[64];
+	char client[INET6_ADDRSTRLEN]; /* the peer's address, for the audit trail */
+	bool streamed;                 /* the reply was a stream: its length is no latency */
 	char *body;
 	size_t body_len;
 	bool too_large;
@@ -82,7 +84,8 @@ struct http_req {
 
 static const char *method_name(const char *m)
 {
-	static const char *const known[] = { "GET", "POST", "PUT", "DELETE", "HEAD", "PATCH" };
+	static const char *const known[] = { "GET",  "POST",  "PUT",    "DELETE",
+		                             "HEAD", "PATCH", "OPTIONS" };
 	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
 		if (strcmp(m, known[i]) == 0)
 			return known[i];
@@ -242,7 +245,21 @@ static enum MHD_Result send_reply(struct http_req *r)
 	struct MHD_Response *resp;
 	r->state = REQ_SENT;
 
+	if (r->stream && strcmp(r->method, "HEAD") == 0) {
+		/* HEAD of a stream: its headers, and no stream behind them. */
+		resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+		if (!resp)
+			return MHD_NO;
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+		                        r->stream->content_type);
+		stream_free(r->stream);
+		r->stream = NULL;
+		enum MHD_Result ret = MHD_queue_response(r->conn, a->status, resp);
+		MHD_destroy_response(resp);
+		return ret;
+	}
 	if (r->stream) {
+		r->streamed = true;
 		resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_read,
 		                                         r->stream, stream_free);
 		if (!resp)
@@ -255,7 +272,9 @@ static enum MHD_Result send_reply(struct http_req *r)
 		MHD_destroy_response(resp);
 		return ret;
 	}
-	if (a->reply_text) {
+	if (a->status == 204) {
+		resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+	} else if (a->reply_text) {
 		resp = MHD_create_response_from_buffer(a->reply_len, a->reply_text,
 		                                       MHD_RESPMEM_MUST_FREE);
 		if (resp)
@@ -278,10 +297,15 @@ static enum MHD_Result send_reply(struct http_req *r)
 	}
 	if (!resp)
 		return MHD_NO;
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-	                        a->content_type ? a->content_type : "application/json");
-	if (a->status == 405)
+	if (a->status != 204)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+		                        a->content_type ? a->content_type : "application/json");
+	if (a->status == 405 || strcmp(r->method, "OPTIONS") == 0)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
+	if (a->etag[0])
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, a->etag);
+	if (a->location[0])
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, a->location);
 	if (a->status == 401)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
 		                        "Bearer realm=\"ofcd\"");
@@ -340,7 +364,9 @@ static bool check_headers(struct http_req *r, const char *url)
 	a->route = api_route_match(r->method, url, r->params, sizeof(r->params), a->params,
 	                           &path_known, r->allow, sizeof(r->allow));
 
-	enum auth_role needed = a->route ? a->route->role : AUTH_READ;
+	/* OPTIONS tells only which methods a path has: no token needed, like a probe. */
+	bool options = strcmp(r->method, "OPTIONS") == 0;
+	enum auth_role needed = options ? AUTH_NONE : a->route ? a->route->role : AUTH_READ;
 	if (cfg->tokens.n == 0) {
 		a->token = NULL; /* no tokens: everyone is admin (loopback or explicitly allowed) */
 	} else if (needed != AUTH_NONE) {
@@ -371,7 +397,9 @@ static bool check_headers(struct http_req *r, const char *url)
 		}
 	}
 	if (!a->route) {
-		if (path_known)
+		if (options && path_known)
+			api_reply(a, 204, NULL);
+		else if (path_known)
 			api_error(a, OFCD_E_METHOD_NOT_ALLOWED, NULL, "%s is not allowed on %s",
 			          r->method, url);
 		else
@@ -463,6 +491,20 @@ static enum MHD_Result refuse_early(struct http_req *r)
 	return send_reply(r);
 }
 
+static void peer_address(struct MHD_Connection *conn, char *buf, size_t len)
+{
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+	buf[0] = '\0';
+	if (sa && sa->sa_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, buf,
+		          (socklen_t)len);
+	else if (sa && sa->sa_family == AF_INET6)
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, buf,
+		          (socklen_t)len);
+}
+
 static void req_resume(struct api_req *req);
 static const char *req_query(struct api_req *req, const char *key);
 static const char *req_header(struct api_req *req, const char *name);
@@ -499,6 +541,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 		snprintf(r->method, sizeof(r->method), "%s", method_name(method));
 		r->api.method = r->method;
 		r->api.path = r->path;
+		peer_address(conn, r->client, sizeof(r->client));
+		r->api.client = r->client[0] ? r->client : NULL;
 		if (!check_headers(r, url))
 			return refuse_early(r);
 		return MHD_YES;
@@ -589,8 +633,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		double s =
 		    (double)(t1.tv_sec - r->t0.tv_sec) + (double)(t1.tv_nsec - r->t0.tv_nsec) / 1e9;
+		/* A stream lasts as long as its client: its length says nothing of latency. */
 		metrics_request(r->api.route ? r->api.route->pattern : "unmatched", r->method,
-		                r->api.status, s);
+		                r->api.status, r->streamed ? -1 : s);
 		log_debug("http", "%s %s -> %u (%.3f ms)", r->method, r->path, r->api.status,
 		          s * 1e3);
 	}

@@ -82,6 +82,8 @@ void metrics_request(const char *route, const char *method, unsigned status, dou
 	}
 	if (r)
 		r->count++;
+	if (seconds < 0)
+		return;
 
 	struct route_latency *l = NULL;
 	for (size_t i = 0; i < m.nlat; i++)

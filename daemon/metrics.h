@@ -11,7 +11,9 @@
 
 /**
  * Counts one finished HTTP request. route is the route pattern (a static
- * string, e.g. "/v1/ocs/{name}") or "unmatched"; seconds is its latency.
+ * string, e.g. "/v1/ocs/{name}") or "unmatched"; seconds is its latency, or
+ * negative for a request whose length is not a latency (an event stream):
+ * counted, kept out of the latency histogram.
  */
 void metrics_request(const char *route, const char *method, unsigned status, double seconds);
 

@@ -59,6 +59,21 @@ static int64_t int_query(struct store *s, const char *sql, int64_t arg)
 	return v;
 }
 
+int64_t topo_ocs_revision(struct store *s, int64_t ocs_id)
+{
+	return int_query(s, "SELECT revision FROM ocs WHERE id = ?", ocs_id);
+}
+
+int64_t topo_server_revision(struct store *s, int64_t server_id)
+{
+	return int_query(s, "SELECT revision FROM server WHERE id = ?", server_id);
+}
+
+int64_t topo_switch_revision(struct store *s, const char *name)
+{
+	return id_by_name(s, "SELECT revision FROM switch WHERE name = ?", name);
+}
+
 int64_t topo_server_fabric(struct store *s, int64_t server_id)
 {
 	return int_query(s, "SELECT fabric_id FROM fabric_server WHERE server_id = ?", server_id);

@@ -26,6 +26,14 @@ int64_t topo_ocs_id(struct store *s, const char *name);
 int64_t topo_server_id(struct store *s, const char *name);
 int64_t topo_fabric_id(struct store *s, const char *name);
 
+/**
+ * Revision of the named object (bumped by every change to what GET shows of
+ * it, see schema/007), or 0 when there is none: its entity tag.
+ */
+int64_t topo_ocs_revision(struct store *s, int64_t ocs_id);
+int64_t topo_server_revision(struct store *s, int64_t server_id);
+int64_t topo_switch_revision(struct store *s, const char *name);
+
 /** Id of the fabric a server belongs to, or 0. */
 int64_t topo_server_fabric(struct store *s, int64_t server_id);
 
