@@ -2,8 +2,8 @@
 #
 #   make          build build/ofcd (the controller) and build/ofcd-agent (the host agent)
 #   make run      set up, build and start the daemon on the embedded default with a demo topology
-#   make test     set up, build and run every test (layering check, unit, unit under
-#                 ASan+UBSan, integration)
+#   make test     set up, build and run every test (layering check, alert rules, unit,
+#                 unit under ASan+UBSan, integration)
 #   make bench    run the benchmarks (see bench/RESULTS.md)
 #   make config-doc  rewrite the configuration tables in docs/operations.md
 #   make install  install binaries, systemd units and default configuration into DESTDIR/PREFIX
@@ -78,7 +78,8 @@ UNIT_BIN     := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
 UNIT_BIN_SAN := $(patsubst tests/unit/%.c,$(B)/san/tests/%,$(UNIT_SRC))
 BENCH_BIN    := $(patsubst bench/%.c,$(B)/bench/%,$(BENCH_SRC))
 
-.PHONY: all run test unit unit-san integration check-deps config-doc bench install clean format
+.PHONY: all run test unit unit-san integration check-deps check-alerts config-doc bench install \
+	clean format
 all: $(B)/ofcd $(B)/ofcd-agent
 
 $(B)/gen/migrations.c: $(MIGRATIONS) schema/embed.sh
@@ -157,7 +158,12 @@ integration: $(B)/ofcd $(B)/ofcd-agent
 check-deps: $(LIBS)
 	$(PYTHON) tools/check_deps.py $(B)/obj
 
-test: check-deps unit unit-san integration
+# The example alert rules: valid, and each alert fires on what it is meant for.
+check-alerts:
+	promtool check rules packaging/prometheus/ofcd-alerts.yml
+	promtool test rules tests/prometheus/ofcd-alerts.test.yml
+
+test: check-deps check-alerts unit unit-san integration
 
 # Rewrites the configuration tables in docs/operations.md from the programs'
 # own (tests/integration/test_config_doc.py fails while they differ).
@@ -183,6 +189,7 @@ install: $(B)/ofcd $(B)/ofcd-agent
 	else echo "after installing: systemd-sysusers && chgrp ofcd $(SYSCONFDIR)/ofcd/ofcd.ini"; fi
 	install -D -m 644 schema/ofcd.example.ini $(DESTDIR)$(PREFIX)/share/doc/ofcd/ofcd.example.ini
 	install -D -m 644 packaging/agent.ini $(DESTDIR)$(PREFIX)/share/doc/ofcd/agent.example.ini
+	install -D -m 644 packaging/prometheus/ofcd-alerts.yml $(DESTDIR)$(PREFIX)/share/doc/ofcd/ofcd-alerts.yml
 
 format:
 	clang-format -i $(wildcard daemon/*.[ch] agent/*.[ch] common/*.[ch] planner/*.[ch] \

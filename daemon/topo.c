@@ -353,6 +353,22 @@ json_t *topo_fabric_list(struct store *s)
 	return a;
 }
 
+int topo_fabric_state_counts(struct store *s, uint64_t counts[PLAN_STATE__COUNT])
+{
+	sqlite3_stmt *st = store_stmt(s, "SELECT state, count(*) FROM fabric GROUP BY state");
+	int step;
+	memset(counts, 0, PLAN_STATE__COUNT * sizeof(*counts));
+	if (!st)
+		return -EIO;
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		enum plan_state state;
+		if (plan_state_parse((const char *)sqlite3_column_text(st, 0), &state) == 0)
+			counts[state] = (uint64_t)sqlite3_column_int64(st, 1);
+	}
+	sqlite3_reset(st);
+	return step == SQLITE_DONE ? 0 : -EIO;
+}
+
 json_t *topo_desired_json(struct store *s, int64_t ocs_id)
 {
 	sqlite3_stmt *st = store_stmt(s, "SELECT min(a_ocs_port, b_ocs_port) AS x, "

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "plan.h"
+#include "plan_state.h"
 
 struct desired;
 
@@ -78,6 +79,9 @@ int topo_fabric_state(struct store *s, const char *name, char *buf, size_t len);
 
 /** All fabrics, by name. */
 json_t *topo_fabric_list(struct store *s);
+
+/** How many fabrics are in each state (counts[PLAN_STATE_...]). Returns 0 or -EIO. */
+int topo_fabric_state_counts(struct store *s, uint64_t counts[PLAN_STATE__COUNT]);
 
 /** OCS port pairs [[x,y],...] (x < y, sorted) that all fabrics ask of the unit. */
 json_t *topo_desired_json(struct store *s, int64_t ocs_id);
