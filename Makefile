@@ -27,8 +27,8 @@ endif
 $(B)/config.mk: packaging/deps.sh
 	@mkdir -p $(B)
 	@sh packaging/deps.sh
-	@echo "PKG_CFLAGS := $$(pkg-config --cflags libevent jansson libmicrohttpd sqlite3 libsystemd inih libibverbs)" > $@.tmp
-	@echo "PKG_LIBS := $$(pkg-config --libs libevent jansson libmicrohttpd sqlite3 libsystemd inih libibverbs) -lm" >> $@.tmp
+	@echo "PKG_CFLAGS := $$(pkg-config --cflags libevent libevent_openssl openssl jansson libmicrohttpd sqlite3 libsystemd inih libibverbs)" > $@.tmp
+	@echo "PKG_LIBS := $$(pkg-config --libs libevent libevent_openssl openssl jansson libmicrohttpd sqlite3 libsystemd inih libibverbs) -lm" >> $@.tmp
 	@echo "CMOCKA_LIBS := $$(pkg-config --libs cmocka)" >> $@.tmp
 	@mv $@.tmp $@
 
@@ -43,8 +43,9 @@ SANFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-san
 #   common/       what the daemon and the agent share (log, INI, JSON input, rdma)
 #   daemon/       the controller; agent/ the host agent
 EV_CFLAGS      := $(shell pkg-config --cflags libevent 2>/dev/null)
-# The agent links only what it uses: no HTTP server, no SQLite.
-AGENT_LIBS     := $(shell pkg-config --libs libevent jansson libsystemd inih libibverbs 2>/dev/null)
+# The agent links only what it uses: no HTTP server, no SQLite; OpenSSL for https.
+AGENT_LIBS     := $(shell pkg-config --libs libevent libevent_openssl openssl jansson libsystemd \
+                    inih libibverbs 2>/dev/null)
 PLANNER_CPP    := -D_GNU_SOURCE -Iplanner
 DRIVERS_CPP    := -D_GNU_SOURCE -Iocs_drivers $(EV_CFLAGS)
 COMMON_CPP     := -D_GNU_SOURCE -Icommon

@@ -35,6 +35,7 @@ struct http_server {
 	bool closed_in_run;
 	struct http_req *suspended;  /* doubly linked list of suspended requests */
 	struct http_stream *streams; /* doubly linked list of open streams */
+	char *tls_cert, *tls_key;    /* PEM text read at start; MHD uses it while it runs */
 };
 
 #define STREAM_MAX_QUEUED (1024 * 1024)
@@ -718,6 +719,41 @@ static int bind_listener(const struct ofcd_config *cfg, int *fd_out, char *err, 
 	return 0;
 }
 
+/* The whole of a PEM file as a string (malloc'd), or NULL with the reason in err. */
+static char *read_pem(const char *key, const char *path, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "r");
+	int why = f ? EIO : errno;
+	char *buf = NULL;
+	size_t len = 0;
+	if (f) {
+		FILE *m = open_memstream(&buf, &len);
+		char chunk[4096];
+		size_t n;
+		while (m && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+			fwrite(chunk, 1, n, m);
+		if (ferror(f) || !m || fclose(m) != 0) {
+			free(buf);
+			buf = NULL;
+		}
+		fclose(f);
+	}
+	if (!buf || !strstr(buf, "-----BEGIN ")) {
+		snprintf(err, errlen, "[http] %s: cannot read a PEM file from %s%s%s", key, path,
+		         buf ? "" : ": ", buf ? "" : strerror(why));
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+static void free_secret(char *s)
+{
+	if (s)
+		explicit_bzero(s, strlen(s));
+	free(s);
+}
+
 int http_start(struct api_env *env, struct http_server **out, char *err, size_t errlen)
 {
 	struct http_server *h = calloc(1, sizeof(*h));
@@ -739,14 +775,39 @@ int http_start(struct api_env *env, struct http_server **out, char *err, size_t 
 		h->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
 		                                         : ((struct sockaddr_in *)&ss)->sin_port);
 
+	/* HTTPS: MHD's GnuTLS, fed the PEM text; the rest of the options are the same. */
+	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+	struct MHD_OptionItem tls[] = { { MHD_OPTION_END, 0, NULL },
+		                        { MHD_OPTION_END, 0, NULL },
+		                        { MHD_OPTION_END, 0, NULL } };
+	if (h->cfg->tls_cert[0]) {
+		if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+			snprintf(err, errlen,
+			         "[http] tls_cert: this libmicrohttpd has no TLS support");
+			rc = -ENOTSUP;
+			goto fail;
+		}
+		h->tls_cert = read_pem("tls_cert", h->cfg->tls_cert, err, errlen);
+		h->tls_key = h->tls_cert ? read_pem("tls_key", h->cfg->tls_key, err, errlen) : NULL;
+		if (!h->tls_key) {
+			rc = -EINVAL;
+			goto fail;
+		}
+		flags |= MHD_USE_TLS;
+		tls[0] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0, h->tls_cert };
+		tls[1] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_KEY, 0, h->tls_key };
+	}
 	h->mhd = MHD_start_daemon(
-	    MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_access,
-	    h, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h, MHD_OPTION_UNESCAPE_CALLBACK, on_unescape,
-	    h, MHD_OPTION_LISTEN_SOCKET, h->listen_fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-	    MHD_OPTION_NOTIFY_CONNECTION, on_connection, h, MHD_OPTION_CONNECTION_LIMIT,
-	    h->cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120, MHD_OPTION_END);
+	    flags, 0, NULL, NULL, on_access, h, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h,
+	    MHD_OPTION_UNESCAPE_CALLBACK, on_unescape, h, MHD_OPTION_LISTEN_SOCKET, h->listen_fd,
+	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_NOTIFY_CONNECTION,
+	    on_connection, h, MHD_OPTION_CONNECTION_LIMIT, h->cfg->max_connections,
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
 	if (!h->mhd) {
-		snprintf(err, errlen, "cannot start the HTTP server (libmicrohttpd)");
+		snprintf(err, errlen, "cannot start the HTTP server (libmicrohttpd)%s",
+		         h->tls_cert
+		             ? ": are [http] tls_cert and tls_key a certificate and its key?"
+		             : "");
 		rc = -EIO;
 		goto fail;
 	}
@@ -820,5 +881,7 @@ void http_destroy(struct http_server *h)
 		MHD_stop_daemon(h->mhd);
 	else if (h->listen_fd >= 0)
 		close(h->listen_fd);
+	free(h->tls_cert);
+	free_secret(h->tls_key);
 	free(h);
 }

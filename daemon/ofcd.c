@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 
 #include "demo.h"
@@ -51,6 +52,30 @@ void ofcd_stop(struct ofcd *d)
 	event_add(d->ev_drain, &tick);
 }
 
+/* When the TLS files were last changed, or 0 (unreadable, or no TLS). */
+static time_t tls_mtime(const struct ofcd *d)
+{
+	struct stat a, b;
+	if (!d->cfg.tls_cert[0] || stat(d->cfg.tls_cert, &a) < 0 || stat(d->cfg.tls_key, &b) < 0)
+		return 0;
+	return a.st_mtime > b.st_mtime ? a.st_mtime : b.st_mtime;
+}
+
+/*
+ * The certificate and key are read once, at start (libmicrohttpd cannot take
+ * new ones while it runs): a renewed pair on disk needs a restart, which a
+ * reload says rather than leaving an operator to think it took.
+ */
+static void tls_check_files(struct ofcd *d)
+{
+	time_t now = tls_mtime(d);
+	if (d->cfg.tls_cert[0] && now != d->tls_mtime)
+		log_warn("daemon",
+		         "SIGHUP: %s or %s changed since the start; the daemon serves the "
+		         "certificate it read then: restart it to serve the new one",
+		         d->cfg.tls_cert, d->cfg.tls_key);
+}
+
 void ofcd_reload(struct ofcd *d)
 {
 	struct ofcd_config next;
@@ -75,6 +100,13 @@ void ofcd_reload(struct ofcd *d)
 		config_free(&next);
 		return;
 	}
+	if (!config_tokens_safe(&next, d->cfg.listen_host, d->cfg.tls_cert[0] != '\0', err,
+	                        sizeof(err))) {
+		log_error("daemon", "SIGHUP: keeping the running configuration: %s", err);
+		config_free(&next);
+		return;
+	}
+	tls_check_files(d);
 	char fixed[256];
 	if (cfgtab_changed_fixed(&config_table, &d->cfg, &next, fixed, sizeof(fixed)))
 		log_warn("daemon", "SIGHUP: not applied until a restart: %s", fixed);
@@ -169,6 +201,7 @@ int ofcd_init(struct ofcd *d, struct ofcd_config *cfg, const char *config_path, 
 	/* Every committed change may alter what some OCS unit should hold. */
 	d->env.on_commit = on_commit;
 	d->env.on_commit_arg = d->reconciler;
+	d->tls_mtime = tls_mtime(d);
 	rc = http_start(&d->env, &d->http, err, sizeof(err));
 	if (rc < 0) {
 		log_error("http", "%s", err);
@@ -191,9 +224,9 @@ int ofcd_init(struct ofcd *d, struct ofcd_config *cfg, const char *config_path, 
 		if (d->ev_watchdog)
 			event_add(d->ev_watchdog, &tv);
 	}
-	log_info("daemon", "ofcd %s listening on %s:%u, store %s%s", OFCD_VERSION,
-	         d->cfg.listen_host, http_port(d->http), d->cfg.store_path,
-	         d->cfg.tokens.n ? "" : " (no tokens: authentication is off)");
+	log_info("daemon", "ofcd %s listening on %s:%u (%s), store %s%s", OFCD_VERSION,
+	         d->cfg.listen_host, http_port(d->http), d->cfg.tls_cert[0] ? "HTTPS" : "HTTP",
+	         d->cfg.store_path, d->cfg.tokens.n ? "" : " (no tokens: authentication is off)");
 	return 0;
 }
 

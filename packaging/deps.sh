@@ -2,7 +2,7 @@
 # Installs the Debian packages ofcd needs to build, run, test and benchmark,
 # when any is missing. Idempotent and quick when everything is present.
 set -e
-PKGS="build-essential pkg-config libevent-dev libjansson-dev libmicrohttpd-dev libsqlite3-dev
+PKGS="build-essential pkg-config libevent-dev libssl-dev openssl libjansson-dev libmicrohttpd-dev libsqlite3-dev
 libibverbs-dev ibverbs-providers libsystemd-dev libinih-dev libcmocka-dev python3 python3-pytest
 python3-requests sqlite3 curl iproute2 iputils-ping openvswitch-switch wrk nginx-light
 prometheus"
