@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 
@@ -143,6 +144,38 @@ static void on_watchdog(evutil_socket_t fd, short what, void *arg)
 	sd_notify(0, "WATCHDOG=1");
 }
 
+/* Descriptors beside the connections: store, epoll, signals, OCS units, logs. */
+#define OFCD_SPARE_FDS 64
+
+/*
+ * Every connection is a file descriptor: a limit under [http] max_connections
+ * would make the daemon refuse clients it was told to take (and fail to open
+ * its own files under load). Raise the soft limit as far as the hard one
+ * allows; say so when even that is too low.
+ */
+static void fd_limit_check(const struct ofcd_config *cfg)
+{
+	struct rlimit rl;
+	rlim_t need = (rlim_t)cfg->max_connections + OFCD_SPARE_FDS;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= need)
+		return;
+	rlim_t was = rl.rlim_cur;
+	rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= need ? need : rl.rlim_max;
+	if (rl.rlim_cur > was && setrlimit(RLIMIT_NOFILE, &rl) == 0)
+		log_info("daemon",
+		         "file descriptor limit raised from %llu to %llu for [http] "
+		         "max_connections = %u",
+		         (unsigned long long)was, (unsigned long long)rl.rlim_cur,
+		         cfg->max_connections);
+	else
+		rl.rlim_cur = was;
+	if (rl.rlim_cur < need)
+		log_warn("daemon",
+		         "file descriptor limit %llu is below [http] max_connections = %u plus %d: "
+		         "raise LimitNOFILE (ulimit -n) or lower max_connections",
+		         (unsigned long long)rl.rlim_cur, cfg->max_connections, OFCD_SPARE_FDS);
+}
+
 static void on_commit(void *arg)
 {
 	reconcile_kick(arg);
@@ -201,6 +234,7 @@ int ofcd_init(struct ofcd *d, struct ofcd_config *cfg, const char *config_path, 
 	/* Every committed change may alter what some OCS unit should hold. */
 	d->env.on_commit = on_commit;
 	d->env.on_commit_arg = d->reconciler;
+	fd_limit_check(&d->cfg);
 	d->tls_mtime = tls_mtime(d);
 	rc = http_start(&d->env, &d->http, err, sizeof(err));
 	if (rc < 0) {

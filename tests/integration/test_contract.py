@@ -2,11 +2,13 @@
 Location, asynchronous DELETE, HEAD and OPTIONS, roles of the what-if routes, the audit
 trail read back."""
 import datetime
+import re
 import sqlite3
+import subprocess
 
 import requests
 
-from conftest import ADMIN, READER, error_of
+from conftest import ADMIN, OFCD_BIN, READER, error_of
 from test_topology import make_cluster
 
 
@@ -258,3 +260,31 @@ def test_ipv6_client_in_audit(make_daemon):
     requests.post(url + "/v1/ocs", json={"name": "u", "ports": 4})
     rows = requests.get(url + "/v1/audit").json()["audit"]
     assert rows[0]["client"] == "::1"
+
+
+def test_unit_file_limit_is_above_max_connections():
+    root = __file__.rsplit("/tests/", 1)[0]
+    unit = open(f"{root}/packaging/ofcd.service").read()
+    m = re.search(r"^LimitNOFILE=(\d+)$", unit, re.M)
+    # Above the largest [http] max_connections the daemon accepts, with room to spare.
+    assert m and int(m.group(1)) >= 65536 + 64, "LimitNOFILE missing or too low"
+
+
+def test_file_descriptor_limit_at_start(make_daemon):
+    d = make_daemon()
+    d.config.write_text(d.config.read_text().replace("[http]\n", "[http]\nmax_connections = 2000\n"))
+    # The soft limit is raised as far as the hard one allows, and a shortfall is said.
+    d.proc = subprocess.Popen(["prlimit", "--nofile=100:1000", OFCD_BIN, "-c", str(d.config)],
+                              stdout=open(d.log_path, "a"), stderr=subprocess.STDOUT)
+    d.logf = open(d.log_path)
+    d.wait_ready()
+    log = d.log()
+    assert "file descriptor limit raised from 100 to 1000" in log
+    assert "file descriptor limit 1000 is below [http] max_connections = 2000" in log
+    assert samples_fd_max(d) == 1000
+    d.stop()
+
+
+def samples_fd_max(d):
+    line = [l for l in d.get("/metrics").text.splitlines() if l.startswith("process_max_fds ")]
+    return int(float(line[0].split()[1]))
