@@ -3,8 +3,8 @@
 #   make          build build/ofcd (the controller), build/ofcd-agent (the host agent) and
 #                 build/ofcctl (the command-line client)
 #   make run      set up, build and start the daemon on the embedded default with a demo topology
-#   make test     set up, build and run every test (layering check, unit, unit under
-#                 ASan+UBSan, integration)
+#   make test     set up, build and run every test (layering check, alert rules, unit,
+#                 unit under ASan+UBSan, integration)
 #   make bench    run the benchmarks (see bench/RESULTS.md)
 #   make config-doc  rewrite the configuration tables in docs/operations.md
 #   make install  install the binaries, systemd units, default configuration, ofcctl's man
@@ -30,8 +30,8 @@ endif
 $(B)/config.mk: packaging/deps.sh Makefile
 	@mkdir -p $(B)
 	@sh packaging/deps.sh
-	@echo "PKG_CFLAGS := $$(pkg-config --cflags libevent jansson libmicrohttpd sqlite3 libsystemd inih libibverbs)" > $@.tmp
-	@echo "PKG_LIBS := $$(pkg-config --libs libevent jansson libmicrohttpd sqlite3 libsystemd inih libibverbs) -lm" >> $@.tmp
+	@echo "PKG_CFLAGS := $$(pkg-config --cflags libevent libevent_openssl openssl jansson libmicrohttpd sqlite3 libsystemd inih libibverbs)" > $@.tmp
+	@echo "PKG_LIBS := $$(pkg-config --libs libevent libevent_openssl openssl jansson libmicrohttpd sqlite3 libsystemd inih libibverbs) -lm" >> $@.tmp
 	@echo "CMOCKA_LIBS := $$(pkg-config --libs cmocka)" >> $@.tmp
 	@echo "CLI_PKG_CFLAGS := $$(pkg-config --cflags libcurl jansson inih)" >> $@.tmp
 	@echo "CLI_PKG_LIBS := $$(pkg-config --libs libcurl jansson inih)" >> $@.tmp
@@ -49,8 +49,9 @@ SANFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-san
 #   daemon/       the controller; agent/ the host agent
 #   cli/          ofcctl, the command-line client (libcurl; only common/'s headers)
 EV_CFLAGS      := $(shell pkg-config --cflags libevent 2>/dev/null)
-# The agent links only what it uses: no HTTP server, no SQLite.
-AGENT_LIBS     := $(shell pkg-config --libs libevent jansson libsystemd inih libibverbs 2>/dev/null)
+# The agent links only what it uses: no HTTP server, no SQLite; OpenSSL for https.
+AGENT_LIBS     := $(shell pkg-config --libs libevent libevent_openssl openssl jansson libsystemd \
+                    inih libibverbs 2>/dev/null)
 PLANNER_CPP    := -D_GNU_SOURCE -Iplanner
 DRIVERS_CPP    := -D_GNU_SOURCE -Iocs_drivers $(EV_CFLAGS)
 COMMON_CPP     := -D_GNU_SOURCE -Icommon
@@ -87,7 +88,8 @@ UNIT_BIN     := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
 UNIT_BIN_SAN := $(patsubst tests/unit/%.c,$(B)/san/tests/%,$(UNIT_SRC))
 BENCH_BIN    := $(patsubst bench/%.c,$(B)/bench/%,$(BENCH_SRC))
 
-.PHONY: all run test unit unit-san integration check-deps config-doc bench install clean format
+.PHONY: all run test unit unit-san integration check-deps check-alerts config-doc bench install \
+	clean format
 all: $(B)/ofcd $(B)/ofcd-agent $(B)/ofcctl
 
 $(B)/gen/migrations.c: $(MIGRATIONS) schema/embed.sh
@@ -171,7 +173,12 @@ integration: $(B)/ofcd $(B)/ofcd-agent $(B)/ofcctl
 check-deps: $(LIBS)
 	$(PYTHON) tools/check_deps.py $(B)/obj
 
-test: check-deps unit unit-san integration
+# The example alert rules: valid, and each alert fires on what it is meant for.
+check-alerts:
+	promtool check rules packaging/prometheus/ofcd-alerts.yml
+	promtool test rules tests/prometheus/ofcd-alerts.test.yml
+
+test: check-deps check-alerts unit unit-san integration
 
 # Rewrites the configuration tables in docs/operations.md from the programs'
 # own (tests/integration/test_config_doc.py fails while they differ).
@@ -207,6 +214,7 @@ install: $(B)/ofcd $(B)/ofcd-agent $(B)/ofcctl
 		$(DESTDIR)$(SYSCONFDIR)/ofcd/slurm/
 	sed 's|@BINDIR@|$(PREFIX)/bin|g; s|@SYSCONFDIR@|$(SYSCONFDIR)|g' packaging/slurm/ofcd-slurm.conf \
 		> $(DESTDIR)$(SYSCONFDIR)/ofcd/slurm/ofcd-slurm.conf
+	install -D -m 644 packaging/prometheus/ofcd-alerts.yml $(DESTDIR)$(PREFIX)/share/doc/ofcd/ofcd-alerts.yml
 
 format:
 	clang-format -i $(wildcard daemon/*.[ch] agent/*.[ch] common/*.[ch] cli/*.[ch] planner/*.[ch] \

@@ -19,10 +19,14 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <event2/buffer.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/dns.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +47,7 @@ struct agent_call {
 	bool inventory; /* else a device state */
 	int32_t device; /* device index of a device state */
 	bool failed;    /* the state sent */
-	char why[64];   /* transport error, from the error callback */
+	char why[192];  /* transport error, from the error callback */
 	struct agent_call *next, *prev;
 };
 
@@ -52,7 +56,9 @@ struct agent {
 	struct event_base *base;
 	struct evdns_base *dns;
 	struct evhttp_connection *conn;
-	char hostport[300]; /* Host header */
+	SSL_CTX *ssl_ctx;        /* https: the client context (certificate checks), else NULL */
+	struct bufferevent *bev; /* https: the TLS stream under conn (owned by conn) */
+	char hostport[300];      /* Host header */
 	char inv_path[128];
 
 	const struct rdma_source_ops *ops;
@@ -161,6 +167,21 @@ static void call_unlink(struct agent *a, struct agent_call *c)
 		c->next->prev = c->prev;
 }
 
+/* A failed TLS handshake says why (the certificate check, mostly) instead of "failed". */
+static void tls_why(struct agent *a, char *why, size_t len)
+{
+	unsigned long e, last = 0;
+	while ((e = bufferevent_get_openssl_error(a->bev)))
+		last = e;
+	SSL *ssl = bufferevent_openssl_get_ssl(a->bev);
+	long verify = ssl ? SSL_get_verify_result(ssl) : X509_V_OK;
+	if (verify != X509_V_OK)
+		snprintf(why, len, "TLS: the controller's certificate: %s",
+		         X509_verify_cert_error_string(verify));
+	else if (last)
+		snprintf(why, len, "TLS: %s", ERR_reason_error_string(last));
+}
+
 static void on_request_error(enum evhttp_request_error e, void *arg)
 {
 	struct agent_call *c = arg;
@@ -175,6 +196,8 @@ static void on_request_error(enum evhttp_request_error e, void *arg)
 	const char *n =
 	    (unsigned)e < sizeof(names) / sizeof(names[0]) && names[e] ? names[e] : "failed";
 	snprintf(c->why, sizeof(c->why), "%s", n);
+	if (c->a->bev)
+		tls_why(c->a, c->why, sizeof(c->why));
 }
 
 /* The controller's error message from a reply body, or its first bytes. */
@@ -459,6 +482,61 @@ static bool host_is_numeric(const char *host)
 	return inet_pton(AF_INET, host, buf) == 1 || inet_pton(AF_INET6, host, buf) == 1;
 }
 
+/*
+ * The HTTPS connection: libevent's HTTP client over an OpenSSL bufferevent,
+ * the controller's certificate checked against ca_file (or the system's CAs)
+ * and against the host name or address of the controller setting.
+ */
+static int tls_connection(struct agent *a)
+{
+	const struct agent_config *cfg = a->cfg;
+	unsigned char addr[sizeof(struct in6_addr)];
+	bool numeric =
+	    inet_pton(AF_INET, cfg->host, addr) == 1 || inet_pton(AF_INET6, cfg->host, addr) == 1;
+	SSL *ssl = NULL;
+
+	a->ssl_ctx = SSL_CTX_new(TLS_client_method());
+	if (!a->ssl_ctx)
+		goto fail;
+	SSL_CTX_set_min_proto_version(a->ssl_ctx, TLS1_2_VERSION);
+	SSL_CTX_set_verify(a->ssl_ctx, SSL_VERIFY_PEER, NULL);
+	if (cfg->ca_file[0] ? SSL_CTX_load_verify_locations(a->ssl_ctx, cfg->ca_file, NULL) != 1
+	                    : SSL_CTX_set_default_verify_paths(a->ssl_ctx) != 1) {
+		log_error("agent", "[agent] ca_file: cannot load CA certificates from %s: %s",
+		          cfg->ca_file[0] ? cfg->ca_file : "the system's store",
+		          ERR_reason_error_string(ERR_get_error()));
+		return -EINVAL;
+	}
+	ssl = SSL_new(a->ssl_ctx);
+	if (!ssl)
+		goto fail;
+	/* The certificate must name what the agent was told to reach. */
+	if (numeric ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), cfg->host) != 1
+	            : SSL_set1_host(ssl, cfg->host) != 1 ||
+	                  SSL_set_tlsext_host_name(ssl, cfg->host) != 1)
+		goto fail;
+	a->bev = bufferevent_openssl_socket_new(a->base, -1, ssl, BUFFEREVENT_SSL_CONNECTING,
+	                                        BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+	if (!a->bev)
+		goto fail;
+	ssl = NULL; /* the bufferevent's now */
+	/* libmicrohttpd may close a connection without a TLS close_notify. */
+	bufferevent_openssl_set_allow_dirty_shutdown(a->bev, 1);
+	a->conn =
+	    evhttp_connection_base_bufferevent_new(a->base, a->dns, a->bev, cfg->host, cfg->port);
+	if (!a->conn) {
+		bufferevent_free(a->bev);
+		a->bev = NULL;
+		goto fail;
+	}
+	return 0;
+fail:
+	SSL_free(ssl);
+	log_error("agent", "cannot set up TLS to %s: %s", cfg->controller,
+	          ERR_reason_error_string(ERR_get_error()));
+	return -ENOMEM;
+}
+
 static int agent_start(struct agent *a, const struct agent_config *cfg)
 {
 	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP };
@@ -486,7 +564,11 @@ static int agent_start(struct agent *a, const struct agent_config *cfg)
 			log_warn("agent", "no asynchronous resolver; resolving %s blocks the loop",
 			         cfg->host);
 	}
-	a->conn = evhttp_connection_base_new(a->base, a->dns, cfg->host, cfg->port);
+	rc = cfg->tls ? tls_connection(a) : 0;
+	if (rc < 0)
+		return rc;
+	if (!cfg->tls)
+		a->conn = evhttp_connection_base_new(a->base, a->dns, cfg->host, cfg->port);
 	if (!a->conn) {
 		log_error("agent", "cannot create the HTTP client for %s", cfg->controller);
 		return -ENOMEM;
@@ -523,7 +605,9 @@ static void agent_stop(struct agent *a)
 {
 	/* Freeing the connection drops its requests without calling back: free ours too. */
 	if (a->conn)
-		evhttp_connection_free(a->conn);
+		evhttp_connection_free(a->conn); /* and its TLS bufferevent */
+	if (a->ssl_ctx)
+		SSL_CTX_free(a->ssl_ctx);
 	while (a->calls) {
 		struct agent_call *c = a->calls;
 		a->calls = c->next;

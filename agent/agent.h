@@ -34,10 +34,12 @@ struct agent_map_entry {
 
 /** The agent's configuration ([agent] and [log]). Owned by whoever loaded it. */
 struct agent_config {
-	char path[512];                 /**< file it came from */
-	char controller[300];           /**< [agent] controller as written, "http://HOST:PORT" */
-	char host[256];                 /**< its HOST (brackets of an IPv6 address removed) */
-	uint16_t port;                  /**< its PORT */
+	char path[512];       /**< file it came from */
+	char controller[300]; /**< [agent] controller as written, "http(s)://HOST:PORT" */
+	char host[256];       /**< its HOST (brackets of an IPv6 address removed) */
+	uint16_t port;        /**< its PORT */
+	bool tls;             /**< the controller is https://: TLS, its certificate checked */
+	char ca_file[512];    /**< [agent] ca_file: CAs to check it with, "" for the system's */
 	char server[AUTH_NAME_MAX + 1]; /**< [agent] server: this server's name at the controller */
 	char token[AUTH_SECRET_MAX + 1];      /**< [agent] token: bearer secret, "" for none */
 	unsigned heartbeat_s;                 /**< [agent] heartbeat, seconds */

@@ -27,12 +27,13 @@ static int parse_controller(void *c, const char *key, const char *value, char *e
 {
 	struct agent_config *cfg = c;
 	(void)key;
-	const char *p = value + strlen("http://");
+	bool tls = strncmp(value, "https://", 8) == 0;
+	const char *p = value + (tls ? strlen("https://") : strlen("http://"));
 	size_t len;
 	unsigned long port;
 	char portbuf[8];
 
-	if (strncmp(value, "http://", 7) != 0 || strlen(value) >= sizeof(cfg->controller))
+	if ((!tls && strncmp(value, "http://", 7) != 0) || strlen(value) >= sizeof(cfg->controller))
 		goto bad;
 	len = strlen(p);
 	if (len && p[len - 1] == '/')
@@ -63,11 +64,12 @@ static int parse_controller(void *c, const char *key, const char *value, char *e
 	memcpy(cfg->host, host, hostlen);
 	cfg->host[hostlen] = '\0';
 	cfg->port = (uint16_t)port;
+	cfg->tls = tls;
 	snprintf(cfg->controller, sizeof(cfg->controller), "%s", value);
 	return 0;
 bad:
 	snprintf(err, errlen,
-	         "expected http://HOST:PORT (IPv6 as http://[ADDR]:PORT; https is not supported), "
+	         "expected http://HOST:PORT or https://HOST:PORT (IPv6 as https://[ADDR]:PORT), "
 	         "got \"%s\"",
 	         value);
 	return -EINVAL;
@@ -161,11 +163,20 @@ static const struct cfgtab_key agent_keys[] = {
 	{ .section = "agent",
 	  .key = "controller",
 	  .type = CFGTAB_CUSTOM,
-	  CFGTAB_SPAN(struct agent_config, controller, port),
+	  CFGTAB_SPAN(struct agent_config, controller, tls),
 	  .parse = parse_controller,
-	  .what = "http://HOST:PORT",
-	  .doc = "the controller's REST address (IPv6 as `http://[ADDR]:PORT`; plain HTTP). "
-	         "Required" },
+	  .what = "https://HOST:PORT",
+	  .doc =
+	      "the controller's REST address: `https://` (its certificate checked against "
+	      "`ca_file` and HOST) or `http://` (plain: the token crosses the network in clear); "
+	      "IPv6 as `https://[ADDR]:PORT`. Required" },
+	{ .section = "agent",
+	  .key = "ca_file",
+	  .type = CFGTAB_STRING,
+	  AGENT(ca_file),
+	  .what = "a file path",
+	  .doc = "PEM certificates of the CAs that sign the controller's certificate (or that "
+	         "certificate itself); the system's CAs when not set. https only" },
 	{ .section = "agent",
 	  .key = "server",
 	  .type = CFGTAB_NAME,
@@ -261,6 +272,8 @@ static int agent_validate(struct agent_config *cfg, const char *name, char *err,
 		why = "[agent] map = pci-order and device.N lines exclude each other";
 	else if (!cfg->pci_order && !cfg->nmap)
 		why = "[agent] needs device.N = DEV:PORT lines or map = pci-order";
+	else if (cfg->ca_file[0] && !cfg->tls)
+		why = "[agent] ca_file needs an https:// controller";
 	else if (cfg->source == &rdma_recorded_source && !cfg->recorded_inventory[0])
 		why = "[agent] source = recorded needs recorded_inventory = FILE";
 	else if (cfg->source == &rdma_verbs_source &&

@@ -2,6 +2,8 @@
 
 #include "jsonin.h"
 
+#include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,6 +106,8 @@ static void verror(struct api_req *req, enum ofcd_err err, const char *field, js
 		utf8_clean(f);
 		field = f;
 	}
+	/* An error is about the request, not the object: no tag, no location. */
+	req->etag[0] = req->location[0] = '\0';
 	json_t *e = json_pack("{s:s, s:s}", "code", ofcd_err_code(err), "message", msg);
 	if (field)
 		json_object_set_new(e, "field", json_string(field));
@@ -135,6 +139,105 @@ void api_fail(struct api_req *req, struct ofcd_error *e)
 	e->details = NULL;
 	api_error_details(req, e->err == OFCD_OK ? OFCD_E_INTERNAL : e->err,
 	                  e->field[0] ? e->field : NULL, details, "%s", e->msg);
+}
+
+static void etag_of_revision(char *buf, size_t len, int64_t revision)
+{
+	snprintf(buf, len, "\"%" PRId64 "\"", revision);
+}
+
+/* FNV-1a over the key-sorted compact JSON: equal views give equal tags. */
+static void etag_of_json(char *buf, size_t len, const json_t *view)
+{
+	char *text = json_dumps(view, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+	uint64_t h = 14695981039346656037ull;
+	for (const char *p = text ? text : ""; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	free(text);
+	snprintf(buf, len, "\"%016" PRIx64 "\"", h);
+}
+
+void api_set_etag(struct api_req *req, int64_t revision)
+{
+	etag_of_revision(req->etag, sizeof(req->etag), revision);
+}
+
+void api_set_etag_json(struct api_req *req, const json_t *view)
+{
+	etag_of_json(req->etag, sizeof(req->etag), view);
+}
+
+void api_set_location(struct api_req *req, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(req->location, sizeof(req->location), fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * If-Match (RFC 9110 13.1.1): "*", or entity tags separated by commas. The
+ * comparison is strong, so a weak tag (W/"...") never matches. current is
+ * the object's quoted tag, NULL when there is no object.
+ */
+static int check_if_match(struct api_req *req, const char *current)
+{
+	const char *h = api_header(req, "If-Match");
+	bool match = false;
+	if (!h)
+		return 0;
+	h += strspn(h, " \t");
+	if (strcmp(h, "*") == 0) {
+		match = current != NULL;
+	} else {
+		const char *p = h;
+		while (*p) {
+			p += strspn(p, " \t,");
+			if (!*p)
+				break;
+			bool weak = strncmp(p, "W/", 2) == 0;
+			const char *q = weak ? p + 2 : p;
+			const char *end = *q == '"' ? strchr(q + 1, '"') : NULL;
+			if (!end || (end[1] && !strchr(" \t,", end[1]))) {
+				api_error(req, OFCD_E_INVALID_FIELD, "If-Match",
+				          "If-Match must be * or entity tags such as \"3\", got %s",
+				          h);
+				return -EINVAL;
+			}
+			size_t n = (size_t)(end + 1 - q);
+			if (!weak && current && strlen(current) == n && memcmp(q, current, n) == 0)
+				match = true;
+			p = end + 1;
+		}
+	}
+	if (match)
+		return 0;
+	if (current)
+		api_error(req, OFCD_E_PRECONDITION, "If-Match",
+		          "If-Match %s does not match the current version %s: read it again", h,
+		          current);
+	else
+		api_error(req, OFCD_E_PRECONDITION, "If-Match",
+		          "If-Match %s: there is no such object", h);
+	if (current)
+		snprintf(req->etag, sizeof(req->etag), "%s", current);
+	return -EINVAL;
+}
+
+int api_if_match(struct api_req *req, int64_t revision)
+{
+	char tag[40];
+	if (revision > 0)
+		etag_of_revision(tag, sizeof(tag), revision);
+	return check_if_match(req, revision > 0 ? tag : NULL);
+}
+
+int api_if_match_json(struct api_req *req, const json_t *view)
+{
+	char tag[40];
+	if (view)
+		etag_of_json(tag, sizeof(tag), view);
+	return check_if_match(req, view ? tag : NULL);
 }
 
 const char *api_field(char *buf, size_t len, const char *prefix, const char *key)

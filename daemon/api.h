@@ -111,10 +111,13 @@ typedef void (*api_abort_fn)(struct api_req *req, bool conn_closed);
 
 /** A request. Owned by http.c; valid until it is answered and the connection is done. */
 struct api_req {
-	struct api_env *env;                /**< what the handler works with (borrowed) */
-	const struct api_route *route;      /**< matched route */
-	const char *method;                 /**< request method */
-	const char *path;                   /**< request path (percent-decoded, no query) */
+	struct api_env *env;           /**< what the handler works with (borrowed) */
+	const struct api_route *route; /**< matched route */
+	const char *method;            /**< request method */
+	const char *path;              /**< request path (percent-decoded, no query) */
+	/** The client's address as text ("127.0.0.1", "::1"), for the audit trail; NULL when
+	 * unknown. */
+	const char *client;
 	const char *params[API_MAX_PARAMS]; /**< path parameters, in pattern order */
 	json_t *body; /**< parsed JSON body (owned by req) or NULL when empty */
 	/** Who asked (a copy without the secret, valid for the request); NULL when unauthenticated.
@@ -132,6 +135,13 @@ struct api_req {
 	char *reply_text;         /**< non-JSON reply (malloc'd, owned by req) */
 	size_t reply_len;         /**< length of reply_text */
 	const char *content_type; /**< type of reply_text (static string) */
+	/**
+	 * Reply headers the transport sends with the reply, "" for none: the
+	 * object's entity tag (quoted, see api_set_etag()) and, on a 201, where the
+	 * new object lives (api_set_location()). An error reply clears both.
+	 */
+	char etag[40];
+	char location[160]; /**< see etag */
 
 	/* Suspension, see api_suspend(). */
 	bool suspended;        /**< waiting for an event to reply */
@@ -162,6 +172,36 @@ void api_error_details(struct api_req *req, enum ofcd_err err, const char *field
 
 /** Replies with a domain module's refusal (its details are moved into the reply). */
 void api_fail(struct api_req *req, struct ofcd_error *e);
+
+/*
+ * Entity tags. An object stored with a revision (fabric, OCS unit, server,
+ * switch) is tagged "REVISION"; a view without one (the topology, the
+ * wiring) is tagged by a hash of its JSON, so equal content gives an equal
+ * tag. A PUT or DELETE with If-Match is carried out only when the tag
+ * matches (RFC 9110: "*" matches any existing object); otherwise 412
+ * precondition_failed, carrying the current tag.
+ */
+
+/** Sets the reply's ETag to the revision of the object it shows. */
+void api_set_etag(struct api_req *req, int64_t revision);
+
+/** Sets the reply's ETag to a hash of the view (borrowed; compared key-sorted). */
+void api_set_etag_json(struct api_req *req, const json_t *view);
+
+/**
+ * Checks If-Match against an object's revision (0: there is no such object).
+ * Returns 0 when the request may go on (no If-Match, or it matches), or
+ * -EINVAL with the reply set: 412 precondition_failed, or 400 invalid_field
+ * naming If-Match when the header is not "*" or a list of quoted tags.
+ */
+int api_if_match(struct api_req *req, int64_t revision);
+
+/** Same as api_if_match() for a view tagged by its content (NULL: none). */
+int api_if_match_json(struct api_req *req, const json_t *view);
+
+/** Sets the reply's Location header (a path such as /v1/fabrics/job-a). */
+void api_set_location(struct api_req *req, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /** Value of query parameter key, or NULL. */
 const char *api_query(struct api_req *req, const char *key);
@@ -281,9 +321,10 @@ extern const struct api_route api_routes[];
 
 /**
  * Finds the route for method and path and fills params (pointers into
- * buf, a copy of path of buflen bytes). Returns the route, or NULL with
- * *path_known telling whether another method would match (then allow gets
- * the comma-separated list of methods for the Allow header).
+ * buf, a copy of path of buflen bytes); HEAD finds the GET route. Returns the
+ * route, or NULL with *path_known telling whether another method would match
+ * (then allow gets the comma-separated list of methods for the Allow header:
+ * the routes' methods, HEAD beside GET, and OPTIONS).
  */
 const struct api_route *api_route_match(const char *method, const char *path, char *buf,
                                         size_t buflen, const char *params[API_MAX_PARAMS],

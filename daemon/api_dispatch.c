@@ -11,7 +11,8 @@
 
 static bool is_write_method(const char *method)
 {
-	return strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0;
+	return strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0 &&
+	       strcmp(method, "OPTIONS") != 0;
 }
 
 static bool needs_txn(const struct api_req *req)
@@ -36,7 +37,8 @@ bool api_admit(struct api_req *req)
 void api_audit_refusal(struct api_req *req)
 {
 	if (needs_txn(req))
-		store_audit(req->env->store, token_name(req), req->method, req->path, req->status);
+		store_audit(req->env->store, token_name(req), req->client, req->method, req->path,
+		            req->status);
 }
 
 /* The change is stored: tell the client it failed, and anyone holding the request. */
@@ -75,7 +77,8 @@ void api_dispatch(struct api_req *req)
 		api_audit_refusal(req);
 		return;
 	}
-	if (store_audit(st, token_name(req), req->method, req->path, req->status) < 0 ||
+	if (store_audit(st, token_name(req), req->client, req->method, req->path, req->status) <
+	        0 ||
 	    store_commit(st) < 0) {
 		store_rollback(st);
 		fail_commit(req);

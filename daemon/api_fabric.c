@@ -19,56 +19,111 @@ static struct fabric_ctx ctx_of(struct api_req *req)
 		                    .reconciler = req->env->reconciler };
 }
 
-void api_fabric_create(struct api_req *req)
+/*
+ * The body of a create: {"name", "servers"} (for a PUT the name is the
+ * path's, see put). Fills *name and *names (malloc'd, pointing into the
+ * body); returns their count, or 0 after replying 400.
+ */
+static size_t parse_fabric(struct api_req *req, const char *path_name, const char **name,
+                           const char ***names)
 {
 	static const char *const members[] = { "name", "servers", NULL };
-	struct fabric_ctx c = ctx_of(req);
-	struct ofcd_error e = { 0 };
 	json_t *body = api_body_object(req);
-	const char **names = NULL;
-	const char *name;
 	char f[32];
 	size_t i;
 	json_t *v;
-	double wait;
 
-	if (wait_parse(req, &wait) < 0)
-		return;
+	*names = NULL;
 	if (!body || api_check_members(req, body, NULL, members) < 0 ||
-	    api_get_name(req, body, NULL, "name", true, &name) < 0)
-		return;
+	    api_get_name(req, body, NULL, "name", !path_name, name) < 0)
+		return 0;
+	if (path_name && json_object_get(body, "name") && strcmp(*name, path_name) != 0) {
+		api_error(req, OFCD_E_INVALID_FIELD, "name",
+		          "name must be the one in the path, %s, when given", path_name);
+		return 0;
+	}
+	if (path_name)
+		*name = path_name;
 	json_t *servers = json_object_get(body, "servers");
 	size_t m = json_array_size(servers);
 	if (!json_is_array(servers) || m < 1 || m > PLAN_MAX_SERVERS) {
 		api_error(req, OFCD_E_INVALID_FIELD, "servers",
 		          "servers must be an array of 1 to %d server names", PLAN_MAX_SERVERS);
-		return;
+		return 0;
 	}
-	names = calloc(m, sizeof(*names));
-	if (!names) {
+	*names = calloc(m, sizeof(**names));
+	if (!*names) {
 		api_error(req, OFCD_E_INTERNAL, NULL, "out of memory");
-		return;
+		return 0;
 	}
 	json_array_foreach(servers, i, v)
 	{
 		snprintf(f, sizeof(f), "servers[%zu]", i);
-		names[i] = json_string_value(v);
-		if (!names[i] || !auth_valid_name(names[i])) {
+		(*names)[i] = json_string_value(v);
+		if (!(*names)[i] || !auth_valid_name((*names)[i])) {
 			api_error(
 			    req, OFCD_E_INVALID_FIELD, f,
 			    "%s must be a server name of 1 to 64 characters of [A-Za-z0-9._-]", f);
-			goto out;
+			return 0;
 		}
 	}
-	int64_t fid = fabric_create(&c, name, names, m, &e);
-	if (fid < 0) {
-		api_fail(req, &e);
-		goto out;
-	}
+	return m;
+}
+
+/* The fabric's view (a placeholder when a wait rebuilds it), its tag and, on 201, location. */
+static void fabric_reply(struct api_req *req, unsigned status, int64_t fid, const char *name,
+                         double wait)
+{
+	struct store *s = req->env->store;
 	/* A waiting request gets the full view when the wait ends: build it once. */
-	api_reply(req, 201, wait > 0 ? NULL : topo_fabric_json(c.store, fid));
+	api_reply(req, status, wait > 0 ? NULL : topo_fabric_json(s, fid));
+	api_set_etag(req, topo_fabric_revision(s, fid));
+	if (status == 201)
+		api_set_location(req, "/v1/fabrics/%s", name);
 	wait_fabric(req, name, WAIT_FINAL_STATE, wait);
-out:
+}
+
+void api_fabric_create(struct api_req *req)
+{
+	struct fabric_ctx c = ctx_of(req);
+	struct ofcd_error e = { 0 };
+	const char **names = NULL;
+	const char *name = NULL;
+	double wait;
+
+	if (wait_parse(req, &wait) < 0)
+		return;
+	size_t m = parse_fabric(req, NULL, &name, &names);
+	if (m) {
+		int64_t fid = fabric_create(&c, name, names, m, &e);
+		if (fid < 0)
+			api_fail(req, &e);
+		else
+			fabric_reply(req, 201, fid, name, wait);
+	}
+	free(names);
+}
+
+void api_fabric_put(struct api_req *req)
+{
+	struct fabric_ctx c = ctx_of(req);
+	struct ofcd_error e = { 0 };
+	const char **names = NULL;
+	const char *name = NULL;
+	bool created;
+	double wait;
+
+	if (wait_parse(req, &wait) < 0)
+		return;
+	size_t m = parse_fabric(req, req->params[0], &name, &names);
+	if (m &&
+	    api_if_match(req, topo_fabric_revision(c.store, topo_fabric_id(c.store, name))) == 0) {
+		int64_t fid = fabric_put(&c, name, names, m, &created, &e);
+		if (fid < 0)
+			api_fail(req, &e);
+		else
+			fabric_reply(req, created ? 201 : 200, fid, name, wait);
+	}
 	free(names);
 }
 
@@ -91,10 +146,8 @@ void api_fabric_get(struct api_req *req)
 	if (wait_parse(req, &wait) < 0)
 		return;
 	int64_t id = fabric_param(req);
-	if (!id)
-		return;
-	api_reply(req, 200, wait > 0 ? NULL : topo_fabric_json(req->env->store, id));
-	wait_fabric(req, req->params[0], WAIT_FINAL_STATE, wait);
+	if (id)
+		fabric_reply(req, 200, id, req->params[0], wait);
 }
 
 void api_fabric_delete(struct api_req *req)
@@ -104,11 +157,15 @@ void api_fabric_delete(struct api_req *req)
 	double wait;
 	if (wait_parse(req, &wait) < 0)
 		return;
+	int64_t id = topo_fabric_id(c.store, req->params[0]);
+	if (id && api_if_match(req, topo_fabric_revision(c.store, id)) < 0)
+		return;
 	if (fabric_delete(&c, req->params[0], &e) < 0) {
 		api_fail(req, &e);
 		return;
 	}
-	api_reply(req, 200,
+	/* Accepted, not done: the circuits come off the units after the commit. */
+	api_reply(req, 202,
 	          json_pack("{s:s, s:s}", "deleted", req->params[0], "state", "removing"));
 	wait_fabric(req, req->params[0], WAIT_REMOVED, wait);
 }
@@ -130,7 +187,7 @@ void api_device_put(struct api_req *req)
 	    api_get_enum(req, body, NULL, "state", true, states, &state) < 0)
 		return;
 	int64_t sid = api_server_param(req);
-	if (!sid)
+	if (!sid || api_if_match(req, topo_server_revision(c.store, sid)) < 0)
 		return;
 	json_t *srv = topo_server_json(c.store, sid, false);
 	json_int_t devices = json_integer_value(json_object_get(srv, "devices"));
@@ -160,4 +217,6 @@ void api_device_put(struct api_req *req)
 	          json_pack("{s:s, s:I, s:s, s:b, s:o}", "server", req->params[0], "device",
 	                    (json_int_t)index, "state", states[state], "changed", changed,
 	                    "fabrics", fabrics));
+	/* The server's tag, so a client can chain If-Match on it. */
+	api_set_etag(req, topo_server_revision(c.store, sid));
 }

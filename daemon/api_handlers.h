@@ -16,19 +16,29 @@ void api_metrics(struct api_req *req);
 /* api_plan.c */
 void api_plan(struct api_req *req);
 
+/* api_audit.c */
+/** GET /v1/audit: the audit trail, oldest first, from ?since= (an id or a UTC time). */
+void api_audit_list(struct api_req *req);
+
 /* api_topology.c */
 void api_ocs_create(struct api_req *req);
 void api_ocs_list(struct api_req *req);
 void api_ocs_get(struct api_req *req);
+/** PUT /v1/ocs/{name}: creates the unit, or confirms an identical one (409 when it differs). */
+void api_ocs_put(struct api_req *req);
 void api_ocs_delete(struct api_req *req);
 void api_ocs_cross_connects(struct api_req *req);
 void api_switch_create(struct api_req *req);
 void api_switch_list(struct api_req *req);
 void api_switch_get(struct api_req *req);
+/** PUT /v1/switches/{name}: creates, or confirms an identical switch (409 when it differs). */
+void api_switch_put(struct api_req *req);
 void api_switch_delete(struct api_req *req);
 void api_server_create(struct api_req *req);
 void api_server_list(struct api_req *req);
 void api_server_get(struct api_req *req);
+/** PUT /v1/servers/{name}: creates, or confirms an identical server (409 when it differs). */
+void api_server_put(struct api_req *req);
 void api_server_delete(struct api_req *req);
 void api_wiring_get(struct api_req *req);
 void api_wiring_put(struct api_req *req);
@@ -57,6 +67,8 @@ void api_events(struct api_req *req);
 void api_fabric_create(struct api_req *req);
 void api_fabric_list(struct api_req *req);
 void api_fabric_get(struct api_req *req);
+/** PUT /v1/fabrics/{name}: creates, or confirms one of the same servers (409 when they differ). */
+void api_fabric_put(struct api_req *req);
 void api_fabric_delete(struct api_req *req);
 void api_device_put(struct api_req *req);
 

@@ -10,6 +10,7 @@
 #include "fabric.h"
 #include "inventory.h"
 #include "rdma.h"
+#include "topo.h"
 
 void api_inventory_put(struct api_req *req)
 {
@@ -34,6 +35,8 @@ void api_inventory_put(struct api_req *req)
 		return;
 	}
 	int64_t sid = api_server_param(req);
+	if (sid && api_if_match(req, topo_server_revision(c.store, sid)) < 0)
+		sid = 0; /* replied 412 */
 	if (sid &&
 	    inventory_apply(&c, sid, req->params[0], &inv, interval, &result, &replanned, &e) < 0)
 		api_fail(req, &e);

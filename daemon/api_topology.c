@@ -207,21 +207,66 @@ static int parse_wiring(struct api_req *req, json_t *wiring, const char *prefix,
 	return rc;
 }
 
+/*
+ * The body of a PUT to /v1/KIND/{name}: the name comes from the path, and a
+ * name given in the body must be the same.
+ */
+static json_t *put_body(struct api_req *req)
+{
+	json_t *body = api_body_object(req);
+	if (!body)
+		return NULL;
+	json_t *name = json_object_get(body, "name");
+	if (!name) {
+		json_object_set_new(body, "name", json_string(req->params[0]));
+	} else if (!json_is_string(name) || strcmp(json_string_value(name), req->params[0]) != 0) {
+		api_error(req, OFCD_E_INVALID_FIELD, "name",
+		          "name must be the one in the path, %s, when given", req->params[0]);
+		return NULL;
+	}
+	return body;
+}
+
 /* ---- OCS units ----------------------------------------------------------- */
+
+static void ocs_reply(struct api_req *req, unsigned status, int64_t id, const char *name)
+{
+	struct store *s = req->env->store;
+	api_reply(req, status, topo_ocs_json(s, id));
+	api_set_etag(req, topo_ocs_revision(s, id));
+	if (status == 201)
+		api_set_location(req, "/v1/ocs/%s", name);
+}
 
 void api_ocs_create(struct api_req *req)
 {
-	struct store *s = req->env->store;
 	struct ofcd_error e = { 0 };
 	struct topo_ocs_spec o;
 	json_t *body = api_body_object(req);
 	if (!body || parse_ocs(req, body, NULL, &o) < 0)
 		return;
-	int64_t id = topo_ocs_add(s, &o, &e);
+	int64_t id = topo_ocs_add(req->env->store, &o, &e);
 	if (id < 0)
 		api_fail(req, &e);
 	else
-		api_reply(req, 201, topo_ocs_json(s, id));
+		ocs_reply(req, 201, id, o.name);
+}
+
+void api_ocs_put(struct api_req *req)
+{
+	struct store *s = req->env->store;
+	struct ofcd_error e = { 0 };
+	struct topo_ocs_spec o;
+	bool created;
+	json_t *body = put_body(req);
+	if (!body || parse_ocs(req, body, NULL, &o) < 0 ||
+	    api_if_match(req, topo_ocs_revision(s, topo_ocs_id(s, o.name))) < 0)
+		return;
+	int64_t id = topo_ocs_put(s, &o, &created, &e);
+	if (id < 0)
+		api_fail(req, &e);
+	else
+		ocs_reply(req, created ? 201 : 200, id, o.name);
 }
 
 void api_ocs_list(struct api_req *req)
@@ -244,6 +289,7 @@ void api_ocs_get(struct api_req *req)
 		return;
 	json_t *o = topo_ocs_json(req->env->store, id);
 	json_t *live = reconcile_unit_json(req->env->reconciler, id);
+	api_set_etag(req, topo_ocs_revision(req->env->store, id));
 	if (live) {
 		json_t *conn = json_pack("{s:O, s:O, s:O}", "state", json_object_get(live, "state"),
 		                         "last_error", json_object_get(live, "last_error"),
@@ -260,7 +306,8 @@ void api_ocs_delete(struct api_req *req)
 {
 	struct ofcd_error e = { 0 };
 	const char *force = api_query(req, "force");
-	if (!ocs_param(req))
+	int64_t id = ocs_param(req);
+	if (!id || api_if_match(req, topo_ocs_revision(req->env->store, id)) < 0)
 		return;
 	if (force && strcmp(force, "true") != 0) {
 		api_error(req, OFCD_E_INVALID_FIELD, "force", "force must be true when given");
@@ -295,19 +342,44 @@ void api_ocs_cross_connects(struct api_req *req)
 
 /* ---- switches ------------------------------------------------------------ */
 
-void api_switch_create(struct api_req *req)
+static void switch_reply(struct api_req *req, unsigned status, const char *name)
 {
 	struct store *s = req->env->store;
+	api_reply(req, status, topo_switch_json(s, name));
+	api_set_etag(req, topo_switch_revision(s, name));
+	if (status == 201)
+		api_set_location(req, "/v1/switches/%s", name);
+}
+
+void api_switch_create(struct api_req *req)
+{
 	struct ofcd_error e = { 0 };
 	struct topo_switch_spec w;
 	json_t *body = api_body_object(req);
 
 	if (!body || parse_switch(req, body, NULL, &w) < 0)
 		return;
-	if (topo_switch_add(s, &w, &e) < 0)
+	if (topo_switch_add(req->env->store, &w, &e) < 0)
 		api_fail(req, &e);
 	else
-		api_reply(req, 201, topo_switch_json(s, w.name));
+		switch_reply(req, 201, w.name);
+}
+
+void api_switch_put(struct api_req *req)
+{
+	struct store *s = req->env->store;
+	struct ofcd_error e = { 0 };
+	struct topo_switch_spec w;
+	bool created;
+	json_t *body = put_body(req);
+
+	if (!body || parse_switch(req, body, NULL, &w) < 0 ||
+	    api_if_match(req, topo_switch_revision(s, w.name)) < 0)
+		return;
+	if (topo_switch_put(s, &w, &created, &e) < 0)
+		api_fail(req, &e);
+	else
+		switch_reply(req, created ? 201 : 200, w.name);
 }
 
 void api_switch_list(struct api_req *req)
@@ -324,11 +396,16 @@ void api_switch_get(struct api_req *req)
 		return;
 	}
 	api_reply(req, 200, o);
+	api_set_etag(req, topo_switch_revision(req->env->store, req->params[0]));
 }
 
 void api_switch_delete(struct api_req *req)
 {
 	struct ofcd_error e = { 0 };
+	int64_t rev = topo_switch_revision(req->env->store, req->params[0]);
+	/* No such switch: the 404 below, whatever If-Match says. */
+	if (rev && api_if_match(req, rev) < 0)
+		return;
 	if (topo_switch_remove(req->env->store, req->params[0], &e) < 0)
 		api_fail(req, &e);
 	else
@@ -337,19 +414,44 @@ void api_switch_delete(struct api_req *req)
 
 /* ---- servers ------------------------------------------------------------- */
 
-void api_server_create(struct api_req *req)
+static void server_reply(struct api_req *req, unsigned status, int64_t id, const char *name)
 {
 	struct store *s = req->env->store;
+	api_reply(req, status, topo_server_json(s, id, true));
+	api_set_etag(req, topo_server_revision(s, id));
+	if (status == 201)
+		api_set_location(req, "/v1/servers/%s", name);
+}
+
+void api_server_create(struct api_req *req)
+{
 	struct ofcd_error e = { 0 };
 	struct topo_server_spec v;
 	json_t *body = api_body_object(req);
 	if (!body || parse_server(req, body, NULL, &v) < 0)
 		return;
-	int64_t id = topo_server_add(s, &v, &e);
+	int64_t id = topo_server_add(req->env->store, &v, &e);
 	if (id < 0)
 		api_fail(req, &e);
 	else
-		api_reply(req, 201, topo_server_json(s, id, true));
+		server_reply(req, 201, id, v.name);
+}
+
+void api_server_put(struct api_req *req)
+{
+	struct store *s = req->env->store;
+	struct ofcd_error e = { 0 };
+	struct topo_server_spec v;
+	bool created;
+	json_t *body = put_body(req);
+	if (!body || parse_server(req, body, NULL, &v) < 0 ||
+	    api_if_match(req, topo_server_revision(s, topo_server_id(s, v.name))) < 0)
+		return;
+	int64_t id = topo_server_put(s, &v, &created, &e);
+	if (id < 0)
+		api_fail(req, &e);
+	else
+		server_reply(req, created ? 201 : 200, id, v.name);
 }
 
 void api_server_list(struct api_req *req)
@@ -362,19 +464,40 @@ void api_server_list(struct api_req *req)
 void api_server_get(struct api_req *req)
 {
 	int64_t id = api_server_param(req);
-	if (id)
-		api_reply(req, 200,
-		          inventory_view(req->env->store, id,
-		                         topo_server_json(req->env->store, id, true)));
+	if (!id)
+		return;
+	api_reply(req, 200,
+	          inventory_view(req->env->store, id, topo_server_json(req->env->store, id, true)));
+	api_set_etag(req, topo_server_revision(req->env->store, id));
 }
 
 void api_server_delete(struct api_req *req)
 {
 	struct ofcd_error e = { 0 };
+	int64_t id = topo_server_id(req->env->store, req->params[0]);
+	if (id && api_if_match(req, topo_server_revision(req->env->store, id)) < 0)
+		return;
 	if (topo_server_remove(req->env->store, req->params[0], &e) < 0)
 		api_fail(req, &e);
 	else
 		api_reply(req, 200, json_pack("{s:s}", "deleted", req->params[0]));
+}
+
+/* ---- views tagged by their content: wiring and topology -------------------- */
+
+/* 200 with the view (stolen), tagged by its content. */
+static void reply_view(struct api_req *req, json_t *view)
+{
+	api_reply(req, 200, view);
+	api_set_etag_json(req, req->reply);
+}
+
+/* api_if_match_json() against the stored view (stolen). */
+static int if_match_view(struct api_req *req, json_t *view)
+{
+	int rc = api_if_match_json(req, view);
+	json_decref(view);
+	return rc;
 }
 
 /* ---- wiring -------------------------------------------------------------- */
@@ -385,25 +508,26 @@ void api_wiring_put(struct api_req *req)
 	struct topo_wiring_spec w;
 	struct topo_link_spec *links = NULL;
 	json_t *body = api_body_object(req);
-	if (body && parse_wiring(req, body, NULL, &w, &links) == 0) {
+	if (body && parse_wiring(req, body, NULL, &w, &links) == 0 &&
+	    if_match_view(req, topo_wiring_json(req->env->store)) == 0) {
 		if (topo_wiring_apply(req->env->store, &w, NULL, &e) < 0)
 			api_fail(req, &e);
 		else
-			api_reply(req, 200, topo_wiring_json(req->env->store));
+			reply_view(req, topo_wiring_json(req->env->store));
 	}
 	free(links);
 }
 
 void api_wiring_get(struct api_req *req)
 {
-	api_reply(req, 200, topo_wiring_json(req->env->store));
+	reply_view(req, topo_wiring_json(req->env->store));
 }
 
 /* ---- the whole topology -------------------------------------------------- */
 
 void api_topology_get(struct api_req *req)
 {
-	api_reply(req, 200, topo_json(req->env->store));
+	reply_view(req, topo_json(req->env->store));
 }
 
 void api_topology_put(struct api_req *req)
@@ -415,7 +539,8 @@ void api_topology_put(struct api_req *req)
 	void *ocs = NULL, *switches = NULL, *servers = NULL;
 	json_t *body = api_body_object(req);
 
-	if (!body || api_check_members(req, body, NULL, members) < 0)
+	if (!body || api_check_members(req, body, NULL, members) < 0 ||
+	    if_match_view(req, topo_json(req->env->store)) < 0)
 		return;
 	json_t *jo = json_object_get(body, "ocs"), *js = json_object_get(body, "servers");
 	if (!json_is_array(jo) || !json_is_array(js)) {
@@ -439,7 +564,7 @@ void api_topology_put(struct api_req *req)
 	if (topo_apply(req->env->store, req->env->reconciler, &t, &e) < 0)
 		api_fail(req, &e);
 	else
-		api_reply(req, 200, topo_json(req->env->store));
+		reply_view(req, topo_json(req->env->store));
 out:
 	free(ocs);
 	free(switches);

@@ -144,7 +144,8 @@ static const struct cfgtab_key config_keys[] = {
 	  .max = 65536,
 	  .def = "1024",
 	  .doc = "simultaneous HTTP connections (a few more are kept for `GET /v1/health` "
-	         "and `/metrics`)" },
+	         "and `/metrics`; keep the file descriptor limit above it: `LimitNOFILE` in "
+	         "the unit)" },
 	{ .section = "http",
 	  .key = "max_connections_per_ip",
 	  .type = CFGTAB_UINT,
@@ -172,6 +173,27 @@ static const struct cfgtab_key config_keys[] = {
 	  .what = "seconds",
 	  .def = "120",
 	  .doc = "a keep-alive connection idle this long between requests is closed" },
+	{ .section = "http",
+	  .key = "tls_cert",
+	  .type = CFGTAB_STRING,
+	  CFG(tls_cert),
+	  .what = "a file path",
+	  .doc = "PEM certificate (chain) to serve HTTPS with, with `tls_key`; read at start, so "
+	         "a renewed certificate needs a restart" },
+	{ .section = "http",
+	  .key = "tls_key",
+	  .type = CFGTAB_STRING,
+	  CFG(tls_key),
+	  .what = "a file path",
+	  .doc = "PEM private key of `tls_cert` (readable by the service only)" },
+	{ .section = "http",
+	  .key = "allow_plaintext_tokens",
+	  .type = CFGTAB_BOOL,
+	  CFG(allow_plaintext_tokens),
+	  .def = "false",
+	  .flags = CFGTAB_LIVE,
+	  .doc = "accept bearer tokens over plain HTTP on a non-loopback address (without TLS they "
+	         "cross the network in clear)" },
 	{ .section = "store",
 	  .key = "path",
 	  .type = CFGTAB_STRING,
@@ -262,9 +284,31 @@ bool config_host_is_loopback(const char *host)
 	return inet_pton(AF_INET6, host, &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
 }
 
+bool config_tokens_safe(const struct ofcd_config *next, const char *host, bool tls, char *err,
+                        size_t errlen)
+{
+	if (next->tokens.n == 0 || tls || config_host_is_loopback(host) ||
+	    next->allow_plaintext_tokens)
+		return true;
+	snprintf(err, errlen,
+	         "%s: [http] listen: %s is not a loopback address and there is no TLS, so the "
+	         "[auth] tokens would cross the network in clear; set [http] tls_cert and tls_key, "
+	         "or [http] allow_plaintext_tokens = true",
+	         next->source, host);
+	return false;
+}
+
 /* Checks that span several keys, after all keys are read. */
 static int config_validate(const struct ofcd_config *cfg, char *err, size_t errlen)
 {
+	if (!cfg->tls_cert[0] != !cfg->tls_key[0]) {
+		snprintf(err, errlen, "%s: [http] %s is set without %s: TLS needs both",
+		         cfg->source, cfg->tls_cert[0] ? "tls_cert" : "tls_key",
+		         cfg->tls_cert[0] ? "tls_key" : "tls_cert");
+		return -EINVAL;
+	}
+	if (!config_tokens_safe(cfg, cfg->listen_host, cfg->tls_cert[0] != '\0', err, errlen))
+		return -EINVAL;
 	if (!config_host_is_loopback(cfg->listen_host) && cfg->tokens.n == 0 &&
 	    !cfg->allow_unauthenticated) {
 		snprintf(err, errlen,

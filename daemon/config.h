@@ -32,6 +32,9 @@ struct ofcd_config {
 	unsigned max_connections_per_ip; /**< [http] max_connections_per_ip */
 	unsigned request_timeout_s; /**< [http] request_timeout: a request must arrive within */
 	unsigned idle_timeout_s;    /**< [http] idle_timeout: keep-alive between requests */
+	char tls_cert[512];       /**< [http] tls_cert: PEM certificate chain, "" for plain HTTP */
+	char tls_key[512];        /**< [http] tls_key: its PEM private key, "" for plain HTTP */
+	bool allow_plaintext_tokens; /**< [http] allow_plaintext_tokens off loopback without TLS */
 
 	char store_path[512]; /**< [store] path of the SQLite file */
 
@@ -86,5 +89,15 @@ const char *config_cost_range(const char *key);
 
 /** True when host names a loopback address ("127.0.0.0/8", "::1", "localhost"). */
 bool config_host_is_loopback(const char *host);
+
+/**
+ * Whether tokens may be used with a listener on host, with or without TLS:
+ * false when bearer secrets would cross the network in clear (tokens
+ * configured, host not loopback, no TLS, [http] allow_plaintext_tokens off),
+ * with the reason in err. A SIGHUP reload judges the new file against the
+ * running listener (host and TLS are fixed until a restart).
+ */
+bool config_tokens_safe(const struct ofcd_config *next, const char *host, bool tls, char *err,
+                        size_t errlen);
 
 #endif

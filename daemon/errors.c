@@ -24,6 +24,7 @@ static const struct {
 	[OFCD_E_STORE] = { 503, "store_unavailable" },
 	[OFCD_E_SHUTTING_DOWN] = { 503, "shutting_down" },
 	[OFCD_E_OVERLOADED] = { 503, "overloaded" },
+	[OFCD_E_PRECONDITION] = { 412, "precondition_failed" },
 };
 
 const char *ofcd_err_code(enum ofcd_err err)

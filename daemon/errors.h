@@ -28,6 +28,7 @@ enum ofcd_err {
 	OFCD_E_STORE,         /**< 503: the store could not commit (disk full, I/O error) */
 	OFCD_E_SHUTTING_DOWN, /**< 503: the daemon is draining */
 	OFCD_E_OVERLOADED,    /**< 503: every connection slot is taken (probes still served) */
+	OFCD_E_PRECONDITION,  /**< 412: If-Match names another version of the object */
 	OFCD_E__COUNT
 };
 

@@ -136,6 +136,41 @@ out:
 	return rc;
 }
 
+int64_t fabric_put(const struct fabric_ctx *c, const char *name, const char *const *servers,
+                   size_t m, bool *created, struct ofcd_error *e)
+{
+	int64_t id = topo_fabric_id(c->store, name);
+	*created = !id;
+	if (!id)
+		return fabric_create(c, name, servers, m, e);
+	/* A retry of the create that succeeded, or someone else's fabric of that name. */
+	sqlite3_stmt *st = store_stmt(c->store, "SELECT sv.name FROM fabric_server fs JOIN server "
+	                                        "sv ON sv.id = fs.server_id WHERE fs.fabric_id = ? "
+	                                        "ORDER BY fs.position");
+	json_t *stored = json_array();
+	bool same = true;
+	size_t n = 0;
+	sqlite3_bind_int64(st, 1, id);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		const char *sv = (const char *)sqlite3_column_text(st, 0);
+		if (n >= m || strcmp(sv, servers[n]) != 0)
+			same = false;
+		n++;
+		json_array_append_new(stored, json_string(sv));
+	}
+	sqlite3_reset(st);
+	if (same && n == m) {
+		json_decref(stored);
+		return id;
+	}
+	return ofcd_fail(e, -EEXIST, OFCD_E_CONFLICT, "servers",
+	                 json_pack("{s:o}", "servers", stored),
+	                 "fabric %s exists with other servers or another order (%zu stored, see "
+	                 "details, %zu given): a PUT only creates or confirms; delete it first or "
+	                 "choose another name",
+	                 name, n, m);
+}
+
 int fabric_delete(const struct fabric_ctx *c, const char *name, struct ofcd_error *e)
 {
 	int64_t id = topo_fabric_id(c->store, name);

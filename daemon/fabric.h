@@ -48,6 +48,15 @@ int fabric_infeasible(struct ofcd_error *e, uint32_t servers, uint32_t min_devic
 int64_t fabric_create(const struct fabric_ctx *c, const char *name, const char *const *servers,
                       size_t m, struct ofcd_error *e);
 
+/**
+ * PUT of a fabric: creates it as fabric_create() does (*created set), or
+ * confirms the stored fabric of that name when it has the same servers in
+ * the same order; other servers are 409 conflict on "servers" with the
+ * stored ones as details. Returns the fabric's row id or -errno with e set.
+ */
+int64_t fabric_put(const struct fabric_ctx *c, const char *name, const char *const *servers,
+                   size_t m, bool *created, struct ofcd_error *e);
+
 /** Deletes the named fabric (404 when unknown). Returns 0 or -errno with e set. */
 int fabric_delete(const struct fabric_ctx *c, const char *name, struct ofcd_error *e);
 

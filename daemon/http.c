@@ -40,6 +40,7 @@ struct http_server {
 	bool closed_in_run;
 	struct http_req *suspended;  /* doubly linked list of suspended requests */
 	struct http_stream *streams; /* doubly linked list of open streams */
+	char *tls_cert, *tls_key;    /* PEM text read at start; MHD uses it while it runs */
 };
 
 #define STREAM_MAX_QUEUED (1024 * 1024)
@@ -91,6 +92,8 @@ struct http_req {
 	char allow[64];
 	const char *query[HTTP_MAX_QUERY]; /* names seen, owned by MHD */
 	size_t nquery;
+	char client[INET6_ADDRSTRLEN]; /* the peer's address, for the audit trail */
+	bool streamed;                 /* the reply was a stream: its length is no latency */
 	char *body;
 	size_t body_len;
 	bool too_large;
@@ -104,7 +107,8 @@ struct http_req {
 
 static const char *method_name(const char *m)
 {
-	static const char *const known[] = { "GET", "POST", "PUT", "DELETE", "HEAD", "PATCH" };
+	static const char *const known[] = { "GET",  "POST",  "PUT",    "DELETE",
+		                             "HEAD", "PATCH", "OPTIONS" };
 	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
 		if (strcmp(m, known[i]) == 0)
 			return known[i];
@@ -276,7 +280,21 @@ static enum MHD_Result send_reply(struct http_req *r)
 	struct MHD_Response *resp;
 	r->state = REQ_SENT;
 
+	if (r->stream && strcmp(r->method, "HEAD") == 0) {
+		/* HEAD of a stream: its headers, and no stream behind them. */
+		resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+		if (!resp)
+			return MHD_NO;
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+		                        r->stream->content_type);
+		stream_free(r->stream);
+		r->stream = NULL;
+		enum MHD_Result ret = MHD_queue_response(r->conn, a->status, resp);
+		MHD_destroy_response(resp);
+		return ret;
+	}
 	if (r->stream) {
+		r->streamed = true;
 		resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_read,
 		                                         r->stream, stream_free);
 		if (!resp)
@@ -289,7 +307,9 @@ static enum MHD_Result send_reply(struct http_req *r)
 		MHD_destroy_response(resp);
 		return ret;
 	}
-	if (a->reply_text) {
+	if (a->status == 204) {
+		resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+	} else if (a->reply_text) {
 		resp = MHD_create_response_from_buffer(a->reply_len, a->reply_text,
 		                                       MHD_RESPMEM_MUST_FREE);
 		if (resp)
@@ -312,12 +332,17 @@ static enum MHD_Result send_reply(struct http_req *r)
 	}
 	if (!resp)
 		return MHD_NO;
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-	                        a->content_type ? a->content_type : "application/json");
+	if (a->status != 204)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+		                        a->content_type ? a->content_type : "application/json");
 	/* Answered: what follows is keep-alive, which may idle longer than a request may take. */
 	set_timeout(r->conn, r->h->cfg->idle_timeout_s);
-	if (a->status == 405)
+	if (a->status == 405 || strcmp(r->method, "OPTIONS") == 0)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
+	if (a->etag[0])
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, a->etag);
+	if (a->location[0])
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, a->location);
 	if (a->status == 401)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
 		                        "Bearer realm=\"ofcd\"");
@@ -391,7 +416,9 @@ static bool check_headers(struct http_req *r, const char *url)
 	a->route = api_route_match(r->method, url, r->params, sizeof(r->params), a->params,
 	                           &path_known, r->allow, sizeof(r->allow));
 
-	enum auth_role needed = a->route ? a->route->role : AUTH_READ;
+	/* OPTIONS tells only which methods a path has: no token needed, like a probe. */
+	bool options = strcmp(r->method, "OPTIONS") == 0;
+	enum auth_role needed = options ? AUTH_NONE : a->route ? a->route->role : AUTH_READ;
 	if (cfg->tokens.n == 0) {
 		a->token = NULL; /* no tokens: everyone is admin (loopback or explicitly allowed) */
 	} else if (needed != AUTH_NONE) {
@@ -422,7 +449,9 @@ static bool check_headers(struct http_req *r, const char *url)
 		}
 	}
 	if (!a->route) {
-		if (path_known)
+		if (options && path_known)
+			api_reply(a, 204, NULL);
+		else if (path_known)
 			api_error(a, OFCD_E_METHOD_NOT_ALLOWED, NULL, "%s is not allowed on %s",
 			          r->method, url);
 		else
@@ -519,6 +548,20 @@ static enum MHD_Result refuse_early(struct http_req *r)
 	return send_reply(r);
 }
 
+static void peer_address(struct MHD_Connection *conn, char *buf, size_t len)
+{
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+	buf[0] = '\0';
+	if (sa && sa->sa_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, buf,
+		          (socklen_t)len);
+	else if (sa && sa->sa_family == AF_INET6)
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, buf,
+		          (socklen_t)len);
+}
+
 static void req_resume(struct api_req *req);
 static const char *req_query(struct api_req *req, const char *key);
 static const char *req_header(struct api_req *req, const char *name);
@@ -561,6 +604,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 		snprintf(r->method, sizeof(r->method), "%s", method_name(method));
 		r->api.method = r->method;
 		r->api.path = r->path;
+		peer_address(conn, r->client, sizeof(r->client));
+		r->api.client = r->client[0] ? r->client : NULL;
 		if (!check_headers(r, url))
 			return refuse_early(r);
 		return MHD_YES;
@@ -652,8 +697,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		double s =
 		    (double)(t1.tv_sec - r->t0.tv_sec) + (double)(t1.tv_nsec - r->t0.tv_nsec) / 1e9;
+		/* A stream lasts as long as its client: its length says nothing of latency. */
 		metrics_request(r->api.route ? r->api.route->pattern : "unmatched", r->method,
-		                r->api.status, s);
+		                r->api.status, r->streamed ? -1 : s);
 		log_debug("http", "%s %s -> %u (%.3f ms)", r->method, r->path, r->api.status,
 		          s * 1e3);
 	}
@@ -808,6 +854,41 @@ static int bind_listener(const struct ofcd_config *cfg, int *fd_out, char *err, 
 	return 0;
 }
 
+/* The whole of a PEM file as a string (malloc'd), or NULL with the reason in err. */
+static char *read_pem(const char *key, const char *path, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "r");
+	int why = f ? EIO : errno;
+	char *buf = NULL;
+	size_t len = 0;
+	if (f) {
+		FILE *m = open_memstream(&buf, &len);
+		char chunk[4096];
+		size_t n;
+		while (m && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+			fwrite(chunk, 1, n, m);
+		if (ferror(f) || !m || fclose(m) != 0) {
+			free(buf);
+			buf = NULL;
+		}
+		fclose(f);
+	}
+	if (!buf || !strstr(buf, "-----BEGIN ")) {
+		snprintf(err, errlen, "[http] %s: cannot read a PEM file from %s%s%s", key, path,
+		         buf ? "" : ": ", buf ? "" : strerror(why));
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+static void free_secret(char *s)
+{
+	if (s)
+		explicit_bzero(s, strlen(s));
+	free(s);
+}
+
 int http_start(struct api_env *env, struct http_server **out, char *err, size_t errlen)
 {
 	struct http_server *h = calloc(1, sizeof(*h));
@@ -829,16 +910,41 @@ int http_start(struct api_env *env, struct http_server **out, char *err, size_t 
 		h->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
 		                                         : ((struct sockaddr_in *)&ss)->sin_port);
 
+	/* HTTPS: MHD's GnuTLS, fed the PEM text; the rest of the options are the same. */
+	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+	struct MHD_OptionItem tls[] = { { MHD_OPTION_END, 0, NULL },
+		                        { MHD_OPTION_END, 0, NULL },
+		                        { MHD_OPTION_END, 0, NULL } };
+	if (h->cfg->tls_cert[0]) {
+		if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+			snprintf(err, errlen,
+			         "[http] tls_cert: this libmicrohttpd has no TLS support");
+			rc = -ENOTSUP;
+			goto fail;
+		}
+		h->tls_cert = read_pem("tls_cert", h->cfg->tls_cert, err, errlen);
+		h->tls_key = h->tls_cert ? read_pem("tls_key", h->cfg->tls_key, err, errlen) : NULL;
+		if (!h->tls_key) {
+			rc = -EINVAL;
+			goto fail;
+		}
+		flags |= MHD_USE_TLS;
+		tls[0] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0, h->tls_cert };
+		tls[1] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_KEY, 0, h->tls_key };
+	}
 	h->mhd = MHD_start_daemon(
-	    MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_access,
-	    h, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h, MHD_OPTION_UNESCAPE_CALLBACK, on_unescape,
-	    h, MHD_OPTION_LISTEN_SOCKET, h->listen_fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-	    MHD_OPTION_NOTIFY_CONNECTION, on_connection, h, MHD_OPTION_CONNECTION_LIMIT,
+	    flags, 0, NULL, NULL, on_access, h, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h,
+	    MHD_OPTION_UNESCAPE_CALLBACK, on_unescape, h, MHD_OPTION_LISTEN_SOCKET, h->listen_fd,
+	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_NOTIFY_CONNECTION,
+	    on_connection, h, MHD_OPTION_CONNECTION_LIMIT,
 	    h->cfg->max_connections + HTTP_PROBE_RESERVE, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
 	    h->cfg->max_connections_per_ip, MHD_OPTION_CONNECTION_TIMEOUT,
-	    h->cfg->request_timeout_s, MHD_OPTION_END);
+	    h->cfg->request_timeout_s, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
 	if (!h->mhd) {
-		snprintf(err, errlen, "cannot start the HTTP server (libmicrohttpd)");
+		snprintf(err, errlen, "cannot start the HTTP server (libmicrohttpd)%s",
+		         h->tls_cert
+		             ? ": are [http] tls_cert and tls_key a certificate and its key?"
+		             : "");
 		rc = -EIO;
 		goto fail;
 	}
@@ -912,5 +1018,7 @@ void http_destroy(struct http_server *h)
 		MHD_stop_daemon(h->mhd);
 	else if (h->listen_fd >= 0)
 		close(h->listen_fd);
+	free(h->tls_cert);
+	free_secret(h->tls_key);
 	free(h);
 }

@@ -1,11 +1,16 @@
 #include "metrics.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
+
+#include "version.h"
 
 /* Latency buckets (seconds), shared by request and commit histograms. */
 static const double bucket_le[] = { 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
@@ -37,9 +42,19 @@ struct counter {
 	double value;
 };
 
+struct collector {
+	metrics_collect_fn fn;
+	void *arg;
+};
+
+struct metrics_out {
+	FILE *f;
+};
+
 #define MAX_REQUEST_STATS 512
 #define MAX_ROUTES        128
 #define MAX_COUNTERS      128
+#define MAX_COLLECTORS    8
 
 static struct {
 	struct request_stat req[MAX_REQUEST_STATS];
@@ -50,6 +65,8 @@ static struct {
 	long connections;
 	struct counter counters[MAX_COUNTERS];
 	size_t ncounters;
+	struct collector collectors[MAX_COLLECTORS];
+	size_t ncollectors;
 } m;
 
 static void observe(struct histogram *h, double v)
@@ -82,6 +99,8 @@ void metrics_request(const char *route, const char *method, unsigned status, dou
 	}
 	if (r)
 		r->count++;
+	if (seconds < 0)
+		return;
 
 	struct route_latency *l = NULL;
 	for (size_t i = 0; i < m.nlat; i++)
@@ -124,9 +143,47 @@ void metrics_counter_add(const char *name, const char *help, const char *label, 
 	c->value = v;
 }
 
+int metrics_collector_add(metrics_collect_fn fn, void *arg)
+{
+	if (m.ncollectors == MAX_COLLECTORS)
+		return -ENOSPC;
+	m.collectors[m.ncollectors++] = (struct collector){ fn, arg };
+	return 0;
+}
+
+void metrics_collector_remove(metrics_collect_fn fn, void *arg)
+{
+	for (size_t i = 0; i < m.ncollectors; i++) {
+		if (m.collectors[i].fn == fn && m.collectors[i].arg == arg) {
+			m.collectors[i] = m.collectors[--m.ncollectors];
+			return;
+		}
+	}
+}
+
+void metrics_family(struct metrics_out *out, const char *name, const char *type, const char *help)
+{
+	fprintf(out->f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+void metrics_sample(struct metrics_out *out, const char *name, const char *labels, double v)
+{
+	/* 15 significant digits: exact for counts, without a double's last-digit noise. */
+	if (labels && labels[0])
+		fprintf(out->f, "%s{%s} %.15g\n", name, labels, v);
+	else
+		fprintf(out->f, "%s %.15g\n", name, v);
+}
+
 void metrics_reset(void)
 {
+	/* Collectors belong to live modules, which remove them themselves. */
+	struct collector keep[MAX_COLLECTORS];
+	size_t n = m.ncollectors;
+	memcpy(keep, m.collectors, sizeof(keep));
 	memset(&m, 0, sizeof(m));
+	memcpy(m.collectors, keep, sizeof(keep));
+	m.ncollectors = n;
 }
 
 static void render_histogram(FILE *f, const char *name, const char *label,
@@ -146,16 +203,95 @@ static void render_histogram(FILE *f, const char *name, const char *label,
 	fprintf(f, "%s_count%s%s%s %llu\n", name, open, label, close, (unsigned long long)h->count);
 }
 
-static long resident_bytes(void)
+/* Virtual and resident size, bytes, from /proc/self/statm (0 when unreadable). */
+static void memory_bytes(long *virt, long *rss)
 {
-	long pages = 0, rss = 0;
+	long pages = 0, res = 0;
 	FILE *f = fopen("/proc/self/statm", "r");
+	*virt = *rss = 0;
+	if (!f)
+		return;
+	if (fscanf(f, "%ld %ld", &pages, &res) == 2) {
+		*virt = pages * sysconf(_SC_PAGESIZE);
+		*rss = res * sysconf(_SC_PAGESIZE);
+	}
+	fclose(f);
+}
+
+static long open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	long n = 0;
+	if (!d)
+		return 0;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n > 3 ? n - 3 : 0; /* ".", ".." and the directory's own descriptor */
+}
+
+/*
+ * Start time, seconds since the epoch: the boot time (/proc/stat btime) plus
+ * the process's start in clock ticks after boot (field 22 of /proc/self/stat),
+ * as the Prometheus client libraries compute it. 0 when unreadable.
+ */
+static double start_time(void)
+{
+	char line[256], stat[1024];
+	double btime = 0;
+	unsigned long long ticks = 0;
+	FILE *f = fopen("/proc/stat", "r");
 	if (!f)
 		return 0;
-	if (fscanf(f, "%ld %ld", &pages, &rss) != 2)
-		rss = 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "btime %lf", &btime) == 1)
+			break;
 	fclose(f);
-	return rss * sysconf(_SC_PAGESIZE);
+	f = fopen("/proc/self/stat", "r");
+	if (!f)
+		return 0;
+	size_t n = fread(stat, 1, sizeof(stat) - 1, f);
+	fclose(f);
+	stat[n] = '\0';
+	/* The command name (field 2) may hold spaces: count fields after its ')'. */
+	const char *p = strrchr(stat, ')');
+	for (int field = 2; p && field < 22; field++)
+		p = strchr(p + 1, ' ');
+	if (!p || sscanf(p + 1, "%llu", &ticks) != 1)
+		return 0;
+	return btime + (double)ticks / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* The standard process_* metrics every Prometheus client exports. */
+static void render_process(struct metrics_out *out)
+{
+	struct rusage ru;
+	struct rlimit rl;
+	long virt, rss;
+	double cpu = 0;
+	if (getrusage(RUSAGE_SELF, &ru) == 0)
+		cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+		      (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+	memory_bytes(&virt, &rss);
+	metrics_family(out, "process_cpu_seconds_total", "counter",
+	               "Total user and system CPU time spent in seconds.");
+	metrics_sample(out, "process_cpu_seconds_total", "", cpu);
+	metrics_family(out, "process_resident_memory_bytes", "gauge",
+	               "Resident memory size in bytes.");
+	metrics_sample(out, "process_resident_memory_bytes", "", (double)rss);
+	metrics_family(out, "process_virtual_memory_bytes", "gauge",
+	               "Virtual memory size in bytes.");
+	metrics_sample(out, "process_virtual_memory_bytes", "", (double)virt);
+	metrics_family(out, "process_open_fds", "gauge", "Number of open file descriptors.");
+	metrics_sample(out, "process_open_fds", "", (double)open_fds());
+	metrics_family(out, "process_max_fds", "gauge", "Maximum number of open file descriptors.");
+	metrics_sample(out, "process_max_fds", "",
+	               getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+	                   ? (double)rl.rlim_cur
+	                   : 0);
+	metrics_family(out, "process_start_time_seconds", "gauge",
+	               "Start time of the process since unix epoch in seconds.");
+	metrics_sample(out, "process_start_time_seconds", "", start_time());
 }
 
 char *metrics_render(size_t *len)
@@ -188,14 +324,22 @@ char *metrics_render(size_t *len)
 	      f);
 	render_histogram(f, "ofcd_store_commit_duration_seconds", "", &m.commit);
 
+	long virt, rss;
+	memory_bytes(&virt, &rss);
 	fprintf(f,
 	        "# HELP ofcd_http_open_connections HTTP connections open now.\n"
 	        "# TYPE ofcd_http_open_connections gauge\n"
 	        "ofcd_http_open_connections %ld\n"
-	        "# HELP ofcd_resident_memory_bytes Resident set size of the daemon.\n"
+	        "# HELP ofcd_resident_memory_bytes Resident set size of the daemon (the same as "
+	        "process_resident_memory_bytes).\n"
 	        "# TYPE ofcd_resident_memory_bytes gauge\n"
-	        "ofcd_resident_memory_bytes %ld\n",
-	        m.connections, resident_bytes());
+	        "ofcd_resident_memory_bytes %ld\n"
+	        "# HELP ofcd_build_info The version of ofcd that runs (always 1).\n"
+	        "# TYPE ofcd_build_info gauge\n"
+	        "ofcd_build_info{version=\"%s\"} 1\n",
+	        m.connections, rss, OFCD_VERSION);
+	struct metrics_out out = { f };
+	render_process(&out);
 
 	/* A family's samples must be contiguous: print each name once, with all its labels. */
 	for (size_t i = 0; i < m.ncounters; i++) {
@@ -216,6 +360,8 @@ char *metrics_render(size_t *len)
 				fprintf(f, "%s %.17g\n", c->name, c->value);
 		}
 	}
+	for (size_t i = 0; i < m.ncollectors; i++)
+		m.collectors[i].fn(m.collectors[i].arg, &out);
 	if (fclose(f) != 0) {
 		free(buf);
 		return NULL;

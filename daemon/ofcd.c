@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 
 #include "demo.h"
@@ -51,6 +53,30 @@ void ofcd_stop(struct ofcd *d)
 	event_add(d->ev_drain, &tick);
 }
 
+/* When the TLS files were last changed, or 0 (unreadable, or no TLS). */
+static time_t tls_mtime(const struct ofcd *d)
+{
+	struct stat a, b;
+	if (!d->cfg.tls_cert[0] || stat(d->cfg.tls_cert, &a) < 0 || stat(d->cfg.tls_key, &b) < 0)
+		return 0;
+	return a.st_mtime > b.st_mtime ? a.st_mtime : b.st_mtime;
+}
+
+/*
+ * The certificate and key are read once, at start (libmicrohttpd cannot take
+ * new ones while it runs): a renewed pair on disk needs a restart, which a
+ * reload says rather than leaving an operator to think it took.
+ */
+static void tls_check_files(struct ofcd *d)
+{
+	time_t now = tls_mtime(d);
+	if (d->cfg.tls_cert[0] && now != d->tls_mtime)
+		log_warn("daemon",
+		         "SIGHUP: %s or %s changed since the start; the daemon serves the "
+		         "certificate it read then: restart it to serve the new one",
+		         d->cfg.tls_cert, d->cfg.tls_key);
+}
+
 void ofcd_reload(struct ofcd *d)
 {
 	struct ofcd_config next;
@@ -75,6 +101,13 @@ void ofcd_reload(struct ofcd *d)
 		config_free(&next);
 		return;
 	}
+	if (!config_tokens_safe(&next, d->cfg.listen_host, d->cfg.tls_cert[0] != '\0', err,
+	                        sizeof(err))) {
+		log_error("daemon", "SIGHUP: keeping the running configuration: %s", err);
+		config_free(&next);
+		return;
+	}
+	tls_check_files(d);
 	char fixed[256];
 	if (cfgtab_changed_fixed(&config_table, &d->cfg, &next, fixed, sizeof(fixed)))
 		log_warn("daemon", "SIGHUP: not applied until a restart: %s", fixed);
@@ -109,6 +142,38 @@ static void on_watchdog(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	(void)arg;
 	sd_notify(0, "WATCHDOG=1");
+}
+
+/* Descriptors beside the connections: store, epoll, signals, OCS units, logs. */
+#define OFCD_SPARE_FDS 64
+
+/*
+ * Every connection is a file descriptor: a limit under [http] max_connections
+ * would make the daemon refuse clients it was told to take (and fail to open
+ * its own files under load). Raise the soft limit as far as the hard one
+ * allows; say so when even that is too low.
+ */
+static void fd_limit_check(const struct ofcd_config *cfg)
+{
+	struct rlimit rl;
+	rlim_t need = (rlim_t)cfg->max_connections + OFCD_SPARE_FDS;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= need)
+		return;
+	rlim_t was = rl.rlim_cur;
+	rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= need ? need : rl.rlim_max;
+	if (rl.rlim_cur > was && setrlimit(RLIMIT_NOFILE, &rl) == 0)
+		log_info("daemon",
+		         "file descriptor limit raised from %llu to %llu for [http] "
+		         "max_connections = %u",
+		         (unsigned long long)was, (unsigned long long)rl.rlim_cur,
+		         cfg->max_connections);
+	else
+		rl.rlim_cur = was;
+	if (rl.rlim_cur < need)
+		log_warn("daemon",
+		         "file descriptor limit %llu is below [http] max_connections = %u plus %d: "
+		         "raise LimitNOFILE (ulimit -n) or lower max_connections",
+		         (unsigned long long)rl.rlim_cur, cfg->max_connections, OFCD_SPARE_FDS);
 }
 
 static void on_commit(void *arg)
@@ -169,6 +234,8 @@ int ofcd_init(struct ofcd *d, struct ofcd_config *cfg, const char *config_path, 
 	/* Every committed change may alter what some OCS unit should hold. */
 	d->env.on_commit = on_commit;
 	d->env.on_commit_arg = d->reconciler;
+	fd_limit_check(&d->cfg);
+	d->tls_mtime = tls_mtime(d);
 	rc = http_start(&d->env, &d->http, err, sizeof(err));
 	if (rc < 0) {
 		log_error("http", "%s", err);
@@ -191,9 +258,9 @@ int ofcd_init(struct ofcd *d, struct ofcd_config *cfg, const char *config_path, 
 		if (d->ev_watchdog)
 			event_add(d->ev_watchdog, &tv);
 	}
-	log_info("daemon", "ofcd %s listening on %s:%u, store %s%s", OFCD_VERSION,
-	         d->cfg.listen_host, http_port(d->http), d->cfg.store_path,
-	         d->cfg.tokens.n ? "" : " (no tokens: authentication is off)");
+	log_info("daemon", "ofcd %s listening on %s:%u (%s), store %s%s", OFCD_VERSION,
+	         d->cfg.listen_host, http_port(d->http), d->cfg.tls_cert[0] ? "HTTPS" : "HTTP",
+	         d->cfg.store_path, d->cfg.tokens.n ? "" : " (no tokens: authentication is off)");
 	return 0;
 }
 

@@ -42,6 +42,8 @@ struct ofcd {
 	struct event *ev_watchdog;      /**< systemd watchdog keep-alive timer */
 	struct event *ev_drain;         /**< checks whether draining is over */
 	struct timespec drain_deadline; /**< when draining gives up waiting */
+	time_t
+	    tls_mtime; /**< newest change of the TLS files at start, to tell a reload they moved */
 };
 
 /**

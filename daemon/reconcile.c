@@ -20,6 +20,7 @@
 #include "plan_diff.h"
 #include "reconcile_internal.h"
 #include "store_sql.h"
+#include "topo.h"
 
 /* Largest batch: OVS takes thousands of flow mods at once; bounded so one batch cannot stall. */
 #define BATCH_MAX_OPS 8192
@@ -150,9 +151,7 @@ static void on_read(void *arg, int status, const char *err, const struct ocs_rea
 	if (changed && u->have_actual && u->in_sync && !u->applied_since_read) {
 		log_warn("reconcile", "%s: drift: the unit changed behind the controller's back",
 		         u->name);
-		metrics_counter_add(
-		    "ofcd_drift_repairs_total",
-		    "Audits that found an OCS unit changed by hand and repaired it.", NULL, 1);
+		metrics_counter_add("ofcd_drift_repairs_total", RECONCILE_HELP_DRIFT, NULL, 1);
 		events_publish(r->d.events, EVENTS_DRIFT,
 		               json_pack("{s:s, s:I, s:I}", "ocs", u->name, "held_before",
 		                         (json_int_t)u->nactual, "held_now", (json_int_t)n));
@@ -483,6 +482,61 @@ void reconcile_set_audit_interval(struct reconciler *r, unsigned seconds)
 	event_add(r->ev_audit, &tv);
 }
 
+/* ---- metrics ------------------------------------------------------------- */
+
+static int unit_cmp(const void *a, const void *b)
+{
+	return strcmp((*(struct unit *const *)a)->name, (*(struct unit *const *)b)->name);
+}
+
+static bool unit_in_sync(const struct unit *u)
+{
+	return u->conn == OCS_CONN_UP && u->have_actual && u->in_sync && !u->busy;
+}
+
+/*
+ * What operators alert on: each unit's connection and sync (by name, so a
+ * scrape reads the same order every time) and the fabrics in each state.
+ */
+static void collect_metrics(void *arg, struct metrics_out *out)
+{
+	struct reconciler *r = arg;
+	size_t n = 0;
+	for (struct unit *u = r->units; u; u = u->next)
+		n++;
+	struct unit **v = malloc((n ? n : 1) * sizeof(*v));
+	if (v) {
+		n = 0;
+		for (struct unit *u = r->units; u; u = u->next)
+			v[n++] = u;
+		qsort(v, n, sizeof(*v), unit_cmp);
+		char label[96];
+		metrics_family(out, "ofcd_ocs_connected", "gauge",
+		               "1 while the controller is connected to the OCS unit, else 0.");
+		for (size_t i = 0; i < n; i++) {
+			snprintf(label, sizeof(label), "ocs=\"%s\"", v[i]->name);
+			metrics_sample(out, "ofcd_ocs_connected", label, v[i]->conn == OCS_CONN_UP);
+		}
+		metrics_family(out, "ofcd_ocs_in_sync", "gauge",
+		               "1 while the OCS unit holds exactly the cross-connects the fabrics "
+		               "ask of it (read back), else 0.");
+		for (size_t i = 0; i < n; i++) {
+			snprintf(label, sizeof(label), "ocs=\"%s\"", v[i]->name);
+			metrics_sample(out, "ofcd_ocs_in_sync", label, unit_in_sync(v[i]));
+		}
+		free(v);
+	}
+	uint64_t counts[PLAN_STATE__COUNT];
+	if (topo_fabric_state_counts(r->d.store, counts) == 0) {
+		char label[48];
+		metrics_family(out, "ofcd_fabrics", "gauge", "Fabrics in each state.");
+		for (int st = 0; st < PLAN_STATE__COUNT; st++) {
+			snprintf(label, sizeof(label), "state=\"%s\"", plan_state_name(st));
+			metrics_sample(out, "ofcd_fabrics", label, (double)counts[st]);
+		}
+	}
+}
+
 /* ---- public -------------------------------------------------------------- */
 
 int reconcile_init(const struct reconcile_deps *d, struct reconciler **out)
@@ -501,6 +555,14 @@ int reconcile_init(const struct reconcile_deps *d, struct reconciler **out)
 	}
 	reconcile_store_interrupted(r);
 	reconcile_set_audit_interval(r, d->audit_interval_s);
+	/* Every counter shown from 0, so the first increase is an increase to alert on. */
+	metrics_counter_add("ofcd_drift_repairs_total", RECONCILE_HELP_DRIFT, NULL, 0);
+	metrics_counter_add("ofcd_isolation_violations_total", RECONCILE_HELP_ISOLATION, NULL, 0);
+	metrics_counter_add("ofcd_reconcile_batches_total", RECONCILE_HELP_BATCHES,
+	                    "result=\"succeeded\"", 0);
+	metrics_counter_add("ofcd_reconcile_batches_total", RECONCILE_HELP_BATCHES,
+	                    "result=\"failed\"", 0);
+	metrics_collector_add(collect_metrics, r);
 	*out = r;
 	sync_units(r);
 	reconcile_kick(r);
@@ -511,6 +573,7 @@ void reconcile_free(struct reconciler *r)
 {
 	if (!r)
 		return;
+	metrics_collector_remove(collect_metrics, r);
 	reconcile_flush_actual(r);
 	while (r->units) {
 		struct unit *u = r->units;
@@ -535,12 +598,12 @@ json_t *reconcile_unit_json(struct reconciler *r, int64_t ocs_id)
 	if (!u)
 		return NULL;
 	json_t *down = reconcile_store_ports_down(r, ocs_id);
-	return json_pack(
-	    "{s:s, s:s?, s:b, s:b, s:o, s:o, s:o, s:o}", "state", conn_name(u->conn), "last_error",
-	    u->last_error[0] ? u->last_error : NULL, "read_back", u->have_actual, "in_sync",
-	    u->conn == OCS_CONN_UP && u->have_actual && u->in_sync && !u->busy, "actual",
-	    xcs_json(u->actual, u->nactual), "partial", flows_json(u->partial, u->npartial),
-	    "foreign", flows_json(u->foreign, u->nforeign), "ports_down", down);
+	return json_pack("{s:s, s:s?, s:b, s:b, s:o, s:o, s:o, s:o}", "state", conn_name(u->conn),
+	                 "last_error", u->last_error[0] ? u->last_error : NULL, "read_back",
+	                 u->have_actual, "in_sync", unit_in_sync(u), "actual",
+	                 xcs_json(u->actual, u->nactual), "partial",
+	                 flows_json(u->partial, u->npartial), "foreign",
+	                 flows_json(u->foreign, u->nforeign), "ports_down", down);
 }
 
 bool reconcile_all_in_sync(struct reconciler *r)

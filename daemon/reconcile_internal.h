@@ -37,6 +37,12 @@ struct reconcile_fab; /* a fabric as the state update sees it (reconcile_state.c
 /** Consecutive failed batches of a unit before its fabrics are "failed". */
 #define RECONCILE_FAILED_AFTER 5
 
+/* The help texts of the reconciler's counters, one per counter wherever it is added. */
+#define RECONCILE_HELP_DRIFT "Audits that found an OCS unit changed by hand and repaired it."
+#define RECONCILE_HELP_ISOLATION                                                                   \
+	"Cross-connects found joining two fabrics (or a fabric and no fabric)."
+#define RECONCILE_HELP_BATCHES "Batches sent to OCS units by result."
+
 /**
  * One OCS unit of the topology and its driver instance. Owned by the
  * reconciler (r->units); every pointer field is owned by the unit unless

@@ -129,9 +129,7 @@ static void report_violation(struct reconciler *r, struct unit *u, const int64_t
 		log_error("reconcile",
 		          "%s: cross-connect %u-%u breaks fabric isolation; removing it", u->name,
 		          a, b);
-	metrics_counter_add("ofcd_isolation_violations_total",
-	                    "Cross-connects found joining two fabrics (or a fabric and no fabric).",
-	                    NULL, 1);
+	metrics_counter_add("ofcd_isolation_violations_total", RECONCILE_HELP_ISOLATION, NULL, 1);
 	json_t *fabrics = json_array();
 	reconcile_add_fabric_names(r, fabrics, ids, 2);
 	events_publish(r->d.events, EVENTS_ISOLATION_VIOLATION,

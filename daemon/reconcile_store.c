@@ -188,7 +188,7 @@ void reconcile_op_finish(struct reconciler *r, struct unit *u, int status, const
 		else
 			store_rollback(s);
 	}
-	metrics_counter_add("ofcd_reconcile_batches_total", "Batches sent to OCS units by result.",
+	metrics_counter_add("ofcd_reconcile_batches_total", RECONCILE_HELP_BATCHES,
 	                    status == 0 ? "result=\"succeeded\"" : "result=\"failed\"", 1);
 	json_t *fabrics = u->op_fabrics ? u->op_fabrics : json_array();
 	u->op_fabrics = NULL;

@@ -12,11 +12,14 @@ const struct api_route api_routes[] = {
 	{ "GET", "/v1/health", api_health, AUTH_NONE, 0, NULL },
 	{ "GET", "/metrics", api_metrics, AUTH_NONE, 0, NULL },
 
-	{ "POST", "/v1/plan", api_plan, AUTH_ADMIN, API_F_PURE, NULL },
+	/* What-if computations store nothing: any reader may ask. */
+	{ "POST", "/v1/plan", api_plan, AUTH_READ, API_F_PURE, NULL },
+	{ "GET", "/v1/audit", api_audit_list, AUTH_ADMIN, 0, "since,limit" },
 
 	{ "POST", "/v1/ocs", api_ocs_create, AUTH_ADMIN, 0, NULL },
 	{ "GET", "/v1/ocs", api_ocs_list, AUTH_READ, 0, NULL },
 	{ "GET", "/v1/ocs/{name}", api_ocs_get, AUTH_READ, 0, NULL },
+	{ "PUT", "/v1/ocs/{name}", api_ocs_put, AUTH_ADMIN, 0, NULL },
 	{ "DELETE", "/v1/ocs/{name}", api_ocs_delete, AUTH_ADMIN, 0, "force" },
 	{ "GET", "/v1/ocs/{name}/cross-connects", api_ocs_cross_connects, AUTH_READ, 0, NULL },
 	{ "POST", "/v1/ocs/{name}/faults", api_ocs_faults, AUTH_ADMIN, 0, NULL },
@@ -28,6 +31,7 @@ const struct api_route api_routes[] = {
 	{ "POST", "/v1/servers", api_server_create, AUTH_ADMIN, 0, NULL },
 	{ "GET", "/v1/servers", api_server_list, AUTH_READ, 0, NULL },
 	{ "GET", "/v1/servers/{name}", api_server_get, AUTH_READ, 0, NULL },
+	{ "PUT", "/v1/servers/{name}", api_server_put, AUTH_ADMIN, 0, NULL },
 	{ "DELETE", "/v1/servers/{name}", api_server_delete, AUTH_ADMIN, 0, NULL },
 	/* AUTH_AGENT routes also check in the handler that an agent writes its own server. */
 	{ "PUT", "/v1/servers/{name}/devices/{index}", api_device_put, AUTH_AGENT, 0, NULL },
@@ -42,19 +46,20 @@ const struct api_route api_routes[] = {
 	{ "POST", "/v1/switches", api_switch_create, AUTH_ADMIN, 0, NULL },
 	{ "GET", "/v1/switches", api_switch_list, AUTH_READ, 0, NULL },
 	{ "GET", "/v1/switches/{name}", api_switch_get, AUTH_READ, 0, NULL },
+	{ "PUT", "/v1/switches/{name}", api_switch_put, AUTH_ADMIN, 0, NULL },
 	{ "DELETE", "/v1/switches/{name}", api_switch_delete, AUTH_ADMIN, 0, NULL },
 
 	{ "POST", "/v1/fabrics", api_fabric_create, AUTH_ADMIN, 0, "wait" },
 	{ "GET", "/v1/fabrics", api_fabric_list, AUTH_READ, 0, NULL },
 	{ "GET", "/v1/fabrics/{name}", api_fabric_get, AUTH_READ, 0, "wait" },
+	{ "PUT", "/v1/fabrics/{name}", api_fabric_put, AUTH_ADMIN, 0, "wait" },
 	{ "DELETE", "/v1/fabrics/{name}", api_fabric_delete, AUTH_ADMIN, 0, "wait" },
-	{ "POST", "/v1/fabrics/{name}/pipeline", api_pipeline, AUTH_ADMIN, API_F_PURE, NULL },
+	{ "POST", "/v1/fabrics/{name}/pipeline", api_pipeline, AUTH_READ, API_F_PURE, NULL },
 	{ "GET", "/v1/fabrics/{name}/schedule", api_fabric_schedule, AUTH_READ, 0,
 	  "collective,algorithm,bytes,root" },
 
-	{ "POST", "/v1/transmission/select", api_transmission_select, AUTH_ADMIN, API_F_PURE,
-	  NULL },
-	{ "POST", "/v1/collective/select", api_collective_select, AUTH_ADMIN, API_F_PURE, NULL },
+	{ "POST", "/v1/transmission/select", api_transmission_select, AUTH_READ, API_F_PURE, NULL },
+	{ "POST", "/v1/collective/select", api_collective_select, AUTH_READ, API_F_PURE, NULL },
 
 	{ NULL, NULL, NULL, AUTH_NONE, 0, NULL },
 };
@@ -99,23 +104,34 @@ static bool pattern_match(const char *pattern, const char *path, char *buf, size
 	return true;
 }
 
+static void allow_add(char *allow, size_t allowlen, const char *method)
+{
+	size_t l = strlen(allow);
+	snprintf(allow + l, allowlen - l, "%s%s", l ? ", " : "", method);
+}
+
 const struct api_route *api_route_match(const char *method, const char *path, char *buf,
                                         size_t buflen, const char *params[API_MAX_PARAMS],
                                         bool *path_known, char *allow, size_t allowlen)
 {
+	/* HEAD is GET without the body (the transport leaves it out). */
+	const char *want = strcmp(method, "HEAD") == 0 ? "GET" : method;
 	*path_known = false;
 	allow[0] = '\0';
 	for (const struct api_route *r = api_routes; r->method; r++) {
 		const char *tmp[API_MAX_PARAMS] = { 0 };
 		if (!pattern_match(r->pattern, path, buf, buflen, tmp))
 			continue;
-		if (strcmp(r->method, method) == 0) {
+		if (strcmp(r->method, want) == 0) {
 			memcpy(params, tmp, sizeof(tmp));
 			return r;
 		}
 		*path_known = true;
-		size_t l = strlen(allow);
-		snprintf(allow + l, allowlen - l, "%s%s", l ? ", " : "", r->method);
+		allow_add(allow, allowlen, r->method);
+		if (strcmp(r->method, "GET") == 0)
+			allow_add(allow, allowlen, "HEAD");
 	}
+	if (*path_known)
+		allow_add(allow, allowlen, "OPTIONS");
 	return NULL;
 }

@@ -266,19 +266,21 @@ bool store_in_txn(struct store *s)
 	return sqlite3_get_autocommit(s->db) == 0;
 }
 
-int store_audit(struct store *s, const char *token, const char *method, const char *path,
-                unsigned status)
+int store_audit(struct store *s, const char *token, const char *client, const char *method,
+                const char *path, unsigned status)
 {
 	sqlite3_stmt *st =
-	    store_stmt(s, "INSERT INTO audit(at, token, method, path, status) "
-	                  "VALUES (strftime('%Y-%m-%dT%H:%M:%fZ','now'), ?, ?, ?, ?)");
+	    store_stmt(s, "INSERT INTO audit(at, token, client, method, path, status) "
+	                  "VALUES (strftime('%Y-%m-%dT%H:%M:%fZ','now'), ?, ?, ?, ?, ?)");
 	if (!st)
 		return -EIO;
 	if (token)
 		sqlite3_bind_text(st, 1, token, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 2, method, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 3, path, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int(st, 4, (int)status);
+	if (client)
+		sqlite3_bind_text(st, 2, client, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 3, method, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 4, path, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int(st, 5, (int)status);
 	int rc = store_step_done(st);
 	int64_t id = sqlite3_last_insert_rowid(s->db);
 	/* Heartbeats write too: keep the newest STORE_AUDIT_KEEP rows, pruned now and then. */

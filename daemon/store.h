@@ -59,10 +59,11 @@ void store_on_txn_end(struct store *s, void (*fn)(void *arg, bool committed), vo
 #define STORE_AUDIT_KEEP 100000
 
 /**
- * Records a write request in the audit table (time, token name or NULL,
- * method, path, HTTP status). Runs inside the current transaction if any.
+ * Records a write request in the audit table (time, token name or NULL, the
+ * client's address or NULL, method, path, HTTP status). Runs inside the
+ * current transaction if any.
  */
-int store_audit(struct store *s, const char *token, const char *method, const char *path,
-                unsigned status);
+int store_audit(struct store *s, const char *token, const char *client, const char *method,
+                const char *path, unsigned status);
 
 #endif

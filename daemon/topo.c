@@ -59,6 +59,21 @@ static int64_t int_query(struct store *s, const char *sql, int64_t arg)
 	return v;
 }
 
+int64_t topo_ocs_revision(struct store *s, int64_t ocs_id)
+{
+	return int_query(s, "SELECT revision FROM ocs WHERE id = ?", ocs_id);
+}
+
+int64_t topo_server_revision(struct store *s, int64_t server_id)
+{
+	return int_query(s, "SELECT revision FROM server WHERE id = ?", server_id);
+}
+
+int64_t topo_switch_revision(struct store *s, const char *name)
+{
+	return id_by_name(s, "SELECT revision FROM switch WHERE name = ?", name);
+}
+
 int64_t topo_server_fabric(struct store *s, int64_t server_id)
 {
 	return int_query(s, "SELECT fabric_id FROM fabric_server WHERE server_id = ?", server_id);
@@ -336,6 +351,22 @@ json_t *topo_fabric_list(struct store *s)
 	if (st)
 		sqlite3_reset(st);
 	return a;
+}
+
+int topo_fabric_state_counts(struct store *s, uint64_t counts[PLAN_STATE__COUNT])
+{
+	sqlite3_stmt *st = store_stmt(s, "SELECT state, count(*) FROM fabric GROUP BY state");
+	int step;
+	memset(counts, 0, PLAN_STATE__COUNT * sizeof(*counts));
+	if (!st)
+		return -EIO;
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		enum plan_state state;
+		if (plan_state_parse((const char *)sqlite3_column_text(st, 0), &state) == 0)
+			counts[state] = (uint64_t)sqlite3_column_int64(st, 1);
+	}
+	sqlite3_reset(st);
+	return step == SQLITE_DONE ? 0 : -EIO;
 }
 
 json_t *topo_desired_json(struct store *s, int64_t ocs_id)

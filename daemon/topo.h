@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "plan.h"
+#include "plan_state.h"
 
 struct desired;
 
@@ -25,6 +26,14 @@ bool topo_is_empty(struct store *s);
 int64_t topo_ocs_id(struct store *s, const char *name);
 int64_t topo_server_id(struct store *s, const char *name);
 int64_t topo_fabric_id(struct store *s, const char *name);
+
+/**
+ * Revision of the named object (bumped by every change to what GET shows of
+ * it, see schema/007), or 0 when there is none: its entity tag.
+ */
+int64_t topo_ocs_revision(struct store *s, int64_t ocs_id);
+int64_t topo_server_revision(struct store *s, int64_t server_id);
+int64_t topo_switch_revision(struct store *s, const char *name);
 
 /** Id of the fabric a server belongs to, or 0. */
 int64_t topo_server_fabric(struct store *s, int64_t server_id);
@@ -70,6 +79,9 @@ int topo_fabric_state(struct store *s, const char *name, char *buf, size_t len);
 
 /** All fabrics, by name. */
 json_t *topo_fabric_list(struct store *s);
+
+/** How many fabrics are in each state (counts[PLAN_STATE_...]). Returns 0 or -EIO. */
+int topo_fabric_state_counts(struct store *s, uint64_t counts[PLAN_STATE__COUNT]);
 
 /** OCS port pairs [[x,y],...] (x < y, sorted) that all fabrics ask of the unit. */
 json_t *topo_desired_json(struct store *s, int64_t ocs_id);

@@ -57,6 +57,50 @@ int64_t topo_ocs_add(struct store *s, const struct topo_ocs_spec *o, struct ofcd
 	return sqlite3_last_insert_rowid(store_db(s));
 }
 
+/* 409 for a PUT that names a stored object with other values. */
+static int64_t put_differs(struct ofcd_error *e, const char *what, const char *name,
+                           const char *member, const char *stored, const char *given,
+                           const char *key, json_t *view)
+{
+	return ofcd_fail(e, -EEXIST, OFCD_E_CONFLICT, member, json_pack("{s:o}", key, view),
+	                 "%s %s exists with %s %s, not %s: a PUT only creates or confirms; "
+	                 "change it with PUT /v1/topology or delete it first",
+	                 what, name, member, stored, given);
+}
+
+int64_t topo_ocs_put(struct store *s, const struct topo_ocs_spec *o, bool *created,
+                     struct ofcd_error *e)
+{
+	int64_t id = topo_ocs_id(s, o->name);
+	char a[32], b[32];
+	*created = false;
+	if (!id) {
+		*created = true;
+		return topo_ocs_add(s, o, e);
+	}
+	json_t *v = topo_ocs_json(s, id);
+	const char *driver = json_string_value(json_object_get(v, "driver"));
+	const char *endpoint = json_string_value(json_object_get(v, "endpoint"));
+	json_int_t ports = json_integer_value(json_object_get(v, "ports"));
+	if (!driver || !endpoint) {
+		json_decref(v);
+		return ofcd_fail(e, -EIO, OFCD_E_STORE, NULL, NULL, "cannot read OCS unit %s",
+		                 o->name);
+	}
+	if (strcmp(driver, o->driver) != 0)
+		return put_differs(e, "OCS unit", o->name, "driver", driver, o->driver, "ocs", v);
+	if (ports != (json_int_t)o->ports) {
+		snprintf(a, sizeof(a), "%lld", (long long)ports);
+		snprintf(b, sizeof(b), "%u", o->ports);
+		return put_differs(e, "OCS unit", o->name, "ports", a, b, "ocs", v);
+	}
+	if (strcmp(endpoint, o->endpoint) != 0)
+		return put_differs(e, "OCS unit", o->name, "endpoint", endpoint, o->endpoint, "ocs",
+		                   v);
+	json_decref(v);
+	return id;
+}
+
 /*
  * A unit is only forgotten once it holds none of ofcd's cross-connects:
  * otherwise they would stay on the hardware with nobody left to remove them,
@@ -150,6 +194,55 @@ int64_t topo_server_add(struct store *s, const struct topo_server_spec *v, struc
 		return ofcd_fail(e, -EIO, OFCD_E_STORE, NULL, NULL, "cannot store server %s",
 		                 v->name);
 	return sqlite3_last_insert_rowid(store_db(s));
+}
+
+int64_t topo_server_put(struct store *s, const struct topo_server_spec *v, bool *created,
+                        struct ofcd_error *e)
+{
+	int64_t id = topo_server_id(s, v->name);
+	char a[80], b[80];
+	*created = false;
+	if (!id) {
+		*created = true;
+		return topo_server_add(s, v, e);
+	}
+	json_t *j = topo_server_json(s, id, false);
+	const char *intra = json_string_value(json_object_get(j, "intra"));
+	const char *sw = json_string_value(json_object_get(j, "switch"));
+	struct {
+		const char *member;
+		bool same;
+		long long stored, given;
+	} num[] = {
+		{ "devices", json_integer_value(json_object_get(j, "devices")) == v->devices,
+		  json_integer_value(json_object_get(j, "devices")), v->devices },
+		{ "ports_per_device",
+		  json_integer_value(json_object_get(j, "ports_per_device")) == v->ports_per_device,
+		  json_integer_value(json_object_get(j, "ports_per_device")), v->ports_per_device },
+	};
+	for (size_t i = 0; i < sizeof(num) / sizeof(num[0]); i++) {
+		if (num[i].same)
+			continue;
+		snprintf(a, sizeof(a), "%lld", num[i].stored);
+		snprintf(b, sizeof(b), "%lld", num[i].given);
+		return put_differs(e, "server", v->name, num[i].member, a, b, "server", j);
+	}
+	bool p2p = json_is_true(json_object_get(j, "p2p"));
+	bool offload = json_is_true(json_object_get(j, "offload"));
+	if (p2p != v->p2p)
+		return put_differs(e, "server", v->name, "p2p", p2p ? "true" : "false",
+		                   v->p2p ? "true" : "false", "server", j);
+	if (!intra || strcmp(intra, topo_intra_names[v->intra]) != 0)
+		return put_differs(e, "server", v->name, "intra", intra ? intra : "?",
+		                   topo_intra_names[v->intra], "server", j);
+	if (offload != v->offload)
+		return put_differs(e, "server", v->name, "offload", offload ? "true" : "false",
+		                   v->offload ? "true" : "false", "server", j);
+	if ((sw == NULL) != (v->sw == NULL) || (sw && strcmp(sw, v->sw) != 0))
+		return put_differs(e, "server", v->name, "switch", sw ? sw : "null",
+		                   v->sw ? v->sw : "null", "server", j);
+	json_decref(j);
+	return id;
 }
 
 int topo_server_remove(struct store *s, const char *name, struct ofcd_error *e)

@@ -97,6 +97,15 @@ int topo_ocs_check(const struct topo_ocs_spec *o, const char *prefix, struct ofc
 int64_t topo_ocs_add(struct store *s, const struct topo_ocs_spec *o, struct ofcd_error *e);
 
 /**
+ * PUT of a unit: adds it (*created set), or confirms the stored unit of that
+ * name when driver, ports and endpoint are the same; a unit that differs is
+ * 409 conflict naming the first member that does, with the stored unit as
+ * details. Returns its row id or -errno with e set.
+ */
+int64_t topo_ocs_put(struct store *s, const struct topo_ocs_spec *o, bool *created,
+                     struct ofcd_error *e);
+
+/**
  * Forgets a unit: refused while servers of a fabric are cabled to it, and,
  * unless force, while the unit may still hold cross-connects of ofcd's (r
  * tells). Returns 0 or -errno with e set.
@@ -112,6 +121,13 @@ int topo_switch_check(const struct topo_switch_spec *w, const char *prefix, stru
 
 /** Adds a switch (409 when the name is taken). Returns 0 or -errno with e set. */
 int topo_switch_add(struct store *s, const struct topo_switch_spec *w, struct ofcd_error *e);
+
+/**
+ * PUT of a switch: adds it (*created set) or confirms an identical one (409
+ * conflict as for topo_ocs_put()). Returns 0 or -errno with e set.
+ */
+int topo_switch_put(struct store *s, const struct topo_switch_spec *w, bool *created,
+                    struct ofcd_error *e);
 
 /** Removes a switch no server reaches. Returns 0 or -errno with e set (404, 409). */
 int topo_switch_remove(struct store *s, const char *name, struct ofcd_error *e);
@@ -130,6 +146,14 @@ int topo_server_check(const struct topo_server_spec *v, const char *prefix, stru
 
 /** Adds a server (409 when taken, 422 for an unknown switch). Returns its row id or -errno. */
 int64_t topo_server_add(struct store *s, const struct topo_server_spec *v, struct ofcd_error *e);
+
+/**
+ * PUT of a server: adds it (*created set) or confirms an identical one
+ * (devices, ports per device, p2p, intra, offload and switch; 409 conflict as
+ * for topo_ocs_put()). Returns its row id or -errno with e set.
+ */
+int64_t topo_server_put(struct store *s, const struct topo_server_spec *v, bool *created,
+                        struct ofcd_error *e);
 
 /** Removes a server in no fabric. Returns 0 or -errno with e set. */
 int topo_server_remove(struct store *s, const char *name, struct ofcd_error *e);

@@ -138,6 +138,62 @@ int topo_switch_add(struct store *s, const struct topo_switch_spec *w, struct of
 	return 0;
 }
 
+/* "n" or "null" for an optional count of a switch view. */
+static const char *count_text(char *buf, size_t len, json_t *v)
+{
+	if (json_is_integer(v))
+		snprintf(buf, len, "%lld", (long long)json_integer_value(v));
+	else
+		snprintf(buf, len, "null");
+	return buf;
+}
+
+int topo_switch_put(struct store *s, const struct topo_switch_spec *w, bool *created,
+                    struct ofcd_error *e)
+{
+	char a[32], b[32];
+	*created = false;
+	json_t *j = topo_switch_json(s, w->name);
+	if (!j) {
+		*created = true;
+		return topo_switch_add(s, w, e);
+	}
+	json_object_del(j, "servers");
+	const char *member = NULL, *stored = NULL, *given = NULL;
+	bool agg = json_is_true(json_object_get(j, "aggregating"));
+	bool off = json_is_true(json_object_get(j, "offload"));
+	json_t *buffer = json_object_get(j, "buffer"), *window = json_object_get(j, "window");
+	json_t *want_buffer = w->buffer ? json_integer(w->buffer) : json_null();
+	json_t *want_window = w->window ? json_integer(w->window) : json_null();
+	if (agg != w->aggregating) {
+		member = "aggregating";
+		stored = agg ? "true" : "false";
+		given = w->aggregating ? "true" : "false";
+	} else if (off != w->offload) {
+		member = "offload";
+		stored = off ? "true" : "false";
+		given = w->offload ? "true" : "false";
+	} else if (!json_equal(buffer, want_buffer)) {
+		member = "buffer";
+		stored = count_text(a, sizeof(a), buffer);
+		given = count_text(b, sizeof(b), want_buffer);
+	} else if (!json_equal(window, want_window)) {
+		member = "window";
+		stored = count_text(a, sizeof(a), window);
+		given = count_text(b, sizeof(b), want_window);
+	}
+	int rc = 0;
+	if (member)
+		rc = ofcd_fail(e, -EEXIST, OFCD_E_CONFLICT, member, json_pack("{s:O}", "switch", j),
+		               "switch %s exists with %s %s, not %s: a PUT only creates or "
+		               "confirms; change it with PUT /v1/topology or delete it first",
+		               w->name, member, stored, given);
+	json_decref(want_buffer);
+	json_decref(want_window);
+	json_decref(j);
+	return rc;
+}
+
 int topo_switch_remove(struct store *s, const char *name, struct ofcd_error *e)
 {
 	if (!topo_switch_exists(s, name))

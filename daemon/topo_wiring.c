@@ -211,13 +211,23 @@ static int check_circuits_kept(struct store *s, const char *prefix, struct ofcd_
 	return rc;
 }
 
+/*
+ * Only the cables that differ are deleted and inserted: a server's revision
+ * counts its cabling (schema/007), so wiring put again unchanged must leave
+ * the rows, and their servers' entity tags, alone.
+ */
 static int replace_cables(struct store *s, int rule)
 {
-	sqlite3_stmt *st = store_stmt(s, "DELETE FROM cable");
+	sqlite3_stmt *st = store_stmt(
+	    s, "DELETE FROM cable WHERE NOT EXISTS (SELECT 1 FROM temp.new_cable n WHERE "
+	       "n.server_id = cable.server_id AND n.device = cable.device AND n.port = cable.port "
+	       "AND n.ocs_id = cable.ocs_id AND n.ocs_port = cable.ocs_port)");
 	if (store_step_done(st) < 0)
 		return -EIO;
 	st = store_stmt(s, "INSERT INTO cable(server_id, device, port, ocs_id, ocs_port) "
-	                   "SELECT server_id, device, port, ocs_id, ocs_port FROM temp.new_cable");
+	                   "SELECT server_id, device, port, ocs_id, ocs_port FROM temp.new_cable n "
+	                   "WHERE NOT EXISTS (SELECT 1 FROM cable c WHERE c.server_id = "
+	                   "n.server_id AND c.device = n.device AND c.port = n.port)");
 	if (store_step_done(st) < 0)
 		return -EIO;
 	st = store_stmt(s, "INSERT INTO wiring(id, rule) VALUES (1, ?) "

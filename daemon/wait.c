@@ -81,7 +81,8 @@ static void refresh(struct waiter *w)
 	unsigned status = w->req->status;
 	if (w->mode == WAIT_REMOVED) {
 		bool gone = done(w);
-		api_reply(w->req, status,
+		/* 200 once the circuits are off the units; 202 while they are still coming off. */
+		api_reply(w->req, gone ? 200 : 202,
 		          json_pack("{s:s, s:s}", "deleted", w->fabric, "state",
 		                    gone ? "removed" : "removing"));
 		return;
@@ -93,6 +94,8 @@ static void refresh(struct waiter *w)
 		return;
 	}
 	api_reply(w->req, status, topo_fabric_json(d->store, id));
+	/* A re-plan during the wait moved the revision on. */
+	api_set_etag(w->req, topo_fabric_revision(d->store, id));
 }
 
 static void unlink_waiter(struct waiter *w)

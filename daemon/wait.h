@@ -31,11 +31,13 @@ int wait_parse(struct api_req *req, double *seconds);
 
 /**
  * Holds req until the condition holds for fabric `name` or `seconds` pass,
- * then replaces the body with the fabric's view of that moment (the status set
- * by the handler is kept, and is what the audit records). The reply set before
- * the call only needs the right status: it is rebuilt in every case, so a
- * handler waiting more than 0 s may set a cheap placeholder. With seconds 0
- * it does nothing; when the condition already holds it only rebuilds the reply.
+ * then replaces the body with the fabric's view of that moment. The status
+ * set by the handler is kept, and is what the audit records; for WAIT_REMOVED
+ * it becomes 200 once the circuits are gone, and stays 202 while they are
+ * not. The reply set before the call only needs the right status: it is
+ * rebuilt in every case, so a handler waiting more than 0 s may set a cheap
+ * placeholder. With seconds 0 it does nothing; when the condition already
+ * holds it only rebuilds the reply.
  */
 void wait_fabric(struct api_req *req, const char *name, enum wait_mode mode, double seconds);
 

@@ -2,10 +2,10 @@
 # Installs the Debian packages ofcd needs to build, run, test and benchmark,
 # when any is missing. Idempotent and quick when everything is present.
 set -e
-PKGS="build-essential pkg-config libevent-dev libjansson-dev libmicrohttpd-dev libsqlite3-dev
+PKGS="build-essential pkg-config libevent-dev libssl-dev openssl libjansson-dev libmicrohttpd-dev libsqlite3-dev
 libibverbs-dev ibverbs-providers libsystemd-dev libinih-dev libcmocka-dev python3 python3-pytest
 python3-requests sqlite3 curl iproute2 iputils-ping openvswitch-switch wrk nginx-light
-libcurl4-openssl-dev slurmctld slurmd slurm-client munge"
+libcurl4-openssl-dev slurmctld slurmd slurm-client munge prometheus"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
@@ -16,8 +16,9 @@ SUDO=""
 [ "$(id -u)" = 0 ] || SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
-# The OVS, nginx, Slurm and munge packages try to start their services; ofcd's
-# tests and benchmarks start their own instances, so keep the system ones from starting.
+# The OVS, nginx, Slurm, munge and prometheus packages try to start their services;
+# ofcd's tests and benchmarks start their own instances (and use only promtool of
+# prometheus, to check the alert rules), so keep the system ones from starting.
 if [ ! -e /usr/sbin/policy-rc.d ]; then
 	printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d >/dev/null
 	$SUDO chmod 755 /usr/sbin/policy-rc.d

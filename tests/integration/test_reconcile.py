@@ -274,7 +274,7 @@ def test_wait_on_fabric_deleted_meanwhile(sim):
     t = threading.Thread(target=waiter)
     t.start()
     time.sleep(0.3)
-    assert sim.delete("/v1/fabrics/gone").status_code == 200
+    assert sim.delete("/v1/fabrics/gone").status_code == 202
     t.join()
     r = result["r"]
     assert r.status_code == 404 and "deleted while waiting" in error_of(r)["message"]
@@ -296,7 +296,7 @@ def test_servers_not_reused_while_old_circuits_remain(sim):
         fault(sim, u, kind="delay", count=800)
     sim.post("/v1/fabrics", {"name": "a", "servers": ["srv0", "srv1", "srv2", "srv3"]})
     time.sleep(0.2)
-    assert sim.delete("/v1/fabrics/a").status_code == 200
+    assert sim.delete("/v1/fabrics/a").status_code == 202
     r = sim.post("/v1/fabrics", {"name": "b", "servers": ["srv0", "srv1"]})
     e = error_of(r)
     assert r.status_code == 409 and e["code"] == "in_use" and e["field"] == "servers[0]", r.text

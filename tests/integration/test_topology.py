@@ -218,8 +218,9 @@ def test_fabric_lifecycle(daemon):
     r = daemon.put("/v1/wiring", {"links": []})
     assert r.status_code == 409 and error_of(r)["code"] == "in_use"
     assert daemon.get("/v1/servers/srv0").json()["fabric"] == "job-a"
-    # Delete.
-    assert daemon.delete("/v1/fabrics/job-a").status_code == 200
+    # Delete: accepted (202, removing); the circuits come off the units afterwards.
+    r = daemon.delete("/v1/fabrics/job-a")
+    assert r.status_code == 202 and r.json() == {"deleted": "job-a", "state": "removing"}
     assert daemon.get("/v1/fabrics/job-a").status_code == 404
     assert daemon.delete("/v1/fabrics/job-a").status_code == 404
     assert daemon.delete("/v1/servers/srv0").status_code == 200

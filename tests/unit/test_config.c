@@ -1,4 +1,5 @@
 /* Configuration parsing: defaults, every key, and the error messages. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -120,10 +121,29 @@ static void test_non_loopback(void **state)
 	                      &cfg, err, sizeof(err)),
 	                 0);
 	config_free(&cfg);
+	/* Tokens off loopback: over TLS, or plain HTTP only when said so. */
 	assert_int_equal(
 	    load("[http]\nlisten = 0.0.0.0:80\n[auth]\ntoken.a = read:0123456789abcdef\n", &cfg,
 	         err, sizeof(err)),
-	    0);
+	    -EINVAL);
+	assert_non_null(strstr(err, "would cross the network in clear"));
+	config_free(&cfg);
+	assert_int_equal(load("[http]\nlisten = 0.0.0.0:80\nallow_plaintext_tokens = true\n"
+	                      "[auth]\ntoken.a = read:0123456789abcdef\n",
+	                      &cfg, err, sizeof(err)),
+	                 0);
+	config_free(&cfg);
+	assert_int_equal(load("[http]\nlisten = 0.0.0.0:443\ntls_cert = /c.pem\ntls_key = /k.pem\n"
+	                      "[auth]\ntoken.a = read:0123456789abcdef\n",
+	                      &cfg, err, sizeof(err)),
+	                 0);
+	/* A reload is judged against the running listener: plain, public. */
+	assert_false(config_tokens_safe(&cfg, "0.0.0.0", false, err, sizeof(err)));
+	assert_true(config_tokens_safe(&cfg, "0.0.0.0", true, err, sizeof(err)));
+	assert_true(config_tokens_safe(&cfg, "::1", false, err, sizeof(err)));
+	config_free(&cfg);
+	assert_int_equal(load("[http]\ntls_key = /k.pem\n", &cfg, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "tls_key is set without tls_cert"));
 	config_free(&cfg);
 	assert_true(config_host_is_loopback("127.0.0.2"));
 	assert_true(config_host_is_loopback("::1"));
@@ -234,13 +254,21 @@ static void test_reload_flags(void **state)
 {
 	(void)state;
 	static const char *const live[] = {
-		"max_body",       "level",
-		"token.NAME",     "allow_unauthenticated",
-		"audit_interval", "faults",
-		"inter_gbps",     "inter_latency_us",
-		"intra_gbps",     "intra_latency_us",
-		"bridge_gbps",    "p2p_read_us",
-		"p2p_write_us",   NULL,
+		"max_body",
+		"level",
+		"token.NAME",
+		"allow_unauthenticated",
+		"allow_plaintext_tokens",
+		"audit_interval",
+		"faults",
+		"inter_gbps",
+		"inter_latency_us",
+		"intra_gbps",
+		"intra_latency_us",
+		"bridge_gbps",
+		"p2p_read_us",
+		"p2p_write_us",
+		NULL,
 	};
 	for (size_t i = 0; i < config_table.nkeys; i++) {
 		const struct cfgtab_key *k = &config_table.keys[i];

@@ -58,7 +58,18 @@ static void test_route_match(void **state)
 
 	assert_null(match("POST", "/v1/health", params, &known, allow));
 	assert_true(known);
-	assert_string_equal(allow, "GET");
+	assert_string_equal(allow, "GET, HEAD, OPTIONS");
+
+	/* HEAD is served by the GET route; OPTIONS by none, with every method allowed. */
+	r = match("HEAD", "/v1/fabrics/x", params, &known, allow);
+	assert_non_null(r);
+	assert_string_equal(r->method, "GET");
+	assert_string_equal(params[0], "x");
+	assert_null(match("OPTIONS", "/v1/fabrics/x", params, &known, allow));
+	assert_true(known);
+	assert_string_equal(allow, "GET, HEAD, PUT, DELETE, OPTIONS");
+	assert_null(match("OPTIONS", "/v1/nowhere", params, &known, allow));
+	assert_false(known);
 
 	assert_null(match("GET", "/v1/healthz", params, &known, allow));
 	assert_false(known);
@@ -111,12 +122,18 @@ static void test_route_table(void **state)
 		/*
 		 * Writes never run without a role when tokens are configured. Agent
 		 * tokens write only under /v1/servers/{name}/, whose handlers check
-		 * the server is the token's own (api_agent_scope).
+		 * the server is the token's own (api_agent_scope). A computation that
+		 * stores nothing (API_F_PURE) is a read whatever its method.
 		 */
-		if (strcmp(a->method, "GET") != 0)
+		if (strcmp(a->method, "GET") != 0 && !(a->flags & API_F_PURE))
 			assert_true(a->role == AUTH_ADMIN ||
 			            (a->role == AUTH_AGENT &&
 			             strncmp(a->pattern, "/v1/servers/{name}/", 19) == 0));
+		if (a->flags & API_F_PURE)
+			assert_int_equal(a->role, AUTH_READ);
+		/* The audit trail shows who did what: admins only. */
+		if (strcmp(a->pattern, "/v1/audit") == 0)
+			assert_int_equal(a->role, AUTH_ADMIN);
 	}
 }
 

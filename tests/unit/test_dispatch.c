@@ -197,6 +197,7 @@ static struct test_req *run_with(struct fixture *f, const char *method, const ch
 	r->api.transport_arg = r;
 	r->api.method = method;
 	r->api.path = path_;
+	r->api.client = "192.0.2.7"; /* what the transport gives: the peer's address */
 	r->api.route = api_route_match(method, path_, r->params, sizeof(r->params), r->api.params,
 	                               &known, allow, sizeof(allow));
 	assert_non_null(r->api.route);
@@ -243,7 +244,14 @@ static void test_write_commits_with_audit_and_hook(void **state)
 	assert_int_equal(count(f, "SELECT count(*) FROM server WHERE name = 'extra'"), 1);
 	assert_int_equal(count(f, "SELECT count(*) FROM audit"), audit + 1);
 	assert_int_equal(count(f, "SELECT status FROM audit ORDER BY id DESC LIMIT 1"), 201);
+	assert_int_equal(
+	    count(f,
+	          "SELECT count(*) FROM audit WHERE client = '192.0.2.7' AND path = '/v1/servers'"),
+	    1);
 	assert_int_equal(f->commits, 1);
+	/* The reply headers the transport sends: where the server lives, and its version. */
+	assert_string_equal(r->api.location, "/v1/servers/extra");
+	assert_string_equal(r->api.etag, "\"1\"");
 	done(r);
 }
 
@@ -257,6 +265,8 @@ static void test_refusal_changes_nothing_but_the_audit(void **state)
 	assert_string_equal(
 	    json_string_value(json_object_get(json_object_get(r->api.reply, "error"), "code")),
 	    "conflict");
+	assert_string_equal(r->api.etag, "");
+	assert_string_equal(r->api.location, "");
 	done(r);
 	/* Refused half-way through a topology: the units it had deleted come back. */
 	r = run(f, "PUT", "/v1/topology",

@@ -516,8 +516,20 @@ static void test_agent_config(void **state)
 	                 0);
 	assert_string_equal(cfg.host, "::1");
 	assert_int_equal(cfg.port, 80);
+	assert_false(cfg.tls);
 	assert_true(cfg.pci_order);
 	assert_int_equal(cfg.heartbeat_s, AGENT_HEARTBEAT_DEFAULT);
+	agent_config_free(&cfg);
+	assert_int_equal(
+	    agent_config_load_string("[agent]\ncontroller = https://ctl.example:8443/\n"
+	                             "ca_file = /etc/ofcd/ca.pem\nserver = s\n"
+	                             "map = pci-order\n",
+	                             "a.ini", &cfg, err, sizeof(err)),
+	    0);
+	assert_true(cfg.tls);
+	assert_string_equal(cfg.host, "ctl.example");
+	assert_int_equal(cfg.port, 8443);
+	assert_string_equal(cfg.ca_file, "/etc/ofcd/ca.pem");
 	agent_config_free(&cfg);
 
 	static const char head[] = "[agent]\ncontroller = http://h:1\nserver = s\n";
@@ -526,8 +538,11 @@ static void test_agent_config(void **state)
 	} bad[] = {
 		{ "[agent]\nbogus = 1\n", "a.ini:2: [agent] bogus: unknown key" },
 		{ "[agnet]\nserver = s\n", "a.ini:2: [agnet] server: unknown section" },
-		{ "[agent]\ncontroller = https://h:1\n", "a.ini:2: [agent] controller: expected "
-		                                         "http://HOST:PORT" },
+		{ "[agent]\ncontroller = ftp://h:1\n", "a.ini:2: [agent] controller: expected "
+		                                       "http://HOST:PORT or https://HOST:PORT" },
+		{ "[agent]\ncontroller = https://h\n", "a.ini:2: [agent] controller: expected" },
+		{ "[agent]\ncontroller = http://h:1\nserver = s\nmap = pci-order\nca_file = /c\n",
+		  "a.ini: [agent] ca_file needs an https:// controller" },
 		{ "[agent]\ncontroller = http://h\n", "a.ini:2: [agent] controller: expected" },
 		{ "[agent]\ncontroller = http://h:0\n", "a.ini:2: [agent] controller: expected" },
 		{ "[agent]\nserver = a b\n", "a.ini:2: [agent] server: expected a server name" },

@@ -103,13 +103,13 @@ static void test_txn_audit(void **state)
 
 	assert_int_equal(store_begin(s), 0);
 	assert_true(store_in_txn(s));
-	assert_int_equal(store_audit(s, "ops", "POST", "/v1/x", 201), 0);
+	assert_int_equal(store_audit(s, "ops", "127.0.0.1", "POST", "/v1/x", 201), 0);
 	store_rollback(s);
 	assert_false(store_in_txn(s));
 	assert_int_equal(pragma_int(s, "SELECT count(*) FROM audit"), 0);
 
 	assert_int_equal(store_begin(s), 0);
-	assert_int_equal(store_audit(s, NULL, "DELETE", "/v1/y", 404), 0);
+	assert_int_equal(store_audit(s, NULL, NULL, "DELETE", "/v1/y", 404), 0);
 	assert_int_equal(store_commit(s), 0);
 	assert_int_equal(pragma_int(s, "SELECT count(*) FROM audit WHERE token IS NULL"), 1);
 
@@ -138,7 +138,7 @@ static void test_audit_pruned(void **state)
 	    "(2, 'x', 'PUT', '/a', 200), (%lld, 'x', 'PUT', '/a', 200)",
 	    (long long)(next - 1));
 	assert_int_equal(sqlite3_exec(store_db(s), sql, NULL, NULL, NULL), SQLITE_OK);
-	assert_int_equal(store_audit(s, "t", "PUT", "/b", 200), 0);
+	assert_int_equal(store_audit(s, "t", NULL, "PUT", "/b", 200), 0);
 	assert_int_equal(pragma_int(s, "SELECT count(*) FROM audit"), 2);
 	snprintf(sql, sizeof(sql), "SELECT min(id) FROM audit");
 	assert_int_equal(pragma_int(s, sql), next - 1);

@@ -1,0 +1,204 @@
+"""HTTPS: the daemon serves TLS with a certificate made here (openssl), the host agent
+reports over it and checks the certificate, and bearer tokens never cross a non-loopback
+plain-HTTP listener unless the configuration says so, at start and on reload."""
+import signal
+import subprocess
+import time
+
+import pytest
+import requests
+
+from conftest import ADMIN, OFCD_AGENT_BIN, OFCD_BIN, Daemon, free_port
+from test_agent import AGENT0, AGENT_TOKENS, Agent, cluster, device_state, wait_for
+
+
+def openssl(*args, cwd):
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    """A CA, a server certificate it signs for 127.0.0.1 and localhost, and another CA."""
+    d = tmp_path_factory.mktemp("pki")
+    for ca in ("ca", "other-ca"):
+        openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
+                f"/CN=ofcd test {ca}", "-keyout", f"{ca}.key", "-out", f"{ca}.pem", cwd=d)
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-keyout",
+            "server.key", "-out", "server.csr", cwd=d)
+    (d / "san.ext").write_text("subjectAltName = IP:127.0.0.1, DNS:localhost\n")
+    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+            "-CAcreateserial", "-days", "2", "-extfile", "san.ext", "-out", "server.pem", cwd=d)
+    return d
+
+
+def tls_lines(pki):
+    return f"tls_cert = {pki / 'server.pem'}\ntls_key = {pki / 'server.key'}\n"
+
+
+def with_http(d, lines):
+    d.config.write_text(d.config.read_text().replace("[http]\n", "[http]\n" + lines))
+    return d
+
+
+class TlsDaemon(Daemon):
+    """The fixtures' daemon, spoken to over HTTPS and checked against the test CA."""
+
+    def __init__(self, tmp_path, pki, **kw):
+        super().__init__(tmp_path, **kw)
+        with_http(self, tls_lines(pki))
+        self.ca = str(pki / "ca.pem")
+        self.trust_ca()
+
+    def trust_ca(self):
+        # Only the test CA: REQUESTS_CA_BUNDLE in the environment would win otherwise.
+        self.session.trust_env = False
+        self.session.verify = self.ca
+
+    def url(self, path):
+        return f"https://127.0.0.1:{self.port}{path}"
+
+    def wait_ready(self, timeout=10):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"ofcd exited with {self.proc.returncode}:\n{self.log()}")
+            try:
+                if requests.get(self.url("/v1/health"), verify=self.ca, timeout=1).ok:
+                    return
+            except requests.ConnectionError:
+                time.sleep(0.02)
+        raise RuntimeError("ofcd did not become ready:\n" + self.log())
+
+    def stop(self, sig=signal.SIGTERM, timeout=15):
+        rc = super().stop(sig, timeout)
+        self.trust_ca()
+        return rc
+
+
+def test_https(tmp_path, pki):
+    d = TlsDaemon(tmp_path, pki, tokens=True).start()
+    try:
+        assert "(HTTPS)" in d.log()
+        r = d.get("/v1/health")
+        assert r.status_code == 200 and r.json()["status"] == "ok"
+        assert d.post("/v1/ocs", {"name": "u", "ports": 4}).status_code == 201
+        # Checked against the CA that signed it, by name or address.
+        r = requests.get(f"https://localhost:{d.port}/v1/ocs/u", verify=d.ca,
+                         headers={"Authorization": f"Bearer {ADMIN}"})
+        assert r.status_code == 200 and r.headers["ETag"] == '"1"'
+        with pytest.raises(requests.exceptions.SSLError):
+            requests.get(d.url("/v1/health"), verify=str(pki / "other-ca.pem"))
+        # Plain HTTP gets no answer on the TLS port.
+        with pytest.raises(requests.ConnectionError):
+            requests.get(f"http://127.0.0.1:{d.port}/v1/health", timeout=3)
+        # A reload cannot take a new certificate: it says a restart is needed.
+        (pki / "server.pem").touch()
+        time.sleep(1.1)
+        (pki / "server.pem").touch()
+        d.send_signal(signal.SIGHUP)
+        wait_for(lambda: "restart it to serve the new one" in d.log(), timeout=5)
+        assert d.get("/v1/health").status_code == 200
+    finally:
+        assert d.stop() == 0
+
+
+def test_bad_certificate_files_stop_the_start(tmp_path, pki):
+    d = Daemon(tmp_path)
+    with_http(d, f"tls_cert = {tmp_path / 'missing.pem'}\ntls_key = {pki / 'server.key'}\n")
+    p = subprocess.run([OFCD_BIN, "-c", str(d.config)], capture_output=True, text=True, timeout=10)
+    assert p.returncode == 1 and "tls_cert" in p.stderr and "missing.pem" in p.stderr
+    # A key that is not the certificate's.
+    d.write_config()
+    with_http(d, f"tls_cert = {pki / 'server.pem'}\ntls_key = {pki / 'ca.key'}\n")
+    p = subprocess.run([OFCD_BIN, "-c", str(d.config)], capture_output=True, text=True, timeout=10)
+    assert p.returncode == 1 and "tls_cert and tls_key" in p.stderr
+    # One without the other.
+    d.write_config()
+    with_http(d, f"tls_cert = {pki / 'server.pem'}\n")
+    p = subprocess.run([OFCD_BIN, "-c", str(d.config), "--check-config"], capture_output=True,
+                       text=True)
+    assert p.returncode == 1 and "tls_cert is set without tls_key" in p.stderr
+
+
+def test_tokens_refused_on_plain_public_listener(tmp_path, pki):
+    d = Daemon(tmp_path, tokens=True, listen_host="0.0.0.0")
+    check = lambda: subprocess.run([OFCD_BIN, "-c", str(d.config), "--check-config"],
+                                   capture_output=True, text=True)
+    p = check()
+    assert p.returncode == 1 and "would cross the network in clear" in p.stderr
+    assert "allow_plaintext_tokens" in p.stderr
+    with_http(d, tls_lines(pki))
+    assert check().returncode == 0
+    d.write_config(tokens=True, listen_host="0.0.0.0")
+    with_http(d, "allow_plaintext_tokens = true\n")
+    assert check().returncode == 0
+    # Running so; a reload that drops the permission keeps the running configuration.
+    d.start()
+    try:
+        d.config.write_text(d.config.read_text().replace("allow_plaintext_tokens = true\n", ""))
+        d.send_signal(signal.SIGHUP)
+        wait_for(lambda: "would cross the network in clear" in d.log(), timeout=5)
+        assert "keeping the running configuration" in d.log()
+        assert d.get("/v1/ocs").status_code == 200
+    finally:
+        assert d.stop() == 0
+
+
+def test_agent_over_https(tmp_path, pki):
+    ctl = TlsDaemon(tmp_path, pki, tokens=True, extra=AGENT_TOKENS).start()
+    a = None
+    try:
+        cluster(ctl)
+        a = Agent(tmp_path, ctl, events="3000 mlx5_1 1 port_err\n")
+        a.config.write_text(a.config.read_text().replace(
+            f"controller = http://127.0.0.1:{ctl.port}",
+            f"controller = https://127.0.0.1:{ctl.port}\nca_file = {pki / 'ca.pem'}"))
+        a.start()
+        wait_for(lambda: ctl.get("/v1/servers/srv0").json()["inventory"])
+        # A restart of the controller: the agent connects again over a new TLS session.
+        assert ctl.stop() == 0
+        time.sleep(3.5)
+        ctl.start()
+        wait_for(lambda: device_state(ctl, "srv0", 1) == "failed", timeout=10)
+        assert "reachable again" in a.log()
+        assert a.stop() == 0
+    finally:
+        if a:
+            a.stop(sig=signal.SIGKILL)
+        ctl.stop(sig=signal.SIGKILL)
+
+
+def test_agent_checks_the_certificate(tmp_path, pki):
+    ctl = TlsDaemon(tmp_path, pki, tokens=True, extra=AGENT_TOKENS).start()
+    a = None
+    try:
+        cluster(ctl)
+        a = Agent(tmp_path, ctl)
+        a.config.write_text(a.config.read_text().replace(
+            f"controller = http://127.0.0.1:{ctl.port}",
+            f"controller = https://127.0.0.1:{ctl.port}\nca_file = {pki / 'other-ca.pem'}"))
+        a.start()
+        wait_for(lambda: "certificate" in a.log(), timeout=5)
+        assert "TLS: the controller's certificate" in a.log()
+        assert ctl.get("/v1/servers/srv0").json()["inventory"] is None
+    finally:
+        if a:
+            a.stop(sig=signal.SIGKILL)
+        ctl.stop(sig=signal.SIGKILL)
+
+
+def test_agent_tls_configuration(tmp_path):
+    cfg = tmp_path / "a.ini"
+    base = "[agent]\nserver = srv0\ndevice.0 = mlx5_0:1\n"
+    cfg.write_text(base + "controller = http://127.0.0.1:1\nca_file = /etc/ssl/x.pem\n")
+    r = subprocess.run([OFCD_AGENT_BIN, "-c", str(cfg), "--check-config"], capture_output=True,
+                       text=True)
+    assert r.returncode == 1 and "ca_file needs an https:// controller" in r.stderr
+    cfg.write_text(base + "controller = https://[::1]:8470\n")
+    r = subprocess.run([OFCD_AGENT_BIN, "-c", str(cfg), "--check-config"], capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
+    cfg.write_text(base + "controller = ftp://h:1\n")
+    r = subprocess.run([OFCD_AGENT_BIN, "-c", str(cfg), "--check-config"], capture_output=True,
+                       text=True)
+    assert r.returncode == 1 and "https://HOST:PORT" in r.stderr
