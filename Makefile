@@ -52,11 +52,13 @@ TEST_CPP       := -D_GNU_SOURCE -Idaemon -Iagent -Icommon -Iplanner -Iocs_driver
 PLANNER_SRC := $(sort $(wildcard planner/*.c))
 DRIVERS_SRC := $(sort $(wildcard ocs_drivers/*.c))
 COMMON_SRC  := $(sort $(wildcard common/*.c))
-DAEMON_SRC  := $(sort $(filter-out daemon/main.c,$(wildcard daemon/*.c))) $(B)/gen/migrations.c
+DAEMON_SRC  := $(sort $(filter-out daemon/main.c,$(wildcard daemon/*.c))) $(B)/gen/migrations.c \
+               $(B)/gen/console.c $(B)/gen/openapi.c
 AGENT_SRC   := $(sort $(filter-out agent/main.c,$(wildcard agent/*.c)))
 UNIT_SRC    := $(sort $(wildcard tests/unit/test_*.c))
 BENCH_SRC   := $(sort $(wildcard bench/*.c))
 MIGRATIONS  := $(sort $(wildcard schema/[0-9]*.sql))
+CONSOLE     := $(sort $(wildcard console/*.html console/*.css console/*.js console/*.svg))
 
 obj = $(patsubst %.c,$(1)/obj/%.o,$(patsubst $(B)/%,%,$(2)))
 
@@ -79,6 +81,18 @@ all: $(B)/ofcd
 $(B)/gen/migrations.c: $(MIGRATIONS) schema/embed.sh
 	@mkdir -p $(@D)
 	sh schema/embed.sh $(MIGRATIONS) > $@
+
+# The console's files and the OpenAPI document (as JSON) are compiled in.
+$(B)/gen/console.c: $(CONSOLE) console/embed.sh
+	@mkdir -p $(@D)
+	sh console/embed.sh console_files $(CONSOLE) > $@.tmp && mv $@.tmp $@
+
+$(B)/gen/openapi.json: docs/openapi.yaml tools/openapi_json.py | $(B)/config.mk
+	@mkdir -p $(@D)
+	$(PYTHON) tools/openapi_json.py $< > $@.tmp && mv $@.tmp $@
+
+$(B)/gen/openapi.c: $(B)/gen/openapi.json console/embed.sh
+	sh console/embed.sh console_openapi $< > $@.tmp && mv $@.tmp $@
 
 # One compile rule per layer and build flavour (plain, sanitized).
 define layer_rules
