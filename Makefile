@@ -3,7 +3,8 @@
 #   make          build build/ofcd
 #   make run      set up, build and start the daemon on the embedded default with a demo topology
 #   make test     set up, build and run every test (layering check, unit, unit under
-#                 ASan+UBSan, integration)
+#                 ASan+UBSan, integration, the OpenAPI lint, the console in Chromium)
+#   make screenshots  regenerate the console's pictures in docs/img/
 #   make bench    run the benchmarks (see bench/RESULTS.md)
 #   make install  install binary, systemd units and default configuration into DESTDIR/PREFIX
 #   make clean    remove build/
@@ -59,6 +60,8 @@ UNIT_SRC    := $(sort $(wildcard tests/unit/test_*.c))
 BENCH_SRC   := $(sort $(wildcard bench/*.c))
 MIGRATIONS  := $(sort $(wildcard schema/[0-9]*.sql))
 CONSOLE     := $(sort $(wildcard console/*.html console/*.css console/*.js console/*.svg))
+# The browser driver and the OpenAPI linter, from npm (tests/browser/package-lock.json).
+NODE_DEPS   := tests/browser/node_modules/.package-lock.json
 
 obj = $(patsubst %.c,$(1)/obj/%.o,$(patsubst $(B)/%,%,$(2)))
 
@@ -75,7 +78,8 @@ UNIT_BIN     := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
 UNIT_BIN_SAN := $(patsubst tests/unit/%.c,$(B)/san/tests/%,$(UNIT_SRC))
 BENCH_BIN    := $(patsubst bench/%.c,$(B)/bench/%,$(BENCH_SRC))
 
-.PHONY: all run test unit unit-san integration check-deps bench install clean format
+.PHONY: all run test unit unit-san integration check-deps bench install clean format \
+        browser lint-openapi screenshots
 all: $(B)/ofcd
 
 $(B)/gen/migrations.c: $(MIGRATIONS) schema/embed.sh
@@ -163,7 +167,24 @@ integration: $(B)/ofcd
 check-deps: $(LIBS)
 	$(PYTHON) tools/check_deps.py $(B)/obj
 
-test: unit unit-san integration
+# npm ci needs the npm registry; the tests themselves run offline.
+$(NODE_DEPS): tests/browser/package-lock.json | $(B)/config.mk
+	cd tests/browser && npm ci --no-audit --no-fund --loglevel=error
+
+# The document must pass a real linter (offline: no telemetry, no update check).
+lint-openapi: $(NODE_DEPS)
+	REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true \
+		tests/browser/node_modules/.bin/redocly lint --config tests/browser/redocly.yaml \
+		docs/openapi.yaml
+
+# The console in Debian's Chromium, driven by playwright-core, against real daemons.
+browser: $(B)/ofcd $(NODE_DEPS)
+	OFCD_BIN=$(abspath $(B)/ofcd) node --test $(wildcard tests/browser/*.test.mjs)
+
+screenshots: $(B)/ofcd $(NODE_DEPS)
+	OFCD_BIN=$(abspath $(B)/ofcd) node tests/browser/screenshots.mjs docs/img
+
+test: unit unit-san integration lint-openapi browser
 
 bench: $(B)/ofcd $(BENCH_BIN)
 	sh bench/run.sh
