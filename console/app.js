@@ -8,7 +8,9 @@ import { FabricPicture, FAIL, PALETTE, unitsOf } from './picture.js';
 
 const EVENTS_KEPT = 200;
 const SYNC_ROWS_SHOWN = 300; // rows in sync shown for a unit; drift rows are always shown
-const DETAIL_FETCHES = 4; // server detail requests in flight at once
+// Server detail requests in flight at once: a browser opens 6 connections to a
+// host, and the event stream holds one.
+const DETAIL_FETCHES = 5;
 
 const state = {
   live: 'connecting',
@@ -260,14 +262,28 @@ function route() {
   return { view: 'cluster' };
 }
 
+// Redraws are coalesced, and spaced by twice what the last one cost: a view of
+// 1,024 servers that takes 200 ms to build is redrawn at most ~2.5 times a
+// second however many events arrive, a small one at every frame.
 let picture = null;
-let frame = 0;
+let pendingDraw = 0;
+let lastDraw = 0;
+let drawCost = 0;
 function render() {
-  if (!frame) frame = requestAnimationFrame(draw);
+  if (pendingDraw) return;
+  const wait = Math.max(0, lastDraw + 2 * drawCost - performance.now());
+  pendingDraw = setTimeout(() => requestAnimationFrame(draw), wait);
 }
 
 function draw() {
-  frame = 0;
+  pendingDraw = 0;
+  const t0 = performance.now();
+  drawView();
+  lastDraw = performance.now();
+  drawCost = lastDraw - t0;
+}
+
+function drawView() {
   const r = route();
   const live = document.getElementById('live');
   live.textContent = state.live;

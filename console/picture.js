@@ -21,7 +21,7 @@ export function layout(n) {
     size: 2 * (radius + margin),
     node: n <= LABELS_MAX ? 6 : Math.max(1.5, Math.min(6, (Math.PI * radius) / n * 0.7)),
     stroke: n <= 32 ? 2 : n <= 128 ? 1 : 0.5,
-    opacity: n <= 32 ? 0.9 : n <= 128 ? 0.7 : 0.4,
+    opacity: n <= 32 ? 0.9 : n <= 128 ? 0.7 : n <= 256 ? 0.4 : 0.15,
   };
 }
 
@@ -48,6 +48,8 @@ export class FabricPicture {
 
   /** Shows fabric (the JSON of GET v1/fabrics/{name}) with failed = {server: [devices]}. */
   set(fabric, failed) {
+    // A redraw of the panel around it hands the same data again: nothing to do.
+    if (fabric === this.fabric && JSON.stringify(failed || {}) === JSON.stringify(this.failed)) return;
     const same = this.fabric && this.fabric.name === fabric.name &&
       this.fabric.revision === fabric.revision;
     this.fabric = fabric;

@@ -41,7 +41,7 @@ static void layout_make(struct layout *l, size_t n, size_t units)
 	l->cy = HEADER_H + l->radius + l->margin;
 	l->node = n <= LABELS_MAX ? 6.0 : fmax(1.5, fmin(6.0, M_PI * l->radius / (double)n * 0.7));
 	l->stroke = n <= 32 ? 2.0 : n <= 128 ? 1.0 : 0.5;
-	l->opacity = n <= 32 ? 0.9 : n <= 128 ? 0.7 : 0.4;
+	l->opacity = n <= 32 ? 0.9 : n <= 128 ? 0.7 : n <= 256 ? 0.4 : 0.15;
 	l->width = 2 * (l->radius + l->margin) + LEGEND_W;
 	l->height = fmax(HEADER_H + 2 * (l->radius + l->margin),
 	                 HEADER_H + 60.0 + 22.0 * (double)(units + 3));
