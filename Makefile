@@ -4,7 +4,9 @@
 #                 build/ofcctl (the command-line client)
 #   make run      set up, build and start the daemon on the embedded default with a demo topology
 #   make test     set up, build and run every test (layering check, alert rules, unit,
-#                 unit under ASan+UBSan, integration)
+#                 unit under ASan+UBSan, integration, the OpenAPI lint, the console in
+#                 Chromium)
+#   make screenshots  regenerate the console's pictures in docs/img/
 #   make bench    run the benchmarks (see bench/RESULTS.md)
 #   make config-doc  rewrite the configuration tables in docs/operations.md
 #   make install  install the binaries, systemd units, default configuration, ofcctl's man
@@ -63,12 +65,16 @@ TEST_CPP       := -D_GNU_SOURCE -Idaemon -Iagent -Icli -Icommon -Iplanner -Iocs_
 PLANNER_SRC := $(sort $(wildcard planner/*.c))
 DRIVERS_SRC := $(sort $(wildcard ocs_drivers/*.c))
 COMMON_SRC  := $(sort $(wildcard common/*.c))
-DAEMON_SRC  := $(sort $(filter-out daemon/main.c,$(wildcard daemon/*.c))) $(B)/gen/migrations.c
+DAEMON_SRC  := $(sort $(filter-out daemon/main.c,$(wildcard daemon/*.c))) $(B)/gen/migrations.c \
+               $(B)/gen/console.c $(B)/gen/openapi.c
 AGENT_SRC   := $(sort $(filter-out agent/main.c,$(wildcard agent/*.c)))
 CLI_SRC     := $(sort $(filter-out cli/main.c,$(wildcard cli/*.c)))
 UNIT_SRC    := $(sort $(wildcard tests/unit/test_*.c))
 BENCH_SRC   := $(sort $(wildcard bench/*.c))
 MIGRATIONS  := $(sort $(wildcard schema/[0-9]*.sql))
+CONSOLE     := $(sort $(wildcard console/*.html console/*.css console/*.js console/*.svg))
+# The browser driver and the OpenAPI linter, from npm (tests/browser/package-lock.json).
+NODE_DEPS   := tests/browser/node_modules/.package-lock.json
 
 obj = $(patsubst %.c,$(1)/obj/%.o,$(patsubst $(B)/%,%,$(2)))
 
@@ -89,12 +95,24 @@ UNIT_BIN_SAN := $(patsubst tests/unit/%.c,$(B)/san/tests/%,$(UNIT_SRC))
 BENCH_BIN    := $(patsubst bench/%.c,$(B)/bench/%,$(BENCH_SRC))
 
 .PHONY: all run test unit unit-san integration check-deps check-alerts config-doc bench install \
-	clean format
+	clean format browser lint-openapi screenshots
 all: $(B)/ofcd $(B)/ofcd-agent $(B)/ofcctl
 
 $(B)/gen/migrations.c: $(MIGRATIONS) schema/embed.sh
 	@mkdir -p $(@D)
 	sh schema/embed.sh $(MIGRATIONS) > $@
+
+# The console's files and the OpenAPI document (as JSON) are compiled in.
+$(B)/gen/console.c: $(CONSOLE) console/embed.sh
+	@mkdir -p $(@D)
+	sh console/embed.sh console_files $(CONSOLE) > $@.tmp && mv $@.tmp $@
+
+$(B)/gen/openapi.json: docs/openapi.yaml tools/openapi_json.py | $(B)/config.mk
+	@mkdir -p $(@D)
+	$(PYTHON) tools/openapi_json.py $< > $@.tmp && mv $@.tmp $@
+
+$(B)/gen/openapi.c: $(B)/gen/openapi.json console/embed.sh
+	sh console/embed.sh console_openapi $< > $@.tmp && mv $@.tmp $@
 
 # One compile rule per layer and build flavour (plain, sanitized).
 define layer_rules
@@ -178,12 +196,29 @@ check-alerts:
 	promtool check rules packaging/prometheus/ofcd-alerts.yml
 	promtool test rules tests/prometheus/ofcd-alerts.test.yml
 
-test: check-deps check-alerts unit unit-san integration
+test: check-deps check-alerts unit unit-san integration lint-openapi browser
 
 # Rewrites the configuration tables in docs/operations.md from the programs'
 # own (tests/integration/test_config_doc.py fails while they differ).
 config-doc: $(B)/ofcd $(B)/ofcd-agent
 	$(PYTHON) tools/config_doc.py $(B)
+
+# npm ci needs the npm registry; the tests themselves run offline.
+$(NODE_DEPS): tests/browser/package-lock.json | $(B)/config.mk
+	cd tests/browser && npm ci --no-audit --no-fund --loglevel=error
+
+# The document must pass a real linter (offline: no telemetry, no update check).
+lint-openapi: $(NODE_DEPS)
+	REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true \
+		tests/browser/node_modules/.bin/redocly lint --config tests/browser/redocly.yaml \
+		docs/openapi.yaml
+
+# The console in Debian's Chromium, driven by playwright-core, against real daemons.
+browser: $(B)/ofcd $(NODE_DEPS)
+	OFCD_BIN=$(abspath $(B)/ofcd) node --test $(wildcard tests/browser/*.test.mjs)
+
+screenshots: $(B)/ofcd $(NODE_DEPS)
+	OFCD_BIN=$(abspath $(B)/ofcd) node tests/browser/screenshots.mjs docs/img
 
 bench: $(B)/ofcd $(BENCH_BIN)
 	sh bench/run.sh

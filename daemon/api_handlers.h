@@ -90,4 +90,14 @@ void api_collective_select(struct api_req *req);
 /** GET /v1/fabrics/{name}/schedule: one algorithm's checked schedule over the circuits. */
 void api_fabric_schedule(struct api_req *req);
 
+/* api_console.c */
+/** GET /: the web console's page. */
+void api_console_page(struct api_req *req);
+/** GET /console/{file}: one of the console's scripts, style sheets or icons. */
+void api_console_file(struct api_req *req);
+/** GET /v1/openapi.json: the OpenAPI document (docs/openapi.yaml) as JSON. */
+void api_openapi(struct api_req *req);
+/** GET /v1/fabrics/{name}/picture.svg: the fabric drawn as a standalone SVG. */
+void api_fabric_svg(struct api_req *req);
+
 #endif

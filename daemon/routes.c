@@ -11,6 +11,10 @@
 const struct api_route api_routes[] = {
 	{ "GET", "/v1/health", api_health, AUTH_NONE, 0, NULL },
 	{ "GET", "/metrics", api_metrics, AUTH_NONE, 0, NULL },
+	/* The console's files and the API's description hold no data: no token. */
+	{ "GET", "/", api_console_page, AUTH_NONE, 0, NULL },
+	{ "GET", "/console/{file}", api_console_file, AUTH_NONE, 0, NULL },
+	{ "GET", "/v1/openapi.json", api_openapi, AUTH_NONE, 0, NULL },
 
 	/* What-if computations store nothing: any reader may ask. */
 	{ "POST", "/v1/plan", api_plan, AUTH_READ, API_F_PURE, NULL },
@@ -54,6 +58,7 @@ const struct api_route api_routes[] = {
 	{ "GET", "/v1/fabrics/{name}", api_fabric_get, AUTH_READ, 0, "wait" },
 	{ "PUT", "/v1/fabrics/{name}", api_fabric_put, AUTH_ADMIN, 0, "wait" },
 	{ "DELETE", "/v1/fabrics/{name}", api_fabric_delete, AUTH_ADMIN, 0, "wait" },
+	{ "GET", "/v1/fabrics/{name}/picture.svg", api_fabric_svg, AUTH_READ, 0, NULL },
 	{ "POST", "/v1/fabrics/{name}/pipeline", api_pipeline, AUTH_READ, API_F_PURE, NULL },
 	{ "GET", "/v1/fabrics/{name}/schedule", api_fabric_schedule, AUTH_READ, 0,
 	  "collective,algorithm,bytes,root" },

@@ -4,8 +4,12 @@
 set -e
 PKGS="build-essential pkg-config libevent-dev libssl-dev openssl libjansson-dev libmicrohttpd-dev libsqlite3-dev
 libibverbs-dev ibverbs-providers libsystemd-dev libinih-dev libcmocka-dev python3 python3-pytest
-python3-requests sqlite3 curl iproute2 iputils-ping openvswitch-switch wrk nginx-light
+python3-requests python3-yaml python3-jsonschema sqlite3 curl iproute2 iputils-ping
+openvswitch-switch wrk nginx-light chromium fonts-dejavu-core
 libcurl4-openssl-dev slurmctld slurmd slurm-client munge prometheus"
+# Node.js and npm run the browser tests and the OpenAPI linter (tests/browser/);
+# a machine that already has them from elsewhere keeps its own.
+command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"

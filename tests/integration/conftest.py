@@ -9,6 +9,8 @@ import time
 import pytest
 import requests
 
+import openapi_check
+
 OFCD_BIN = os.environ.get("OFCD_BIN", os.path.join(os.path.dirname(__file__), "../../build/ofcd"))
 # The host agent is built beside the controller.
 OFCD_AGENT_BIN = os.environ.get("OFCD_AGENT_BIN",
@@ -81,7 +83,10 @@ class Daemon:
             h["Authorization"] = f"Bearer {token}"
         return h
 
-    def req(self, method, path, body=None, token=None, raw=None, headers=None, timeout=30):
+    def req(self, method, path, body=None, token=None, raw=None, headers=None, timeout=30,
+            validate=True):
+        """One request; unless validate is False, the exchange is checked against
+        docs/openapi.yaml (status, content type, bodies; openapi_check.py)."""
         h = self.headers(token)
         data = raw
         if body is not None:
@@ -89,7 +94,10 @@ class Daemon:
         if data is not None or method in ("POST", "PUT"):
             h["Content-Type"] = "application/json"
         h.update(headers or {})
-        return self.session.request(method, self.url(path), data=data, headers=h, timeout=timeout)
+        r = self.session.request(method, self.url(path), data=data, headers=h, timeout=timeout)
+        if validate:
+            openapi_check.check(r)
+        return r
 
     def get(self, path, **kw):
         return self.req("GET", path, **kw)

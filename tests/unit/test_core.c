@@ -76,8 +76,13 @@ static void test_route_match(void **state)
 	assert_null(match("GET", "/v1/health/", params, &known, allow));
 	assert_false(known);
 	assert_null(match("GET", "/v1", params, &known, allow));
-	assert_null(match("GET", "/", params, &known, allow));
 	assert_null(match("GET", "", params, &known, allow));
+	/* The root is the web console's page. */
+	r = match("GET", "/", params, &known, allow);
+	assert_non_null(r);
+	assert_string_equal(r->pattern, "/");
+	assert_null(match("POST", "/", params, &known, allow));
+	assert_true(known);
 
 	/* Parameters: every route with a {param} takes it out of the path. */
 	for (const struct api_route *rt = api_routes; rt->method; rt++) {

@@ -1,0 +1,615 @@
+// The ofcd web console: the cluster, the fabrics (as a list and as a
+// picture), an OCS unit's desired and held cross-connects, and the live
+// events and operations. It reads the REST API only; GET v1/events tells it
+// what changed, and it re-fetches what an event concerns (no polling).
+
+import { ApiError, EventStream, getBlob, getJson, setToken, token } from './api.js';
+import { FabricPicture, FAIL, PALETTE, unitsOf } from './picture.js';
+
+const EVENTS_KEPT = 200;
+const SYNC_ROWS_SHOWN = 300; // rows in sync shown for a unit; drift rows are always shown
+// Server detail requests in flight at once: a browser opens 6 connections to a
+// host, and the event stream holds one.
+const DETAIL_FETCHES = 5;
+
+const state = {
+  live: 'connecting',
+  needToken: false,
+  error: null,
+  ocs: new Map(), // name -> GET v1/ocs/{name}
+  xc: new Map(), // name -> GET v1/ocs/{name}/cross-connects
+  servers: [], // GET v1/servers
+  failed: new Map(), // server -> [failed device indexes] (from GET v1/servers/{name})
+  wiring: [], // GET v1/wiring links
+  fabrics: [], // GET v1/fabrics
+  fabricErrors: new Map(), // fabric -> error of a failed fabric
+  fabric: null, // GET v1/fabrics/{name} of the fabric on screen
+  fabricGone: null, // name of the fabric on screen once it was deleted
+  fabricOps: [], // operations of the fabric on screen
+  operations: [], // GET v1/operations
+  events: [], // newest first
+  selection: null, // what was clicked in the picture
+};
+
+// ---- small DOM helpers -----------------------------------------------------
+
+function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === 'class') el.className = v;
+    else if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else if (k === 'style') Object.assign(el.style, v);
+    else el.setAttribute(k, v === true ? '' : v);
+  }
+  for (const c of children.flat(Infinity)) {
+    if (c === null || c === undefined || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+
+function badge(text, kind) {
+  return h('span', { class: `badge ${kind || text}` }, text);
+}
+
+function table(headers, rows, attrs) {
+  return h('table', attrs || {}, h('thead', {}, h('tr', {}, headers.map((x) => h('th', {}, x)))),
+    h('tbody', {}, rows));
+}
+
+function time(t) {
+  return t ? t.replace('T', ' ').replace(/\.\d+Z$/, 'Z') : '';
+}
+
+function fabricColour(name) {
+  const i = state.fabrics.findIndex((f) => f.name === name);
+  return i < 0 ? '#ccc' : PALETTE[i % PALETTE.length];
+}
+
+// ---- loading ---------------------------------------------------------------
+
+// Work triggered by events is coalesced: a burst of events about one thing
+// costs one request.
+const pending = new Map();
+function soon(key, fn) {
+  if (pending.has(key)) return;
+  pending.set(key, setTimeout(() => {
+    pending.delete(key);
+    fn().catch(failed);
+  }, 30));
+}
+
+function failed(e) {
+  if (e instanceof ApiError && (e.status === 401 || e.status === 403)) {
+    state.needToken = true;
+  } else {
+    state.error = e.message;
+  }
+  render();
+}
+
+async function loadFabrics() {
+  const { fabrics } = await getJson('v1/fabrics');
+  state.fabrics = fabrics;
+  for (const f of fabrics) {
+    if (f.state === 'failed' && !state.fabricErrors.has(f.name)) {
+      const full = await getJson(`v1/fabrics/${encodeURIComponent(f.name)}`);
+      if (full.error) state.fabricErrors.set(f.name, full.error);
+    }
+  }
+  const shown = route().fabric;
+  if (shown && !fabrics.some((f) => f.name === shown)) {
+    state.fabricGone = shown;
+    state.fabric = null;
+  }
+  render();
+}
+
+async function loadFabric(name) {
+  if (!state.fabrics.some((f) => f.name === name)) {
+    state.fabric = null;
+    state.fabricGone = name;
+    render();
+    return;
+  }
+  const [fabric, ops] = await Promise.all([
+    getJson(`v1/fabrics/${encodeURIComponent(name)}`),
+    getJson(`v1/operations?fabric=${encodeURIComponent(name)}&limit=20`),
+  ]);
+  if (route().fabric !== name) return;
+  const revised = !state.fabric || state.fabric.name !== name ||
+    state.fabric.revision !== fabric.revision;
+  state.fabric = fabric;
+  state.fabricGone = null;
+  state.fabricOps = ops.operations;
+  if (fabric.error) state.fabricErrors.set(name, fabric.error);
+  // A new revision follows a device's failure or return: its servers' devices changed.
+  if (revised) await loadDetails(fabric.servers);
+  render();
+}
+
+async function loadServers() {
+  const [{ servers }, wiring] = await Promise.all([getJson('v1/servers'), getJson('v1/wiring')]);
+  state.servers = servers;
+  state.wiring = wiring.links;
+  render();
+}
+
+// The failed devices of each server, a few requests at a time.
+async function loadDetails(names) {
+  const queue = [...names];
+  const worker = async () => {
+    while (queue.length) {
+      const name = queue.shift();
+      try {
+        const s = await getJson(`v1/servers/${encodeURIComponent(name)}`);
+        state.failed.set(name, s.device_info.filter((d) => d.state === 'failed').map((d) => d.index));
+      } catch (e) {
+        if (!(e instanceof ApiError && e.status === 404)) throw e;
+        state.failed.delete(name);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: DETAIL_FETCHES }, worker));
+  render();
+}
+
+async function loadUnit(name) {
+  const [unit, xc] = await Promise.all([
+    getJson(`v1/ocs/${encodeURIComponent(name)}`),
+    getJson(`v1/ocs/${encodeURIComponent(name)}/cross-connects`),
+  ]);
+  state.ocs.set(name, unit);
+  state.xc.set(name, xc);
+  render();
+}
+
+async function loadUnits() {
+  const { ocs } = await getJson('v1/ocs');
+  const names = new Set(ocs.map((u) => u.name));
+  for (const n of [...state.ocs.keys()]) if (!names.has(n)) state.ocs.delete(n);
+  await Promise.all(ocs.map((u) => loadUnit(u.name)));
+}
+
+async function loadOperations() {
+  state.operations = (await getJson('v1/operations?limit=50')).operations;
+  render();
+}
+
+/** Everything, as after a (re)connection of the event stream. */
+async function loadAll() {
+  state.error = null;
+  await Promise.all([loadFabrics(), loadServers(), loadUnits(), loadOperations()]);
+  const r = route();
+  if (r.fabric) await loadFabric(r.fabric);
+  await loadDetails(state.servers.map((s) => s.name));
+}
+
+// ---- events ----------------------------------------------------------------
+
+function onEvent(type, data, id) {
+  state.events.unshift({ id, type, data });
+  state.events.length = Math.min(state.events.length, EVENTS_KEPT);
+  const shown = route().fabric;
+  switch (type) {
+  case 'fabric_state': {
+    const f = state.fabrics.find((x) => x.name === data.fabric);
+    if (data.error) state.fabricErrors.set(data.fabric, data.error);
+    else state.fabricErrors.delete(data.fabric);
+    if (f && f.revision === data.revision) {
+      f.state = data.state;
+    } else {
+      // New, or re-planned: counts and membership changed.
+      soon('fabrics', loadFabrics);
+      soon('servers', loadServers);
+    }
+    if (data.fabric === shown) {
+      if (state.fabric && state.fabric.revision === data.revision) state.fabric.state = data.state;
+      else soon('fabric', () => loadFabricAfterList(shown));
+    }
+    break;
+  }
+  case 'operation':
+    // Batches follow every change of the circuits, also a fabric's creation
+    // or deletion, which has no event of its own.
+    soon('operations', loadOperations);
+    soon('fabrics', loadFabrics);
+    soon('servers', loadServers);
+    soon(`unit:${data.ocs}`, () => loadUnit(data.ocs));
+    if (shown && (data.fabrics || []).includes(shown)) {
+      soon('fabric', () => loadFabricAfterList(shown));
+    }
+    break;
+  case 'ocs_connection':
+  case 'port_state':
+  case 'drift':
+  case 'isolation_violation':
+    soon(`unit:${data.ocs}`, () => loadUnit(data.ocs));
+    break;
+  default:
+    break;
+  }
+  render();
+}
+
+// After the list: a deleted fabric is then known gone without asking for it.
+async function loadFabricAfterList(name) {
+  await loadFabrics();
+  await loadFabric(name);
+}
+
+const stream = new EventStream({
+  onOpen: () => {
+    state.needToken = false;
+    loadAll().catch(failed);
+  },
+  onEvent,
+  onState: (s) => {
+    state.live = s;
+    if (s === 'unauthorized') state.needToken = true;
+    render();
+  },
+});
+
+// ---- routing and rendering -------------------------------------------------
+
+function route() {
+  const parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
+  if (parts[0] === 'fabrics' && parts[1]) return { view: 'fabric', fabric: parts[1] };
+  if (parts[0] === 'ocs' && parts[1]) return { view: 'unit', unit: parts[1] };
+  if (['fabrics', 'events'].includes(parts[0])) return { view: parts[0] };
+  return { view: 'cluster' };
+}
+
+// Redraws are coalesced, and spaced by twice what the last one cost: a view of
+// 1,024 servers that takes 200 ms to build is redrawn at most ~2.5 times a
+// second however many events arrive, a small one at every frame.
+let picture = null;
+let pendingDraw = 0;
+let lastDraw = 0;
+let drawCost = 0;
+function render() {
+  if (pendingDraw) return;
+  const wait = Math.max(0, lastDraw + 2 * drawCost - performance.now());
+  pendingDraw = setTimeout(() => requestAnimationFrame(draw), wait);
+}
+
+function draw() {
+  pendingDraw = 0;
+  const t0 = performance.now();
+  drawView();
+  lastDraw = performance.now();
+  drawCost = lastDraw - t0;
+}
+
+function drawView() {
+  const r = route();
+  const live = document.getElementById('live');
+  live.textContent = state.live;
+  live.className = `live ${state.live}`;
+  for (const a of document.querySelectorAll('nav a')) {
+    const v = a.dataset.view;
+    a.classList.toggle('active', v === r.view || (v === 'fabrics' && r.view === 'fabric') ||
+      (v === 'cluster' && r.view === 'unit'));
+  }
+  const banner = document.getElementById('banner');
+  banner.hidden = !state.needToken && !state.error;
+  banner.textContent = state.needToken
+    ? 'This daemon needs an API token: enter one above (it is kept for this tab only).'
+    : state.error || '';
+  banner.className = state.needToken ? 'warn' : 'error';
+
+  const view = document.getElementById('view');
+  view.dataset.view = r.view;
+  if (r.view === 'fabric') {
+    drawFabric(view, r.fabric);
+    return;
+  }
+  picture = null;
+  const body = { cluster: clusterView, fabrics: fabricsView, events: eventsView, unit: unitView }[r.view](r);
+  view.replaceChildren(body);
+}
+
+// Ports of each server in use: cabled ports whose OCS port holds a circuit now.
+function portUsage() {
+  const busy = new Map();
+  for (const [name, xc] of state.xc) busy.set(name, new Set((xc.actual || []).flat()));
+  const usage = new Map();
+  for (const l of state.wiring) {
+    const u = usage.get(l.server) || { cabled: 0, used: 0 };
+    u.cabled++;
+    if (busy.get(l.ocs) && busy.get(l.ocs).has(l.ocs_port)) u.used++;
+    usage.set(l.server, u);
+  }
+  return usage;
+}
+
+function clusterView() {
+  const usage = portUsage();
+  const cabledOn = new Map();
+  for (const l of state.wiring) cabledOn.set(l.ocs, (cabledOn.get(l.ocs) || 0) + 1);
+  const units = [...state.ocs.values()].sort((a, b) => a.name.localeCompare(b.name));
+  const unitRows = units.map((u) => {
+    const xc = state.xc.get(u.name) || {};
+    const c = u.connection || { state: 'down', in_sync: false };
+    const drift = xc.in_sync === false;
+    return h('tr', { 'data-ocs': u.name },
+      h('td', {}, h('a', { href: `#/ocs/${encodeURIComponent(u.name)}` }, u.name)),
+      h('td', {}, u.driver),
+      h('td', { class: 'num' }, u.ports),
+      h('td', {}, badge(c.state), c.last_error ? h('span', { class: 'why' }, ` ${c.last_error}`) : ''),
+      h('td', {}, drift ? badge('drift', 'failed') : badge('in sync', 'applied')),
+      h('td', { class: 'num' }, cabledOn.get(u.name) || 0),
+      h('td', { class: 'num' }, (xc.actual || []).length * 2),
+      h('td', { class: 'num' }, (u.ports_down || []).length),
+      h('td', { class: 'num' }, (u.foreign || []).length));
+  });
+  const inFabrics = state.servers.filter((s) => s.fabric).length;
+  const withFailed = state.servers.filter((s) => (state.failed.get(s.name) || []).length).length;
+  const tiles = state.servers.map((s) => {
+    const u = usage.get(s.name) || { cabled: 0, used: 0 };
+    const total = s.devices * s.ports_per_device;
+    const bad = (state.failed.get(s.name) || []).length;
+    const title = `${s.name}: ${s.devices} devices × ${s.ports_per_device} ports, ` +
+      `${u.cabled} cabled, ${u.used} in circuits` + (s.fabric ? `, fabric ${s.fabric}` : '') +
+      (bad ? `, failed devices ${state.failed.get(s.name).join(', ')}` : '') + (s.stale ? ', stale' : '');
+    const tile = h('a', {
+      class: `tile${bad ? ' bad' : ''}${s.stale ? ' stale' : ''}`,
+      href: s.fabric ? `#/fabrics/${encodeURIComponent(s.fabric)}` : '#/cluster',
+      title,
+      'data-server': s.name,
+    },
+    h('span', { class: 'name' }, s.name),
+    h('span', { class: 'bar' },
+      h('span', { class: 'used', style: { width: `${(100 * u.used) / Math.max(total, 1)}%` } }),
+      h('span', { class: 'cabled', style: { width: `${(100 * (u.cabled - u.used)) / Math.max(total, 1)}%` } })),
+    bad ? h('span', { class: 'failed' }, `${bad} failed`) : '');
+    tile.style.borderLeftColor = s.fabric ? fabricColour(s.fabric) : '#ddd';
+    return tile;
+  });
+  return h('div', { class: 'cluster' },
+    h('h2', {}, `OCS units (${units.length})`),
+    table(['unit', 'driver', 'ports', 'connection', 'state', 'cabled ports', 'ports in circuits',
+      'ports down', 'foreign entries'], unitRows, { class: 'units' }),
+    h('h2', {}, `Servers (${state.servers.length})`),
+    h('p', { class: 'summary' },
+      `${inFabrics} in fabrics · ${withFailed} with failed devices · ` +
+      `${state.servers.filter((s) => s.stale).length} stale. Bar: `,
+      h('span', { class: 'key used' }), ' ports in circuits ', h('span', { class: 'key cabled' }),
+      ' cabled, free; the edge shows the fabric.'),
+    h('div', { class: 'tiles' }, tiles));
+}
+
+function fabricsView() {
+  const rows = state.fabrics.map((f) => h('tr', { 'data-fabric': f.name },
+    h('td', {}, h('span', { class: 'swatch', style: { background: fabricColour(f.name) } }),
+      h('a', { href: `#/fabrics/${encodeURIComponent(f.name)}` }, f.name)),
+    h('td', {}, badge(f.state)),
+    h('td', { class: 'num' }, f.revision),
+    h('td', { class: 'num' }, f.servers.length),
+    h('td', { class: 'num' }, f.circuits),
+    h('td', { class: 'num' }, f.missing),
+    h('td', { class: 'num' }, f.min_devices),
+    h('td', { class: 'why' }, state.fabricErrors.get(f.name) || '')));
+  return h('div', {},
+    h('h2', {}, `Fabrics (${state.fabrics.length})`),
+    state.fabrics.length ? table(['fabric', 'state', 'revision', 'servers', 'circuits', 'missing pairs',
+      'devices per server', 'error'], rows, { class: 'fabrics' })
+      : h('p', { class: 'empty' }, 'No fabric yet: POST /v1/fabrics creates one.'));
+}
+
+function linkText(l) {
+  const end = (e) => `${e.server} device ${e.device} port ${e.port} (OCS port ${e.ocs_port})`;
+  return `${end(l.a)} — ${end(l.b)}`;
+}
+
+function selectionPanel() {
+  const s = state.selection;
+  if (!s) return h('p', { class: 'hint' }, 'Click a circuit or a server.');
+  if (s.link) {
+    return h('div', { id: 'selection', class: 'selection' },
+      h('div', {}, h('span', { class: 'swatch', style: { background: picture ? picture.colour.get(s.link.a.ocs) : '#999' } }),
+        h('b', {}, `OCS unit ${s.link.a.ocs}`), `, plane ${s.link.plane}`),
+      h('div', {}, `${s.link.a.server}: device ${s.link.a.device} port ${s.link.a.port} → OCS port ${s.link.a.ocs_port}`),
+      h('div', {}, `${s.link.b.server}: device ${s.link.b.device} port ${s.link.b.port} → OCS port ${s.link.b.ocs_port}`));
+  }
+  const f = state.fabric;
+  const n = f.links.filter((l) => l.a.server === s.server || l.b.server === s.server).length;
+  const bad = state.failed.get(s.server) || [];
+  return h('div', { id: 'selection', class: 'selection' },
+    h('div', {}, h('b', {}, `server ${s.server}`)),
+    h('div', {}, `${n} circuits`),
+    bad.length ? h('div', { class: 'bad' }, `failed devices: ${bad.join(', ')}`) : h('div', {}, 'all devices ok'));
+}
+
+function drawFabric(view, name) {
+  if (state.fabricGone === name) {
+    picture = null;
+    view.replaceChildren(h('div', { class: 'gone' }, h('h2', {}, `Fabric ${name}`),
+      h('p', {}, `Fabric ${name} was deleted.`), h('a', { href: '#/fabrics' }, 'All fabrics')));
+    return;
+  }
+  const f = state.fabric && state.fabric.name === name ? state.fabric : null;
+  if (!f) {
+    view.replaceChildren(h('p', { class: 'empty' }, `Loading fabric ${name}…`));
+    return;
+  }
+  // The canvas survives re-renders: only the panel around it is rebuilt.
+  let canvas = view.querySelector('canvas#picture');
+  if (!canvas || !picture) {
+    canvas = h('canvas', { id: 'picture' });
+    picture = new FabricPicture(canvas, (sel) => {
+      state.selection = sel;
+      render();
+    });
+    window.ofcdConsole = { picture };
+    view.replaceChildren(h('div', { class: 'fabric' }, h('div', { class: 'stage' }, canvas),
+      h('aside', { id: 'panel' })));
+  }
+  const failed = {};
+  for (const s of f.servers) {
+    const d = state.failed.get(s);
+    if (d && d.length) failed[s] = d;
+  }
+  picture.set(f, failed);
+  state.selection = picture.selected; // a new revision drops the selection
+  const units = unitsOf(f);
+  const badServers = Object.keys(failed);
+  const err = state.fabricErrors.get(name);
+  const panel = view.querySelector('#panel');
+  panel.replaceChildren(
+    h('h2', {}, `Fabric ${f.name}`),
+    h('p', {}, badge(f.state), ` revision ${f.revision}`),
+    err ? h('p', { class: 'why' }, err) : '',
+    h('p', { class: 'counts' }, `${f.servers.length} servers · ${f.links.length} circuits · ` +
+      `${f.missing.length} missing pairs · ${f.min_devices} devices per server`),
+    h('button', { type: 'button', onclick: () => downloadSvg(f.name) }, 'Download SVG'),
+    h('h3', {}, 'OCS units'),
+    h('ul', { class: 'legend' }, units.map((u) => h('li', {},
+      h('span', { class: 'swatch', style: { background: u.colour } }),
+      h('a', { href: `#/ocs/${encodeURIComponent(u.name)}` }, u.name), ` ${u.circuits} circuits`)),
+    h('li', {}, h('span', { class: 'swatch dashed' }), 'missing pair'),
+    h('li', {}, h('span', { class: 'dot', style: { background: FAIL } }), 'server with failed devices')),
+    h('h3', {}, 'Selected'),
+    selectionPanel(),
+    h('h3', {}, `Failed devices (${badServers.length} server${badServers.length === 1 ? '' : 's'})`),
+    badServers.length ? h('ul', { id: 'failed-devices', class: 'bad' },
+      badServers.slice(0, 50).map((s) => h('li', { 'data-server': s }, `${s}: device ${failed[s].join(', ')}`)))
+      : h('p', { class: 'hint', id: 'failed-devices' }, 'none'),
+    h('h3', {}, `Missing pairs (${f.missing.length})`),
+    f.missing.length ? h('ul', { id: 'missing-pairs', class: 'bad' },
+      f.missing.slice(0, 50).map(([a, b]) => h('li', {}, `${a} — ${b}`)),
+      f.missing.length > 50 ? h('li', {}, `and ${f.missing.length - 50} more`) : '')
+      : h('p', { class: 'hint', id: 'missing-pairs' }, 'none'),
+    h('h3', {}, 'Recent operations'),
+    operationsTable(state.fabricOps.slice(0, 10), true));
+}
+
+async function downloadSvg(name) {
+  try {
+    const blob = await getBlob(`v1/fabrics/${encodeURIComponent(name)}/picture.svg`);
+    const a = h('a', { href: URL.createObjectURL(blob), download: `${name}.svg` });
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+  } catch (e) {
+    failed(e);
+  }
+}
+
+function portOwner() {
+  const owner = new Map();
+  for (const l of state.wiring) owner.set(`${l.ocs}:${l.ocs_port}`, `${l.server} d${l.device}p${l.port}`);
+  return owner;
+}
+
+function unitView(r) {
+  const u = state.ocs.get(r.unit);
+  const xc = state.xc.get(r.unit);
+  if (!u || !xc) return h('p', { class: 'empty' }, `Loading OCS unit ${r.unit}…`);
+  const key = (p) => `${p[0]}-${p[1]}`;
+  const desired = new Set(xc.desired.map(key));
+  const held = new Set(xc.actual.map(key));
+  const pairs = new Map();
+  for (const p of [...xc.desired, ...xc.actual]) pairs.set(key(p), p);
+  const all = [...pairs.values()].sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  const drift = all.filter((p) => desired.has(key(p)) !== held.has(key(p)));
+  const synced = all.filter((p) => desired.has(key(p)) && held.has(key(p)));
+  const owner = portOwner();
+  const who = (port) => owner.get(`${u.name}:${port}`) || '';
+  const row = (p) => {
+    const d = desired.has(key(p));
+    const hh = held.has(key(p));
+    const status = d && hh ? 'in sync' : d ? 'desired, not held' : 'held, not desired';
+    return h('tr', { class: d && hh ? '' : 'drift', 'data-pair': key(p) },
+      h('td', { class: 'num' }, p[0]), h('td', {}, who(p[0])),
+      h('td', { class: 'num' }, p[1]), h('td', {}, who(p[1])),
+      h('td', { class: 'mark' }, d ? '✓' : ''), h('td', { class: 'mark' }, hh ? '✓' : ''),
+      h('td', {}, status));
+  };
+  const c = u.connection || { state: 'down', in_sync: false, last_error: null };
+  const flows = (title, list) => list && list.length
+    ? [h('h3', {}, `${title} (${list.length})`), h('p', { class: 'why' }, list.map((p) => `${p[0]}→${p[1]}`).join(', '))]
+    : [];
+  return h('div', { class: 'unit' },
+    h('h2', {}, `OCS unit ${u.name}`),
+    h('p', {}, badge(c.state), ' ', xc.in_sync ? badge('in sync', 'applied') : badge('drift', 'failed'),
+      ` ${u.driver}, ${u.ports} ports${u.endpoint ? `, ${u.endpoint}` : ''}`,
+      c.last_error ? h('span', { class: 'why' }, ` last error: ${c.last_error}`) : ''),
+    h('p', { class: 'counts' }, `${xc.desired.length} desired cross-connects, ${xc.actual.length} held, ` +
+      `${drift.length} differ` + ((u.ports_down || []).length ? `; ports down: ${u.ports_down.join(', ')}` : '')),
+    table(['port', 'cabled to', 'port', 'cabled to', 'desired', 'held', ''],
+      [...drift.map(row), ...synced.slice(0, SYNC_ROWS_SHOWN).map(row)], { class: 'xc' }),
+    synced.length > SYNC_ROWS_SHOWN ? h('p', { class: 'hint' }, `and ${synced.length - SYNC_ROWS_SHOWN} more in sync`) : '',
+    flows('One-way entries of ofcd', xc.partial),
+    flows('Foreign entries (not made by ofcd, never deleted)', xc.foreign));
+}
+
+function operationsTable(ops, short) {
+  if (!ops.length) return h('p', { class: 'hint' }, 'none');
+  const rows = ops.map((o) => h('tr', { 'data-op': o.id },
+    h('td', { class: 'num' }, o.id), h('td', {}, o.ocs), short ? '' : h('td', {}, o.trigger),
+    h('td', { class: 'num' }, `+${o.nadds} −${o.ndeletes}`), h('td', {}, badge(o.status)),
+    short ? '' : h('td', {}, o.fabrics.join(', ')),
+    h('td', {}, short ? time(o.started).slice(11) : time(o.started)),
+    h('td', { class: 'why' }, o.error || '')));
+  return table(short ? ['id', 'unit', 'changes', 'status', 'started', 'error']
+    : ['id', 'unit', 'trigger', 'changes', 'status', 'fabrics', 'started', 'error'], rows, { class: 'ops' });
+}
+
+function eventSummary(type, d) {
+  switch (type) {
+  case 'fabric_state': return `${d.fabric} → ${d.state} (revision ${d.revision})${d.error ? `: ${d.error}` : ''}`;
+  case 'operation': return `${d.ocs} #${d.id} ${d.status}${d.fabrics && d.fabrics.length ? ` (${d.fabrics.join(', ')})` : ''}${d.error ? `: ${d.error}` : ''}`;
+  case 'ocs_connection': return `${d.ocs} ${d.state}${d.error ? `: ${d.error}` : ''}`;
+  case 'port_state': return `${d.ocs} port ${d.port} ${d.link}`;
+  case 'drift': return `${d.ocs} changed behind the controller's back`;
+  case 'isolation_violation': return `${d.ocs} joins ${JSON.stringify(d.cross_connect || d.foreign_entry)} across ${(d.fabrics || []).join(', ')}`;
+  default: return JSON.stringify(d);
+  }
+}
+
+function eventsView() {
+  const bad = (e) => ['drift', 'isolation_violation'].includes(e.type) ||
+    ['failed', 'degraded', 'down'].includes(e.data.state || e.data.status || e.data.link);
+  return h('div', { class: 'events' },
+    h('section', {},
+      h('h2', {}, 'Live events (since this page opened)'),
+      state.events.length ? h('ol', { id: 'event-log' }, state.events.map((e) => h('li', { class: bad(e) ? 'bad' : '', 'data-type': e.type },
+        h('span', { class: 'when' }, time(e.data.time)), h('span', { class: 'type' }, e.type),
+        eventSummary(e.type, e.data))))
+        : h('p', { class: 'hint', id: 'event-log' }, 'Waiting for events…')),
+    h('section', {}, h('h2', {}, 'Recent operations'), operationsTable(state.operations, false)));
+}
+
+// ---- start -----------------------------------------------------------------
+
+function start() {
+  const form = document.getElementById('token-form');
+  const input = document.getElementById('token');
+  input.value = token();
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    setToken(input.value.trim());
+    state.needToken = false;
+    stream.restart();
+  });
+  document.getElementById('token-forget').addEventListener('click', () => {
+    setToken('');
+    input.value = '';
+    stream.restart();
+  });
+  window.addEventListener('hashchange', () => {
+    state.selection = null;
+    const r = route();
+    if (r.fabric) loadFabric(r.fabric).catch(failed);
+    if (r.unit) loadUnit(r.unit).catch(failed);
+    render();
+  });
+  render();
+  stream.run();
+}
+
+start();

@@ -1,0 +1,168 @@
+// The web console in Debian's Chromium against real daemons (make browser).
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+
+import { READER, launchBrowser, openPage, startDaemon } from './daemon.mjs';
+
+const FIVE = ['srv0', 'srv1', 'srv2', 'srv3', 'srv4'];
+let browser;
+
+before(async () => {
+  browser = await launchBrowser();
+});
+
+after(async () => {
+  await browser.close();
+});
+
+// Resolves with the milliseconds it took until fn (run in the page) is true.
+async function within(page, ms, fn, arg) {
+  const t0 = Date.now();
+  await page.waitForFunction(fn, arg, { timeout: ms, polling: 'raf' });
+  return Date.now() - t0;
+}
+
+async function withDaemon(opts, body) {
+  const d = await startDaemon(opts);
+  try {
+    await body(d);
+  } finally {
+    await d.stop();
+  }
+}
+
+test('the fabric picture shows the servers and circuits, and a click names unit and ports', async () => {
+  await withDaemon({}, async (d) => {
+    const made = await d.req('POST', 'v1/fabrics?wait=10', { name: 'job-a', servers: FIVE });
+    assert.equal(made.status, 201);
+    assert.equal(made.body.state, 'applied');
+    const page = await openPage(browser);
+    await page.goto(`${d.url}#/fabrics/job-a`);
+    await page.waitForSelector('#panel .counts');
+    assert.match(await page.textContent('#panel .counts'), /5 servers · 10 circuits · 0 missing pairs/);
+    assert.match(await page.textContent('#panel'), /applied/);
+    const shown = await page.evaluate(() => {
+      const p = window.ofcdConsole.picture;
+      return { servers: p.fabric.servers, links: p.fabric.links.length };
+    });
+    assert.deepEqual(shown, { servers: FIVE, links: 10 });
+
+    // Something is drawn: coloured pixels of both units' lines.
+    const colours = await page.evaluate(() => {
+      const cv = document.querySelector('#picture');
+      const px = cv.getContext('2d').getImageData(0, 0, cv.width, cv.height).data;
+      const seen = new Set();
+      for (let i = 0; i < px.length; i += 4 * 7) {
+        if (px[i + 3] > 200) seen.add(`${px[i] >> 5},${px[i + 1] >> 5},${px[i + 2] >> 5}`);
+      }
+      return seen.size;
+    });
+    assert.ok(colours >= 3, `the canvas holds ${colours} colours`);
+
+    // A click on a circuit names its unit and both ends' ports.
+    const link = made.body.links[3];
+    const box = await page.locator('#picture').boundingBox();
+    const at = await page.evaluate(() => window.ofcdConsole.picture.pointOnLink(3));
+    await page.mouse.click(box.x + at.x, box.y + at.y);
+    const sel = await page.textContent('#selection');
+    assert.match(sel, new RegExp(`OCS unit ${link.a.ocs}`));
+    assert.match(sel, new RegExp(`${link.a.server}: device ${link.a.device} port ${link.a.port} → OCS port ${link.a.ocs_port}`));
+    assert.match(sel, new RegExp(`${link.b.server}: device ${link.b.device} port ${link.b.port} → OCS port ${link.b.ocs_port}`));
+
+    // The same picture as a standalone SVG.
+    const svg = await d.req('GET', 'v1/fabrics/job-a/picture.svg');
+    assert.equal(svg.type, 'image/svg+xml');
+    const circuits = svg.body.slice(svg.body.indexOf('id="circuits"'), svg.body.indexOf('id="missing"'));
+    assert.equal((circuits.match(/<line /g) || []).length, 10);
+    assert.match(svg.body, /<circle[^>]*><title>srv1<\/title>/);
+    assert.deepEqual(page.problems, []);
+    await page.context().close();
+  });
+});
+
+test('a device failure and a fabric deletion show within a second, through the event stream', async () => {
+  await withDaemon({}, async (d) => {
+    assert.equal((await d.req('POST', 'v1/fabrics?wait=10', { name: 'job-a', servers: FIVE })).status, 201);
+    const page = await openPage(browser);
+    await page.goto(`${d.url}#/fabrics/job-a`);
+    await page.waitForSelector('#failed-devices');
+    await page.waitForFunction(() => document.querySelector('#live').textContent === 'live');
+    assert.match(await page.textContent('#failed-devices'), /none/);
+
+    const put = await d.req('PUT', 'v1/servers/srv1/devices/0', { state: 'failed' });
+    assert.equal(put.status, 200);
+    const failMs = await within(page, 1000, () =>
+      /srv1: device 0/.test(document.querySelector('#failed-devices').textContent));
+    assert.equal(await page.evaluate(() => window.ofcdConsole.picture.failed.srv1[0]), 0);
+
+    assert.equal((await d.req('DELETE', 'v1/fabrics/job-a')).status, 200);
+    const goneMs = await within(page, 1000, () =>
+      /job-a was deleted/.test(document.querySelector('#view').textContent));
+
+    // The list follows too.
+    await page.goto(`${d.url}#/fabrics`);
+    await page.waitForSelector('.empty');
+    assert.deepEqual(page.problems, []);
+    console.log(`# device failure shown after ${failMs} ms, deletion after ${goneMs} ms`);
+    await page.context().close();
+  });
+});
+
+test('the cluster, a unit with drift highlighted, and the events', async () => {
+  // Audits every second; failing batches keep a hand-made cross-connect in place.
+  const extra = '[debug]\nfaults = true\n[reconcile]\naudit_interval = 1\n';
+  await withDaemon({ extra }, async (d) => {
+    assert.equal((await d.req('POST', 'v1/fabrics?wait=10', { name: 'job-a', servers: FIVE })).status, 201);
+    const page = await openPage(browser);
+    await page.goto(`${d.url}#/cluster`);
+    await page.waitForSelector('.units tr[data-ocs="ocs1"]');
+    await page.waitForFunction(() => document.querySelectorAll('.tile').length === 8);
+    // srv0..srv4 use 4 of their 8 cabled ports (one per other server); srv5..srv7 none.
+    assert.match(await page.getAttribute('.tile[data-server="srv2"]', 'title'), /8 cabled, 4 in circuits, fabric job-a/);
+    assert.match(await page.getAttribute('.tile[data-server="srv7"]', 'title'), /8 cabled, 0 in circuits$/);
+
+    await page.click('.units a:text("ocs0")');
+    await page.waitForSelector('table.xc');
+    const desired = (await d.req('GET', 'v1/ocs/ocs0/cross-connects')).body.desired.length;
+    assert.equal(await page.locator('table.xc tbody tr').count(), desired);
+    assert.equal(await page.locator('table.xc tr.drift').count(), 0);
+
+    await d.req('POST', 'v1/ocs/ocs0/faults', { kind: 'fail_batches', count: 1000 });
+    await d.req('POST', 'v1/ocs/ocs0/faults', { kind: 'set_xc', a: 60, b: 61 });
+    await page.waitForSelector('table.xc tr.drift[data-pair="60-61"]', { timeout: 5000 });
+    assert.match(await page.textContent('tr.drift[data-pair="60-61"]'), /held, not desired/);
+
+    await page.click('nav a[data-view="events"]');
+    await page.waitForSelector('#event-log li[data-type="drift"]');
+    await page.waitForSelector('table.ops tr[data-op]');
+    assert.deepEqual(page.problems, []);
+    await page.context().close();
+  });
+});
+
+test('with tokens: the page asks for one, keeps it for the tab and sends it', async () => {
+  await withDaemon({ tokens: true }, async (d) => {
+    const page = await openPage(browser);
+    await page.goto(`${d.url}#/fabrics`);
+    await page.waitForSelector('#banner.warn:not([hidden])');
+    assert.match(await page.textContent('#banner'), /needs an API token/);
+    assert.equal(await page.textContent('#live'), 'unauthorized');
+    // Only the refused requests themselves are logged by the browser.
+    assert.ok(page.problems.every((p) => /status of 401/.test(p)), page.problems.join('\n'));
+    page.problems.length = 0;
+
+    await page.fill('#token', READER);
+    await page.click('#token-form button[type="submit"]');
+    await page.waitForFunction(() => document.querySelector('#live').textContent === 'live');
+    assert.equal(await page.evaluate(() => sessionStorage.getItem('ofcd.token')), READER);
+    assert.ok(await page.isHidden('#banner'));
+
+    // Live with the token: a fabric created meanwhile appears.
+    assert.equal((await d.req('POST', 'v1/fabrics', { name: 'job-t', servers: ['srv5', 'srv6', 'srv7'] })).status, 201);
+    await within(page, 2000, () => !!document.querySelector('tr[data-fabric="job-t"]'));
+    await page.reload();
+    await page.waitForSelector('tr[data-fabric="job-t"]');
+    assert.deepEqual(page.problems, []);
+    await page.context().close();
+  });
+});
