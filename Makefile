@@ -3,7 +3,7 @@
 #   make          build build/ofcd
 #   make run      set up, build and start the daemon on the embedded default with a demo topology
 #   make test     set up, build and run every test (layering check, unit, unit under
-#                 ASan+UBSan, integration)
+#                 ASan+UBSan, integration, the cost model's fidelity against SimGrid)
 #   make bench    run the benchmarks (see bench/RESULTS.md)
 #   make install  install binary, systemd units and default configuration into DESTDIR/PREFIX
 #   make clean    remove build/
@@ -73,7 +73,7 @@ UNIT_BIN     := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
 UNIT_BIN_SAN := $(patsubst tests/unit/%.c,$(B)/san/tests/%,$(UNIT_SRC))
 BENCH_BIN    := $(patsubst bench/%.c,$(B)/bench/%,$(BENCH_SRC))
 
-.PHONY: all run test unit unit-san integration check-deps bench install clean format
+.PHONY: all run test unit unit-san integration fidelity check-deps bench install clean format
 all: $(B)/ofcd
 
 $(B)/gen/migrations.c: $(MIGRATIONS) schema/embed.sh
@@ -144,12 +144,17 @@ unit-san: $(UNIT_BIN_SAN)
 integration: $(B)/ofcd
 	OFCD_BIN=$(abspath $(B)/ofcd) $(PYTHON) -m pytest -p no:cacheprovider -q -rs tests/integration
 
+# The cost model against SimGrid (tests/fidelity/fidelity.py): fails when fewer than 95 % of
+# the cases are within 5 % or a pick is not SimGrid's fastest.
+fidelity: $(B)/ofcd
+	OFCD_BIN=$(abspath $(B)/ofcd) $(PYTHON) tests/fidelity/fidelity.py
+
 # Fails on a link cycle between modules, a lower layer using a higher one, or
 # SQL in the API layer (tools/check_deps.py).
 check-deps: $(LIBS)
 	$(PYTHON) tools/check_deps.py $(B)/obj
 
-test: unit unit-san integration
+test: unit unit-san integration fidelity
 
 bench: $(B)/ofcd $(BENCH_BIN)
 	sh bench/run.sh
