@@ -337,7 +337,7 @@ def write_table(run, path, n, good, picks, judged, unjudged_by):
                      f"derivation in docs/cost-model.md; ofcd's pick in "
                      f"{unjudged_by.get(what, 0)} selections, not judged |")
     if "no candidate simulated" in unjudged_by:
-        lines.append(f"| all-to-all on 16 x 16 | not simulated | — | — | 256 participants, "
+        lines.append(f"| all-to-all on 16 × 16 | not simulated | — | — | 256 participants, "
                      f"past the schedule route's 64; {unjudged_by['no candidate simulated']}"
                      f" selections not judged |")
     Path(path).write_text("\n".join(lines) + "\n")
