@@ -4,8 +4,8 @@
 #                 build/ofcctl (the command-line client)
 #   make run      set up, build and start the daemon on the embedded default with a demo topology
 #   make test     set up, build and run every test (layering check, alert rules, unit,
-#                 unit under ASan+UBSan, integration, the OpenAPI lint, the console in
-#                 Chromium)
+#                 unit under ASan+UBSan, integration, the cost model's fidelity against
+#                 SimGrid, the OpenAPI lint, the console in Chromium)
 #   make screenshots  regenerate the console's pictures in docs/img/
 #   make bench    run the benchmarks (see bench/RESULTS.md)
 #   make config-doc  rewrite the configuration tables in docs/operations.md
@@ -94,8 +94,8 @@ UNIT_BIN     := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
 UNIT_BIN_SAN := $(patsubst tests/unit/%.c,$(B)/san/tests/%,$(UNIT_SRC))
 BENCH_BIN    := $(patsubst bench/%.c,$(B)/bench/%,$(BENCH_SRC))
 
-.PHONY: all run test unit unit-san integration check-deps check-alerts config-doc bench install \
-	clean format browser lint-openapi screenshots
+.PHONY: all run test unit unit-san integration fidelity check-deps check-alerts config-doc bench \
+	install clean format browser lint-openapi screenshots
 all: $(B)/ofcd $(B)/ofcd-agent $(B)/ofcctl
 
 $(B)/gen/migrations.c: $(MIGRATIONS) schema/embed.sh
@@ -186,6 +186,11 @@ unit-san: $(UNIT_BIN_SAN)
 integration: $(B)/ofcd $(B)/ofcd-agent $(B)/ofcctl
 	OFCD_BIN=$(abspath $(B)/ofcd) OFCCTL_BIN=$(abspath $(B)/ofcctl) $(PYTHON) -m pytest -p no:cacheprovider -q -rs tests/integration
 
+# The cost model against SimGrid (tests/fidelity/fidelity.py): fails when fewer than 95 % of
+# the cases are within 5 % or a pick is not SimGrid's fastest.
+fidelity: $(B)/ofcd
+	OFCD_BIN=$(abspath $(B)/ofcd) $(PYTHON) tests/fidelity/fidelity.py
+
 # Fails on a link cycle between modules, a lower layer using a higher one, or
 # SQL in the API layer (tools/check_deps.py).
 check-deps: $(LIBS)
@@ -196,7 +201,7 @@ check-alerts:
 	promtool check rules packaging/prometheus/ofcd-alerts.yml
 	promtool test rules tests/prometheus/ofcd-alerts.test.yml
 
-test: check-deps check-alerts unit unit-san integration lint-openapi browser
+test: check-deps check-alerts unit unit-san integration fidelity lint-openapi browser
 
 # Rewrites the configuration tables in docs/operations.md from the programs'
 # own (tests/integration/test_config_doc.py fails while they differ).

@@ -78,6 +78,8 @@ int main(void)
 	bench_gen_check("coll_allreduce_full_mesh_direct_64_generate_check",
 	                COLL_ALG_FULL_MESH_DIRECT, 64);
 	bench_select("coll_select_allreduce_64", COLL_ALLREDUCE, 64, 63);
-	bench_select("coll_select_alltoall_64x8", COLL_ALLTOALL, 64, 8);
+	bench_select("coll_select_alltoall_8x8", COLL_ALLTOALL, 8, 8);
+	bench_select("coll_select_alltoall_16x16", COLL_ALLTOALL, 16, 16);
+	bench_select("coll_select_alltoall_64x63", COLL_ALLTOALL, 64, 63);
 	return 0;
 }

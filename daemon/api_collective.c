@@ -19,7 +19,9 @@
 #include "coll.h"
 #include "log.h"
 #include "config.h"
+#include "fabric.h"
 #include "fabric_view.h"
+#include "plan.h"
 #include "topo.h"
 
 /* Largest bytes accepted: 1 PiB is far beyond any collective's buffer. */
@@ -47,6 +49,8 @@ static void fab_params(const struct ofcd_config *cfg, const struct fabric_view *
 	 * circuits (fab_check_candidates) then refuses what it cannot carry.
 	 */
 	p->ports_per_server = f->min_degree ? f->min_degree : 1;
+	/* All-to-all is priced on the devices the stored circuits really end on. */
+	p->circuit_device = f->circuit_device;
 	p->offload = f->m > 0 && f->offload;
 	p->offload_switch = f->m > 0 && f->one_switch && f->sw_offload;
 	p->aggregating_switch = f->m > 0 && f->one_switch && f->sw_aggregating;
@@ -269,7 +273,8 @@ static json_t *candidates_json(const struct coll_selection *sel)
 
 /*
  * Reads the size: either a stored fabric (loaded into *f) or the what-if
- * servers and devices. Returns 0, or -EINVAL after replying.
+ * servers and devices. A what-if without devices has the fewest the full
+ * interconnection of document 000 needs. Returns 0, or -EINVAL after replying.
  */
 static int select_size(struct api_req *req, json_t *body, struct fabric_view *f, uint64_t *servers,
                        uint64_t *devices)
@@ -280,11 +285,14 @@ static int select_size(struct api_req *req, json_t *body, struct fabric_view *f,
 	if (api_get_name(req, body, NULL, "fabric", false, &fname) < 0)
 		return -EINVAL;
 	if (!fname) {
-		*devices = 1;
 		if (api_get_uint(req, body, NULL, "servers", true, 1, COLL_MAX_SERVERS, servers) <
-		        0 ||
-		    api_get_uint(req, body, NULL, "devices", false, 1, COLL_MAX_DEVICES, devices) <
-		        0)
+		    0)
+			return -EINVAL;
+		*devices = plan_min_devices((uint32_t)*servers, 1, PLAN_FORMULA_AUTO);
+		if (*devices < 1)
+			*devices = 1;
+		if (api_get_uint(req, body, NULL, "devices", false, 1, COLL_MAX_DEVICES, devices) <
+		    0)
 			return -EINVAL;
 		return 0;
 	}
@@ -361,6 +369,21 @@ void api_collective_select(struct api_req *req)
 		base_params(req->env->cfg, &p);
 	if (params_read(req, body, &p, &window_given) < 0)
 		goto out;
+	/*
+	 * A what-if on the full interconnection (ports_per_server 0) prices circuits
+	 * that only exist when the servers have the devices the plan needs: refuse
+	 * the shape /v1/plan refuses, with the same error, rather than price circuits
+	 * that cannot exist.
+	 */
+	if (!f.name[0] && !p.ports_per_server &&
+	    devices < plan_min_devices((uint32_t)servers, 1, PLAN_FORMULA_AUTO)) {
+		struct ofcd_error e = { 0 };
+		fabric_infeasible(&e, (uint32_t)servers,
+		                  plan_min_devices((uint32_t)servers, 1, PLAN_FORMULA_AUTO),
+		                  (uint32_t)devices);
+		api_fail(req, &e);
+		goto out;
+	}
 	if ((p.aggregating_switch || window_given) &&
 	    coll_ina_check_window(p.window, p.switch_buffer, &err) == -ENOBUFS) {
 		reply_window(req, &p, &err);
@@ -656,16 +679,16 @@ void api_fabric_schedule(struct api_req *req)
 	json_t *names = json_array();
 	for (uint32_t i = 0; i < f.m; i++)
 		json_array_append_new(names, json_string(f.names[i]));
-	json_t *o =
-	    json_pack("{s:s, s:I, s:s, s:s, s:I, s:o, s:I, s:f, s:{s:I, s:I, s:I, s:I, s:I, "
-	              "s:I}, s:{s:b}}",
-	              "fabric", f.name, "revision", (json_int_t)f.revision, "collective", cname,
-	              "algorithm", aname, "bytes", (json_int_t)bytes, "servers", names, "devices",
-	              (json_int_t)sch.devices, "predicted_us", us, "stats", "rounds",
-	              (json_int_t)stats.rounds, "transfers", (json_int_t)stats.transfers,
-	              "inter_messages", (json_int_t)stats.inter_messages, "intra_messages",
-	              (json_int_t)stats.intra_messages, "max_degree", (json_int_t)stats.max_degree,
-	              "bytes_sent", (json_int_t)stats.bytes_sent, "check", "valid", 1);
+	json_t *o = json_pack(
+	    "{s:s, s:I, s:s, s:s, s:I, s:o, s:I, s:f, s:{s:I, s:I, s:I, s:I, s:I, "
+	    "s:I, s:I}, s:{s:b}}",
+	    "fabric", f.name, "revision", (json_int_t)f.revision, "collective", cname, "algorithm",
+	    aname, "bytes", (json_int_t)bytes, "servers", names, "devices", (json_int_t)sch.devices,
+	    "predicted_us", us, "stats", "rounds", (json_int_t)stats.rounds, "transfers",
+	    (json_int_t)stats.transfers, "inter_messages", (json_int_t)stats.inter_messages,
+	    "intra_messages", (json_int_t)stats.intra_messages, "max_degree",
+	    (json_int_t)stats.max_degree, "max_circuit_load", (json_int_t)stats.max_circuit_load,
+	    "bytes_sent", (json_int_t)stats.bytes_sent, "check", "valid", 1);
 	json_object_update_new(o, schedule_json(&f, &sch));
 	api_reply(req, 200, o);
 out:

@@ -13,6 +13,7 @@ void fabric_view_free(struct fabric_view *v)
 	free(v->names);
 	free(v->circuits);
 	free(v->pair);
+	free(v->circuit_device);
 	memset(v, 0, sizeof(*v));
 }
 
@@ -56,14 +57,16 @@ static int load_circuits(struct store *s, int64_t id, struct fabric_view *v, boo
 	                            "c.a_ocs_port, c.b_device, c.b_port, c.b_ocs_port, o.name "
 	                            "FROM circuit c JOIN ocs o ON o.id = c.ocs_id "
 	                            "WHERE c.fabric_id = ?")
-	            : store_stmt(s, "SELECT a_pos, b_pos FROM circuit WHERE fabric_id = ?");
+	            : store_stmt(s, "SELECT a_pos, b_pos, plane, a_device, b_device FROM circuit "
+	                            "WHERE fabric_id = ?");
 	size_t m = v->m, pairs = m > 1 ? m * (m - 1) / 2 : 1;
 	int step;
 
 	v->pair = malloc((m ? m * m : 1) * sizeof(*v->pair));
+	v->circuit_device = calloc(m ? m * m : 1, sizeof(*v->circuit_device));
 	/* One circuit per pair at most is kept, so this never grows. */
 	v->circuits = details ? malloc(pairs * sizeof(*v->circuits)) : NULL;
-	if (!v->pair || (details && !v->circuits))
+	if (!v->pair || !v->circuit_device || (details && !v->circuits))
 		return -ENOMEM;
 	for (size_t i = 0; i < m * m; i++)
 		v->pair[i] = -1;
@@ -75,6 +78,8 @@ static int load_circuits(struct store *s, int64_t id, struct fabric_view *v, boo
 		uint32_t b = (uint32_t)sqlite3_column_int64(st, 1);
 		if (a >= m || b >= m || a == b || v->pair[a * m + b] >= 0)
 			continue;
+		v->circuit_device[a * m + b] = (uint32_t)sqlite3_column_int64(st, 3);
+		v->circuit_device[b * m + a] = (uint32_t)sqlite3_column_int64(st, details ? 6 : 4);
 		if (details) {
 			struct fabric_view_circuit *c = &v->circuits[v->ncircuits];
 			c->pos[0] = a;

@@ -43,8 +43,10 @@ struct fabric_view {
 	uint32_t sw_window;  /**< with one_switch: its window W (0: not given) */
 	/** Circuits, one per server pair at most (the first stored); NULL without details. */
 	struct fabric_view_circuit *circuits;
-	size_t ncircuits;    /**< entries in circuits (or pairs joined, without details) */
-	int32_t *pair;       /**< m x m: index of the circuit joining two positions, or -1 */
+	size_t ncircuits; /**< entries in circuits (or pairs joined, without details) */
+	int32_t *pair;    /**< m x m: index of the circuit joining two positions, or -1 */
+	/** m x m: device of position a on the circuit joining a and b ([a * m + b]; 0 if none) */
+	uint32_t *circuit_device;
 	uint32_t min_degree; /**< fewest servers one member has a circuit to */
 	uint64_t missing;    /**< server pairs without a circuit */
 };

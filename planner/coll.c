@@ -71,6 +71,7 @@ void coll_params_default(struct coll_params *p)
 	p->mtu = 4096;
 	p->switch_buffer = 64;
 	p->window = 32;
+	p->circuit_device = NULL;
 }
 
 static int bad_double(const char *field, double v, int positive, struct coll_error *err)

@@ -68,6 +68,14 @@ enum coll_reduce_op {
  * @switch_buffer:      B, messages the aggregating switch can buffer per job [64].
  * @window:             W, sliding send window of each member, W <= B [32].
  * @root:               root server of a broadcast [0].
+ * @circuit_device:     which device ends each circuit, for all-to-all (the only collective with
+ *                      one participant per device): borrowed table of servers x servers
+ *                      entries, entry [a * servers + b] the device of server a on the circuit
+ *                      joining a and b (< COLL_MAX_DEVICES; it need not be one of the
+ *                      participating devices); a message between other devices hops inside the
+ * server to and from it. NULL means the document 000 plan: formula 1 for an odd number of servers,
+ * 3 for an even one, one port per device, so the device of both ends is the plane
+ * (coll_plan_circuit_device()) [NULL].
  */
 struct coll_params {
 	double alpha_us;
@@ -84,6 +92,7 @@ struct coll_params {
 	uint32_t switch_buffer;
 	uint32_t window;
 	uint32_t root;
+	const uint32_t *circuit_device;
 };
 
 /**
@@ -95,8 +104,8 @@ struct coll_params {
  * @inter_messages: messages between servers: the transfers of the schedule (0 for the
  *                  priced-only algorithms, whose traffic is segments, not messages).
  * @intra_messages: messages inside servers (all-to-all; 0 otherwise).
- * @circuits:       circuits per server the algorithm uses (0 for all-to-all and for the
- *                  priced-only algorithms, which do not run over OCS circuits).
+ * @circuits:       circuits per server the algorithm uses (0 for the priced-only algorithms,
+ *                  which do not run over OCS circuits; servers - 1 for all-to-all).
  * @scheduled:      coll_generate() can produce a checkable round-by-round schedule.
  */
 struct coll_estimate {
@@ -206,16 +215,30 @@ int coll_generate(enum coll_collective c, enum coll_algorithm a, uint32_t server
                   struct coll_error *err);
 
 /**
- * The time of a schedule under @p (NULL: defaults): the sum over rounds of the slowest
- * transfer (alpha plus bytes over bandwidth, of the circuit or of the in-server path) plus
- * gamma times the most bytes any participant reduces in that round. For every generated
- * schedule this equals the closed form of coll_predict() when the chunks divide evenly.
- * Returns 0 and sets @us, or -EINVAL.
+ * The time of a schedule under @p (NULL: defaults): the sum over rounds of the busiest link
+ * plus gamma times the most bytes any participant reduces in that round. A transfer between
+ * two servers rides the circuit joining them, and in a schedule with several devices per server
+ * (all-to-all) it first hops inside the source server to the circuit's device and last from the
+ * circuit's device to its destination (@p->circuit_device), each hop an in-server link and an
+ * in-server alpha; a transfer inside a server rides the in-server link joining its two devices.
+ * A link's time in a round is the latest, over its transfers, of one's latency (the alphas of
+ * its whole route) plus the bytes of every transfer on the link that starts no earlier, over
+ * the link's bandwidth: the link is kept busy from then on. For every generated schedule this
+ * equals coll_predict() when the chunks divide evenly. Returns 0 and sets @us, -EINVAL or
+ * -ENOMEM.
  */
 int coll_schedule_cost(const struct coll_schedule *s, const struct coll_params *p, double *us);
 
 /**
- * Message counts of all-to-all algorithm @a (direct or plane-relayed) for any size:
+ * The device of server @a on the circuit joining servers @a and @b (both < @servers, a != b)
+ * in the document 000 plan of @servers servers (formula 1 for an odd count, 3 for an even one)
+ * with one port per device: the plane of the pair, which is the same on both ends.
+ */
+uint32_t coll_plan_circuit_device(uint32_t servers, uint32_t a, uint32_t b);
+
+/**
+ * Message counts of all-to-all algorithm @a (direct or plane-relayed) for any size (an
+ * inter-server message is counted once, however many in-server hops it takes):
  * direct: inter = devices² servers (servers - 1), intra = servers devices (devices - 1);
  * plane-relayed: inter = devices servers (servers - 1), intra = servers devices (devices - 1).
  * Returns 0, -EINVAL (other algorithm, zero size) or -EOVERFLOW.

@@ -3,6 +3,7 @@
  * selector. Derivations: docs/cost-model.md, "Collectives over the fabric".
  */
 #include "coll_internal.h"
+#include "plan.h"
 
 #include <errno.h>
 #include <math.h>
@@ -174,26 +175,6 @@ static void price_broadcast(enum coll_algorithm a, const struct rates *r, double
 	}
 }
 
-static void price_alltoall(enum coll_algorithm a, const struct rates *r, double n, uint32_t S,
-                           uint32_t D, struct coll_estimate *e)
-{
-	uint64_t P = (uint64_t)S * D;
-	double blk = n / (double)P;
-
-	coll_alltoall_counts(a, S, D, &e->inter_messages, &e->intra_messages);
-	if (a == COLL_ALG_DIRECT) {
-		/* A round holds both kinds of message; with S >= 2 always an inter-server one. */
-		double intra = r->ai + blk * r->bi;
-		double step = S >= 2 ? fmax(r->a + blk * r->b, intra) : intra;
-
-		e->rounds = (uint32_t)(P - 1);
-		e->predicted_us = (double)(P - 1) * step;
-		return;
-	}
-	e->rounds = (D - 1) + (S - 1);
-	e->predicted_us = (D - 1) * (r->ai + n / D * r->bi) + (S - 1) * (r->a + n / S * r->b);
-}
-
 int coll_predict(enum coll_collective c, enum coll_algorithm a, uint64_t bytes, uint32_t servers,
                  uint32_t devices, const struct coll_params *p, struct coll_estimate *est,
                  struct coll_error *err)
@@ -234,6 +215,15 @@ int coll_predict(enum coll_collective c, enum coll_algorithm a, uint64_t bytes, 
 		             "(aggregating_switch is false)");
 		return -EDOM;
 	}
+	/* All-to-all runs on the plan's circuits: without a map of them, the plan must exist. */
+	if (c == COLL_ALLTOALL && !p->circuit_device &&
+	    devices < plan_min_devices(servers, 1, PLAN_FORMULA_AUTO)) {
+		coll_err_set(err, "devices",
+		             "the document 000 plan of %u servers needs %u devices per server, "
+		             "they have %u",
+		             servers, plan_min_devices(servers, 1, PLAN_FORMULA_AUTO), devices);
+		return -EDOM;
+	}
 	r = rates_of(p);
 	switch (c) {
 	case COLL_ALLREDUCE:
@@ -246,12 +236,17 @@ int coll_predict(enum coll_collective c, enum coll_algorithm a, uint64_t bytes, 
 		price_broadcast(a, &r, n, servers, est);
 		break;
 	default:
-		price_alltoall(a, &r, n, servers, devices, est);
+		rc = coll_price_alltoall(a, p, n, servers, devices, est);
+		if (rc) {
+			coll_err_set(err, NULL, "out of memory");
+			memset(est, 0, sizeof(*est));
+			return rc;
+		}
 		break;
 	}
 	est->scheduled = a != COLL_ALG_NIC_OFFLOAD && a != COLL_ALG_INA;
 	ports = p->ports_per_server ? p->ports_per_server : servers - 1;
-	if (c != COLL_ALLTOALL && est->circuits > ports) {
+	if (est->circuits > ports) {
 		coll_err_set(err, "ports_per_server",
 		             "%s needs %u circuits per server, a server "
 		             "has %u",
@@ -265,48 +260,58 @@ int coll_predict(enum coll_collective c, enum coll_algorithm a, uint64_t bytes, 
 int coll_schedule_cost(const struct coll_schedule *s, const struct coll_params *p, double *us)
 {
 	struct coll_params def;
-	struct rates r;
+	struct coll_links links;
 	uint64_t *reduced;
+	uint32_t widest = 0;
 	double total = 0;
+	int rc;
 
 	if (!p) {
 		coll_params_default(&def);
 		p = &def;
 	}
 	if (!s || !s->devices || !s->participants || s->participants > COLL_MAX_PARTICIPANTS ||
-	    coll_params_validate(p, NULL))
+	    (uint64_t)s->servers * s->devices != s->participants || coll_params_validate(p, NULL))
 		return -EINVAL;
+	for (uint32_t k = 0; k < s->nrounds; k++) {
+		if ((uint64_t)s->rounds[k].first + s->rounds[k].count > s->ntransfers)
+			return -EINVAL;
+		if (s->rounds[k].count > widest)
+			widest = s->rounds[k].count;
+	}
 	reduced = calloc(s->participants, sizeof(*reduced));
 	if (!reduced)
 		return -ENOMEM;
-	r = rates_of(p);
-	for (uint32_t k = 0; k < s->nrounds; k++) {
-		double slowest = 0;
+	rc = coll_links_init(&links, p, s->servers, s->devices, widest);
+	if (rc) {
+		free(reduced);
+		return rc;
+	}
+	for (uint32_t k = 0; k < s->nrounds && !rc; k++) {
 		uint64_t most = 0;
 
 		memset(reduced, 0, s->participants * sizeof(*reduced));
 		for (uint32_t i = 0; i < s->rounds[k].count; i++) {
 			const struct coll_transfer *t = coll_round_transfer(s, k, i);
-			int intra = t->src / s->devices == t->dst / s->devices;
-			double time;
 
 			if (t->src >= s->participants || t->dst >= s->participants) {
-				free(reduced);
-				return -EINVAL;
+				rc = -EINVAL;
+				break;
 			}
-			time = intra ? r.ai + t->bytes * r.bi : r.a + t->bytes * r.b;
-			slowest = fmax(slowest, time);
+			coll_links_add(&links, t->src, t->dst, (double)t->bytes);
 			if (t->op == COLL_OP_REDUCE) {
 				reduced[t->dst] += t->bytes;
 				if (reduced[t->dst] > most)
 					most = reduced[t->dst];
 			}
 		}
-		total += slowest + (double)most * r.g;
+		total += coll_links_round(&links) + (double)most * rates_of(p).g;
 	}
+	coll_links_free(&links);
 	free(reduced);
-	*us = total;
-	return 0;
+	if (!rc)
+		*us = total;
+	return rc;
 }
 
 /* How an eligible candidate runs, for the selection's reason column. */

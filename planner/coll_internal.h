@@ -60,6 +60,63 @@ int coll_gen_broadcast(enum coll_algorithm a, uint32_t servers, uint32_t root, u
 int coll_gen_alltoall(enum coll_algorithm a, uint32_t servers, uint32_t devices, uint64_t bytes,
                       struct coll_schedule *s);
 
+/** Rounds of all-to-all algorithm @a on @S servers of @D devices (UINT32_MAX at most). */
+uint32_t coll_alltoall_rounds(enum coll_algorithm a, uint32_t S, uint32_t D);
+
+/**
+ * The destination of participant @x in round @r of all-to-all algorithm @a, and in @blocks how
+ * many blocks its message carries: the one description both the generator and the price use.
+ */
+uint64_t coll_alltoall_step(enum coll_algorithm a, uint32_t S, uint32_t D, uint32_t r, uint64_t x,
+                            uint32_t *blocks);
+
+/**
+ * Price all-to-all algorithm @a for @q bytes per device into @e (rounds, counts, circuits,
+ * time) on the circuits of @p (validated). Returns 0 or -ENOMEM.
+ */
+int coll_price_alltoall(enum coll_algorithm a, const struct coll_params *p, double q, uint32_t S,
+                        uint32_t D, struct coll_estimate *e);
+
+/** Bytes one link carries in a round, by latency class (see struct coll_links). */
+struct coll_link_load {
+	uint64_t key;    /* 0: free slot */
+	double bytes[4]; /* by latency class */
+};
+
+/**
+ * The links of one round and what each carries, to price the round by its busiest link. A
+ * message between two servers takes the circuit joining them and, when servers have several
+ * devices, a hop on an in-server link to the circuit's device and one from it; a message inside
+ * a server takes the in-server link between its devices. Latency classes: 0 an in-server
+ * message (alpha_i), 1 to 3 an inter-server one with 0 to 2 hops (alpha + hops alpha_i).
+ */
+struct coll_links {
+	const struct coll_params *p;
+	uint32_t servers, devices;
+	double lat[4];               /* latency of each class, µs */
+	double k_circuit, k_intra;   /* µs per byte */
+	uint32_t cap;                /* slots, a power of two */
+	struct coll_link_load *slot; /* open addressing on key */
+	uint32_t *used;              /* slots taken this round */
+	uint32_t nused;
+};
+
+/**
+ * Start with room for @flows messages per round (a round must not add more: the table is
+ * sized for them and does not grow). Returns 0 or -ENOMEM.
+ */
+int coll_links_init(struct coll_links *l, const struct coll_params *p, uint32_t servers,
+                    uint32_t devices, uint32_t flows);
+
+/** Add a message of @bytes from participant @src to @dst to the round. */
+void coll_links_add(struct coll_links *l, uint32_t src, uint32_t dst, double bytes);
+
+/** The round's time (its busiest link), and start the next round empty. */
+double coll_links_round(struct coll_links *l);
+
+/** Release what @l holds. */
+void coll_links_free(struct coll_links *l);
+
 /**
  * Steps of a one-way ring over order[0..n-1] (n >= 2) on chunks base..base+n-1, appended to
  * the current round of @s. Reduce-scatter step t (0..n-2): position i reduces chunk

@@ -209,6 +209,8 @@ struct check {
 	uint64_t *scratch; /* [refs in the largest round][W]: sources read at round start */
 	uint32_t *wstamp;  /* [P][C]: 2*(round+1), | 1 if copied into */
 	uint32_t *link;    /* [P][P]: round+1 in which src->dst was last used */
+	uint32_t *circ;    /* [S][S]: round+1 in which the circuit a->b was last used */
+	uint32_t *ncirc;   /* [S][S]: transfers on the circuit a->b in that round */
 	struct coll_error *err;
 };
 
@@ -218,6 +220,8 @@ static void check_free(struct check *k)
 	free(k->scratch);
 	free(k->wstamp);
 	free(k->link);
+	free(k->circ);
+	free(k->ncirc);
 }
 
 static uint64_t *cell(const struct check *k, uint32_t p, uint32_t c)
@@ -242,7 +246,33 @@ static int fail_at(const struct check *k, uint32_t r, uint32_t i, const char *fm
 	return -EINVAL;
 }
 
-/* Per-transfer validation and the one-transfer-per-link-direction rule. */
+/*
+ * Transfers between two servers share the one circuit joining them, whichever devices they
+ * join: count them per circuit direction against what the schedule says it needs.
+ */
+static int check_circuit(struct check *k, uint32_t r, uint32_t i)
+{
+	const struct coll_schedule *s = k->s;
+	const struct coll_transfer *t = coll_round_transfer(s, r, i);
+	uint32_t a = t->src / s->devices, b = t->dst / s->devices;
+	uint32_t limit = s->circuit_load ? s->circuit_load : 1;
+	uint64_t key = (uint64_t)a * s->servers + b;
+
+	if (a == b)
+		return 0;
+	if (k->circ[key] != r + 1) {
+		k->circ[key] = r + 1;
+		k->ncirc[key] = 0;
+	}
+	if (++k->ncirc[key] > limit)
+		return fail_at(k, r, i,
+		               "circuit %u->%u already carries %u transfers in this round, the "
+		               "schedule allows %u",
+		               a, b, k->ncirc[key] - 1, limit);
+	return 0;
+}
+
+/* Per-transfer validation, the one-transfer-per-link-direction rule and circuit sharing. */
 static int check_round_links(struct check *k, uint32_t r)
 {
 	const struct coll_schedule *s = k->s;
@@ -281,6 +311,8 @@ static int check_round_links(struct check *k, uint32_t r)
 			    k, r, i, "link direction already used by transfer %u of this round", j);
 		}
 		k->link[key] = r + 1;
+		if (check_circuit(k, r, i))
+			return -EINVAL;
 	}
 	return 0;
 }
@@ -422,7 +454,9 @@ int coll_check(const struct coll_schedule *s, struct coll_error *err)
 	k.scratch = calloc(maxrefs ? maxrefs * k.W : 1, sizeof(uint64_t));
 	k.wstamp = calloc(k.C ? (uint64_t)k.P * k.C : 1, sizeof(uint32_t));
 	k.link = calloc((uint64_t)k.P * k.P, sizeof(uint32_t));
-	if (!k.state || !k.scratch || !k.wstamp || !k.link) {
+	k.circ = calloc((uint64_t)s->servers * s->servers, sizeof(uint32_t));
+	k.ncirc = calloc((uint64_t)s->servers * s->servers, sizeof(uint32_t));
+	if (!k.state || !k.scratch || !k.wstamp || !k.link || !k.circ || !k.ncirc) {
 		check_free(&k);
 		coll_err_set(err, NULL, "out of memory");
 		return -ENOMEM;
@@ -450,32 +484,56 @@ int coll_check(const struct coll_schedule *s, struct coll_error *err)
 
 int coll_schedule_stats(const struct coll_schedule *s, struct coll_schedule_stats *st)
 {
-	uint32_t P = s->participants;
+	uint32_t P = s->participants, S = s->servers;
+	uint32_t *load;
 	uint8_t *peer;
 
 	memset(st, 0, sizeof(*st));
-	if (!P || P > COLL_MAX_PARTICIPANTS || !s->devices)
+	if (!P || P > COLL_MAX_PARTICIPANTS || !s->devices || (uint64_t)S * s->devices != P)
 		return -EINVAL;
 	peer = calloc((size_t)P * P, 1);
-	if (!peer)
+	load = calloc((size_t)S * S, sizeof(*load));
+	if (!peer || !load) {
+		free(peer);
+		free(load);
 		return -ENOMEM;
+	}
 	st->rounds = s->nrounds;
 	st->transfers = s->ntransfers;
-	for (uint32_t i = 0; i < s->ntransfers; i++) {
-		const struct coll_transfer *t = &s->transfers[i];
-
-		if (t->src >= P || t->dst >= P) {
+	for (uint32_t r = 0; r < s->nrounds; r++) {
+		if ((uint64_t)s->rounds[r].first + s->rounds[r].count > s->ntransfers) {
 			free(peer);
+			free(load);
 			return -EINVAL;
 		}
-		if (t->src / s->devices == t->dst / s->devices)
-			st->intra_messages++;
-		else
-			st->inter_messages++;
-		st->bytes_sent += t->bytes;
-		peer[(size_t)t->src * P + t->dst] = 1;
-		peer[(size_t)t->dst * P + t->src] = 1;
+		for (uint32_t i = 0; i < s->rounds[r].count; i++) {
+			const struct coll_transfer *t = coll_round_transfer(s, r, i);
+			uint32_t a = t->src / s->devices, b = t->dst / s->devices;
+
+			if (t->src >= P || t->dst >= P) {
+				free(peer);
+				free(load);
+				return -EINVAL;
+			}
+			if (a == b) {
+				st->intra_messages++;
+			} else {
+				st->inter_messages++;
+				if (++load[(size_t)a * S + b] > st->max_circuit_load)
+					st->max_circuit_load = load[(size_t)a * S + b];
+			}
+			st->bytes_sent += t->bytes;
+			peer[(size_t)t->src * P + t->dst] = 1;
+			peer[(size_t)t->dst * P + t->src] = 1;
+		}
+		/* The loads are per round: clear what this round counted. */
+		for (uint32_t i = 0; i < s->rounds[r].count; i++) {
+			const struct coll_transfer *t = coll_round_transfer(s, r, i);
+
+			load[(size_t)(t->src / s->devices) * S + t->dst / s->devices] = 0;
+		}
 	}
+	free(load);
 	for (uint32_t p = 0; p < P; p++) {
 		uint32_t d = 0;
 

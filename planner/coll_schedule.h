@@ -97,6 +97,11 @@ struct coll_round {
  *                          from coll.h, or -1 for a hand-built schedule.
  * @servers, @devices:      shape; @participants == @servers * @devices.
  * @bytes:                  per-participant data size the schedule was generated for.
+ * @circuit_load:           most transfers one circuit direction may carry in one round. Two
+ *                          servers are joined by one circuit (document 000), so every transfer
+ *                          between them, whichever devices it joins, shares it; the generators
+ *                          set what their price assumes and the checker holds every round to it.
+ *                          0 means 1.
  * @chunks:                 @nchunks entries.
  * @rounds:                 @nrounds entries, in order, covering @transfers contiguously.
  * @transfers:              @ntransfers entries.
@@ -110,6 +115,7 @@ struct coll_schedule {
 	uint32_t devices;
 	uint32_t participants;
 	uint64_t bytes;
+	uint32_t circuit_load;
 	uint32_t nchunks;
 	struct coll_chunk *chunks;
 	uint32_t nrounds;
@@ -130,6 +136,8 @@ struct coll_schedule {
  * @intra_messages:     transfers between participants on the same server.
  * @max_degree:         most distinct peers any participant exchanges with (for a server-level
  *                      schedule, the circuits per server it needs).
+ * @max_circuit_load:   most transfers one circuit direction (one ordered pair of servers)
+ *                      carries in one round.
  * @bytes_sent:         sum of all transfers' bytes.
  */
 struct coll_schedule_stats {
@@ -138,6 +146,7 @@ struct coll_schedule_stats {
 	uint64_t inter_messages;
 	uint64_t intra_messages;
 	uint32_t max_degree;
+	uint32_t max_circuit_load;
 	uint64_t bytes_sent;
 };
 
@@ -186,7 +195,9 @@ static inline const uint32_t *coll_transfer_chunks(const struct coll_schedule *s
  * round every transfer reads its source's sets as they were at the start of the round, then:
  * COPY replaces the destination's set, REDUCE merges into it and fails if a contribution is
  * already present (it would be counted twice). It fails when a round uses one link direction
- * (src->dst) twice, when a transfer sends a chunk its source does not hold, when one chunk
+ * (src->dst) twice, when the transfers between two servers in one round (which share the one
+ * circuit joining them) outnumber @circuit_load, when a transfer sends a chunk its source does
+ * not hold, when one chunk
  * of one participant is both copied into and written otherwise in one round, on any index out
  * of range, and when a transfer's bytes are not the sum of its chunks. At the end every
  * participant named by a chunk's dest (all for COLL_EVERY) must hold the complete chunk:

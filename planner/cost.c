@@ -162,22 +162,142 @@ static void price_send_broadcast(const struct pair *p, struct cost_candidate *c)
 }
 
 /*
- * src's NIC streams its peers' memory straight onto the circuit, so the bytes
- * are paid once at the circuit rate; a bus slower than the circuit adds the
- * difference to the read (write) step.
+ * p2p-relay streams: every device's data flows from its memory through src, the circuit and
+ * dst into its target's memory, a stream paying the read delay r when it leaves a peer of src
+ * and the write delay w when it enters a peer of dst. Streams are grouped by those two hops,
+ * [read][write]: how many there are and the bytes they carry (a stream of no bytes still pays
+ * its latency).
  */
-static void price_p2p_relay(const struct pair *p, const struct cost_params *prm,
+struct streams {
+	double count[2][2];
+	double bytes[2][2];
+};
+
+/* What a path lets through: the latest start of a stream plus all bytes starting no earlier. */
+static double drained(const struct streams *st, double ae, double r, double w, double k)
+{
+	const double lat[2][2] = { { ae, ae + w }, { ae + r, ae + r + w } };
+	double t = 0;
+
+	for (int i = 0; i < 4; i++) {
+		double after = 0;
+
+		if (st->count[i / 2][i % 2] <= 0)
+			continue;
+		for (int j = 0; j < 4; j++)
+			if (lat[j / 2][j % 2] >= lat[i / 2][i % 2])
+				after += st->bytes[j / 2][j % 2];
+		t = max2(t, lat[i / 2][i % 2] + after * k);
+	}
+	return t;
+}
+
+/*
+ * With as many devices on both sides, device d's D goes to device d: the streams of n device
+ * indices, among them src's (read-free) and dst's (write-free) as said; one index may be both.
+ */
+static struct streams paired(double d, unsigned n, bool has_src, bool has_dst, bool same_index)
+{
+	struct streams st;
+	unsigned both = has_src && same_index;
+	unsigned src_only = has_src && !same_index, dst_only = has_dst && !same_index;
+
+	st.count[0][0] = both;
+	st.count[0][1] = src_only;
+	st.count[1][0] = dst_only;
+	st.count[1][1] = n - both - src_only - dst_only;
+	for (int i = 0; i < 4; i++)
+		st.bytes[i / 2][i % 2] = st.count[i / 2][i % 2] * d;
+	return st;
+}
+
+/* Otherwise each of ns source devices shares its D equally among nt target devices. */
+static struct streams shared(double piece, unsigned ns, bool has_src, unsigned nt, bool has_dst)
+{
+	struct streams st;
+	double x[2] = { has_src, ns - (double)has_src }, y[2] = { has_dst, nt - (double)has_dst };
+
+	for (int a = 0; a < 2; a++)
+		for (int b = 0; b < 2; b++) {
+			st.count[a][b] = x[a] * y[b];
+			st.bytes[a][b] = piece * st.count[a][b];
+		}
+	return st;
+}
+
+/* Index i of a server whose circuit device is c sits across the bridge from c. */
+static bool across(const struct side *sd, unsigned c, unsigned i)
+{
+	return sd->far && i < sd->n && (i < sd->n / 2) != (c < sd->n / 2);
+}
+
+/*
+ * A local peer of circuit device c that is not index o, if there is one: it streams with hops
+ * at both ends.
+ */
+static bool peer_besides(const struct side *sd, unsigned c, unsigned o)
+{
+	return sd->local - 1 > (o != c && o < sd->n && !across(sd, c, o));
+}
+
+/*
+ * When every stream is through: the latest of what each path lets through (the circuit; the
+ * in-server link of the slowest peer of src and of dst; the bridge each far group shares). With
+ * w 0, what the reads alone would take.
+ */
+static double p2p_through(const struct pair *p, unsigned cs, unsigned ct, double r, double w)
+{
+	const struct side *s = &p->src, *t = &p->dst;
+	bool cp = s->n == t->n, same = cs == ct;
+	double piece = p->d / t->n, end;
+	struct streams st;
+
+	st = cp ? paired(p->d, s->n, true, ct < s->n, same) : shared(piece, s->n, true, t->n, true);
+	end = drained(&st, p->ae, r, w, p->ke);
+	if (s->local > 1) {
+		st = cp ? paired(p->d, 1, false, !peer_besides(s, cs, ct), same)
+		        : shared(piece, 1, false, t->n, true);
+		end = max2(end, drained(&st, p->ae, r, w, s->ki));
+	}
+	if (s->far) {
+		st = cp ? paired(p->d, s->far, false, across(s, cs, ct), same)
+		        : shared(piece, s->far, false, t->n, true);
+		end = max2(end, drained(&st, p->ae, r, w, s->kb));
+	}
+	if (t->local > 1) {
+		st = cp ? paired(p->d, 1, !peer_besides(t, ct, cs), false, same)
+		        : shared(piece, s->n, true, 1, false);
+		end = max2(end, drained(&st, p->ae, r, w, t->ki));
+	}
+	if (t->far) {
+		st = cp ? paired(p->d, t->far, across(t, ct, cs), false, same)
+		        : shared(piece, s->n, true, t->far, false);
+		end = max2(end, drained(&st, p->ae, r, w, t->kb));
+	}
+	return end;
+}
+
+/*
+ * src's NIC streams its peers' memory straight onto the circuit, so the bytes are paid once,
+ * at the circuit rate, while src's own data keeps the circuit busy during the reads and writes
+ * of the others. What the streams take beyond the circuit's alpha_e + P k_e is charged to the
+ * read step as far as the reads alone cause it, the rest to the write step.
+ */
+static void price_p2p_relay(const struct pair *p, const struct cost_request *req,
                             struct cost_candidate *c)
 {
-	double circuit = p->total * p->ke;
+	const struct cost_params *prm = &req->params;
+	double send = p->ae + p->total * p->ke;
+	unsigned cs = req->source.circuit_device, ct = req->target.circuit_device;
+	double all = p2p_through(p, cs, ct, prm->p2p_read_us, prm->p2p_write_us);
+	double read = max2(0, p2p_through(p, cs, ct, prm->p2p_read_us, 0) - send);
 
 	if (p->src.n > 1)
-		add_step(c, COST_SCOPE_SOURCE, COST_OP_P2P_RECV, p->total - p->d,
-		         prm->p2p_read_us + max2(0, bus(&p->src, p->d) - circuit));
-	add_step(c, COST_SCOPE_INTER, COST_OP_SEND, p->total, p->ae + circuit);
+		add_step(c, COST_SCOPE_SOURCE, COST_OP_P2P_RECV, p->total - p->d, read);
+	add_step(c, COST_SCOPE_INTER, COST_OP_SEND, p->total, send);
 	if (p->dst.n > 1)
 		add_step(c, COST_SCOPE_TARGET, COST_OP_P2P_SEND, p->total - p->share,
-		         prm->p2p_write_us + max2(0, bus(&p->dst, p->share) - circuit));
+		         max2(0, all - send - read));
 }
 
 static void price_allgather_send_scatter(const struct pair *p, struct cost_candidate *c)
@@ -238,7 +358,7 @@ static void price_two_servers(const struct cost_request *req, struct cost_candid
 	price_send_broadcast(&p, &cand[COST_METHOD_SEND_BROADCAST]);
 	candidate_init(&cand[COST_METHOD_P2P_RELAY], COST_METHOD_P2P_RELAY, true, p2p,
 	               p2p_reason(req->source.p2p, req->target.p2p));
-	price_p2p_relay(&p, prm, &cand[COST_METHOD_P2P_RELAY]);
+	price_p2p_relay(&p, req, &cand[COST_METHOD_P2P_RELAY]);
 	candidate_init(&cand[COST_METHOD_ALLGATHER_SEND_SCATTER],
 	               COST_METHOD_ALLGATHER_SEND_SCATTER, true, true, "always eligible");
 	price_allgather_send_scatter(&p, &cand[COST_METHOD_ALLGATHER_SEND_SCATTER]);

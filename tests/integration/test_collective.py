@@ -163,7 +163,8 @@ def test_select_what_if_vectors(daemon):
     assert sel["algorithm"] == "cube-400" and sel["predicted_us"] == c["cube-400"]["predicted_us"]
     assert not c["full-mesh-direct"]["eligible"] and c["full-mesh-direct"]["predicted_us"] is None
     assert "7 circuits" in c["full-mesh-direct"]["reason"]
-    assert (sel["servers"], sel["devices"], sel["params"]["ports_per_server"]) == (8, 1, 3)
+    # Without devices, the servers have what the full interconnection of 8 needs: 7.
+    assert (sel["servers"], sel["devices"], sel["params"]["ports_per_server"]) == (8, 7, 3)
     assert "fabric" not in sel
     assert list(c) == ["ring", "bidirectional-ring", "recursive-halving-doubling",
                        "full-mesh-direct", "cube-300", "cube-400", "nic-offload",
@@ -177,14 +178,28 @@ def test_select_what_if_vectors(daemon):
     c = candidates(select(daemon, {"collective": "allreduce", "bytes": 4096, "servers": 6,
                                    "params": {"offload": True, "aggregating_switch": True}}))
     assert c["nic-offload"]["eligible"] and c["in-network-aggregation"]["eligible"]
-    # Document 002: FIG. 4 and FIG. 5 message counts.
-    for servers, devices, direct, relayed, intra in ((2, 4, 32, 8, 24), (8, 4, 896, 224, 96)):
+    # Document 002: FIG. 4 message counts, and 8 servers of 7 devices (FIG. 5's 8 x 4 is not a
+    # shape document 000 can fully interconnect).
+    for servers, devices, direct, relayed, intra in ((2, 4, 32, 8, 24), (8, 7, 2744, 392, 336)):
         sel = select(daemon, {"collective": "alltoall", "bytes": 1 << 16, "servers": servers,
                               "devices": devices})
         c = candidates(sel)
         assert (c["direct"]["inter_messages"], c["plane-relayed"]["inter_messages"]) == (direct, relayed)
         assert c["plane-relayed"]["intra_messages"] == intra
+        assert c["direct"]["circuits"] == servers - 1
         assert sel["devices"] == devices
+    # A what-if never prices circuits the plan could not build: /v1/plan's 422.
+    for coll in ("alltoall", "allreduce"):
+        r = daemon.post("/v1/collective/select", {"collective": coll, "bytes": 1 << 16,
+                                                   "servers": 8, "devices": 4})
+        e = error_of(r)
+        assert r.status_code == 422 and (e["code"], e["field"]) == ("infeasible", "devices"), r.text
+        assert e["details"] == {"min_devices": 7, "devices": 4}
+        assert e == error_of(daemon.post("/v1/plan", {"servers": 8, "devices": 4}))
+    # Fewer ports than a full interconnection say which circuits exist: priced as such.
+    sel = select(daemon, {"collective": "allreduce", "bytes": 1 << 20, "servers": 8, "devices": 4,
+                          "params": {"ports_per_server": 3}})
+    assert sel["algorithm"] == "cube-400" and sel["devices"] == 4
     # Allgather and broadcast choose among their own candidates.
     assert list(candidates(select(daemon, {"collective": "allgather", "bytes": 4096, "servers": 4}))) == \
         ["ring", "recursive-doubling", "full-mesh-direct"]
@@ -298,7 +313,9 @@ def test_select_degraded_fabric(daemon):
     r = daemon.post("/v1/collective/select", {"collective": "alltoall", "bytes": 4096, "fabric": "job"})
     e = error_of(r)
     assert r.status_code == 422 and e["code"] == "infeasible"
-    assert all("lacks 1 server pairs" in x["reason"] for x in e["details"]["candidates"])
+    # Its price needs every circuit, and srv4 has 6 of 7.
+    assert all(x["reason"].endswith("needs 7 circuits per server, a server has 6")
+               for x in e["details"]["candidates"])
 
 
 # ---- GET /v1/fabrics/{name}/schedule ------------------------------------------------------
@@ -344,6 +361,7 @@ def test_schedule_on_fabric(daemon):
         assert len(sch["rounds"]) == rounds == sch["stats"]["rounds"]
         assert [r["round"] for r in sch["rounds"]] == list(range(rounds))
         assert sch["stats"]["max_degree"] == degree
+        assert sch["stats"]["max_circuit_load"] == 1
         assert sch["predicted_us"] > 0
         for rnd in sch["rounds"]:
             for t in rnd["transfers"]:
@@ -358,6 +376,10 @@ def test_schedule_on_fabric(daemon):
     sch = schedule(daemon, "job", collective="alltoall", algorithm="plane-relayed", bytes=1 << 16)
     assert sch["devices"] == 8 and sch["check"] == {"valid": True}
     assert (sch["stats"]["inter_messages"], sch["stats"]["intra_messages"]) == (8 * 8 * 7, 8 * 8 * 7)
+    # 8 relays a server over its 7 circuits: two share one circuit in a round, as priced.
+    assert sch["stats"]["max_circuit_load"] == 2
+    sel = candidates(select(daemon, {"collective": "alltoall", "bytes": 1 << 16, "fabric": "job"}))
+    assert sch["predicted_us"] == pytest.approx(sel["plane-relayed"]["predicted_us"], rel=1e-9)
     t = sch["rounds"][0]["transfers"][0]
     assert {"src_device", "dst_device"} <= set(t)
     assert {"origin_device", "dest_device"} <= set(sch["chunks"][0])

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "coll.h"
+#include "plan.h"
 
 static void expect_reject(const struct coll_schedule *s, const char *needle);
 
@@ -62,8 +63,13 @@ static void gen_check_price(enum coll_collective c, enum coll_algorithm a, uint3
 	assert_int_equal(st.rounds, est.rounds);
 	assert_int_equal(st.inter_messages, est.inter_messages);
 	assert_int_equal(st.intra_messages, est.intra_messages);
+	/* What the checker held every round to is what the busiest circuit carries. */
+	if (st.inter_messages)
+		assert_int_equal(st.max_circuit_load, s.circuit_load ? s.circuit_load : 1);
 	if (c != COLL_ALLTOALL)
 		assert_int_equal(st.max_degree, est.circuits);
+	else
+		assert_int_equal(est.circuits, M - 1);
 	assert_true(est.scheduled);
 	assert_int_equal(coll_schedule_cost(&s, p, &us), 0);
 	assert_close(us, est.predicted_us);
@@ -242,28 +248,76 @@ static void test_alltoall_counts(void **state)
 	assert_int_equal(coll_alltoall_counts(COLL_ALG_DIRECT, 0, 4, &inter, &intra), -EINVAL);
 }
 
+/* Formulas 1 and 3 put every pair of servers on one plane: the device of both ends. */
+static void test_plan_circuit_device(void **state)
+{
+	(void)state;
+	for (uint32_t M = 2; M <= 40; M++) {
+		int f = M % 2 ? 1 : 3;
+
+		for (uint32_t s = 0; s < M; s++)
+			for (uint32_t d = 0; d < plan_planes(M, PLAN_FORMULA_AUTO); d++) {
+				uint32_t t = f == 1 ? plan_formula1_dst(M, s, d)
+				                    : plan_formula3_dst(M, s, d);
+
+				if (t == s)
+					continue;
+				assert_int_equal(coll_plan_circuit_device(M, s, t), d);
+				assert_int_equal(coll_plan_circuit_device(M, t, s), d);
+			}
+	}
+}
+
 static void test_alltoall_schedules(void **state)
 {
-	static const uint32_t sizes[][2] = { { 2, 4 }, { 3, 2 }, { 4, 4 }, { 8, 4 },
-		                             { 1, 4 }, { 4, 1 }, { 2, 1 }, { 16, 4 } };
+	static const uint32_t sizes[][2] = { { 2, 4 }, { 3, 3 },  { 3, 4 }, { 4, 3 }, { 4, 4 },
+		                             { 5, 5 }, { 6, 5 },  { 8, 7 }, { 8, 8 }, { 1, 4 },
+		                             { 2, 1 }, { 4, 16 }, { 2, 32 } };
+	struct coll_params p;
 
 	(void)state;
+	coll_params_default(&p);
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		uint32_t S = sizes[i][0], Dv = sizes[i][1];
 		uint64_t q = (uint64_t)S * Dv * 1000;
 
 		gen_check_price(COLL_ALLTOALL, COLL_ALG_DIRECT, S, Dv, q, NULL);
 		gen_check_price(COLL_ALLTOALL, COLL_ALG_PLANE_RELAYED, S, Dv, q, NULL);
+		/* In-server links slower than the circuits: the hops decide. */
+		p.intra_gbps = 50;
+		gen_check_price(COLL_ALLTOALL, COLL_ALG_DIRECT, S, Dv, q * 1000, &p);
+		gen_check_price(COLL_ALLTOALL, COLL_ALG_PLANE_RELAYED, S, Dv, q * 1000, &p);
+		p.intra_gbps = 400;
 	}
 	{
+		/*
+		 * Circuits moved off their planes (after a re-plan): 4 servers of 4 devices,
+		 * every circuit on device 3 of its lower server and device 0 of the other. The
+		 * price follows the map, and still equals the schedule's.
+		 */
+		uint32_t map[16];
+
+		for (uint32_t a = 0; a < 4; a++)
+			for (uint32_t b = 0; b < 4; b++)
+				map[a * 4 + b] = a < b ? 3 : 0;
+		p.circuit_device = map;
+		gen_check_price(COLL_ALLTOALL, COLL_ALG_DIRECT, 4, 4, 16000, &p);
+		gen_check_price(COLL_ALLTOALL, COLL_ALG_PLANE_RELAYED, 4, 4, 16000000, &p);
+		p.circuit_device = NULL;
+	}
+	{
+		/* FIG. 5: the counts hold whatever the circuits (no price without them). */
 		struct coll_schedule s =
 		    gen_ok(COLL_ALLTOALL, COLL_ALG_PLANE_RELAYED, 8, 4, 3200, NULL);
 		struct coll_schedule_stats st;
 
+		assert_int_equal(coll_check(&s, NULL), 0);
 		assert_int_equal(coll_schedule_stats(&s, &st), 0);
 		assert_int_equal(st.inter_messages, 224);
 		assert_int_equal(st.intra_messages, 96);
 		assert_int_equal(st.rounds, 3 + 7);
+		/* 4 relays over 7 circuits: one message each per round. */
+		assert_int_equal(st.max_circuit_load, 1);
 		coll_schedule_free(&s);
 		s = gen_ok(COLL_ALLTOALL, COLL_ALG_DIRECT, 8, 4, 3200, NULL);
 		assert_int_equal(coll_schedule_stats(&s, &st), 0);
@@ -278,6 +332,7 @@ static void copy_without(const struct coll_schedule *s, uint32_t skip, struct co
 	assert_int_equal(coll_schedule_init(out, s->collective, s->algorithm, s->servers,
 	                                    s->devices, s->nchunks),
 	                 0);
+	out->circuit_load = s->circuit_load;
 	memcpy(out->chunks, s->chunks, s->nchunks * sizeof(*s->chunks));
 	for (uint32_t r = 0; r < s->nrounds; r++) {
 		assert_int_equal(coll_schedule_add_round(out), 0);
@@ -341,6 +396,61 @@ static void test_checker_dropped_transfer(void **state)
 		coll_schedule_free(&broken);
 		coll_schedule_free(&s);
 	}
+}
+
+/*
+ * Transfers between two servers share their one circuit, whichever devices they join: a
+ * schedule that puts more on a circuit than it says it needs is refused. Document 002's
+ * relays all sending to the same server in one round (3 servers of 4 devices: 4 messages on
+ * one circuit while the other idles) is what the spread schedule avoids.
+ */
+static void test_checker_circuit_sharing(void **state)
+{
+	struct coll_schedule s = gen_ok(COLL_ALLTOALL, COLL_ALG_PLANE_RELAYED, 3, 4, 1200, NULL);
+	struct coll_schedule same;
+	struct coll_schedule_stats st;
+	uint32_t P = 12;
+
+	(void)state;
+	assert_int_equal(s.circuit_load, 2);
+	assert_int_equal(coll_check(&s, NULL), 0);
+	assert_int_equal(coll_schedule_init(&same, COLL_ALLTOALL, -1, 3, 4, s.nchunks), 0);
+	same.circuit_load = 2;
+	memcpy(same.chunks, s.chunks, s.nchunks * sizeof(*s.chunks));
+	/* Phase 1 as generated, then phase 2 in the order of document 002: server s + r. */
+	for (uint32_t r = 0; r < 3; r++) {
+		assert_int_equal(coll_schedule_add_round(&same), 0);
+		for (uint32_t i = 0; i < s.rounds[r].count; i++) {
+			const struct coll_transfer *t = coll_round_transfer(&s, r, i);
+
+			assert_int_equal(coll_schedule_add_transfer(&same, t->src, t->dst, t->op,
+			                                            coll_transfer_chunks(&s, t),
+			                                            t->nchunks),
+			                 0);
+		}
+	}
+	for (uint32_t r = 1; r < 3; r++) {
+		assert_int_equal(coll_schedule_add_round(&same), 0);
+		for (uint32_t y = 0; y < P; y++) {
+			uint32_t z = ((y / 4 + r) % 3) * 4 + y % 4, blocks[4];
+
+			for (uint32_t d = 0; d < 4; d++) {
+				uint32_t i = y / 4 * 4 + d;
+
+				blocks[d] = i * (P - 1) + (z < i ? z : z - 1);
+			}
+			assert_int_equal(
+			    coll_schedule_add_transfer(&same, y, z, COLL_OP_COPY, blocks, 4), 0);
+		}
+	}
+	assert_int_equal(coll_schedule_stats(&same, &st), 0);
+	assert_int_equal(st.max_circuit_load, 4);
+	expect_reject(&same, "circuit 0->1 already carries 2 transfers in this round, the "
+	                     "schedule allows 2");
+	same.circuit_load = 4;
+	assert_int_equal(coll_check(&same, NULL), 0);
+	coll_schedule_free(&same);
+	coll_schedule_free(&s);
 }
 
 static void test_checker_doubled_link(void **state)
@@ -589,19 +699,70 @@ static void test_formulas_by_hand(void **state)
 
 	/*
 	 * All-to-all, 2 servers x 4 devices, 8000 bytes per device: blocks of 1000. In-server
-	 * alpha 1, 16 Gbit/s (0.0005 µs/byte). direct: 7 * max(2 + 1, 1 + 0.5) = 21.
-	 * plane-relayed: 3 * (1 + 2000*0.0005) + 1 * (2 + 4000*0.001) = 6 + 6.
+	 * alpha 1, 16 Gbit/s (0.0005 µs/byte). The one circuit ends on device 0 of both servers
+	 * (formula 3 of 2 servers), so a message between other devices hops at both ends
+	 * (alpha 2 + 2 * 1).
+	 * direct: 3 in-server rounds of 1 + 0.5; then 4 rounds with all 4 devices of a server on
+	 * the circuit, 4000 bytes: round j = 0: device 0 starts at 2, the others at 4:
+	 * max(2 + 4, 4 + 3) = 7; j > 0: one starts at 3 (a hop at one end), another at 3, two
+	 * at 4: max(3 + 4, 4 + 2) = 7. 4.5 + 4 * 7 = 32.5.
+	 * plane-relayed: 3 * (1 + 2000*0.0005) = 6; then the 4 relays' messages of 4000 on the
+	 * circuit: relay 0 at 2, the others at 4: max(2 + 16, 4 + 12) = 18. 6 + 18 = 24.
 	 */
 	p.intra_alpha_us = 1;
 	p.intra_gbps = 16;
 	assert_int_equal(coll_predict(COLL_ALLTOALL, COLL_ALG_DIRECT, 8000, 2, 4, &p, &est, NULL),
 	                 0);
-	assert_close(est.predicted_us, 21);
+	assert_close(est.predicted_us, 32.5);
+	assert_int_equal(est.circuits, 1);
 	assert_int_equal(
 	    coll_predict(COLL_ALLTOALL, COLL_ALG_PLANE_RELAYED, 8000, 2, 4, &p, &est, NULL), 0);
-	assert_close(est.predicted_us, 12);
+	assert_close(est.predicted_us, 24);
 	assert_int_equal(est.inter_messages, 8);
 	assert_int_equal(est.intra_messages, 24);
+}
+
+/*
+ * Past 2^17 messages in all, an all-to-all price is the closed-form bound: every inter-server
+ * round as its worst, m = ceil(D / (S - 1)) messages on the busiest circuit, each hopping at
+ * both ends, two on an in-server link. Near the limit it sits just above the exact sum.
+ */
+static void test_alltoall_bound(void **state)
+{
+	struct coll_params p;
+	struct coll_estimate est, exact;
+	double a = 3, ai = 1, b = 1.0 / 25000, bi = 1.0 / 50000; /* 200 and 400 Gbit/s */
+
+	(void)state;
+	coll_params_default(&p);
+	/* 64 x 64 direct: 4096 * 4095 messages. b = 2^30 / 4096, m = 2. */
+	{
+		double blk = (double)(1 << 30) / 4096;
+		double want = 63 * (ai + blk * bi) +
+		              63.0 * 64 * (a + 2 * ai + fmax(2 * blk * b, 2 * blk * bi));
+
+		assert_int_equal(
+		    coll_predict(COLL_ALLTOALL, COLL_ALG_DIRECT, 1 << 30, 64, 64, &p, &est, NULL),
+		    0);
+		assert_close(est.predicted_us, want);
+	}
+	/* 32 x 32 relayed is summed; its bound by hand (m = 2) is no lower, and close. */
+	{
+		double q = 1 << 30,
+		       want = 31 * (ai + q / 32 * bi) +
+		              31 * (a + 2 * ai + fmax(2 * q / 32 * b, 2 * q / 32 * bi));
+
+		assert_int_equal(coll_predict(COLL_ALLTOALL, COLL_ALG_PLANE_RELAYED, 1 << 30, 32,
+		                              32, &p, &exact, NULL),
+		                 0);
+		print_message("  32 x 32 relayed: summed %.3f µs, bound %.3f µs\n",
+		              exact.predicted_us, want);
+		assert_true(exact.predicted_us <= want * (1 + 1e-12));
+		assert_true(exact.predicted_us >= want - 31 * ai);
+	}
+	/* Without the circuits of a map, the plan must exist: 8 servers need 7 devices. */
+	assert_int_equal(
+	    coll_predict(COLL_ALLTOALL, COLL_ALG_DIRECT, 1 << 20, 8, 4, &p, &est, NULL), -EDOM);
 }
 
 static const struct coll_candidate *cand(const struct coll_selection *sel, enum coll_algorithm a)
@@ -682,15 +843,18 @@ static void test_select_other_collectives(void **state)
 	struct coll_error err = { 0 };
 
 	(void)state;
-	assert_int_equal(coll_select(COLL_ALLTOALL, 1024, 8, 4, NULL, &sel, &err), 0);
+	assert_int_equal(coll_select(COLL_ALLTOALL, 1024, 8, 7, NULL, &sel, &err), 0);
 	assert_int_equal(sel.ncandidates, 2);
 	assert_string_equal(sel.candidates[sel.chosen].name, "plane-relayed");
-	assert_int_equal(cand(&sel, COLL_ALG_DIRECT)->inter_messages, 896);
-	assert_int_equal(cand(&sel, COLL_ALG_PLANE_RELAYED)->inter_messages, 224);
-	assert_int_equal(cand(&sel, COLL_ALG_PLANE_RELAYED)->intra_messages, 96);
-	/* Large blocks: the extra in-server hop no longer pays. */
-	assert_int_equal(coll_select(COLL_ALLTOALL, 1ull << 30, 8, 4, NULL, &sel, &err), 0);
+	assert_int_equal(cand(&sel, COLL_ALG_DIRECT)->inter_messages, 7 * 7 * 8 * 7);
+	assert_int_equal(cand(&sel, COLL_ALG_PLANE_RELAYED)->inter_messages, 7 * 8 * 7);
+	assert_int_equal(cand(&sel, COLL_ALG_PLANE_RELAYED)->intra_messages, 8 * 7 * 6);
+	/* Large blocks: the extra in-server hand-off no longer pays. */
+	assert_int_equal(coll_select(COLL_ALLTOALL, 1ull << 30, 8, 7, NULL, &sel, &err), 0);
 	assert_string_equal(sel.candidates[sel.chosen].name, "direct");
+	/* Servers too small for the plan: neither fits. */
+	assert_int_equal(coll_select(COLL_ALLTOALL, 1024, 8, 4, NULL, &sel, &err), -ENOENT);
+	assert_non_null(strstr(cand(&sel, COLL_ALG_DIRECT)->reason, "needs 7 devices"));
 
 	assert_int_equal(coll_select(COLL_ALLGATHER, 1 << 20, 16, 1, NULL, &sel, &err), 0);
 	assert_int_equal(sel.ncandidates, 3);
@@ -914,7 +1078,10 @@ int main(void)
 		cmocka_unit_test(test_check_allreduce_every_size),
 		cmocka_unit_test(test_check_allgather_broadcast_every_size),
 		cmocka_unit_test(test_alltoall_counts),
+		cmocka_unit_test(test_plan_circuit_device),
 		cmocka_unit_test(test_alltoall_schedules),
+		cmocka_unit_test(test_alltoall_bound),
+		cmocka_unit_test(test_checker_circuit_sharing),
 		cmocka_unit_test(test_checker_dropped_transfer),
 		cmocka_unit_test(test_checker_doubled_link),
 		cmocka_unit_test(test_checker_double_count),

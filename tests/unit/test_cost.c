@@ -114,23 +114,24 @@ static void test_hand_cases(void **state)
 		{
 		    /*
 		     * m1: send 10+1 = 11; bcast over FM: 1+0.5 = 1.5 -> 12.5
-		     * m2: P = 8000, circuit 8; read 3 + max(0, 0.5-8) = 3;
-		     *     send 10+8 = 18; write 2 + max(0, 0.5-8) = 2 -> 23
+		     * m2: P = 8000, circuit 8. Device 0 (src = dst = 0) streams at 10,
+		     *     the 7 others at 10 + 3 + 2 = 15 (read and write):
+		     *     max(10 + 8, 15 + 7) = 22 (send 18, read 3 - 1 = 2, write 2)
 		     * m3: allgather 1+0.5; send 18; scatter 1+0.5 -> 21
 		     * m4: switch 1 + 7*1000*0.0005 = 4.5, twice, + 18 -> 27
 		     */
 		    "FM8->FM8 allreduce, no P2P",
 		    hand_request(COST_AGG_ALLREDUCE, fm(8, false), fm(8, false)),
-		    { NC, 12.5, 23, 21, 27 },
+		    { NC, 12.5, 22, 21, 27 },
 		    { 0, 2, 3, 3, 3 },
 		    COST_METHOD_SEND_BROADCAST,
 		    COST_METHOD_SEND_BROADCAST,
 		},
 		{
-		    /* Same prices; S1804 takes m2 (23) though m3 (21) is cheaper. */
+		    /* Same prices; S1804 takes m2 (22) though m3 (21) is cheaper. */
 		    "FM8->FM8 none, both P2P",
 		    hand_request(COST_AGG_NONE, fm(8, true), fm(8, true)),
-		    { NC, 12.5, 23, 21, 27 },
+		    { NC, 12.5, 22, 21, 27 },
 		    { 0, 2, 3, 3, 3 },
 		    COST_METHOD_ALLGATHER_SEND_SCATTER,
 		    COST_METHOD_P2P_RELAY,
@@ -139,14 +140,17 @@ static void test_hand_cases(void **state)
 		    /*
 		     * local = far = 4.
 		     * m1: 11 + max(1+0.5, 1+2 + 1+0.5) = 11 + 4.5 = 15.5
-		     * m2: read bus max(0.5, 4*2 = 8) = 8, circuit 8, excess 0:
-		     *     3 + 18 + 2 = 23
+		     * m2: device 1 streams at 10 + 2 (write), device 5 at 10 + 3
+		     *     (read), the 6 others at 15: circuit max(12 + 8, 13 + 7,
+		     *     15 + 6) = 21; the far group {4..7} on the bridge max(13 +
+		     *     4*2, 15 + 3*2) = 21; into dst's far group {0..3}
+		     *     max(12 + 8, 15 + 6) = 21 -> 21
 		     * m3: allgather 1 + max(0.5, 8) = 9; 18; scatter 9 -> 36
 		     * m4: switch 1 + 7*2 = 15; 18; 15 -> 48
 		     */
 		    "TG8(c=1)->TG8(c=5) none, no P2P",
 		    hand_request(COST_AGG_NONE, tg(8, 1, false), tg(8, 5, false)),
-		    { NC, 15.5, 23, 36, 48 },
+		    { NC, 15.5, 21, 36, 48 },
 		    { 0, 2, 3, 3, 3 },
 		    COST_METHOD_ALLGATHER_SEND_SCATTER,
 		    COST_METHOD_ALLGATHER_SEND_SCATTER,
@@ -155,13 +159,17 @@ static void test_hand_cases(void **state)
 		    /*
 		     * bridge 2 Gb/s: kb = 0.004, D*kb = 4.
 		     * m1: 11 + max(1.5, 1+4 + 1+0.5 = 6.5) = 17.5
-		     * m2: read 3 + (4*4 - 8) = 11; send 18; write 2 + 8 = 10 -> 39
+		     * m2: device 7 streams at 13 (read), 1..6 at 15, 0 at 12
+		     *     (write): src's far group {4..7} drains its bridge at
+		     *     max(13 + 16, 15 + 12) = 29, dst's {0..3} at max(12 + 16,
+		     *     15 + 12) = 28 -> 29, all of it the reads'
+		     *     (read 11, send 18, write 0)
 		     * m3: 1 + max(0.5, 16) = 17; 18; 17 -> 52
 		     * m4: 1 + 7*4 = 29; 18; 29 -> 76
 		     */
 		    "TG8->TG8 none, both P2P, slow bridge",
 		    with_bridge(hand_request(COST_AGG_NONE, tg(8, 0, true), tg(8, 7, true)), 2),
-		    { NC, 17.5, 39, 52, 76 },
+		    { NC, 17.5, 29, 52, 76 },
 		    { 0, 2, 3, 3, 3 },
 		    COST_METHOD_P2P_RELAY,
 		    COST_METHOD_P2P_RELAY,
@@ -169,13 +177,15 @@ static void test_hand_cases(void **state)
 		{
 		    /*
 		     * m1: 11 + FM bcast 1.5 = 12.5
-		     * m2: read 3 + max(0, 8-8) = 3; 18; write 2 -> 23
+		     * m2: device 6 streams at 12, 0 at 13, the others at 15:
+		     *     max(12 + 8, 13 + 7, 15 + 6) = 21; src's far group {0..3}
+		     *     max(13 + 8, 15 + 6) = 21 -> 21
 		     * m3: TG allgather 9; 18; FM scatter 1.5 -> 28.5
 		     * m4: TG switch 15; 18; FM switch 4.5 -> 37.5
 		     */
 		    "TG8->FM8 allgather",
 		    hand_request(COST_AGG_ALLGATHER, tg(8, 6, false), fm(8, false)),
-		    { NC, 12.5, 23, 28.5, 37.5 },
+		    { NC, 12.5, 21, 28.5, 37.5 },
 		    { 0, 2, 3, 3, 3 },
 		    COST_METHOD_SEND_BROADCAST,
 		    COST_METHOD_SEND_BROADCAST,
@@ -193,13 +203,14 @@ static void test_hand_cases(void **state)
 		    /*
 		     * Groups of one: local = 1, far = 1; P = 2000, circuit 2.
 		     * m1: 11 + (1 + 2) = 14
-		     * m2: 3 + max(0, 2-2) = 3; 10+2 = 12; 2 -> 17
+		     * m2: device 0 streams at 12 (write), 1 at 13 (read), each
+		     *     alone on its side of the bridge: 13 + 2 = 15
 		     * m3: 1 + 2 = 3; 12; 3 -> 18
 		     * m4: 1 + 1*2 = 3; 12; 3 -> 18 (tie with m3: lower id)
 		     */
 		    "TG2(c=0)->TG2(c=1) none",
 		    hand_request(COST_AGG_NONE, tg(2, 0, false), tg(2, 1, false)),
-		    { NC, 14, 17, 18, 18 },
+		    { NC, 14, 15, 18, 18 },
 		    { 0, 2, 3, 3, 3 },
 		    COST_METHOD_ALLGATHER_SEND_SCATTER,
 		    COST_METHOD_ALLGATHER_SEND_SCATTER,
@@ -208,13 +219,15 @@ static void test_hand_cases(void **state)
 		    /*
 		     * P = 8000 over 4 target devices: share 2000.
 		     * m1: 11 + 1.5 = 12.5
-		     * m2: 3 + 18 + (2 + max(0, 1-8)) -> 23
+		     * m2: each source device's 1000 in 4 streams of 250: 250 at
+		     *     10, 750 at 12 (write), 1750 at 13 (read), 5250 at 15:
+		     *     max(18, 12 + 7.75, 13 + 7, 15 + 5.25) = 20.25
 		     * m3: 1.5 + 18 + (1 + 2000*0.0005 = 2) -> 21.5
 		     * m4: 4.5 + 18 + (1 + 3*2000*0.0005 = 4) -> 26.5
 		     */
 		    "FM8->FM4 none",
 		    hand_request(COST_AGG_NONE, fm(8, false), fm(4, false)),
-		    { NC, 12.5, 23, 21.5, 26.5 },
+		    { NC, 12.5, 20.25, 21.5, 26.5 },
 		    { 0, 2, 3, 3, 3 },
 		    COST_METHOD_ALLGATHER_SEND_SCATTER,
 		    COST_METHOD_ALLGATHER_SEND_SCATTER,
@@ -225,11 +238,11 @@ static void test_hand_cases(void **state)
 		     * m3 in-server: 1 + max(0.5, 4*1000*8e-5 = 0.32) = 1.5 -> 21
 		     * m4 in-server: 1 + 7*1000*8e-5 = 1.56 -> 21.12
 		     * m1: 11 + max(1.5, 1+0.08 + 1+0.5) = 11 + 2.58 = 13.58
-		     * m2: 3 + 18 + 2 = 23
+		     * m2: as FM8->FM8: 22
 		     */
 		    "crossover below: TG8 bridge 100",
 		    with_bridge(hand_request(COST_AGG_NONE, tg(8, 2, false), tg(8, 2, false)), 100),
-		    { NC, 13.58, 23, 21, 21.12 },
+		    { NC, 13.58, 22, 21, 21.12 },
 		    { 0, 2, 3, 3, 3 },
 		    COST_METHOD_ALLGATHER_SEND_SCATTER,
 		    COST_METHOD_ALLGATHER_SEND_SCATTER,
@@ -242,7 +255,7 @@ static void test_hand_cases(void **state)
 		     */
 		    "crossover at: TG8 bridge 112",
 		    with_bridge(hand_request(COST_AGG_NONE, tg(8, 2, false), tg(8, 2, false)), 112),
-		    { NC, 13.5 + 1.0 / 14, 23, 21, 21 },
+		    { NC, 13.5 + 1.0 / 14, 22, 21, 21 },
 		    { 0, 2, 3, 3, 3 },
 		    COST_METHOD_ALLGATHER_SEND_SCATTER,
 		    COST_METHOD_ALLGATHER_SEND_SCATTER,
@@ -255,7 +268,7 @@ static void test_hand_cases(void **state)
 		     */
 		    "crossover above: TG8 bridge 120",
 		    with_bridge(hand_request(COST_AGG_NONE, tg(8, 2, false), tg(8, 2, false)), 120),
-		    { NC, 13.5 + 1.0 / 15, 23, 21, 18 + 2 * (1 + 7.0 / 15) },
+		    { NC, 13.5 + 1.0 / 15, 22, 21, 18 + 2 * (1 + 7.0 / 15) },
 		    { 0, 2, 3, 3, 3 },
 		    COST_METHOD_SWITCH_RELAY,
 		    COST_METHOD_SWITCH_RELAY,
@@ -263,7 +276,8 @@ static void test_hand_cases(void **state)
 		{
 		    /*
 		     * D = 0 leaves the latencies: m1 10 + (1 + 1) = 12;
-		     * m2 0.5 + 10 + 0.5 = 11; m3 = m4 = 1 + 10 + 1 = 12.
+		     * m2: a stream of no bytes still pays 10 + 0.5 + 0.5 = 11;
+		     * m3 = m4 = 1 + 10 + 1 = 12.
 		     * The patent's S1802 takes m1; min-cost takes m2.
 		     */
 		    "TG8 allreduce, tiny data, fast P2P",
@@ -375,14 +389,41 @@ static void test_steps(void **state)
 {
 	const struct step_case cases[] = {
 		{
-		    /* Every device's share stays where it is: 7 * 1000 move. */
+		    /*
+		     * Every device's share stays where it is: 7 * 1000 move. The bridge
+		     * out of src's far group decides: reads.
+		     */
 		    "p2p-relay over a slow bridge",
 		    with_bridge(hand_request(COST_AGG_NONE, tg(8, 0, true), tg(8, 7, true)), 2),
 		    COST_METHOD_P2P_RELAY,
 		    3,
 		    { "p2p-recv@source", "send@inter", "p2p-send@target" },
 		    { 7000, 8000, 7000 },
-		    { 11, 18, 10 },
+		    { 11, 18, 0 },
+		},
+		{
+		    /*
+		     * src's own 1000 keeps the circuit busy for 1 µs of the 3 µs read:
+		     * read 3 - 1 = 2; the write of 2 starts after it: write 2.
+		     */
+		    "p2p-relay: the circuit device's own data hides the reads",
+		    hand_request(COST_AGG_NONE, fm(8, true), fm(8, true)),
+		    COST_METHOD_P2P_RELAY,
+		    3,
+		    { "p2p-recv@source", "send@inter", "p2p-send@target" },
+		    { 7000, 8000, 7000 },
+		    { 2, 18, 2 },
+		},
+		{
+		    /* D*ke = 4 covers both delays: max(10 + 32, 15 + 28) - 42 = 1. */
+		    "p2p-relay: large data hides all but 1 µs",
+		    with_p2p_delays(hand_request(COST_AGG_NONE, fm(8, true), fm(8, true)), 3, 2,
+		                    4000),
+		    COST_METHOD_P2P_RELAY,
+		    3,
+		    { "p2p-recv@source", "send@inter", "p2p-send@target" },
+		    { 28000, 32000, 28000 },
+		    { 0, 42, 1 },
 		},
 		{
 		    "send-broadcast into a two-groups server",

@@ -1,0 +1,151 @@
+/*
+ * The links of a round on a document 000 fabric and what each carries: the price of a round is
+ * its busiest link. Used by the schedule price and the all-to-all price alike, so that both
+ * see the same circuits. Derivations: docs/cost-model.md, "All-to-all (document 002)".
+ */
+#include "coll_internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+uint32_t coll_plan_circuit_device(uint32_t servers, uint32_t a, uint32_t b)
+{
+	uint32_t n = servers - 1;
+
+	/* Formula 1 puts the pair {a, b} on plane (a + b) mod M. */
+	if (servers % 2)
+		return (uint32_t)(((uint64_t)a + b) % servers);
+	/*
+	 * Formula 3 (pivot n = M - 1): two other servers meet on plane a + b - 1 mod n, server s
+	 * meets the pivot on plane 2s - 1 mod n (where formula 3 would send s to itself).
+	 */
+	if (a == n || b == n)
+		return (uint32_t)((2ull * (a == n ? b : a) + n - 1) % n);
+	return (uint32_t)(((uint64_t)a + b + n - 1) % n);
+}
+
+static uint32_t circuit_device(const struct coll_links *l, uint32_t a, uint32_t b)
+{
+	return l->p->circuit_device ? l->p->circuit_device[(size_t)a * l->servers + b]
+	                            : coll_plan_circuit_device(l->servers, a, b);
+}
+
+int coll_links_init(struct coll_links *l, const struct coll_params *p, uint32_t servers,
+                    uint32_t devices, uint32_t flows)
+{
+	uint64_t cap = 16;
+
+	memset(l, 0, sizeof(*l));
+	/* Three links a message at most, the table at most half full. */
+	while (cap < 6ull * flows)
+		cap *= 2;
+	if (cap > (1u << 31))
+		return -ENOMEM;
+	l->slot = calloc(cap, sizeof(*l->slot));
+	l->used = calloc(cap, sizeof(*l->used));
+	if (!l->slot || !l->used) {
+		coll_links_free(l);
+		return -ENOMEM;
+	}
+	l->cap = (uint32_t)cap;
+	l->p = p;
+	l->servers = servers;
+	l->devices = devices;
+	l->lat[0] = p->intra_alpha_us;
+	l->lat[1] = p->alpha_us;
+	l->lat[2] = p->alpha_us + p->intra_alpha_us;
+	l->lat[3] = p->alpha_us + 2 * p->intra_alpha_us;
+	/* 1 Gbit/s moves 125 bytes per µs. */
+	l->k_circuit = 1.0 / (125.0 * p->link_gbps);
+	l->k_intra = 1.0 / (125.0 * p->intra_gbps);
+	return 0;
+}
+
+void coll_links_free(struct coll_links *l)
+{
+	free(l->slot);
+	free(l->used);
+	memset(l, 0, sizeof(*l));
+}
+
+/* Key 2 * index + kind + 1: kind 0 a circuit direction a -> b, 1 an in-server link s: d -> e. */
+static void load(struct coll_links *l, uint64_t key, int cls, double bytes)
+{
+	uint32_t mask = l->cap - 1;
+	uint32_t i = (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 32) & mask;
+
+	while (l->slot[i].key && l->slot[i].key != key)
+		i = (i + 1) & mask;
+	if (!l->slot[i].key) {
+		l->slot[i].key = key;
+		l->used[l->nused++] = i;
+	}
+	l->slot[i].bytes[cls] += bytes;
+}
+
+/* Strides of COLL_MAX_DEVICES: a circuit may end on a device that is not a participant. */
+static uint64_t intra_key(uint32_t s, uint32_t d, uint32_t e)
+{
+	return (((uint64_t)s * COLL_MAX_DEVICES + d) * COLL_MAX_DEVICES + e) * 2 + 2;
+}
+
+void coll_links_add(struct coll_links *l, uint32_t src, uint32_t dst, double bytes)
+{
+	uint32_t D = l->devices, a = src / D, b = dst / D, d = src % D, e = dst % D;
+	uint32_t ca, cb;
+	int hops = 0;
+
+	if (a == b) {
+		load(l, intra_key(a, d, e), 0, bytes);
+		return;
+	}
+	/* A server of one device holds everything where its circuits end (no hop). */
+	ca = D > 1 ? circuit_device(l, a, b) : d;
+	cb = D > 1 ? circuit_device(l, b, a) : e;
+	if (d != ca)
+		hops++;
+	if (e != cb)
+		hops++;
+	if (d != ca)
+		load(l, intra_key(a, d, ca), 1 + hops, bytes);
+	load(l, ((uint64_t)a * l->servers + b) * 2 + 1, 1 + hops, bytes);
+	if (e != cb)
+		load(l, intra_key(b, cb, e), 1 + hops, bytes);
+}
+
+/*
+ * A link whose messages start at their route's latency keeps busy from the start of any of
+ * them until every message starting no earlier is through: the latest such end is its time.
+ */
+static double busy(const struct coll_links *l, const struct coll_link_load *ld, double k)
+{
+	double t = 0;
+
+	for (int c = 0; c < 4; c++) {
+		double after = 0;
+
+		if (ld->bytes[c] <= 0)
+			continue;
+		for (int o = 0; o < 4; o++)
+			if (l->lat[o] >= l->lat[c])
+				after += ld->bytes[o];
+		t = fmax(t, l->lat[c] + after * k);
+	}
+	return t;
+}
+
+double coll_links_round(struct coll_links *l)
+{
+	double t = 0;
+
+	for (uint32_t i = 0; i < l->nused; i++) {
+		struct coll_link_load *ld = &l->slot[l->used[i]];
+
+		t = fmax(t, busy(l, ld, ld->key % 2 ? l->k_circuit : l->k_intra));
+		memset(ld, 0, sizeof(*ld));
+	}
+	l->nused = 0;
+	return t;
+}

@@ -1,0 +1,256 @@
+"""The SimGrid side of the fidelity test: platforms built from ofcd's fabrics, and the replay of
+message exchanges on them.
+
+The network model is CM02 with latency and bandwidth factors 1, no cross traffic (no
+acknowledgement flow) and no TCP window bound: a message of b bytes alone on a route takes the
+route's summed latency plus b over its slowest link, and concurrent messages share every link
+max-min fairly. That is the alpha-beta model ofcd prices with, so whatever differs is how the
+messages of a candidate share the links, overlap and wait for each other.
+
+One correction: CM02 weighs each message's share of a link by the inverse of its route's
+latency (TCP's round-trip unfairness), so a message that hops inside a server would get less of
+a circuit than one that does not. RDMA over a circuit has no such bias and the comparison is
+with max-min sharing, so the links here have no latency in SimGrid: the driver starts each
+message its route's latency (kept beside the platform, summed over the route SimGrid gives)
+after it could start, and SimGrid shares the links between messages of equal weight. A message
+alone still takes latency plus bytes over bandwidth, as in CM02.
+
+A fabric becomes one zone with one sub-zone per server:
+  - a host per device ("inst/server/d"), plus, where a transmission method needs them, a
+    peer-to-peer endpoint ("inst/server/p<d>": reading or writing that device's memory from
+    another device) and an in-server switch endpoint ("inst/server/s<d>");
+  - in-server links of zero latency: a full mesh of one link per ordered device pair, or for
+    "two-groups" a mesh per group and one bridge link each way between the groups; one switch
+    port link each way per device;
+  - latency-only links (no bandwidth limit) carrying the fixed cost of an in-server message
+    (intra alpha), of a P2P read and of a P2P write, added to the routes that pay them;
+  - one link per direction of every stored circuit, with the inter-server latency and
+    bandwidth, between the two server zones; its two end devices are the zones' gateways, so
+    a message from any other device hops inside its server to the circuit's device and on the
+    far side from the circuit's device to its destination, exactly as on the real fabric.
+"""
+import simgrid as sg
+
+LATENCY_ONLY = 1e15  # bytes/s: a link that only adds latency
+
+
+def bytes_per_s(gbps):
+    return gbps * 125e6
+
+
+class Net:
+    """One SimGrid engine holding every platform of the run; cases run one after another."""
+
+    def __init__(self):
+        self.engine = sg.Engine(["fidelity", "--log=root.thres:critical",
+                                 "--cfg=network/model:CM02",
+                                 "--cfg=network/latency-factor:1",
+                                 "--cfg=network/bandwidth-factor:1",
+                                 "--cfg=network/crosstraffic:0", "--cfg=network/TCP-gamma:0",
+                                 "--cfg=network/weight-S:0",
+                                 # SimGrid 3.32's lazy max-min update (seen with TCP-gamma 0)
+                                 # gave a message sharing a link with others held back
+                                 # elsewhere that link's whole rate (Net.calibrate() catches
+                                 # it): solve the system in full at every event.
+                                 "--cfg=network/optim:Full", "--cfg=surf/precision:1e-13",
+                                 "--cfg=maxmin/precision:1e-9"])
+        self.root = sg.NetZone.create_full_zone("root")
+        self.hosts = {}
+        self.latency = {}  # link name -> seconds
+        self.routes = {}   # (src, dst) host names -> route latency, seconds
+        self.jobs = []
+
+    def host(self, inst, server, device, kind=""):
+        return self.hosts[(inst, server, kind, device)]
+
+    def add_fabric(self, inst, servers, circuits, prm, endpoints=False):
+        """servers: [(name, devices, intra)]; circuits: [(a, a_device, b, b_device)];
+        prm: alpha_us, link_gbps, intra_alpha_us, intra_gbps, and with endpoints bridge_gbps,
+        read_us, write_us."""
+        fz = sg.NetZone.create_full_zone(inst)
+        fz.set_parent(self.root)
+        zones = {}
+        for name, n, intra in servers:
+            zones[name] = self._server(fz, inst, name, n, intra, prm, endpoints)
+        for a, da, b, db in circuits:
+            for (x, dx, y, dy) in ((a, da, b, db), (b, db, a, da)):
+                link = fz.create_link(f"{inst}/c/{x}>{y}", bytes_per_s(prm["link_gbps"]))
+                self.latency[link.name] = prm["alpha_us"] * 1e-6
+                fz.add_route(zones[x].netpoint, zones[y].netpoint,
+                             self.host(inst, x, dx).netpoint, self.host(inst, y, dy).netpoint,
+                             [sg.LinkInRoute(link)], False)
+        fz.seal()
+
+    def _server(self, fz, inst, name, n, intra, prm, endpoints):
+        z = sg.NetZone.create_full_zone(f"{inst}/{name}")
+        z.set_parent(fz)
+        pre = f"{inst}/{name}"
+        kinds = ("", "p", "s") if endpoints else ("",)
+        for kind in kinds:
+            for d in range(n):
+                self.hosts[(inst, name, kind, d)] = z.create_host(f"{pre}/{kind}{d}", 1e9)
+
+        def latency(tag, us):
+            link = z.create_link(f"{pre}/{tag}", LATENCY_ONLY)
+            self.latency[link.name] = us * 1e-6
+            return sg.LinkInRoute(link)
+
+        hop = latency("alpha_i", prm["intra_alpha_us"])
+        intra_bw = bytes_per_s(prm["intra_gbps"])
+        half = n // 2
+        group = (lambda d: 0 if d < half else 1) if intra == "two-groups" else (lambda d: 0)
+        path = {}
+        bridge = {}
+        if intra == "two-groups":
+            for g in (0, 1):
+                bridge[g] = z.create_link(f"{pre}/bridge{g}>{1 - g}",
+                                          bytes_per_s(prm["bridge_gbps"]))
+        for d in range(n):
+            for e in range(n):
+                if d == e:
+                    continue
+                if group(d) == group(e):
+                    path[d, e] = z.create_link(f"{pre}/mesh{d}>{e}", intra_bw)
+                else:
+                    path[d, e] = bridge[group(d)]
+        dev = lambda d: self.hosts[(inst, name, "", d)].netpoint
+        for (d, e), link in path.items():
+            z.add_route(dev(d), dev(e), None, None, [hop, sg.LinkInRoute(link)], False)
+        if endpoints:
+            self._endpoints(z, inst, name, n, intra, prm, path, latency, dev)
+        z.seal()
+        return z
+
+    def _endpoints(self, z, inst, name, n, intra, prm, path, latency, dev):
+        pre = f"{inst}/{name}"
+        read, write = latency("read", prm["read_us"]), latency("write", prm["write_us"])
+        nil = latency("nil", 0)
+        ep = lambda kind, d: self.hosts[(inst, name, kind, d)].netpoint
+        # P2P: the circuit device streams a peer's memory (read) or into it (write).
+        for c in range(n):
+            for d in range(n):
+                to = [read, sg.LinkInRoute(path[d, c])] if d != c else [nil]
+                z.add_route(ep("p", d), dev(c), None, None, to, False)
+                back = [write, sg.LinkInRoute(path[c, d])] if d != c else [nil]
+                z.add_route(dev(c), ep("p", d), None, None, back, False)
+        # The in-server switch: every device has one port each way (method 4). A full mesh has
+        # no bridge, so its switch path runs at the link rate (docs/cost-model.md).
+        sw_bw = bytes_per_s(prm["bridge_gbps"] if intra == "two-groups" else prm["intra_gbps"])
+        up = [z.create_link(f"{pre}/swup{d}", sw_bw) for d in range(n)]
+        down = [z.create_link(f"{pre}/swdown{d}", sw_bw) for d in range(n)]
+        hop = latency("alpha_i_sw", prm["intra_alpha_us"])
+        for d in range(n):
+            for e in range(n):
+                if d != e:
+                    z.add_route(ep("s", d), ep("s", e), None, None,
+                                [hop, sg.LinkInRoute(up[d]), sg.LinkInRoute(down[e])], False)
+
+    def calibrate(self):
+        """Jobs whose times are known in closed form, to catch a solver that shares links
+        wrongly: one message; one with hops; messages held back by different links that share
+        one that does not hold them back; a bridge shared by some of them; two messages of
+        different route latencies sharing a circuit equally. Returns [(job, expected µs)]."""
+        prm = {"alpha_us": 3, "link_gbps": 400, "intra_alpha_us": 2, "intra_gbps": 512,
+               "bridge_gbps": 504, "read_us": 2, "write_us": 1}
+        self.add_fabric("cal", [("a", 8, "two-groups"), ("b", 8, "full-mesh")],
+                        [("a", 2, "b", 5)], prm)
+        h = lambda s, d: self.host("cal", s, d)
+        q = 1 << 30
+        us = lambda gbps: q / bytes_per_s(gbps) * 1e6
+        link, mesh, bridge = us(400), us(512), us(504)
+        return [
+            (self.add_dag([(h("a", 2), h("b", 5), q, [])]), 3 + link),
+            (self.add_dag([(h("a", 0), h("b", 1), q, [])]), 2 + 3 + 2 + link),
+            (self.add_dag([(h("b", 0), h("b", e), q, []) for e in (1, 2, 3)]), 2 + mesh),
+            (self.add_dag([(h("a", d), h("a", 2), q, []) for d in (0, 1, 3, 4, 5, 6, 7)]),
+             2 + 4 * bridge),
+            (self.add_dag([(h("a", 2), h("b", 5), q, []), (h("a", 0), h("b", 1), q, [])]),
+             3 + 2 * link),
+        ]
+
+    # ---- jobs: run one after another by one driver actor -------------------------------
+
+    def add_rounds(self, rounds, gamma_ns_per_byte):
+        """rounds: [[(src_host, dst_host, bytes, reducer)]]. A round's messages start together;
+        a participant (reducer: any key, None for a copy) reduces what it received once its
+        own messages are in, at gamma per byte, and the next round starts when every
+        participant is done (the schedule's rounds are bulk-synchronous: a transfer reads its
+        source as it was at the start of the round)."""
+        self.jobs.append(("rounds", rounds, gamma_ns_per_byte * 1e-9))
+        return len(self.jobs) - 1
+
+    def add_dag(self, flows):
+        """flows: [(src_host, dst_host, bytes, [indexes of flows it waits for])]."""
+        self.jobs.append(("flows", flows, 0))
+        return len(self.jobs) - 1
+
+    def run(self):
+        """Runs every job; returns each one's simulated time in µs, in order."""
+        out = [None] * len(self.jobs)
+
+        def driver():
+            for i, (kind, what, gamma) in enumerate(self.jobs):
+                t0 = self.engine.clock
+                if kind == "rounds":
+                    self._rounds(what, gamma)
+                else:
+                    self._flows(what)
+                out[i] = (self.engine.clock - t0) * 1e6
+
+        first = next(iter(self.hosts.values()))
+        sg.Actor.create("driver", first, driver)
+        self.engine.run()
+        return out
+
+    def _route_latency(self, src, dst):
+        key = (src.name, dst.name)
+        if key not in self.routes:
+            links, _ = src.route_to(dst)
+            self.routes[key] = sum(self.latency.get(link.name, 0.0) for link in links)
+        return self.routes[key]
+
+    def _flows(self, flows):
+        """Runs flows [(src, dst, bytes, deps)], each starting its route's latency after the
+        flows it waits for are through; returns each one's finish time."""
+        n = len(flows)
+        finish, start = [None] * n, [None] * n
+        live, which = [], []
+        t0 = self.engine.clock
+        left = n
+        while left:
+            now = self.engine.clock
+            for i, (src, dst, _, deps) in enumerate(flows):
+                if start[i] is None and all(finish[j] is not None for j in deps):
+                    start[i] = max([t0] + [finish[j] for j in deps]) + \
+                        self._route_latency(src, dst)
+            for i, (src, dst, nbytes, _) in enumerate(flows):
+                if start[i] is not None and start[i] <= now + 1e-15 and finish[i] is None and \
+                        i not in which:
+                    live.append(sg.Comm.sendto_async(src, dst, int(nbytes)))
+                    which.append(i)
+            later = [start[i] for i in range(n)
+                     if start[i] is not None and start[i] > now + 1e-15]
+            if not live:
+                sg.this_actor.sleep_until(min(later))
+                continue
+            k = sg.Comm.wait_any_for(live, min(later) - now) if later else \
+                sg.Comm.wait_any(live)
+            if k >= 0:
+                finish[which[k]] = self.engine.clock
+                left -= 1
+                del live[k], which[k]
+        return finish
+
+    def _rounds(self, rounds, gamma):
+        for rnd in rounds:
+            finish = self._flows([(s, d, b, []) for s, d, b, _ in rnd])
+            end = self.engine.clock
+            arrived, reduced = {}, {}
+            for t, (_, _, b, who) in zip(finish, rnd):
+                if who is not None:
+                    arrived[who] = max(arrived.get(who, 0.0), t)
+                    reduced[who] = reduced.get(who, 0) + b
+            for who, b in reduced.items():
+                end = max(end, arrived[who] + b * gamma)
+            if end > self.engine.clock:
+                sg.this_actor.sleep_until(end)
