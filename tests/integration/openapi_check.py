@@ -5,6 +5,10 @@ content type is one the document names for that status, and that a JSON body mat
 its schema; for a success it also checks the request: its query parameters are
 declared and its JSON body matches the request schema. A path the document does not
 describe must have been answered with a 404 or 405 error body.
+
+HEAD is GET without the body (RFC 9110): its status and headers are checked against
+the GET operation, and it must have no body. OPTIONS is answered by the router for
+every path: 204 with an `Allow` header and no body for a known path, else 404.
 """
 import json
 import os
@@ -92,15 +96,29 @@ def check(resp, streamed=False):
     method = req.method
     status = resp.status_code
     what = f"{method} {url.path} -> {status}"
-    template, op = find(method, path)
+    head = method == "HEAD"
+    template, op = find("GET" if head else method, path)
     media = _media(resp.headers.get("Content-Type"))
+    if head:
+        assert resp.content == b"", f"{what}: a HEAD reply has no body"
+
+    if method == "OPTIONS" and template:
+        # The router answers OPTIONS for every path: components/responses/Options.
+        assert status == 204, f"{what}: OPTIONS of a known path answers 204"
+        assert resp.content == b"", f"{what}: a 204 reply has no body"
+        for name, header in DOC["components"]["responses"]["Options"]["headers"].items():
+            assert name in resp.headers, f"{what}: header {name} is missing"
+        allow = {m.strip() for m in resp.headers["Allow"].split(",")}
+        assert "OPTIONS" in allow, f"{what}: Allow is {resp.headers['Allow']!r}"
+        return
 
     if op is None:
         # Outside the document: only the router's own refusals may answer.
         expected = 405 if template else 404
         assert status in (expected, 401), f"{what}: undocumented route answered"
         assert media == "application/json", f"{what}: content type {media}"
-        assert_valid(component("Error"), resp.json(), what)
+        if not head:
+            assert_valid(component("Error"), resp.json(), what)
         return
 
     responses = op["responses"]
@@ -110,7 +128,10 @@ def check(resp, streamed=False):
         f"(declared: {', '.join(str(k) for k in responses)})")
     content = declared.get("content", {})
     assert media in content, f"{what}: content type {media!r} is not one of {list(content)}"
-    if not streamed and media == "application/json":
+    for name, header in declared.get("headers", {}).items():
+        if deref(header).get("required"):
+            assert name in resp.headers, f"{what}: header {name} is missing"
+    if not head and not streamed and media == "application/json":
         schema = content[media].get("schema")
         if schema:
             assert_valid(schema, resp.json(), what)
