@@ -85,6 +85,28 @@ static int64_t insert_fabric(struct store *s, const char *name, const struct pla
 	return fid;
 }
 
+/* Tells the in-memory desired state which OCS ports the new fabric's servers are cabled to. */
+static int stage_members(struct desired *d, int64_t fid, const struct topo_input *in)
+{
+	size_t n = 0;
+	for (uint32_t i = 0; i < in->m; i++)
+		n += (size_t)in->servers[i].devices * in->servers[i].ports_per_device;
+	struct desired_port *v = malloc((n ? n : 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	n = 0;
+	for (uint32_t i = 0; i < in->m; i++) {
+		const struct plan_server *sv = &in->servers[i];
+		for (size_t k = 0; k < (size_t)sv->devices * sv->ports_per_device; k++)
+			if (sv->ports[k].ocs >= 0)
+				v[n++] = (struct desired_port){ in->ocs_ids[sv->ports[k].ocs],
+					                        sv->ports[k].ocs_port };
+	}
+	int rc = desired_stage_members(d, fid, in->server_ids, in->m, v, n);
+	free(v);
+	return rc;
+}
+
 int64_t fabric_create(const struct fabric_ctx *c, const char *name, const char *const *servers,
                       size_t m, struct ofcd_error *e)
 {
@@ -123,7 +145,8 @@ int64_t fabric_create(const struct fabric_ctx *c, const char *name, const char *
 		goto out;
 	}
 	rc = insert_fabric(s, name, &plan, ids, m);
-	if (rc < 0 || topo_plan_save(s, c->desired, rc, &in, &plan, FABRIC_BASE_STATE, false) < 0) {
+	if (rc < 0 || stage_members(c->desired, rc, &in) < 0 ||
+	    topo_plan_save(s, c->desired, rc, &in, &plan, FABRIC_BASE_STATE, false) < 0) {
 		rc = ofcd_fail(e, -EIO, OFCD_E_STORE, NULL, NULL, "cannot store fabric %s", name);
 		goto out;
 	}
@@ -142,7 +165,7 @@ int fabric_delete(const struct fabric_ctx *c, const char *name, struct ofcd_erro
 	if (!id)
 		return ofcd_fail(e, -ENOENT, OFCD_E_NOT_FOUND, "name", NULL, "no fabric %s", name);
 	/* Staged first: the stage reads the fabric's name for the circuits that leave. */
-	if (desired_stage_fabric(c->desired, id, NULL, 0) < 0)
+	if (desired_stage_delete(c->desired, id) < 0)
 		return ofcd_fail(e, -EIO, OFCD_E_STORE, NULL, NULL, "cannot delete fabric %s",
 		                 name);
 	sqlite3_stmt *st = store_stmt(c->store, "DELETE FROM fabric WHERE id = ?");
