@@ -43,6 +43,12 @@ struct reconcile_deps {
 	struct desired *desired;   /**< the store's circuits in memory */
 	struct events *events;     /**< bus it publishes its events on */
 	unsigned audit_interval_s; /**< seconds between audits (0: the default, 30) */
+	/**
+	 * Check mode (tests): after every state update, the whole bookkeeping is
+	 * recomputed from scratch and compared (reconcile_audit_all()), so any
+	 * drift of the incremental path shows at once.
+	 */
+	bool check;
 };
 
 /**

@@ -91,7 +91,6 @@ static json_t *batch_fabrics(struct reconciler *r, struct unit *u, const struct 
 		if (k >= 0 && (n == 0 || ids[n - 1] != ds.fabric[k]))
 			ids[n++] = ds.fabric[k];
 	}
-	const int64_t *owner = NULL;
 	const char *last = NULL;
 	for (size_t i = 0; i < b->ndel; i++) {
 		const char *name =
@@ -100,9 +99,9 @@ static json_t *batch_fabrics(struct reconciler *r, struct unit *u, const struct 
 			if (name != last)
 				reconcile_add_name(names, name);
 			last = name;
-		} else if (owner || (owner = reconcile_port_owners(r, u))) {
-			ids[n++] = reconcile_port_owner(u, owner, b->del[i].a);
-			ids[n++] = reconcile_port_owner(u, owner, b->del[i].b);
+		} else {
+			ids[n++] = reconcile_port_owner(u, b->del[i].a);
+			ids[n++] = reconcile_port_owner(u, b->del[i].b);
 		}
 	}
 	reconcile_add_fabric_names(r, names, ids, n);
@@ -219,6 +218,48 @@ void reconcile_actual_changed(struct reconciler *r, struct unit *u)
 	}
 }
 
+/* Writes what u holds now over what was last written: only the rows that differ. */
+static int flush_unit(struct store *s, struct unit *u)
+{
+	sqlite3_stmt *del = store_stmt(s, "DELETE FROM actual_xc WHERE ocs_id = ? AND a = ? AND "
+	                                  "b = ?");
+	sqlite3_stmt *ins = store_stmt(s, "INSERT INTO actual_xc(ocs_id, a, b) VALUES (?, ?, ?)");
+	const struct plan_xc *old = u->flushed, *now = u->actual;
+	size_t on = u->nflushed, n = u->nactual, i = 0, j = 0;
+	int rc = 0;
+	while (rc == 0 && (i < on || j < n)) {
+		int c = i == on ? 1 : j == n ? -1 : plan_xc_cmp(&old[i], &now[j]);
+		if (c == 0) {
+			i++, j++;
+			continue;
+		}
+		sqlite3_stmt *st = c < 0 ? del : ins;
+		const struct plan_xc *x = c < 0 ? &old[i++] : &now[j++];
+		sqlite3_bind_int64(st, 1, u->id);
+		sqlite3_bind_int64(st, 2, x->a);
+		sqlite3_bind_int64(st, 3, x->b);
+		rc = store_step_done(st);
+	}
+	return rc;
+}
+
+static void flushed_copy(struct unit *u)
+{
+	struct plan_xc *c = malloc((u->nactual ? u->nactual : 1) * sizeof(*c));
+	if (!c) {
+		/* Written in full next time. */
+		free(u->flushed);
+		u->flushed = NULL;
+		u->nflushed = 0;
+		return;
+	}
+	if (u->nactual)
+		memcpy(c, u->actual, u->nactual * sizeof(*c));
+	free(u->flushed);
+	u->flushed = c;
+	u->nflushed = u->nactual;
+}
+
 void reconcile_flush_actual(struct reconciler *r)
 {
 	struct store *s = r->d.store;
@@ -231,20 +272,20 @@ void reconcile_flush_actual(struct reconciler *r)
 	for (struct unit *u = r->units; u && rc == 0; u = u->next) {
 		if (!u->actual_dirty)
 			continue;
-		sqlite3_stmt *st = store_stmt(s, "DELETE FROM actual_xc WHERE ocs_id = ?");
-		sqlite3_bind_int64(st, 1, u->id);
-		rc = store_step_done(st);
-		st = store_stmt(s, "INSERT INTO actual_xc(ocs_id, a, b) VALUES (?, ?, ?)");
-		for (size_t i = 0; rc == 0 && i < u->nactual; i++) {
+		if (!u->flushed) {
+			sqlite3_stmt *st = store_stmt(s, "DELETE FROM actual_xc WHERE ocs_id = ?");
 			sqlite3_bind_int64(st, 1, u->id);
-			sqlite3_bind_int64(st, 2, u->actual[i].a);
-			sqlite3_bind_int64(st, 3, u->actual[i].b);
 			rc = store_step_done(st);
 		}
+		if (rc == 0)
+			rc = flush_unit(s, u);
 	}
 	if (rc == 0 && store_commit(s) == 0) {
-		for (struct unit *u = r->units; u; u = u->next)
+		for (struct unit *u = r->units; u; u = u->next) {
+			if (u->actual_dirty)
+				flushed_copy(u);
 			u->actual_dirty = false;
+		}
 	} else {
 		store_rollback(s);
 	}
@@ -254,7 +295,9 @@ void reconcile_flush_cb(evutil_socket_t fd, short what, void *arg)
 {
 	(void)fd;
 	(void)what;
+	struct timespec t0 = reconcile_work_start();
 	reconcile_flush_actual(arg);
+	reconcile_work_end(t0);
 }
 
 /*
@@ -265,16 +308,32 @@ void reconcile_flush_cb(evutil_socket_t fd, short what, void *arg)
  */
 void reconcile_store_last_known(struct reconciler *r, struct unit *u)
 {
-	sqlite3_stmt *st = store_stmt(r->d.store, "SELECT a, b FROM actual_xc WHERE ocs_id = ?");
+	sqlite3_stmt *st = store_stmt(r->d.store, "SELECT a, b FROM actual_xc WHERE ocs_id = ? "
+	                                          "ORDER BY a, b");
+	struct plan_xc *v = NULL;
+	size_t n = 0, cap = 0;
 	sqlite3_bind_int64(st, 1, u->id);
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		int64_t a = sqlite3_column_int64(st, 0), b = sqlite3_column_int64(st, 1);
-		if (a >= 1 && b >= 1 && a <= u->ports && b <= u->ports) {
-			u->peer[a] = (uint32_t)b;
-			u->peer[b] = (uint32_t)a;
+		if (a < 1 || b <= a || b > u->ports)
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 256;
+			struct plan_xc *t = realloc(v, cap * sizeof(*t));
+			if (!t)
+				break;
+			v = t;
 		}
+		v[n++] = (struct plan_xc){ (uint32_t)a, (uint32_t)b };
 	}
 	sqlite3_reset(st);
+	if (!v)
+		v = malloc(sizeof(*v));
+	if (!v)
+		return;
+	reconcile_ports_set_actual(r, u, v, n, NULL, 0, NULL, 0);
+	/* What the store holds: the next write sends only what differs from it. */
+	flushed_copy(u);
 }
 
 /* ---- port link states ---------------------------------------------------- */
