@@ -188,6 +188,8 @@ static void report(struct reconciler *r, const struct unit *u, unsigned bad, con
 
 unsigned reconcile_audit_unit(struct reconciler *r, struct unit *u, bool store)
 {
+	/* Flags that changed in this very callback (a read-back) are taken in first. */
+	reconcile_unit_retrouble(r, u);
 	struct desired_set ds = reconcile_unit_desired(u);
 	size_t n = (size_t)u->ports + 1, nown;
 	const int64_t *own = desired_owners(r->d.desired, u->id, &nown);

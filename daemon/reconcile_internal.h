@@ -377,6 +377,14 @@ void reconcile_cells_drop(struct reconciler *r, struct unit *u);
 /** Notes that u's flags changed (busy, connection, failures, read back) and schedules states. */
 void reconcile_unit_changed(struct reconciler *r, struct unit *u);
 
+/**
+ * When u's flags changed since the last state update: its cells are judged
+ * again now (troubled or not) and its troubled cells' fabrics marked for
+ * derivation. The state update does it for every unit; the audit for the
+ * unit it compares.
+ */
+void reconcile_unit_retrouble(struct reconciler *r, struct unit *u);
+
 /** The desired.h listener's fabric callback: the fabric's row (0: every row) is read again. */
 void reconcile_fabric_touched(struct reconciler *r, int64_t fabric_id);
 

@@ -498,19 +498,23 @@ static bool store_changes(struct reconciler *r, json_t *changes)
 	return ok;
 }
 
+void reconcile_unit_retrouble(struct reconciler *r, struct unit *u)
+{
+	if (!u->touched)
+		return;
+	u->touched = false;
+	for (struct reconcile_cell *c = u->cells; c; c = c->unext) {
+		retrouble(r, c);
+		if (c->troubled)
+			mark_dirty(r, c->fab);
+	}
+}
+
 /* Re-judges the units whose flags changed: their troubled cells' fabrics are derived again. */
 static void take_touched_units(struct reconciler *r)
 {
-	for (struct unit *u = r->units; u; u = u->next) {
-		if (!u->touched)
-			continue;
-		u->touched = false;
-		for (struct reconcile_cell *c = u->cells; c; c = c->unext) {
-			retrouble(r, c);
-			if (c->troubled)
-				mark_dirty(r, c->fab);
-		}
-	}
+	for (struct unit *u = r->units; u; u = u->next)
+		reconcile_unit_retrouble(r, u);
 }
 
 /*
