@@ -7,6 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "log.h"
+
 /* Latency buckets (seconds), shared by request and commit histograms. */
 static const double bucket_le[] = { 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
 	                            0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,    10 };
@@ -40,6 +42,13 @@ struct counter {
 #define MAX_REQUEST_STATS 512
 #define MAX_ROUTES        128
 #define MAX_COUNTERS      128
+#define MAX_LOOP_KINDS    16
+#define STALL_S           0.1 /* a callback this long is logged */
+
+struct loop_kind {
+	const char *where;
+	struct histogram h;
+};
 
 static struct {
 	struct request_stat req[MAX_REQUEST_STATS];
@@ -50,6 +59,9 @@ static struct {
 	long connections;
 	struct counter counters[MAX_COUNTERS];
 	size_t ncounters;
+	struct loop_kind loop[MAX_LOOP_KINDS];
+	size_t nloop;
+	unsigned loop_depth;
 } m;
 
 static void observe(struct histogram *h, double v)
@@ -124,6 +136,38 @@ void metrics_counter_add(const char *name, const char *help, const char *label, 
 	c->value = v;
 }
 
+struct metrics_loop metrics_loop_enter(const char *where)
+{
+	struct metrics_loop l = { .where = where, .outer = m.loop_depth++ == 0 };
+	clock_gettime(CLOCK_MONOTONIC, &l.t0);
+	return l;
+}
+
+void metrics_loop_leave(struct metrics_loop l)
+{
+	struct timespec t1;
+	m.loop_depth--;
+	if (!l.outer)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	double s = (double)(t1.tv_sec - l.t0.tv_sec) + (double)(t1.tv_nsec - l.t0.tv_nsec) / 1e9;
+	struct loop_kind *k = NULL;
+	for (size_t i = 0; i < m.nloop && !k; i++)
+		if (m.loop[i].where == l.where)
+			k = &m.loop[i];
+	if (!k && m.nloop < MAX_LOOP_KINDS) {
+		k = &m.loop[m.nloop++];
+		k->where = l.where;
+	}
+	if (k)
+		observe(&k->h, s);
+	if (s > STALL_S)
+		log_warn("daemon",
+		         "the loop was busy %.0f ms in one %s callback: everything else "
+		         "waited",
+		         s * 1e3, l.where);
+}
+
 void metrics_reset(void)
 {
 	memset(&m, 0, sizeof(m));
@@ -187,6 +231,15 @@ char *metrics_render(size_t *len)
 	      "# TYPE ofcd_store_commit_duration_seconds histogram\n",
 	      f);
 	render_histogram(f, "ofcd_store_commit_duration_seconds", "", &m.commit);
+
+	fputs("# HELP ofcd_loop_busy_seconds Time each callback of the event loop ran (whatever "
+	      "else was ready waited meanwhile), by kind of callback.\n"
+	      "# TYPE ofcd_loop_busy_seconds histogram\n",
+	      f);
+	for (size_t i = 0; i < m.nloop; i++) {
+		snprintf(label, sizeof(label), "callback=\"%s\"", m.loop[i].where);
+		render_histogram(f, "ofcd_loop_busy_seconds", label, &m.loop[i].h);
+	}
 
 	fprintf(f,
 	        "# HELP ofcd_http_open_connections HTTP connections open now.\n"

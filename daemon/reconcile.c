@@ -68,11 +68,13 @@ static void schedule_retry(struct unit *u)
 static void on_retry(evutil_socket_t fd, short what, void *arg)
 {
 	struct unit *u = arg;
+	struct metrics_loop l = metrics_loop_enter("reconcile");
 	(void)fd;
 	(void)what;
 	u->retry_pending = false;
 	u->trigger = "retry";
 	drive(u);
+	metrics_loop_leave(l);
 }
 
 static void start_read(struct unit *u)
@@ -91,6 +93,7 @@ static void start_read(struct unit *u)
 static void on_apply(void *arg, int status, const char *err)
 {
 	struct unit *u = arg;
+	struct metrics_loop l = metrics_loop_enter("reconcile");
 	struct timespec t0 = reconcile_work_start();
 	u->busy = false;
 	u->applied_since_read = true;
@@ -110,11 +113,11 @@ static void on_apply(void *arg, int status, const char *err)
 		start_read(u);
 	reconcile_unit_changed(u->r, u);
 	reconcile_work_end(t0);
+	metrics_loop_leave(l);
 }
 
-static void on_read(void *arg, int status, const char *err, const struct ocs_readback *rb)
+static void read_done(struct unit *u, int status, const char *err, const struct ocs_readback *rb)
 {
-	struct unit *u = arg;
 	struct reconciler *r = u->r;
 	struct timespec t0 = reconcile_work_start();
 	u->busy = false;
@@ -175,9 +178,24 @@ static void on_read(void *arg, int status, const char *err, const struct ocs_rea
 	reconcile_work_end(t0);
 }
 
+static void on_read(void *arg, int status, const char *err, const struct ocs_readback *rb)
+{
+	struct metrics_loop l = metrics_loop_enter("reconcile");
+	read_done(arg, status, err, rb);
+	metrics_loop_leave(l);
+}
+
+static void conn_changed(struct unit *u, enum ocs_conn_state state, const char *err);
+
 static void on_conn_state(void *arg, enum ocs_conn_state state, const char *err)
 {
-	struct unit *u = arg;
+	struct metrics_loop l = metrics_loop_enter("reconcile");
+	conn_changed(arg, state, err);
+	metrics_loop_leave(l);
+}
+
+static void conn_changed(struct unit *u, enum ocs_conn_state state, const char *err)
+{
 	struct reconciler *r = u->r;
 	enum ocs_conn_state old = u->conn;
 	u->conn = state;
@@ -209,7 +227,9 @@ static void on_conn_state(void *arg, enum ocs_conn_state state, const char *err)
 static void on_port_state(void *arg, uint32_t port, bool up)
 {
 	struct unit *u = arg;
+	struct metrics_loop l = metrics_loop_enter("reconcile");
 	reconcile_store_port_state(u->r, u, port, up);
+	metrics_loop_leave(l);
 }
 
 /* ---- units --------------------------------------------------------------- */
@@ -448,6 +468,7 @@ out:
 static void on_pass(evutil_socket_t fd, short what, void *arg)
 {
 	struct reconciler *r = arg;
+	struct metrics_loop l = metrics_loop_enter("reconcile");
 	(void)fd;
 	(void)what;
 	struct timespec t0 = reconcile_work_start();
@@ -459,6 +480,7 @@ static void on_pass(evutil_socket_t fd, short what, void *arg)
 		drive(u);
 	reconcile_work_end(t0);
 	reconcile_schedule_states(r);
+	metrics_loop_leave(l);
 }
 
 void reconcile_kick(struct reconciler *r)
@@ -470,6 +492,7 @@ void reconcile_kick(struct reconciler *r)
 static void on_audit(evutil_socket_t fd, short what, void *arg)
 {
 	struct reconciler *r = arg;
+	struct metrics_loop l = metrics_loop_enter("reconcile");
 	(void)fd;
 	(void)what;
 	desired_refresh(r->d.desired);
@@ -486,6 +509,7 @@ static void on_audit(evutil_socket_t fd, short what, void *arg)
 			start_read(u);
 		}
 	}
+	metrics_loop_leave(l);
 }
 
 void reconcile_set_audit_interval(struct reconciler *r, unsigned seconds)
@@ -546,6 +570,8 @@ int reconcile_init(const struct reconcile_deps *d, struct reconciler **out)
 		                      .arg = r };
 	desired_listen(d->desired, &l);
 	r->rows_stale = true;
+	if (d->check)
+		r->check = reconcile_audit_all;
 	sync_units(r);
 	reconcile_kick(r);
 	return 0;

@@ -6,6 +6,7 @@
  * is a bug of the incremental path: it is logged, counted
  * (ofcd_reconcile_audit_mismatches_total) and repaired by rebuilding.
  */
+#include <event2/event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,8 +166,9 @@ static unsigned audit_store(struct reconciler *r, const struct unit *u,
 		log_error("reconcile", "audit: %s: %zu circuits in the store, %zu in memory",
 		          u->name, k, ds->n);
 	if (bad) {
+		/* Reloaded by the pass this starts. */
 		desired_resync(r->d.desired);
-		reconcile_kick(r);
+		event_active(r->ev_pass, 0, 0);
 	}
 	return bad;
 }

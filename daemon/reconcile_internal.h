@@ -147,11 +147,13 @@ struct reconciler {
 	size_t nunsettled;             /**< fabrics not in a final state (or failed) */
 	struct timespec last_tick;     /**< when the unsettled fabrics were last derived again */
 	bool rows_stale;               /**< every fabric row must be read again */
-	bool muted; /**< storing its own states: fabric row changes are its own */
-	unsigned long
-	    audit_mismatches; /**< bookkeeping found different from a full recomputation */
-	unsigned audit_left;  /**< units whose audit read-back is still to come */
+	bool muted;                    /**< storing states: the row changes are its own */
+	/** In check mode, reconcile_audit_all(), called after every state update; else NULL. */
+	unsigned (*check)(struct reconciler *r);
+	unsigned long audit_mismatches; /**< differences an audit found (each one a bug) */
+	unsigned audit_left;            /**< units whose audit read-back is still to come */
 };
+
 /* ---- small helpers every part uses ---------------------------------------- */
 
 /** Seconds elapsed since t (CLOCK_MONOTONIC). */
@@ -406,7 +408,7 @@ void reconcile_schedule_states(struct reconciler *r);
  * milliseconds, re-armed at once when more are left), stores and publishes the
  * changes, then publishes EVENTS_SETTLED; re-arms itself while a fabric is not
  * settled. In check mode (reconcile_deps.check) it ends with a full
- * recomputation (reconcile_audit_all()).
+ * recomputation (r->check).
  */
 void reconcile_states_cb(evutil_socket_t fd, short what, void *arg);
 

@@ -600,8 +600,8 @@ static void update_states(struct reconciler *r)
 		/* More next time round the loop: whatever waits meanwhile gets its turn. */
 		reconcile_schedule_states(r);
 	} else {
-		if (r->d.check)
-			reconcile_audit_all(r);
+		if (r->check)
+			r->check(r);
 		if (r->nunsettled) {
 			struct timeval tick = { 0, STATES_TICK_MS * 1000 };
 			evtimer_add(r->ev_states, &tick);
@@ -612,9 +612,11 @@ static void update_states(struct reconciler *r)
 
 void reconcile_states_cb(evutil_socket_t fd, short what, void *arg)
 {
+	struct metrics_loop l = metrics_loop_enter("reconcile");
 	(void)fd;
 	(void)what;
 	update_states(arg);
+	metrics_loop_leave(l);
 }
 
 void reconcile_schedule_states(struct reconciler *r)

@@ -293,11 +293,13 @@ void reconcile_flush_actual(struct reconciler *r)
 
 void reconcile_flush_cb(evutil_socket_t fd, short what, void *arg)
 {
+	struct metrics_loop l = metrics_loop_enter("reconcile");
 	(void)fd;
 	(void)what;
 	struct timespec t0 = reconcile_work_start();
 	reconcile_flush_actual(arg);
 	reconcile_work_end(t0);
+	metrics_loop_leave(l);
 }
 
 /*

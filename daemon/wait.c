@@ -9,6 +9,7 @@
 
 #include "api.h"
 #include "events.h"
+#include "metrics.h"
 #include "plan_state.h"
 #include "reconcile.h"
 #include "topo.h"
@@ -111,9 +112,11 @@ static void finish(struct waiter *w)
 
 static void on_deadline(evutil_socket_t fd, short what, void *arg)
 {
+	struct metrics_loop l = metrics_loop_enter("wait");
 	(void)fd;
 	(void)what;
 	finish(arg);
+	metrics_loop_leave(l);
 }
 
 static void on_abort(struct api_req *req, bool conn_closed)
