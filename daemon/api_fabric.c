@@ -19,6 +19,22 @@ static struct fabric_ctx ctx_of(struct api_req *req)
 		                    .reconciler = req->env->reconciler };
 }
 
+/*
+ * ?view=summary (the fabric without the lists of its plan: what schedulers
+ * read often) or ?view=full (the default). 400 naming "view" otherwise.
+ */
+static int view_parse(struct api_req *req, bool *summary)
+{
+	const char *v = api_query(req, "view");
+	*summary = v && strcmp(v, "summary") == 0;
+	if (v && !*summary && strcmp(v, "full") != 0) {
+		api_error(req, OFCD_E_INVALID_FIELD, "view",
+		          "view must be summary or full, got \"%.64s\"", v);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 void api_fabric_create(struct api_req *req)
 {
 	static const char *const members[] = { "name", "servers", NULL };
@@ -31,8 +47,9 @@ void api_fabric_create(struct api_req *req)
 	size_t i;
 	json_t *v;
 	double wait;
+	bool summary;
 
-	if (wait_parse(req, &wait) < 0)
+	if (wait_parse(req, &wait) < 0 || view_parse(req, &summary) < 0)
 		return;
 	if (!body || api_check_members(req, body, NULL, members) < 0 ||
 	    api_get_name(req, body, NULL, "name", true, &name) < 0)
@@ -65,8 +82,8 @@ void api_fabric_create(struct api_req *req)
 		api_fail(req, &e);
 		goto out;
 	}
-	/* A waiting request gets the full view when the wait ends: build it once. */
-	api_reply(req, 201, wait > 0 ? NULL : topo_fabric_json(c.store, fid));
+	/* A waiting request gets its view when the wait ends: build it once. */
+	api_reply(req, 201, wait > 0 ? NULL : topo_fabric_view(c.store, c.desired, fid, summary));
 	wait_fabric(req, name, WAIT_FINAL_STATE, wait);
 out:
 	free(names);
@@ -74,7 +91,12 @@ out:
 
 void api_fabric_list(struct api_req *req)
 {
-	api_reply(req, 200, json_pack("{s:o}", "fabrics", topo_fabric_list(req->env->store)));
+	bool summary;
+	if (view_parse(req, &summary) < 0)
+		return;
+	api_reply(req, 200,
+	          json_pack("{s:o}", "fabrics",
+	                    topo_fabric_list(req->env->store, req->env->desired, summary)));
 }
 
 static int64_t fabric_param(struct api_req *req)
@@ -88,12 +110,15 @@ static int64_t fabric_param(struct api_req *req)
 void api_fabric_get(struct api_req *req)
 {
 	double wait;
-	if (wait_parse(req, &wait) < 0)
+	bool summary;
+	if (wait_parse(req, &wait) < 0 || view_parse(req, &summary) < 0)
 		return;
 	int64_t id = fabric_param(req);
 	if (!id)
 		return;
-	api_reply(req, 200, wait > 0 ? NULL : topo_fabric_json(req->env->store, id));
+	api_reply(req, 200,
+	          wait > 0 ? NULL
+	                   : topo_fabric_view(req->env->store, req->env->desired, id, summary));
 	wait_fabric(req, req->params[0], WAIT_FINAL_STATE, wait);
 }
 

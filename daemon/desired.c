@@ -45,6 +45,11 @@ struct members {
 	size_t nports;
 };
 
+struct fabric_count {
+	int64_t fabric;
+	size_t n;
+};
+
 enum stage_kind { STAGE_CIRCUITS, STAGE_MEMBERS, STAGE_DROP };
 
 /* One staging call of the open transaction. */
@@ -88,6 +93,10 @@ struct desired {
 	bool fabrics_outside;
 	bool ocs_touched; /* the ocs table changed in the open transaction */
 	uint64_t units_version;
+
+	/* Circuits per fabric (sorted by fabric), kept with every change the listener hears. */
+	struct fabric_count *counts;
+	size_t ncounts;
 
 	struct desired_listener l;
 };
@@ -171,9 +180,44 @@ static struct plan_xc xc_of(uint32_t a, uint32_t b)
 	return (struct plan_xc){ a < b ? a : b, a < b ? b : a };
 }
 
+static size_t count_lower(const struct desired *d, int64_t fabric)
+{
+	size_t lo = 0, hi = d->ncounts;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (d->counts[mid].fabric < fabric)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* A fabric's circuit count moves by delta (a fabric that gets none is dropped). */
+static void count_add(struct desired *d, int64_t fabric, int delta)
+{
+	size_t i = count_lower(d, fabric);
+	if (i == d->ncounts || d->counts[i].fabric != fabric) {
+		struct fabric_count *t = realloc(d->counts, (d->ncounts + 1) * sizeof(*t));
+		if (!t)
+			return; /* counted again by the next reload */
+		d->counts = t;
+		memmove(t + i + 1, t + i, (d->ncounts - i) * sizeof(*t));
+		t[i] = (struct fabric_count){ fabric, 0 };
+		d->ncounts++;
+	}
+	d->counts[i].n += (size_t)delta;
+	if (d->counts[i].n == 0) {
+		memmove(d->counts + i, d->counts + i + 1,
+		        (d->ncounts - i - 1) * sizeof(*d->counts));
+		d->ncounts--;
+	}
+}
+
 static void notify_circuit(struct desired *d, int64_t ocs_id, struct plan_xc xc, int64_t fabric,
                            bool added)
 {
+	count_add(d, fabric, added ? 1 : -1);
 	if (d->l.circuit)
 		d->l.circuit(d->l.arg, ocs_id, xc, fabric, added);
 }
@@ -187,8 +231,6 @@ static void notify_diff(struct desired *d, int64_t ocs_id, const struct plan_xc 
                         const int64_t *nfab, size_t nn)
 {
 	size_t i = 0, j = 0;
-	if (!d->l.circuit)
-		return;
 	while (i < on || j < nn) {
 		int c = i == on ? 1 : j == nn ? -1 : plan_xc_cmp(&oxc[i], &nxc[j]);
 		if (c == 0 && ofab[i] == nfab[j]) {
@@ -1018,6 +1060,7 @@ void desired_free(struct desired *d)
 	free(d->fabrics);
 	free(d->server_fabric);
 	free(d->touched_fabrics);
+	free(d->counts);
 	free(d);
 }
 
@@ -1042,6 +1085,12 @@ const int64_t *desired_owners(const struct desired *d, int64_t ocs_id, size_t *n
 	const struct unit_set *u = unit_find(d, ocs_id);
 	*n = u ? u->nowner : 0;
 	return u ? u->owner : NULL;
+}
+
+size_t desired_fabric_circuits(const struct desired *d, int64_t fabric_id)
+{
+	size_t i = count_lower(d, fabric_id);
+	return i < d->ncounts && d->counts[i].fabric == fabric_id ? d->counts[i].n : 0;
 }
 
 uint64_t desired_units_version(const struct desired *d)

@@ -145,6 +145,9 @@ void desired_forget(struct desired *d, int64_t ocs_id);
  */
 const int64_t *desired_owners(const struct desired *d, int64_t ocs_id, size_t *n);
 
+/** How many circuits fabric_id has (the count of its rows in the circuit table). */
+size_t desired_fabric_circuits(const struct desired *d, int64_t fabric_id);
+
 /**
  * A number that changes whenever the ocs table may have changed (a unit
  * added, removed or reconfigured): the reconciler follows it with its driver

@@ -43,7 +43,7 @@ static int resolve_servers(const struct fabric_ctx *c, const char *const *names,
 				                 "%s: server %s is listed twice", f, names[i]);
 		int64_t other = topo_server_fabric(s, ids[i]);
 		if (other) {
-			json_t *of = topo_fabric_json(s, other);
+			json_t *of = topo_fabric_summary_json(s, c->desired, other);
 			int rc = ofcd_fail(e, -EBUSY, OFCD_E_IN_USE, f, NULL,
 			                   "%s: server %s is already in fabric %s", f, names[i],
 			                   json_string_value(json_object_get(of, "name")));

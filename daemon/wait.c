@@ -19,6 +19,7 @@ struct waiter {
 	struct api_req *req;
 	char fabric[65];
 	enum wait_mode mode;
+	bool summary;        /* ?view=summary: the reply leaves out the plan's lists */
 	uint64_t generation; /* WAIT_REMOVED: a pass at least this new must have run */
 	struct event *deadline;
 	struct waiter *next, *prev;
@@ -82,7 +83,7 @@ static void refresh(struct waiter *w)
 		          w->fabric);
 		return;
 	}
-	api_reply(w->req, status, topo_fabric_json(d->store, id));
+	api_reply(w->req, status, topo_fabric_view(d->store, d->desired, id, w->summary));
 }
 
 static void unlink_waiter(struct waiter *w)
@@ -148,6 +149,9 @@ void wait_fabric(struct api_req *req, const char *name, enum wait_mode mode, dou
 	w->env = d;
 	w->req = req;
 	w->mode = mode;
+	/* The handler has refused any other value. */
+	const char *view = api_query(req, "view");
+	w->summary = view && strcmp(view, "summary") == 0;
 	snprintf(w->fabric, sizeof(w->fabric), "%s", name);
 	/* The change is committed after the handler returns; the pass that sees it comes later. */
 	w->generation = reconcile_generation(d->reconciler) + 1;

@@ -30,7 +30,8 @@ int wait_parse(struct api_req *req, double *seconds);
 
 /**
  * Holds req until the condition holds for fabric `name` or `seconds` pass,
- * then replaces the body with the fabric's view of that moment (the status set
+ * then replaces the body with the fabric's view of that moment (its summary
+ * when the request asked ?view=summary; the status set
  * by the handler is kept, and is what the audit records). The reply set before
  * the call only needs the right status: it is rebuilt in every case, so a
  * handler waiting more than 0 s may set a cheap placeholder. With seconds 0
