@@ -557,11 +557,14 @@ int reconcile_init(const struct reconcile_deps *d, struct reconciler **out)
 	r->ev_audit = event_new(d->base, -1, EV_PERSIST, on_audit, r);
 	r->ev_states = evtimer_new(d->base, reconcile_states_cb, r);
 	r->ev_flush = evtimer_new(d->base, reconcile_flush_cb, r);
-	if (!r->ev_pass || !r->ev_audit || !r->ev_states || !r->ev_flush) {
+	r->ev_journal = evtimer_new(d->base, reconcile_journal_cb, r);
+	if (!r->ev_pass || !r->ev_audit || !r->ev_states || !r->ev_flush || !r->ev_journal) {
 		reconcile_free(r);
 		return -ENOMEM;
 	}
 	reconcile_store_interrupted(r);
+	r->next_op_id = reconcile_store_next_op(r);
+	r->journal_flush = reconcile_journal_flush;
 	reconcile_set_audit_interval(r, d->audit_interval_s);
 	*out = r;
 	struct desired_listener l = { .circuit = on_desired_circuit,
@@ -589,6 +592,9 @@ void reconcile_free(struct reconciler *r)
 		r->units = u->next;
 		unit_free(u, true);
 	}
+	/* The batches the units just ended as interrupted. */
+	reconcile_journal_flush(r);
+	free(r->journal);
 	free(r->byid);
 	reconcile_state_free(r);
 	if (r->ev_pass)
@@ -599,6 +605,8 @@ void reconcile_free(struct reconciler *r)
 		event_free(r->ev_states);
 	if (r->ev_flush)
 		event_free(r->ev_flush);
+	if (r->ev_journal)
+		event_free(r->ev_journal);
 	free(r);
 }
 

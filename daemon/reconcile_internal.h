@@ -45,8 +45,9 @@
 #include "reconcile.h"
 
 struct event;
-struct reconcile_fab;  /* a fabric as the state update sees it (reconcile_state.c) */
-struct reconcile_cell; /* what one fabric has on one unit (reconcile_state.c) */
+struct reconcile_fab;           /* a fabric as the state update sees it (reconcile_state.c) */
+struct reconcile_cell;          /* what one fabric has on one unit (reconcile_state.c) */
+struct reconcile_journal_entry; /* an operation not written yet (reconcile_store.c) */
 
 /**
  * Cross-connects of one unit keyed by their lower port: add, remove and test
@@ -132,7 +133,15 @@ struct reconciler {
 	struct event *ev_audit;  /**< periodic audit */
 	struct event *ev_states; /**< deferred fabric state update, and its tick */
 	struct event *ev_flush;  /**< deferred write of read-back states to the store */
-	uint64_t generation;     /**< passes started */
+	struct event *ev_journal; /**< deferred write of the operations journal */
+	struct reconcile_journal_entry
+	    *journal;       /**< operations not written yet (reconcile_store.c) */
+	size_t njournal;    /**< entries in journal */
+	size_t capjournal;  /**< room in journal */
+	int64_t next_op_id; /**< id of the next operation */
+	/** reconcile_journal_flush(), for the state update; NULL until init is done. */
+	void (*journal_flush)(struct reconciler *r);
+	uint64_t generation; /**< passes started */
 
 	/* reconcile_state.c: fabrics and cells. */
 	struct reconcile_fab **fabs;   /**< known fabrics by id (sorted), owned */
@@ -220,18 +229,34 @@ void reconcile_store_interrupted(struct reconciler *r);
 
 /**
  * Records the batch b about to be sent to u as a running operation (with
- * its pairs and the names of the fabrics it touches, kept in u->op_fabrics).
- * Returns the operation id, or 0 when it could not be stored (the batch is
- * sent all the same).
+ * its pairs and the names of the fabrics it touches, kept in u->op_fabrics)
+ * in the journal, written on the next loop iteration with every other
+ * operation of this one (one transaction, not one per unit). Returns the
+ * operation id, or 0 when out of memory (the batch is sent all the same).
  */
 int64_t reconcile_op_start(struct reconciler *r, struct unit *u, const struct plan_batch *b);
 
 /**
- * Ends u's operation in flight, if any: stores status (0, -ESHUTDOWN for
- * interrupted, else failed with err or strerror), counts it, publishes
- * EVENTS_OPERATION and clears u->op_id and u->op_fabrics.
+ * Ends u's operation in flight, if any: its status (0, -ESHUTDOWN for
+ * interrupted, else failed with err or strerror) goes to the journal, which
+ * stores it and then publishes EVENTS_OPERATION; counts it and clears
+ * u->op_id and u->op_fabrics.
  */
 void reconcile_op_finish(struct reconciler *r, struct unit *u, int status, const char *err);
+
+/**
+ * Writes the journal (operations started and ended since the last time) in
+ * one relaxed transaction and publishes the ends, in order. The state update
+ * calls it first (through r->journal_flush), so a fabric's state is never
+ * published before the batches that made it.
+ */
+void reconcile_journal_flush(struct reconciler *r);
+
+/** The ev_journal callback (arg: the reconciler). */
+void reconcile_journal_cb(evutil_socket_t fd, short what, void *arg);
+
+/** The id the next operation gets: one past the highest stored. */
+int64_t reconcile_store_next_op(struct reconciler *r);
 
 /** Notes that u's read-back changed: written to actual_xc within a second. */
 void reconcile_actual_changed(struct reconciler *r, struct unit *u);

@@ -534,6 +534,9 @@ static void update_states(struct reconciler *r)
 			if (r->fabs[i]->unsettled)
 				mark_dirty(r, r->fabs[i]);
 	}
+	/* The batches that made these states are written and heard first. */
+	if (r->journal_flush)
+		r->journal_flush(r);
 	take_touched_units(r);
 	if (r->rows_stale)
 		load_rows(r);
