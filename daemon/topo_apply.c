@@ -172,12 +172,19 @@ int topo_server_remove(struct store *s, const char *name, struct ofcd_error *e)
 
 json_t *topo_json(struct store *s)
 {
-	json_t *w = topo_wiring_json(s);
-	/* The PUT-able form: the rule when there is one, else the links. */
-	if (json_is_string(json_object_get(w, "rule")))
-		json_object_del(w, "links");
-	else
+	/* The PUT-able form: the rule when there is one (its links are not even read), else the
+	 * links. */
+	sqlite3_stmt *st =
+	    store_stmt(s, "SELECT rule FROM wiring WHERE id = 1 AND rule IS NOT NULL");
+	json_t *w = NULL;
+	if (st && sqlite3_step(st) == SQLITE_ROW)
+		w = json_pack("{s:s}", "rule", sqlite3_column_text(st, 0));
+	if (st)
+		sqlite3_reset(st);
+	if (!w) {
+		w = topo_wiring_json(s);
 		json_object_del(w, "rule");
+	}
 	/* Fabric membership is not topology: PUT refuses it, so GET leaves it out. */
 	json_t *servers = topo_server_list(s), *v;
 	size_t i;
@@ -194,12 +201,44 @@ static size_t find_ocs(const struct topo_spec *t, const char *name)
 	return k;
 }
 
-static size_t find_server(const struct topo_spec *t, const char *name)
+/* A server of the spec by name: the spec's servers sorted, for lookups in O(log n). */
+struct named {
+	const char *name;
+	size_t i; /* index in t->servers */
+};
+
+static int named_cmp(const void *x, const void *y)
 {
-	size_t k;
-	for (k = 0; k < t->nservers && strcmp(t->servers[k].name, name) != 0; k++)
-		;
-	return k;
+	const struct named *a = x, *b = y;
+	int c = strcmp(a->name, b->name);
+	return c ? c : a->i < b->i ? -1 : a->i > b->i;
+}
+
+/* The spec's servers sorted by name, then index (NULL when out of memory). */
+static struct named *servers_by_name(const struct topo_spec *t)
+{
+	struct named *v = malloc((t->nservers + 1) * sizeof(*v));
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < t->nservers; i++)
+		v[i] = (struct named){ t->servers[i].name, i };
+	qsort(v, t->nservers, sizeof(*v), named_cmp);
+	return v;
+}
+
+/* Index of the server of that name in the spec (its first), or t->nservers. */
+static size_t find_server(const struct topo_spec *t, const struct named *by_name, const char *name)
+{
+	size_t lo = 0, hi = t->nservers;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (strcmp(by_name[mid].name, name) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < t->nservers && strcmp(by_name[lo].name, name) == 0 ? by_name[lo].i
+	                                                               : t->nservers;
 }
 
 static size_t find_switch(const struct topo_spec *t, const char *name)
@@ -211,7 +250,7 @@ static size_t find_switch(const struct topo_spec *t, const char *name)
 }
 
 /* Names given twice, and switches servers name that the topology does not hold. */
-static int check_spec(const struct topo_spec *t, struct ofcd_error *e)
+static int check_spec(const struct topo_spec *t, const struct named *by_name, struct ofcd_error *e)
 {
 	char f[96];
 	for (size_t i = 0; i < t->nocs; i++) {
@@ -232,13 +271,18 @@ static int check_spec(const struct topo_spec *t, struct ofcd_error *e)
 				                 t->switches[i].name);
 			}
 	}
+	/* The first server whose name came before: the second of a run in name order. */
+	size_t twice = t->nservers;
+	for (size_t k = 1; k < t->nservers; k++)
+		if (strcmp(by_name[k].name, by_name[k - 1].name) == 0 && by_name[k].i < twice &&
+		    (k < 2 || strcmp(by_name[k - 2].name, by_name[k].name) != 0))
+			twice = by_name[k].i;
 	for (size_t i = 0; i < t->nservers; i++) {
 		const struct topo_server_spec *v = &t->servers[i];
 		snprintf(f, sizeof(f), "servers[%zu]", i);
-		for (size_t j = 0; j < i; j++)
-			if (strcmp(t->servers[j].name, v->name) == 0)
-				return ofcd_fail(e, -EINVAL, OFCD_E_INVALID_FIELD, f, NULL,
-				                 "%s: server %s is given twice", f, v->name);
+		if (i == twice)
+			return ofcd_fail(e, -EINVAL, OFCD_E_INVALID_FIELD, f, NULL,
+			                 "%s: server %s is given twice", f, v->name);
 		if (v->sw && find_switch(t, v->sw) == t->nswitches) {
 			char fs[112];
 			snprintf(fs, sizeof(fs), "%s.switch", f);
@@ -250,7 +294,8 @@ static int check_spec(const struct topo_spec *t, struct ofcd_error *e)
 }
 
 /* Servers in fabrics must stay, with the same devices and ports. */
-static int check_fabric_servers(struct store *s, const struct topo_spec *t, struct ofcd_error *e)
+static int check_fabric_servers(struct store *s, const struct topo_spec *t,
+                                const struct named *by_name, struct ofcd_error *e)
 {
 	sqlite3_stmt *st =
 	    store_stmt(s, "SELECT sv.name, sv.devices, sv.ports_per_device, f.name FROM server sv "
@@ -259,7 +304,7 @@ static int check_fabric_servers(struct store *s, const struct topo_spec *t, stru
 	int rc = 0;
 	while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
 		const char *name = (const char *)sqlite3_column_text(st, 0);
-		size_t k = find_server(t, name);
+		size_t k = find_server(t, by_name, name);
 		if (k == t->nservers ||
 		    t->servers[k].devices != (uint64_t)sqlite3_column_int64(st, 1) ||
 		    t->servers[k].ports_per_device != (uint64_t)sqlite3_column_int64(st, 2))
@@ -322,14 +367,16 @@ static int check_units(struct store *s, struct reconciler *r, const struct topo_
 }
 
 /* Deletes the rows of table whose name the spec does not keep. */
-static int delete_dropped(struct store *s, const struct topo_spec *t, bool servers)
+static int delete_dropped(struct store *s, const struct topo_spec *t, const struct named *by_name,
+                          bool servers)
 {
 	sqlite3_stmt *st =
 	    store_stmt(s, servers ? "SELECT id, name FROM server" : "SELECT id, name FROM ocs");
 	int rc = 0;
 	while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
 		const char *name = (const char *)sqlite3_column_text(st, 1);
-		if (servers ? find_server(t, name) < t->nservers : find_ocs(t, name) < t->nocs)
+		if (servers ? find_server(t, by_name, name) < t->nservers
+		            : find_ocs(t, name) < t->nocs)
 			continue;
 		sqlite3_stmt *del = store_stmt(s, servers ? "DELETE FROM server WHERE id = ?"
 		                                          : "DELETE FROM ocs WHERE id = ?");
@@ -397,17 +444,20 @@ static int write_servers(struct store *s, const struct topo_spec *t)
 int topo_apply(struct store *s, struct reconciler *r, const struct topo_spec *t,
                struct ofcd_error *e)
 {
-	int rc = check_spec(t, e);
+	struct named *by_name = servers_by_name(t);
+	if (!by_name)
+		return ofcd_fail(e, -ENOMEM, OFCD_E_INTERNAL, NULL, NULL, "out of memory");
+	int rc = check_spec(t, by_name, e);
 	if (rc == 0)
-		rc = check_fabric_servers(s, t, e);
+		rc = check_fabric_servers(s, t, by_name, e);
 	if (rc == 0)
 		rc = check_units(s, r, t, e);
-	if (rc < 0)
-		return rc;
 	/* Delete what is gone, update what stays, insert what is new. */
-	if (delete_dropped(s, t, false) < 0 || delete_dropped(s, t, true) < 0 ||
-	    write_units(s, t) < 0 || topo_switches_replace(s, t->switches, t->nswitches) < 0 ||
-	    write_servers(s, t) < 0 || topo_switches_prune(s, t->switches, t->nswitches) < 0)
-		return ofcd_fail(e, -EIO, OFCD_E_STORE, NULL, NULL, "cannot store the topology");
-	return topo_wiring_apply(s, &t->wiring, "wiring", e);
+	if (rc == 0 &&
+	    (delete_dropped(s, t, by_name, false) < 0 || delete_dropped(s, t, by_name, true) < 0 ||
+	     write_units(s, t) < 0 || topo_switches_replace(s, t->switches, t->nswitches) < 0 ||
+	     write_servers(s, t) < 0 || topo_switches_prune(s, t->switches, t->nswitches) < 0))
+		rc = ofcd_fail(e, -EIO, OFCD_E_STORE, NULL, NULL, "cannot store the topology");
+	free(by_name);
+	return rc < 0 ? rc : topo_wiring_apply(s, &t->wiring, "wiring", e);
 }
