@@ -25,9 +25,23 @@ struct former {
 	struct name *fabric;
 };
 
+/* How many circuits a fabric has (in the whole mirror, or on one unit). */
+struct fabric_count {
+	int64_t fabric;
+	size_t n;
+};
+
+/* A sorted array of counts by fabric; unknown once a count could not be kept (memory). */
+struct counts {
+	struct fabric_count *v;
+	size_t n;
+	bool unknown;
+};
+
 struct unit_set {
 	int64_t ocs_id;
-	struct plan_xc *xc; /* sorted */
+	struct counts per_fabric; /* its entries by fabric: a stage skips units it leaves alone */
+	struct plan_xc *xc;       /* sorted */
 	int64_t *fabric;
 	size_t n;
 	struct former *former; /* sorted by xc */
@@ -43,11 +57,6 @@ struct members {
 	size_t nservers;
 	struct desired_port *ports;
 	size_t nports;
-};
-
-struct fabric_count {
-	int64_t fabric;
-	size_t n;
 };
 
 enum stage_kind { STAGE_CIRCUITS, STAGE_MEMBERS, STAGE_DROP };
@@ -94,9 +103,8 @@ struct desired {
 	bool ocs_touched; /* the ocs table changed in the open transaction */
 	uint64_t units_version;
 
-	/* Circuits per fabric (sorted by fabric), kept with every change the listener hears. */
-	struct fabric_count *counts;
-	size_t ncounts;
+	/* Circuits per fabric, kept with every change the listener hears. */
+	struct counts counts;
 
 	struct desired_listener l;
 };
@@ -180,12 +188,12 @@ static struct plan_xc xc_of(uint32_t a, uint32_t b)
 	return (struct plan_xc){ a < b ? a : b, a < b ? b : a };
 }
 
-static size_t count_lower(const struct desired *d, int64_t fabric)
+static size_t count_lower(const struct counts *c, int64_t fabric)
 {
-	size_t lo = 0, hi = d->ncounts;
+	size_t lo = 0, hi = c->n;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
-		if (d->counts[mid].fabric < fabric)
+		if (c->v[mid].fabric < fabric)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -193,31 +201,43 @@ static size_t count_lower(const struct desired *d, int64_t fabric)
 	return lo;
 }
 
-/* A fabric's circuit count moves by delta (a fabric that gets none is dropped). */
-static void count_add(struct desired *d, int64_t fabric, int delta)
+static size_t count_of(const struct counts *c, int64_t fabric)
 {
-	size_t i = count_lower(d, fabric);
-	if (i == d->ncounts || d->counts[i].fabric != fabric) {
-		struct fabric_count *t = realloc(d->counts, (d->ncounts + 1) * sizeof(*t));
-		if (!t)
-			return; /* counted again by the next reload */
-		d->counts = t;
-		memmove(t + i + 1, t + i, (d->ncounts - i) * sizeof(*t));
+	size_t i = count_lower(c, fabric);
+	return i < c->n && c->v[i].fabric == fabric ? c->v[i].n : 0;
+}
+
+/*
+ * A fabric's count moves by delta (a fabric that gets none is dropped). Out of
+ * memory the counts are marked unknown until the next reload rebuilds them:
+ * a unit's are then not used to skip it, and a wrong total only makes a
+ * commit reload.
+ */
+static void count_add(struct counts *c, int64_t fabric, long delta)
+{
+	size_t i = count_lower(c, fabric);
+	if (i == c->n || c->v[i].fabric != fabric) {
+		struct fabric_count *t = realloc(c->v, (c->n + 1) * sizeof(*t));
+		if (!t) {
+			c->unknown = true;
+			return;
+		}
+		c->v = t;
+		memmove(t + i + 1, t + i, (c->n - i) * sizeof(*t));
 		t[i] = (struct fabric_count){ fabric, 0 };
-		d->ncounts++;
+		c->n++;
 	}
-	d->counts[i].n += (size_t)delta;
-	if (d->counts[i].n == 0) {
-		memmove(d->counts + i, d->counts + i + 1,
-		        (d->ncounts - i - 1) * sizeof(*d->counts));
-		d->ncounts--;
+	c->v[i].n += (size_t)delta;
+	if (c->v[i].n == 0) {
+		memmove(c->v + i, c->v + i + 1, (c->n - i - 1) * sizeof(*c->v));
+		c->n--;
 	}
 }
 
 static void notify_circuit(struct desired *d, int64_t ocs_id, struct plan_xc xc, int64_t fabric,
                            bool added)
 {
-	count_add(d, fabric, added ? 1 : -1);
+	count_add(&d->counts, fabric, added ? 1 : -1);
 	if (d->l.circuit)
 		d->l.circuit(d->l.arg, ocs_id, xc, fabric, added);
 }
@@ -329,6 +349,10 @@ static int reload(struct desired *d)
 			u->xc = xc[k];
 			u->fabric = fab[k];
 			u->n = count[k];
+			free(u->per_fabric.v);
+			u->per_fabric = (struct counts){ 0 };
+			for (size_t i = 0; i < u->n; i++)
+				count_add(&u->per_fabric, u->fabric[i], 1);
 			formers_drop_desired(u);
 			notify_diff(d, u->ocs_id, oxc, ofab, on, u->xc, u->fabric, u->n);
 			free(oxc);
@@ -361,9 +385,10 @@ static int reload(struct desired *d)
 static int unit_replace(struct desired *d, struct unit_set *u, int64_t fabric, const char *name,
                         const struct row *group, size_t ng)
 {
-	size_t nleft = 0;
-	for (size_t i = 0; i < u->n; i++)
-		nleft += u->fabric[i] == fabric;
+	size_t nleft = count_of(&u->per_fabric, fabric);
+	if (u->per_fabric.unknown)
+		for (size_t i = nleft = 0; i < u->n; i++)
+			nleft += u->fabric[i] == fabric;
 	if (!nleft && !ng)
 		return 0;
 	size_t n = u->n - nleft + ng;
@@ -414,6 +439,7 @@ static int unit_replace(struct desired *d, struct unit_set *u, int64_t fabric, c
 	u->xc = xc;
 	u->fabric = fab;
 	u->n = k;
+	count_add(&u->per_fabric, fabric, (long)ng - (long)f);
 	for (size_t i = 0; i < ng; i++)
 		newxc[i] = group[i].xc;
 	for (size_t i = 0; i < (nleft > ng ? nleft : ng); i++)
@@ -880,11 +906,7 @@ static size_t rows_now(const struct desired *d, int64_t fabric)
 	for (size_t i = d->nstages; i-- > 0;)
 		if (d->stages[i].kind == STAGE_CIRCUITS && d->stages[i].fabric == fabric)
 			return d->stages[i].n;
-	size_t n = 0;
-	for (size_t i = 0; i < d->nunits; i++)
-		for (size_t k = 0; k < d->units[i].n; k++)
-			n += d->units[i].fabric[k] == fabric;
-	return n;
+	return count_of(&d->counts, fabric);
 }
 
 /* Membership rows fabric has in the open transaction, as far as the stages know. */
@@ -1053,6 +1075,7 @@ void desired_free(struct desired *d)
 		formers_put(d->units[i].former, d->units[i].nformer);
 		free(d->units[i].former);
 		free(d->units[i].owner);
+		free(d->units[i].per_fabric.v);
 	}
 	free(d->units);
 	for (size_t i = 0; i < d->nfabrics; i++)
@@ -1060,7 +1083,7 @@ void desired_free(struct desired *d)
 	free(d->fabrics);
 	free(d->server_fabric);
 	free(d->touched_fabrics);
-	free(d->counts);
+	free(d->counts.v);
 	free(d);
 }
 
@@ -1089,8 +1112,7 @@ const int64_t *desired_owners(const struct desired *d, int64_t ocs_id, size_t *n
 
 size_t desired_fabric_circuits(const struct desired *d, int64_t fabric_id)
 {
-	size_t i = count_lower(d, fabric_id);
-	return i < d->ncounts && d->counts[i].fabric == fabric_id ? d->counts[i].n : 0;
+	return count_of(&d->counts, fabric_id);
 }
 
 uint64_t desired_units_version(const struct desired *d)

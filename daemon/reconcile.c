@@ -565,6 +565,9 @@ int reconcile_init(const struct reconcile_deps *d, struct reconciler **out)
 	reconcile_store_interrupted(r);
 	r->next_op_id = reconcile_store_next_op(r);
 	r->journal_flush = reconcile_journal_flush;
+	r->journal_ended = reconcile_journal_ended;
+	r->journal_write = reconcile_journal_write;
+	r->journal_done = reconcile_journal_done;
 	reconcile_set_audit_interval(r, d->audit_interval_s);
 	*out = r;
 	struct desired_listener l = { .circuit = on_desired_circuit,

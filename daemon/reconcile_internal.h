@@ -141,6 +141,12 @@ struct reconciler {
 	int64_t next_op_id; /**< id of the next operation */
 	/** reconcile_journal_flush(), for the state update; NULL until init is done. */
 	void (*journal_flush)(struct reconciler *r);
+	/** reconcile_journal_ended(), for the state update. */
+	bool (*journal_ended)(const struct reconciler *r);
+	/** reconcile_journal_write(), for the state update's transaction. */
+	int (*journal_write)(struct reconciler *r);
+	/** reconcile_journal_done(), after that transaction. */
+	void (*journal_done)(struct reconciler *r);
 	uint64_t generation; /**< passes started */
 
 	/* reconcile_state.c: fabrics and cells. */
@@ -246,9 +252,25 @@ void reconcile_op_finish(struct reconciler *r, struct unit *u, int status, const
 
 /**
  * Writes the journal (operations started and ended since the last time) in
- * one relaxed transaction and publishes the ends, in order. The state update
- * calls it first (through r->journal_flush), so a fabric's state is never
- * published before the batches that made it.
+ * the open transaction. Returns 0 or -EIO; reconcile_journal_done() follows
+ * in any case.
+ */
+int reconcile_journal_write(struct reconciler *r);
+
+/** Whether the journal holds the end of a batch (someone may be waiting to hear it). */
+bool reconcile_journal_ended(const struct reconciler *r);
+
+/** Publishes the ends the journal holds, in order, and empties it (after its write). */
+void reconcile_journal_done(struct reconciler *r);
+
+/**
+ * Writes the journal in a relaxed transaction of its own and publishes the
+ * ends: its timer's doing, a few milliseconds after an entry, or the state
+ * update's when the journal holds an end and no state changed. A state update
+ * that stores states writes the journal in the same transaction (through
+ * r->journal_write and r->journal_done) and publishes it first, so a fabric's
+ * state is never published before the batches that made it, and whoever waits
+ * for a fabric finds its operations listed.
  */
 void reconcile_journal_flush(struct reconciler *r);
 

@@ -476,6 +476,9 @@ static bool store_changes(struct reconciler *r, json_t *changes)
 	int rc = 0;
 	if (store_begin_relaxed(s) < 0)
 		return false;
+	/* The batches that made these states, in the same transaction. */
+	if (r->journal_write)
+		rc = r->journal_write(r);
 	sqlite3_stmt *up = store_stmt(s, "UPDATE fabric SET state = ?, error = ?, updated = "
 	                                 "strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = ?");
 	json_array_foreach(changes, i, c)
@@ -495,6 +498,8 @@ static bool store_changes(struct reconciler *r, json_t *changes)
 	if (!ok)
 		store_rollback(s);
 	r->muted = false;
+	if (r->journal_done)
+		r->journal_done(r);
 	return ok;
 }
 
@@ -534,9 +539,6 @@ static void update_states(struct reconciler *r)
 			if (r->fabs[i]->unsettled)
 				mark_dirty(r, r->fabs[i]);
 	}
-	/* The batches that made these states are written and heard first. */
-	if (r->journal_flush)
-		r->journal_flush(r);
 	take_touched_units(r);
 	if (r->rows_stale)
 		load_rows(r);
@@ -570,6 +572,9 @@ static void update_states(struct reconciler *r)
 		snprintf(f->err, sizeof(f->err), "%s", err);
 	}
 
+	/* Batches that ended are written before waiters hear settled: lists are current then. */
+	if (!json_array_size(changes) && r->journal_ended && r->journal_ended(r))
+		r->journal_flush(r);
 	if (json_array_size(changes) && store_changes(r, changes)) {
 		size_t i;
 		json_t *c;

@@ -126,11 +126,17 @@ struct reconcile_journal_entry {
 	char *err; /* malloc'd, for a failed one */
 };
 
+/*
+ * A few milliseconds: a batch that ends by then is written once, with its end,
+ * and a state update in between takes the journal into its own transaction.
+ */
+#define JOURNAL_DELAY_US 10000
+
 static void journal_schedule(struct reconciler *r)
 {
-	struct timeval now = { 0, 0 };
+	struct timeval soon = { 0, JOURNAL_DELAY_US };
 	if (!evtimer_pending(r->ev_journal, NULL))
-		evtimer_add(r->ev_journal, &now);
+		evtimer_add(r->ev_journal, &soon);
 }
 
 static struct reconcile_journal_entry *journal_push(struct reconciler *r, int64_t id)
@@ -263,30 +269,37 @@ static int journal_fabrics(struct store *s, const struct reconcile_journal_entry
 	return rc;
 }
 
-void reconcile_journal_flush(struct reconciler *r)
+int reconcile_journal_write(struct reconciler *r)
 {
 	struct store *s = r->d.store;
-	size_t n = r->njournal;
-	if (!n)
-		return;
-	int rc = store_begin_relaxed(s);
-	for (size_t i = 0; rc == 0 && i < n; i++) {
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < r->njournal; i++) {
 		struct reconcile_journal_entry *e = &r->journal[i];
 		rc = journal_write(s, e);
 		if (rc == 0 && e->started)
 			rc = journal_fabrics(s, e, e->names);
 	}
-	/* Keep the history bounded. */
-	sqlite3_stmt *st = store_stmt(s, "DELETE FROM operation WHERE id <= ? - 10000");
-	sqlite3_bind_int64(st, 1, r->next_op_id - 1);
-	if (rc == 0)
+	if (r->njournal && rc == 0) {
+		/* Keep the history bounded. */
+		sqlite3_stmt *st = store_stmt(s, "DELETE FROM operation WHERE id <= ? - 10000");
+		sqlite3_bind_int64(st, 1, r->next_op_id - 1);
 		rc = store_step_done(st);
-	if (rc == 0)
-		rc = store_commit(s);
-	if (rc < 0)
-		store_rollback(s);
+	}
+	return rc;
+}
+
+bool reconcile_journal_ended(const struct reconciler *r)
+{
+	for (size_t i = 0; i < r->njournal; i++)
+		if (r->journal[i].finished)
+			return true;
+	return false;
+}
+
+void reconcile_journal_done(struct reconciler *r)
+{
 	/* Published whether stored or not: whoever waits for a batch must hear it end. */
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < r->njournal; i++) {
 		struct reconcile_journal_entry *e = &r->journal[i];
 		if (e->finished) {
 			json_t *ev =
@@ -304,6 +317,23 @@ void reconcile_journal_flush(struct reconciler *r)
 		json_decref(e->names);
 	}
 	r->njournal = 0;
+	if (r->ev_journal)
+		evtimer_del(r->ev_journal);
+}
+
+void reconcile_journal_flush(struct reconciler *r)
+{
+	struct store *s = r->d.store;
+	if (!r->njournal)
+		return;
+	int rc = store_begin_relaxed(s);
+	if (rc == 0)
+		rc = reconcile_journal_write(r);
+	if (rc == 0)
+		rc = store_commit(s);
+	if (rc < 0)
+		store_rollback(s);
+	reconcile_journal_done(r);
 }
 
 void reconcile_journal_cb(evutil_socket_t fd, short what, void *arg)
