@@ -94,7 +94,7 @@ static void on_apply(void *arg, int status, const char *err)
 {
 	struct unit *u = arg;
 	struct metrics_loop l = metrics_loop_enter("reconcile");
-	struct timespec t0 = reconcile_work_start();
+	struct reconcile_work t0 = reconcile_work_start();
 	u->busy = false;
 	u->applied_since_read = true;
 	reconcile_op_finish(u->r, u, status, err);
@@ -119,7 +119,7 @@ static void on_apply(void *arg, int status, const char *err)
 static void read_done(struct unit *u, int status, const char *err, const struct ocs_readback *rb)
 {
 	struct reconciler *r = u->r;
-	struct timespec t0 = reconcile_work_start();
+	struct reconcile_work t0 = reconcile_work_start();
 	u->busy = false;
 	reconcile_unit_changed(r, u);
 	if (status < 0) {
@@ -471,7 +471,7 @@ static void on_pass(evutil_socket_t fd, short what, void *arg)
 	struct metrics_loop l = metrics_loop_enter("reconcile");
 	(void)fd;
 	(void)what;
-	struct timespec t0 = reconcile_work_start();
+	struct reconcile_work t0 = reconcile_work_start();
 	r->generation++;
 	desired_refresh(r->d.desired);
 	sync_units(r);

@@ -529,12 +529,12 @@ static void take_touched_units(struct reconciler *r)
  */
 static void update_states(struct reconciler *r)
 {
-	struct timespec t0 = reconcile_work_start();
+	struct reconcile_work t0 = reconcile_work_start();
 	json_t *changes = json_array();
 
 	/* The tick: fabrics still on their way, or failed, may move with time alone. */
 	if (r->nunsettled && reconcile_since(&r->last_tick) * 1000 >= STATES_TICK_MS) {
-		r->last_tick = t0;
+		r->last_tick = t0.wall;
 		for (size_t i = 0; i < r->nfabs; i++)
 			if (r->fabs[i]->unsettled)
 				mark_dirty(r, r->fabs[i]);
@@ -542,7 +542,7 @@ static void update_states(struct reconciler *r)
 	take_touched_units(r);
 	if (r->rows_stale)
 		load_rows(r);
-	while (r->ndirty && reconcile_since(&t0) * 1e6 < SLICE_US) {
+	while (r->ndirty && reconcile_since(&t0.wall) * 1e6 < SLICE_US) {
 		struct reconcile_fab *f = r->dirty[--r->ndirty];
 		f->dirty = false;
 		if (f->row_stale)

@@ -341,7 +341,7 @@ void reconcile_journal_cb(evutil_socket_t fd, short what, void *arg)
 	struct metrics_loop l = metrics_loop_enter("reconcile");
 	(void)fd;
 	(void)what;
-	struct timespec t0 = reconcile_work_start();
+	struct reconcile_work t0 = reconcile_work_start();
 	reconcile_journal_flush(arg);
 	reconcile_work_end(t0);
 	metrics_loop_leave(l);
@@ -455,7 +455,7 @@ void reconcile_flush_cb(evutil_socket_t fd, short what, void *arg)
 	struct metrics_loop l = metrics_loop_enter("reconcile");
 	(void)fd;
 	(void)what;
-	struct timespec t0 = reconcile_work_start();
+	struct reconcile_work t0 = reconcile_work_start();
 	reconcile_flush_actual(arg);
 	reconcile_work_end(t0);
 	metrics_loop_leave(l);
