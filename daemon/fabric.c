@@ -25,12 +25,12 @@ int fabric_infeasible(struct ofcd_error *e, uint32_t servers, uint32_t min_devic
 	                 devices);
 }
 
-/* The row id of each named server, refusing any that cannot join a new fabric. */
+/* The row id of each named server, refusing any unknown, listed twice or in a fabric. */
 static int resolve_servers(const struct fabric_ctx *c, const char *const *names, size_t m,
                            int64_t *ids, struct ofcd_error *e)
 {
 	struct store *s = c->store;
-	char f[32], why[256];
+	char f[32];
 	for (size_t i = 0; i < m; i++) {
 		snprintf(f, sizeof(f), "servers[%zu]", i);
 		ids[i] = topo_server_id(s, names[i]);
@@ -50,12 +50,32 @@ static int resolve_servers(const struct fabric_ctx *c, const char *const *names,
 			json_decref(of);
 			return rc;
 		}
-		if (reconcile_server_joined(c->reconciler, ids[i], why, sizeof(why)))
+	}
+	return 0;
+}
+
+/*
+ * Refuses a server whose ports some unit may still join to another server
+ * (its cabled ports, as the planner's input loaded them).
+ */
+static int check_joined(const struct fabric_ctx *c, const char *const *names,
+                        const struct topo_input *in, struct ofcd_error *e)
+{
+	char f[32], why[256];
+	for (uint32_t i = 0; i < in->m; i++) {
+		const struct plan_server *sv = &in->servers[i];
+		for (size_t k = 0; k < (size_t)sv->devices * sv->ports_per_device; k++) {
+			const struct plan_port *p = &sv->ports[k];
+			if (p->ocs < 0 || !reconcile_port_joined(c->reconciler, in->ocs_ids[p->ocs],
+			                                         p->ocs_port, why, sizeof(why)))
+				continue;
+			snprintf(f, sizeof(f), "servers[%u]", i);
 			return ofcd_fail(
 			    e, -EBUSY, OFCD_E_IN_USE, f, NULL,
 			    "%s: server %s is still joined to another server: %s; wait until "
 			    "it is removed (DELETE /v1/fabrics/NAME?wait=SECONDS waits for it)",
 			    f, names[i], why);
+		}
 	}
 	return 0;
 }
@@ -129,6 +149,9 @@ int64_t fabric_create(const struct fabric_ctx *c, const char *name, const char *
 		rc = ofcd_fail(e, -EIO, OFCD_E_STORE, NULL, NULL, "cannot read the topology");
 		goto out;
 	}
+	rc = check_joined(c, servers, &in, e);
+	if (rc < 0)
+		goto out;
 	rc = plan_fabric_compute(in.servers, in.m, &plan);
 	if (rc == -EDOM) {
 		rc = fabric_infeasible(e, (uint32_t)m, plan.min_devices, plan.devices);

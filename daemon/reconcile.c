@@ -635,20 +635,11 @@ bool reconcile_all_in_sync(struct reconciler *r)
 	return true;
 }
 
-bool reconcile_server_joined(struct reconciler *r, int64_t server_id, char *why, size_t len)
+bool reconcile_port_joined(struct reconciler *r, int64_t ocs_id, uint32_t port, char *why,
+                           size_t len)
 {
-	sqlite3_stmt *st =
-	    store_stmt(r->d.store, "SELECT ocs_id, ocs_port FROM cable WHERE server_id = ?");
-	bool joined = false;
-	sqlite3_bind_int64(st, 1, server_id);
-	while (!joined && sqlite3_step(st) == SQLITE_ROW) {
-		struct unit *u = reconcile_unit_by_id(r, sqlite3_column_int64(st, 0));
-		if (u)
-			joined = reconcile_port_leftover(
-			    r, u, (uint32_t)sqlite3_column_int64(st, 1), why, len);
-	}
-	sqlite3_reset(st);
-	return joined;
+	struct unit *u = reconcile_unit_by_id(r, ocs_id);
+	return u && reconcile_port_leftover(r, u, port, why, len);
 }
 
 long reconcile_unit_held(struct reconciler *r, int64_t ocs_id)

@@ -85,15 +85,17 @@ json_t *reconcile_unit_json(struct reconciler *r, int64_t ocs_id);
 long reconcile_unit_held(struct reconciler *r, int64_t ocs_id);
 
 /**
- * Whether an OCS unit may still join one of the server's ports to another:
- * a cross-connect or one-way entry of ofcd's that the unit held at its last
- * read-back, or an addition sent since, that no fabric desires (left by a
- * deleted or re-planned fabric, or a stray). For a server in no fabric, whose
- * ports nothing desires: it must not join a fabric meanwhile, or a circuit
- * could link two tenants. why gets the unit, ports and former fabric. A unit
- * never read back since it was opened is not known to hold anything.
+ * Whether unit ocs_id may still join its port to another: a cross-connect or
+ * one-way entry of ofcd's that the unit held at its last read-back, or an
+ * addition sent since, that no fabric desires (left by a deleted or
+ * re-planned fabric, or a stray). Asked for every port of a server about to
+ * join a fabric, whose ports nothing desires: it must not join one
+ * meanwhile, or a circuit could link two tenants. why gets the unit, ports
+ * and former fabric. A unit never read back since it was opened is not known
+ * to hold anything. O(1): the unit's bookkeeping answers, not the store.
  */
-bool reconcile_server_joined(struct reconciler *r, int64_t server_id, char *why, size_t len);
+bool reconcile_port_joined(struct reconciler *r, int64_t ocs_id, uint32_t port, char *why,
+                           size_t len);
 
 /** True when every unit has been read back and holds exactly its desired set. */
 bool reconcile_all_in_sync(struct reconciler *r);

@@ -311,7 +311,7 @@ void reconcile_flush_cb(evutil_socket_t fd, short what, void *arg);
 /**
  * Sets u's read-back to the one the previous run stored (through
  * reconcile_ports_set_actual()), for the server reservation until the first
- * read-back (see reconcile_server_joined()); u->have_actual stays false.
+ * read-back (see reconcile_port_joined()); u->have_actual stays false.
  */
 void reconcile_store_last_known(struct reconciler *r, struct unit *u);
 
@@ -379,7 +379,7 @@ void reconcile_check_isolation(struct reconciler *r, struct unit *u);
 
 /**
  * Why port of u may be joined to another port though nothing desires it, in
- * why; false when it is free as far as ofcd knows (reconcile_server_joined()).
+ * why; false when it is free as far as ofcd knows (reconcile_port_joined()).
  */
 bool reconcile_port_leftover(struct reconciler *r, struct unit *u, uint32_t port, char *why,
                              size_t len);
