@@ -1,9 +1,11 @@
 /*
  * The reconciler's core (see reconcile.h and reconcile_internal.h): a driver
  * instance per OCS unit of the topology, the driver callbacks, the pass that
- * turns each unit's difference into batches, the audit, and the public API.
- * Operations and read-back copies go through reconcile_store.c; isolation
- * and fabric states are reconcile_state.c's.
+ * turns each unit's difference into batches, the audit's rounds, the
+ * desired state's deltas handed on, and the public API. Operations and
+ * read-back copies go through reconcile_store.c; the per-port bookkeeping,
+ * batches and isolation are reconcile_ports.c's, fabric states
+ * reconcile_state.c's, the full recomputation reconcile_audit.c's.
  */
 #include "reconcile.h"
 

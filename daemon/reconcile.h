@@ -10,16 +10,22 @@
  * (reconcile_kick), on driver (re)connect, after a failed batch with backoff,
  * and on a periodic audit that repairs drift. After every read it checks
  * isolation (no cross-connect between two fabrics, or a fabric and a port of
- * none) and derives every fabric's state: pending, applying, applied,
- * degraded (in sync with pairs missing) or failed (with the error).
+ * none) and derives the state of the fabrics it may have changed: pending,
+ * applying, applied, degraded (in sync with pairs missing) or failed (with
+ * the error). Its bookkeeping follows the changes alone (the in-memory
+ * desired state's deltas, each read-back against the previous one), so a
+ * change costs what it changes; the audit recomputes it from scratch and
+ * compares.
  *
  * Loop thread only. Writes to the store in its own short transactions, never
  * while a request's transaction is open (requests never leave one open).
  *
- * Built from three files behind the private reconcile_internal.h: reconcile.c
- * (units, driver callbacks, the pass, this API), reconcile_store.c (its
- * operations, read-back copies and port states in the store) and
- * reconcile_state.c (port owners, isolation, fabric states).
+ * Built from five files behind the private reconcile_internal.h: reconcile.c
+ * (units, driver callbacks, the pass, this API), reconcile_audit.c (the full
+ * recomputation), reconcile_store.c (its operations, read-back copies and
+ * port states in the store), reconcile_ports.c (per unit and port: missing
+ * and stray cross-connects, hold-back marks) and reconcile_state.c (per
+ * fabric and unit: the counts states are derived from, and the states).
  */
 #ifndef OFCD_RECONCILE_H
 #define OFCD_RECONCILE_H
