@@ -60,6 +60,9 @@ struct reconcile_xcset {
 	size_t cap;        /**< room in v */
 };
 
+/** Longest stretch of work that yields to the loop after it (states, units, writes), in µs. */
+#define RECONCILE_SLICE_US 2000
+
 /** Consecutive failed batches of a unit before its fabrics are "failed". */
 #define RECONCILE_FAILED_AFTER 5
 
@@ -302,10 +305,14 @@ int64_t reconcile_store_next_op(struct reconciler *r);
 /** Notes that u's read-back changed: written to actual_xc within a second. */
 void reconcile_actual_changed(struct reconciler *r, struct unit *u);
 
-/** Writes every changed read-back to actual_xc now (one relaxed transaction). */
+/** Writes every changed read-back to actual_xc now (at the end). */
 void reconcile_flush_actual(struct reconciler *r);
 
-/** The ev_flush callback (arg: the reconciler). */
+/**
+ * The ev_flush callback (arg: the reconciler): writes the changed read-backs,
+ * only what differs from what was written, in relaxed transactions of about
+ * RECONCILE_SLICE_US each (a unit at a time), re-armed until all are.
+ */
 void reconcile_flush_cb(evutil_socket_t fd, short what, void *arg);
 
 /**

@@ -26,7 +26,6 @@
 
 #define DOWN_GRACE_S   5 /* a unit down this long fails its fabrics */
 #define STATES_TICK_MS 500
-#define SLICE_US       2000 /* at most this long per state update before yielding */
 
 /* ---- fabrics ---------------------------------------------------------------- */
 
@@ -523,7 +522,7 @@ static void take_touched_units(struct reconciler *r)
 }
 
 /*
- * Derives the state of the dirty fabrics, for at most SLICE_US (a unit that
+ * Derives the state of the dirty fabrics, for at most RECONCILE_SLICE_US (a unit that
  * reconnects makes every fabric on it dirty), stores the ones that changed
  * (one transaction), and publishes them.
  */
@@ -542,7 +541,7 @@ static void update_states(struct reconciler *r)
 	take_touched_units(r);
 	if (r->rows_stale)
 		load_rows(r);
-	while (r->ndirty && reconcile_since(&t0.wall) * 1e6 < SLICE_US) {
+	while (r->ndirty && reconcile_since(&t0.wall) * 1e6 < RECONCILE_SLICE_US) {
 		struct reconcile_fab *f = r->dirty[--r->ndirty];
 		f->dirty = false;
 		if (f->row_stale)

@@ -419,16 +419,22 @@ static void flushed_copy(struct unit *u)
 	u->nflushed = u->nactual;
 }
 
-void reconcile_flush_actual(struct reconciler *r)
+/* Writes the changed read-backs, a unit at a time, until limit_us pass; true when all are. */
+static bool flush_some(struct reconciler *r, double limit_us)
 {
 	struct store *s = r->d.store;
+	struct timespec t0;
 	bool any = false;
 	for (struct unit *u = r->units; u; u = u->next)
 		any |= u->actual_dirty;
-	if (!any || store_begin_relaxed(s) < 0)
-		return;
+	if (!any)
+		return true;
+	if (store_begin_relaxed(s) < 0)
+		return false;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	int rc = 0;
-	for (struct unit *u = r->units; u && rc == 0; u = u->next) {
+	struct unit *u;
+	for (u = r->units; u && rc == 0 && reconcile_since(&t0) * 1e6 < limit_us; u = u->next) {
 		if (!u->actual_dirty)
 			continue;
 		if (!u->flushed) {
@@ -438,25 +444,46 @@ void reconcile_flush_actual(struct reconciler *r)
 		}
 		if (rc == 0)
 			rc = flush_unit(s, u);
+		u->actual_dirty = rc < 0;
+		if (rc == 0)
+			flushed_copy(u);
 	}
 	if (rc == 0 && store_commit(s) == 0) {
-		for (struct unit *u = r->units; u; u = u->next) {
+		for (; u; u = u->next)
 			if (u->actual_dirty)
-				flushed_copy(u);
-			u->actual_dirty = false;
-		}
-	} else {
-		store_rollback(s);
+				return false;
+		return true;
 	}
+	/* Written in full again next time (the rollback undid them). */
+	store_rollback(s);
+	for (struct unit *v = r->units; v != u; v = v->next) {
+		v->actual_dirty = true;
+		free(v->flushed);
+		v->flushed = NULL;
+		v->nflushed = 0;
+	}
+	return false;
+}
+
+void reconcile_flush_actual(struct reconciler *r)
+{
+	/* At the end: everything, however long it takes. */
+	for (int tries = 0; tries < 3 && !flush_some(r, 1e12); tries++)
+		;
 }
 
 void reconcile_flush_cb(evutil_socket_t fd, short what, void *arg)
 {
+	struct reconciler *r = arg;
 	struct metrics_loop l = metrics_loop_enter("reconcile");
 	(void)fd;
 	(void)what;
 	struct reconcile_work t0 = reconcile_work_start();
-	reconcile_flush_actual(arg);
+	if (!flush_some(r, RECONCILE_SLICE_US)) {
+		/* The rest on the next iteration, after whatever else is ready. */
+		struct timeval now = { 0, 0 };
+		evtimer_add(r->ev_flush, &now);
+	}
 	reconcile_work_end(t0);
 	metrics_loop_leave(l);
 }
