@@ -67,7 +67,9 @@ def main():
         d.call("PUT", "/v1/servers/srv04/devices/1", {"state": "ok"})
         d.call("PUT", "/v1/servers/srv04/devices/0", {"state": "ok"})
 
-        path = f"/v1/fabrics/job/schedule?collective=allreduce&algorithm=ring&bytes={64 << 20}"
+        # The whole schedule in one page (the default page is 4096 transfers).
+        path = (f"/v1/fabrics/job/schedule?collective=allreduce&algorithm=ring&bytes={64 << 20}"
+                "&limit=65536")
         us, r = mean_us(d, "GET", path, None, 50)
         sch = r.json()
         assert sch["check"] == {"valid": True} and len(sch["rounds"]) == 2 * (SERVERS - 1)

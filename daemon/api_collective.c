@@ -455,6 +455,33 @@ static int query_bytes(struct api_req *req, uint64_t *out)
 	return 0;
 }
 
+/* Transfers in one page of a schedule: a default that keeps replies small, and a ceiling. */
+#define SCHEDULE_PAGE_DEFAULT 4096
+#define SCHEDULE_PAGE_MAX     65536
+
+/* An optional query parameter of digits from 0 (lo) to hi; def when absent. */
+static int query_count(struct api_req *req, const char *key, uint64_t lo, uint64_t hi, uint64_t def,
+                       uint64_t *out)
+{
+	const char *v = api_query(req, key);
+	uint64_t x = 0;
+	size_t i;
+
+	*out = def;
+	if (!v)
+		return 0;
+	for (i = 0; v[i] >= '0' && v[i] <= '9' && x <= hi; i++)
+		x = x * 10 + (uint64_t)(v[i] - '0');
+	if (!v[0] || v[i] || x < lo || x > hi) {
+		api_error(req, OFCD_E_INVALID_FIELD, key,
+		          "%s must be an integer from %llu to %llu, got \"%.32s\"", key,
+		          (unsigned long long)lo, (unsigned long long)hi, v);
+		return -EINVAL;
+	}
+	*out = x;
+	return 0;
+}
+
 static json_t *circuit_json(const struct fabric_view *f, uint32_t src, uint32_t dst)
 {
 	const struct fabric_view_circuit *c = &f->circuits[f->pair[(size_t)src * f->m + dst]];
@@ -472,12 +499,20 @@ static json_t *who_json(const struct fabric_view *f, const struct coll_schedule 
 	return p == COLL_EVERY ? json_null() : json_string(f->names[p / s->devices]);
 }
 
-static json_t *schedule_json(const struct fabric_view *f, const struct coll_schedule *s)
+/*
+ * One page of the schedule: whole rounds from round first on, as long as
+ * their transfers stay within limit (the first round always, whatever its
+ * size); the chunks with the first page only. *next gets the round the next
+ * page starts at (s->nrounds when this one ends the schedule).
+ */
+static json_t *schedule_json(const struct fabric_view *f, const struct coll_schedule *s,
+                             uint32_t first, uint64_t limit, uint32_t *next)
 {
 	bool per_device = s->collective == COLL_ALLTOALL;
 	json_t *chunks = json_array(), *rounds = json_array();
+	uint64_t sent = 0;
 
-	for (uint32_t i = 0; i < s->nchunks; i++) {
+	for (uint32_t i = 0; first == 0 && i < s->nchunks; i++) {
 		const struct coll_chunk *ch = &s->chunks[i];
 		json_t *o =
 		    json_pack("{s:o, s:o, s:I}", "origin", who_json(f, s, ch->origin), "dest",
@@ -494,7 +529,11 @@ static json_t *schedule_json(const struct fabric_view *f, const struct coll_sche
 		}
 		json_array_append_new(chunks, o);
 	}
-	for (uint32_t r = 0; r < s->nrounds; r++) {
+	uint32_t r;
+	for (r = first; r < s->nrounds; r++) {
+		if (r > first && sent + s->rounds[r].count > limit)
+			break;
+		sent += s->rounds[r].count;
 		json_t *ts = json_array();
 		for (uint32_t i = 0; i < s->rounds[r].count; i++) {
 			const struct coll_transfer *t = coll_round_transfer(s, r, i);
@@ -518,6 +557,11 @@ static json_t *schedule_json(const struct fabric_view *f, const struct coll_sche
 		}
 		json_array_append_new(
 		    rounds, json_pack("{s:I, s:o}", "round", (json_int_t)r, "transfers", ts));
+	}
+	*next = r;
+	if (first) {
+		json_decref(chunks);
+		return json_pack("{s:o}", "rounds", rounds);
 	}
 	return json_pack("{s:o, s:o}", "chunks", chunks, "rounds", rounds);
 }
@@ -618,7 +662,10 @@ void api_fabric_schedule(struct api_req *req)
 		          aname);
 		return;
 	}
-	if (query_bytes(req, &bytes) < 0)
+	uint64_t from, limit;
+	if (query_bytes(req, &bytes) < 0 ||
+	    query_count(req, "round", 0, UINT32_MAX, 0, &from) < 0 ||
+	    query_count(req, "limit", 1, SCHEDULE_PAGE_MAX, SCHEDULE_PAGE_DEFAULT, &limit) < 0)
 		return;
 	int rc = fabric_view_load(s, id, true, &f);
 	if (rc < 0) {
@@ -672,6 +719,11 @@ void api_fabric_schedule(struct api_req *req)
 		goto out;
 	}
 	json_decref(missing);
+	if (from && from >= sch.nrounds) {
+		api_error(req, OFCD_E_INVALID_FIELD, "round",
+		          "round must be below %u, the schedule's rounds", sch.nrounds);
+		goto out;
+	}
 	if (coll_schedule_stats(&sch, &stats) < 0 || coll_schedule_cost(&sch, &p, &us) < 0) {
 		api_error(req, OFCD_E_INTERNAL, NULL, "cannot measure the schedule");
 		goto out;
@@ -689,7 +741,10 @@ void api_fabric_schedule(struct api_req *req)
 	    "intra_messages", (json_int_t)stats.intra_messages, "max_degree",
 	    (json_int_t)stats.max_degree, "max_circuit_load", (json_int_t)stats.max_circuit_load,
 	    "bytes_sent", (json_int_t)stats.bytes_sent, "check", "valid", 1);
-	json_object_update_new(o, schedule_json(&f, &sch));
+	uint32_t next;
+	json_object_update_new(o, schedule_json(&f, &sch, (uint32_t)from, limit, &next));
+	if (next < sch.nrounds)
+		json_object_set_new(o, "next_round", json_integer(next));
 	api_reply(req, 200, o);
 out:
 	coll_schedule_free(&sch);

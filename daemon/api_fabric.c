@@ -20,6 +20,22 @@ static struct fabric_ctx ctx_of(struct api_req *req)
 }
 
 /*
+ * ?view=summary (the fabric without the lists of its plan: what schedulers
+ * read often) or ?view=full (the default). 400 naming "view" otherwise.
+ */
+static int view_parse(struct api_req *req, bool *summary)
+{
+	const char *v = api_query(req, "view");
+	*summary = v && strcmp(v, "summary") == 0;
+	if (v && !*summary && strcmp(v, "full") != 0) {
+		api_error(req, OFCD_E_INVALID_FIELD, "view",
+		          "view must be summary or full, got \"%.64s\"", v);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
  * The body of a create: {"name", "servers"} (for a PUT the name is the
  * path's, see put). Fills *name and *names (malloc'd, pointing into the
  * body); returns their count, or 0 after replying 400.
@@ -72,11 +88,12 @@ static size_t parse_fabric(struct api_req *req, const char *path_name, const cha
 
 /* The fabric's view (a placeholder when a wait rebuilds it), its tag and, on 201, location. */
 static void fabric_reply(struct api_req *req, unsigned status, int64_t fid, const char *name,
-                         double wait)
+                         double wait, bool summary)
 {
 	struct store *s = req->env->store;
-	/* A waiting request gets the full view when the wait ends: build it once. */
-	api_reply(req, status, wait > 0 ? NULL : topo_fabric_json(s, fid));
+	/* A waiting request gets its view when the wait ends: build it once. */
+	api_reply(req, status,
+	          wait > 0 ? NULL : topo_fabric_view(s, req->env->desired, fid, summary));
 	api_set_etag(req, topo_fabric_revision(s, fid));
 	if (status == 201)
 		api_set_location(req, "/v1/fabrics/%s", name);
@@ -90,8 +107,9 @@ void api_fabric_create(struct api_req *req)
 	const char **names = NULL;
 	const char *name = NULL;
 	double wait;
+	bool summary;
 
-	if (wait_parse(req, &wait) < 0)
+	if (wait_parse(req, &wait) < 0 || view_parse(req, &summary) < 0)
 		return;
 	size_t m = parse_fabric(req, NULL, &name, &names);
 	if (m) {
@@ -99,7 +117,7 @@ void api_fabric_create(struct api_req *req)
 		if (fid < 0)
 			api_fail(req, &e);
 		else
-			fabric_reply(req, 201, fid, name, wait);
+			fabric_reply(req, 201, fid, name, wait, summary);
 	}
 	free(names);
 }
@@ -110,10 +128,10 @@ void api_fabric_put(struct api_req *req)
 	struct ofcd_error e = { 0 };
 	const char **names = NULL;
 	const char *name = NULL;
-	bool created;
+	bool created, summary;
 	double wait;
 
-	if (wait_parse(req, &wait) < 0)
+	if (wait_parse(req, &wait) < 0 || view_parse(req, &summary) < 0)
 		return;
 	size_t m = parse_fabric(req, req->params[0], &name, &names);
 	if (m &&
@@ -122,14 +140,19 @@ void api_fabric_put(struct api_req *req)
 		if (fid < 0)
 			api_fail(req, &e);
 		else
-			fabric_reply(req, created ? 201 : 200, fid, name, wait);
+			fabric_reply(req, created ? 201 : 200, fid, name, wait, summary);
 	}
 	free(names);
 }
 
 void api_fabric_list(struct api_req *req)
 {
-	api_reply(req, 200, json_pack("{s:o}", "fabrics", topo_fabric_list(req->env->store)));
+	bool summary;
+	if (view_parse(req, &summary) < 0)
+		return;
+	api_reply(req, 200,
+	          json_pack("{s:o}", "fabrics",
+	                    topo_fabric_list(req->env->store, req->env->desired, summary)));
 }
 
 static int64_t fabric_param(struct api_req *req)
@@ -143,11 +166,12 @@ static int64_t fabric_param(struct api_req *req)
 void api_fabric_get(struct api_req *req)
 {
 	double wait;
-	if (wait_parse(req, &wait) < 0)
+	bool summary;
+	if (wait_parse(req, &wait) < 0 || view_parse(req, &summary) < 0)
 		return;
 	int64_t id = fabric_param(req);
 	if (id)
-		fabric_reply(req, 200, id, req->params[0], wait);
+		fabric_reply(req, 200, id, req->params[0], wait, summary);
 }
 
 void api_fabric_delete(struct api_req *req)

@@ -20,7 +20,9 @@ void api_operations_list(struct api_req *req)
 	const char *fabric = api_query(req, "fabric");
 	const char *ocs = api_query(req, "ocs");
 	const char *lim = api_query(req, "limit");
+	const char *bef = api_query(req, "before");
 	long limit = 100;
+	long long before = 0;
 	if (fabric && !auth_valid_name(fabric)) {
 		api_error(req, OFCD_E_INVALID_FIELD, "fabric", "fabric must be a name");
 		return;
@@ -38,14 +40,28 @@ void api_operations_list(struct api_req *req)
 			return;
 		}
 	}
+	if (bef) {
+		char *end;
+		before = strtoll(bef, &end, 10);
+		if (!bef[0] || *end || before < 1) {
+			api_error(req, OFCD_E_INVALID_FIELD, "before",
+			          "before must be an operation id (an integer from 1)");
+			return;
+		}
+	}
 	json_t *list;
-	int rc = operations_list(req->env->store, ocs, fabric, (uint32_t)limit, &list);
+	int rc = operations_list(req->env->store, ocs, fabric, before, (uint32_t)limit, &list);
 	if (rc < 0) {
 		api_error(req, rc == -ENOMEM ? OFCD_E_INTERNAL : OFCD_E_STORE, NULL,
 		          "cannot read the operations");
 		return;
 	}
-	api_reply(req, 200, json_pack("{s:o}", "operations", list));
+	json_t *o = json_pack("{s:o}", "operations", list);
+	/* A full page may have more below it: where the next one starts. */
+	if (json_array_size(list) == (size_t)limit)
+		json_object_set(o, "next",
+		                json_object_get(json_array_get(list, (size_t)limit - 1), "id"));
+	api_reply(req, 200, o);
 }
 
 void api_operation_get(struct api_req *req)

@@ -1,19 +1,25 @@
 /*
- * The desired cross-connects of every OCS unit, in memory: a mirror of the
- * store's circuit table, so that the reconciler never reads it back from
- * SQLite after a change.
+ * The desired state of every OCS unit, in memory, and the feed of its
+ * changes: a mirror of the store's circuit table (each unit's desired
+ * cross-connects), of which fabric owns each OCS port (through cable and
+ * membership), so that the reconciler never reads them back from SQLite after
+ * a change, and learns of every change as a delta it can apply in time
+ * proportional to the change (desired_listen).
  *
  * A writer stages its change inside the store transaction that makes it
- * (desired_stage_fabric); the stage is applied when that transaction commits
- * and dropped when it rolls back (store_on_txn_end). Every row change of the
- * circuit table is also counted (SQLite's update hook, which this module
- * owns): a commit whose count differs from what was staged, i.e. a write
- * path that did not stage, reloads the whole mirror from the store; so does
- * a circuit write outside any transaction, and desired_refresh() catches
- * commits by other processes. Writers must not use INSERT OR REPLACE or
- * upserts on the circuit table: SQLite does not report the rows they replace.
- * A reload that fails leaves the mirror marked unusable (desired_usable())
- * until one succeeds, so the reconciler never acts on a partial view.
+ * (desired_stage_fabric, desired_stage_members, desired_stage_delete); the
+ * stage is applied when that transaction commits and dropped when it rolls
+ * back (store_on_txn_end). Every row change of the circuit and fabric_server
+ * tables is also counted (SQLite's update and pre-update hooks, which this
+ * module owns): a commit whose count differs from what was staged, i.e. a
+ * write path that did not stage, reloads that part of the mirror from the
+ * store; so does a write outside any transaction, a cable change of a server
+ * in a fabric, and desired_refresh() catches commits by other processes. A
+ * reload tells the listener only what differs from the mirror it replaces.
+ * Writers must not use INSERT OR REPLACE or upserts on the circuit table:
+ * SQLite does not report the rows they replace. A reload that fails leaves
+ * the mirror marked unusable (desired_usable()) until one succeeds, so the
+ * reconciler never acts on a partial view.
  *
  * Cross-connects that leave the desired state (their fabric was deleted or
  * re-planned) are remembered with their fabric's name until the unit is seen
@@ -39,6 +45,28 @@ struct desired_circuit {
 	int64_t ocs_id; /**< OCS unit (ocs.id) */
 	uint32_t a;     /**< one OCS port */
 	uint32_t b;     /**< the other */
+};
+
+/** One OCS port of a fabric's member server, as a writer stages the membership. */
+struct desired_port {
+	int64_t ocs_id; /**< OCS unit (ocs.id) */
+	uint32_t port;  /**< its port the server's device port is cabled to */
+};
+
+/**
+ * Who hears the changes, called when a transaction that made them commits (or
+ * from desired_refresh() for changes made outside one), after the mirror took
+ * them: desired_of() already answers with the new state. Every callback may be
+ * NULL; they must not write to the store.
+ */
+struct desired_listener {
+	/** Cross-connect xc of unit ocs_id became desired by fabric (added) or left. */
+	void (*circuit)(void *arg, int64_t ocs_id, struct plan_xc xc, int64_t fabric, bool added);
+	/** Port of unit ocs_id changed owner from before to after (fabric ids, 0: none). */
+	void (*owner)(void *arg, int64_t ocs_id, uint32_t port, int64_t before, int64_t after);
+	/** The row of a fabric (0: of any fabric) may have changed: its state, plan, existence. */
+	void (*fabric)(void *arg, int64_t fabric_id);
+	void *arg; /**< passed to each callback */
 };
 
 /** A unit's desired cross-connects: valid until the next commit or desired_forget(). */
@@ -68,6 +96,29 @@ void desired_free(struct desired *d);
 int desired_stage_fabric(struct desired *d, int64_t fabric_id, const struct desired_circuit *v,
                          size_t n);
 
+/**
+ * Stages, inside the open transaction, that fabric_id's nservers member
+ * servers[] (the fabric_server rows the transaction inserts) are cabled to
+ * the OCS ports v[0..n): from the commit on, the fabric owns those ports.
+ * Arrays are copied. Returns 0 or -ENOMEM (then the commit reloads the owners
+ * from the store instead).
+ */
+int desired_stage_members(struct desired *d, int64_t fabric_id, const int64_t *servers,
+                          size_t nservers, const struct desired_port *v, size_t n);
+
+/**
+ * Stages the deletion of fabric_id: its circuits leave (as
+ * desired_stage_fabric() with none) and its ports return to no fabric. Call
+ * it before the fabric row is deleted. Returns 0 or -ENOMEM.
+ */
+int desired_stage_delete(struct desired *d, int64_t fabric_id);
+
+/**
+ * Sets who hears every change from now on (l is copied; NULL stops). One
+ * listener: the reconciler.
+ */
+void desired_listen(struct desired *d, const struct desired_listener *l);
+
 /** The unit's desired cross-connects (an empty set for a unit with none). */
 struct desired_set desired_of(const struct desired *d, int64_t ocs_id);
 
@@ -87,6 +138,23 @@ void desired_prune(struct desired *d, int64_t ocs_id, const struct plan_xc *held
 /** Forgets the unit's former owners (the unit was removed or reopened). */
 void desired_forget(struct desired *d, int64_t ocs_id);
 
+/**
+ * Fabric owning each OCS port of the unit (0: none), indexed by port; *n gets
+ * the number of entries (ports beyond it belong to no fabric). Owned by d,
+ * valid until the next commit or desired_refresh().
+ */
+const int64_t *desired_owners(const struct desired *d, int64_t ocs_id, size_t *n);
+
+/** How many circuits fabric_id has (the count of its rows in the circuit table). */
+size_t desired_fabric_circuits(const struct desired *d, int64_t fabric_id);
+
+/**
+ * A number that changes whenever the ocs table may have changed (a unit
+ * added, removed or reconfigured): the reconciler follows it with its driver
+ * instances.
+ */
+uint64_t desired_units_version(const struct desired *d);
+
 /** Number of full reloads from the store since open (a write path that did not stage). */
 uint64_t desired_reloads(const struct desired *d);
 
@@ -99,7 +167,13 @@ uint64_t desired_reloads(const struct desired *d);
  */
 void desired_refresh(struct desired *d);
 
-/** False while the last reload failed: the mirror may miss circuits, send nothing. */
+/**
+ * Distrusts the mirror: the next desired_refresh() reloads circuits and
+ * owners from the store (an audit found them different from it).
+ */
+void desired_resync(struct desired *d);
+
+/** False while the last reload failed: the mirror may miss circuits or owners, send nothing. */
 bool desired_usable(const struct desired *d);
 
 #endif

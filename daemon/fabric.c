@@ -25,12 +25,12 @@ int fabric_infeasible(struct ofcd_error *e, uint32_t servers, uint32_t min_devic
 	                 devices);
 }
 
-/* The row id of each named server, refusing any that cannot join a new fabric. */
+/* The row id of each named server, refusing any unknown, listed twice or in a fabric. */
 static int resolve_servers(const struct fabric_ctx *c, const char *const *names, size_t m,
                            int64_t *ids, struct ofcd_error *e)
 {
 	struct store *s = c->store;
-	char f[32], why[256];
+	char f[32];
 	for (size_t i = 0; i < m; i++) {
 		snprintf(f, sizeof(f), "servers[%zu]", i);
 		ids[i] = topo_server_id(s, names[i]);
@@ -43,19 +43,39 @@ static int resolve_servers(const struct fabric_ctx *c, const char *const *names,
 				                 "%s: server %s is listed twice", f, names[i]);
 		int64_t other = topo_server_fabric(s, ids[i]);
 		if (other) {
-			json_t *of = topo_fabric_json(s, other);
+			json_t *of = topo_fabric_summary_json(s, c->desired, other);
 			int rc = ofcd_fail(e, -EBUSY, OFCD_E_IN_USE, f, NULL,
 			                   "%s: server %s is already in fabric %s", f, names[i],
 			                   json_string_value(json_object_get(of, "name")));
 			json_decref(of);
 			return rc;
 		}
-		if (reconcile_server_joined(c->reconciler, ids[i], why, sizeof(why)))
+	}
+	return 0;
+}
+
+/*
+ * Refuses a server whose ports some unit may still join to another server
+ * (its cabled ports, as the planner's input loaded them).
+ */
+static int check_joined(const struct fabric_ctx *c, const char *const *names,
+                        const struct topo_input *in, struct ofcd_error *e)
+{
+	char f[32], why[256];
+	for (uint32_t i = 0; i < in->m; i++) {
+		const struct plan_server *sv = &in->servers[i];
+		for (size_t k = 0; k < (size_t)sv->devices * sv->ports_per_device; k++) {
+			const struct plan_port *p = &sv->ports[k];
+			if (p->ocs < 0 || !reconcile_port_joined(c->reconciler, in->ocs_ids[p->ocs],
+			                                         p->ocs_port, why, sizeof(why)))
+				continue;
+			snprintf(f, sizeof(f), "servers[%u]", i);
 			return ofcd_fail(
 			    e, -EBUSY, OFCD_E_IN_USE, f, NULL,
 			    "%s: server %s is still joined to another server: %s; wait until "
 			    "it is removed (DELETE /v1/fabrics/NAME?wait=SECONDS waits for it)",
 			    f, names[i], why);
+		}
 	}
 	return 0;
 }
@@ -85,6 +105,28 @@ static int64_t insert_fabric(struct store *s, const char *name, const struct pla
 	return fid;
 }
 
+/* Tells the in-memory desired state which OCS ports the new fabric's servers are cabled to. */
+static int stage_members(struct desired *d, int64_t fid, const struct topo_input *in)
+{
+	size_t n = 0;
+	for (uint32_t i = 0; i < in->m; i++)
+		n += (size_t)in->servers[i].devices * in->servers[i].ports_per_device;
+	struct desired_port *v = malloc((n ? n : 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	n = 0;
+	for (uint32_t i = 0; i < in->m; i++) {
+		const struct plan_server *sv = &in->servers[i];
+		for (size_t k = 0; k < (size_t)sv->devices * sv->ports_per_device; k++)
+			if (sv->ports[k].ocs >= 0)
+				v[n++] = (struct desired_port){ in->ocs_ids[sv->ports[k].ocs],
+					                        sv->ports[k].ocs_port };
+	}
+	int rc = desired_stage_members(d, fid, in->server_ids, in->m, v, n);
+	free(v);
+	return rc;
+}
+
 int64_t fabric_create(const struct fabric_ctx *c, const char *name, const char *const *servers,
                       size_t m, struct ofcd_error *e)
 {
@@ -107,6 +149,9 @@ int64_t fabric_create(const struct fabric_ctx *c, const char *name, const char *
 		rc = ofcd_fail(e, -EIO, OFCD_E_STORE, NULL, NULL, "cannot read the topology");
 		goto out;
 	}
+	rc = check_joined(c, servers, &in, e);
+	if (rc < 0)
+		goto out;
 	rc = plan_fabric_compute(in.servers, in.m, &plan);
 	if (rc == -EDOM) {
 		rc = fabric_infeasible(e, (uint32_t)m, plan.min_devices, plan.devices);
@@ -123,7 +168,8 @@ int64_t fabric_create(const struct fabric_ctx *c, const char *name, const char *
 		goto out;
 	}
 	rc = insert_fabric(s, name, &plan, ids, m);
-	if (rc < 0 || topo_plan_save(s, c->desired, rc, &in, &plan, FABRIC_BASE_STATE, false) < 0) {
+	if (rc < 0 || stage_members(c->desired, rc, &in) < 0 ||
+	    topo_plan_save(s, c->desired, rc, &in, &plan, FABRIC_BASE_STATE, false) < 0) {
 		rc = ofcd_fail(e, -EIO, OFCD_E_STORE, NULL, NULL, "cannot store fabric %s", name);
 		goto out;
 	}
@@ -177,7 +223,7 @@ int fabric_delete(const struct fabric_ctx *c, const char *name, struct ofcd_erro
 	if (!id)
 		return ofcd_fail(e, -ENOENT, OFCD_E_NOT_FOUND, "name", NULL, "no fabric %s", name);
 	/* Staged first: the stage reads the fabric's name for the circuits that leave. */
-	if (desired_stage_fabric(c->desired, id, NULL, 0) < 0)
+	if (desired_stage_delete(c->desired, id) < 0)
 		return ofcd_fail(e, -EIO, OFCD_E_STORE, NULL, NULL, "cannot delete fabric %s",
 		                 name);
 	sqlite3_stmt *st = store_stmt(c->store, "DELETE FROM fabric WHERE id = ?");

@@ -141,10 +141,12 @@ static void schedule_run(struct http_server *h)
 static void on_mhd_ready(evutil_socket_t fd, short what, void *arg)
 {
 	struct http_server *h = arg;
+	struct metrics_loop l = metrics_loop_enter("http");
 	(void)fd;
 	(void)what;
 	MHD_run(h->mhd);
 	schedule_run(h);
+	metrics_loop_leave(l);
 }
 
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "version.h"
+#include "log.h"
 
 /* Latency buckets (seconds), shared by request and commit histograms. */
 static const double bucket_le[] = { 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
@@ -55,6 +56,13 @@ struct metrics_out {
 #define MAX_ROUTES        128
 #define MAX_COUNTERS      128
 #define MAX_COLLECTORS    8
+#define MAX_LOOP_KINDS    16
+#define STALL_S           0.1 /* a callback this long is logged */
+
+struct loop_kind {
+	const char *where;
+	struct histogram h;
+};
 
 static struct {
 	struct request_stat req[MAX_REQUEST_STATS];
@@ -67,6 +75,9 @@ static struct {
 	size_t ncounters;
 	struct collector collectors[MAX_COLLECTORS];
 	size_t ncollectors;
+	struct loop_kind loop[MAX_LOOP_KINDS];
+	size_t nloop;
+	unsigned loop_depth;
 } m;
 
 static void observe(struct histogram *h, double v)
@@ -173,6 +184,38 @@ void metrics_sample(struct metrics_out *out, const char *name, const char *label
 		fprintf(out->f, "%s{%s} %.15g\n", name, labels, v);
 	else
 		fprintf(out->f, "%s %.15g\n", name, v);
+}
+
+struct metrics_loop metrics_loop_enter(const char *where)
+{
+	struct metrics_loop l = { .where = where, .outer = m.loop_depth++ == 0 };
+	clock_gettime(CLOCK_MONOTONIC, &l.t0);
+	return l;
+}
+
+void metrics_loop_leave(struct metrics_loop l)
+{
+	struct timespec t1;
+	m.loop_depth--;
+	if (!l.outer)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	double s = (double)(t1.tv_sec - l.t0.tv_sec) + (double)(t1.tv_nsec - l.t0.tv_nsec) / 1e9;
+	struct loop_kind *k = NULL;
+	for (size_t i = 0; i < m.nloop && !k; i++)
+		if (m.loop[i].where == l.where)
+			k = &m.loop[i];
+	if (!k && m.nloop < MAX_LOOP_KINDS) {
+		k = &m.loop[m.nloop++];
+		k->where = l.where;
+	}
+	if (k)
+		observe(&k->h, s);
+	if (s > STALL_S)
+		log_warn("daemon",
+		         "the loop was busy %.0f ms in one %s callback: everything else "
+		         "waited",
+		         s * 1e3, l.where);
 }
 
 void metrics_reset(void)
@@ -326,6 +369,15 @@ char *metrics_render(size_t *len)
 
 	long virt, rss;
 	memory_bytes(&virt, &rss);
+	fputs("# HELP ofcd_loop_busy_seconds Time each callback of the event loop ran (whatever "
+	      "else was ready waited meanwhile), by kind of callback.\n"
+	      "# TYPE ofcd_loop_busy_seconds histogram\n",
+	      f);
+	for (size_t i = 0; i < m.nloop; i++) {
+		snprintf(label, sizeof(label), "callback=\"%s\"", m.loop[i].where);
+		render_histogram(f, "ofcd_loop_busy_seconds", label, &m.loop[i].h);
+	}
+
 	fprintf(f,
 	        "# HELP ofcd_http_open_connections HTTP connections open now.\n"
 	        "# TYPE ofcd_http_open_connections gauge\n"

@@ -7,7 +7,9 @@
 #ifndef OFCD_METRICS_H
 #define OFCD_METRICS_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <time.h>
 
 /**
  * Counts one finished HTTP request. route is the route pattern (a static
@@ -59,6 +61,27 @@ void metrics_family(struct metrics_out *out, const char *name, const char *type,
  * (values need no escaping: callers pass names of [A-Za-z0-9._-]).
  */
 void metrics_sample(struct metrics_out *out, const char *name, const char *labels, double v);
+/** A loop callback being timed: see metrics_loop_enter(). */
+struct metrics_loop {
+	struct timespec t0; /**< when it started (CLOCK_MONOTONIC) */
+	const char *where;  /**< what runs (static string), the histogram's label */
+	bool outer;         /**< not nested in another timed callback */
+};
+
+/**
+ * Starts timing a callback of the loop (one the daemon registered: HTTP,
+ * reconciler, timers, signals). where is a static string naming it ("http",
+ * "reconcile", ...). A callback nested in another timed one is not counted on
+ * its own. Loop thread only.
+ */
+struct metrics_loop metrics_loop_enter(const char *where);
+
+/**
+ * Ends it: its duration goes to the histogram ofcd_loop_busy_seconds{callback}
+ * (every request, read-back and timer waits behind it), and one over 100 ms is
+ * logged as a stall.
+ */
+void metrics_loop_leave(struct metrics_loop l);
 
 /** Renders every metric. Returns malloc'd text (caller frees) and its length, or NULL. */
 char *metrics_render(size_t *len);

@@ -15,6 +15,7 @@
 #include "events.h"
 #include "http.h"
 #include "log.h"
+#include "metrics.h"
 #include "reconcile.h"
 #include "store.h"
 
@@ -24,6 +25,7 @@ static void on_drain_check(evutil_socket_t fd, short what, void *arg)
 {
 	struct ofcd *d = arg;
 	struct timespec now;
+	struct metrics_loop l = metrics_loop_enter("daemon");
 	(void)fd;
 	(void)what;
 	clock_gettime(CLOCK_MONOTONIC, &now);
@@ -34,6 +36,7 @@ static void on_drain_check(evutil_socket_t fd, short what, void *arg)
 		         http_inflight(d->http), DRAIN_TIMEOUT_S);
 		event_base_loopbreak(d->base);
 	}
+	metrics_loop_leave(l);
 }
 
 void ofcd_stop(struct ofcd *d)
@@ -126,6 +129,7 @@ void ofcd_reload(struct ofcd *d)
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
 	struct ofcd *d = arg;
+	struct metrics_loop l = metrics_loop_enter("daemon");
 	(void)what;
 	if (sig == SIGHUP) {
 		sd_notify(0, "RELOADING=1");
@@ -134,6 +138,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 	} else {
 		ofcd_stop(d);
 	}
+	metrics_loop_leave(l);
 }
 
 static void on_watchdog(evutil_socket_t fd, short what, void *arg)

@@ -73,14 +73,14 @@ int operations_get(struct store *s, int64_t id, json_t **out)
 	return rc;
 }
 
-int operations_list(struct store *s, const char *ocs, const char *fabric, uint32_t limit,
-                    json_t **out)
+int operations_list(struct store *s, const char *ocs, const char *fabric, int64_t before,
+                    uint32_t limit, json_t **out)
 {
 	/* Newest first; filters are optional (NULL matches everything). */
 	sqlite3_stmt *st = store_stmt(
 	    s, "SELECT o.id, o.ocs, o.trigger, o.nadds, o.ndeletes, o.status, o.error, "
-	       "o.started, o.ended FROM operation o WHERE (?1 IS NULL OR o.ocs = ?1) AND "
-	       "(?2 IS NULL OR EXISTS (SELECT 1 FROM operation_fabric f WHERE "
+	       "o.started, o.ended FROM operation o WHERE o.id < ?4 AND (?1 IS NULL OR "
+	       "o.ocs = ?1) AND (?2 IS NULL OR EXISTS (SELECT 1 FROM operation_fabric f WHERE "
 	       "f.operation_id = o.id AND f.fabric = ?2)) ORDER BY o.id DESC LIMIT ?3");
 	json_t *list;
 	int step, rc = 0;
@@ -92,6 +92,7 @@ int operations_list(struct store *s, const char *ocs, const char *fabric, uint32
 	if (fabric)
 		sqlite3_bind_text(st, 2, fabric, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 3, limit);
+	sqlite3_bind_int64(st, 4, before > 0 ? before : INT64_MAX);
 	list = json_array();
 	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
 		json_t *o;

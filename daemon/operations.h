@@ -15,13 +15,15 @@
 struct store;
 
 /**
- * The newest operations first, at most limit of them, only those sent to OCS
- * unit ocs and only those that served fabric (either filter NULL: any). Each
- * is {"id","ocs","trigger","nadds","ndeletes","status","started","error",
- * "ended","fabrics"}. Returns 0 and the array in *out, -ENOMEM or -EIO.
+ * The newest operations first, at most limit of them, only those with an id
+ * below before (0: any), only those sent to OCS unit ocs and only those that
+ * served fabric (either filter NULL: any): a page, the next one starting
+ * below the last id of this one. Each is {"id","ocs","trigger","nadds",
+ * "ndeletes","status","started","error","ended","fabrics"}. Returns 0 and
+ * the array in *out, -ENOMEM or -EIO.
  */
-int operations_list(struct store *s, const char *ocs, const char *fabric, uint32_t limit,
-                    json_t **out);
+int operations_list(struct store *s, const char *ocs, const char *fabric, int64_t before,
+                    uint32_t limit, json_t **out);
 
 /**
  * One operation as in operations_list(), with its cross-connects "adds" and

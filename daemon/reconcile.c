@@ -1,9 +1,11 @@
 /*
  * The reconciler's core (see reconcile.h and reconcile_internal.h): a driver
  * instance per OCS unit of the topology, the driver callbacks, the pass that
- * turns each unit's difference into batches, the audit, and the public API.
- * Operations and read-back copies go through reconcile_store.c; isolation
- * and fabric states are reconcile_state.c's.
+ * turns each unit's difference into batches, the audit's rounds, the
+ * desired state's deltas handed on, and the public API. Operations and
+ * read-back copies go through reconcile_store.c; the per-port bookkeeping,
+ * batches and isolation are reconcile_ports.c's, fabric states
+ * reconcile_state.c's, the full recomputation reconcile_audit.c's.
  */
 #include "reconcile.h"
 
@@ -69,11 +71,13 @@ static void schedule_retry(struct unit *u)
 static void on_retry(evutil_socket_t fd, short what, void *arg)
 {
 	struct unit *u = arg;
+	struct metrics_loop l = metrics_loop_enter("reconcile");
 	(void)fd;
 	(void)what;
 	u->retry_pending = false;
 	u->trigger = "retry";
 	drive(u);
+	metrics_loop_leave(l);
 }
 
 static void start_read(struct unit *u)
@@ -86,12 +90,14 @@ static void start_read(struct unit *u)
 		u->in_sync = false;
 		snprintf(u->last_error, sizeof(u->last_error), "read back: %s", strerror(-rc));
 	}
+	reconcile_unit_changed(u->r, u);
 }
 
 static void on_apply(void *arg, int status, const char *err)
 {
 	struct unit *u = arg;
-	struct timespec t0 = reconcile_work_start();
+	struct metrics_loop l = metrics_loop_enter("reconcile");
+	struct reconcile_work t0 = reconcile_work_start();
 	u->busy = false;
 	u->applied_since_read = true;
 	reconcile_op_finish(u->r, u, status, err);
@@ -108,16 +114,17 @@ static void on_apply(void *arg, int status, const char *err)
 	/* Whatever happened, learn what the unit now holds. */
 	if (u->conn == OCS_CONN_UP)
 		start_read(u);
-	reconcile_schedule_states(u->r);
+	reconcile_unit_changed(u->r, u);
 	reconcile_work_end(t0);
+	metrics_loop_leave(l);
 }
 
-static void on_read(void *arg, int status, const char *err, const struct ocs_readback *rb)
+static void read_done(struct unit *u, int status, const char *err, const struct ocs_readback *rb)
 {
-	struct unit *u = arg;
 	struct reconciler *r = u->r;
-	struct timespec t0 = reconcile_work_start();
+	struct reconcile_work t0 = reconcile_work_start();
 	u->busy = false;
+	reconcile_unit_changed(r, u);
 	if (status < 0) {
 		snprintf(u->last_error, sizeof(u->last_error), "read back: %s",
 		         err ? err : strerror(-status));
@@ -127,26 +134,23 @@ static void on_read(void *arg, int status, const char *err, const struct ocs_rea
 		u->in_sync = false;
 		if (!u->retry_pending)
 			schedule_retry(u);
-		reconcile_schedule_states(r);
+		reconcile_work_end(t0);
 		return;
 	}
 	struct plan_xc *actual = malloc((rb->nxcs ? rb->nxcs : 1) * sizeof(*actual));
-	struct ocs_flow *partial = malloc((rb->npartial ? rb->npartial : 1) * sizeof(*partial));
-	struct ocs_flow *foreign = malloc((rb->nforeign ? rb->nforeign : 1) * sizeof(*foreign));
-	if (!actual || !partial || !foreign) {
-		free(actual);
-		free(partial);
-		free(foreign);
+	if (!actual) {
+		reconcile_work_end(t0);
 		return;
 	}
-	size_t n = 0;
+	size_t n = 0, before = u->nactual;
 	for (size_t i = 0; i < rb->nxcs; i++) {
 		uint32_t x = rb->xcs[i].a, y = rb->xcs[i].b;
 		actual[n++] = (struct plan_xc){ x < y ? x : y, x < y ? y : x };
 	}
 	n = plan_xc_sort_unique(actual, n);
-	bool changed = !u->have_actual || n != u->nactual ||
-	               (n && memcmp(actual, u->actual, n * sizeof(*actual)) != 0);
+	bool changed = reconcile_ports_set_actual(r, u, actual, n, rb->partial, rb->npartial,
+	                                          rb->foreign, rb->nforeign) ||
+	               !u->have_actual;
 	/* A change nobody asked for: someone touched the unit behind our back. */
 	if (changed && u->have_actual && u->in_sync && !u->applied_since_read) {
 		log_warn("reconcile", "%s: drift: the unit changed behind the controller's back",
@@ -154,42 +158,45 @@ static void on_read(void *arg, int status, const char *err, const struct ocs_rea
 		metrics_counter_add("ofcd_drift_repairs_total", RECONCILE_HELP_DRIFT, NULL, 1);
 		events_publish(r->d.events, EVENTS_DRIFT,
 		               json_pack("{s:s, s:I, s:I}", "ocs", u->name, "held_before",
-		                         (json_int_t)u->nactual, "held_now", (json_int_t)n));
+		                         (json_int_t)before, "held_now", (json_int_t)n));
 		u->trigger = "audit";
 	}
-	memcpy(partial, rb->partial, rb->npartial * sizeof(*partial));
-	memcpy(foreign, rb->foreign, rb->nforeign * sizeof(*foreign));
-	free(u->actual);
-	free(u->partial);
-	free(u->foreign);
-	u->actual = actual;
-	u->nactual = n;
-	u->partial = partial;
-	u->npartial = rb->npartial;
-	u->foreign = foreign;
-	u->nforeign = rb->nforeign;
-	memset(u->peer, 0, ((size_t)u->ports + 1) * sizeof(*u->peer));
 	memset(u->joining, 0, ((size_t)u->ports + 1) * sizeof(*u->joining));
-	for (size_t i = 0; i < u->nactual; i++) {
-		if (u->actual[i].b <= u->ports) {
-			u->peer[u->actual[i].a] = u->actual[i].b;
-			u->peer[u->actual[i].b] = u->actual[i].a;
-		}
-	}
 	u->have_actual = true;
 	u->applied_since_read = false;
 	if (changed)
 		reconcile_actual_changed(r, u);
 	desired_prune(r->d.desired, u->id, u->actual, u->nactual);
 	reconcile_check_isolation(r, u);
+	if (u->audit_pending) {
+		/* The audit's recomputation, a unit per callback. */
+		u->audit_pending = false;
+		reconcile_audit_unit(r, u, true);
+		if (r->audit_left && --r->audit_left == 0)
+			reconcile_audit_fabrics(r);
+	}
 	drive(u);
-	reconcile_schedule_states(r);
 	reconcile_work_end(t0);
 }
 
+static void on_read(void *arg, int status, const char *err, const struct ocs_readback *rb)
+{
+	struct metrics_loop l = metrics_loop_enter("reconcile");
+	read_done(arg, status, err, rb);
+	metrics_loop_leave(l);
+}
+
+static void conn_changed(struct unit *u, enum ocs_conn_state state, const char *err);
+
 static void on_conn_state(void *arg, enum ocs_conn_state state, const char *err)
 {
-	struct unit *u = arg;
+	struct metrics_loop l = metrics_loop_enter("reconcile");
+	conn_changed(arg, state, err);
+	metrics_loop_leave(l);
+}
+
+static void conn_changed(struct unit *u, enum ocs_conn_state state, const char *err)
+{
 	struct reconciler *r = u->r;
 	enum ocs_conn_state old = u->conn;
 	u->conn = state;
@@ -215,13 +222,15 @@ static void on_conn_state(void *arg, enum ocs_conn_state state, const char *err)
 	} else if (old == OCS_CONN_UP) {
 		clock_gettime(CLOCK_MONOTONIC, &u->down_since);
 	}
-	reconcile_schedule_states(r);
+	reconcile_unit_changed(r, u);
 }
 
 static void on_port_state(void *arg, uint32_t port, bool up)
 {
 	struct unit *u = arg;
+	struct metrics_loop l = metrics_loop_enter("reconcile");
 	reconcile_store_port_state(u->r, u, port, up);
+	metrics_loop_leave(l);
 }
 
 /* ---- units --------------------------------------------------------------- */
@@ -243,12 +252,11 @@ static void unit_free(struct unit *u, bool shutdown)
 	unit_close(u, shutdown);
 	if (u->retry)
 		event_free(u->retry);
+	reconcile_ports_free(u->r, u);
 	free(u->actual);
 	free(u->partial);
 	free(u->foreign);
-	free(u->peer);
-	free(u->joining);
-	free(u->owner);
+	free(u->flushed);
 	free(u->violations);
 	json_decref(u->op_fabrics);
 	desired_forget(u->r->d.desired, u->id);
@@ -290,10 +298,8 @@ static struct unit *unit_new(struct reconciler *r, sqlite3_stmt *st)
 	snprintf(u->endpoint, sizeof(u->endpoint), "%s", sqlite3_column_text(st, 3));
 	u->ports = (uint32_t)sqlite3_column_int64(st, 4);
 	u->trigger = "startup";
-	u->peer = calloc((size_t)u->ports + 1, sizeof(*u->peer));
-	u->joining = calloc((size_t)u->ports + 1, sizeof(*u->joining));
 	u->retry = evtimer_new(r->d.base, on_retry, u);
-	if (!u->peer || !u->joining || !u->retry) {
+	if (!u->retry || reconcile_ports_init(r, u) < 0) {
 		unit_free(u, false);
 		return NULL;
 	}
@@ -302,9 +308,60 @@ static struct unit *unit_new(struct reconciler *r, sqlite3_stmt *st)
 	return u;
 }
 
-/* Opens, reopens and closes driver instances to follow the ocs table. */
-static void sync_units(struct reconciler *r)
+static int unit_id_cmp(const void *x, const void *y)
 {
+	int64_t a = (*(struct unit *const *)x)->id, b = (*(struct unit *const *)y)->id;
+	return a < b ? -1 : a > b;
+}
+
+/* The units by id, for the lookups of every change. */
+static void index_units(struct reconciler *r)
+{
+	size_t n = 0;
+	for (struct unit *u = r->units; u; u = u->next)
+		n++;
+	struct unit **v = malloc((n ? n : 1) * sizeof(*v));
+	if (!v) {
+		r->units_synced = false; /* tried again at the next pass */
+		return;
+	}
+	n = 0;
+	for (struct unit *u = r->units; u; u = u->next)
+		v[n++] = u;
+	qsort(v, n, sizeof(*v), unit_id_cmp);
+	free(r->byid);
+	r->byid = v;
+	r->nunits = n;
+}
+
+struct unit *reconcile_unit_by_id(struct reconciler *r, int64_t id)
+{
+	size_t lo = 0, hi = r->nunits;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (r->byid[mid]->id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < r->nunits && r->byid[lo]->id == id ? r->byid[lo] : NULL;
+}
+
+/*
+ * Opens, reopens and closes driver instances to follow the ocs table, when it
+ * changed since the last time. A new unit reads its ports' owners, desired
+ * set and last read-back (at 8,192 servers, about a millisecond each): after
+ * a slice's worth the others wait for the next pass, on the next iteration.
+ */
+static void sync_units(struct reconciler *r, const struct reconcile_work *t0)
+{
+	uint64_t version = desired_units_version(r->d.desired);
+	if (r->units_synced && version == r->units_version)
+		return;
+	r->units_synced = true;
+	r->units_version = version;
+	/* The index may hold units freed below until it is rebuilt. */
+	r->nunits = 0;
 	for (struct unit *u = r->units; u; u = u->next)
 		u->seen = false;
 	sqlite3_stmt *st =
@@ -322,11 +379,16 @@ static void sync_units(struct reconciler *r)
 			unit_free(u, false);
 			u = NULL;
 		}
+		if (!u && reconcile_since(&t0->wall) * 1e6 > RECONCILE_SLICE_US) {
+			r->units_synced = false;
+			continue;
+		}
 		if (!u) {
-			r->fabs_valid = false; /* the topology changed: re-read the fabrics */
 			u = unit_new(r, st);
-			if (!u)
+			if (!u) {
+				r->units_synced = false;
 				continue;
+			}
 			u->next = r->units;
 			r->units = u;
 		}
@@ -341,16 +403,13 @@ static void sync_units(struct reconciler *r)
 		}
 		*pu = u->next;
 		unit_free(u, false);
-		r->fabs_valid = false;
 	}
-}
-
-static struct unit *unit_by_id(struct reconciler *r, int64_t id)
-{
-	for (struct unit *u = r->units; u; u = u->next)
-		if (u->id == id)
-			return u;
-	return NULL;
+	index_units(r);
+	if (!r->units_synced) {
+		/* A timer, not event_active(): what else is ready gets its turn first. */
+		struct timeval now = { 0, 0 };
+		event_add(r->ev_pass, &now);
+	}
 }
 
 /* ---- the pass ------------------------------------------------------------ */
@@ -367,35 +426,14 @@ static void drive(struct unit *u)
 	/* A mirror that failed to load may miss circuits: sending its diff would tear them down. */
 	if (!desired_usable(r->d.desired))
 		return;
-	struct plan_xc *actual = NULL;
-	size_t na = 0;
+	if (!u->stray.n && !u->noor && !u->npartial && !u->miss.n) {
+		/* Whatever set the trigger needed nothing: the next batch comes from a change. */
+		u->in_sync = true;
+		u->trigger = "change";
+		return;
+	}
 	struct plan_batch b = { 0 };
-	struct desired_set ds = reconcile_unit_desired(u);
-	const struct plan_xc *desired = ds.xc;
-	size_t nd = ds.n;
-	/* One-way entries of ofcd's own count as present-but-wrong: remove or remake them. */
-	na = u->nactual + u->npartial;
-	actual = malloc((na ? na : 1) * sizeof(*actual));
-	if (!actual)
-		goto out;
-	memcpy(actual, u->actual, u->nactual * sizeof(*actual));
-	for (size_t i = 0; i < u->npartial; i++) {
-		uint32_t x = u->partial[i].in_port, y = u->partial[i].out_port;
-		actual[u->nactual + i] = (struct plan_xc){ x < y ? x : y, x < y ? y : x };
-	}
-	/* A partial entry that is also desired must be remade: drop it from "actual". */
-	if (u->npartial) {
-		na = plan_xc_sort_unique(actual, na);
-		size_t m = 0;
-		for (size_t i = 0; i < na; i++) {
-			bool full = actual[i].b <= u->ports && u->peer[actual[i].a] == actual[i].b;
-			if (full || !nd ||
-			    !bsearch(&actual[i], desired, nd, sizeof(*desired), plan_xc_cmp))
-				actual[m++] = actual[i];
-		}
-		na = m;
-	}
-	if (plan_diff(desired, nd, actual, na, BATCH_MAX_OPS, &b) < 0) {
+	if (reconcile_ports_batch(u, BATCH_MAX_OPS, &b) < 0) {
 		log_error("reconcile", "%s: cannot compute the batch", u->name);
 		goto out;
 	}
@@ -434,45 +472,56 @@ static void drive(struct unit *u)
 	}
 	free(del);
 	free(add);
-	reconcile_schedule_states(r);
+	reconcile_unit_changed(r, u);
 out:
 	plan_batch_free(&b);
-	free(actual);
 }
 
 static void on_pass(evutil_socket_t fd, short what, void *arg)
 {
 	struct reconciler *r = arg;
+	struct metrics_loop l = metrics_loop_enter("reconcile");
 	(void)fd;
 	(void)what;
-	struct timespec t0 = reconcile_work_start();
+	struct reconcile_work t0 = reconcile_work_start();
 	r->generation++;
 	desired_refresh(r->d.desired);
-	sync_units(r);
+	sync_units(r, &t0);
+	/* A unit with nothing to change costs a look at its sets. */
 	for (struct unit *u = r->units; u; u = u->next)
 		drive(u);
 	reconcile_work_end(t0);
 	reconcile_schedule_states(r);
+	metrics_loop_leave(l);
 }
 
 void reconcile_kick(struct reconciler *r)
 {
-	if (!r)
-		return;
-	/* Every committed change kicks: from now on what was read from the store may be stale. */
-	r->changes++;
-	event_active(r->ev_pass, 0, 0);
+	if (r)
+		event_active(r->ev_pass, 0, 0);
 }
 
 static void on_audit(evutil_socket_t fd, short what, void *arg)
 {
 	struct reconciler *r = arg;
+	struct metrics_loop l = metrics_loop_enter("reconcile");
 	(void)fd;
 	(void)what;
 	desired_refresh(r->d.desired);
-	for (struct unit *u = r->units; u; u = u->next)
-		if (u->h && u->conn == OCS_CONN_UP && !u->busy)
+	/*
+	 * Each unit's read-back also recomputes its bookkeeping from scratch and
+	 * compares (reconcile_audit.c): a unit per callback, the fabrics after the
+	 * last one.
+	 */
+	r->audit_left = 0;
+	for (struct unit *u = r->units; u; u = u->next) {
+		if (u->h && u->conn == OCS_CONN_UP && !u->busy) {
+			u->audit_pending = true;
+			r->audit_left++;
 			start_read(u);
+		}
+	}
+	metrics_loop_leave(l);
 }
 
 void reconcile_set_audit_interval(struct reconciler *r, unsigned seconds)
@@ -537,6 +586,32 @@ static void collect_metrics(void *arg, struct metrics_out *out)
 	}
 }
 
+/* ---- what the desired state says changed ------------------------------------ */
+
+static void on_desired_circuit(void *arg, int64_t ocs_id, struct plan_xc xc, int64_t fabric,
+                               bool added)
+{
+	struct reconciler *r = arg;
+	struct unit *u = reconcile_unit_by_id(r, ocs_id);
+	/* A unit not opened yet reads the whole desired state when it is. */
+	if (u)
+		reconcile_ports_desired(r, u, xc, fabric, added);
+}
+
+static void on_desired_owner(void *arg, int64_t ocs_id, uint32_t port, int64_t before,
+                             int64_t after)
+{
+	struct reconciler *r = arg;
+	struct unit *u = reconcile_unit_by_id(r, ocs_id);
+	if (u)
+		reconcile_ports_owner(r, u, port, before, after);
+}
+
+static void on_desired_fabric(void *arg, int64_t fabric_id)
+{
+	reconcile_fabric_touched(arg, fabric_id);
+}
+
 /* ---- public -------------------------------------------------------------- */
 
 int reconcile_init(const struct reconcile_deps *d, struct reconciler **out)
@@ -549,11 +624,17 @@ int reconcile_init(const struct reconcile_deps *d, struct reconciler **out)
 	r->ev_audit = event_new(d->base, -1, EV_PERSIST, on_audit, r);
 	r->ev_states = evtimer_new(d->base, reconcile_states_cb, r);
 	r->ev_flush = evtimer_new(d->base, reconcile_flush_cb, r);
-	if (!r->ev_pass || !r->ev_audit || !r->ev_states || !r->ev_flush) {
+	r->ev_journal = evtimer_new(d->base, reconcile_journal_cb, r);
+	if (!r->ev_pass || !r->ev_audit || !r->ev_states || !r->ev_flush || !r->ev_journal) {
 		reconcile_free(r);
 		return -ENOMEM;
 	}
 	reconcile_store_interrupted(r);
+	r->next_op_id = reconcile_store_next_op(r);
+	r->journal_flush = reconcile_journal_flush;
+	r->journal_ended = reconcile_journal_ended;
+	r->journal_write = reconcile_journal_write;
+	r->journal_done = reconcile_journal_done;
 	reconcile_set_audit_interval(r, d->audit_interval_s);
 	/* Every counter shown from 0, so the first increase is an increase to alert on. */
 	metrics_counter_add("ofcd_drift_repairs_total", RECONCILE_HELP_DRIFT, NULL, 0);
@@ -564,7 +645,16 @@ int reconcile_init(const struct reconcile_deps *d, struct reconciler **out)
 	                    "result=\"failed\"", 0);
 	metrics_collector_add(collect_metrics, r);
 	*out = r;
-	sync_units(r);
+	struct desired_listener l = { .circuit = on_desired_circuit,
+		                      .owner = on_desired_owner,
+		                      .fabric = on_desired_fabric,
+		                      .arg = r };
+	desired_listen(d->desired, &l);
+	r->rows_stale = true;
+	if (d->check)
+		r->check = reconcile_audit_all;
+	struct reconcile_work t0 = reconcile_work_start();
+	sync_units(r, &t0);
 	reconcile_kick(r);
 	return 0;
 }
@@ -574,12 +664,19 @@ void reconcile_free(struct reconciler *r)
 	if (!r)
 		return;
 	metrics_collector_remove(collect_metrics, r);
+	desired_listen(r->d.desired, NULL);
 	reconcile_flush_actual(r);
+	r->nunits = 0;
 	while (r->units) {
 		struct unit *u = r->units;
 		r->units = u->next;
 		unit_free(u, true);
 	}
+	/* The batches the units just ended as interrupted. */
+	reconcile_journal_flush(r);
+	free(r->journal);
+	free(r->byid);
+	reconcile_state_free(r);
 	if (r->ev_pass)
 		event_free(r->ev_pass);
 	if (r->ev_audit)
@@ -588,13 +685,14 @@ void reconcile_free(struct reconciler *r)
 		event_free(r->ev_states);
 	if (r->ev_flush)
 		event_free(r->ev_flush);
-	free(r->fabs);
+	if (r->ev_journal)
+		event_free(r->ev_journal);
 	free(r);
 }
 
 json_t *reconcile_unit_json(struct reconciler *r, int64_t ocs_id)
 {
-	struct unit *u = unit_by_id(r, ocs_id);
+	struct unit *u = reconcile_unit_by_id(r, ocs_id);
 	if (!u)
 		return NULL;
 	json_t *down = reconcile_store_ports_down(r, ocs_id);
@@ -608,63 +706,25 @@ json_t *reconcile_unit_json(struct reconciler *r, int64_t ocs_id)
 
 bool reconcile_all_in_sync(struct reconciler *r)
 {
+	/* Units still to open may hold anything. */
+	if (!r->units_synced)
+		return false;
 	for (struct unit *u = r->units; u; u = u->next)
 		if (u->conn != OCS_CONN_UP || !u->have_actual || !u->in_sync || u->busy || u->op_id)
 			return false;
 	return true;
 }
 
-/*
- * Why port of u may be joined to another port though nothing desires it, in
- * why; false when it is free as far as ofcd knows.
- */
-static bool port_leftover(struct reconciler *r, struct unit *u, uint32_t port, char *why,
-                          size_t len)
+bool reconcile_port_joined(struct reconciler *r, int64_t ocs_id, uint32_t port, char *why,
+                           size_t len)
 {
-	if (port < 1 || port > u->ports)
-		return false;
-	uint32_t peer = u->peer[port] ? u->peer[port] : u->joining[port];
-	if (peer) {
-		struct plan_xc xc = { port < peer ? port : peer, port < peer ? peer : port };
-		struct desired_set ds = reconcile_unit_desired(u);
-		if (ds.n && bsearch(&xc, ds.xc, ds.n, sizeof(xc), plan_xc_cmp))
-			return false;
-		const char *former = desired_former_owner(r->d.desired, u->id, xc.a, xc.b);
-		snprintf(why, len, "OCS unit %s %s port %u to port %u%s%s%s", u->name,
-		         u->peer[port] ? "still joins" : "is joining", port, peer,
-		         former ? " (a circuit of fabric " : "", former ? former : "",
-		         former ? ")" : "");
-		return true;
-	}
-	for (size_t i = 0; i < u->npartial; i++) {
-		if (u->partial[i].in_port == port || u->partial[i].out_port == port) {
-			snprintf(why, len, "OCS unit %s still holds a one-way entry %u -> %u",
-			         u->name, u->partial[i].in_port, u->partial[i].out_port);
-			return true;
-		}
-	}
-	return false;
-}
-
-bool reconcile_server_joined(struct reconciler *r, int64_t server_id, char *why, size_t len)
-{
-	sqlite3_stmt *st =
-	    store_stmt(r->d.store, "SELECT ocs_id, ocs_port FROM cable WHERE server_id = ?");
-	bool joined = false;
-	sqlite3_bind_int64(st, 1, server_id);
-	while (!joined && sqlite3_step(st) == SQLITE_ROW) {
-		struct unit *u = unit_by_id(r, sqlite3_column_int64(st, 0));
-		if (u)
-			joined =
-			    port_leftover(r, u, (uint32_t)sqlite3_column_int64(st, 1), why, len);
-	}
-	sqlite3_reset(st);
-	return joined;
+	struct unit *u = reconcile_unit_by_id(r, ocs_id);
+	return u && reconcile_port_leftover(r, u, port, why, len);
 }
 
 long reconcile_unit_held(struct reconciler *r, int64_t ocs_id)
 {
-	struct unit *u = unit_by_id(r, ocs_id);
+	struct unit *u = reconcile_unit_by_id(r, ocs_id);
 	if (!u || !u->have_actual)
 		return -1;
 	return (long)(u->nactual + u->npartial);
@@ -677,7 +737,7 @@ uint64_t reconcile_generation(const struct reconciler *r)
 
 int reconcile_inject(struct reconciler *r, int64_t ocs_id, const struct ocs_fault *fault)
 {
-	struct unit *u = unit_by_id(r, ocs_id);
+	struct unit *u = reconcile_unit_by_id(r, ocs_id);
 	if (!u || !u->h)
 		return -ENOENT;
 	if (!u->ops->inject)

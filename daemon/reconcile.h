@@ -10,16 +10,22 @@
  * (reconcile_kick), on driver (re)connect, after a failed batch with backoff,
  * and on a periodic audit that repairs drift. After every read it checks
  * isolation (no cross-connect between two fabrics, or a fabric and a port of
- * none) and derives every fabric's state: pending, applying, applied,
- * degraded (in sync with pairs missing) or failed (with the error).
+ * none) and derives the state of the fabrics it may have changed: pending,
+ * applying, applied, degraded (in sync with pairs missing) or failed (with
+ * the error). Its bookkeeping follows the changes alone (the in-memory
+ * desired state's deltas, each read-back against the previous one), so a
+ * change costs what it changes; the audit recomputes it from scratch and
+ * compares.
  *
  * Loop thread only. Writes to the store in its own short transactions, never
  * while a request's transaction is open (requests never leave one open).
  *
- * Built from three files behind the private reconcile_internal.h: reconcile.c
- * (units, driver callbacks, the pass, this API), reconcile_store.c (its
- * operations, read-back copies and port states in the store) and
- * reconcile_state.c (port owners, isolation, fabric states).
+ * Built from five files behind the private reconcile_internal.h: reconcile.c
+ * (units, driver callbacks, the pass, this API), reconcile_audit.c (the full
+ * recomputation), reconcile_store.c (its operations, read-back copies and
+ * port states in the store), reconcile_ports.c (per unit and port: missing
+ * and stray cross-connects, hold-back marks) and reconcile_state.c (per
+ * fabric and unit: the counts states are derived from, and the states).
  */
 #ifndef OFCD_RECONCILE_H
 #define OFCD_RECONCILE_H
@@ -43,6 +49,12 @@ struct reconcile_deps {
 	struct desired *desired;   /**< the store's circuits in memory */
 	struct events *events;     /**< bus it publishes its events on */
 	unsigned audit_interval_s; /**< seconds between audits (0: the default, 30) */
+	/**
+	 * Check mode (tests): after every state update, the whole bookkeeping is
+	 * recomputed from scratch and compared (reconcile_audit_all()), so any
+	 * drift of the incremental path shows at once.
+	 */
+	bool check;
 };
 
 /**
@@ -79,15 +91,17 @@ json_t *reconcile_unit_json(struct reconciler *r, int64_t ocs_id);
 long reconcile_unit_held(struct reconciler *r, int64_t ocs_id);
 
 /**
- * Whether an OCS unit may still join one of the server's ports to another:
- * a cross-connect or one-way entry of ofcd's that the unit held at its last
- * read-back, or an addition sent since, that no fabric desires (left by a
- * deleted or re-planned fabric, or a stray). For a server in no fabric, whose
- * ports nothing desires: it must not join a fabric meanwhile, or a circuit
- * could link two tenants. why gets the unit, ports and former fabric. A unit
- * never read back since it was opened is not known to hold anything.
+ * Whether unit ocs_id may still join its port to another: a cross-connect or
+ * one-way entry of ofcd's that the unit held at its last read-back, or an
+ * addition sent since, that no fabric desires (left by a deleted or
+ * re-planned fabric, or a stray). Asked for every port of a server about to
+ * join a fabric, whose ports nothing desires: it must not join one
+ * meanwhile, or a circuit could link two tenants. why gets the unit, ports
+ * and former fabric. A unit never read back since it was opened is not known
+ * to hold anything. O(1): the unit's bookkeeping answers, not the store.
  */
-bool reconcile_server_joined(struct reconciler *r, int64_t server_id, char *why, size_t len);
+bool reconcile_port_joined(struct reconciler *r, int64_t ocs_id, uint32_t port, char *why,
+                           size_t len);
 
 /** True when every unit has been read back and holds exactly its desired set. */
 bool reconcile_all_in_sync(struct reconciler *r);

@@ -1,8 +1,16 @@
 /*
- * What the reconciler judges from the units' read-backs: which fabric owns
- * each OCS port, the isolation invariant (no cross-connect between two
- * fabrics, or a fabric and a port of none), and every fabric's derived state
- * (the transitions are planner/plan_state.c's; this file feeds them).
+ * Every fabric's derived state, kept from per-(fabric, unit) counts that the
+ * rest of the reconciler updates as cross-connects, owners and read-backs
+ * change (the transitions are planner/plan_state.c's; this file feeds them).
+ *
+ * A cell holds what one fabric has on one unit: its desired circuits, how
+ * many of them the unit held at its last read-back, the hold-back marks on
+ * its ports (something nobody desires joins them) and how many ports it owns
+ * there. A cell is troubled when it keeps the fabric from applied; a fabric
+ * with no troubled cell and all its stored circuits on known units is held.
+ * Only the fabrics whose cells, row or units changed are derived again, and a
+ * troubled fabric is judged by walking its own cells (one per unit it
+ * touches), never the cluster.
  */
 #include <errno.h>
 #include <event2/event.h>
@@ -19,33 +27,174 @@
 #define DOWN_GRACE_S   5 /* a unit down this long fails its fabrics */
 #define STATES_TICK_MS 500
 
-/* ---- port owners and fabric names ---------------------------------------- */
+/* ---- fabrics ---------------------------------------------------------------- */
 
-/*
- * Ownership changes only with committed writes, each of which starts a pass,
- * so one load per pass is enough.
- */
-const int64_t *reconcile_port_owners(struct reconciler *r, struct unit *u)
+/* Index of the first fabric in r->fabs whose id is not below id. */
+static size_t fab_lower(const struct reconciler *r, int64_t id)
 {
-	if (u->owner && u->owner_gen == r->changes)
-		return u->owner;
-	if (!u->owner)
-		u->owner = calloc((size_t)u->ports + 1, sizeof(*u->owner));
-	if (!u->owner)
+	size_t lo = 0, hi = r->nfabs;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (r->fabs[mid]->id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static struct reconcile_fab *fab_find(const struct reconciler *r, int64_t id)
+{
+	size_t i = fab_lower(r, id);
+	return i < r->nfabs && r->fabs[i]->id == id ? r->fabs[i] : NULL;
+}
+
+static void mark_dirty(struct reconciler *r, struct reconcile_fab *f)
+{
+	if (f->dirty)
+		return;
+	if (r->ndirty == r->capdirty) {
+		size_t cap = r->capdirty ? 2 * r->capdirty : 64;
+		struct reconcile_fab **t = realloc(r->dirty, cap * sizeof(*t));
+		if (!t) {
+			/* Re-derived at the next audit instead. */
+			log_error("reconcile", "out of memory: fabric %s not re-derived now",
+			          f->name);
+			return;
+		}
+		r->dirty = t;
+		r->capdirty = cap;
+	}
+	r->dirty[r->ndirty++] = f;
+	f->dirty = true;
+	reconcile_schedule_states(r);
+}
+
+/* The record of fabric id, made (with its row to read) when unknown. NULL when out of memory. */
+static struct reconcile_fab *fab_get(struct reconciler *r, int64_t id)
+{
+	size_t i = fab_lower(r, id);
+	if (i < r->nfabs && r->fabs[i]->id == id)
+		return r->fabs[i];
+	if (r->nfabs == r->capfabs) {
+		size_t cap = r->capfabs ? 2 * r->capfabs : 64;
+		struct reconcile_fab **t = realloc(r->fabs, cap * sizeof(*t));
+		if (!t)
+			return NULL;
+		r->fabs = t;
+		r->capfabs = cap;
+	}
+	struct reconcile_fab *f = calloc(1, sizeof(*f));
+	if (!f)
 		return NULL;
-	memset(u->owner, 0, ((size_t)u->ports + 1) * sizeof(*u->owner));
-	sqlite3_stmt *st = store_stmt(
-	    r->d.store, "SELECT c.ocs_port, fs.fabric_id FROM cable c JOIN "
-	                "fabric_server fs ON fs.server_id = c.server_id WHERE c.ocs_id = ?");
-	sqlite3_bind_int64(st, 1, u->id);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		int64_t port = sqlite3_column_int64(st, 0);
-		if (port >= 1 && port <= u->ports)
-			u->owner[port] = sqlite3_column_int64(st, 1);
+	f->id = id;
+	f->row_stale = true;
+	memmove(r->fabs + i + 1, r->fabs + i, (r->nfabs - i) * sizeof(*r->fabs));
+	r->fabs[i] = f;
+	r->nfabs++;
+	mark_dirty(r, f);
+	return f;
+}
+
+/* Forgets a fabric that has neither row nor cells (not on the dirty list). */
+static void fab_free(struct reconciler *r, struct reconcile_fab *f)
+{
+	size_t i = fab_lower(r, f->id);
+	memmove(r->fabs + i, r->fabs + i + 1, (r->nfabs - i - 1) * sizeof(*r->fabs));
+	r->nfabs--;
+	if (f->unsettled)
+		r->nunsettled--;
+	free(f);
+}
+
+const char *reconcile_fabric_name(struct reconciler *r, int64_t fabric_id)
+{
+	const struct reconcile_fab *f = fab_find(r, fabric_id);
+	return f && f->row ? f->name : NULL;
+}
+
+void reconcile_fabric_touched(struct reconciler *r, int64_t fabric_id)
+{
+	/* The reconciler's own state updates: nothing it does not know. */
+	if (r->muted)
+		return;
+	if (fabric_id == 0) {
+		r->rows_stale = true;
+		reconcile_schedule_states(r);
+		return;
+	}
+	struct reconcile_fab *f = fab_get(r, fabric_id);
+	if (!f) {
+		r->rows_stale = true;
+		reconcile_schedule_states(r);
+		return;
+	}
+	f->row_stale = true;
+	mark_dirty(r, f);
+}
+
+/* The columns both row readers share, after the id. */
+#define ROW_COLUMNS                                                                                \
+	"f.name, f.state, coalesce(f.error, ''), f.revision, (SELECT count(*) FROM missing_pair "  \
+	"m WHERE m.fabric_id = f.id), (SELECT count(*) FROM circuit c WHERE c.fabric_id = f.id) "
+
+static void row_fill(struct reconcile_fab *f, sqlite3_stmt *st)
+{
+	snprintf(f->name, sizeof(f->name), "%s", sqlite3_column_text(st, 1));
+	snprintf(f->state, sizeof(f->state), "%s", sqlite3_column_text(st, 2));
+	snprintf(f->err, sizeof(f->err), "%s", sqlite3_column_text(st, 3));
+	f->revision = sqlite3_column_int64(st, 4);
+	f->nmissing = sqlite3_column_int64(st, 5);
+	f->ncircuits = sqlite3_column_int64(st, 6);
+	f->row = true;
+	f->row_stale = false;
+}
+
+/* Reads one fabric's row (a plan changed: its counts with it). */
+static void load_row(struct reconciler *r, struct reconcile_fab *f)
+{
+	sqlite3_stmt *st =
+	    store_stmt(r->d.store, "SELECT f.id, " ROW_COLUMNS "FROM fabric f WHERE f.id = ?");
+	if (!st)
+		return;
+	sqlite3_bind_int64(st, 1, f->id);
+	int step = sqlite3_step(st);
+	if (step == SQLITE_ROW)
+		row_fill(f, st);
+	else if (step == SQLITE_DONE)
+		f->row = f->row_stale = false; /* deleted */
+	sqlite3_reset(st);
+}
+
+/* Reads every fabric's row (at start, or after another process changed the store). */
+static void load_rows(struct reconciler *r)
+{
+	sqlite3_stmt *st =
+	    store_stmt(r->d.store, "SELECT f.id, " ROW_COLUMNS "FROM fabric f ORDER BY f.id");
+	if (!st)
+		return;
+	for (size_t i = 0; i < r->nfabs; i++)
+		r->fabs[i]->row_stale = true;
+	int step;
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		struct reconcile_fab *f = fab_get(r, sqlite3_column_int64(st, 0));
+		if (!f)
+			break;
+		row_fill(f, st);
+		mark_dirty(r, f);
 	}
 	sqlite3_reset(st);
-	u->owner_gen = r->changes;
-	return u->owner;
+	if (step != SQLITE_DONE)
+		return; /* tried again at the next update */
+	r->rows_stale = false;
+	/* Rows the walk did not meet are gone. */
+	for (size_t i = 0; i < r->nfabs; i++) {
+		struct reconcile_fab *f = r->fabs[i];
+		if (f->row_stale) {
+			f->row = f->row_stale = false;
+			mark_dirty(r, f);
+		}
+	}
 }
 
 /* Such lists are short: a linear search. */
@@ -69,11 +218,16 @@ static int id_cmp(const void *x, const void *y)
 
 void reconcile_add_fabric_names(struct reconciler *r, json_t *a, int64_t *ids, size_t n)
 {
-	sqlite3_stmt *st = store_stmt(r->d.store, "SELECT name FROM fabric WHERE id = ?");
 	qsort(ids, n, sizeof(*ids), id_cmp);
 	for (size_t i = 0; i < n; i++) {
 		if (!ids[i] || (i && ids[i] == ids[i - 1]))
 			continue;
+		const char *name = reconcile_fabric_name(r, ids[i]);
+		if (name) {
+			reconcile_add_name(a, name);
+			continue;
+		}
+		sqlite3_stmt *st = store_stmt(r->d.store, "SELECT name FROM fabric WHERE id = ?");
 		sqlite3_bind_int64(st, 1, ids[i]);
 		if (sqlite3_step(st) == SQLITE_ROW)
 			reconcile_add_name(a, (const char *)sqlite3_column_text(st, 0));
@@ -81,154 +235,170 @@ void reconcile_add_fabric_names(struct reconciler *r, json_t *a, int64_t *ids, s
 	}
 }
 
-/* ---- isolation ------------------------------------------------------------ */
+/* ---- cells ------------------------------------------------------------------ */
 
-/*
- * Whether an entry ofcd did not make can carry light between ports of two
- * fabrics (or a fabric and a port of none): one that matches every port or
- * sends to every port does unless it sends nowhere else.
- */
-static bool foreign_crosses(const struct unit *u, const int64_t *owner, const struct ocs_flow *f)
+static size_t cell_hash(int64_t fabric, int64_t unit)
 {
-	if (f->out_port == 0)
-		return false; /* dropped, or back to the controller or its own port */
-	if (f->in_port == OCS_PORT_ANY || f->out_port == OCS_PORT_EVERY || f->in_port > u->ports ||
-	    f->out_port > u->ports)
-		return true;
-	return owner[f->in_port] != owner[f->out_port];
+	uint64_t h =
+	    (uint64_t)fabric * 0x9e3779b97f4a7c15ull ^ (uint64_t)unit * 0xc2b2ae3d27d4eb4full;
+	return (size_t)(h ^ h >> 29);
 }
 
-/* Violations are rare: a short list and a linear search. */
-static bool pair_in(const struct plan_xc *v, size_t n, uint32_t a, uint32_t b)
+/* Slot of (fabric, unit) in the table: the cell, or the empty slot where it would go. */
+static size_t cell_slot(const struct reconciler *r, int64_t fabric, int64_t unit)
 {
-	for (size_t i = 0; i < n; i++)
-		if (v[i].a == a && v[i].b == b)
-			return true;
-	return false;
+	size_t mask = r->capcells - 1, i = cell_hash(fabric, unit) & mask;
+	while (r->cells[i] && (r->cells[i]->fab->id != fabric || r->cells[i]->u->id != unit))
+		i = (i + 1) & mask;
+	return i;
 }
 
-/*
- * Reports an isolation violation the first time a read-back shows it (a
- * foreign entry nobody removes would otherwise be counted at every audit) and
- * remembers it in now[] (pairs; foreign entries as in -> out with kind 1).
- */
-static void report_violation(struct reconciler *r, struct unit *u, const int64_t *owner, uint32_t a,
-                             uint32_t b, bool foreign, struct plan_xc *now, size_t *nnow)
+struct reconcile_cell *reconcile_cell_find(struct reconciler *r, int64_t fabric,
+                                           const struct unit *u)
 {
-	struct plan_xc key = { a, foreign ? b | 0x80000000u : b };
-	now[(*nnow)++] = key;
-	if (pair_in(u->violations, u->nviolations, key.a, key.b))
-		return;
-	int64_t ids[2] = { reconcile_port_owner(u, owner, a), reconcile_port_owner(u, owner, b) };
-	if (foreign)
-		log_error("reconcile",
-		          "%s: an entry ofcd did not make (%u -> %u) can join ports of different "
-		          "fabrics; it is left alone, remove it by hand",
-		          u->name, a, b);
-	else
-		log_error("reconcile",
-		          "%s: cross-connect %u-%u breaks fabric isolation; removing it", u->name,
-		          a, b);
-	metrics_counter_add("ofcd_isolation_violations_total", RECONCILE_HELP_ISOLATION, NULL, 1);
-	json_t *fabrics = json_array();
-	reconcile_add_fabric_names(r, fabrics, ids, 2);
-	events_publish(r->d.events, EVENTS_ISOLATION_VIOLATION,
-	               json_pack("{s:s, s:[I, I], s:b, s:o}", "ocs", u->name,
-	                         foreign ? "foreign_entry" : "cross_connect", (json_int_t)a,
-	                         (json_int_t)b, "foreign", foreign, "fabrics", fabrics));
+	return r->capcells ? r->cells[cell_slot(r, fabric, u->id)] : NULL;
 }
 
-void reconcile_check_isolation(struct reconciler *r, struct unit *u)
+static int cells_grow(struct reconciler *r)
 {
-	const int64_t *owner = NULL;
-	struct desired_set ds = reconcile_unit_desired(u);
-	struct plan_xc *now = malloc((u->nactual + u->nforeign + 1) * sizeof(*now));
-	size_t nnow = 0;
-	if (!now)
-		return;
-	struct reconcile_walk w = { &ds, 0 };
-	for (size_t i = 0; i < u->nactual; i++) {
-		uint32_t a = u->actual[i].a, b = u->actual[i].b;
-		/* A desired cross-connect joins two ports of one fabric by construction. */
-		if (reconcile_walk_index(&w, &u->actual[i]) >= 0)
-			continue;
-		if (!owner && !(owner = reconcile_port_owners(r, u)))
-			goto out;
-		if (reconcile_port_owner(u, owner, a) != reconcile_port_owner(u, owner, b))
-			report_violation(r, u, owner, a, b, false, now, &nnow);
-	}
-	if (u->nforeign && !owner && !(owner = reconcile_port_owners(r, u)))
-		goto out;
-	for (size_t i = 0; i < u->nforeign; i++)
-		if (foreign_crosses(u, owner, &u->foreign[i]))
-			report_violation(r, u, owner, u->foreign[i].in_port, u->foreign[i].out_port,
-			                 true, now, &nnow);
-	free(u->violations);
-	u->violations = now;
-	u->nviolations = nnow;
-	return;
-out:
-	free(now);
-}
-
-/* ---- fabric states -------------------------------------------------------- */
-
-/* A fabric as the state update sees it. */
-struct reconcile_fab {
-	int64_t id;
-	char name[65];
-	char state[16];
-	char err[400];
-	int64_t revision;
-	int64_t nmissing;
-	int64_t ncircuits; /* stored circuits: all must be seen through the units' desired sets */
-};
-
-/*
- * Loads every fabric once per change (the state update runs after every batch
- * and read-back; fabrics only change with commits). Their circuits are not
- * loaded: each unit's desired set (desired.h) already carries its fabric.
- */
-static int load_fabrics(struct reconciler *r)
-{
-	struct store *s = r->d.store;
-	if (r->fabs_valid && r->fabs_gen == r->changes)
-		return 0;
-	size_t nf = 0, capf = 16;
-	struct reconcile_fab *f = malloc(capf * sizeof(*f));
-	if (!f)
+	size_t cap = r->capcells ? 2 * r->capcells : 256;
+	struct reconcile_cell **old = r->cells, **t = calloc(cap, sizeof(*t));
+	size_t oldcap = r->capcells;
+	if (!t)
 		return -ENOMEM;
-	sqlite3_stmt *st = store_stmt(s, "SELECT f.id, f.name, f.state, coalesce(f.error, ''), "
-	                                 "f.revision, (SELECT count(*) FROM missing_pair m WHERE "
-	                                 "m.fabric_id = f.id), (SELECT count(*) FROM circuit c "
-	                                 "WHERE c.fabric_id = f.id) FROM fabric f ORDER BY f.id");
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		if (nf == capf) {
-			struct reconcile_fab *t = realloc(f, (capf *= 2) * sizeof(*f));
-			if (!t) {
-				sqlite3_reset(st);
-				free(f);
-				return -ENOMEM;
-			}
-			f = t;
-		}
-		struct reconcile_fab *v = &f[nf++];
-		memset(v, 0, sizeof(*v));
-		v->id = sqlite3_column_int64(st, 0);
-		snprintf(v->name, sizeof(v->name), "%s", sqlite3_column_text(st, 1));
-		snprintf(v->state, sizeof(v->state), "%s", sqlite3_column_text(st, 2));
-		snprintf(v->err, sizeof(v->err), "%s", sqlite3_column_text(st, 3));
-		v->revision = sqlite3_column_int64(st, 4);
-		v->nmissing = sqlite3_column_int64(st, 5);
-		v->ncircuits = sqlite3_column_int64(st, 6);
-	}
-	sqlite3_reset(st);
-	free(r->fabs);
-	r->fabs = f;
-	r->nfabs = nf;
-	r->fabs_gen = r->changes;
-	r->fabs_valid = true;
+	r->cells = t;
+	r->capcells = cap;
+	for (size_t i = 0; i < oldcap; i++)
+		if (old[i])
+			r->cells[cell_slot(r, old[i]->fab->id, old[i]->u->id)] = old[i];
+	free(old);
 	return 0;
+}
+
+/* Removes a cell from the table; later cells of its probe run move back (linear probing). */
+static void cells_remove(struct reconciler *r, struct reconcile_cell *c)
+{
+	size_t mask = r->capcells - 1, i = cell_slot(r, c->fab->id, c->u->id), j = i;
+	r->cells[i] = NULL;
+	for (;;) {
+		j = (j + 1) & mask;
+		if (!r->cells[j])
+			break;
+		size_t k = cell_hash(r->cells[j]->fab->id, r->cells[j]->u->id) & mask;
+		/* Move j back to i unless its home k lies cyclically in (i, j]. */
+		if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
+			continue;
+		r->cells[i] = r->cells[j];
+		r->cells[j] = NULL;
+		i = j;
+	}
+	r->ncells--;
+}
+
+bool reconcile_cell_troubled(const struct reconcile_cell *c)
+{
+	const struct unit *u = c->u;
+	/* Not read back since it connected: it may hold anything on the fabric's ports. */
+	if (!u->have_actual)
+		return c->desired || c->owned;
+	return c->held < c->desired || c->hold || (u->foreign_all && c->owned);
+}
+
+/* Sets c->troubled from its counts, keeping its fabric's sum. */
+static void retrouble(struct reconciler *r, struct reconcile_cell *c)
+{
+	bool t = reconcile_cell_troubled(c);
+	if (t == c->troubled)
+		return;
+	c->troubled = t;
+	if (t)
+		c->fab->ntroubled++;
+	else
+		c->fab->ntroubled--;
+	mark_dirty(r, c->fab);
+}
+
+static void cell_free(struct reconciler *r, struct reconcile_cell *c)
+{
+	struct reconcile_fab *f = c->fab;
+	f->ndesired -= c->desired;
+	if (c->troubled)
+		f->ntroubled--;
+	if (c->fprev)
+		c->fprev->fnext = c->fnext;
+	else
+		f->cells = c->fnext;
+	if (c->fnext)
+		c->fnext->fprev = c->fprev;
+	if (c->uprev)
+		c->uprev->unext = c->unext;
+	else
+		c->u->cells = c->unext;
+	if (c->unext)
+		c->unext->uprev = c->uprev;
+	cells_remove(r, c);
+	mark_dirty(r, f);
+	free(c);
+}
+
+int reconcile_cell_add(struct reconciler *r, int64_t fabric, struct unit *u, int desired, int held,
+                       int hold, int owned)
+{
+	if (!fabric || (!desired && !held && !hold && !owned))
+		return 0;
+	struct reconcile_cell *c = reconcile_cell_find(r, fabric, u);
+	if (!c) {
+		struct reconcile_fab *f = fab_get(r, fabric);
+		if (!f || (2 * (r->ncells + 1) > r->capcells && cells_grow(r) < 0) ||
+		    !(c = calloc(1, sizeof(*c)))) {
+			log_error("reconcile", "out of memory: fabric %lld on %s not counted",
+			          (long long)fabric, u->name);
+			return -ENOMEM;
+		}
+		c->fab = f;
+		c->u = u;
+		c->fnext = f->cells;
+		if (f->cells)
+			f->cells->fprev = c;
+		f->cells = c;
+		c->unext = u->cells;
+		if (u->cells)
+			u->cells->uprev = c;
+		u->cells = c;
+		r->cells[cell_slot(r, fabric, u->id)] = c;
+		r->ncells++;
+	}
+	c->desired += (uint32_t)desired;
+	c->held += (uint32_t)held;
+	c->hold += (uint32_t)hold;
+	c->owned += (uint32_t)owned;
+	c->fab->ndesired += (uint32_t)desired;
+	mark_dirty(r, c->fab);
+	if (!c->desired && !c->held && !c->hold && !c->owned)
+		cell_free(r, c);
+	else
+		retrouble(r, c);
+	return 0;
+}
+
+void reconcile_cells_drop(struct reconciler *r, struct unit *u)
+{
+	while (u->cells)
+		cell_free(r, u->cells);
+}
+
+void reconcile_unit_changed(struct reconciler *r, struct unit *u)
+{
+	u->touched = true;
+	reconcile_schedule_states(r);
+}
+
+/* ---- derivation ------------------------------------------------------------- */
+
+static bool failing(const struct unit *u)
+{
+	return u->failures >= RECONCILE_FAILED_AFTER ||
+	       (u->conn != OCS_CONN_UP && reconcile_since(&u->down_since) > DOWN_GRACE_S);
 }
 
 /* Why a unit holds a fabric back, once it has failed long enough to say so. */
@@ -241,227 +411,234 @@ static void blame(const struct unit *u, char *err, size_t len, const char *why)
 		         u->last_error[0] ? ": " : "", u->last_error, why);
 }
 
-/* Index of a fabric in r->fabs (sorted by id), or -1. */
-static ssize_t fab_index(const struct reconciler *r, int64_t fabric)
+/* The unit to name: a failing one first, then the lowest id (the same whatever the order). */
+static struct unit *pick(struct unit *cur, struct unit *u)
 {
-	size_t lo = 0, hi = r->nfabs;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (r->fabs[mid].id < fabric)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < r->nfabs && r->fabs[lo].id == fabric ? (ssize_t)lo : -1;
-}
-
-static void mark(struct reconciler *r, struct unit **culprit, int64_t fabric, struct unit *u)
-{
-	ssize_t i = fabric ? fab_index(r, fabric) : -1;
-	if (i >= 0 && !culprit[i])
-		culprit[i] = u;
-}
-
-static void mark_all_on(struct reconciler *r, struct unit **culprit, struct unit *u,
-                        const int64_t *owner)
-{
-	for (uint32_t p = 1; p <= u->ports; p++)
-		mark(r, culprit, owner[p], u);
+	if (!cur)
+		return u;
+	bool fc = failing(cur), fu = failing(u);
+	if (fc != fu)
+		return fu ? u : cur;
+	return u->id < cur->id ? u : cur;
 }
 
 /*
- * A fabric is only applied when no unit cabled to its ports may join them to
- * anything but its own circuits: a unit not read back (it may hold anything,
- * e.g. a deleted fabric's circuits while it was unreachable), or one holding a
- * cross-connect that is not desired, a one-way entry of ours, or a foreign
- * entry on its ports, holds the fabric back (culprit[i] for r->fabs[i]).
+ * A fabric is only applied when every circuit is held and no unit cabled to
+ * its ports may join them to anything but its own circuits: a unit not read
+ * back (it may hold anything, e.g. a deleted fabric's circuits while it was
+ * unreachable), or one holding a cross-connect that is not desired, a one-way
+ * entry of ours, or a foreign entry on its ports, holds the fabric back.
  */
-static void find_unclean(struct reconciler *r, struct unit **culprit)
+static enum plan_state derive(const struct reconcile_fab *f, char *err, size_t len)
 {
-	for (struct unit *u = r->units; u; u = u->next) {
-		/* Port owners are only needed when there is something to judge. */
-		const int64_t *owner = NULL;
-		if (!u->have_actual) {
-			if ((owner = reconcile_port_owners(r, u)))
-				mark_all_on(r, culprit, u, owner);
+	bool all = f->ntroubled == 0 && (int64_t)f->ndesired == f->ncircuits, busy = false;
+	struct unit *missing_on = NULL, *culprit = NULL;
+	err[0] = '\0';
+	for (const struct reconcile_cell *c = f->ntroubled ? f->cells : NULL; c; c = c->fnext) {
+		struct unit *u = c->u;
+		if (!c->troubled)
 			continue;
+		bool miss = u->have_actual ? c->held < c->desired : c->desired > 0;
+		bool cul = u->have_actual ? c->hold || (u->foreign_all && c->owned) : c->owned > 0;
+		if (miss) {
+			busy |= u->busy || u->op_id;
+			missing_on = pick(missing_on, u);
 		}
-		struct desired_set ds = reconcile_unit_desired(u);
-		struct reconcile_walk w = { &ds, 0 };
-		for (size_t i = 0; i < u->nactual; i++) {
-			if (reconcile_walk_index(&w, &u->actual[i]) >= 0)
-				continue;
-			if (!owner && !(owner = reconcile_port_owners(r, u)))
-				break;
-			mark(r, culprit, reconcile_port_owner(u, owner, u->actual[i].a), u);
-			mark(r, culprit, reconcile_port_owner(u, owner, u->actual[i].b), u);
-		}
-		if ((u->npartial || u->nforeign) && !owner &&
-		    !(owner = reconcile_port_owners(r, u)))
-			continue;
-		for (size_t i = 0; i < u->npartial; i++) {
-			mark(r, culprit, reconcile_port_owner(u, owner, u->partial[i].in_port), u);
-			mark(r, culprit, reconcile_port_owner(u, owner, u->partial[i].out_port), u);
-		}
-		for (size_t i = 0; i < u->nforeign; i++) {
-			const struct ocs_flow *f = &u->foreign[i];
-			if (f->in_port == OCS_PORT_ANY || f->out_port == OCS_PORT_EVERY) {
-				mark_all_on(r, culprit, u, owner);
-				continue;
-			}
-			mark(r, culprit, reconcile_port_owner(u, owner, f->in_port), u);
-			mark(r, culprit, reconcile_port_owner(u, owner, f->out_port), u);
-		}
+		if (cul)
+			culprit = pick(culprit, u);
+	}
+	if (missing_on)
+		blame(missing_on, err, len, "");
+	if (culprit) {
+		all = false;
+		busy |= culprit->busy || culprit->op_id;
+		if (!err[0])
+			blame(culprit, err, len,
+			      " (it may still join this fabric's ports to others)");
+	}
+	enum plan_state cur = PLAN_STATE_APPLYING;
+	plan_state_parse(f->state, &cur);
+	struct plan_state_input in = { .current = cur,
+		                       .all_held = all,
+		                       .missing_pairs = (size_t)f->nmissing,
+		                       .unit_failing = err[0] != '\0',
+		                       .busy = busy };
+	return plan_state_next(&in);
+}
+
+/* Stores the changed states in one transaction; false when that failed (rows re-read). */
+static bool store_changes(struct reconciler *r, json_t *changes)
+{
+	struct store *s = r->d.store;
+	size_t i;
+	json_t *c;
+	int rc = 0;
+	if (store_begin_relaxed(s) < 0)
+		return false;
+	/* The batches that made these states, in the same transaction. */
+	if (r->journal_write)
+		rc = r->journal_write(r);
+	sqlite3_stmt *up = store_stmt(s, "UPDATE fabric SET state = ?, error = ?, updated = "
+	                                 "strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = ?");
+	json_array_foreach(changes, i, c)
+	{
+		const char *e = json_string_value(json_object_get(c, "error"));
+		sqlite3_bind_text(up, 1, json_string_value(json_object_get(c, "state")), -1,
+		                  SQLITE_TRANSIENT);
+		if (e[0])
+			sqlite3_bind_text(up, 2, e, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(up, 3, json_integer_value(json_object_get(c, "id")));
+		if (rc == 0)
+			rc = store_step_done(up);
+	}
+	/* The fabric rows this commit touches are the reconciler's own writes. */
+	r->muted = true;
+	bool ok = rc == 0 && store_commit(s) == 0;
+	if (!ok)
+		store_rollback(s);
+	r->muted = false;
+	if (r->journal_done)
+		r->journal_done(r);
+	return ok;
+}
+
+void reconcile_unit_retrouble(struct reconciler *r, struct unit *u)
+{
+	if (!u->touched)
+		return;
+	u->touched = false;
+	for (struct reconcile_cell *c = u->cells; c; c = c->unext) {
+		retrouble(r, c);
+		if (c->troubled)
+			mark_dirty(r, c->fab);
 	}
 }
 
+/* Re-judges the units whose flags changed: their troubled cells' fabrics are derived again. */
+static void take_touched_units(struct reconciler *r)
+{
+	for (struct unit *u = r->units; u; u = u->next)
+		reconcile_unit_retrouble(r, u);
+}
+
 /*
- * Derives every fabric's state from what its units hold, stores the ones that
- * changed (one transaction), and publishes them.
+ * Derives the state of the dirty fabrics, for at most RECONCILE_SLICE_US (a unit that
+ * reconnects makes every fabric on it dirty), stores the ones that changed
+ * (one transaction), and publishes them.
  */
 static void update_states(struct reconciler *r)
 {
-	struct store *s = r->d.store;
+	struct reconcile_work t0 = reconcile_work_start();
 	json_t *changes = json_array();
-	bool unsettled = false;
 
-	if (load_fabrics(r) < 0) {
-		json_decref(changes);
-		return;
+	/* The tick: fabrics still on their way, or failed, may move with time alone. */
+	if (r->nunsettled && reconcile_since(&r->last_tick) * 1000 >= STATES_TICK_MS) {
+		r->last_tick = t0.wall;
+		for (size_t i = 0; i < r->nfabs; i++)
+			if (r->fabs[i]->unsettled)
+				mark_dirty(r, r->fabs[i]);
 	}
-	/* Per fabric: a unit that holds it back (culprit), one that misses its circuits. */
-	struct unit **culprit = calloc(2 * (r->nfabs + 1), sizeof(*culprit));
-	if (!culprit) {
-		json_decref(changes);
-		return;
-	}
-	struct unit **missing_on = culprit + r->nfabs + 1;
-	bool *busy_on = calloc(r->nfabs + 1, sizeof(*busy_on));
-	int64_t *seen = calloc(r->nfabs + 1, sizeof(*seen));
-	if (!busy_on || !seen) {
-		free(culprit);
-		free(busy_on);
-		free(seen);
-		json_decref(changes);
-		return;
-	}
-	find_unclean(r, culprit);
-	/* Each unit's desired set carries the fabric of every circuit: no query per circuit. */
-	for (struct unit *u = r->units; u; u = u->next) {
-		struct desired_set ds = reconcile_unit_desired(u);
-		for (size_t k = 0; k < ds.n; k++) {
-			uint32_t a = ds.xc[k].a, b = ds.xc[k].b;
-			ssize_t i = fab_index(r, ds.fabric[k]);
-			if (i < 0)
-				continue;
-			seen[i]++;
-			if (u->have_actual && b <= u->ports && u->peer[a] == b)
-				continue;
-			busy_on[i] |= u->busy || u->op_id;
-			/* Blame the unit that is failing, if one is. */
-			char probe[8] = "";
-			blame(u, probe, sizeof(probe), "");
-			if (!missing_on[i] || probe[0])
-				missing_on[i] = u;
+	take_touched_units(r);
+	if (r->rows_stale)
+		load_rows(r);
+	while (r->ndirty && reconcile_since(&t0.wall) * 1e6 < RECONCILE_SLICE_US) {
+		struct reconcile_fab *f = r->dirty[--r->ndirty];
+		f->dirty = false;
+		if (f->row_stale)
+			load_row(r, f);
+		if (!f->row) {
+			if (!f->cells && !f->row_stale)
+				fab_free(r, f);
+			continue;
 		}
-	}
-	for (size_t i = 0; i < r->nfabs; i++) {
-		struct reconcile_fab *fv = &r->fabs[i];
-		/* A circuit on a unit not opened yet was never seen: not held either. */
-		bool all = !missing_on[i] && seen[i] == fv->ncircuits, busy = busy_on[i];
-		char err[400] = "";
-		if (missing_on[i])
-			blame(missing_on[i], err, sizeof(err), "");
-		if (culprit[i]) {
-			struct unit *u = culprit[i];
-			all = false;
-			busy |= u->busy || u->op_id;
-			if (!err[0])
-				blame(u, err, sizeof(err),
-				      " (it may still join this fabric's ports to others)");
-		}
-		enum plan_state cur = PLAN_STATE_APPLYING;
-		plan_state_parse(fv->state, &cur);
-		struct plan_state_input in = { .current = cur,
-			                       .all_held = all,
-			                       .missing_pairs = (size_t)fv->nmissing,
-			                       .unit_failing = err[0] != '\0',
-			                       .busy = busy };
-		enum plan_state next = plan_state_next(&in);
+		char err[400];
+		enum plan_state next = derive(f, err, sizeof(err));
 		const char *state = plan_state_name(next);
 		/* Failed fabrics are re-checked too: they recover when retries succeed. */
-		if (!plan_state_final(next) || next == PLAN_STATE_FAILED)
-			unsettled = true;
-		if (strcmp(state, fv->state) == 0 && strcmp(err, fv->err) == 0)
+		bool unsettled = !plan_state_final(next) || next == PLAN_STATE_FAILED;
+		if (unsettled != f->unsettled) {
+			f->unsettled = unsettled;
+			r->nunsettled += unsettled ? 1 : (size_t)-1;
+		}
+		if (strcmp(state, f->state) == 0 && strcmp(err, f->err) == 0)
 			continue;
 		json_array_append_new(changes, json_pack("{s:I, s:s, s:s, s:s, s:I}", "id",
-		                                         (json_int_t)fv->id, "fabric", fv->name,
+		                                         (json_int_t)f->id, "fabric", f->name,
 		                                         "state", state, "error", err, "revision",
-		                                         (json_int_t)fv->revision));
-		/* Stored below; if that fails the cache is dropped and re-read. */
-		snprintf(fv->state, sizeof(fv->state), "%s", state);
-		snprintf(fv->err, sizeof(fv->err), "%s", err);
+		                                         (json_int_t)f->revision));
+		/* Stored below; if that fails the row is read again. */
+		snprintf(f->state, sizeof(f->state), "%s", state);
+		snprintf(f->err, sizeof(f->err), "%s", err);
 	}
 
-	if (json_array_size(changes) && store_begin_relaxed(s) == 0) {
+	/* Batches that ended are written before waiters hear settled: lists are current then. */
+	if (!json_array_size(changes) && r->journal_ended && r->journal_ended(r))
+		r->journal_flush(r);
+	if (json_array_size(changes) && store_changes(r, changes)) {
 		size_t i;
 		json_t *c;
-		int rc = 0;
-		sqlite3_stmt *up =
-		    store_stmt(s, "UPDATE fabric SET state = ?, error = ?, updated = "
-		                  "strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = ?");
 		json_array_foreach(changes, i, c)
 		{
-			const char *e = json_string_value(json_object_get(c, "error"));
-			sqlite3_bind_text(up, 1, json_string_value(json_object_get(c, "state")), -1,
-			                  SQLITE_TRANSIENT);
-			if (e[0])
-				sqlite3_bind_text(up, 2, e, -1, SQLITE_TRANSIENT);
-			sqlite3_bind_int64(up, 3, json_integer_value(json_object_get(c, "id")));
-			if (rc == 0)
-				rc = store_step_done(up);
-		}
-		if (rc == 0 && store_commit(s) == 0) {
-			json_array_foreach(changes, i, c)
-			{
-				json_t *ev = json_deep_copy(c);
-				json_object_del(ev, "id");
-				if (!json_string_value(json_object_get(ev, "error"))[0])
-					json_object_del(ev, "error");
-				log_info("reconcile", "fabric %s: %s",
-				         json_string_value(json_object_get(c, "fabric")),
-				         json_string_value(json_object_get(c, "state")));
-				events_publish(r->d.events, EVENTS_FABRIC_STATE, ev);
-			}
-		} else {
-			store_rollback(s);
-			r->fabs_valid = false;
+			json_t *ev = json_deep_copy(c);
+			json_object_del(ev, "id");
+			if (!json_string_value(json_object_get(ev, "error"))[0])
+				json_object_del(ev, "error");
+			log_info("reconcile", "fabric %s: %s",
+			         json_string_value(json_object_get(c, "fabric")),
+			         json_string_value(json_object_get(c, "state")));
+			events_publish(r->d.events, EVENTS_FABRIC_STATE, ev);
 		}
 	} else if (json_array_size(changes)) {
-		r->fabs_valid = false;
+		size_t i;
+		json_t *c;
+		json_array_foreach(changes, i, c)
+		{
+			struct reconcile_fab *f =
+			    fab_find(r, json_integer_value(json_object_get(c, "id")));
+			if (f) {
+				f->row_stale = true;
+				mark_dirty(r, f);
+			}
+		}
 	}
-	free(culprit);
-	free(busy_on);
-	free(seen);
 	json_decref(changes);
-	events_publish(r->d.events, EVENTS_SETTLED, NULL);
-	if (unsettled) {
-		struct timeval tick = { 0, STATES_TICK_MS * 1000 };
-		evtimer_add(r->ev_states, &tick);
+	reconcile_work_end(t0);
+	if (r->ndirty) {
+		/* More next time round the loop: whatever waits meanwhile gets its turn. */
+		reconcile_schedule_states(r);
+	} else {
+		if (r->check)
+			r->check(r);
+		if (r->nunsettled) {
+			struct timeval tick = { 0, STATES_TICK_MS * 1000 };
+			evtimer_add(r->ev_states, &tick);
+		}
 	}
+	events_publish(r->d.events, EVENTS_SETTLED, NULL);
 }
 
 void reconcile_states_cb(evutil_socket_t fd, short what, void *arg)
 {
+	struct metrics_loop l = metrics_loop_enter("reconcile");
 	(void)fd;
 	(void)what;
-	struct timespec t0 = reconcile_work_start();
 	update_states(arg);
-	reconcile_work_end(t0);
+	metrics_loop_leave(l);
 }
 
 void reconcile_schedule_states(struct reconciler *r)
 {
 	struct timeval now = { 0, 0 };
 	evtimer_add(r->ev_states, &now);
+}
+
+void reconcile_state_free(struct reconciler *r)
+{
+	for (size_t i = 0; i < r->capcells; i++)
+		free(r->cells[i]);
+	free(r->cells);
+	for (size_t i = 0; i < r->nfabs; i++)
+		free(r->fabs[i]);
+	free(r->fabs);
+	free(r->dirty);
 }

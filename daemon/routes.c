@@ -28,7 +28,7 @@ const struct api_route api_routes[] = {
 	{ "GET", "/v1/ocs/{name}/cross-connects", api_ocs_cross_connects, AUTH_READ, 0, NULL },
 	{ "POST", "/v1/ocs/{name}/faults", api_ocs_faults, AUTH_ADMIN, 0, NULL },
 
-	{ "GET", "/v1/operations", api_operations_list, AUTH_READ, 0, "fabric,ocs,limit" },
+	{ "GET", "/v1/operations", api_operations_list, AUTH_READ, 0, "fabric,ocs,limit,before" },
 	{ "GET", "/v1/operations/{id}", api_operation_get, AUTH_READ, 0, NULL },
 	{ "GET", "/v1/events", api_events, AUTH_READ, 0, "fabric" },
 
@@ -53,15 +53,15 @@ const struct api_route api_routes[] = {
 	{ "PUT", "/v1/switches/{name}", api_switch_put, AUTH_ADMIN, 0, NULL },
 	{ "DELETE", "/v1/switches/{name}", api_switch_delete, AUTH_ADMIN, 0, NULL },
 
-	{ "POST", "/v1/fabrics", api_fabric_create, AUTH_ADMIN, 0, "wait" },
-	{ "GET", "/v1/fabrics", api_fabric_list, AUTH_READ, 0, NULL },
-	{ "GET", "/v1/fabrics/{name}", api_fabric_get, AUTH_READ, 0, "wait" },
-	{ "PUT", "/v1/fabrics/{name}", api_fabric_put, AUTH_ADMIN, 0, "wait" },
+	{ "POST", "/v1/fabrics", api_fabric_create, AUTH_ADMIN, 0, "wait,view" },
+	{ "GET", "/v1/fabrics", api_fabric_list, AUTH_READ, 0, "view" },
+	{ "GET", "/v1/fabrics/{name}", api_fabric_get, AUTH_READ, 0, "wait,view" },
+	{ "PUT", "/v1/fabrics/{name}", api_fabric_put, AUTH_ADMIN, 0, "wait,view" },
 	{ "DELETE", "/v1/fabrics/{name}", api_fabric_delete, AUTH_ADMIN, 0, "wait" },
 	{ "GET", "/v1/fabrics/{name}/picture.svg", api_fabric_svg, AUTH_READ, 0, NULL },
 	{ "POST", "/v1/fabrics/{name}/pipeline", api_pipeline, AUTH_READ, API_F_PURE, NULL },
 	{ "GET", "/v1/fabrics/{name}/schedule", api_fabric_schedule, AUTH_READ, 0,
-	  "collective,algorithm,bytes,root" },
+	  "collective,algorithm,bytes,root,round,limit" },
 
 	{ "POST", "/v1/transmission/select", api_transmission_select, AUTH_READ, API_F_PURE, NULL },
 	{ "POST", "/v1/collective/select", api_collective_select, AUTH_READ, API_F_PURE, NULL },

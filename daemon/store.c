@@ -10,6 +10,7 @@
 
 #include "log.h"
 #include "metrics.h"
+#include "store_checkpoint.h"
 #include "store_migrations.h"
 
 #define STMT_SLOTS 512 /* power of two, well above the number of distinct statements */
@@ -24,6 +25,7 @@ struct store {
 	bool relaxed; /* the open transaction commits without fsync */
 	void (*txn_end)(void *arg, bool committed);
 	void *txn_end_arg;
+	struct store_checkpointer *ckpt; /* NULL: SQLite checkpoints inside commits */
 	struct stmt_slot stmts[STMT_SLOTS];
 };
 
@@ -129,6 +131,9 @@ int store_open(const char *path, struct store **out, char *err, size_t errlen)
 	rc = migrate(s, path, err, errlen);
 	if (rc < 0)
 		goto fail;
+	if (store_checkpointer_start(s->db, path, &s->ckpt) < 0)
+		log_warn("store", "%s: checkpoints stay inside commits (no checkpoint thread)",
+		         path);
 	*out = s;
 	return 0;
 fail:
@@ -140,6 +145,7 @@ void store_close(struct store *s)
 {
 	if (!s)
 		return;
+	store_checkpointer_stop(s->ckpt);
 	for (size_t i = 0; i < STMT_SLOTS; i++)
 		sqlite3_finalize(s->stmts[i].st);
 	if (s->db) {

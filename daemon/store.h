@@ -3,9 +3,10 @@
  *
  * One connection, used only from the loop thread. Opened in WAL mode with
  * synchronous=FULL (a COMMIT that returned is on disk), foreign keys on and a
- * busy timeout. Schema migrations (schema/NNN_*.sql, compiled in) are applied
- * in order at open, tracked by PRAGMA user_version; a database written by a
- * newer ofcd is refused. This header holds what the API layer may use
+ * busy timeout; the log is folded back into the database file by a thread
+ * with a connection of its own (store_checkpoint.h), not inside commits. Schema migrations
+ * (schema/NNN_*.sql, compiled in) are applied in order at open, tracked by PRAGMA user_version; a
+ * database written by a newer ofcd is refused. This header holds what the API layer may use
  * (transactions and the audit row); statements are in store_sql.h, for the
  * domain modules that own the SQL.
  */

@@ -330,22 +330,91 @@ int topo_fabric_state(struct store *s, const char *name, char *buf, size_t len)
 	return rc;
 }
 
-json_t *topo_fabric_list(struct store *s)
+/* The columns of a fabric's summary, after its id; its circuits are counted in memory. */
+#define SUMMARY_COLUMNS                                                                            \
+	"f.name, f.state, f.revision, f.min_devices, f.formula, f.planes, f.created, f.updated, "  \
+	"f.error, (SELECT count(*) FROM fabric_server fs WHERE fs.fabric_id = f.id), "             \
+	"(SELECT count(*) FROM missing_pair m WHERE m.fabric_id = f.id) "
+
+/* ncircuits < 0: counted from the in-memory desired state d. */
+static json_t *summary_row(const struct desired *d, sqlite3_stmt *st, int64_t ncircuits)
+{
+	char formula[4];
+	snprintf(formula, sizeof(formula), "%d", sqlite3_column_int(st, 5));
+	if (ncircuits < 0)
+		ncircuits = (int64_t)desired_fabric_circuits(d, sqlite3_column_int64(st, 0));
+	json_t *f =
+	    json_pack("{s:s, s:s, s:I, s:I, s:s, s:I, s:s, s:s, s:I, s:I, s:I}", "name",
+	              sqlite3_column_text(st, 1), "state", sqlite3_column_text(st, 2), "revision",
+	              (json_int_t)sqlite3_column_int64(st, 3), "min_devices",
+	              (json_int_t)sqlite3_column_int64(st, 4), "formula", formula, "planes",
+	              (json_int_t)sqlite3_column_int64(st, 6), "created",
+	              sqlite3_column_text(st, 7), "updated", sqlite3_column_text(st, 8),
+	              "server_count", (json_int_t)sqlite3_column_int64(st, 10), "circuits",
+	              (json_int_t)ncircuits, "missing", (json_int_t)sqlite3_column_int64(st, 11));
+	if (f && sqlite3_column_type(st, 9) != SQLITE_NULL)
+		json_object_set_new(f, "error",
+		                    json_string((const char *)sqlite3_column_text(st, 9)));
+	return f;
+}
+
+json_t *topo_fabric_summary_json(struct store *s, const struct desired *d, int64_t id)
 {
 	sqlite3_stmt *st =
+	    store_stmt(s, "SELECT f.id, " SUMMARY_COLUMNS "FROM fabric f WHERE f.id = ?");
+	json_t *f = NULL;
+	if (!st)
+		return NULL;
+	sqlite3_bind_int64(st, 1, id);
+	/*
+	 * Counted in the store: a reply built inside the transaction that made
+	 * the fabric sees its rows before the in-memory state does (at commit).
+	 */
+	sqlite3_stmt *count = store_stmt(s, "SELECT count(*) FROM circuit WHERE fabric_id = ?");
+	int64_t n = 0;
+	if (count) {
+		sqlite3_bind_int64(count, 1, id);
+		if (sqlite3_step(count) == SQLITE_ROW)
+			n = sqlite3_column_int64(count, 0);
+		sqlite3_reset(count);
+	}
+	if (sqlite3_step(st) == SQLITE_ROW)
+		f = summary_row(d, st, n);
+	sqlite3_reset(st);
+	return f;
+}
+
+json_t *topo_fabric_view(struct store *s, const struct desired *d, int64_t id, bool summary)
+{
+	return summary ? topo_fabric_summary_json(s, d, id) : topo_fabric_json(s, id);
+}
+
+json_t *topo_fabric_list(struct store *s, const struct desired *d, bool summary)
+{
+	if (summary) {
+		sqlite3_stmt *st =
+		    store_stmt(s, "SELECT f.id, " SUMMARY_COLUMNS "FROM fabric f ORDER BY f.name");
+		json_t *a = json_array();
+		while (st && sqlite3_step(st) == SQLITE_ROW)
+			json_array_append_new(a, summary_row(d, st, -1));
+		if (st)
+			sqlite3_reset(st);
+		return a;
+	}
+	sqlite3_stmt *st =
 	    store_stmt(s, "SELECT f.id, f.name, f.state, f.revision, f.min_devices, "
-	                  "(SELECT count(*) FROM circuit c WHERE c.fabric_id = f.id), "
 	                  "(SELECT count(*) FROM missing_pair m WHERE m.fabric_id = f.id) "
 	                  "FROM fabric f ORDER BY f.name");
 	json_t *a = json_array();
 	while (st && sqlite3_step(st) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(st, 0);
 		json_t *f = json_pack(
 		    "{s:s, s:s, s:I, s:I, s:I, s:I}", "name", sqlite3_column_text(st, 1), "state",
 		    sqlite3_column_text(st, 2), "revision", (json_int_t)sqlite3_column_int64(st, 3),
 		    "min_devices", (json_int_t)sqlite3_column_int64(st, 4), "circuits",
-		    (json_int_t)sqlite3_column_int64(st, 5), "missing",
-		    (json_int_t)sqlite3_column_int64(st, 6));
-		json_object_set_new(f, "servers", fabric_servers(s, sqlite3_column_int64(st, 0)));
+		    (json_int_t)desired_fabric_circuits(d, id), "missing",
+		    (json_int_t)sqlite3_column_int64(st, 5));
+		json_object_set_new(f, "servers", fabric_servers(s, id));
 		json_array_append_new(a, f);
 	}
 	if (st)

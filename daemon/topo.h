@@ -77,8 +77,25 @@ json_t *topo_fabric_json(struct store *s, int64_t id);
 /** Copies the state of the named fabric into buf. Returns 0, or -ENOENT. */
 int topo_fabric_state(struct store *s, const char *name, char *buf, size_t len);
 
-/** All fabrics, by name. */
-json_t *topo_fabric_list(struct store *s);
+/**
+ * A fabric without the lists of its plan, for the replies schedulers read
+ * often: {"name","state","revision","min_devices","formula","planes",
+ * "created","updated","error" (when set),"server_count","circuits" (a count),
+ * "missing" (a count)}, or NULL. Its cost is the fabric's size, not the
+ * cluster's.
+ */
+json_t *topo_fabric_summary_json(struct store *s, const struct desired *d, int64_t id);
+
+/** topo_fabric_summary_json() when summary is set, else topo_fabric_json(). */
+json_t *topo_fabric_view(struct store *s, const struct desired *d, int64_t id, bool summary);
+
+/**
+ * All fabrics, by name: each {"name","state","revision","min_devices",
+ * "circuits","missing" (counts),"servers" (names)}, or with summary as
+ * topo_fabric_summary_json() (no server names). Circuits are counted in the
+ * in-memory desired state d (committed changes only).
+ */
+json_t *topo_fabric_list(struct store *s, const struct desired *d, bool summary);
 
 /** How many fabrics are in each state (counts[PLAN_STATE_...]). Returns 0 or -EIO. */
 int topo_fabric_state_counts(struct store *s, uint64_t counts[PLAN_STATE__COUNT]);

@@ -265,12 +265,19 @@ int topo_server_remove(struct store *s, const char *name, struct ofcd_error *e)
 
 json_t *topo_json(struct store *s)
 {
-	json_t *w = topo_wiring_json(s);
-	/* The PUT-able form: the rule when there is one, else the links. */
-	if (json_is_string(json_object_get(w, "rule")))
-		json_object_del(w, "links");
-	else
+	/* The PUT-able form: the rule when there is one (its links are not even read), else the
+	 * links. */
+	sqlite3_stmt *st =
+	    store_stmt(s, "SELECT rule FROM wiring WHERE id = 1 AND rule IS NOT NULL");
+	json_t *w = NULL;
+	if (st && sqlite3_step(st) == SQLITE_ROW)
+		w = json_pack("{s:s}", "rule", sqlite3_column_text(st, 0));
+	if (st)
+		sqlite3_reset(st);
+	if (!w) {
+		w = topo_wiring_json(s);
 		json_object_del(w, "rule");
+	}
 	/* Fabric membership is not topology: PUT refuses it, so GET leaves it out. */
 	json_t *servers = topo_server_list(s), *v;
 	size_t i;
@@ -279,78 +286,109 @@ json_t *topo_json(struct store *s)
 	                 topo_switch_list(s, false), "servers", servers, "wiring", w);
 }
 
-/*
- * Position of name among the n specs of v, each size bytes with its name as
- * first member (every topo_*_spec), or n.
- */
-static size_t find_name(const void *v, size_t n, size_t size, const char *name)
+static size_t find_ocs(const struct topo_spec *t, const char *name)
 {
 	size_t k;
-	for (k = 0; k < n; k++)
-		if (strcmp(*(const char *const *)((const char *)v + k * size), name) == 0)
-			break;
+	for (k = 0; k < t->nocs && strcmp(t->ocs[k].name, name) != 0; k++)
+		;
 	return k;
 }
 
-static size_t find_ocs(const struct topo_spec *t, const char *name)
+/* A server of the spec by name: the spec's servers sorted, for lookups in O(log n). */
+struct named {
+	const char *name;
+	size_t i; /* index in t->servers */
+};
+
+static int named_cmp(const void *x, const void *y)
 {
-	return find_name(t->ocs, t->nocs, sizeof(*t->ocs), name);
+	const struct named *a = x, *b = y;
+	int c = strcmp(a->name, b->name);
+	return c ? c : a->i < b->i ? -1 : a->i > b->i;
 }
 
-static size_t find_server(const struct topo_spec *t, const char *name)
+/* The spec's servers sorted by name, then index (NULL when out of memory). */
+static struct named *servers_by_name(const struct topo_spec *t)
 {
-	return find_name(t->servers, t->nservers, sizeof(*t->servers), name);
+	struct named *v = malloc((t->nservers + 1) * sizeof(*v));
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < t->nservers; i++)
+		v[i] = (struct named){ t->servers[i].name, i };
+	qsort(v, t->nservers, sizeof(*v), named_cmp);
+	return v;
+}
+
+/* Index of the server of that name in the spec (its first), or t->nservers. */
+static size_t find_server(const struct topo_spec *t, const struct named *by_name, const char *name)
+{
+	size_t lo = 0, hi = t->nservers;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (strcmp(by_name[mid].name, name) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < t->nservers && strcmp(by_name[lo].name, name) == 0 ? by_name[lo].i
+	                                                               : t->nservers;
 }
 
 static size_t find_switch(const struct topo_spec *t, const char *name)
 {
-	return find_name(t->switches, t->nswitches, sizeof(*t->switches), name);
-}
-
-/* The first of the n specs of v whose name an earlier one has, or n. */
-static size_t first_repeat(const void *v, size_t n, size_t size)
-{
-	for (size_t i = 1; i < n; i++)
-		if (find_name(v, i, size, *(const char *const *)((const char *)v + i * size)) < i)
-			return i;
-	return n;
+	size_t k;
+	for (k = 0; k < t->nswitches && strcmp(t->switches[k].name, name) != 0; k++)
+		;
+	return k;
 }
 
 /* Names given twice, and switches servers name that the topology does not hold. */
-static int check_spec(const struct topo_spec *t, struct ofcd_error *e)
+static int check_spec(const struct topo_spec *t, const struct named *by_name, struct ofcd_error *e)
 {
-	char f[96], fs[112];
-	size_t i = first_repeat(t->ocs, t->nocs, sizeof(*t->ocs));
-	if (i < t->nocs) {
-		snprintf(f, sizeof(f), "ocs[%zu]", i);
-		return ofcd_fail(e, -EINVAL, OFCD_E_INVALID_FIELD, f, NULL,
-		                 "%s: OCS unit %s is given twice", f, t->ocs[i].name);
+	char f[96];
+	for (size_t i = 0; i < t->nocs; i++) {
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(t->ocs[j].name, t->ocs[i].name) == 0) {
+				snprintf(f, sizeof(f), "ocs[%zu]", i);
+				return ofcd_fail(e, -EINVAL, OFCD_E_INVALID_FIELD, f, NULL,
+				                 "%s: OCS unit %s is given twice", f,
+				                 t->ocs[i].name);
+			}
 	}
-	i = first_repeat(t->switches, t->nswitches, sizeof(*t->switches));
-	if (i < t->nswitches) {
-		snprintf(f, sizeof(f), "switches[%zu]", i);
-		return ofcd_fail(e, -EINVAL, OFCD_E_INVALID_FIELD, f, NULL,
-		                 "%s: switch %s is given twice", f, t->switches[i].name);
+	for (size_t i = 0; i < t->nswitches; i++) {
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(t->switches[j].name, t->switches[i].name) == 0) {
+				snprintf(f, sizeof(f), "switches[%zu]", i);
+				return ofcd_fail(e, -EINVAL, OFCD_E_INVALID_FIELD, f, NULL,
+				                 "%s: switch %s is given twice", f,
+				                 t->switches[i].name);
+			}
 	}
-	i = first_repeat(t->servers, t->nservers, sizeof(*t->servers));
-	if (i < t->nservers) {
+	/* The first server whose name came before: the second of a run in name order. */
+	size_t twice = t->nservers;
+	for (size_t k = 1; k < t->nservers; k++)
+		if (strcmp(by_name[k].name, by_name[k - 1].name) == 0 && by_name[k].i < twice &&
+		    (k < 2 || strcmp(by_name[k - 2].name, by_name[k].name) != 0))
+			twice = by_name[k].i;
+	for (size_t i = 0; i < t->nservers; i++) {
+		const struct topo_server_spec *v = &t->servers[i];
 		snprintf(f, sizeof(f), "servers[%zu]", i);
-		return ofcd_fail(e, -EINVAL, OFCD_E_INVALID_FIELD, f, NULL,
-		                 "%s: server %s is given twice", f, t->servers[i].name);
-	}
-	for (i = 0; i < t->nservers; i++) {
-		const char *sw = t->servers[i].sw;
-		if (sw && find_switch(t, sw) == t->nswitches) {
-			snprintf(fs, sizeof(fs), "servers[%zu].switch", i);
+		if (i == twice)
+			return ofcd_fail(e, -EINVAL, OFCD_E_INVALID_FIELD, f, NULL,
+			                 "%s: server %s is given twice", f, v->name);
+		if (v->sw && find_switch(t, v->sw) == t->nswitches) {
+			char fs[112];
+			snprintf(fs, sizeof(fs), "%s.switch", f);
 			return ofcd_fail(e, -EINVAL, OFCD_E_UNPROCESSABLE, fs, NULL,
-			                 "%s: no switch %s", fs, sw);
+			                 "%s: no switch %s", fs, v->sw);
 		}
 	}
 	return 0;
 }
 
 /* Servers in fabrics must stay, with the same devices and ports. */
-static int check_fabric_servers(struct store *s, const struct topo_spec *t, struct ofcd_error *e)
+static int check_fabric_servers(struct store *s, const struct topo_spec *t,
+                                const struct named *by_name, struct ofcd_error *e)
 {
 	sqlite3_stmt *st =
 	    store_stmt(s, "SELECT sv.name, sv.devices, sv.ports_per_device, f.name FROM server sv "
@@ -359,7 +397,7 @@ static int check_fabric_servers(struct store *s, const struct topo_spec *t, stru
 	int rc = 0;
 	while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
 		const char *name = (const char *)sqlite3_column_text(st, 0);
-		size_t k = find_server(t, name);
+		size_t k = find_server(t, by_name, name);
 		if (k == t->nservers ||
 		    t->servers[k].devices != (uint64_t)sqlite3_column_int64(st, 1) ||
 		    t->servers[k].ports_per_device != (uint64_t)sqlite3_column_int64(st, 2))
@@ -422,14 +460,16 @@ static int check_units(struct store *s, struct reconciler *r, const struct topo_
 }
 
 /* Deletes the rows of table whose name the spec does not keep. */
-static int delete_dropped(struct store *s, const struct topo_spec *t, bool servers)
+static int delete_dropped(struct store *s, const struct topo_spec *t, const struct named *by_name,
+                          bool servers)
 {
 	sqlite3_stmt *st =
 	    store_stmt(s, servers ? "SELECT id, name FROM server" : "SELECT id, name FROM ocs");
 	int rc = 0;
 	while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
 		const char *name = (const char *)sqlite3_column_text(st, 1);
-		if (servers ? find_server(t, name) < t->nservers : find_ocs(t, name) < t->nocs)
+		if (servers ? find_server(t, by_name, name) < t->nservers
+		            : find_ocs(t, name) < t->nocs)
 			continue;
 		sqlite3_stmt *del = store_stmt(s, servers ? "DELETE FROM server WHERE id = ?"
 		                                          : "DELETE FROM ocs WHERE id = ?");
@@ -497,17 +537,20 @@ static int write_servers(struct store *s, const struct topo_spec *t)
 int topo_apply(struct store *s, struct reconciler *r, const struct topo_spec *t,
                struct ofcd_error *e)
 {
-	int rc = check_spec(t, e);
+	struct named *by_name = servers_by_name(t);
+	if (!by_name)
+		return ofcd_fail(e, -ENOMEM, OFCD_E_INTERNAL, NULL, NULL, "out of memory");
+	int rc = check_spec(t, by_name, e);
 	if (rc == 0)
-		rc = check_fabric_servers(s, t, e);
+		rc = check_fabric_servers(s, t, by_name, e);
 	if (rc == 0)
 		rc = check_units(s, r, t, e);
-	if (rc < 0)
-		return rc;
 	/* Delete what is gone, update what stays, insert what is new. */
-	if (delete_dropped(s, t, false) < 0 || delete_dropped(s, t, true) < 0 ||
-	    write_units(s, t) < 0 || topo_switches_replace(s, t->switches, t->nswitches) < 0 ||
-	    write_servers(s, t) < 0 || topo_switches_prune(s, t->switches, t->nswitches) < 0)
-		return ofcd_fail(e, -EIO, OFCD_E_STORE, NULL, NULL, "cannot store the topology");
-	return topo_wiring_apply(s, &t->wiring, "wiring", e);
+	if (rc == 0 &&
+	    (delete_dropped(s, t, by_name, false) < 0 || delete_dropped(s, t, by_name, true) < 0 ||
+	     write_units(s, t) < 0 || topo_switches_replace(s, t->switches, t->nswitches) < 0 ||
+	     write_servers(s, t) < 0 || topo_switches_prune(s, t->switches, t->nswitches) < 0))
+		rc = ofcd_fail(e, -EIO, OFCD_E_STORE, NULL, NULL, "cannot store the topology");
+	free(by_name);
+	return rc < 0 ? rc : topo_wiring_apply(s, &t->wiring, "wiring", e);
 }

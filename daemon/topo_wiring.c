@@ -13,9 +13,10 @@
 const char *const topo_wiring_rules[] = { "plane-per-ocs", NULL };
 
 /*
- * New cabling is first collected in a temporary table, whose unique keys
- * catch a device port or an OCS port used twice; it replaces the cable table
- * only once it is complete and keeps every cable a fabric's circuit uses.
+ * Explicit links are first collected in a temporary table, whose unique keys
+ * catch a device port or an OCS port used twice; the new cabling (the links',
+ * or the rule's, built in memory) replaces the cable table only once it is
+ * complete, and keeps every cable a fabric's circuit uses.
  */
 static int new_cable_reset(struct store *s)
 {
@@ -24,9 +25,16 @@ static int new_cable_reset(struct store *s)
 	       "device INTEGER NOT NULL, port INTEGER NOT NULL, ocs_id INTEGER NOT NULL, "
 	       "ocs_port INTEGER NOT NULL, PRIMARY KEY (server_id, device, port), "
 	       "UNIQUE (ocs_id, ocs_port))");
-	if (!st || store_step_done(st) < 0)
-		return -EIO;
-	st = store_stmt(s, "DELETE FROM temp.new_cable");
+	return st ? store_step_done(st) : -EIO;
+}
+
+/*
+ * Dropped rather than emptied: with the pre-update hook installed SQLite
+ * deletes row by row, half a million of them for 8,192 servers.
+ */
+static int new_cable_drop(struct store *s)
+{
+	sqlite3_stmt *st = store_stmt(s, "DROP TABLE IF EXISTS temp.new_cable");
 	return st ? store_step_done(st) : -EIO;
 }
 
@@ -72,8 +80,42 @@ static int store_fail(struct ofcd_error *e)
 	return ofcd_fail(e, -EIO, OFCD_E_STORE, NULL, NULL, "cannot store the wiring");
 }
 
-/* Slot k = device * P + port of every server goes to unit k mod K, ports in server order. */
-static int wiring_rule(struct store *s, const char *field, struct ofcd_error *e)
+/* One cable of the new cabling. */
+struct cable {
+	int64_t server_id;
+	uint32_t device, port;
+	int64_t ocs_id;
+	uint32_t ocs_port;
+};
+
+/* The new cabling in primary-key order (server, device, port), as both paths build it. */
+struct cabling {
+	struct cable *v;
+	size_t n, cap;
+};
+
+static int cabling_push(struct cabling *c, struct cable x)
+{
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? 2 * c->cap : 1024;
+		struct cable *t = realloc(c->v, cap * sizeof(*t));
+		if (!t)
+			return -ENOMEM;
+		c->v = t;
+		c->cap = cap;
+	}
+	c->v[c->n++] = x;
+	return 0;
+}
+
+/*
+ * Slot k = device * P + port of every server goes to unit k mod K, ports in
+ * server order. Each device port once, each unit's ports in turn: never taken
+ * twice, so the rule needs no check per cable; it is built in memory (half a
+ * million cables for 8,192 servers), in the cable table's key order.
+ */
+static int wiring_rule(struct store *s, const char *field, struct cabling *out,
+                       struct ofcd_error *e)
 {
 	struct rule_unit *units = NULL;
 	size_t k = 0, cap = 0;
@@ -126,11 +168,11 @@ static int wiring_rule(struct store *s, const char *field, struct ofcd_error *e)
 		uint32_t p = (uint32_t)sqlite3_column_int64(st, 2);
 		for (uint32_t slot = 0; slot < n * p; slot++) {
 			struct rule_unit *u = &units[slot % k];
-			int which;
-			if (new_cable_add(s, sid, slot / p, slot % p, u->id, ++u->next, &which) <
-			    0) {
+			if (cabling_push(out, (struct cable){ sid, slot / p, slot % p, u->id,
+			                                      ++u->next }) < 0) {
 				sqlite3_reset(st);
-				rc = store_fail(e);
+				rc = ofcd_fail(e, -ENOMEM, OFCD_E_INTERNAL, NULL, NULL,
+				               "out of memory");
 				goto out;
 			}
 		}
@@ -187,21 +229,46 @@ static int wiring_link(struct store *s, const struct topo_link_spec *l, const ch
 	return rc < 0 ? store_fail(e) : 0;
 }
 
-/* The first circuit of a fabric that the new cabling would cut, if any. */
-static int check_circuits_kept(struct store *s, const char *prefix, struct ofcd_error *e)
+/* The links' cabling, checked one by one in the temporary table, in key order. */
+static int links_cabling(struct store *s, struct cabling *out)
+{
+	sqlite3_stmt *st = store_stmt(s, "SELECT server_id, device, port, ocs_id, ocs_port FROM "
+	                                 "temp.new_cable ORDER BY server_id, device, port");
+	int rc = st ? 0 : -EIO, step = SQLITE_DONE;
+	while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW)
+		rc = cabling_push(out, (struct cable){ sqlite3_column_int64(st, 0),
+		                                       (uint32_t)sqlite3_column_int64(st, 1),
+		                                       (uint32_t)sqlite3_column_int64(st, 2),
+		                                       sqlite3_column_int64(st, 3),
+		                                       (uint32_t)sqlite3_column_int64(st, 4) });
+	if (st)
+		sqlite3_reset(st);
+	return rc == 0 && step != SQLITE_DONE ? -EIO : rc;
+}
+
+static int cable_key_cmp(const struct cable *a, int64_t server, uint32_t device, uint32_t port)
+{
+	if (a->server_id != server)
+		return a->server_id < server ? -1 : 1;
+	if (a->device != device)
+		return a->device < device ? -1 : 1;
+	return a->port < port ? -1 : a->port > port;
+}
+
+/* A cable that goes or changes: refused (409) when a fabric's circuit uses it. */
+static int check_cut(struct store *s, const struct cable *c, const char *prefix,
+                     struct ofcd_error *e)
 {
 	sqlite3_stmt *st = store_stmt(
-	    s, "SELECT f.name, sv.name FROM circuit c JOIN fabric f ON f.id = c.fabric_id "
-	       "JOIN fabric_server fa ON fa.fabric_id = c.fabric_id AND fa.position = c.a_pos "
-	       "JOIN fabric_server fb ON fb.fabric_id = c.fabric_id AND fb.position = c.b_pos "
-	       "JOIN server sv ON sv.id = fa.server_id "
-	       "WHERE NOT EXISTS (SELECT 1 FROM temp.new_cable n WHERE n.server_id = "
-	       "fa.server_id AND n.device = c.a_device AND n.port = c.a_port AND n.ocs_id = "
-	       "c.ocs_id AND n.ocs_port = c.a_ocs_port) OR NOT EXISTS (SELECT 1 FROM "
-	       "temp.new_cable n WHERE n.server_id = fb.server_id AND n.device = c.b_device "
-	       "AND n.port = c.b_port AND n.ocs_id = c.ocs_id AND n.ocs_port = c.b_ocs_port) "
-	       "LIMIT 1");
+	    s, "SELECT f.name, sv.name FROM fabric_server fs JOIN fabric f ON f.id = "
+	       "fs.fabric_id JOIN server sv ON sv.id = fs.server_id WHERE fs.server_id = ?1 AND "
+	       "EXISTS (SELECT 1 FROM circuit c WHERE c.fabric_id = fs.fabric_id AND ((c.a_pos = "
+	       "fs.position AND c.a_device = ?2 AND c.a_port = ?3) OR (c.b_pos = fs.position AND "
+	       "c.b_device = ?2 AND c.b_port = ?3)))");
 	int rc = 0;
+	sqlite3_bind_int64(st, 1, c->server_id);
+	sqlite3_bind_int64(st, 2, c->device);
+	sqlite3_bind_int64(st, 3, c->port);
 	if (sqlite3_step(st) == SQLITE_ROW)
 		rc = ofcd_fail(e, -EBUSY, OFCD_E_IN_USE, prefix ? prefix : "links", NULL,
 		               "the new wiring changes cables that fabric %s uses (server %s); "
@@ -211,32 +278,83 @@ static int check_circuits_kept(struct store *s, const char *prefix, struct ofcd_
 	return rc;
 }
 
-/*
- * Only the cables that differ are deleted and inserted: a server's revision
- * counts its cabling (schema/007), so wiring put again unchanged must leave
- * the rows, and their servers' entity tags, alone.
- */
-static int replace_cables(struct store *s, int rule)
+static int cable_write(struct store *s, const struct cable *c, bool insert)
 {
-	sqlite3_stmt *st = store_stmt(
-	    s, "DELETE FROM cable WHERE NOT EXISTS (SELECT 1 FROM temp.new_cable n WHERE "
-	       "n.server_id = cable.server_id AND n.device = cable.device AND n.port = cable.port "
-	       "AND n.ocs_id = cable.ocs_id AND n.ocs_port = cable.ocs_port)");
-	if (store_step_done(st) < 0)
-		return -EIO;
-	st = store_stmt(s, "INSERT INTO cable(server_id, device, port, ocs_id, ocs_port) "
-	                   "SELECT server_id, device, port, ocs_id, ocs_port FROM temp.new_cable n "
-	                   "WHERE NOT EXISTS (SELECT 1 FROM cable c WHERE c.server_id = "
-	                   "n.server_id AND c.device = n.device AND c.port = n.port)");
-	if (store_step_done(st) < 0)
-		return -EIO;
-	st = store_stmt(s, "INSERT INTO wiring(id, rule) VALUES (1, ?) "
-	                   "ON CONFLICT(id) DO UPDATE SET rule = excluded.rule");
+	sqlite3_stmt *st =
+	    insert ? store_stmt(s, "INSERT INTO cable(server_id, device, port, ocs_id, ocs_port) "
+	                           "VALUES (?, ?, ?, ?, ?)")
+	           : store_stmt(s, "DELETE FROM cable WHERE server_id = ? AND device = ? AND "
+	                           "port = ?");
+	sqlite3_bind_int64(st, 1, c->server_id);
+	sqlite3_bind_int64(st, 2, c->device);
+	sqlite3_bind_int64(st, 3, c->port);
+	if (insert) {
+		sqlite3_bind_int64(st, 4, c->ocs_id);
+		sqlite3_bind_int64(st, 5, c->ocs_port);
+	}
+	return store_step_done(st);
+}
+
+/*
+ * Replaces the cable table by nc (in key order), writing only the cables that
+ * differ: one merge with the table read in key order. A PUT of the same
+ * topology writes nothing, and the rows the in-memory port owners follow stay
+ * put. A cable that goes or changes is refused when a fabric's circuit uses
+ * it; the removals all go before the additions (an OCS port may move).
+ */
+static int replace_cables(struct store *s, const struct cabling *nc, const char *prefix,
+                          struct ofcd_error *e)
+{
+	sqlite3_stmt *st = store_stmt(s, "SELECT server_id, device, port, ocs_id, ocs_port FROM "
+	                                 "cable ORDER BY server_id, device, port");
+	struct cabling del = { 0 };
+	size_t *add = malloc((nc->n + 1) * sizeof(*add)), nadd = 0, j = 0;
+	int rc = st && add ? 0 : -ENOMEM, step = SQLITE_DONE;
+	while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
+		struct cable old = { sqlite3_column_int64(st, 0),
+			             (uint32_t)sqlite3_column_int64(st, 1),
+			             (uint32_t)sqlite3_column_int64(st, 2),
+			             sqlite3_column_int64(st, 3),
+			             (uint32_t)sqlite3_column_int64(st, 4) };
+		while (j < nc->n &&
+		       cable_key_cmp(&nc->v[j], old.server_id, old.device, old.port) < 0)
+			add[nadd++] = j++;
+		bool same = j < nc->n &&
+		            cable_key_cmp(&nc->v[j], old.server_id, old.device, old.port) == 0 &&
+		            nc->v[j].ocs_id == old.ocs_id && nc->v[j].ocs_port == old.ocs_port;
+		if (same)
+			j++;
+		else
+			rc = cabling_push(&del, old);
+	}
+	if (st)
+		sqlite3_reset(st);
+	if (rc == -ENOMEM)
+		rc = ofcd_fail(e, -ENOMEM, OFCD_E_INTERNAL, NULL, NULL, "out of memory");
+	else if (step != SQLITE_DONE)
+		rc = store_fail(e);
+	while (rc == 0 && j < nc->n)
+		add[nadd++] = j++;
+	/* Removals first: an OCS port may pass from one device port to another. */
+	for (size_t i = 0; rc == 0 && i < del.n; i++) {
+		rc = check_cut(s, &del.v[i], prefix, e);
+		if (rc == 0 && cable_write(s, &del.v[i], false) < 0)
+			rc = store_fail(e);
+	}
+	for (size_t i = 0; rc == 0 && i < nadd; i++)
+		if (cable_write(s, &nc->v[add[i]], true) < 0)
+			rc = store_fail(e);
+	free(del.v);
+	free(add);
+	return rc;
+}
+
+static int set_rule(struct store *s, int rule)
+{
+	sqlite3_stmt *st = store_stmt(s, "INSERT INTO wiring(id, rule) VALUES (1, ?) "
+	                                 "ON CONFLICT(id) DO UPDATE SET rule = excluded.rule");
 	if (rule >= 0)
 		sqlite3_bind_text(st, 1, topo_wiring_rules[rule], -1, SQLITE_STATIC);
-	if (store_step_done(st) < 0)
-		return -EIO;
-	st = store_stmt(s, "DELETE FROM temp.new_cable");
 	return store_step_done(st);
 }
 
@@ -244,23 +362,27 @@ int topo_wiring_apply(struct store *s, const struct topo_wiring_spec *w, const c
                       struct ofcd_error *e)
 {
 	char f[160], fl[192];
+	struct cabling nc = { 0 };
 	int rc;
 
-	if (new_cable_reset(s) < 0)
-		return store_fail(e);
 	if (w->rule >= 0) {
-		rc = wiring_rule(s, ofcd_field(f, sizeof(f), prefix, "rule"), e);
+		rc = wiring_rule(s, ofcd_field(f, sizeof(f), prefix, "rule"), &nc, e);
 	} else {
 		ofcd_field(f, sizeof(f), prefix, "links");
-		rc = 0;
+		rc = new_cable_drop(s) < 0 || new_cable_reset(s) < 0 ? store_fail(e) : 0;
 		for (size_t i = 0; rc == 0 && i < w->nlinks; i++) {
 			snprintf(fl, sizeof(fl), "%s[%zu]", f, i);
 			rc = wiring_link(s, &w->links[i], fl, e);
 		}
+		if (rc == 0 && links_cabling(s, &nc) < 0)
+			rc = store_fail(e);
+		if (new_cable_drop(s) < 0 && rc == 0)
+			rc = store_fail(e);
 	}
 	if (rc == 0)
-		rc = check_circuits_kept(s, prefix, e);
-	if (rc == 0 && replace_cables(s, w->rule) < 0)
+		rc = replace_cables(s, &nc, prefix, e);
+	if (rc == 0 && set_rule(s, w->rule) < 0)
 		rc = store_fail(e);
+	free(nc.v);
 	return rc;
 }

@@ -9,6 +9,7 @@
 
 #include "api.h"
 #include "events.h"
+#include "metrics.h"
 #include "plan_state.h"
 #include "reconcile.h"
 #include "topo.h"
@@ -18,6 +19,7 @@ struct waiter {
 	struct api_req *req;
 	char fabric[65];
 	enum wait_mode mode;
+	bool summary;        /* ?view=summary: the reply leaves out the plan's lists */
 	uint64_t generation; /* WAIT_REMOVED: a pass at least this new must have run */
 	struct event *deadline;
 	struct waiter *next, *prev;
@@ -93,7 +95,7 @@ static void refresh(struct waiter *w)
 		          w->fabric);
 		return;
 	}
-	api_reply(w->req, status, topo_fabric_json(d->store, id));
+	api_reply(w->req, status, topo_fabric_view(d->store, d->desired, id, w->summary));
 	/* A re-plan during the wait moved the revision on. */
 	api_set_etag(w->req, topo_fabric_revision(d->store, id));
 }
@@ -125,9 +127,11 @@ static void finish(struct waiter *w)
 
 static void on_deadline(evutil_socket_t fd, short what, void *arg)
 {
+	struct metrics_loop l = metrics_loop_enter("wait");
 	(void)fd;
 	(void)what;
 	finish(arg);
+	metrics_loop_leave(l);
 }
 
 static void on_abort(struct api_req *req, bool conn_closed)
@@ -159,6 +163,9 @@ void wait_fabric(struct api_req *req, const char *name, enum wait_mode mode, dou
 	w->env = d;
 	w->req = req;
 	w->mode = mode;
+	/* The handler has refused any other value. */
+	const char *view = api_query(req, "view");
+	w->summary = view && strcmp(view, "summary") == 0;
 	snprintf(w->fabric, sizeof(w->fabric), "%s", name);
 	/* The change is committed after the handler returns; the pass that sees it comes later. */
 	w->generation = reconcile_generation(d->reconciler) + 1;

@@ -31,7 +31,8 @@ int wait_parse(struct api_req *req, double *seconds);
 
 /**
  * Holds req until the condition holds for fabric `name` or `seconds` pass,
- * then replaces the body with the fabric's view of that moment. The status
+ * then replaces the body with the fabric's view of that moment (its summary
+ * when the request asked ?view=summary). The status
  * set by the handler is kept, and is what the audit records; for WAIT_REMOVED
  * it becomes 200 once the circuits are gone, and stays 202 while they are
  * not. The reply set before the call only needs the right status: it is

@@ -394,6 +394,31 @@ def test_schedule_on_fabric(daemon):
     assert schedule(daemon, "job", collective="allreduce", algorithm="ring", bytes=1)["check"]["valid"]
 
 
+def test_schedule_pages(daemon):
+    """A big schedule comes in pages of whole rounds, chunks with the first, that add up to it."""
+    put_topology(daemon, topology([server(i) for i in range(8)]))
+    make_fabric(daemon, "job", 8)
+    q = dict(collective="allreduce", algorithm="ring", bytes=1 << 20)
+    whole = schedule(daemon, "job", **q)
+    assert "next_round" not in whole and len(whole["rounds"]) == 14
+    pages, first = [], 0
+    while first is not None:
+        page = schedule(daemon, "job", limit=20, round=first, **q)
+        assert sum(len(r["transfers"]) for r in page["rounds"]) <= 20
+        assert ("chunks" in page) == (first == 0)
+        assert page["stats"] == whole["stats"]
+        pages.append(page)
+        first = page.get("next_round")
+    assert [r for p in pages for r in p["rounds"]] == whole["rounds"]
+    assert len(pages) > 1
+    # A round bigger than the limit still comes, alone.
+    one = schedule(daemon, "job", limit=1, **q)
+    assert len(one["rounds"]) == 1 and one["next_round"] == 1
+    for bad in ("round=14", "round=x", "limit=0", "limit=65537"):
+        r = daemon.get(f"/v1/fabrics/job/schedule?collective=allreduce&algorithm=ring&bytes=8&{bad}")
+        assert r.status_code == 400 and error_of(r)["field"] == bad.split("=")[0]
+
+
 def test_schedule_refusals(daemon):
     put_topology(daemon, topology([server(i) for i in range(8)] + [server(i, devices=9) for i in range(8, 16)]
                                   + [server(16)], units=2, unit_ports=128))

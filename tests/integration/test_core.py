@@ -36,6 +36,7 @@ def test_metrics(daemon):
     assert 'ofcd_http_requests_total{route="/v1/ocs",method="POST",status="201"} 1\n' in text
     assert 'ofcd_http_request_duration_seconds_bucket{route="/v1/health",le="+Inf"} ' in text
     assert "ofcd_store_commit_duration_seconds_count " in text
+    assert 'ofcd_loop_busy_seconds_bucket{callback="http",le="+Inf"} ' in text
     assert "ofcd_http_open_connections 1" in text
     rss = [l for l in text.splitlines() if l.startswith("ofcd_resident_memory_bytes ")]
     assert rss and int(rss[0].split()[1]) > 1024 * 1024

@@ -385,3 +385,50 @@ def test_unreachable_unit_leftovers_hold_servers_after_restart(tmp_path):
         assert d.post("/v1/fabrics", {"name": "y", "servers": ["srv2", "srv3"]}).status_code == 201
     finally:
         d.stop()
+
+
+def test_summary_view(sim):
+    """?view=summary: a fabric without the lists of its plan, wherever a fabric is replied."""
+    servers = [f"srv{i}" for i in range(6)]
+    r = sim.post("/v1/fabrics?wait=10&view=summary", {"name": "a", "servers": servers})
+    assert r.status_code == 201
+    a = r.json()
+    assert a["state"] == "applied" and "links" not in a and "servers" not in a
+    assert (a["server_count"], a["circuits"], a["missing"]) == (6, 15, 0)
+    full = sim.get("/v1/fabrics/a").json()
+    assert len(full["links"]) == 15 and full["servers"] == servers
+    for k in ("name", "state", "revision", "formula", "planes", "min_devices", "created"):
+        assert a[k] == full[k]
+    assert sim.get("/v1/fabrics/a?view=summary").json() == sim.get("/v1/fabrics/a?view=summary&wait=1").json()
+    # Without waiting, the reply counts the circuits the request just stored.
+    b = sim.post("/v1/fabrics?view=summary", {"name": "b", "servers": ["srv6", "srv7"]}).json()
+    assert (b["server_count"], b["circuits"]) == (2, 1)
+    listed = sim.get("/v1/fabrics?view=summary").json()["fabrics"]
+    assert [f["name"] for f in listed] == ["a", "b"] and all("servers" not in f for f in listed)
+    assert listed[0]["circuits"] == 15
+    assert sim.get("/v1/fabrics").json()["fabrics"][0]["servers"] == servers
+    assert sim.get("/v1/fabrics?view=full").status_code == 200
+    r = sim.get("/v1/fabrics/a?view=links")
+    assert r.status_code == 400 and error_of(r)["field"] == "view"
+
+
+def test_operations_pages(sim):
+    """GET /v1/operations pages newest first: ?before= the last id of a page gives the next."""
+    for i in range(3):
+        assert sim.post("/v1/fabrics?wait=10", {"name": f"f{i}", "servers": [f"srv{2 * i}", f"srv{2 * i + 1}"]}).status_code == 201
+    every = sim.get("/v1/operations?limit=1000").json()
+    assert "next" not in every
+    ids = [o["id"] for o in every["operations"]]
+    assert len(ids) >= 3 and ids == sorted(ids, reverse=True)
+    seen, before = [], None
+    while True:
+        page = sim.get("/v1/operations?limit=2" + (f"&before={before}" if before else "")).json()
+        seen += [o["id"] for o in page["operations"]]
+        if "next" not in page:
+            break
+        before = page["next"]
+        assert before == page["operations"][-1]["id"]
+    assert seen == ids
+    for bad in ("before=0", "before=x"):
+        r = sim.get(f"/v1/operations?{bad}")
+        assert r.status_code == 400 and error_of(r)["field"] == "before"

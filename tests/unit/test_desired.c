@@ -1,7 +1,8 @@
 /*
  * The in-memory desired state against a real store: staged changes applied on
  * commit and dropped on rollback, unstaged writes caught by a reload, former
- * owners of cross-connects that left, and the mirror equal to the table.
+ * owners of cross-connects that left, and the mirror equal to the table (and
+ * each fabric's circuit count to its rows).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -106,6 +107,16 @@ static void assert_mirror(struct fixture *f)
 		}
 		sqlite3_reset(st);
 		assert_int_equal(i, ds.n);
+	}
+	/* And each fabric's circuit count. */
+	for (int64_t fabric = 1; fabric <= 2; fabric++) {
+		sqlite3_stmt *st =
+		    store_stmt(f->s, "SELECT count(*) FROM circuit WHERE fabric_id = ?");
+		sqlite3_bind_int64(st, 1, fabric);
+		assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+		assert_int_equal(desired_fabric_circuits(f->d, fabric),
+		                 sqlite3_column_int64(st, 0));
+		sqlite3_reset(st);
 	}
 }
 

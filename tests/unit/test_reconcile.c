@@ -3,8 +3,13 @@
  * (pending, applying, applied; degraded; failed and recovered), removals
  * before additions within a batch and across batches, batch splitting, drift
  * repair by the audit, isolation hold-back, and a deleted fabric's circuits
- * removed in its name. Events are observed on the bus, batches in the
- * operation rows, what the unit holds through reconcile_unit_json().
+ * removed in its name; and randomized change sequences (fabric churn, device
+ * failures, unit disconnects, drift, one-way and foreign entries) after which
+ * the incremental bookkeeping must equal a full recomputation. Events are
+ * observed on the bus, batches in the operation rows, what the unit holds
+ * through reconcile_unit_json(). Every test runs in check mode: each state
+ * update ends with a full recomputation, and teardown asserts it never
+ * differed.
  *
  * Topology: o1 (sim, 64 ports) and o2 (sim, 16 ports); servers s1..s4 with
  * 2 devices of 2 ports, slot k of server i (1-based) cabled to o1 port
@@ -27,6 +32,7 @@
 
 #include "desired.h"
 #include "events.h"
+#include "fabric.h"
 #include "log.h"
 #include "plan.h"
 #include "reconcile.h"
@@ -150,6 +156,32 @@ static bool heard_kind(struct fixture *f, const void *arg)
 		if (f->heard[i].kind == *kind)
 			return true;
 	return false;
+}
+
+/* Whether a unit may still join one of the server's ports to another (as POST /v1/fabrics asks). */
+static bool server_joined(struct fixture *f, const char *server, char *why, size_t len)
+{
+	sqlite3_stmt *st = NULL;
+	bool joined = false;
+	assert_int_equal(
+	    sqlite3_prepare_v2(store_db(f->s),
+	                       "SELECT c.ocs_id, c.ocs_port FROM cable c JOIN server s "
+	                       "ON s.id = c.server_id WHERE s.name = ?",
+	                       -1, &st, NULL),
+	    SQLITE_OK);
+	sqlite3_bind_text(st, 1, server, -1, SQLITE_STATIC);
+	while (!joined && sqlite3_step(st) == SQLITE_ROW)
+		joined = reconcile_port_joined(f->r, sqlite3_column_int64(st, 0),
+		                               (uint32_t)sqlite3_column_int64(st, 1), why, len);
+	sqlite3_finalize(st);
+	return joined;
+}
+
+/* The operations journal is written (batches are recorded once per loop iteration or so). */
+static bool journal_written(struct fixture *f, const void *arg)
+{
+	(void)arg;
+	return f->r->njournal == 0;
 }
 
 /* The named unit was read back holding nothing. */
@@ -337,7 +369,8 @@ static int setup(void **state)
 		.store = f->s,
 		.desired = f->d,
 		.events = f->ev,
-		.audit_interval_s = 60 /* the tests run audits themselves */
+		.audit_interval_s = 60, /* the tests run audits themselves */
+		.check = true           /* every state update ends with a full recomputation */
 	};
 	assert_int_equal(reconcile_init(&deps, &f->r), 0);
 	/* Both units up and read back, holding nothing. */
@@ -350,6 +383,9 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fixture *f = *state;
+	/* The incremental bookkeeping never differed from a full recomputation. */
+	assert_int_equal(reconcile_audit_all(f->r), 0);
+	assert_int_equal(f->r->audit_mismatches, 0);
 	reconcile_free(f->r);
 	event_free(f->tick);
 	event_base_free(f->base);
@@ -441,11 +477,13 @@ static void test_failed_and_recovered(void **state)
 {
 	struct fixture *f = *state;
 	char buf[256];
+	/* The refused batch is in flight for a while, as on a real unit. */
+	switching_delay(f, "o1");
 	inject(f, "o1", (struct ocs_fault){ .kind = OCS_FAULT_FAIL_BATCHES, .count = 1000 });
 	create_fabric(f, "A", s12);
 	assert_true(run_until(f, ops_failed, &zero, 2000));
-	/* Nothing held and nothing in flight: still pending, not failing yet. */
-	assert_true(fabric_in(f, "A=pending"));
+	/* A batch was sent, nothing is held: applying, not failing yet. */
+	assert_true(run_until(f, fabric_in, "A=applying", 1000));
 	/*
 	 * As if the unit had refused RECONCILE_FAILED_AFTER batches in a row
 	 * (the backoff would take seconds). Its retry is armed; it will succeed.
@@ -464,7 +502,7 @@ static void test_failed_and_recovered(void **state)
 	    "injected fault: batch refused");
 	/* The retry applies the fabric. */
 	settle(f, (const char *const[]){ "A=applied", NULL });
-	assert_string_equal(states_heard(f, "A", buf, sizeof(buf)), "failed applied");
+	assert_string_equal(states_heard(f, "A", buf, sizeof(buf)), "applying failed applied");
 	assert_string_equal(query_text(f,
 	                               "SELECT trigger || ' ' || status FROM operation "
 	                               "ORDER BY id DESC LIMIT 1",
@@ -544,9 +582,9 @@ static void test_isolation_holds_back(void **state)
 	assert_true(run_until(f, fabric_in, "B=applying", 1000));
 	assert_string_equal(held(f, "o1", buf, sizeof(buf)), "[[1,5],[4,12],[9,13]]");
 	/* Nor may s1 join a new fabric: the unit still joins its port. */
-	assert_true(reconcile_server_joined(f->r, topo_server_id(f->s, "s1"), buf, sizeof(buf)));
+	assert_true(server_joined(f, "s1", buf, sizeof(buf)));
 	assert_string_equal(buf, "OCS unit o1 still joins port 4 to port 12");
-	assert_false(reconcile_server_joined(f->r, topo_server_id(f->s, "s2"), buf, sizeof(buf)));
+	assert_false(server_joined(f, "s2", buf, sizeof(buf)));
 	/* Reported once, however many read-backs show it (each retry reads back). */
 	int64_t failed = query_int(f, "SELECT count(*) FROM operation WHERE status = 'failed'");
 	assert_true(run_until(f, ops_failed, &failed, 1000));
@@ -573,14 +611,15 @@ static void test_deleted_fabric_removed(void **state)
 	settle(f, (const char *const[]){ "A=applied", NULL });
 	delete_fabric(f, fid);
 	/* Until the unit is seen without it, the circuit still binds s1's port. */
-	assert_true(reconcile_server_joined(f->r, topo_server_id(f->s, "s1"), buf, sizeof(buf)));
+	assert_true(server_joined(f, "s1", buf, sizeof(buf)));
 	assert_string_equal(buf,
 	                    "OCS unit o1 still joins port 1 to port 5 (a circuit of fabric A)");
 	assert_true(run_until(f, empty, "o1", 2000));
 	settle(f, NULL);
-	assert_false(reconcile_server_joined(f->r, topo_server_id(f->s, "s1"), buf, sizeof(buf)));
+	assert_false(server_joined(f, "s1", buf, sizeof(buf)));
 	assert_string_equal(held(f, "o1", buf, sizeof(buf)), "[]");
-	/* The removal is recorded in the name of the fabric that is gone. */
+	/* The removal is recorded (by the journal, soon) in the name of the fabric that is gone. */
+	assert_true(run_until(f, journal_written, NULL, 1000));
 	assert_string_equal(query_text(f,
 	                               "SELECT x.deletes || ' ' || f.fabric FROM operation o "
 	                               "JOIN operation_xc x ON x.operation_id = o.id JOIN "
@@ -693,6 +732,217 @@ static void test_batches_split_removals_first(void **state)
 	json_decref(u);
 }
 
+/* ---- randomized change sequences --------------------------------------------- */
+
+#define RANDOM_SERVERS 15 /* s1..s4 and x1..x10 on o1 (ports 1..56), s5 on o2 */
+#define RANDOM_STEPS   400
+
+static uint32_t rnd(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return (uint32_t)(*s >> 11);
+}
+
+static bool never(struct fixture *f, const void *arg)
+{
+	(void)f;
+	(void)arg;
+	return false;
+}
+
+/* A live fabric of the random test. */
+struct live {
+	char name[16];
+	int64_t id;
+	const char *servers[5];
+	uint32_t m;
+};
+
+static const char *server_name(uint32_t i)
+{
+	static const char *const names[RANDOM_SERVERS] = { "s1", "s2", "s3", "s4", "s5",
+		                                           "x1", "x2", "x3", "x4", "x5",
+		                                           "x6", "x7", "x8", "x9", "x10" };
+	return names[i];
+}
+
+static bool in_live(const struct live *v, size_t n, const char *server)
+{
+	for (size_t i = 0; i < n; i++)
+		for (uint32_t k = 0; k < v[i].m; k++)
+			if (strcmp(v[i].servers[k], server) == 0)
+				return true;
+	return false;
+}
+
+/* One write as the API does it: a transaction, committed when fn succeeds, then a kick. */
+static bool write_txn(struct fixture *f, bool ok)
+{
+	if (ok && store_commit(f->s) == 0) {
+		reconcile_kick(f->r);
+		return true;
+	}
+	store_rollback(f->s);
+	return false;
+}
+
+static void random_create(struct fixture *f, uint64_t *seed, struct live *v, size_t *n,
+                          unsigned serial)
+{
+	struct fabric_ctx c = { f->s, f->d, f->r };
+	struct ofcd_error e = { 0 };
+	struct live l = { 0 };
+	uint32_t want = 2 + rnd(seed) % 3;
+	for (uint32_t tries = 0; tries < 40 && l.m < want; tries++) {
+		const char *sv = server_name(rnd(seed) % RANDOM_SERVERS);
+		bool dup = in_live(v, *n, sv);
+		for (uint32_t k = 0; k < l.m; k++)
+			dup |= strcmp(l.servers[k], sv) == 0;
+		if (!dup)
+			l.servers[l.m++] = sv;
+	}
+	if (l.m < 2)
+		return;
+	snprintf(l.name, sizeof(l.name), "r%u", serial);
+	assert_int_equal(store_begin(f->s), 0);
+	int64_t id = fabric_create(&c, l.name, l.servers, l.m, &e);
+	ofcd_error_clear(&e);
+	/* A server still joined by a unit is refused (409): nothing happened. */
+	if (write_txn(f, id > 0)) {
+		l.id = id;
+		v[(*n)++] = l;
+	}
+}
+
+static void random_delete(struct fixture *f, uint64_t *seed, struct live *v, size_t *n)
+{
+	struct fabric_ctx c = { f->s, f->d, f->r };
+	struct ofcd_error e = { 0 };
+	size_t i = rnd(seed) % *n;
+	assert_int_equal(store_begin(f->s), 0);
+	assert_true(write_txn(f, fabric_delete(&c, v[i].name, &e) == 0));
+	v[i] = v[--*n];
+}
+
+static void random_device(struct fixture *f, uint64_t *seed, const struct live *v, size_t n)
+{
+	struct fabric_ctx c = { f->s, f->d, f->r };
+	struct ofcd_error e = { 0 };
+	const struct live *l = &v[rnd(seed) % n];
+	const char *sv = l->servers[rnd(seed) % l->m];
+	uint32_t dev = rnd(seed) % 2;
+	bool failed = rnd(seed) % 3 != 0, changed;
+	json_t *fj = NULL;
+	assert_int_equal(store_begin(f->s), 0);
+	int rc = fabric_devices_set(&c, topo_server_id(f->s, sv), sv, 1, &dev, &failed, &changed,
+	                            &fj, &e);
+	json_decref(fj);
+	ofcd_error_clear(&e);
+	write_txn(f, rc == 0);
+}
+
+/* A read-back of u as it is, with one-way and foreign entries of its own invention. */
+static void random_flows(struct fixture *f, uint64_t *seed)
+{
+	struct unit *u = unit_named(f, rnd(seed) % 2 ? "o1" : "o2");
+	struct plan_xc *actual = malloc((u->nactual + 1) * sizeof(*actual));
+	struct ocs_flow partial[2], foreign[2];
+	size_t np = rnd(seed) % 3, nf = rnd(seed) % 3;
+	assert_non_null(actual);
+	memcpy(actual, u->actual, u->nactual * sizeof(*actual));
+	for (size_t i = 0; i < np; i++)
+		partial[i] =
+		    (struct ocs_flow){ 1 + rnd(seed) % u->ports, 1 + rnd(seed) % u->ports };
+	for (size_t i = 0; i < nf; i++) {
+		uint32_t k = rnd(seed) % 4;
+		foreign[i] =
+		    (struct ocs_flow){ k == 0 ? OCS_PORT_ANY : 1 + rnd(seed) % u->ports,
+			               k == 1 ? OCS_PORT_EVERY : rnd(seed) % (u->ports + 1) };
+	}
+	reconcile_ports_set_actual(f->r, u, actual, u->nactual, partial, np, foreign, nf);
+	reconcile_unit_changed(f->r, u);
+}
+
+static void random_step(struct fixture *f, uint64_t *seed, struct live *v, size_t *n, unsigned step)
+{
+	switch (rnd(seed) % 10) {
+	case 0:
+	case 1:
+	case 2:
+		if (*n < 5)
+			random_create(f, seed, v, n, step);
+		break;
+	case 3:
+	case 4:
+		if (*n)
+			random_delete(f, seed, v, n);
+		break;
+	case 5:
+		if (*n)
+			random_device(f, seed, v, *n);
+		break;
+	case 6:
+		inject(f, rnd(seed) % 2 ? "o1" : "o2",
+		       (struct ocs_fault){ .kind = OCS_FAULT_DISCONNECT });
+		break;
+	case 7: {
+		/* By hand: a cross-connect made or broken behind the controller's back. */
+		uint32_t a = 1 + rnd(seed) % 56, b = 1 + rnd(seed) % 56;
+		if (a != b)
+			reconcile_inject(f->r, 1,
+			                 &(struct ocs_fault){ rnd(seed) % 2 ? OCS_FAULT_SET_XC
+			                                                    : OCS_FAULT_CLEAR_XC,
+			                                      0, a, b });
+		break;
+	}
+	case 8:
+		random_flows(f, seed);
+		break;
+	default:
+		audit_now(f);
+		break;
+	}
+	run_until(f, never, NULL, rnd(seed) % 15);
+}
+
+static void test_random_changes(void **state)
+{
+	struct fixture *f = *state;
+	struct live v[5];
+	size_t n = 0;
+	exec(f, "WITH RECURSIVE x(v) AS (SELECT 1 UNION ALL SELECT v + 1 FROM x WHERE v < 10) "
+	        "INSERT INTO server(id, name, devices, ports_per_device) "
+	        "SELECT 5 + v, 'x' || v, 2, 2 FROM x;"
+	        "WITH RECURSIVE k(v) AS (SELECT 0 UNION ALL SELECT v + 1 FROM k WHERE v < 3) "
+	        "INSERT INTO cable(server_id, device, port, ocs_id, ocs_port) "
+	        "SELECT s.id, k.v / 2, k.v % 2, 1, 16 + 4 * (s.id - 6) + k.v + 1 "
+	        "FROM server s, k WHERE s.id > 5");
+	inject(f, "o1", (struct ocs_fault){ .kind = OCS_FAULT_DELAY, .count = 2 });
+	for (uint64_t run = 1; run <= 3; run++) {
+		uint64_t seed = 0x9e3779b97f4a7c15ull * run;
+		for (unsigned step = 0; step < RANDOM_STEPS; step++) {
+			random_step(f, &seed, v, &n, step + 1000 * (unsigned)run);
+			if (f->r->audit_mismatches)
+				fail_msg("run %llu step %u: the bookkeeping differs from a full "
+				         "recomputation",
+				         (unsigned long long)run, step);
+		}
+		/* Quiet again (the last kick's pass first): compared with the store too. */
+		run_until(f, never, NULL, 50);
+		settle(f, NULL);
+		for (struct unit *u = f->r->units; u; u = u->next)
+			assert_int_equal(reconcile_audit_unit(f->r, u, true), 0);
+		assert_int_equal(reconcile_audit_fabrics(f->r), 0);
+		forget_heard(f);
+	}
+	while (n)
+		random_delete(f, &(uint64_t){ 1 }, v, &n);
+	assert_true(run_until(f, empty, "o1", 2000));
+	assert_true(run_until(f, empty, "o2", 2000));
+}
+
 int main(void)
 {
 	log_set_level(LOG_LVL_ERROR);
@@ -705,6 +955,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_isolation_holds_back, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_deleted_fabric_removed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_batches_split_removals_first, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_random_changes, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,244 @@
+"""Scale (issue 12): a change costs what it changes, measured at 130 and 8,194 servers.
+
+A cluster of N servers (8 devices x 8 ports), 64 sim OCS units at zero switching delay,
+plane-per-ocs cabling, all but two servers carved into fabrics of 64 servers (2016 circuits
+each). Then, in the same daemon:
+
+1. a 2-server fabric (one circuit) on the spare pair, created with ?wait= until applied and
+   deleted with ?wait= until removed, 30 times: the create+delete round trip, and the
+   reconciler's own work per create+delete (ofcd_reconcile_work_seconds_total, counted by the
+   daemon, so neither the client nor the units' switching time is in it);
+2. at the largest size only: 32 fabrics of 64 servers deleted, then created back to back and
+   deleted again while another process asks GET /v1/health every 2 ms on its own connection;
+   the p99 of those probes shows how long a request can wait behind the loop;
+3. PUT /v1/topology, the time to carve the fabrics, and the daemon's resident memory.
+
+The machine is shared and has 2 cores: figures are medians, the probes' p99 is over every
+probe of the burst (a few hundred), and the ratio between the two sizes is taken within one
+run. The daemon's own ofcd_loop_busy_seconds tells how many of its callbacks ran over 10 ms
+during the burst, and the bucket of the longest.
+
+Usage: python3 bench/rest_scale.py BUILD_DIR [SERVERS ...]   (default: 130 8194)
+"""
+import http.client
+import json
+import multiprocessing
+import os
+import statistics
+import sys
+import time
+
+from benchlib import Ofcd
+
+UNITS = 64
+DEVICES = 8
+PORTS = 8
+FABRIC = 64
+REPEATS = 30
+BURST = 32
+
+
+class Client:
+    """One keep-alive connection through http.client: it sends a request's headers and body in
+    one segment (requests sends two, and Nagle's algorithm then holds the second back)."""
+
+    def __init__(self, port):
+        self.c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+
+    def call(self, method, path, body=None, ok=(200, 201)):
+        data = json.dumps(body).encode() if body is not None else None
+        self.c.request(method, path, body=data,
+                       headers={"Content-Type": "application/json"} if data else {})
+        r = self.c.getresponse()
+        text = r.read()
+        if r.status not in ok:
+            raise RuntimeError(f"{method} {path}: {r.status} {text[:300]!r}")
+        return r.status, text
+
+    def json(self, method, path, body=None, ok=(200, 201)):
+        return json.loads(self.call(method, path, body, ok)[1])
+
+
+def metric(c, name):
+    for line in c.call("GET", "/metrics")[1].decode().splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    return 0.0
+
+
+def loop_busy(c):
+    """The daemon's ofcd_loop_busy_seconds buckets: {(callback kind, le): cumulative count}."""
+    counts = {}
+    for line in c.call("GET", "/metrics")[1].decode().splitlines():
+        if line.startswith("ofcd_loop_busy_seconds_bucket"):
+            le = line.split('le="')[1].split('"')[0]
+            kind = line.split('callback="')[1].split('"')[0]
+            counts[(kind, float("inf") if le == "+Inf" else float(le))] = int(line.split()[1])
+    return counts
+
+
+def busy_between(before, after):
+    """Callbacks over 10 ms between two loop_busy() readings, and the bound of the longest."""
+    over, worst = 0, 0.0
+    for kind in {k for k, _ in after}:
+        les = sorted(le for k, le in after if k == kind)
+        diff = {le: after[(kind, le)] - before.get((kind, le), 0) for le in les}
+        over += diff[float("inf")] - diff.get(0.01, 0)
+        longest = [le for le in les if diff[le] == diff[float("inf")]]
+        if diff[float("inf")]:
+            worst = max(worst, longest[0])
+    return over, worst
+
+
+def cpu_s(pid):
+    """The daemon's CPU time so far (user + system), from /proc."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def percentile(v, p):
+    v = sorted(v)
+    return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
+
+
+def probe(port, stop, out):
+    """GET /v1/health every 2 ms on one keep-alive connection until stop is set."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    lat = []
+    while not stop.is_set():
+        t0 = time.perf_counter()
+        c.request("GET", "/v1/health")
+        c.getresponse().read()
+        lat.append(time.perf_counter() - t0)
+        time.sleep(0.002)
+    c.close()
+    out.put(lat)
+
+
+def server(s):
+    return f"srv{s:05d}"
+
+
+def fabric_body(name, first, count):
+    return {"name": name, "servers": [server(s) for s in range(first, first + count)]}
+
+
+def wait_all(c, state):
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        fabrics = c.json("GET", "/v1/fabrics?view=summary")["fabrics"]
+        if all(f["state"] == state for f in fabrics):
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"fabrics did not all reach {state}")
+
+
+def delete_burst(c):
+    """Deletes the first BURST fabrics back to back; the last DELETE waits until all are gone."""
+    for f in range(BURST):
+        r = c.json("DELETE", f"/v1/fabrics/job{f:04d}" + ("?wait=60" if f == BURST - 1 else ""))
+    assert r["state"] == "removed", r
+
+
+def run(build, n):
+    d = Ofcd(f"{build}/ofcd")
+    c = Client(d.port)
+    out = {}
+    try:
+        topo = {
+            "ocs": [{"name": f"ocs{u:02d}", "driver": "sim", "ports": n} for u in range(UNITS)],
+            "servers": [{"name": server(s), "devices": DEVICES, "ports_per_device": PORTS}
+                        for s in range(n)],
+            "wiring": {"rule": "plane-per-ocs"},
+        }
+        t0, c0 = time.perf_counter(), cpu_s(d.proc.pid)
+        c.call("PUT", "/v1/topology", topo)
+        out["topology_put_ms"] = (time.perf_counter() - t0) * 1e3
+        out["topology_put_cpu_ms"] = (cpu_s(d.proc.pid) - c0) * 1e3
+        nfab = (n - 2) // FABRIC
+        t0, c0 = time.perf_counter(), cpu_s(d.proc.pid)
+        for f in range(nfab):
+            c.call("POST", "/v1/fabrics?view=summary", fabric_body(f"job{f:04d}", f * FABRIC, FABRIC))
+        out["carve_ms"] = (time.perf_counter() - t0) * 1e3
+        out["create_64_ms"] = out["carve_ms"] / nfab
+        wait_all(c, "applied")
+        out["carve_applied_ms"] = (time.perf_counter() - t0) * 1e3
+        # The daemon's CPU per 64-server fabric, request and reconciliation together.
+        out["create_64_cpu_ms"] = (cpu_s(d.proc.pid) - c0) * 1e3 / nfab
+        out["circuits"] = nfab * FABRIC * (FABRIC - 1) // 2
+
+        spare = fabric_body("small", n - 2, 2)
+        marks, cpus, rtt = [], [], []
+        for i in range(REPEATS + 4):
+            # From one start to the next: the work deferred past a reply counts too.
+            marks.append(metric(c, "ofcd_reconcile_work_seconds_total"))
+            cpus.append(metric(c, "ofcd_reconcile_work_cpu_seconds_total"))
+            t0 = time.perf_counter()
+            r = c.json("POST", "/v1/fabrics?wait=30&view=summary", spare)
+            assert r["state"] == "applied", r
+            r = c.json("DELETE", "/v1/fabrics/small?wait=30")
+            assert r["state"] == "removed", r
+            rtt.append((time.perf_counter() - t0) * 1e3)
+        # Prepared statements and caches warm first; a median leaves out a periodic audit.
+        work = [(b - a) * 1e3 for a, b in zip(marks[3:], marks[4:])]
+        out["work_ms"] = statistics.median(work)
+        out["work_cpu_ms"] = statistics.median([(b - a) * 1e3 for a, b in zip(cpus[3:], cpus[4:])])
+        out["rtt_p50_ms"] = statistics.median(rtt[3:-1])
+
+        if nfab >= BURST:
+            delete_burst(c)  # frees the servers the burst uses
+            time.sleep(0.5)
+            busy0 = loop_busy(c)
+            stop = multiprocessing.Event()
+            q = multiprocessing.Queue()
+            p = multiprocessing.Process(target=probe, args=(d.port, stop, q))
+            p.start()
+            time.sleep(0.2)
+            t0 = time.perf_counter()
+            for f in range(BURST):
+                c.call("POST", "/v1/fabrics?view=summary", fabric_body(f"job{f:04d}", f * FABRIC, FABRIC))
+            out["burst_create_ms"] = (time.perf_counter() - t0) * 1e3
+            wait_all(c, "applied")
+            out["burst_applied_ms"] = (time.perf_counter() - t0) * 1e3
+            t1 = time.perf_counter()
+            delete_burst(c)
+            out["burst_removed_ms"] = (time.perf_counter() - t1) * 1e3
+            stop.set()
+            lat = q.get(timeout=30)
+            p.join()
+            over, worst = busy_between(busy0, loop_busy(c))
+            out["health_n"] = len(lat)
+            out["health_p50_ms"] = percentile(lat, 50) * 1e3
+            out["health_p99_ms"] = percentile(lat, 99) * 1e3
+            out["health_max_ms"] = max(lat) * 1e3
+            out["burst_callbacks_over_10ms"] = over
+            out["burst_longest_callback_under_ms"] = worst * 1e3
+        out["rss_mib"] = d.rss_mib()
+    finally:
+        d.stop()
+    return out
+
+
+def main():
+    build = sys.argv[1]
+    sizes = [int(a) for a in sys.argv[2:]] or [130, 8194]
+    res = {n: run(build, n) for n in sizes}
+    for n, r in res.items():
+        for k, v in r.items():
+            print(f"scale_{n}_{k}: {v:.2f}" if isinstance(v, float) else f"scale_{n}_{k}: {v}")
+    lo, hi = min(sizes), max(sizes)
+    if lo != hi:
+        for key in ("work_ms", "work_cpu_ms"):
+            ratio = res[hi][key] / res[lo][key]
+            print(f"scale_{key}_ratio_{hi}_vs_{lo}: {ratio:.2f} (target <= 1.5; "
+                  f"{res[hi][key]:.3f} ms at {hi}, target <= 0.3 ms)")
+    print(f"scale_load_average: {os.getloadavg()[0]:.1f} (2 cores, shared)")
+    big = res[hi]
+    print(f"scale_{hi}_summary: rtt p50 {big['rtt_p50_ms']:.2f} ms (target <= 5), "
+          f"health p99 {big.get('health_p99_ms', float('nan')):.2f} ms (target <= 20), "
+          f"rss {big['rss_mib']:.1f} MiB (target <= 128)")
+
+
+if __name__ == "__main__":
+    main()
