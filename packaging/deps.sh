@@ -4,7 +4,8 @@
 set -e
 PKGS="build-essential pkg-config libevent-dev libjansson-dev libmicrohttpd-dev libsqlite3-dev
 libibverbs-dev ibverbs-providers libsystemd-dev libinih-dev libcmocka-dev python3 python3-pytest
-python3-requests sqlite3 curl iproute2 iputils-ping openvswitch-switch wrk nginx-light"
+python3-requests sqlite3 curl iproute2 iputils-ping openvswitch-switch wrk nginx-light
+clang libclang-rt-14-dev"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
