@@ -201,7 +201,7 @@ fuzz-smoke: $(FUZZ_BIN)
 config-doc: $(B)/ofcd $(B)/ofcd-agent
 	$(PYTHON) tools/config_doc.py $(B)
 
-bench: $(B)/ofcd $(BENCH_BIN)
+bench: $(B)/ofcd $(B)/ofcd-agent $(BENCH_BIN)
 	sh bench/run.sh
 
 install: $(B)/ofcd $(B)/ofcd-agent
