@@ -11,7 +11,12 @@
  *   bits 1-2 the first operation issued once the driver reports UP
  *            (0 none, 1 read, 2 apply with deletions and additions, 3 apply
  *            of additions only);
- *   bits 3-4 the operation issued when the first one completes.
+ *   bits 3-4 the operation issued when the first one completes;
+ *   bit 5    framed: the rest is messages each preceded by its size (2 bytes,
+ *            little-endian; the last one runs to the end), and the harness
+ *            writes that size into the message's OpenFlow length field, so
+ *            that a mutation inside a message (another flow entry in a
+ *            reply) keeps the framing right instead of only breaking it.
  * xids are deterministic (HELLO 1, FEATURES_REQUEST 2, then one per message
  * of each operation), so replies in the corpus find their request.
  *
@@ -193,6 +198,30 @@ static void drain_listener(void)
 		close(fd);
 }
 
+/* The framed form (bit 5) turned into the stream itself; returns its length. */
+static size_t unframe(const uint8_t *in, size_t size, uint8_t *out)
+{
+	size_t len = 0;
+
+	while (size >= 2) {
+		size_t n = (size_t)in[0] | (size_t)in[1] << 8;
+		in += 2;
+		size -= 2;
+		if (n > size)
+			n = size;
+		memcpy(out + len, in, n);
+		if (n >= 4) {
+			size_t field = n > 0xffff ? 0xffff : n;
+			out[len + 2] = (uint8_t)(field >> 8);
+			out[len + 3] = (uint8_t)field;
+		}
+		len += n;
+		in += n;
+		size -= n;
+	}
+	return len;
+}
+
 static void send_all(int fd, const uint8_t *p, size_t n, struct run *r)
 {
 	unsigned stalls = 0;
@@ -219,6 +248,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char err[256];
 	int fd = -1;
 	size_t chunk;
+	uint8_t *framed = NULL;
 
 	if (size < 2)
 		return 0;
@@ -226,6 +256,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	chunk = data[1] ? data[1] : size;
 	data += 2;
 	size -= 2;
+	if (r.flags & 0x20) {
+		framed = malloc(size + 1);
+		if (!framed)
+			return 0;
+		size = unframe(data, size, framed);
+		data = framed;
+	}
 	check(drv->open(base, &params, &ev, &r.h, err, sizeof(err)) == 0, "open failed");
 	for (unsigned i = 0; i < 1000 && fd < 0; i++) {
 		spin(-1);
@@ -252,5 +289,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	close(fd);
 	drv->close(r.h);
 	drain_listener();
+	free(framed);
 	return 0;
 }

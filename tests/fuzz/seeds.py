@@ -108,9 +108,15 @@ def of13_seeds():
     return seeds
 
 
+def framed(*msgs):
+    """The harness's framed form (flags bit 5): each message after its size."""
+    return b"".join(struct.pack("<H", len(m)) + m for m in msgs)
+
+
 def openflow_seeds():
     v = c_arrays(source("tests/unit/test_of13.c"))
     up, read, apply_mixed, apply_adds, then_read = 1, 1 << 1, 2 << 1, 3 << 1, 1 << 3
+    frame = 1 << 5
     foreign = [flow_entry(9, [0xFFFFFFFD], cookie=0, table=2, priority=0),
                flow_entry(11, [12, 13], cookie=0), flow_entry(20, [21], other_match=True)]
     seeds = [
@@ -136,6 +142,12 @@ def openflow_seeds():
         bytes([0, 0]) + of_msg(0, 1, struct.pack("!HHI", 1, 8, 1 << 1)),
         bytes([0, 0]) + v["hello_bad"],
         bytes([0, 0]) + v["error_msg"],
+        # framed: read-backs and a batch whose replies a mutation may grow or shrink
+        bytes([up | read | frame, 0]) + framed(flow_reply(3, circuit(3, 7) + foreign)),
+        bytes([up | read | frame, 0]) + framed(flow_reply(3, circuit(1, 2), more=True),
+                                               flow_reply(3, [flow_entry(4, [5])])),
+        bytes([up | apply_mixed | then_read | frame, 0]) + framed(
+            of_msg(1, 5, struct.pack("!HH", 5, 1)), of_msg(21, 12), flow_reply(13, circuit(3, 4))),
     ]
     return seeds
 
