@@ -17,8 +17,8 @@
  * configured tokens means admin, as in the daemon), and the role check of
  * http.c is applied. The body is parsed as http.c parses it.
  *
- * Every input starts from a fresh store (in $TMPDIR, best on tmpfs), so a
- * crash replays from its input alone. Between requests the loop turns a few
+ * Every input starts from a fresh copy of a store migrated and loaded once
+ * (in $TMPDIR, else /dev/shm), so a crash replays from its input alone. Between requests the loop turns a few
  * times, so the reconciler applies what a request changed on the sim units;
  * a request still suspended (?wait=) then is aborted as by a client that
  * went away, and event streams end with the input.
