@@ -23,10 +23,9 @@
  * At the end the switch closes its side; the driver must report DOWN. What
  * the driver promises in ocs_driver.h is checked on the way: one completion
  * per accepted operation, none left pending at DOWN, messages on every
- * failure, read-backs with ports in range and a < b.
+ * failure, read-backs with ports in range, a < b, each circuit once.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -68,7 +67,7 @@ struct run {
 	unsigned flags;
 	unsigned nops; /* operations started */
 	bool pending;  /* an operation awaits its completion */
-	bool up, down;
+	bool down;
 };
 
 static void check(bool ok, const char *what)
@@ -102,6 +101,11 @@ static void on_read(void *arg, int status, const char *err, const struct ocs_rea
 			check(rb->xcs[i].a >= 1 && rb->xcs[i].a < rb->xcs[i].b &&
 			          rb->xcs[i].b <= PORTS,
 			      "a circuit out of range");
+		/* A read-back is a set: each circuit once. */
+		for (size_t i = 0; i < rb->nxcs; i++)
+			for (size_t j = 0; j < i; j++)
+				check(rb->xcs[i].a != rb->xcs[j].a || rb->xcs[i].b != rb->xcs[j].b,
+				      "a circuit listed twice");
 		for (size_t i = 0; i < rb->npartial; i++)
 			check(rb->partial[i].in_port >= 1 && rb->partial[i].in_port <= PORTS,
 			      "a partial entry out of range");
@@ -141,7 +145,6 @@ static void on_conn(void *arg, enum ocs_conn_state state, const char *err)
 	struct run *r = arg;
 
 	if (state == OCS_CONN_UP) {
-		r->up = true;
 		next_op(r);
 	} else if (state == OCS_CONN_DOWN) {
 		check(err && *err, "DOWN without a reason");
