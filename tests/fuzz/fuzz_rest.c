@@ -18,13 +18,15 @@
  * http.c is applied. The body is parsed as http.c parses it.
  *
  * Every input starts from a fresh copy of a store migrated and loaded once
- * (in $TMPDIR, else /dev/shm), so a crash replays from its input alone. Between requests the loop turns a few
- * times, so the reconciler applies what a request changed on the sim units;
- * a request still suspended (?wait=) then is aborted as by a client that
- * went away, and event streams end with the input.
+ * (in $TMPDIR, else /dev/shm), so a crash replays from its input alone. Between requests the loop
+ * turns a few times, so the reconciler applies what a request changed on the sim units; a request
+ * still suspended (?wait=) then is aborted as by a client that went away, and event streams end
+ * with the input.
  *
  * Checked: every request is answered (or suspended), never with a 5xx; an
- * error reply has the documented shape; no transaction is left open.
+ * error reply has the documented shape; no transaction is left open; after
+ * the last request the in-memory desired state (desired.c) equals the
+ * circuit table it mirrors.
  * Endpoints that would open real sockets (the openflow driver's "tcp:" and
  * "ptcp:") are left out: fuzz_openflow covers that driver.
  */
@@ -45,7 +47,7 @@
 #include "fuzz.h"
 #include "log.h"
 #include "reconcile.h"
-#include "store.h"
+#include "store_sql.h"
 
 #define MAX_REQS    8
 #define MAX_QUERY   8
@@ -381,6 +383,48 @@ static void check_reply(const struct api_req *a)
 	}
 }
 
+/* The mirror of the circuit table, unit by unit, against the table itself. */
+static void check_mirror(void)
+{
+	sqlite3 *sql = store_db(w.store);
+	sqlite3_stmt *units = NULL, *rows = NULL;
+	int rc = sqlite3_prepare_v2(sql, "SELECT id FROM ocs UNION SELECT ocs_id FROM circuit", -1,
+	                            &units, NULL);
+	rc |= sqlite3_prepare_v2(sql,
+	                         "SELECT min(a_ocs_port, b_ocs_port), max(a_ocs_port, b_ocs_port), "
+	                         "fabric_id FROM circuit WHERE ocs_id = ? ORDER BY 1, 2",
+	                         -1, &rows, NULL);
+	if (rc != SQLITE_OK || !desired_usable(w.desired)) {
+		fprintf(stderr, "fuzz_rest: cannot read the circuit table: %s\n",
+		        sqlite3_errmsg(sql));
+		abort();
+	}
+	while (sqlite3_step(units) == SQLITE_ROW) {
+		int64_t ocs = sqlite3_column_int64(units, 0);
+		struct desired_set set = desired_of(w.desired, ocs);
+		size_t n = 0;
+		sqlite3_reset(rows);
+		sqlite3_bind_int64(rows, 1, ocs);
+		for (; sqlite3_step(rows) == SQLITE_ROW; n++) {
+			if (n >= set.n || set.xc[n].a != (uint32_t)sqlite3_column_int64(rows, 0) ||
+			    set.xc[n].b != (uint32_t)sqlite3_column_int64(rows, 1) ||
+			    set.fabric[n] != sqlite3_column_int64(rows, 2)) {
+				fprintf(stderr, "fuzz_rest: unit %lld: circuit %zu differs\n",
+				        (long long)ocs, n);
+				abort();
+			}
+		}
+		if (n != set.n) {
+			fprintf(stderr,
+			        "fuzz_rest: unit %lld: %zu circuits in memory, %zu stored\n",
+			        (long long)ocs, set.n, n);
+			abort();
+		}
+	}
+	sqlite3_finalize(units);
+	sqlite3_finalize(rows);
+}
+
 static void run_one(char *text, size_t len)
 {
 	struct fuzz_req *r = calloc(1, sizeof(*r));
@@ -449,6 +493,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		run_one(p, len);
 		p = sep ? sep + 4 : NULL;
 	}
+	check_mirror();
 	world_down();
 	free(text);
 	return 0;
