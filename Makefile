@@ -8,6 +8,7 @@
 #                 SimGrid, the OpenAPI lint, the console in Chromium)
 #   make screenshots  regenerate the console's pictures in docs/img/
 #   make bench    run the benchmarks (see bench/RESULTS.md)
+#   make fuzz     run each libFuzzer harness of tests/fuzz for FUZZ_SECONDS (default 60)
 #   make config-doc  rewrite the configuration tables in docs/operations.md
 #   make install  install the binaries, systemd units, default configuration, ofcctl's man
 #                 page and bash completion, and the Slurm prolog/epilog into DESTDIR/PREFIX
@@ -42,6 +43,13 @@ $(B)/config.mk: packaging/deps.sh Makefile
 WARN     := -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 CFLAGS   ?= -O2 -g
 SANFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+# The fuzzers (tests/fuzz): every layer again, built by clang with coverage
+# instrumentation and the sanitizers into build/fuzz; libFuzzer's main is
+# linked into the harnesses only.
+FUZZ_CC     := clang
+FUZZFLAGS   := -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined \
+               -fno-sanitize-recover=all
+FUZZ_SECONDS ?= 60
 
 # Layers, lowest first. Each is its own archive and sees only the headers of
 # its own folder and of the layers below it (make check-deps checks the links):
@@ -71,6 +79,7 @@ AGENT_SRC   := $(sort $(filter-out agent/main.c,$(wildcard agent/*.c)))
 CLI_SRC     := $(sort $(filter-out cli/main.c,$(wildcard cli/*.c)))
 UNIT_SRC    := $(sort $(wildcard tests/unit/test_*.c))
 BENCH_SRC   := $(sort $(wildcard bench/*.c))
+FUZZ_SRC    := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 MIGRATIONS  := $(sort $(wildcard schema/[0-9]*.sql))
 CONSOLE     := $(sort $(wildcard console/*.html console/*.css console/*.js console/*.svg))
 # The browser driver and the OpenAPI linter, from npm (tests/browser/package-lock.json).
@@ -93,9 +102,11 @@ LIBS_SAN := $(foreach l,$(LAYERS),$(B)/san/lib$(l).a)
 UNIT_BIN     := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
 UNIT_BIN_SAN := $(patsubst tests/unit/%.c,$(B)/san/tests/%,$(UNIT_SRC))
 BENCH_BIN    := $(patsubst bench/%.c,$(B)/bench/%,$(BENCH_SRC))
+LIBS_FUZZ    := $(foreach l,$(LAYERS),$(B)/fuzz/lib$(l).a)
+FUZZ_BIN     := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(FUZZ_SRC))
 
 .PHONY: all run test unit unit-san integration fidelity check-deps check-alerts config-doc bench \
-	install clean format browser lint-openapi screenshots
+	install clean format browser lint-openapi screenshots fuzz fuzz-smoke
 all: $(B)/ofcd $(B)/ofcd-agent $(B)/ofcctl
 
 $(B)/gen/migrations.c: $(MIGRATIONS) schema/embed.sh
@@ -114,7 +125,7 @@ $(B)/gen/openapi.json: docs/openapi.yaml tools/openapi_json.py | $(B)/config.mk
 $(B)/gen/openapi.c: $(B)/gen/openapi.json console/embed.sh
 	sh console/embed.sh console_openapi $< > $@.tmp && mv $@.tmp $@
 
-# One compile rule per layer and build flavour (plain, sanitized).
+# One compile rule per layer and build flavour (plain, sanitized, fuzzing).
 define layer_rules
 $(B)/obj/$(1)/%.o: $(1)/%.c $(B)/config.mk
 	@mkdir -p $$(@D)
@@ -122,6 +133,9 @@ $(B)/obj/$(1)/%.o: $(1)/%.c $(B)/config.mk
 $(B)/san/obj/$(1)/%.o: $(1)/%.c $(B)/config.mk
 	@mkdir -p $$(@D)
 	$$(CC) $$(WARN) $(2) $(3) $$(SANFLAGS) -MMD -MP -c $$< -o $$@
+$(B)/fuzz/obj/$(1)/%.o: $(1)/%.c $(B)/config.mk
+	@mkdir -p $$(@D)
+	$$(FUZZ_CC) $$(WARN) $(2) $(3) $$(FUZZFLAGS) -MMD -MP -c $$< -o $$@
 endef
 $(eval $(call layer_rules,planner,$(PLANNER_CPP),))
 $(eval $(call layer_rules,ocs_drivers,$(DRIVERS_CPP),))
@@ -131,6 +145,7 @@ $(eval $(call layer_rules,agent,$(AGENT_CPP),$$(PKG_CFLAGS)))
 $(eval $(call layer_rules,cli,$(CLI_CPP),$$(CLI_PKG_CFLAGS)))
 $(eval $(call layer_rules,tests/unit,$(TEST_CPP),$$(PKG_CFLAGS)))
 $(eval $(call layer_rules,bench,$(TEST_CPP),$$(PKG_CFLAGS)))
+$(eval $(call layer_rules,tests/fuzz,$(TEST_CPP),$$(PKG_CFLAGS)))
 
 $(B)/obj/gen/%.o: $(B)/gen/%.c
 	@mkdir -p $(@D)
@@ -140,11 +155,19 @@ $(B)/san/obj/gen/%.o: $(B)/gen/%.c
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(DAEMON_CPP) $(SANFLAGS) -c $< -o $@
 
+$(B)/fuzz/obj/gen/%.o: $(B)/gen/%.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(WARN) $(DAEMON_CPP) $(FUZZFLAGS) -c $< -o $@
+
 define archive_rules
 $(B)/lib$(1).a: $(call obj,$(B),$($(1)_SRC))
 	@rm -f $$@
 	ar rcs $$@ $$^
 $(B)/san/lib$(1).a: $(call obj,$(B)/san,$($(1)_SRC))
+	@mkdir -p $$(@D)
+	@rm -f $$@
+	ar rcs $$@ $$^
+$(B)/fuzz/lib$(1).a: $(call obj,$(B)/fuzz,$($(1)_SRC))
 	@mkdir -p $$(@D)
 	@rm -f $$@
 	ar rcs $$@ $$^
@@ -172,6 +195,9 @@ $(B)/san/tests/%: $(B)/san/obj/tests/unit/%.o $(LIBS_SAN)
 $(B)/bench/%: $(B)/obj/bench/%.o $(LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS)
+
+$(B)/fuzz/fuzz_%: $(B)/fuzz/obj/tests/fuzz/fuzz_%.o $(LIBS_FUZZ)
+	$(FUZZ_CC) $(FUZZFLAGS) -fsanitize=fuzzer -o $@ $^ $(PKG_LIBS)
 
 run: $(B)/ofcd
 	@mkdir -p var
@@ -201,7 +227,18 @@ check-alerts:
 	promtool check rules packaging/prometheus/ofcd-alerts.yml
 	promtool test rules tests/prometheus/ofcd-alerts.test.yml
 
-test: check-deps check-alerts unit unit-san integration fidelity lint-openapi browser
+test: check-deps check-alerts unit unit-san fuzz-smoke integration fidelity lint-openapi browser
+
+# Each fuzzer over its committed corpus (seeds and the inputs of past crashes),
+# then for FUZZ_SECONDS more; new inputs go to build/fuzz/corpus, crashes to
+# build/fuzz/crashes (tests/fuzz/run.sh).
+fuzz: $(FUZZ_BIN)
+	@sh tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_BIN)
+
+# The short run of make test: the committed corpus and two seconds of each.
+fuzz-smoke: $(FUZZ_BIN)
+	@rm -rf $(B)/fuzz/smoke
+	@FUZZ_OUT=$(B)/fuzz/smoke sh tests/fuzz/run.sh 2 $(FUZZ_BIN)
 
 # Rewrites the configuration tables in docs/operations.md from the programs'
 # own (tests/integration/test_config_doc.py fails while they differ).
@@ -225,7 +262,7 @@ browser: $(B)/ofcd $(NODE_DEPS)
 screenshots: $(B)/ofcd $(NODE_DEPS)
 	OFCD_BIN=$(abspath $(B)/ofcd) node tests/browser/screenshots.mjs docs/img
 
-bench: $(B)/ofcd $(BENCH_BIN)
+bench: $(B)/ofcd $(B)/ofcd-agent $(BENCH_BIN)
 	sh bench/run.sh
 
 install: $(B)/ofcd $(B)/ofcd-agent $(B)/ofcctl
@@ -258,7 +295,7 @@ install: $(B)/ofcd $(B)/ofcd-agent $(B)/ofcctl
 
 format:
 	clang-format -i $(wildcard daemon/*.[ch] agent/*.[ch] common/*.[ch] cli/*.[ch] planner/*.[ch] \
-		ocs_drivers/*.[ch] tests/unit/*.[ch] bench/*.[ch])
+		ocs_drivers/*.[ch] tests/unit/*.[ch] tests/fuzz/*.[ch] bench/*.[ch])
 
 clean:
 	rm -rf $(B)

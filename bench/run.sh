@@ -19,3 +19,5 @@ for py in bench/rest_*.py; do
 	echo "== REST: $py"
 	/usr/bin/python3 "$py" "$B"
 done
+echo "== crash loops: ofcd and ofcd-agent killed with SIGKILL, 200 times each"
+/usr/bin/python3 bench/crashloop.py "$B"

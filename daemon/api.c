@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,22 +73,36 @@ void api_reply_text(struct api_req *req, unsigned status, const char *content_ty
 /*
  * Messages echo what the client sent (paths, member names) and may be cut in
  * the middle of a character: JSON needs valid UTF-8, so anything else becomes
- * '?' rather than an error body jansson refuses to build.
+ * '?' rather than an error body jansson refuses to build. Valid means what
+ * jansson accepts: no overlong form, no surrogate, nothing past U+10FFFF.
  */
+static size_t utf8_len(const unsigned char *p)
+{
+	static const uint32_t min[] = { 0, 0, 0x80, 0x800, 0x10000 };
+	size_t n = *p < 0x80           ? 1
+	           : (*p >> 5) == 0x6  ? 2
+	           : (*p >> 4) == 0xe  ? 3
+	           : (*p >> 3) == 0x1e ? 4
+	                               : 0;
+	if (n <= 1)
+		return n;
+	uint32_t c = *p & (0x7f >> n);
+	for (size_t i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		c = c << 6 | (p[i] & 0x3f);
+	}
+	if (c < min[n] || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	return n;
+}
+
 static void utf8_clean(char *s)
 {
 	unsigned char *p = (unsigned char *)s;
 	while (*p) {
-		size_t n = *p < 0x80           ? 1
-		           : (*p >> 5) == 0x6  ? 2
-		           : (*p >> 4) == 0xe  ? 3
-		           : (*p >> 3) == 0x1e ? 4
-		                               : 0;
-		size_t ok = n;
-		for (size_t i = 1; i < n && ok; i++)
-			if ((p[i] & 0xc0) != 0x80)
-				ok = 0;
-		if (!ok || (n == 1 && *p < 0x20)) {
+		size_t n = utf8_len(p);
+		if (!n || (n == 1 && *p < 0x20)) {
 			*p++ = '?';
 			continue;
 		}

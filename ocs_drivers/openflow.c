@@ -605,7 +605,7 @@ static void finish_read(struct of_unit *u)
 	struct of_flows *ours = &u->ours;
 	ocs_read_cb cb = u->read_cb;
 	void *arg = u->op_arg;
-	size_t i;
+	size_t i, n = 0;
 
 	/* one more entry each so that calloc never sees 0 */
 	xcs = calloc(ours->n / 2 + 1, sizeof(*xcs));
@@ -617,6 +617,14 @@ static void finish_read(struct of_unit *u)
 	}
 	if (ours->n)
 		qsort(ours->v, ours->n, sizeof(*ours->v), rflow_cmp);
+	/*
+	 * A table holds one flow per match and priority, but a reply may list one
+	 * twice: counted twice, a circuit would overrun xcs (sized for n / 2).
+	 */
+	for (i = 0; i < ours->n; i++)
+		if (!n || rflow_cmp(&ours->v[n - 1], &ours->v[i]) != 0)
+			ours->v[n++] = ours->v[i];
+	ours->n = n;
 	for (i = 0; i < ours->n; i++) {
 		struct of_rflow rev = { .in = ours->v[i].out, .out = ours->v[i].in };
 

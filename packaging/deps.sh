@@ -6,7 +6,7 @@ PKGS="build-essential pkg-config libevent-dev libssl-dev openssl libjansson-dev 
 libibverbs-dev ibverbs-providers libsystemd-dev libinih-dev libcmocka-dev python3 python3-pytest
 python3-requests python3-yaml python3-jsonschema python3-simgrid sqlite3 curl iproute2 iputils-ping
 openvswitch-switch wrk nginx-light chromium fonts-dejavu-core
-libcurl4-openssl-dev slurmctld slurmd slurm-client munge prometheus"
+libcurl4-openssl-dev slurmctld slurmd slurm-client munge prometheus clang libclang-rt-14-dev"
 # Node.js and npm run the browser tests and the OpenAPI linter (tests/browser/);
 # a machine that already has them from elsewhere keeps its own.
 command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"

@@ -345,6 +345,10 @@ def test_token_survives_reload_mid_request(auth_daemon):
 def test_odd_bytes_in_paths(daemon):
     r = daemon.get("/v1/%FF")
     assert r.status_code == 404 and error_of(r)["code"] == "not_found"
+    # Overlong forms and surrogates are not UTF-8 either (the body was {}).
+    for odd in ("%C0%80", "%ED%A0%80", "%F4%90%80%80"):
+        r = daemon.get(f"/v1/{odd}")
+        assert r.status_code == 404 and error_of(r)["code"] == "not_found", odd
     r = daemon.get("/v1/ocs?%FF=1")
     assert r.status_code == 400 and error_of(r)["code"] == "invalid_field"
     daemon.post("/v1/servers", {"name": "nulx", "devices": 2})

@@ -1,4 +1,4 @@
-/* Error table, route matching and token checks. */
+/* Error table and error bodies, route matching and token checks. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -36,6 +36,23 @@ static void test_error_table(void **state)
 	}
 	assert_string_equal(ofcd_err_code(OFCD_E__COUNT), "internal");
 	assert_int_equal(ofcd_err_status((enum ofcd_err)999), 500);
+}
+
+/* What the client sent, echoed in a message, never costs the error body its JSON. */
+static void test_error_echoes_invalid_utf8(void **state)
+{
+	(void)state;
+	struct api_req req = { 0 };
+	/* Overlong, surrogate, past U+10FFFF, overlong, cut short, then a valid é. */
+	api_error(&req, OFCD_E_NOT_FOUND, "f\xc0\x80", "no route /v1/%s",
+	          "\xc0\x80|\xed\xa0\x80|\xf4\x90\x80\x80|\xe0\x80\x80|\xe2\x82|\xc3\xa9");
+	assert_int_equal(req.status, 404);
+	json_t *e = json_object_get(req.reply, "error");
+	assert_string_equal(json_string_value(json_object_get(e, "code")), "not_found");
+	assert_string_equal(json_string_value(json_object_get(e, "message")),
+	                    "no route /v1/??|???|????|???|??|\xc3\xa9");
+	assert_string_equal(json_string_value(json_object_get(e, "field")), "f??");
+	json_decref(req.reply);
 }
 
 static const struct api_route *match(const char *method, const char *path, const char **params,
@@ -181,6 +198,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_error_table),
+		cmocka_unit_test(test_error_echoes_invalid_utf8),
 		cmocka_unit_test(test_route_match),
 		cmocka_unit_test(test_route_table),
 		cmocka_unit_test(test_tokens),
