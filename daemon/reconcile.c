@@ -142,11 +142,18 @@ static void read_done(struct unit *u, int status, const char *err, const struct 
 		return;
 	}
 	size_t n = 0, before = u->nactual;
+	bool in_order = true;
 	for (size_t i = 0; i < rb->nxcs; i++) {
 		uint32_t x = rb->xcs[i].a, y = rb->xcs[i].b;
-		actual[n++] = (struct plan_xc){ x < y ? x : y, x < y ? y : x };
+		actual[n] = (struct plan_xc){ x < y ? x : y, x < y ? y : x };
+		/* Drivers list in port order as a rule: checked on the way, sorted if not. */
+		in_order =
+		    in_order && (n == 0 || actual[n - 1].a < actual[n].a ||
+		                 (actual[n - 1].a == actual[n].a && actual[n - 1].b < actual[n].b));
+		n++;
 	}
-	n = plan_xc_sort_unique(actual, n);
+	if (!in_order)
+		n = plan_xc_sort_unique(actual, n);
 	bool changed = reconcile_ports_set_actual(r, u, actual, n, rb->partial, rb->npartial,
 	                                          rb->foreign, rb->nforeign) ||
 	               !u->have_actual;
