@@ -141,16 +141,16 @@ static void read_done(struct unit *u, int status, const char *err, const struct 
 		reconcile_work_end(t0);
 		return;
 	}
-	size_t n = 0, before = u->nactual;
+	size_t n = rb->nxcs, before = u->nactual;
 	bool in_order = true;
-	for (size_t i = 0; i < rb->nxcs; i++) {
-		uint32_t x = rb->xcs[i].a, y = rb->xcs[i].b;
-		actual[n] = (struct plan_xc){ x < y ? x : y, x < y ? y : x };
+	uint64_t last = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t x = rb->xcs[i].a, y = rb->xcs[i].b, lo = x < y ? x : y, hi = x < y ? y : x;
 		/* Drivers list in port order as a rule: checked on the way, sorted if not. */
-		in_order =
-		    in_order && (n == 0 || actual[n - 1].a < actual[n].a ||
-		                 (actual[n - 1].a == actual[n].a && actual[n - 1].b < actual[n].b));
-		n++;
+		uint64_t key = (uint64_t)lo << 32 | hi;
+		in_order &= i == 0 || key > last;
+		last = key;
+		actual[i] = (struct plan_xc){ lo, hi };
 	}
 	if (!in_order)
 		n = plan_xc_sort_unique(actual, n);
@@ -169,7 +169,9 @@ static void read_done(struct unit *u, int status, const char *err, const struct 
 		                         (json_int_t)before, "held_now", (json_int_t)n));
 		u->trigger = "audit";
 	}
-	memset(u->joining, 0, ((size_t)u->ports + 1) * sizeof(*u->joining));
+	if (u->njoining)
+		memset(u->joining, 0, ((size_t)u->ports + 1) * sizeof(*u->joining));
+	u->njoining = 0;
 	u->have_actual = true;
 	u->applied_since_read = false;
 	if (changed)
@@ -469,6 +471,7 @@ static void drive(struct unit *u)
 			if (b.add[i].b <= u->ports) {
 				u->joining[b.add[i].a] = b.add[i].b;
 				u->joining[b.add[i].b] = b.add[i].a;
+				u->njoining++;
 			}
 		}
 		int rc = u->ops->apply(u->h, &batch, on_apply, u);
