@@ -142,12 +142,19 @@ static void read_done(struct unit *u, int status, const char *err, const struct 
 		reconcile_work_end(t0);
 		return;
 	}
-	size_t n = 0, before = u->nactual;
-	for (size_t i = 0; i < rb->nxcs; i++) {
-		uint32_t x = rb->xcs[i].a, y = rb->xcs[i].b;
-		actual[n++] = (struct plan_xc){ x < y ? x : y, x < y ? y : x };
+	size_t n = rb->nxcs, before = u->nactual;
+	bool in_order = true;
+	uint64_t last = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t x = rb->xcs[i].a, y = rb->xcs[i].b, lo = x < y ? x : y, hi = x < y ? y : x;
+		/* Drivers list in port order as a rule: checked on the way, sorted if not. */
+		uint64_t key = (uint64_t)lo << 32 | hi;
+		in_order &= i == 0 || key > last;
+		last = key;
+		actual[i] = (struct plan_xc){ lo, hi };
 	}
-	n = plan_xc_sort_unique(actual, n);
+	if (!in_order)
+		n = plan_xc_sort_unique(actual, n);
 	bool changed = reconcile_ports_set_actual(r, u, actual, n, rb->partial, rb->npartial,
 	                                          rb->foreign, rb->nforeign) ||
 	               !u->have_actual;
@@ -161,7 +168,9 @@ static void read_done(struct unit *u, int status, const char *err, const struct 
 		                         (json_int_t)before, "held_now", (json_int_t)n));
 		u->trigger = "audit";
 	}
-	memset(u->joining, 0, ((size_t)u->ports + 1) * sizeof(*u->joining));
+	if (u->njoining)
+		memset(u->joining, 0, ((size_t)u->ports + 1) * sizeof(*u->joining));
+	u->njoining = 0;
 	u->have_actual = true;
 	u->applied_since_read = false;
 	if (changed)
@@ -461,6 +470,7 @@ static void drive(struct unit *u)
 			if (b.add[i].b <= u->ports) {
 				u->joining[b.add[i].a] = b.add[i].b;
 				u->joining[b.add[i].b] = b.add[i].a;
+				u->njoining++;
 			}
 		}
 		int rc = u->ops->apply(u->h, &batch, on_apply, u);

@@ -101,6 +101,7 @@ struct unit {
 	size_t nactual;          /**< entries in actual */
 	uint32_t *peer;          /**< peer[port] for actual, 0 when unjoined; ports + 1 entries */
 	uint32_t *joining; /**< the same for additions sent since the last read-back; ports + 1 */
+	size_t njoining;   /**< entries set in joining (0: nothing to clear at the next read) */
 	int64_t *owner;    /**< fabric owning each port (0: none), as desired.h said; ports + 1 */
 	uint32_t *hold;    /**< hold-back marks per port, see reconcile_ports.c; ports + 1 */
 	struct reconcile_xcset miss;  /**< desired cross-connects the unit does not hold */
@@ -228,20 +229,6 @@ static inline void reconcile_work_end(struct reconcile_work w)
 static inline struct desired_set reconcile_unit_desired(const struct unit *u)
 {
 	return desired_of(u->r->d.desired, u->id);
-}
-
-/** A walk of a sorted list of cross-connects along a desired set (one merge pass). */
-struct reconcile_walk {
-	const struct desired_set *ds; /**< the set walked (borrowed) */
-	size_t k;                     /**< position reached */
-};
-
-/** Index of xc in the set, or -1; xc must not be less than the one asked before. */
-static inline ssize_t reconcile_walk_index(struct reconcile_walk *w, const struct plan_xc *xc)
-{
-	while (w->k < w->ds->n && plan_xc_cmp(&w->ds->xc[w->k], xc) < 0)
-		w->k++;
-	return w->k < w->ds->n && plan_xc_cmp(&w->ds->xc[w->k], xc) == 0 ? (ssize_t)w->k : -1;
 }
 
 /** The fabric owning port of u, 0 for none (or out of range). */

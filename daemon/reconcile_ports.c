@@ -72,6 +72,17 @@ static void xcset_free(struct reconcile_xcset *s)
 
 /* ---- the deltas ------------------------------------------------------------- */
 
+/* plan_xc_cmp() inlined: these compares run over whole read-backs. */
+static inline int xc_cmp(const struct plan_xc *x, const struct plan_xc *y)
+{
+	return x->a != y->a ? (x->a < y->a ? -1 : 1) : x->b < y->b ? -1 : x->b > y->b;
+}
+
+static inline bool same_xc(const struct plan_xc *x, const struct plan_xc *y)
+{
+	return x->a == y->a && x->b == y->b;
+}
+
 static bool in_range(const struct unit *u, struct plan_xc xc)
 {
 	return xc.a >= 1 && xc.a < xc.b && xc.b <= u->ports;
@@ -226,11 +237,20 @@ bool reconcile_ports_set_actual(struct reconciler *r, struct unit *u, struct pla
 {
 	struct desired_set ds = reconcile_unit_desired(u);
 	const struct plan_xc *old = u->actual;
-	size_t on = u->nactual, i = 0, j = 0;
-	bool changed = n != on || (n && memcmp(actual, old, n * sizeof(*old)) != 0);
-	/* One merge of the two sorted read-backs: only the differences are looked at. */
-	while (changed && (i < on || j < n)) {
-		int c = i == on ? 1 : j == n ? -1 : plan_xc_cmp(&old[i], &actual[j]);
+	size_t on = u->nactual, i = 0, j = 0, head = 0, tail = 0;
+	/*
+	 * A read-back differs from the previous one by the few cross-connects a
+	 * batch or a hand changed: the common head and tail are skipped at the
+	 * speed of a memory compare, and only what lies between is merged.
+	 */
+	while (head < n && head < on && same_xc(&actual[head], &old[head]))
+		head++;
+	while (tail < n - head && tail < on - head &&
+	       same_xc(&actual[n - 1 - tail], &old[on - 1 - tail]))
+		tail++;
+	bool changed = head + tail != n || n != on;
+	for (i = j = head; changed && (i < on - tail || j < n - tail);) {
+		int c = i == on - tail ? 1 : j == n - tail ? -1 : xc_cmp(&old[i], &actual[j]);
 		if (c == 0)
 			i++, j++;
 		else if (c < 0)

@@ -85,11 +85,12 @@ static json_t *batch_fabrics(struct reconciler *r, struct unit *u, const struct 
 		json_decref(names);
 		return NULL;
 	}
-	struct reconcile_walk w = { &ds, 0 };
-	for (size_t i = 0; i < b->nadd; i++) {
-		ssize_t k = reconcile_walk_index(&w, &b->add[i]);
-		if (k >= 0 && (n == 0 || ids[n - 1] != ds.fabric[k]))
-			ids[n++] = ds.fabric[k];
+	/* Looked up, not walked to: a small batch on a big unit costs its own size. */
+	for (size_t i = 0; ds.n && i < b->nadd; i++) {
+		const struct plan_xc *x = bsearch(&b->add[i], ds.xc, ds.n, sizeof(*x), plan_xc_cmp);
+		int64_t fabric = x ? ds.fabric[x - ds.xc] : 0;
+		if (fabric && (n == 0 || ids[n - 1] != fabric))
+			ids[n++] = fabric;
 	}
 	const char *last = NULL;
 	for (size_t i = 0; i < b->ndel; i++) {
