@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <event2/event.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,12 @@
 #include "store_sql.h"
 
 /* Largest batch: OVS takes thousands of flow mods at once; bounded so one batch cannot stall. */
+/* A read-back's entries are read as cross-connects where they already are in order. */
+_Static_assert(sizeof(struct ocs_xc) == sizeof(struct plan_xc) &&
+                   offsetof(struct ocs_xc, a) == offsetof(struct plan_xc, a) &&
+                   offsetof(struct ocs_xc, b) == offsetof(struct plan_xc, b),
+               "struct ocs_xc and struct plan_xc share a layout");
+
 #define BATCH_MAX_OPS 8192
 #define RETRY_BASE_MS 100
 #define RETRY_MAX_MS  10000
@@ -142,15 +149,31 @@ static void read_done(struct unit *u, int status, const char *err, const struct 
 		return;
 	}
 	size_t n = rb->nxcs, before = u->nactual;
+	/*
+	 * What equals the previous read-back (normalized, in order) at both ends
+	 * is copied as it is; only what lies between is normalized and checked.
+	 */
+	const struct plan_xc *raw = (const struct plan_xc *)rb->xcs;
+	size_t head = reconcile_xcs_head(raw, u->actual, n < before ? n : before);
+	size_t tail =
+	    before > head && n > head
+	        ? reconcile_xcs_tail(raw + head, n - head, u->actual + head, before - head)
+	        : 0;
 	bool in_order = true;
 	uint64_t last = 0;
-	for (size_t i = 0; i < n; i++) {
-		uint32_t x = rb->xcs[i].a, y = rb->xcs[i].b, lo = x < y ? x : y, hi = x < y ? y : x;
-		/* Drivers list in port order as a rule: checked on the way, sorted if not. */
-		uint64_t key = (uint64_t)lo << 32 | hi;
-		in_order &= i == 0 || key > last;
-		last = key;
+	if (head)
+		memcpy(actual, raw, head * sizeof(*actual));
+	for (size_t i = head; i < n - tail; i++) {
+		uint32_t x = raw[i].a, y = raw[i].b, lo = x < y ? x : y, hi = x < y ? y : x;
 		actual[i] = (struct plan_xc){ lo, hi };
+	}
+	if (tail)
+		memcpy(actual + n - tail, raw + n - tail, tail * sizeof(*actual));
+	/* Drivers list in port order as a rule: checked where it may not hold, sorted if not. */
+	for (size_t i = head ? head - 1 : 0; i < n - (tail ? tail - 1 : 0); i++) {
+		uint64_t key = (uint64_t)actual[i].a << 32 | actual[i].b;
+		in_order &= i == (head ? head - 1 : 0) || key > last;
+		last = key;
 	}
 	if (!in_order)
 		n = plan_xc_sort_unique(actual, n);

@@ -35,6 +35,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -223,6 +224,39 @@ static inline void reconcile_work_end(struct reconcile_work w)
 static inline struct desired_set reconcile_unit_desired(const struct unit *u)
 {
 	return desired_of(u->r->d.desired, u->id);
+}
+
+/* Entries compared per memcmp() when looking for the first difference. */
+#define RECONCILE_XCS_BLOCK 64
+
+/**
+ * How many leading entries a[] and b[] (n each) have in common: compared a
+ * block at a time with memcmp(), at memory speed, since two read-backs of a
+ * unit differ in a few entries.
+ */
+static inline size_t reconcile_xcs_head(const struct plan_xc *a, const struct plan_xc *b, size_t n)
+{
+	size_t i = 0;
+	while (i + RECONCILE_XCS_BLOCK <= n &&
+	       memcmp(a + i, b + i, RECONCILE_XCS_BLOCK * sizeof(*a)) == 0)
+		i += RECONCILE_XCS_BLOCK;
+	while (i < n && a[i].a == b[i].a && a[i].b == b[i].b)
+		i++;
+	return i;
+}
+
+/** How many trailing entries a[0..na) and b[0..nb) have in common (as reconcile_xcs_head). */
+static inline size_t reconcile_xcs_tail(const struct plan_xc *a, size_t na, const struct plan_xc *b,
+                                        size_t nb)
+{
+	size_t t = 0, n = na < nb ? na : nb;
+	while (t + RECONCILE_XCS_BLOCK <= n &&
+	       memcmp(a + na - t - RECONCILE_XCS_BLOCK, b + nb - t - RECONCILE_XCS_BLOCK,
+	              RECONCILE_XCS_BLOCK * sizeof(*a)) == 0)
+		t += RECONCILE_XCS_BLOCK;
+	while (t < n && a[na - 1 - t].a == b[nb - 1 - t].a && a[na - 1 - t].b == b[nb - 1 - t].b)
+		t++;
+	return t;
 }
 
 /** The fabric owning port of u, 0 for none (or out of range). */
