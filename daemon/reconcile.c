@@ -201,13 +201,6 @@ static void read_done(struct unit *u, int status, const char *err, const struct 
 		reconcile_actual_changed(r, u);
 	desired_prune(r->d.desired, u->id, u->actual, u->nactual);
 	reconcile_check_isolation(r, u);
-	if (u->audit_pending) {
-		/* The audit's recomputation, a unit per callback. */
-		u->audit_pending = false;
-		reconcile_audit_unit(r, u, true);
-		if (r->audit_left && --r->audit_left == 0)
-			reconcile_audit_fabrics(r);
-	}
 	drive(u);
 	reconcile_work_end(t0);
 }
@@ -542,19 +535,44 @@ static void on_audit(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	desired_refresh(r->d.desired);
-	/*
-	 * Each unit's read-back also recomputes its bookkeeping from scratch and
-	 * compares (reconcile_audit.c): a unit per callback, the fabrics after the
-	 * last one.
-	 */
-	r->audit_left = 0;
-	for (struct unit *u = r->units; u; u = u->next) {
-		if (u->h && u->conn == OCS_CONN_UP && !u->busy) {
-			u->audit_pending = true;
-			r->audit_left++;
+	for (struct unit *u = r->units; u; u = u->next)
+		if (u->h && u->conn == OCS_CONN_UP && !u->busy)
 			start_read(u);
-		}
+	/* The full recomputation follows, in slices (on_audit_slice). */
+	r->audit_next = 0;
+	struct timeval now = { 0, 0 };
+	evtimer_add(r->ev_audit_slice, &now);
+	metrics_loop_leave(l);
+}
+
+/*
+ * The audit's full recomputation (reconcile_audit.c), unit by unit in id
+ * order for about a slice, then re-armed: at 8,192 servers a unit is a few
+ * milliseconds, and all of them at once would hold the loop for a second.
+ * The fabrics' sums after the last unit.
+ */
+static void on_audit_slice(evutil_socket_t fd, short what, void *arg)
+{
+	struct reconciler *r = arg;
+	struct metrics_loop l = metrics_loop_enter("reconcile");
+	struct reconcile_work t0 = reconcile_work_start();
+	(void)fd;
+	(void)what;
+	size_t i = 0, done = 0;
+	while (i < r->nunits && r->byid[i]->id < r->audit_next)
+		i++;
+	for (; i < r->nunits && (!done || reconcile_since(&t0.wall) * 1e6 < RECONCILE_SLICE_US);
+	     i++, done++) {
+		reconcile_audit_unit(r, r->byid[i], true);
+		r->audit_next = r->byid[i]->id + 1;
 	}
+	if (i < r->nunits) {
+		struct timeval now = { 0, 0 };
+		evtimer_add(r->ev_audit_slice, &now);
+	} else {
+		reconcile_audit_fabrics(r);
+	}
+	reconcile_work_end(t0);
 	metrics_loop_leave(l);
 }
 
@@ -604,7 +622,9 @@ int reconcile_init(const struct reconcile_deps *d, struct reconciler **out)
 	r->ev_states = evtimer_new(d->base, reconcile_states_cb, r);
 	r->ev_flush = evtimer_new(d->base, reconcile_flush_cb, r);
 	r->ev_journal = evtimer_new(d->base, reconcile_journal_cb, r);
-	if (!r->ev_pass || !r->ev_audit || !r->ev_states || !r->ev_flush || !r->ev_journal) {
+	r->ev_audit_slice = evtimer_new(d->base, on_audit_slice, r);
+	if (!r->ev_pass || !r->ev_audit || !r->ev_states || !r->ev_flush || !r->ev_journal ||
+	    !r->ev_audit_slice) {
 		reconcile_free(r);
 		return -ENOMEM;
 	}
@@ -657,6 +677,8 @@ void reconcile_free(struct reconciler *r)
 		event_free(r->ev_flush);
 	if (r->ev_journal)
 		event_free(r->ev_journal);
+	if (r->ev_audit_slice)
+		event_free(r->ev_audit_slice);
 	free(r);
 }
 

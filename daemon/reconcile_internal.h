@@ -106,15 +106,14 @@ struct unit {
 	unsigned foreign_all;         /**< foreign entries that match or flood every port */
 	struct reconcile_cell *cells; /**< its (fabric, unit) cells, a list (reconcile_state.c) */
 	bool touched;                 /**< its flags changed since the last state update */
-	bool audit_pending;         /**< the next read-back is an audit's: recompute and compare */
-	struct plan_xc *flushed;    /**< actual as last written to actual_xc, sorted */
-	size_t nflushed;            /**< entries in flushed */
-	struct plan_xc *violations; /**< isolation violations at the last read-back */
-	size_t nviolations;         /**< entries in violations */
-	struct ocs_flow *partial;   /**< one-way entries of ofcd's at the last read-back */
-	size_t npartial;            /**< entries in partial */
-	struct ocs_flow *foreign;   /**< entries ofcd did not make, at the last read-back */
-	size_t nforeign;            /**< entries in foreign */
+	struct plan_xc *flushed;      /**< actual as last written to actual_xc, sorted */
+	size_t nflushed;              /**< entries in flushed */
+	struct plan_xc *violations;   /**< isolation violations at the last read-back */
+	size_t nviolations;           /**< entries in violations */
+	struct ocs_flow *partial;     /**< one-way entries of ofcd's at the last read-back */
+	size_t npartial;              /**< entries in partial */
+	struct ocs_flow *foreign;     /**< entries ofcd did not make, at the last read-back */
+	size_t nforeign;              /**< entries in foreign */
 
 	/** Why the next batch is sent: startup, change, connect, audit, retry (static string). */
 	const char *trigger;
@@ -171,7 +170,8 @@ struct reconciler {
 	/** In check mode, reconcile_audit_all(), called after every state update; else NULL. */
 	unsigned (*check)(struct reconciler *r);
 	unsigned long audit_mismatches; /**< differences an audit found (each one a bug) */
-	unsigned audit_left;            /**< units whose audit read-back is still to come */
+	struct event *ev_audit_slice;   /**< the audit's next slice of recomputation */
+	int64_t audit_next;             /**< the audit goes on with the unit of this id or above */
 };
 
 /* ---- small helpers every part uses ---------------------------------------- */
