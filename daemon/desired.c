@@ -378,6 +378,19 @@ static int reload(struct desired *d)
 	return rc;
 }
 
+/* The first index in v[lo..hi) whose entry is above key (v sorted). */
+static size_t after(const struct plan_xc *v, size_t lo, size_t hi, const struct plan_xc *key)
+{
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (plan_xc_cmp(&v[mid], key) <= 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /*
  * Replaces the unit's entries of fabric by group[0..ng) (sorted rows of this
  * unit); the entries that leave become former entries named name.
@@ -413,26 +426,35 @@ static int unit_replace(struct desired *d, struct unit_set *u, int64_t fabric, c
 		snprintf(nm->s, sizeof(nm->s), "%s", name);
 	}
 
-	/* Merge the kept entries with the group; collect the leaving ones (sorted). */
-	size_t k = 0, g = 0, f = 0, o = 0;
+	/*
+	 * Merge the kept entries with the group, collecting the leaving ones
+	 * (sorted). Kept entries are copied in runs: a unit of thousands of
+	 * circuits costs a memory copy, not a walk, when a few change.
+	 */
+	size_t k = 0, g = 0, f = 0, o = 0, p = 0, gone = 0;
 	struct former *left = former + u->nformer; /* scratch after the old formers */
-	for (size_t i = 0; i < u->n; i++) {
-		if (u->fabric[i] == fabric) {
-			oldxc[f] = u->xc[i];
-			left[f++] = (struct former){ u->xc[i], nm };
-			continue;
+	while (p < u->n || g < ng) {
+		/* The next leaving entry at or after p (found once, the scan only moves on). */
+		if (gone < p)
+			gone = p;
+		while (f < nleft && gone < u->n && u->fabric[gone] != fabric)
+			gone++;
+		size_t next_gone = f < nleft ? gone : u->n;
+		size_t at = g < ng ? after(u->xc, p, u->n, &group[g].xc) : u->n;
+		size_t stop = next_gone < at ? next_gone : at;
+		if (stop > p) {
+			memcpy(xc + k, u->xc + p, (stop - p) * sizeof(*xc));
+			memcpy(fab + k, u->fabric + p, (stop - p) * sizeof(*fab));
+			k += stop - p;
+			p = stop;
 		}
-		while (g < ng && plan_xc_cmp(&group[g].xc, &u->xc[i]) < 0) {
-			xc[k] = group[g].xc;
+		if (at == stop && g < ng) {
+			xc[k] = group[g++].xc;
 			fab[k++] = fabric;
-			g++;
+		} else if (next_gone == stop && p < u->n) {
+			oldxc[f] = u->xc[p];
+			left[f++] = (struct former){ u->xc[p++], nm };
 		}
-		xc[k] = u->xc[i];
-		fab[k++] = u->fabric[i];
-	}
-	for (; g < ng; g++) {
-		xc[k] = group[g].xc;
-		fab[k++] = fabric;
 	}
 	free(u->xc);
 	free(u->fabric);

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <event2/event.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,12 @@
 #include "topo.h"
 
 /* Largest batch: OVS takes thousands of flow mods at once; bounded so one batch cannot stall. */
+/* A read-back's entries are read as cross-connects where they already are in order. */
+_Static_assert(sizeof(struct ocs_xc) == sizeof(struct plan_xc) &&
+                   offsetof(struct ocs_xc, a) == offsetof(struct plan_xc, a) &&
+                   offsetof(struct ocs_xc, b) == offsetof(struct plan_xc, b),
+               "struct ocs_xc and struct plan_xc share a layout");
+
 #define BATCH_MAX_OPS 8192
 #define RETRY_BASE_MS 100
 #define RETRY_MAX_MS  10000
@@ -143,15 +150,31 @@ static void read_done(struct unit *u, int status, const char *err, const struct 
 		return;
 	}
 	size_t n = rb->nxcs, before = u->nactual;
+	/*
+	 * What equals the previous read-back (normalized, in order) at both ends
+	 * is copied as it is; only what lies between is normalized and checked.
+	 */
+	const struct plan_xc *raw = (const struct plan_xc *)rb->xcs;
+	size_t head = reconcile_xcs_head(raw, u->actual, n < before ? n : before);
+	size_t tail =
+	    before > head && n > head
+	        ? reconcile_xcs_tail(raw + head, n - head, u->actual + head, before - head)
+	        : 0;
 	bool in_order = true;
 	uint64_t last = 0;
-	for (size_t i = 0; i < n; i++) {
-		uint32_t x = rb->xcs[i].a, y = rb->xcs[i].b, lo = x < y ? x : y, hi = x < y ? y : x;
-		/* Drivers list in port order as a rule: checked on the way, sorted if not. */
-		uint64_t key = (uint64_t)lo << 32 | hi;
-		in_order &= i == 0 || key > last;
-		last = key;
+	if (head)
+		memcpy(actual, raw, head * sizeof(*actual));
+	for (size_t i = head; i < n - tail; i++) {
+		uint32_t x = raw[i].a, y = raw[i].b, lo = x < y ? x : y, hi = x < y ? y : x;
 		actual[i] = (struct plan_xc){ lo, hi };
+	}
+	if (tail)
+		memcpy(actual + n - tail, raw + n - tail, tail * sizeof(*actual));
+	/* Drivers list in port order as a rule: checked where it may not hold, sorted if not. */
+	for (size_t i = head ? head - 1 : 0; i < n - (tail ? tail - 1 : 0); i++) {
+		uint64_t key = (uint64_t)actual[i].a << 32 | actual[i].b;
+		in_order &= i == (head ? head - 1 : 0) || key > last;
+		last = key;
 	}
 	if (!in_order)
 		n = plan_xc_sort_unique(actual, n);
@@ -177,13 +200,6 @@ static void read_done(struct unit *u, int status, const char *err, const struct 
 		reconcile_actual_changed(r, u);
 	desired_prune(r->d.desired, u->id, u->actual, u->nactual);
 	reconcile_check_isolation(r, u);
-	if (u->audit_pending) {
-		/* The audit's recomputation, a unit per callback. */
-		u->audit_pending = false;
-		reconcile_audit_unit(r, u, true);
-		if (r->audit_left && --r->audit_left == 0)
-			reconcile_audit_fabrics(r);
-	}
 	drive(u);
 	reconcile_work_end(t0);
 }
@@ -518,19 +534,44 @@ static void on_audit(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	desired_refresh(r->d.desired);
-	/*
-	 * Each unit's read-back also recomputes its bookkeeping from scratch and
-	 * compares (reconcile_audit.c): a unit per callback, the fabrics after the
-	 * last one.
-	 */
-	r->audit_left = 0;
-	for (struct unit *u = r->units; u; u = u->next) {
-		if (u->h && u->conn == OCS_CONN_UP && !u->busy) {
-			u->audit_pending = true;
-			r->audit_left++;
+	for (struct unit *u = r->units; u; u = u->next)
+		if (u->h && u->conn == OCS_CONN_UP && !u->busy)
 			start_read(u);
-		}
+	/* The full recomputation follows, in slices (on_audit_slice). */
+	r->audit_next = 0;
+	struct timeval now = { 0, 0 };
+	evtimer_add(r->ev_audit_slice, &now);
+	metrics_loop_leave(l);
+}
+
+/*
+ * The audit's full recomputation (reconcile_audit.c), unit by unit in id
+ * order for about a slice, then re-armed: at 8,192 servers a unit is a few
+ * milliseconds, and all of them at once would hold the loop for a second.
+ * The fabrics' sums after the last unit.
+ */
+static void on_audit_slice(evutil_socket_t fd, short what, void *arg)
+{
+	struct reconciler *r = arg;
+	struct metrics_loop l = metrics_loop_enter("reconcile");
+	struct reconcile_work t0 = reconcile_work_start();
+	(void)fd;
+	(void)what;
+	size_t i = 0, done = 0;
+	while (i < r->nunits && r->byid[i]->id < r->audit_next)
+		i++;
+	for (; i < r->nunits && (!done || reconcile_since(&t0.wall) * 1e6 < RECONCILE_SLICE_US);
+	     i++, done++) {
+		reconcile_audit_unit(r, r->byid[i], true);
+		r->audit_next = r->byid[i]->id + 1;
 	}
+	if (i < r->nunits) {
+		struct timeval now = { 0, 0 };
+		evtimer_add(r->ev_audit_slice, &now);
+	} else {
+		reconcile_audit_fabrics(r);
+	}
+	reconcile_work_end(t0);
 	metrics_loop_leave(l);
 }
 
@@ -635,7 +676,9 @@ int reconcile_init(const struct reconcile_deps *d, struct reconciler **out)
 	r->ev_states = evtimer_new(d->base, reconcile_states_cb, r);
 	r->ev_flush = evtimer_new(d->base, reconcile_flush_cb, r);
 	r->ev_journal = evtimer_new(d->base, reconcile_journal_cb, r);
-	if (!r->ev_pass || !r->ev_audit || !r->ev_states || !r->ev_flush || !r->ev_journal) {
+	r->ev_audit_slice = evtimer_new(d->base, on_audit_slice, r);
+	if (!r->ev_pass || !r->ev_audit || !r->ev_states || !r->ev_flush || !r->ev_journal ||
+	    !r->ev_audit_slice) {
 		reconcile_free(r);
 		return -ENOMEM;
 	}
@@ -697,6 +740,8 @@ void reconcile_free(struct reconciler *r)
 		event_free(r->ev_flush);
 	if (r->ev_journal)
 		event_free(r->ev_journal);
+	if (r->ev_audit_slice)
+		event_free(r->ev_audit_slice);
 	free(r);
 }
 

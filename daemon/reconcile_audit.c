@@ -1,10 +1,10 @@
 /*
  * The full recomputation: what the incremental bookkeeping should be, from
- * scratch, compared with what it is. The periodic audit runs it for each unit
- * as that unit's read-back arrives (a unit per loop callback, then the
- * fabrics), and in check mode it runs after every state update. A difference
- * is a bug of the incremental path: it is logged, counted
- * (ofcd_reconcile_audit_mismatches_total) and repaired by rebuilding.
+ * scratch, compared with what it is. The periodic audit runs it unit by unit
+ * in slices of about RECONCILE_SLICE_US (then the fabrics), and in check mode
+ * it runs after every state update. A difference is a bug of the incremental
+ * path: it is logged, counted (ofcd_reconcile_audit_mismatches_total) and
+ * repaired by rebuilding.
  */
 #include <event2/event.h>
 #include <stdio.h>

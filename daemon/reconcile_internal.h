@@ -35,6 +35,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -111,15 +112,14 @@ struct unit {
 	unsigned foreign_all;         /**< foreign entries that match or flood every port */
 	struct reconcile_cell *cells; /**< its (fabric, unit) cells, a list (reconcile_state.c) */
 	bool touched;                 /**< its flags changed since the last state update */
-	bool audit_pending;         /**< the next read-back is an audit's: recompute and compare */
-	struct plan_xc *flushed;    /**< actual as last written to actual_xc, sorted */
-	size_t nflushed;            /**< entries in flushed */
-	struct plan_xc *violations; /**< isolation violations at the last read-back */
-	size_t nviolations;         /**< entries in violations */
-	struct ocs_flow *partial;   /**< one-way entries of ofcd's at the last read-back */
-	size_t npartial;            /**< entries in partial */
-	struct ocs_flow *foreign;   /**< entries ofcd did not make, at the last read-back */
-	size_t nforeign;            /**< entries in foreign */
+	struct plan_xc *flushed;      /**< actual as last written to actual_xc, sorted */
+	size_t nflushed;              /**< entries in flushed */
+	struct plan_xc *violations;   /**< isolation violations at the last read-back */
+	size_t nviolations;           /**< entries in violations */
+	struct ocs_flow *partial;     /**< one-way entries of ofcd's at the last read-back */
+	size_t npartial;              /**< entries in partial */
+	struct ocs_flow *foreign;     /**< entries ofcd did not make, at the last read-back */
+	size_t nforeign;              /**< entries in foreign */
 
 	/** Why the next batch is sent: startup, change, connect, audit, retry (static string). */
 	const char *trigger;
@@ -176,7 +176,8 @@ struct reconciler {
 	/** In check mode, reconcile_audit_all(), called after every state update; else NULL. */
 	unsigned (*check)(struct reconciler *r);
 	unsigned long audit_mismatches; /**< differences an audit found (each one a bug) */
-	unsigned audit_left;            /**< units whose audit read-back is still to come */
+	struct event *ev_audit_slice;   /**< the audit's next slice of recomputation */
+	int64_t audit_next;             /**< the audit goes on with the unit of this id or above */
 };
 
 /* ---- small helpers every part uses ---------------------------------------- */
@@ -229,6 +230,39 @@ static inline void reconcile_work_end(struct reconcile_work w)
 static inline struct desired_set reconcile_unit_desired(const struct unit *u)
 {
 	return desired_of(u->r->d.desired, u->id);
+}
+
+/* Entries compared per memcmp() when looking for the first difference. */
+#define RECONCILE_XCS_BLOCK 64
+
+/**
+ * How many leading entries a[] and b[] (n each) have in common: compared a
+ * block at a time with memcmp(), at memory speed, since two read-backs of a
+ * unit differ in a few entries.
+ */
+static inline size_t reconcile_xcs_head(const struct plan_xc *a, const struct plan_xc *b, size_t n)
+{
+	size_t i = 0;
+	while (i + RECONCILE_XCS_BLOCK <= n &&
+	       memcmp(a + i, b + i, RECONCILE_XCS_BLOCK * sizeof(*a)) == 0)
+		i += RECONCILE_XCS_BLOCK;
+	while (i < n && a[i].a == b[i].a && a[i].b == b[i].b)
+		i++;
+	return i;
+}
+
+/** How many trailing entries a[0..na) and b[0..nb) have in common (as reconcile_xcs_head). */
+static inline size_t reconcile_xcs_tail(const struct plan_xc *a, size_t na, const struct plan_xc *b,
+                                        size_t nb)
+{
+	size_t t = 0, n = na < nb ? na : nb;
+	while (t + RECONCILE_XCS_BLOCK <= n &&
+	       memcmp(a + na - t - RECONCILE_XCS_BLOCK, b + nb - t - RECONCILE_XCS_BLOCK,
+	              RECONCILE_XCS_BLOCK * sizeof(*a)) == 0)
+		t += RECONCILE_XCS_BLOCK;
+	while (t < n && a[na - 1 - t].a == b[nb - 1 - t].a && a[na - 1 - t].b == b[nb - 1 - t].b)
+		t++;
+	return t;
 }
 
 /** The fabric owning port of u, 0 for none (or out of range). */

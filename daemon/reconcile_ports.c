@@ -78,11 +78,6 @@ static inline int xc_cmp(const struct plan_xc *x, const struct plan_xc *y)
 	return x->a != y->a ? (x->a < y->a ? -1 : 1) : x->b < y->b ? -1 : x->b > y->b;
 }
 
-static inline bool same_xc(const struct plan_xc *x, const struct plan_xc *y)
-{
-	return x->a == y->a && x->b == y->b;
-}
-
 static bool in_range(const struct unit *u, struct plan_xc xc)
 {
 	return xc.a >= 1 && xc.a < xc.b && xc.b <= u->ports;
@@ -243,11 +238,9 @@ bool reconcile_ports_set_actual(struct reconciler *r, struct unit *u, struct pla
 	 * batch or a hand changed: the common head and tail are skipped at the
 	 * speed of a memory compare, and only what lies between is merged.
 	 */
-	while (head < n && head < on && same_xc(&actual[head], &old[head]))
-		head++;
-	while (tail < n - head && tail < on - head &&
-	       same_xc(&actual[n - 1 - tail], &old[on - 1 - tail]))
-		tail++;
+	head = reconcile_xcs_head(actual, old, n < on ? n : on);
+	if (n > head && on > head)
+		tail = reconcile_xcs_tail(actual + head, n - head, old + head, on - head);
 	bool changed = head + tail != n || n != on;
 	for (i = j = head; changed && (i < on - tail || j < n - tail);) {
 		int c = i == on - tail ? 1 : j == n - tail ? -1 : xc_cmp(&old[i], &actual[j]);

@@ -178,6 +178,10 @@ def test_drift_repaired_by_audit(sim):
     assert [60, 61] not in sim.get("/v1/ocs/ocs0/cross-connects").json()["actual"]
     audits = [op for op in sim.get("/v1/operations?ocs=ocs0").json()["operations"] if op["trigger"] == "audit"]
     assert len(audits) == 2
+    # Each audit also recomputed the reconciler's bookkeeping from scratch: it never differed.
+    time.sleep(1.5)
+    assert "ofcd_reconcile_audit_mismatches_total" not in sim.get("/metrics").text
+    assert "ofcd_reconcile_work_cpu_seconds_total" in sim.get("/metrics").text
 
 
 def test_isolation_violation_removed(sim):
