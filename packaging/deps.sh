@@ -29,8 +29,10 @@ if [ ! -e /usr/sbin/policy-rc.d ]; then
 	trap '$SUDO rm -f /usr/sbin/policy-rc.d' EXIT
 fi
 $SUDO apt-get install -y -qq --no-install-recommends $missing
-# Slurm and munge enable their services on install; the Slurm test starts its own
-# daemons, so a machine set up for ofcd does not run them at its next boot.
-for s in munge slurmctld slurmd; do
-	case " $missing " in *" $s "*) $SUDO systemctl disable --quiet "$s.service" 2>/dev/null || true ;; esac
+# These packages enable their services on install; ofcd's tests start their own
+# instances, so a machine set up for ofcd does not run them at its next boot.
+for s in munge slurmctld slurmd nginx-light:nginx openvswitch-switch prometheus; do
+	pkg=${s%%:*}
+	unit=${s#*:}
+	case " $missing " in *" $pkg "*) $SUDO systemctl disable --quiet "$unit.service" 2>/dev/null || true ;; esac
 done
