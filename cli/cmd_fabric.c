@@ -173,37 +173,38 @@ out:
 	return rc;
 }
 
-int cmd_fabric_get(struct cmd_ctx *c)
+/* METHOD /v1/fabrics/NAME[?wait=S] for the fabric named by the first argument. */
+static int fabric_named_call(struct cmd_ctx *c, const char *method, struct client_reply *r,
+                             double *wait_s)
 {
-	struct client_reply r = { 0 };
 	char q[32];
-	double wait_s;
-	int rc = cmd_wait_param(c, q, sizeof(q), &wait_s);
+	int rc = cmd_wait_param(c, q, sizeof(q), wait_s);
 	if (rc)
 		return rc;
 	char *path = cmd_path(c, "/v1/fabrics/", c->args.argv[0], q);
 	if (!path)
 		return CMD_UNREACHABLE;
-	rc = cmd_call(c, "GET", path, NULL, wait_s, &r);
+	rc = cmd_call(c, method, path, NULL, *wait_s, r);
+	free(path);
+	return rc;
+}
+
+int cmd_fabric_get(struct cmd_ctx *c)
+{
+	struct client_reply r = { 0 };
+	double wait_s;
+	int rc = fabric_named_call(c, "GET", &r, &wait_s);
 	if (rc == CMD_OK)
 		rc = fabric_reply(c, &r, wait_s);
 	client_reply_free(&r);
-	free(path);
 	return rc;
 }
 
 int cmd_fabric_delete(struct cmd_ctx *c)
 {
 	struct client_reply r = { 0 };
-	char q[32];
 	double wait_s;
-	int rc = cmd_wait_param(c, q, sizeof(q), &wait_s);
-	if (rc)
-		return rc;
-	char *path = cmd_path(c, "/v1/fabrics/", c->args.argv[0], q);
-	if (!path)
-		return CMD_UNREACHABLE;
-	rc = cmd_call(c, "DELETE", path, NULL, wait_s, &r);
+	int rc = fabric_named_call(c, "DELETE", &r, &wait_s);
 	if (rc == CMD_OK) {
 		const char *state = json_string_value(json_object_get(r.json, "state"));
 		if (c->format == OUT_JSON)
@@ -216,7 +217,6 @@ int cmd_fabric_delete(struct cmd_ctx *c)
 			              state ? state : "?", wait_s);
 	}
 	client_reply_free(&r);
-	free(path);
 	return rc;
 }
 
