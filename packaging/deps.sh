@@ -4,7 +4,8 @@
 set -e
 PKGS="build-essential pkg-config libevent-dev libjansson-dev libmicrohttpd-dev libsqlite3-dev
 libibverbs-dev ibverbs-providers libsystemd-dev libinih-dev libcmocka-dev python3 python3-pytest
-python3-requests sqlite3 curl iproute2 iputils-ping openvswitch-switch wrk nginx-light"
+python3-requests sqlite3 curl iproute2 iputils-ping openvswitch-switch wrk nginx-light
+etcd-server etcd-client"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
@@ -15,7 +16,7 @@ SUDO=""
 [ "$(id -u)" = 0 ] || SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
-# The OVS and nginx packages try to start their services; ofcd's tests and
+# The OVS, nginx and etcd packages try to start their services; ofcd's tests and
 # benchmarks start their own instances, so keep the system ones from starting.
 if [ ! -e /usr/sbin/policy-rc.d ]; then
 	printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d >/dev/null
