@@ -1,0 +1,295 @@
+/*
+ * The etcd client against a real three-member etcd on loopback (the etcd
+ * binary of Debian's etcd-server; skipped when it is absent): calls, the
+ * election and replication txns, leases, a watch, and failover to the next
+ * endpoint when a member is stopped.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include "etcd.h"
+
+#define ETCD_BIN "/usr/bin/etcd"
+#define MEMBERS  3
+
+struct cluster {
+	char dir[64];
+	pid_t pid[MEMBERS];
+	char client[MEMBERS][128];
+	struct event_base *base;
+	struct etcd_client *c;
+};
+
+/* A port the kernel just handed out, free again (a small race, fine for a test). */
+static int free_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	int port = -1;
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+		port = ntohs(a.sin_port);
+	close(fd);
+	return port;
+}
+
+static void start_members(struct cluster *k)
+{
+	char peer[MEMBERS][128], initial[512] = "";
+	for (int i = 0; i < MEMBERS; i++) {
+		snprintf(k->client[i], sizeof(k->client[i]), "http://127.0.0.1:%d", free_port());
+		snprintf(peer[i], sizeof(peer[i]), "http://127.0.0.1:%d", free_port());
+		size_t n = strlen(initial);
+		snprintf(initial + n, sizeof(initial) - n, "%se%d=%s", i ? "," : "", i, peer[i]);
+	}
+	for (int i = 0; i < MEMBERS; i++) {
+		char name[16], data[96], log[96];
+		snprintf(name, sizeof(name), "e%d", i);
+		snprintf(data, sizeof(data), "%s/e%d", k->dir, i);
+		snprintf(log, sizeof(log), "%s/e%d.log", k->dir, i);
+		pid_t pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+			dup2(fd, 1);
+			dup2(fd, 2);
+			execl(ETCD_BIN, ETCD_BIN, "--name", name, "--data-dir", data,
+			      "--listen-client-urls", k->client[i], "--advertise-client-urls",
+			      k->client[i], "--listen-peer-urls", peer[i],
+			      "--initial-advertise-peer-urls", peer[i], "--initial-cluster",
+			      initial, "--initial-cluster-state", "new", (char *)NULL);
+			_exit(127);
+		}
+		k->pid[i] = pid;
+	}
+}
+
+static void stop_member(struct cluster *k, int i)
+{
+	if (k->pid[i] > 0) {
+		kill(k->pid[i], SIGKILL);
+		waitpid(k->pid[i], NULL, 0);
+		k->pid[i] = 0;
+	}
+}
+
+struct reply {
+	bool done;
+	int rc;
+	struct etcd_result res; /* copied out: revision, succeeded, lease, ttl, first kv */
+	int64_t kv_create_revision;
+	char kv_value[64];
+	size_t nkvs;
+};
+
+static void on_reply(int rc, const struct etcd_result *res, void *arg)
+{
+	struct reply *r = arg;
+	r->done = true;
+	r->rc = rc;
+	r->res.revision = res->revision;
+	r->res.succeeded = res->succeeded;
+	r->res.lease_id = res->lease_id;
+	r->res.ttl = res->ttl;
+	r->nkvs = res->nkvs;
+	if (res->nkvs) {
+		r->kv_create_revision = res->kvs[0].create_revision;
+		snprintf(r->kv_value, sizeof(r->kv_value), "%s", (char *)res->kvs[0].value);
+	}
+}
+
+/* Runs the loop until the reply has come (the client's own timeout bounds it). */
+static struct reply call(struct cluster *k, const char *path, char *body)
+{
+	struct reply r = { 0 };
+	assert_int_equal(etcd_call(k->c, path, body, on_reply, &r), 0);
+	while (!r.done)
+		event_base_loop(k->base, EVLOOP_ONCE);
+	return r;
+}
+
+static int setup(void **state)
+{
+	static struct cluster k;
+	if (access(ETCD_BIN, X_OK) != 0)
+		return 0; /* the tests skip */
+	snprintf(k.dir, sizeof(k.dir), "/tmp/ofcd-test-etcd-XXXXXX");
+	assert_non_null(mkdtemp(k.dir));
+	start_members(&k);
+	k.base = event_base_new();
+	assert_int_equal(etcd_client_new(k.base, (const char(*)[128])k.client, MEMBERS, 2, &k.c),
+	                 0);
+	/* Wait for the cluster to elect its raft leader and answer. */
+	for (int i = 0; i < 100; i++) {
+		struct reply r = call(&k, "/v3/kv/range", etcd_req_range("x", false, 0));
+		if (r.rc == 0)
+			break;
+		usleep(100 * 1000);
+	}
+	*state = &k;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct cluster *k = *state;
+	char cmd[128];
+	if (!k)
+		return 0;
+	etcd_client_free(k->c);
+	event_base_free(k->base);
+	for (int i = 0; i < MEMBERS; i++)
+		stop_member(k, i);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", k->dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static void test_election_txns(void **state)
+{
+	struct cluster *k = *state;
+	if (!k)
+		skip();
+	struct reply grant = call(k, "/v3/lease/grant", etcd_req_lease_grant(5));
+	assert_int_equal(grant.rc, 0);
+	assert_true(grant.res.lease_id != 0);
+	assert_int_equal(grant.res.ttl, 5);
+
+	struct reply won =
+	    call(k, "/v3/kv/txn", etcd_req_create("/t/leader", "a", 1, grant.res.lease_id));
+	assert_int_equal(won.rc, 0);
+	assert_true(won.res.succeeded);
+	int64_t rev = won.res.revision;
+
+	/* A second candidate loses and learns who holds the key. */
+	struct reply lost = call(k, "/v3/kv/txn", etcd_req_create("/t/leader", "b", 1, 0));
+	assert_int_equal(lost.rc, 0);
+	assert_false(lost.res.succeeded);
+	assert_int_equal(lost.nkvs, 1);
+	assert_string_equal(lost.kv_value, "a");
+	assert_int_equal(lost.kv_create_revision, rev);
+
+	struct reply put =
+	    call(k, "/v3/kv/txn", etcd_req_put_guarded("/t/leader", rev, "/t/log/1", "change", 6));
+	assert_true(put.rc == 0 && put.res.succeeded);
+	put = call(k, "/v3/kv/txn",
+	           etcd_req_put_guarded("/t/leader", rev + 100, "/t/log/2", "stale", 5));
+	assert_true(put.rc == 0 && !put.res.succeeded);
+	struct reply log = call(k, "/v3/kv/range", etcd_req_range("/t/log/", true, 0));
+	assert_int_equal(log.nkvs, 1);
+	assert_string_equal(log.kv_value, "change");
+
+	struct reply ka = call(k, "/v3/lease/keepalive", etcd_req_lease_id(grant.res.lease_id));
+	assert_int_equal(ka.rc, 0);
+	assert_int_equal(ka.res.ttl, 5);
+
+	/* Only the holder's own key is removed on stepping down. */
+	struct reply del = call(k, "/v3/kv/txn", etcd_req_delete_guarded("/t/leader", rev + 1));
+	assert_false(del.res.succeeded);
+	del = call(k, "/v3/kv/txn", etcd_req_delete_guarded("/t/leader", rev));
+	assert_true(del.res.succeeded);
+	struct reply revoke = call(k, "/v3/lease/revoke", etcd_req_lease_id(grant.res.lease_id));
+	assert_int_equal(revoke.rc, 0);
+	ka = call(k, "/v3/lease/keepalive", etcd_req_lease_id(grant.res.lease_id));
+	assert_int_equal(ka.res.ttl, 0);
+
+	struct reply bad = call(k, "/v3/kv/range", strdup("{\"key\":\"!!\"}"));
+	assert_int_equal(bad.rc, -EIO);
+}
+
+struct seen {
+	int messages;
+	int events;
+	bool created;
+	int ended;
+	char last[64];
+};
+
+static void on_event(int rc, const struct etcd_result *res, void *arg)
+{
+	struct seen *s = arg;
+	if (rc < 0) {
+		s->ended = rc;
+		return;
+	}
+	s->messages++;
+	s->created |= res->created;
+	for (size_t i = 0; i < res->nkvs; i++) {
+		s->events++;
+		snprintf(s->last, sizeof(s->last), "%s", (char *)res->kvs[i].value);
+	}
+}
+
+static void test_watch(void **state)
+{
+	struct cluster *k = *state;
+	struct seen s = { 0 };
+	struct etcd_watch *w;
+	if (!k)
+		skip();
+	assert_int_equal(etcd_watch(k->c, etcd_req_watch("/w/", true, 0), on_event, &s, &w), 0);
+	while (!s.created)
+		event_base_loop(k->base, EVLOOP_ONCE);
+	call(k, "/v3/kv/txn", etcd_req_create("/w/a", "one", 3, 0));
+	call(k, "/v3/kv/txn", etcd_req_create("/w/b", "two", 3, 0));
+	call(k, "/v3/kv/txn", etcd_req_create("/x/c", "other", 5, 0));
+	while (s.events < 2)
+		event_base_loop(k->base, EVLOOP_ONCE);
+	assert_string_equal(s.last, "two");
+	assert_int_equal(s.ended, 0);
+	etcd_watch_free(w);
+}
+
+/* Stopping the member in use moves the calls to the next one; with none left they fail. */
+static void test_failover(void **state)
+{
+	struct cluster *k = *state;
+	if (!k)
+		skip();
+	const char *first = etcd_endpoint(k->c);
+	int used = -1;
+	for (int i = 0; i < MEMBERS; i++)
+		if (strcmp(k->client[i], first) == 0)
+			used = i;
+	assert_true(used >= 0);
+	stop_member(k, used);
+	struct reply r = call(k, "/v3/kv/txn", etcd_req_create("/f/a", "x", 1, 0));
+	assert_int_equal(r.rc, 0);
+	assert_true(r.res.succeeded);
+	assert_string_not_equal(etcd_endpoint(k->c), first);
+
+	/* Two of three members gone: no quorum, so no endpoint answers a write in time. */
+	for (int i = 0; i < MEMBERS; i++)
+		if (k->pid[i] && strcmp(k->client[i], etcd_endpoint(k->c)) != 0) {
+			stop_member(k, i);
+			break;
+		}
+	r = call(k, "/v3/kv/txn", etcd_req_create("/f/b", "x", 1, 0));
+	assert_true(r.rc < 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_election_txns),
+		cmocka_unit_test(test_watch),
+		cmocka_unit_test(test_failover),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
