@@ -40,6 +40,8 @@ struct etcd_client {
 	size_t cur; /* endpoint calls go to */
 	unsigned timeout_s;
 	struct call *calls;
+	struct etcd_watch *dead; /* watches freed from their own callback, freed later */
+	struct event *reap;      /* frees them once the callbacks have returned */
 };
 
 struct etcd_watch {
@@ -49,6 +51,9 @@ struct etcd_watch {
 	size_t tries;   /* endpoints tried before any message arrived */
 	bool streaming; /* a message arrived: no more failing over */
 	bool ended;     /* the caller was told the stream is over */
+	bool in_cb;     /* fn is running: freeing must wait until evhttp is done */
+	bool dead;      /* etcd_watch_free() was called from fn */
+	struct etcd_watch *next_dead;
 	struct evhttp_connection *conn;
 	struct evhttp_connection *stale; /* the previous endpoint's, freed outside its callback */
 	struct evhttp_request *req;
@@ -56,6 +61,8 @@ struct etcd_watch {
 	etcd_event_fn fn;
 	void *arg;
 };
+
+static void on_reap(evutil_socket_t fd, short what, void *arg);
 
 static int parse_endpoint(const char *url, struct endpoint *ep)
 {
@@ -90,6 +97,11 @@ int etcd_client_new(struct event_base *base, const char (*endpoints)[128], size_
 		return n == 0 ? -EINVAL : -ENOMEM;
 	}
 	c->base = base;
+	if (!(c->reap = event_new(base, -1, 0, on_reap, c))) {
+		free(c->eps);
+		free(c);
+		return -ENOMEM;
+	}
 	c->n = n;
 	c->timeout_s = timeout_s;
 	for (size_t i = 0; i < n; i++) {
@@ -122,6 +134,8 @@ void etcd_client_free(struct etcd_client *c)
 			evhttp_connection_free(c->eps[i].conn);
 	while (c->calls)
 		call_free(c->calls);
+	on_reap(-1, 0, c);
+	event_free(c->reap);
 	free(c->eps);
 	free(c);
 }
@@ -244,6 +258,35 @@ static void watch_close(struct etcd_watch *w)
 	w->conn = w->stale = NULL;
 }
 
+static void watch_destroy(struct etcd_watch *w);
+
+/* Calls fn; returns false when fn freed the watch (its freeing is then deferred). */
+static bool deliver(struct etcd_watch *w, int rc, const struct etcd_result *res)
+{
+	w->in_cb = true;
+	w->fn(rc, res, w->arg);
+	w->in_cb = false;
+	if (!w->dead)
+		return true;
+	w->ended = true;
+	w->next_dead = w->c->dead;
+	w->c->dead = w;
+	event_active(w->c->reap, EV_TIMEOUT, 1);
+	return false;
+}
+
+static void on_reap(evutil_socket_t fd, short what, void *arg)
+{
+	struct etcd_client *c = arg;
+	(void)fd;
+	(void)what;
+	while (c->dead) {
+		struct etcd_watch *w = c->dead;
+		c->dead = w->next_dead;
+		watch_destroy(w);
+	}
+}
+
 /* Each message of the stream is one JSON object on a line of its own. */
 static void watch_chunk(struct evhttp_request *req, void *arg)
 {
@@ -261,13 +304,14 @@ static void watch_chunk(struct evhttp_request *req, void *arg)
 		struct etcd_result res = { 0 };
 		int rc = len ? etcd_parse(line, len, &res) : 0;
 		free(line);
-		if (len && rc == 0)
-			w->fn(0, &res, w->arg);
+		bool alive = !len || rc < 0 || deliver(w, 0, &res);
 		etcd_result_free(&res);
+		if (!alive)
+			return;
 		if (rc < 0) {
 			/* Not etcd's stream: reported once, the rest of it ignored. */
 			w->ended = true;
-			w->fn(-EPROTO, NULL, w->arg);
+			deliver(w, -EPROTO, NULL);
 			return;
 		}
 	}
@@ -294,7 +338,7 @@ static void watch_done(struct evhttp_request *req, void *arg)
 	}
 	if (!w->ended) {
 		w->ended = true;
-		w->fn(-EHOSTUNREACH, NULL, w->arg);
+		deliver(w, -EHOSTUNREACH, NULL);
 	}
 }
 
@@ -333,8 +377,9 @@ int etcd_watch(struct etcd_client *c, char *body, etcd_event_fn fn, void *arg,
 	w->ep = c->cur;
 	w->fn = fn;
 	w->arg = arg;
-	watch_open(w);
+	/* Set first: fn may run (and free w) before watch_open() returns. */
 	*out = w;
+	watch_open(w);
 	return 0;
 }
 
@@ -342,6 +387,15 @@ void etcd_watch_free(struct etcd_watch *w)
 {
 	if (!w)
 		return;
+	if (w->in_cb) {
+		w->dead = true;
+		return;
+	}
+	watch_destroy(w);
+}
+
+static void watch_destroy(struct etcd_watch *w)
+{
 	watch_close(w);
 	evbuffer_free(w->buf);
 	free(w->body);

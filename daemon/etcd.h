@@ -63,7 +63,8 @@ const char *etcd_endpoint(const struct etcd_client *c);
 /**
  * Opens a watch stream (body from etcd_req_watch(), taken) on the current
  * endpoint, or the next ones when it cannot connect; fn receives its
- * messages. Returns 0 and the watch in *out, or -ENOMEM.
+ * messages. Returns 0 and the watch in *out (set before fn can first run),
+ * or -ENOMEM. fn may free the watch with etcd_watch_free().
  */
 int etcd_watch(struct etcd_client *c, char *body, etcd_event_fn fn, void *arg,
                struct etcd_watch **out);

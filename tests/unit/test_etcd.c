@@ -24,71 +24,13 @@
 #include <unistd.h>
 
 #include "etcd.h"
-
-#define ETCD_BIN "/usr/bin/etcd"
-#define MEMBERS  3
+#include "etcd_members.h"
 
 struct cluster {
-	char dir[64];
-	pid_t pid[MEMBERS];
-	char client[MEMBERS][128];
+	struct etcd_members m;
 	struct event_base *base;
 	struct etcd_client *c;
 };
-
-/* A port the kernel just handed out, free again (a small race, fine for a test). */
-static int free_port(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	int port = -1;
-	if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-	    getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-		port = ntohs(a.sin_port);
-	close(fd);
-	return port;
-}
-
-static void start_members(struct cluster *k)
-{
-	char peer[MEMBERS][128], initial[512] = "";
-	for (int i = 0; i < MEMBERS; i++) {
-		snprintf(k->client[i], sizeof(k->client[i]), "http://127.0.0.1:%d", free_port());
-		snprintf(peer[i], sizeof(peer[i]), "http://127.0.0.1:%d", free_port());
-		size_t n = strlen(initial);
-		snprintf(initial + n, sizeof(initial) - n, "%se%d=%s", i ? "," : "", i, peer[i]);
-	}
-	for (int i = 0; i < MEMBERS; i++) {
-		char name[16], data[96], log[96];
-		snprintf(name, sizeof(name), "e%d", i);
-		snprintf(data, sizeof(data), "%s/e%d", k->dir, i);
-		snprintf(log, sizeof(log), "%s/e%d.log", k->dir, i);
-		pid_t pid = fork();
-		assert_true(pid >= 0);
-		if (pid == 0) {
-			int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-			dup2(fd, 1);
-			dup2(fd, 2);
-			execl(ETCD_BIN, ETCD_BIN, "--name", name, "--data-dir", data,
-			      "--listen-client-urls", k->client[i], "--advertise-client-urls",
-			      k->client[i], "--listen-peer-urls", peer[i],
-			      "--initial-advertise-peer-urls", peer[i], "--initial-cluster",
-			      initial, "--initial-cluster-state", "new", (char *)NULL);
-			_exit(127);
-		}
-		k->pid[i] = pid;
-	}
-}
-
-static void stop_member(struct cluster *k, int i)
-{
-	if (k->pid[i] > 0) {
-		kill(k->pid[i], SIGKILL);
-		waitpid(k->pid[i], NULL, 0);
-		k->pid[i] = 0;
-	}
-}
 
 struct reply {
 	bool done;
@@ -130,11 +72,9 @@ static int setup(void **state)
 	static struct cluster k;
 	if (access(ETCD_BIN, X_OK) != 0)
 		return 0; /* the tests skip */
-	snprintf(k.dir, sizeof(k.dir), "/tmp/ofcd-test-etcd-XXXXXX");
-	assert_non_null(mkdtemp(k.dir));
-	start_members(&k);
+	start_members(&k.m);
 	k.base = event_base_new();
-	assert_int_equal(etcd_client_new(k.base, (const char(*)[128])k.client, MEMBERS, 2, &k.c),
+	assert_int_equal(etcd_client_new(k.base, (const char(*)[128])k.m.client, MEMBERS, 2, &k.c),
 	                 0);
 	/* Wait for the cluster to elect its raft leader and answer. */
 	for (int i = 0; i < 100; i++) {
@@ -150,15 +90,11 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct cluster *k = *state;
-	char cmd[128];
 	if (!k)
 		return 0;
 	etcd_client_free(k->c);
 	event_base_free(k->base);
-	for (int i = 0; i < MEMBERS; i++)
-		stop_member(k, i);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", k->dir);
-	return system(cmd) == 0 ? 0 : -1;
+	return remove_members(&k->m);
 }
 
 static void test_election_txns(void **state)
@@ -265,10 +201,10 @@ static void test_failover(void **state)
 	const char *first = etcd_endpoint(k->c);
 	int used = -1;
 	for (int i = 0; i < MEMBERS; i++)
-		if (strcmp(k->client[i], first) == 0)
+		if (strcmp(k->m.client[i], first) == 0)
 			used = i;
 	assert_true(used >= 0);
-	stop_member(k, used);
+	stop_member(&k->m, used);
 	struct reply r = call(k, "/v3/kv/txn", etcd_req_create("/f/a", "x", 1, 0));
 	assert_int_equal(r.rc, 0);
 	assert_true(r.res.succeeded);
@@ -276,8 +212,8 @@ static void test_failover(void **state)
 
 	/* Two of three members gone: no quorum, so no endpoint answers a write in time. */
 	for (int i = 0; i < MEMBERS; i++)
-		if (k->pid[i] && strcmp(k->client[i], etcd_endpoint(k->c)) != 0) {
-			stop_member(k, i);
+		if (k->m.pid[i] && strcmp(k->m.client[i], etcd_endpoint(k->c)) != 0) {
+			stop_member(&k->m, i);
 			break;
 		}
 	r = call(k, "/v3/kv/txn", etcd_req_create("/f/b", "x", 1, 0));
