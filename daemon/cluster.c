@@ -19,6 +19,7 @@ enum phase {
 	PH_CAMPAIGN, /* holds a lease, must run the create txn */
 	PH_VOTING,   /* create txn in flight */
 	PH_SETTLED,  /* leader, or follower watching the key */
+	PH_RESIGNED, /* cluster_resign(): inert */
 };
 
 struct cluster {
@@ -43,6 +44,8 @@ struct cluster {
 	int64_t revision;
 	struct etcd_watch *watch;
 	struct event *tick;
+	void (*resigned)(void *arg); /* cluster_resign()'s done */
+	void *resigned_arg;
 };
 
 static double since(const struct timespec *t)
@@ -122,6 +125,49 @@ static void on_watch(int rc, const struct etcd_result *res, void *arg)
 	step(c);
 }
 
+static void on_revoked(int rc, const struct etcd_result *res, void *arg)
+{
+	struct cluster *c = arg;
+	(void)rc;
+	(void)res;
+	c->resigned(c->resigned_arg);
+}
+
+static void revoke(struct cluster *c)
+{
+	if (c->lease == 0 ||
+	    etcd_call(c->etcd, "/v3/lease/revoke", etcd_req_lease_id(c->lease), on_revoked, c) < 0)
+		c->resigned(c->resigned_arg);
+}
+
+static void on_key_deleted(int rc, const struct etcd_result *res, void *arg)
+{
+	(void)rc;
+	(void)res;
+	revoke(arg);
+}
+
+void cluster_resign(struct cluster *c, void (*done)(void *arg), void *arg)
+{
+	bool leading = c->role == CLUSTER_LEADER;
+	int64_t generation = c->generation;
+	c->resigned = done;
+	c->resigned_arg = arg;
+	event_del(c->tick);
+	etcd_watch_free(c->watch);
+	c->watch = NULL;
+	c->phase = PH_RESIGNED;
+	forget_leader(c);
+	if (leading)
+		log_info("cluster", "%s resigns the leadership", c->name);
+	set_role(c, CLUSTER_FOLLOWER);
+	/* Guarded: the key goes only if it is still the one this member created. */
+	if (!leading ||
+	    etcd_call(c->etcd, "/v3/kv/txn", etcd_req_delete_guarded(c->key, generation),
+	              on_key_deleted, c) < 0)
+		revoke(c);
+}
+
 static void on_vote(int rc, const struct etcd_result *res, void *arg)
 {
 	struct cluster *c = arg;
@@ -181,7 +227,7 @@ static void on_renew(int rc, const struct etcd_result *res, void *arg)
 {
 	struct cluster *c = arg;
 	c->renewing = false;
-	if (rc < 0 || res->lease_id != c->lease)
+	if (rc < 0 || res->lease_id != c->lease || c->phase == PH_RESIGNED)
 		return; /* the deadline check decides */
 	seen(c, res->revision);
 	if (res->ttl <= 0) {
@@ -221,6 +267,7 @@ static void step(struct cluster *c)
 	case PH_GRANTING:
 	case PH_VOTING:
 	case PH_SETTLED:
+	case PH_RESIGNED:
 		break;
 	}
 }

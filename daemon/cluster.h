@@ -44,6 +44,16 @@ int cluster_start(struct event_base *base, const struct ofcd_config *cfg, cluste
                   void *arg, struct cluster **out);
 
 /**
+ * Leaves the cluster cleanly, for a graceful stop: becomes a follower at once
+ * (the role callback runs), stops campaigning, deletes the leader key if it
+ * is still this member's and revokes the lease, so that another member takes
+ * over without waiting for the TTL; then calls done(arg) on the loop (also
+ * when etcd could not be reached: the lease then lapses by itself). Free the
+ * member with cluster_free() afterwards.
+ */
+void cluster_resign(struct cluster *c, void (*done)(void *arg), void *arg);
+
+/**
  * Stops: no callback afterwards. The leader key is left to its lease, which
  * lapses within lease_ttl. NULL is a no-op.
  */

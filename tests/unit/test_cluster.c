@@ -2,8 +2,8 @@
  * Leader election against a real three-member etcd on loopback (skipped when
  * /usr/bin/etcd is absent): three members on one loop elect exactly one
  * leader that the others know; when the leader goes, another takes over with
- * a higher generation; when etcd loses quorum, the leader steps down before
- * its lease could expire.
+ * a higher generation, at once when it resigns; when etcd loses quorum, the
+ * leader steps down.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -148,6 +148,34 @@ static void test_election_and_failover(void **state)
 	assert_true(cluster_revision(w->c[next]) >= cluster_generation(w->c[next]));
 }
 
+static void on_resigned(void *arg)
+{
+	*(bool *)arg = true;
+}
+
+/* A leader that resigns hands over at once, not after its lease's TTL. */
+static void test_resign(void **state)
+{
+	struct world *w = *state;
+	bool done = false;
+	if (!w)
+		skip();
+	int leader = wait_leader(w, 15);
+	assert_true(leader >= 0);
+	int64_t gen = cluster_generation(w->c[leader]);
+	double t0 = now_s();
+	cluster_resign(w->c[leader], on_resigned, &done);
+	assert_int_equal(cluster_role(w->c[leader]), CLUSTER_FOLLOWER);
+	while (!done)
+		run_ms(w, 10);
+	cluster_free(w->c[leader]);
+	w->c[leader] = NULL;
+	int next = wait_leader(w, 3 * TTL_S);
+	assert_true(next >= 0);
+	assert_true(now_s() - t0 < TTL_S / 2.0);
+	assert_true(cluster_generation(w->c[next]) > gen);
+}
+
 static void test_step_down_without_quorum(void **state)
 {
 	struct world *w = *state;
@@ -177,6 +205,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_election_and_failover),
+		cmocka_unit_test(test_resign),
 		cmocka_unit_test(test_step_down_without_quorum),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
