@@ -26,7 +26,8 @@ static void apply(struct replica *r, const struct etcd_kv *kvs, size_t n)
 	for (size_t i = 0; i < n && !r->diverged; i++) {
 		if (kvs[i].deleted || kvs[i].mod_revision <= r->applied)
 			continue;
-		int rc = store_apply_changes(r->s, kvs[i].value, kvs[i].value_len);
+		int rc =
+		    store_apply_changes(r->s, kvs[i].value, kvs[i].value_len, kvs[i].mod_revision);
 		if (rc < 0) {
 			log_error("replica",
 			          "cannot apply log entry %s (revision %lld): %s; following "

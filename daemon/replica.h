@@ -5,8 +5,9 @@
  * watches the log and applies what is appended. A changeset that conflicts
  * stops it: the store has diverged and needs a snapshot (not done yet).
  *
- * The applied revision lives in memory only for now: a restart starts again
- * from the revision it is given. Loop thread only.
+ * Each entry's revision is recorded in the transaction that applies it
+ * (store_applied_revision()), so a restart resumes from
+ * store_applied_revision() without applying anything twice. Loop thread only.
  */
 #ifndef OFCD_REPLICA_H
 #define OFCD_REPLICA_H

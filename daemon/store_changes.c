@@ -71,7 +71,7 @@ static int on_conflict(void *arg, int kind, sqlite3_changeset_iter *it)
 	return SQLITE_CHANGESET_ABORT;
 }
 
-int store_apply_changes(struct store *s, const void *data, size_t len)
+int store_apply_changes(struct store *s, const void *data, size_t len, int64_t revision)
 {
 	if (store_in_txn(s))
 		return -EBUSY;
@@ -84,7 +84,33 @@ int store_apply_changes(struct store *s, const void *data, size_t len)
 		return rc == SQLITE_ABORT || rc == SQLITE_CORRUPT || rc == SQLITE_MISUSE ? -EPROTO
 		                                                                         : -EIO;
 	}
+	if (revision > 0) {
+		sqlite3_stmt *st = store_stmt(s, "INSERT OR REPLACE INTO replica_state(id, "
+		                                 "applied_revision) VALUES (1, ?)");
+		if (st)
+			sqlite3_bind_int64(st, 1, revision);
+		if (!st || store_step_done(st) < 0) {
+			store_rollback(s);
+			return -EIO;
+		}
+	}
 	return store_commit(s);
+}
+
+int64_t store_applied_revision(struct store *s)
+{
+	sqlite3_stmt *st = store_stmt(s, "SELECT applied_revision FROM replica_state WHERE id = 1");
+	int64_t rev = -EIO;
+	int rc;
+	if (!st)
+		return -EIO;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		rev = sqlite3_column_int64(st, 0);
+	else if (rc == SQLITE_DONE)
+		rev = 0;
+	sqlite3_reset(st);
+	return rev;
 }
 
 int store_unreplicated_tables(struct store *s, char *out, size_t len)

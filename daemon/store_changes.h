@@ -12,6 +12,7 @@
 #define OFCD_STORE_CHANGES_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct store;
 struct store_capture;
@@ -35,13 +36,18 @@ void store_capture_free(struct store_capture *c);
 
 /**
  * Applies a changeset taken on another store with the same schema, in one
- * transaction of its own (so store_on_txn_end() listeners see it). Any
+ * transaction of its own (so store_on_txn_end() listeners see it), and
+ * records revision (the changeset's etcd revision) as the store's applied
+ * revision in the same transaction when it is above 0. Any
  * conflict (a row missing, present already or with other values than the
  * changeset's old ones) aborts it all: the replica has diverged and needs
  * a snapshot. Returns 0, -EPROTO on a conflict or a malformed changeset,
  * -EBUSY when a transaction is already open, or -EIO.
  */
-int store_apply_changes(struct store *s, const void *data, size_t len);
+int store_apply_changes(struct store *s, const void *data, size_t len, int64_t revision);
+
+/** The applied revision store_apply_changes() last recorded: 0 when none, -EIO on error. */
+int64_t store_applied_revision(struct store *s);
 
 /**
  * Writes the names of the tables that have no PRIMARY KEY (which changesets

@@ -202,7 +202,7 @@ static void test_replicated_changes(void **state)
 		unlink(p);
 	}
 
-	assert_int_equal(store_apply_changes(f->s, cs, len), 0);
+	assert_int_equal(store_apply_changes(f->s, cs, len, 0), 0);
 	free(cs);
 	assert_true(desired_reloads(f->d) > reloads);
 	assert_mirror(f);

@@ -157,6 +157,8 @@ static void test_follow(void **state)
 	assert_int_equal(count(w->follower, "SELECT count(*) FROM server"), 1);
 	assert_int_equal(count(w->follower, "SELECT devices FROM server WHERE id = 2"), 16);
 	assert_false(replica_diverged(r));
+	/* The store knows where it stands: a restart resumes from there. */
+	assert_int_equal(store_applied_revision(w->follower), rev);
 
 	/* A change the follower cannot take (it lacks the row): following stops. */
 	assert_int_equal(

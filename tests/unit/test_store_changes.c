@@ -93,17 +93,21 @@ static void test_replicate(void **state)
 	                    "VALUES (1, 's1', 8, 2), (2, 's2', 4, 1)",
 	                    &len);
 	assert_true(len > 0);
-	assert_int_equal(store_apply_changes(p->b, cs, len), 0);
+	assert_int_equal(store_applied_revision(p->b), 0);
+	assert_int_equal(store_apply_changes(p->b, cs, len, 7), 0);
+	assert_int_equal(store_applied_revision(p->b), 7);
 	free(cs);
 	cs = captured(
 	    p->a, "UPDATE server SET devices = 16 WHERE id = 1; DELETE FROM server WHERE id = 2",
 	    &len);
-	assert_int_equal(store_apply_changes(p->b, cs, len), 0);
+	assert_int_equal(store_apply_changes(p->b, cs, len, 9), 0);
+	assert_int_equal(store_applied_revision(p->b), 9);
 	assert_string_equal(servers(p->b), "1:s1:16;");
 	assert_string_equal(servers(p->b), servers(p->a));
 
 	/* Applied twice: the old values no longer match, so it is refused as a whole. */
-	assert_int_equal(store_apply_changes(p->b, cs, len), -EPROTO);
+	assert_int_equal(store_apply_changes(p->b, cs, len, 10), -EPROTO);
+	assert_int_equal(store_applied_revision(p->b), 9); /* rolled back with the changeset */
 	assert_string_equal(servers(p->b), "1:s1:16;");
 	free(cs);
 
@@ -114,9 +118,9 @@ static void test_replicate(void **state)
 
 	/* Not applied inside another transaction. */
 	assert_int_equal(store_begin(p->b), 0);
-	assert_int_equal(store_apply_changes(p->b, "x", 1), -EBUSY);
+	assert_int_equal(store_apply_changes(p->b, "x", 1, 0), -EBUSY);
 	store_rollback(p->b);
-	assert_int_equal(store_apply_changes(p->b, "garbage", 7), -EPROTO);
+	assert_int_equal(store_apply_changes(p->b, "garbage", 7, 0), -EPROTO);
 }
 
 /* Sessions skip tables without a primary key: the schema has none such, and one is named. */
