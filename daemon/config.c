@@ -91,6 +91,98 @@ bad_role:
 	return -EINVAL;
 }
 
+/* http://HOST:PORT with nothing after the port: the etcd gateway's base URL. */
+static bool valid_http_url(const char *u, size_t len)
+{
+	const char *host = u + strlen("http://");
+	if (len <= strlen("http://") || strncmp(u, "http://", strlen("http://")) != 0)
+		return false;
+	const char *colon = memrchr(host, ':', len - (size_t)(host - u));
+	if (!colon || colon == host)
+		return false;
+	for (const char *p = host; p < u + len; p++)
+		if (*p == '/' || *p == '?' || *p == '#' || *p == '@' || *p == ' ')
+			return false;
+	char port[8];
+	size_t plen = len - (size_t)(colon + 1 - u);
+	unsigned long long v;
+	char e[8];
+	if (plen == 0 || plen >= sizeof(port))
+		return false;
+	memcpy(port, colon + 1, plen);
+	port[plen] = '\0';
+	return cfgtab_uint(port, 1, 65535, &v, e, sizeof(e)) == 0;
+}
+
+static int parse_endpoints(void *c, const char *key, const char *value, char *err, size_t errlen)
+{
+	struct ofcd_config *cfg = c;
+	(void)key;
+	unsigned n = 0;
+	const char *p = value;
+
+	memset(cfg->cluster_endpoints, 0, sizeof(cfg->cluster_endpoints));
+	for (;;) {
+		while (*p == ' ')
+			p++;
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		while (len > 0 && p[len - 1] == ' ')
+			len--;
+		if (n == CONFIG_CLUSTER_MAX_ENDPOINTS) {
+			snprintf(err, errlen, "at most %d endpoints", CONFIG_CLUSTER_MAX_ENDPOINTS);
+			return -EINVAL;
+		}
+		if (len >= sizeof(cfg->cluster_endpoints[0]) || !valid_http_url(p, len)) {
+			snprintf(err, errlen,
+			         "expected a comma-separated list of http://HOST:PORT, got \"%s\"",
+			         value);
+			return -EINVAL;
+		}
+		memcpy(cfg->cluster_endpoints[n++], p, len);
+		if (!end)
+			break;
+		p = end + 1;
+	}
+	cfg->cluster_nendpoints = n;
+	return 0;
+}
+
+static int parse_advertise(void *c, const char *key, const char *value, char *err, size_t errlen)
+{
+	struct ofcd_config *cfg = c;
+	(void)key;
+	size_t len = strlen(value);
+	if (len >= sizeof(cfg->cluster_advertise) || !valid_http_url(value, len)) {
+		snprintf(err, errlen, "expected http://HOST:PORT, got \"%s\"", value);
+		return -EINVAL;
+	}
+	memset(cfg->cluster_advertise, 0, sizeof(cfg->cluster_advertise));
+	memcpy(cfg->cluster_advertise, value, len);
+	return 0;
+}
+
+static int parse_prefix(void *c, const char *key, const char *value, char *err, size_t errlen)
+{
+	struct ofcd_config *cfg = c;
+	(void)key;
+	size_t len = strlen(value);
+	bool ok = len >= 2 && len < sizeof(cfg->cluster_prefix) && value[0] == '/' &&
+	          value[len - 1] != '/';
+	for (size_t i = 0; ok && i < len; i++)
+		ok = value[i] > ' ' && value[i] < 0x7f;
+	if (!ok) {
+		snprintf(err, errlen,
+		         "expected a key prefix such as /ofcd (starts with /, no trailing /, "
+		         "printable ASCII, at most %zu characters), got \"%s\"",
+		         sizeof(cfg->cluster_prefix) - 1, value);
+		return -EINVAL;
+	}
+	memset(cfg->cluster_prefix, 0, sizeof(cfg->cluster_prefix));
+	memcpy(cfg->cluster_prefix, value, len);
+	return 0;
+}
+
 const char *config_cost_range(const char *key)
 {
 	size_t len = key ? strlen(key) : 0;
@@ -241,6 +333,45 @@ static const struct cfgtab_key config_keys[] = {
 	  .def = "false",
 	  .flags = CFGTAB_LIVE,
 	  .doc = "enable fault injection routes for sim units" },
+	{ .section = "cluster",
+	  .key = "endpoints",
+	  .type = CFGTAB_CUSTOM,
+	  CFGTAB_SPAN(struct ofcd_config, cluster_endpoints, cluster_nendpoints),
+	  .parse = parse_endpoints,
+	  .what = "URL,URL,...",
+	  .doc = "etcd client URLs (`http://HOST:PORT`, at most 8), tried in turn; unset: the "
+	         "single embedded daemon, no cluster (see docs/ha.md)" },
+	{ .section = "cluster",
+	  .key = "name",
+	  .type = CFGTAB_NAME,
+	  CFG(cluster_name),
+	  .doc = "this member's name, unique in the cluster (needed with `endpoints`)" },
+	{ .section = "cluster",
+	  .key = "advertise",
+	  .type = CFGTAB_CUSTOM,
+	  CFG(cluster_advertise),
+	  .parse = parse_advertise,
+	  .what = "URL",
+	  .doc = "`http://HOST:PORT` where clients reach this member's REST API: followers "
+	         "redirect writes there (needed with `endpoints`)" },
+	{ .section = "cluster",
+	  .key = "lease_ttl",
+	  .type = CFGTAB_UINT,
+	  CFG(cluster_lease_ttl_s),
+	  .min = 1,
+	  .max = 60,
+	  .what = "seconds",
+	  .def = "5",
+	  .doc = "TTL of the leader's etcd lease: a leader that cannot renew it steps down "
+	         "before it expires; a dead leader is replaced after about this long" },
+	{ .section = "cluster",
+	  .key = "prefix",
+	  .type = CFGTAB_CUSTOM,
+	  CFG(cluster_prefix),
+	  .parse = parse_prefix,
+	  .what = "/KEY",
+	  .def = "/ofcd",
+	  .doc = "etcd key prefix of this cluster (leader key, replication log)" },
 	COST_GBPS(inter_gbps, COST_DEFAULT_INTER_GBPS,
 	          "circuit bandwidth between two servers, one direction, Gb/s"),
 	COST_US(inter_latency_us, COST_DEFAULT_INTER_LATENCY_US,
@@ -315,6 +446,17 @@ static int config_validate(const struct ofcd_config *cfg, char *err, size_t errl
 		         "%s: [http] listen: %s is not a loopback address and no [auth] token is "
 		         "configured; add tokens or set [auth] allow_unauthenticated = true",
 		         cfg->source, cfg->listen_host);
+		return -EINVAL;
+	}
+	bool named = cfg->cluster_name[0] || cfg->cluster_advertise[0];
+	if (cfg->cluster_nendpoints > 0 && !(cfg->cluster_name[0] && cfg->cluster_advertise[0])) {
+		snprintf(err, errlen, "%s: [cluster] endpoints needs [cluster] name and advertise",
+		         cfg->source);
+		return -EINVAL;
+	}
+	if (cfg->cluster_nendpoints == 0 && named) {
+		snprintf(err, errlen, "%s: [cluster] name and advertise need [cluster] endpoints",
+		         cfg->source);
 		return -EINVAL;
 	}
 	return 0;

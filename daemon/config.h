@@ -21,6 +21,9 @@
 /** Upper bound of [http] max_body: a REST body has no business being larger. */
 #define CONFIG_MAX_BODY_LIMIT (64u * 1024 * 1024)
 
+/** Most etcd endpoints [cluster] endpoints may list. */
+#define CONFIG_CLUSTER_MAX_ENDPOINTS 8
+
 /** Everything the configuration file can set. Owned by whoever loaded it. */
 struct ofcd_config {
 	char source[512]; /**< file it came from, or "(built-in)" */
@@ -53,6 +56,17 @@ struct ofcd_config {
 	 * (defaults: cost_params_default()).
 	 */
 	struct cost_params cost;
+
+	/**
+	 * [cluster] endpoints: etcd client URLs ("http://127.0.0.1:2379"), tried
+	 * in turn. None (the default): the single embedded daemon, no cluster.
+	 */
+	char cluster_endpoints[CONFIG_CLUSTER_MAX_ENDPOINTS][128];
+	unsigned cluster_nendpoints;  /**< how many cluster_endpoints are set */
+	char cluster_name[65];        /**< [cluster] name: this member, unique in the cluster */
+	char cluster_advertise[256];  /**< [cluster] advertise: URL clients reach this member at */
+	unsigned cluster_lease_ttl_s; /**< [cluster] lease_ttl: the leader's etcd lease, seconds */
+	char cluster_prefix[128];     /**< [cluster] prefix: etcd key prefix of this cluster */
 };
 
 /** Every key of the daemon's file; ofcd_reload() applies the live ones. */

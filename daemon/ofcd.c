@@ -200,6 +200,17 @@ int ofcd_init(struct ofcd *d, struct ofcd_config *cfg, const char *config_path, 
 	log_set_level(d->cfg.log_level);
 	signal(SIGPIPE, SIG_IGN);
 
+	/*
+	 * The configuration already reads [cluster] so that its checks and the
+	 * etcd client can be built and tested; until leader election and
+	 * replication are in place, a member would run as an independent
+	 * single node and split the fabric's state, so refuse to start.
+	 */
+	if (d->cfg.cluster_nendpoints > 0) {
+		log_error("cluster", "[cluster] endpoints is set but clustering is not available "
+		                     "in this version (see docs/ha.md); remove the section");
+		return -ENOTSUP;
+	}
 	d->base = event_base_new();
 	if (!d->base) {
 		log_error("daemon", "cannot create the event loop");

@@ -89,6 +89,20 @@ ssize_t of13_encode_hello(void *buf, size_t cap, uint32_t xid)
 	return OF13_HELLO_LEN;
 }
 
+ssize_t of13_encode_role_request(void *buf, size_t cap, uint32_t xid, uint32_t role,
+                                 uint64_t generation_id)
+{
+	uint8_t *p = buf;
+
+	if (cap < OF13_ROLE_LEN)
+		return -ENOSPC;
+	memset(p, 0, OF13_ROLE_LEN);
+	put_header(p, OF13_T_ROLE_REQUEST, OF13_ROLE_LEN, xid);
+	put32(p + 8, role);
+	put64(p + 16, generation_id);
+	return OF13_ROLE_LEN;
+}
+
 ssize_t of13_encode_header(void *buf, size_t cap, uint8_t type, uint16_t length, uint32_t xid)
 {
 	if (length < OF13_HDR_LEN)
@@ -265,6 +279,18 @@ int of13_decode_hello(const void *msg, size_t len, uint32_t *versions)
 			break;
 		off += padded;
 	}
+	return 0;
+}
+
+int of13_decode_role_reply(const void *msg, size_t len, uint32_t *role, uint64_t *generation_id)
+{
+	const uint8_t *p = msg;
+	int n = msg_len(msg, len, OF13_ROLE_LEN);
+
+	if (n < 0)
+		return n;
+	*role = get32(p + 8);
+	*generation_id = get64(p + 16);
 	return 0;
 }
 

@@ -40,6 +40,8 @@
 #define OF13_T_MULTIPART_REPLY   19
 #define OF13_T_BARRIER_REQUEST   20
 #define OF13_T_BARRIER_REPLY     21
+#define OF13_T_ROLE_REQUEST      24
+#define OF13_T_ROLE_REPLY        25
 
 /* Flow-mod commands (enum ofp_flow_mod_command). */
 #define OF13_FC_ADD           0
@@ -62,6 +64,12 @@
 #define OF13_GROUP_ANY       0xffffffffu
 #define OF13_TABLE_ALL       0xff
 
+/* Controller roles (enum ofp_controller_role). */
+#define OF13_ROLE_NOCHANGE 0
+#define OF13_ROLE_EQUAL    1
+#define OF13_ROLE_MASTER   2 /**< the switch obeys this controller alone */
+#define OF13_ROLE_SLAVE    3 /**< read-only: the switch refuses its changes */
+
 /* Port config and state bits (PORT_STATUS). */
 #define OF13_PC_PORT_DOWN 0x00000001u /* administratively down */
 #define OF13_PS_LINK_DOWN 0x00000001u /* no physical link */
@@ -80,6 +88,7 @@
 #define OF13_FLOW_ADD_LEN           88 /* flow_mod, in_port match, apply-actions output */
 #define OF13_FLOW_DEL_LEN           64 /* flow_mod, in_port match, no instructions */
 #define OF13_FLOW_STATS_REQUEST_LEN 56 /* multipart header + ofp_flow_stats_request */
+#define OF13_ROLE_LEN               24 /* ofp_role_request and ofp_role_reply */
 
 /** The OpenFlow header of any message (struct ofp_header), host byte order. */
 struct of13_hdr {
@@ -208,6 +217,18 @@ ssize_t of13_encode_flow_del_strict(void *buf, size_t cap, uint32_t xid, const s
  * OF13_FLOW_STATS_REQUEST_LEN bytes.
  */
 ssize_t of13_encode_flow_stats_request(void *buf, size_t cap, uint32_t xid);
+
+/**
+ * Encodes a ROLE_REQUEST for role (OF13_ROLE_*) with generation_id: a switch
+ * refuses (OFPRRFC_STALE) a MASTER or SLAVE request whose generation is older
+ * than the last it saw, which fences a controller that lost its leadership.
+ * OF13_ROLE_LEN bytes.
+ */
+ssize_t of13_encode_role_request(void *buf, size_t cap, uint32_t xid, uint32_t role,
+                                 uint64_t generation_id);
+
+/** Decodes a ROLE_REPLY: the role granted and the switch's generation_id. */
+int of13_decode_role_reply(const void *msg, size_t len, uint32_t *role, uint64_t *generation_id);
 
 /**
  * Decodes the header at buf (len >= OF13_HDR_LEN bytes available). Returns 0,

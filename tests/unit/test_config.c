@@ -156,6 +156,61 @@ static void test_non_loopback(void **state)
 	assert_false(config_host_is_loopback("127.0.0.1.example"));
 }
 
+/* [cluster]: absent means a single node; present needs name and advertise. */
+static void test_cluster(void **state)
+{
+	(void)state;
+	struct ofcd_config cfg;
+	char err[512] = "";
+	assert_int_equal(load("", &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.cluster_nendpoints, 0);
+	assert_int_equal(cfg.cluster_lease_ttl_s, 5);
+	assert_string_equal(cfg.cluster_prefix, "/ofcd");
+	config_free(&cfg);
+
+	assert_int_equal(load("[cluster]\nendpoints = http://127.0.0.1:2379, http://[::1]:2380\n"
+	                      "name = a-1\nadvertise = http://127.0.0.1:8470\nlease_ttl = 3\n"
+	                      "prefix = /x/y\n",
+	                      &cfg, err, sizeof(err)),
+	                 0);
+	assert_int_equal(cfg.cluster_nendpoints, 2);
+	assert_string_equal(cfg.cluster_endpoints[0], "http://127.0.0.1:2379");
+	assert_string_equal(cfg.cluster_endpoints[1], "http://[::1]:2380");
+	assert_string_equal(cfg.cluster_name, "a-1");
+	assert_string_equal(cfg.cluster_advertise, "http://127.0.0.1:8470");
+	assert_int_equal(cfg.cluster_lease_ttl_s, 3);
+	assert_string_equal(cfg.cluster_prefix, "/x/y");
+	config_free(&cfg);
+
+	static const struct {
+		const char *text;
+		const char *want;
+	} bad[] = {
+		{ "[cluster]\nendpoints = 127.0.0.1:2379\n", "t.ini:2: [cluster] endpoints:" },
+		{ "[cluster]\nendpoints = http://h:1,\n", "t.ini:2: [cluster] endpoints:" },
+		{ "[cluster]\nendpoints = http://h:1/v3\n", "t.ini:2: [cluster] endpoints:" },
+		{ "[cluster]\nendpoints = http://h:0\n", "t.ini:2: [cluster] endpoints:" },
+		{ "[cluster]\nendpoints = http://a:1,http://a:2,http://a:3,http://a:4,http://a:5,"
+		  "http://a:6,http://a:7,http://a:8,http://a:9\n",
+		  "t.ini:2: [cluster] endpoints: at most 8" },
+		{ "[cluster]\nlease_ttl = 61\n", "t.ini:2: [cluster] lease_ttl:" },
+		{ "[cluster]\nlease_ttl = 0\n", "t.ini:2: [cluster] lease_ttl:" },
+		{ "[cluster]\nprefix = ofcd\n", "t.ini:2: [cluster] prefix:" },
+		{ "[cluster]\nprefix = /ofcd/\n", "t.ini:2: [cluster] prefix:" },
+		{ "[cluster]\nadvertise = https://a:1\n", "t.ini:2: [cluster] advertise:" },
+		{ "[cluster]\nendpoints = http://h:1\nname = a\n",
+		  "t.ini: [cluster] endpoints needs [cluster] name and advertise" },
+		{ "[cluster]\nname = a\n", "t.ini: [cluster] name and advertise need" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int rc = load(bad[i].text, &cfg, err, sizeof(err));
+		config_free(&cfg);
+		if (rc == 0 || strncmp(err, bad[i].want, strlen(bad[i].want)) != 0)
+			fail_msg("case %zu: rc %d, message \"%s\", want prefix \"%s\"", i, rc, err,
+			         bad[i].want);
+	}
+}
+
 static void test_file(void **state)
 {
 	(void)state;
@@ -320,7 +375,7 @@ int main(void)
 		cmocka_unit_test(test_defaults),     cmocka_unit_test(test_all_keys),
 		cmocka_unit_test(test_errors),       cmocka_unit_test(test_non_loopback),
 		cmocka_unit_test(test_file),         cmocka_unit_test(test_cost),
-		cmocka_unit_test(test_reload_flags),
+		cmocka_unit_test(test_reload_flags), cmocka_unit_test(test_cluster),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

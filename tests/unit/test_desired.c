@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "desired.h"
+#include "store_changes.h"
 #include "store_sql.h"
 
 static char dir[] = "/tmp/ofcd-desired-XXXXXX";
@@ -178,6 +179,51 @@ static void test_unstaged_write_reloads(void **state)
 	assert_mirror(f);
 }
 
+/* A follower applying the leader's changeset: the mirror follows it, as after any commit. */
+static void test_replicated_changes(void **state)
+{
+	struct fixture *f = *state;
+	char path2[300], err[256];
+	struct store *leader;
+	struct store_capture *c;
+	void *cs;
+	size_t len;
+	uint64_t reloads = desired_reloads(f->d);
+
+	snprintf(path2, sizeof(path2), "%s/leader.db", dir);
+	assert_int_equal(store_open(path2, &leader, err, sizeof(err)), 0);
+	/* The leader's store starts as a copy of the follower's. */
+	exec(leader, "INSERT INTO ocs(id, name, driver, ports) VALUES (1, 'o1', 'sim', 64), "
+	             "(2, 'o2', 'sim', 64);"
+	             "INSERT INTO fabric(id, name, state, formula, planes, min_devices) VALUES "
+	             "(1, 'f1', 'pending', 0, 1, 1), (2, 'f2', 'pending', 0, 1, 1)");
+	assert_int_equal(store_capture_start(leader, &c), 0);
+	assert_int_equal(store_begin(leader), 0);
+	exec(leader, "INSERT INTO circuit(fabric_id, plane, a_pos, a_device, a_port, b_pos, "
+	             "b_device, b_port, ocs_id, a_ocs_port, b_ocs_port) VALUES "
+	             "(2, 0, 0, 0, 0, 1, 0, 0, 2, 60, 61)");
+	assert_int_equal(store_capture_take(c, &cs, &len), 0);
+	assert_int_equal(store_commit(leader), 0);
+	store_capture_free(c);
+	store_close(leader);
+	const char *suffix[] = { "", "-wal", "-shm" };
+	for (int i = 0; i < 3; i++) {
+		char p[320];
+		snprintf(p, sizeof(p), "%s%s", path2, suffix[i]);
+		unlink(p);
+	}
+
+	assert_int_equal(store_apply_changes(f->s, cs, len, 0), 0);
+	free(cs);
+	assert_true(desired_reloads(f->d) > reloads);
+	assert_mirror(f);
+	struct desired_set ds = desired_of(f->d, 2);
+	assert_int_equal(ds.n, 1);
+	assert_int_equal(ds.xc[0].a, 60);
+	assert_int_equal(ds.xc[0].b, 61);
+	assert_int_equal(ds.fabric[0], 2);
+}
+
 static void test_delete_remembers_owner(void **state)
 {
 	struct fixture *f = *state;
@@ -305,6 +351,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_delete_remembers_owner, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_replan_and_reuse, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_outside_writes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_replicated_changes, setup, teardown),
 	};
 	return cmocka_run_group_tests_name("desired", tests, NULL, NULL);
 }

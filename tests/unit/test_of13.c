@@ -437,6 +437,36 @@ static void test_features_and_hello(void **state)
 	assert_int_equal(of13_decode_hello(hello_bad, sizeof(hello_bad), &versions), -EBADMSG);
 }
 
+/* Fencing: MASTER with a generation, as the spec lays it out; the reply read back. */
+static void test_role(void **state)
+{
+	(void)state;
+	static const uint8_t want[OF13_ROLE_LEN] = {
+		0x04, 24,   0x00, 24,   0x00, 0x00, 0x00, 0x07, /* header, xid 7 */
+		0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x00, /* MASTER, pad */
+		0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x2a, /* generation_id */
+	};
+	uint8_t buf[64];
+	uint32_t role;
+	uint64_t gen;
+	assert_int_equal(of13_encode_role_request(buf, sizeof(buf), 7, OF13_ROLE_MASTER,
+	                                          ((uint64_t)1 << 32) | 42),
+	                 OF13_ROLE_LEN);
+	assert_memory_equal(buf, want, OF13_ROLE_LEN);
+	assert_int_equal(of13_encode_role_request(buf, OF13_ROLE_LEN - 1, 7, OF13_ROLE_MASTER, 1),
+	                 -ENOSPC);
+
+	uint8_t reply[OF13_ROLE_LEN];
+	memcpy(reply, want, sizeof(reply));
+	reply[1] = OF13_T_ROLE_REPLY;
+	reply[11] = OF13_ROLE_SLAVE;
+	assert_int_equal(of13_decode_role_reply(reply, sizeof(reply), &role, &gen), 0);
+	assert_int_equal(role, OF13_ROLE_SLAVE);
+	assert_true(gen == (((uint64_t)1 << 32) | 42));
+	reply[3] = 16; /* shorter than a role reply */
+	assert_int_equal(of13_decode_role_reply(reply, sizeof(reply), &role, &gen), -EBADMSG);
+}
+
 static void test_header_malformed(void **state)
 {
 	static const uint8_t short_len[] = { 0x04, 0x02, 0x00, 0x07, 0x00, 0x00, 0x00, 0x01 };
@@ -463,6 +493,7 @@ int main(void)
 		cmocka_unit_test(test_error),
 		cmocka_unit_test(test_features_and_hello),
 		cmocka_unit_test(test_header_malformed),
+		cmocka_unit_test(test_role),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

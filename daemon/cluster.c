@@ -1,0 +1,368 @@
+#include "cluster.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "etcd.h"
+#include "log.h"
+
+/* Where a member stands in its own cycle. */
+enum phase {
+	PH_GRANT,    /* needs a lease (none, or the last one was lost) */
+	PH_GRANTING, /* lease grant in flight */
+	PH_CAMPAIGN, /* holds a lease, must run the create txn */
+	PH_VOTING,   /* create txn in flight */
+	PH_SETTLED,  /* leader, or follower watching the key */
+	PH_RESIGNED, /* cluster_resign(): inert */
+};
+
+struct cluster {
+	struct event_base *base;
+	struct etcd_client *etcd;
+	char name[65];
+	char advertise[256];
+	char key[160]; /* PREFIX/leader */
+	unsigned ttl_s;
+	cluster_role_fn fn;
+	void *arg;
+
+	enum phase phase;
+	enum cluster_role role;
+	int64_t lease;
+	bool renewing;                /* keepalive in flight */
+	struct timespec renew_sent;   /* when the one in flight was sent */
+	struct timespec last_renewed; /* send time of the last renewal etcd confirmed */
+	char leader_name[65];
+	char leader_advertise[256];
+	int64_t generation;
+	int64_t revision;
+	struct etcd_watch *watch;
+	struct event *tick;
+	void (*resigned)(void *arg); /* cluster_resign()'s done */
+	void *resigned_arg;
+};
+
+static double since(const struct timespec *t)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - t->tv_sec) + (double)(now.tv_nsec - t->tv_nsec) / 1e9;
+}
+
+static void seen(struct cluster *c, int64_t revision)
+{
+	if (revision > c->revision)
+		c->revision = revision;
+}
+
+static void set_role(struct cluster *c, enum cluster_role role)
+{
+	if (c->role == role)
+		return;
+	c->role = role;
+	log_info("cluster", "%s is now %s (generation %lld)", c->name,
+	         role == CLUSTER_LEADER ? "the leader" : "a follower", (long long)c->generation);
+	c->fn(role, c->arg);
+}
+
+static void forget_leader(struct cluster *c)
+{
+	c->leader_name[0] = c->leader_advertise[0] = '\0';
+	c->generation = 0;
+}
+
+/* Stops whatever this member did as leader or follower; it campaigns again. */
+static void restart(struct cluster *c, enum phase phase, const char *why)
+{
+	if (c->role == CLUSTER_LEADER)
+		log_warn("cluster", "stepping down: %s", why);
+	etcd_watch_free(c->watch);
+	c->watch = NULL;
+	forget_leader(c);
+	c->phase = phase;
+	set_role(c, CLUSTER_FOLLOWER);
+}
+
+static void learn_holder(struct cluster *c, const struct etcd_kv *kv)
+{
+	json_t *v = json_loadb((const char *)kv->value, kv->value_len, 0, NULL);
+	const char *name = json_string_value(json_object_get(v, "name"));
+	const char *adv = json_string_value(json_object_get(v, "advertise"));
+	snprintf(c->leader_name, sizeof(c->leader_name), "%s", name ? name : "");
+	snprintf(c->leader_advertise, sizeof(c->leader_advertise), "%s", adv ? adv : "");
+	c->generation = kv->create_revision;
+	json_decref(v);
+}
+
+static void step(struct cluster *c);
+
+static void on_watch(int rc, const struct etcd_result *res, void *arg)
+{
+	struct cluster *c = arg;
+	if (rc < 0) {
+		/* Lost sight of the key: read it again through the campaign txn. */
+		etcd_watch_free(c->watch);
+		c->watch = NULL;
+		if (c->phase == PH_SETTLED)
+			c->phase = PH_CAMPAIGN;
+		step(c);
+		return;
+	}
+	seen(c, res->revision);
+	for (size_t i = 0; i < res->nkvs; i++)
+		if (res->kvs[i].deleted && c->role == CLUSTER_LEADER) {
+			restart(c, PH_CAMPAIGN, "the leader key was deleted");
+		} else if (res->kvs[i].deleted && c->phase == PH_SETTLED) {
+			forget_leader(c);
+			c->phase = PH_CAMPAIGN;
+		}
+	step(c);
+}
+
+static void on_revoked(int rc, const struct etcd_result *res, void *arg)
+{
+	struct cluster *c = arg;
+	(void)rc;
+	(void)res;
+	c->resigned(c->resigned_arg);
+}
+
+static void revoke(struct cluster *c)
+{
+	if (c->lease == 0 ||
+	    etcd_call(c->etcd, "/v3/lease/revoke", etcd_req_lease_id(c->lease), on_revoked, c) < 0)
+		c->resigned(c->resigned_arg);
+}
+
+static void on_key_deleted(int rc, const struct etcd_result *res, void *arg)
+{
+	(void)rc;
+	(void)res;
+	revoke(arg);
+}
+
+void cluster_resign(struct cluster *c, void (*done)(void *arg), void *arg)
+{
+	bool leading = c->role == CLUSTER_LEADER;
+	int64_t generation = c->generation;
+	c->resigned = done;
+	c->resigned_arg = arg;
+	event_del(c->tick);
+	etcd_watch_free(c->watch);
+	c->watch = NULL;
+	c->phase = PH_RESIGNED;
+	forget_leader(c);
+	if (leading)
+		log_info("cluster", "%s resigns the leadership", c->name);
+	set_role(c, CLUSTER_FOLLOWER);
+	/* Guarded: the key goes only if it is still the one this member created. */
+	if (!leading ||
+	    etcd_call(c->etcd, "/v3/kv/txn", etcd_req_delete_guarded(c->key, generation),
+	              on_key_deleted, c) < 0)
+		revoke(c);
+}
+
+static void on_vote(int rc, const struct etcd_result *res, void *arg)
+{
+	struct cluster *c = arg;
+	if (c->phase != PH_VOTING)
+		return;
+	if (rc < 0) {
+		c->phase = PH_CAMPAIGN; /* the next tick tries again */
+		return;
+	}
+	seen(c, res->revision);
+	if (res->succeeded) {
+		snprintf(c->leader_name, sizeof(c->leader_name), "%s", c->name);
+		snprintf(c->leader_advertise, sizeof(c->leader_advertise), "%s", c->advertise);
+		c->generation = res->revision; /* the put created the key at this revision */
+		c->phase = PH_SETTLED;
+		set_role(c, CLUSTER_LEADER);
+		return;
+	}
+	if (res->nkvs == 0) {
+		/* The key vanished between compare and read: campaign again. */
+		c->phase = PH_CAMPAIGN;
+		step(c);
+		return;
+	}
+	if (res->kvs[0].lease == c->lease) {
+		/* Our own key: an earlier try of this txn got through before failing over. */
+		learn_holder(c, &res->kvs[0]);
+		c->phase = PH_SETTLED;
+		set_role(c, CLUSTER_LEADER);
+		return;
+	}
+	learn_holder(c, &res->kvs[0]);
+	c->phase = PH_SETTLED;
+	/* From the txn's revision on, so that no change of the key slips between. */
+	if (!c->watch && etcd_watch(c->etcd, etcd_req_watch(c->key, false, res->revision + 1),
+	                            on_watch, c, &c->watch) < 0)
+		c->phase = PH_CAMPAIGN;
+}
+
+static void on_grant(int rc, const struct etcd_result *res, void *arg)
+{
+	struct cluster *c = arg;
+	if (c->phase != PH_GRANTING)
+		return;
+	if (rc < 0 || res->lease_id == 0) {
+		c->phase = PH_GRANT;
+		return;
+	}
+	seen(c, res->revision);
+	c->lease = res->lease_id;
+	clock_gettime(CLOCK_MONOTONIC, &c->last_renewed);
+	c->phase = PH_CAMPAIGN;
+	step(c);
+}
+
+static void on_renew(int rc, const struct etcd_result *res, void *arg)
+{
+	struct cluster *c = arg;
+	c->renewing = false;
+	if (rc < 0 || res->lease_id != c->lease || c->phase == PH_RESIGNED)
+		return; /* the deadline check decides */
+	seen(c, res->revision);
+	if (res->ttl <= 0) {
+		c->lease = 0;
+		restart(c, PH_GRANT, "the lease expired");
+		step(c);
+		return;
+	}
+	c->last_renewed = c->renew_sent;
+}
+
+/* Starts what the phase calls for, if nothing is in flight. */
+static void step(struct cluster *c)
+{
+	char *body;
+	json_t *v;
+	switch (c->phase) {
+	case PH_GRANT:
+		c->phase = PH_GRANTING;
+		if (etcd_call(c->etcd, "/v3/lease/grant", etcd_req_lease_grant(c->ttl_s), on_grant,
+		              c) < 0)
+			c->phase = PH_GRANT;
+		break;
+	case PH_CAMPAIGN:
+		v = json_pack("{s:s, s:s}", "name", c->name, "advertise", c->advertise);
+		body = v ? json_dumps(v, JSON_COMPACT) : NULL;
+		json_decref(v);
+		if (!body)
+			break;
+		c->phase = PH_VOTING;
+		if (etcd_call(c->etcd, "/v3/kv/txn",
+		              etcd_req_create(c->key, body, strlen(body), c->lease), on_vote,
+		              c) < 0)
+			c->phase = PH_CAMPAIGN;
+		free(body);
+		break;
+	case PH_GRANTING:
+	case PH_VOTING:
+	case PH_SETTLED:
+	case PH_RESIGNED:
+		break;
+	}
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct cluster *c = arg;
+	(void)fd;
+	(void)what;
+	bool has_lease = c->phase != PH_GRANT && c->phase != PH_GRANTING;
+	/*
+	 * etcd counts the TTL from when it handled the last renewal, which was
+	 * after we sent it: two thirds of the TTL after that send, a third is
+	 * left for the daemon to stop before another member can win.
+	 */
+	if (has_lease && since(&c->last_renewed) >= c->ttl_s * 2.0 / 3.0) {
+		c->lease = 0;
+		restart(c, PH_GRANT, "the lease could not be renewed in time");
+	} else if (has_lease && !c->renewing) {
+		c->renewing = true;
+		clock_gettime(CLOCK_MONOTONIC, &c->renew_sent);
+		if (etcd_call(c->etcd, "/v3/lease/keepalive", etcd_req_lease_id(c->lease), on_renew,
+		              c) < 0)
+			c->renewing = false;
+	}
+	step(c);
+}
+
+int cluster_start(struct event_base *base, const struct ofcd_config *cfg, cluster_role_fn fn,
+                  void *arg, struct cluster **out)
+{
+	struct cluster *c = calloc(1, sizeof(*c));
+	int rc;
+	if (!c)
+		return -ENOMEM;
+	c->base = base;
+	c->fn = fn;
+	c->arg = arg;
+	c->ttl_s = cfg->cluster_lease_ttl_s;
+	snprintf(c->name, sizeof(c->name), "%s", cfg->cluster_name);
+	snprintf(c->advertise, sizeof(c->advertise), "%s", cfg->cluster_advertise);
+	snprintf(c->key, sizeof(c->key), "%s/leader", cfg->cluster_prefix);
+	/* A call that hangs longer than a renewal period is as good as lost. */
+	unsigned timeout_s = c->ttl_s / 3 ? c->ttl_s / 3 : 1;
+	rc = etcd_client_new(base, cfg->cluster_endpoints, cfg->cluster_nendpoints, timeout_s,
+	                     &c->etcd);
+	struct timeval period = { .tv_sec = c->ttl_s / 3,
+		                  .tv_usec = (suseconds_t)(c->ttl_s % 3) * 1000000 / 3 };
+	if (rc == 0 && !(c->tick = event_new(base, -1, EV_PERSIST, on_tick, c)))
+		rc = -ENOMEM;
+	if (rc == 0 && event_add(c->tick, &period) < 0)
+		rc = -ENOMEM;
+	if (rc < 0) {
+		cluster_free(c);
+		return rc;
+	}
+	c->phase = PH_GRANT;
+	c->role = CLUSTER_FOLLOWER;
+	step(c);
+	*out = c;
+	return 0;
+}
+
+void cluster_free(struct cluster *c)
+{
+	if (!c)
+		return;
+	if (c->tick)
+		event_free(c->tick);
+	etcd_watch_free(c->watch);
+	etcd_client_free(c->etcd);
+	free(c);
+}
+
+enum cluster_role cluster_role(const struct cluster *c)
+{
+	return c->role;
+}
+
+const char *cluster_leader_name(const struct cluster *c)
+{
+	return c->leader_name;
+}
+
+const char *cluster_leader_advertise(const struct cluster *c)
+{
+	return c->leader_advertise;
+}
+
+int64_t cluster_generation(const struct cluster *c)
+{
+	return c->generation;
+}
+
+int64_t cluster_revision(const struct cluster *c)
+{
+	return c->revision;
+}

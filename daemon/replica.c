@@ -1,0 +1,116 @@
+#include "replica.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "etcd.h"
+#include "log.h"
+#include "store_changes.h"
+
+struct replica {
+	struct etcd_client *etcd;
+	struct store *s;
+	char log_prefix[160]; /* PREFIX/log/ */
+	int64_t applied;
+	bool diverged;
+	bool reading; /* the first read of the log is in flight */
+	bool freed;   /* replica_free() came during it: on_range frees */
+	struct etcd_watch *watch;
+};
+
+/* Applies entries in order, skipping what was applied already. */
+static void apply(struct replica *r, const struct etcd_kv *kvs, size_t n)
+{
+	for (size_t i = 0; i < n && !r->diverged; i++) {
+		if (kvs[i].deleted || kvs[i].mod_revision <= r->applied)
+			continue;
+		int rc =
+		    store_apply_changes(r->s, kvs[i].value, kvs[i].value_len, kvs[i].mod_revision);
+		if (rc < 0) {
+			log_error("replica",
+			          "cannot apply log entry %s (revision %lld): %s; following "
+			          "stops until a snapshot resync",
+			          kvs[i].key, (long long)kvs[i].mod_revision, strerror(-rc));
+			r->diverged = true;
+			return;
+		}
+		r->applied = kvs[i].mod_revision;
+	}
+}
+
+static void on_event(int rc, const struct etcd_result *res, void *arg)
+{
+	struct replica *r = arg;
+	if (rc < 0 || res->canceled) {
+		/* The next start reads the log again from the applied revision. */
+		log_warn("replica", "the log watch ended at revision %lld", (long long)r->applied);
+		etcd_watch_free(r->watch);
+		r->watch = NULL;
+		return;
+	}
+	apply(r, res->kvs, res->nkvs);
+}
+
+static void on_range(int rc, const struct etcd_result *res, void *arg)
+{
+	struct replica *r = arg;
+	r->reading = false;
+	if (r->freed) {
+		free(r);
+		return;
+	}
+	if (rc < 0) {
+		log_warn("replica", "cannot read the log: %s", strerror(-rc));
+		return;
+	}
+	apply(r, res->kvs, res->nkvs);
+	/* From the revision the range saw, so that no append slips between. */
+	if (!r->diverged &&
+	    etcd_watch(r->etcd, etcd_req_watch(r->log_prefix, true, res->revision + 1), on_event, r,
+	               &r->watch) < 0)
+		log_warn("replica", "cannot watch the log");
+}
+
+int replica_start(struct etcd_client *etcd, struct store *s, const char *prefix,
+                  int64_t from_revision, struct replica **out)
+{
+	struct replica *r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->etcd = etcd;
+	r->s = s;
+	r->applied = from_revision;
+	snprintf(r->log_prefix, sizeof(r->log_prefix), "%s/log/", prefix);
+	r->reading = true;
+	int rc = etcd_call(etcd, "/v3/kv/range",
+	                   etcd_req_range(r->log_prefix, true, from_revision + 1), on_range, r);
+	if (rc < 0) {
+		free(r);
+		return rc;
+	}
+	*out = r;
+	return 0;
+}
+
+int64_t replica_applied(const struct replica *r)
+{
+	return r->applied;
+}
+
+bool replica_diverged(const struct replica *r)
+{
+	return r->diverged;
+}
+
+void replica_free(struct replica *r)
+{
+	if (!r)
+		return;
+	etcd_watch_free(r->watch);
+	if (r->reading)
+		r->freed = true; /* its reply frees it */
+	else
+		free(r);
+}

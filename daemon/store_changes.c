@@ -1,0 +1,140 @@
+/* The session extension's API is declared only with these defined. */
+#define SQLITE_ENABLE_SESSION
+#define SQLITE_ENABLE_PREUPDATE_HOOK
+
+#include "store_changes.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "store_sql.h"
+
+struct store_capture {
+	sqlite3_session *session;
+};
+
+int store_capture_start(struct store *s, struct store_capture **out)
+{
+	struct store_capture *c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	if (sqlite3session_create(store_db(s), "main", &c->session) != SQLITE_OK ||
+	    sqlite3session_attach(c->session, NULL) != SQLITE_OK) {
+		store_capture_free(c);
+		return -ENOMEM;
+	}
+	*out = c;
+	return 0;
+}
+
+int store_capture_take(struct store_capture *c, void **data, size_t *len)
+{
+	int n = 0;
+	void *p = NULL;
+	int rc = sqlite3session_changeset(c->session, &n, &p);
+	*data = NULL;
+	*len = 0;
+	if (rc != SQLITE_OK)
+		return rc == SQLITE_NOMEM ? -ENOMEM : -EIO;
+	if (n > 0) {
+		/* Handed out as malloc'd memory: callers need not know it came from SQLite. */
+		*data = malloc((size_t)n);
+		if (*data)
+			memcpy(*data, p, (size_t)n);
+		*len = *data ? (size_t)n : 0;
+	}
+	sqlite3_free(p);
+	return n > 0 && !*data ? -ENOMEM : 0;
+}
+
+void store_capture_free(struct store_capture *c)
+{
+	if (!c)
+		return;
+	if (c->session)
+		sqlite3session_delete(c->session);
+	free(c);
+}
+
+static int on_conflict(void *arg, int kind, sqlite3_changeset_iter *it)
+{
+	const char *table = "?";
+	int ncol, op, indirect;
+	(void)arg;
+	sqlite3changeset_op(it, &table, &ncol, &op, &indirect);
+	log_error("store", "replicated change conflicts with this store (table %s, kind %d)", table,
+	          kind);
+	return SQLITE_CHANGESET_ABORT;
+}
+
+int store_apply_changes(struct store *s, const void *data, size_t len, int64_t revision)
+{
+	if (store_in_txn(s))
+		return -EBUSY;
+	int rc = store_begin(s);
+	if (rc < 0)
+		return rc;
+	rc = sqlite3changeset_apply(store_db(s), (int)len, (void *)data, NULL, on_conflict, NULL);
+	if (rc != SQLITE_OK) {
+		store_rollback(s);
+		return rc == SQLITE_ABORT || rc == SQLITE_CORRUPT || rc == SQLITE_MISUSE ? -EPROTO
+		                                                                         : -EIO;
+	}
+	if (revision > 0) {
+		sqlite3_stmt *st = store_stmt(s, "INSERT OR REPLACE INTO replica_state(id, "
+		                                 "applied_revision) VALUES (1, ?)");
+		if (st)
+			sqlite3_bind_int64(st, 1, revision);
+		if (!st || store_step_done(st) < 0) {
+			store_rollback(s);
+			return -EIO;
+		}
+	}
+	return store_commit(s);
+}
+
+int64_t store_applied_revision(struct store *s)
+{
+	sqlite3_stmt *st = store_stmt(s, "SELECT applied_revision FROM replica_state WHERE id = 1");
+	int64_t rev = -EIO;
+	int rc;
+	if (!st)
+		return -EIO;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		rev = sqlite3_column_int64(st, 0);
+	else if (rc == SQLITE_DONE)
+		rev = 0;
+	sqlite3_reset(st);
+	return rev;
+}
+
+int store_unreplicated_tables(struct store *s, char *out, size_t len)
+{
+	/* pk > 0 marks a primary key column; rowid tables without one have none. */
+	sqlite3_stmt *st = store_stmt(
+	    s,
+	    "SELECT m.name FROM sqlite_schema m WHERE m.type = 'table' AND m.name NOT LIKE "
+	    "'sqlite_%' AND NOT EXISTS (SELECT 1 FROM pragma_table_info(m.name) p WHERE p.pk > 0) "
+	    "ORDER BY m.name");
+	int n = 0, rc;
+	size_t used = 0;
+	if (!st)
+		return -EIO;
+	if (len)
+		out[0] = '\0';
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (used < len) {
+			int w = snprintf(out + used, len - used, "%s%s", n ? "," : "",
+			                 (const char *)sqlite3_column_text(st, 0));
+			used += w > 0 ? (size_t)w : 0;
+		}
+		n++;
+	}
+	sqlite3_reset(st);
+	return rc == SQLITE_DONE ? n : -EIO;
+}

@@ -1,0 +1,59 @@
+/*
+ * Write transactions as changesets (SQLite's session extension), for
+ * replication: the leader captures what one transaction changed, ships the
+ * bytes through etcd, and each follower applies them to its own store in
+ * order. A changeset holds, per changed row, its primary key and old/new
+ * values; SQLite's sessions ignore tables without a PRIMARY KEY, so
+ * store_unreplicated_tables() names those, which a cluster cannot replicate.
+ *
+ * Loop thread only; a capture belongs to the store it was started on.
+ */
+#ifndef OFCD_STORE_CHANGES_H
+#define OFCD_STORE_CHANGES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct store;
+struct store_capture;
+
+/**
+ * Starts recording every change made through s (all tables of "main") until
+ * store_capture_free(). Start it before the transaction's first write.
+ * Returns 0 or -ENOMEM.
+ */
+int store_capture_start(struct store *s, struct store_capture **out);
+
+/**
+ * The changeset of everything recorded so far: *data (malloc'd, owned by the
+ * caller; NULL when *len is 0: nothing changed) and *len. Take it before the
+ * COMMIT. Returns 0 or -ENOMEM / -EIO.
+ */
+int store_capture_take(struct store_capture *c, void **data, size_t *len);
+
+/** Stops recording and frees c; NULL is a no-op. */
+void store_capture_free(struct store_capture *c);
+
+/**
+ * Applies a changeset taken on another store with the same schema, in one
+ * transaction of its own (so store_on_txn_end() listeners see it), and
+ * records revision (the changeset's etcd revision) as the store's applied
+ * revision in the same transaction when it is above 0. Any
+ * conflict (a row missing, present already or with other values than the
+ * changeset's old ones) aborts it all: the replica has diverged and needs
+ * a snapshot. Returns 0, -EPROTO on a conflict or a malformed changeset,
+ * -EBUSY when a transaction is already open, or -EIO.
+ */
+int store_apply_changes(struct store *s, const void *data, size_t len, int64_t revision);
+
+/** The applied revision store_apply_changes() last recorded: 0 when none, -EIO on error. */
+int64_t store_applied_revision(struct store *s);
+
+/**
+ * Writes the names of the tables that have no PRIMARY KEY (which changesets
+ * leave out), comma-separated, into out. Returns how many there are, or
+ * -EIO.
+ */
+int store_unreplicated_tables(struct store *s, char *out, size_t len);
+
+#endif

@@ -1,0 +1,146 @@
+/* Changesets: a transaction captured on one store and applied to another, conflicts refused. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <errno.h>
+#include <unistd.h>
+
+#include "store_changes.h"
+#include "store_sql.h"
+
+struct pair {
+	char dir[64];
+	struct store *a, *b;
+};
+
+static int setup(void **state)
+{
+	static struct pair p;
+	char path[96], err[256];
+	snprintf(p.dir, sizeof(p.dir), "/tmp/ofcd-test-changes-XXXXXX");
+	if (!mkdtemp(p.dir))
+		return -1;
+	snprintf(path, sizeof(path), "%s/a.db", p.dir);
+	if (store_open(path, &p.a, err, sizeof(err)) < 0)
+		return -1;
+	snprintf(path, sizeof(path), "%s/b.db", p.dir);
+	if (store_open(path, &p.b, err, sizeof(err)) < 0)
+		return -1;
+	*state = &p;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct pair *p = *state;
+	char cmd[96];
+	store_close(p->a);
+	store_close(p->b);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", p->dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static void exec(struct store *s, const char *sql)
+{
+	assert_int_equal(sqlite3_exec(store_db(s), sql, NULL, NULL, NULL), SQLITE_OK);
+}
+
+/* Runs sql on s in one captured transaction; returns its changeset. */
+static void *captured(struct store *s, const char *sql, size_t *len)
+{
+	struct store_capture *c;
+	void *data;
+	assert_int_equal(store_capture_start(s, &c), 0);
+	assert_int_equal(store_begin(s), 0);
+	exec(s, sql);
+	assert_int_equal(store_capture_take(c, &data, len), 0);
+	assert_int_equal(store_commit(s), 0);
+	store_capture_free(c);
+	return data;
+}
+
+static char *servers(struct store *s)
+{
+	static char buf[256];
+	sqlite3_stmt *st;
+	buf[0] = '\0';
+	assert_int_equal(sqlite3_prepare_v2(store_db(s),
+	                                    "SELECT id, name, devices FROM server ORDER BY id", -1,
+	                                    &st, NULL),
+	                 SQLITE_OK);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		size_t n = strlen(buf);
+		snprintf(buf + n, sizeof(buf) - n, "%d:%s:%d;", sqlite3_column_int(st, 0),
+		         (const char *)sqlite3_column_text(st, 1), sqlite3_column_int(st, 2));
+	}
+	sqlite3_finalize(st);
+	return buf;
+}
+
+static void test_replicate(void **state)
+{
+	struct pair *p = *state;
+	size_t len;
+	void *cs = captured(p->a,
+	                    "INSERT INTO server(id, name, devices, ports_per_device) "
+	                    "VALUES (1, 's1', 8, 2), (2, 's2', 4, 1)",
+	                    &len);
+	assert_true(len > 0);
+	assert_int_equal(store_applied_revision(p->b), 0);
+	assert_int_equal(store_apply_changes(p->b, cs, len, 7), 0);
+	assert_int_equal(store_applied_revision(p->b), 7);
+	free(cs);
+	cs = captured(
+	    p->a, "UPDATE server SET devices = 16 WHERE id = 1; DELETE FROM server WHERE id = 2",
+	    &len);
+	assert_int_equal(store_apply_changes(p->b, cs, len, 9), 0);
+	assert_int_equal(store_applied_revision(p->b), 9);
+	assert_string_equal(servers(p->b), "1:s1:16;");
+	assert_string_equal(servers(p->b), servers(p->a));
+
+	/* Applied twice: the old values no longer match, so it is refused as a whole. */
+	assert_int_equal(store_apply_changes(p->b, cs, len, 10), -EPROTO);
+	assert_int_equal(store_applied_revision(p->b), 9); /* rolled back with the changeset */
+	assert_string_equal(servers(p->b), "1:s1:16;");
+	free(cs);
+
+	/* A transaction that changed nothing has an empty changeset. */
+	cs = captured(p->a, "UPDATE server SET devices = 16 WHERE id = 99", &len);
+	assert_null(cs);
+	assert_int_equal(len, 0);
+
+	/* Not applied inside another transaction. */
+	assert_int_equal(store_begin(p->b), 0);
+	assert_int_equal(store_apply_changes(p->b, "x", 1, 0), -EBUSY);
+	store_rollback(p->b);
+	assert_int_equal(store_apply_changes(p->b, "garbage", 7, 0), -EPROTO);
+}
+
+/* Sessions skip tables without a primary key: the schema has none such, and one is named. */
+static void test_unreplicated(void **state)
+{
+	struct pair *p = *state;
+	char names[256];
+	assert_int_equal(store_unreplicated_tables(p->a, names, sizeof(names)), 0);
+	assert_string_equal(names, "");
+	exec(p->a, "CREATE TABLE t_nopk (x INTEGER); CREATE TABLE t_nopk2 (y INTEGER)");
+	assert_int_equal(store_unreplicated_tables(p->a, names, sizeof(names)), 2);
+	assert_string_equal(names, "t_nopk,t_nopk2");
+	exec(p->a, "DROP TABLE t_nopk; DROP TABLE t_nopk2");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_replicate),
+		cmocka_unit_test(test_unreplicated),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
