@@ -366,3 +366,19 @@ int64_t cluster_revision(const struct cluster *c)
 {
 	return c->revision;
 }
+
+bool cluster_in_touch(const struct cluster *c)
+{
+	bool has_lease = c->phase != PH_GRANT && c->phase != PH_GRANTING && c->lease != 0;
+	return has_lease && since(&c->last_renewed) < c->ttl_s * 2.0 / 3.0;
+}
+
+int64_t cluster_lease(const struct cluster *c)
+{
+	return c->phase == PH_GRANT || c->phase == PH_GRANTING ? 0 : c->lease;
+}
+
+struct etcd_client *cluster_etcd(const struct cluster *c)
+{
+	return c->etcd;
+}

@@ -19,11 +19,13 @@
 #ifndef OFCD_CLUSTER_H
 #define OFCD_CLUSTER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "config.h"
 
 struct event_base;
+struct etcd_client;
 struct cluster;
 
 /** A member's role. */
@@ -73,5 +75,17 @@ int64_t cluster_generation(const struct cluster *c);
 
 /** The latest etcd revision this member has seen. */
 int64_t cluster_revision(const struct cluster *c);
+
+/**
+ * True while this member holds a lease whose last renewal etcd confirmed less
+ * than two thirds of the TTL ago: etcd has a quorum this member can reach.
+ */
+bool cluster_in_touch(const struct cluster *c);
+
+/** The lease this member holds now (0: none), for keys that must vanish with it. */
+int64_t cluster_lease(const struct cluster *c);
+
+/** The etcd client the member uses (owned by it), for the replication log. */
+struct etcd_client *cluster_etcd(const struct cluster *c);
 
 #endif

@@ -179,6 +179,11 @@ char *etcd_req_put_guarded(const char *guard_key, int64_t guard_rev, const char 
 	           json_pack("{s:o}", "request_range", range_obj(guard_key, false)));
 }
 
+char *etcd_req_put(const char *key, const void *value, size_t len, int64_t lease)
+{
+	return dump(put_obj(key, value, len, lease));
+}
+
 char *etcd_req_delete_guarded(const char *key, int64_t rev)
 {
 	return txn(compare_create(key, rev),

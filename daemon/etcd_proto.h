@@ -54,6 +54,9 @@ char *etcd_req_create(const char *key, const void *value, size_t len, int64_t le
 char *etcd_req_put_guarded(const char *guard_key, int64_t guard_rev, const char *key,
                            const void *value, size_t len);
 
+/** POST /v3/kv/put of key = value, attached to lease (0: none). */
+char *etcd_req_put(const char *key, const void *value, size_t len, int64_t lease);
+
 /**
  * POST /v3/kv/txn that deletes key only while its create_revision is rev: a
  * leader stepping down removes its own key and nobody else's.

@@ -15,15 +15,40 @@
 
 struct store_capture {
 	sqlite3_session *session;
+	const char *only; /* the one table recorded, or NULL: every replicated one */
 };
 
-int store_capture_start(struct store *s, struct store_capture **out)
+/*
+ * What each member derives for itself and never ships: the reconciler's
+ * operations and read-back copies (only the leader has them) and where a
+ * member stands in the log.
+ */
+static const char *const local_tables[] = { "operation", "operation_xc",  "operation_fabric",
+	                                    "actual_xc", "ocs_port_down", "replica_state" };
+
+bool store_table_is_local(const char *table)
+{
+	for (size_t i = 0; i < sizeof(local_tables) / sizeof(local_tables[0]); i++)
+		if (strcmp(table, local_tables[i]) == 0)
+			return true;
+	return false;
+}
+
+static int record_table(void *arg, const char *table)
+{
+	const struct store_capture *c = arg;
+	return c->only ? strcmp(table, c->only) == 0 : !store_table_is_local(table);
+}
+
+int store_capture_start(struct store *s, const char *only, struct store_capture **out)
 {
 	struct store_capture *c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	if (sqlite3session_create(store_db(s), "main", &c->session) != SQLITE_OK ||
-	    sqlite3session_attach(c->session, NULL) != SQLITE_OK) {
+	c->only = only;
+	if (sqlite3session_create(store_db(s), "main", &c->session) == SQLITE_OK)
+		sqlite3session_table_filter(c->session, record_table, c);
+	if (!c->session || sqlite3session_attach(c->session, NULL) != SQLITE_OK) {
 		store_capture_free(c);
 		return -ENOMEM;
 	}
@@ -60,15 +85,44 @@ void store_capture_free(struct store_capture *c)
 	free(c);
 }
 
+/*
+ * Which differences between a changeset and this store are expected, and
+ * what then wins. A row a DELETE names is gone already (a cascade of an
+ * earlier row of the same changeset): the end is the same. fabric's state,
+ * error and updated are the leader's reconciler's and travel separately, so a
+ * fabric row may differ there: the changeset wins. An audit id may be taken
+ * by a refusal this member audited for itself: the replicated row wins.
+ * Anything else means this store is not the leader's: stop.
+ */
 static int on_conflict(void *arg, int kind, sqlite3_changeset_iter *it)
 {
 	const char *table = "?";
 	int ncol, op, indirect;
 	(void)arg;
 	sqlite3changeset_op(it, &table, &ncol, &op, &indirect);
+	if (kind == SQLITE_CHANGESET_NOTFOUND &&
+	    (op == SQLITE_DELETE || (op == SQLITE_UPDATE && strcmp(table, "fabric") == 0)))
+		return SQLITE_CHANGESET_OMIT;
+	if (kind == SQLITE_CHANGESET_DATA && strcmp(table, "fabric") == 0)
+		return SQLITE_CHANGESET_REPLACE;
+	if (kind == SQLITE_CHANGESET_CONFLICT && op == SQLITE_INSERT && strcmp(table, "audit") == 0)
+		return SQLITE_CHANGESET_REPLACE;
 	log_error("store", "replicated change conflicts with this store (table %s, kind %d)", table,
 	          kind);
 	return SQLITE_CHANGESET_ABORT;
+}
+
+/* Marks the transaction as applying a changeset (the schema's triggers stand aside) or done. */
+static int set_applying(struct store *s, bool on, int64_t revision)
+{
+	sqlite3_stmt *st = store_stmt(
+	    s, on ? "INSERT INTO replica_state(id, applied_revision, applying) VALUES (1, 0, 1) "
+	            "ON CONFLICT(id) DO UPDATE SET applying = 1"
+	          : "UPDATE replica_state SET applying = 0, applied_revision = CASE WHEN ?1 > 0 "
+	            "THEN ?1 ELSE applied_revision END");
+	if (st && !on)
+		sqlite3_bind_int64(st, 1, revision);
+	return st ? store_step_done(st) : -EIO;
 }
 
 int store_apply_changes(struct store *s, const void *data, size_t len, int64_t revision)
@@ -78,21 +132,19 @@ int store_apply_changes(struct store *s, const void *data, size_t len, int64_t r
 	int rc = store_begin(s);
 	if (rc < 0)
 		return rc;
+	if (set_applying(s, true, 0) < 0) {
+		store_rollback(s);
+		return -EIO;
+	}
 	rc = sqlite3changeset_apply(store_db(s), (int)len, (void *)data, NULL, on_conflict, NULL);
 	if (rc != SQLITE_OK) {
 		store_rollback(s);
 		return rc == SQLITE_ABORT || rc == SQLITE_CORRUPT || rc == SQLITE_MISUSE ? -EPROTO
 		                                                                         : -EIO;
 	}
-	if (revision > 0) {
-		sqlite3_stmt *st = store_stmt(s, "INSERT OR REPLACE INTO replica_state(id, "
-		                                 "applied_revision) VALUES (1, ?)");
-		if (st)
-			sqlite3_bind_int64(st, 1, revision);
-		if (!st || store_step_done(st) < 0) {
-			store_rollback(s);
-			return -EIO;
-		}
+	if (set_applying(s, false, revision) < 0) {
+		store_rollback(s);
+		return -EIO;
 	}
 	return store_commit(s);
 }

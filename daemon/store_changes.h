@@ -11,6 +11,7 @@
 #ifndef OFCD_STORE_CHANGES_H
 #define OFCD_STORE_CHANGES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -18,11 +19,19 @@ struct store;
 struct store_capture;
 
 /**
- * Starts recording every change made through s (all tables of "main") until
- * store_capture_free(). Start it before the transaction's first write.
- * Returns 0 or -ENOMEM.
+ * Starts recording the changes made through s until store_capture_free():
+ * to the table named only (borrowed, a literal), or with only NULL to every
+ * table but the local ones (store_table_is_local()). Start it before the
+ * transaction's first write. Returns 0 or -ENOMEM.
  */
-int store_capture_start(struct store *s, struct store_capture **out);
+int store_capture_start(struct store *s, const char *only, struct store_capture **out);
+
+/**
+ * True for the tables each member keeps for itself, which changesets leave
+ * out: the reconciler's operations and read-back copies (the leader's alone)
+ * and the member's own place in the log.
+ */
+bool store_table_is_local(const char *table);
 
 /**
  * The changeset of everything recorded so far: *data (malloc'd, owned by the
@@ -38,10 +47,12 @@ void store_capture_free(struct store_capture *c);
  * Applies a changeset taken on another store with the same schema, in one
  * transaction of its own (so store_on_txn_end() listeners see it), and
  * records revision (the changeset's etcd revision) as the store's applied
- * revision in the same transaction when it is above 0. Any
- * conflict (a row missing, present already or with other values than the
- * changeset's old ones) aborts it all: the replica has diverged and needs
- * a snapshot. Returns 0, -EPROTO on a conflict or a malformed changeset,
+ * revision in the same transaction when it is above 0. The differences a
+ * replica may have (a row a cascade removed already, the reconciler's columns
+ * of fabric, an audit id a local refusal took) resolve in the changeset's
+ * favour; any other conflict (a row missing, present already or with other
+ * values than the changeset's old ones) aborts it all: the replica has
+ * diverged and needs a snapshot. Returns 0, -EPROTO on a conflict or a malformed changeset,
  * -EBUSY when a transaction is already open, or -EIO.
  */
 int store_apply_changes(struct store *s, const void *data, size_t len, int64_t revision);

@@ -197,7 +197,7 @@ static void test_replicated_changes(void **state)
 	             "(2, 'o2', 'sim', 64);"
 	             "INSERT INTO fabric(id, name, state, formula, planes, min_devices) VALUES "
 	             "(1, 'f1', 'pending', 0, 1, 1), (2, 'f2', 'pending', 0, 1, 1)");
-	assert_int_equal(store_capture_start(leader, &c), 0);
+	assert_int_equal(store_capture_start(leader, NULL, &c), 0);
 	assert_int_equal(store_begin(leader), 0);
 	exec(leader, "INSERT INTO circuit(fabric_id, plane, a_pos, a_device, a_port, b_pos, "
 	             "b_device, b_port, ocs_id, a_ocs_port, b_ocs_port) VALUES "

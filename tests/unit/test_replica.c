@@ -69,7 +69,7 @@ static int64_t leader_write(struct world *w, const char *sql)
 	void *cs;
 	size_t len;
 	char key[64];
-	assert_int_equal(store_capture_start(w->leader, &cap), 0);
+	assert_int_equal(store_capture_start(w->leader, NULL, &cap), 0);
 	assert_int_equal(store_begin(w->leader), 0);
 	assert_int_equal(sqlite3_exec(store_db(w->leader), sql, NULL, NULL, NULL), SQLITE_OK);
 	assert_int_equal(store_capture_take(cap, &cs, &len), 0);

@@ -57,7 +57,7 @@ static void *captured(struct store *s, const char *sql, size_t *len)
 {
 	struct store_capture *c;
 	void *data;
-	assert_int_equal(store_capture_start(s, &c), 0);
+	assert_int_equal(store_capture_start(s, NULL, &c), 0);
 	assert_int_equal(store_begin(s), 0);
 	exec(s, sql);
 	assert_int_equal(store_capture_take(c, &data, len), 0);
@@ -123,6 +123,66 @@ static void test_replicate(void **state)
 	assert_int_equal(store_apply_changes(p->b, "garbage", 7, 0), -EPROTO);
 }
 
+static int64_t count(struct store *s, const char *sql)
+{
+	sqlite3_stmt *st;
+	assert_int_equal(sqlite3_prepare_v2(store_db(s), sql, -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	int64_t n = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return n;
+}
+
+static void apply_captured(struct pair *p, const char *sql, int64_t revision)
+{
+	size_t len;
+	void *cs = captured(p->a, sql, &len);
+	assert_int_equal(store_apply_changes(p->b, cs, len, revision), 0);
+	free(cs);
+}
+
+/* What a follower may hold differently from the leader, and how each resolves. */
+static void test_expected_differences(void **state)
+{
+	struct pair *p = *state;
+	apply_captured(p,
+	               "INSERT INTO server(id, name, devices, ports_per_device) VALUES (11, 's11', 8, "
+	               "2), (12, 's12', 8, 2);"
+	               "INSERT INTO fabric(id, name, state, formula, planes, min_devices) VALUES "
+	               "(1, 'job', 'pending', 1, 1, 1);"
+	               "INSERT INTO fabric_server(fabric_id, position, server_id) VALUES (1, 0, 11), "
+	               "(1, 1, 12)",
+	               3);
+	/* The leader's triggers bumped the members' revisions; the follower's stood aside. */
+	assert_int_equal(count(p->a, "SELECT revision FROM server WHERE id = 11"), 2);
+	assert_int_equal(count(p->b, "SELECT revision FROM server WHERE id = 11"), 2);
+	/* The leader's reconciler moved the fabric on; that travels apart, or not at all. */
+	exec(p->a, "UPDATE fabric SET state = 'applied' WHERE id = 1");
+	/* Local tables are never shipped: an operation row on the leader stays its own. */
+	apply_captured(p,
+	               "INSERT INTO operation(id, ocs, trigger, nadds, ndeletes, status) "
+	               "VALUES (1, 'u1', 'change', 0, 0, 'succeeded');"
+	               "UPDATE fabric SET planes = 2 WHERE id = 1",
+	               4);
+	assert_int_equal(count(p->b, "SELECT planes FROM fabric WHERE id = 1"), 2);
+	assert_int_equal(count(p->b, "SELECT count(*) FROM operation"), 0);
+	/* A refusal the follower audited for itself holds an id the leader uses next. */
+	exec(p->b, "INSERT INTO audit(id, at, method, path, status) VALUES (50, 'x', 'POST', "
+	           "'/refused', 401)");
+	/* Deleting the fabric: its members go by cascade on both sides. */
+	apply_captured(p,
+	               "INSERT INTO audit(id, at, method, path, status) VALUES (50, 'y', 'DELETE', "
+	               "'/v1/fabrics/job', 200);"
+	               "DELETE FROM fabric WHERE id = 1",
+	               5);
+	assert_int_equal(count(p->b, "SELECT count(*) FROM fabric"), 0);
+	assert_int_equal(count(p->b, "SELECT count(*) FROM fabric_server"), 0);
+	assert_int_equal(count(p->b, "SELECT status FROM audit WHERE id = 50"), 200);
+	assert_int_equal(store_applied_revision(p->b), 5);
+	assert_true(store_table_is_local("actual_xc"));
+	assert_false(store_table_is_local("fabric"));
+}
+
 /* Sessions skip tables without a primary key: the schema has none such, and one is named. */
 static void test_unreplicated(void **state)
 {
@@ -140,6 +200,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_replicate),
+		cmocka_unit_test(test_expected_differences),
 		cmocka_unit_test(test_unreplicated),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
