@@ -171,12 +171,14 @@ char *etcd_req_create(const char *key, const void *value, size_t len, int64_t le
 	           json_pack("{s:o}", "request_range", range_obj(key, false)));
 }
 
-char *etcd_req_put_guarded(const char *guard_key, int64_t guard_rev, const char *key,
-                           const void *value, size_t len)
+char *etcd_req_append(const char *guard_key, int64_t guard_rev, const char *key,
+                      const void *value, size_t len)
 {
-	return txn(compare_create(guard_key, guard_rev),
-	           json_pack("{s:o}", "request_put", put_obj(key, value, len, 0)),
-	           json_pack("{s:o}", "request_range", range_obj(guard_key, false)));
+	return dump(json_pack("{s:[o,o], s:[{s:o}], s:[{s:o},{s:o}]}", "compare",
+	                      compare_create(guard_key, guard_rev), compare_create(key, 0),
+	                      "success", "request_put",
+	                      put_obj(key, value, len, 0), "failure", "request_range",
+	                      range_obj(guard_key, false), "request_range", range_obj(key, false)));
 }
 
 char *etcd_req_put(const char *key, const void *value, size_t len, int64_t lease)

@@ -47,12 +47,14 @@ char *etcd_req_range(const char *key, bool prefix, int64_t min_mod_revision);
 char *etcd_req_create(const char *key, const void *value, size_t len, int64_t lease);
 
 /**
- * POST /v3/kv/txn that puts key = value only while guard_key still has the
- * create_revision guard_rev (the writer still holds the leadership it won);
- * otherwise it reads guard_key back. Replication: appending to the log.
+ * POST /v3/kv/txn that creates key = value only while guard_key still has the
+ * create_revision guard_rev and key does not exist yet; otherwise it reads
+ * both back (guard_key first). Appending to the replication log: sent again
+ * after a lost answer, it cannot append twice, and the read-back says whether
+ * the first try got through.
  */
-char *etcd_req_put_guarded(const char *guard_key, int64_t guard_rev, const char *key,
-                           const void *value, size_t len);
+char *etcd_req_append(const char *guard_key, int64_t guard_rev, const char *key,
+                      const void *value, size_t len);
 
 /** POST /v3/kv/put of key = value, attached to lease (0: none). */
 char *etcd_req_put(const char *key, const void *value, size_t len, int64_t lease);

@@ -14,14 +14,16 @@ struct replica {
 	struct store *s;
 	char log_prefix[160]; /* PREFIX/log/ */
 	int64_t applied;
+	bool follow;
 	bool diverged;
 	bool reading; /* the first read of the log is in flight */
 	bool freed;   /* replica_free() came during it: on_range frees */
+	struct replica_cbs cbs;
 	struct etcd_watch *watch;
 };
 
-/* Applies entries in order, skipping what was applied already. */
-static void apply(struct replica *r, const struct etcd_kv *kvs, size_t n)
+/* Applies entries in order, skipping what was applied already. Returns 0 or -EPROTO. */
+static int apply(struct replica *r, const struct etcd_kv *kvs, size_t n)
 {
 	for (size_t i = 0; i < n && !r->diverged; i++) {
 		if (kvs[i].deleted || kvs[i].mod_revision <= r->applied)
@@ -34,23 +36,39 @@ static void apply(struct replica *r, const struct etcd_kv *kvs, size_t n)
 			          "stops until a snapshot resync",
 			          kvs[i].key, (long long)kvs[i].mod_revision, strerror(-rc));
 			r->diverged = true;
-			return;
+			return -EPROTO;
 		}
 		r->applied = kvs[i].mod_revision;
+		if (r->cbs.applied)
+			r->cbs.applied(r->cbs.arg, r->applied);
 	}
+	return 0;
+}
+
+static void stop(struct replica *r, int rc)
+{
+	etcd_watch_free(r->watch);
+	r->watch = NULL;
+	if (r->cbs.stopped)
+		r->cbs.stopped(r->cbs.arg, rc);
 }
 
 static void on_event(int rc, const struct etcd_result *res, void *arg)
 {
 	struct replica *r = arg;
-	if (rc < 0 || res->canceled) {
-		/* The next start reads the log again from the applied revision. */
-		log_warn("replica", "the log watch ended at revision %lld", (long long)r->applied);
-		etcd_watch_free(r->watch);
-		r->watch = NULL;
+	if (rc == 0 && res->compact_revision > 0) {
+		log_warn("replica", "the log was compacted past revision %lld",
+		         (long long)r->applied);
+		stop(r, -ESTALE);
 		return;
 	}
-	apply(r, res->kvs, res->nkvs);
+	if (rc < 0 || res->canceled) {
+		log_warn("replica", "the log watch ended at revision %lld", (long long)r->applied);
+		stop(r, rc < 0 ? rc : -EHOSTUNREACH);
+		return;
+	}
+	if (apply(r, res->kvs, res->nkvs) < 0)
+		stop(r, -EPROTO);
 }
 
 static void on_range(int rc, const struct etcd_result *res, void *arg)
@@ -63,18 +81,21 @@ static void on_range(int rc, const struct etcd_result *res, void *arg)
 	}
 	if (rc < 0) {
 		log_warn("replica", "cannot read the log: %s", strerror(-rc));
-		return;
+	} else {
+		rc = apply(r, res->kvs, res->nkvs);
+		/* From the revision the range saw, so that no append slips between. */
+		if (rc == 0 && r->follow &&
+		    etcd_watch(r->etcd, etcd_req_watch(r->log_prefix, true, res->revision + 1),
+		               on_event, r, &r->watch) < 0)
+			rc = -ENOMEM;
 	}
-	apply(r, res->kvs, res->nkvs);
-	/* From the revision the range saw, so that no append slips between. */
-	if (!r->diverged &&
-	    etcd_watch(r->etcd, etcd_req_watch(r->log_prefix, true, res->revision + 1), on_event, r,
-	               &r->watch) < 0)
-		log_warn("replica", "cannot watch the log");
+	if (r->cbs.caught_up)
+		r->cbs.caught_up(r->cbs.arg, rc);
 }
 
 int replica_start(struct etcd_client *etcd, struct store *s, const char *prefix,
-                  int64_t from_revision, struct replica **out)
+                  int64_t from_revision, bool follow, const struct replica_cbs *cbs,
+                  struct replica **out)
 {
 	struct replica *r = calloc(1, sizeof(*r));
 	if (!r)
@@ -82,15 +103,19 @@ int replica_start(struct etcd_client *etcd, struct store *s, const char *prefix,
 	r->etcd = etcd;
 	r->s = s;
 	r->applied = from_revision;
+	r->follow = follow;
+	if (cbs)
+		r->cbs = *cbs;
 	snprintf(r->log_prefix, sizeof(r->log_prefix), "%s/log/", prefix);
 	r->reading = true;
+	*out = r;
 	int rc = etcd_call(etcd, "/v3/kv/range",
 	                   etcd_req_range(r->log_prefix, true, from_revision + 1), on_range, r);
 	if (rc < 0) {
+		*out = NULL;
 		free(r);
 		return rc;
 	}
-	*out = r;
 	return 0;
 }
 
@@ -109,6 +134,7 @@ void replica_free(struct replica *r)
 	if (!r)
 		return;
 	etcd_watch_free(r->watch);
+	r->watch = NULL;
 	if (r->reading)
 		r->freed = true; /* its reply frees it */
 	else

@@ -3,7 +3,7 @@
  * under PREFIX/log/ in etcd (keys in append order), applies each one after
  * the revision it has applied to its own store (store_changes.h), then
  * watches the log and applies what is appended. A changeset that conflicts
- * stops it: the store has diverged and needs a snapshot (not done yet).
+ * stops it: the store has diverged and needs a snapshot.
  *
  * Each entry's revision is recorded in the transaction that applies it
  * (store_applied_revision()), so a restart resumes from
@@ -19,13 +19,35 @@ struct etcd_client;
 struct store;
 struct replica;
 
+/** What a replica reports, on the loop; every member may be NULL. */
+struct replica_cbs {
+	/**
+	 * The first read of the log is over: rc 0 when everything in it is applied
+	 * (and, when following, the watch is open), -EPROTO when an entry
+	 * conflicted (diverged), or the etcd call's error.
+	 */
+	void (*caught_up)(void *arg, int rc);
+	/** Each entry applied, with its revision (what the store now records). */
+	void (*applied)(void *arg, int64_t revision);
+	/**
+	 * Following ended: -EPROTO diverged, -ESTALE the log was compacted past
+	 * this replica, else the watch's error. Free the replica; start another
+	 * from replica_applied() to go on.
+	 */
+	void (*stopped)(void *arg, int rc);
+	void *arg; /**< passed back to each */
+};
+
 /**
- * Starts following the log under prefix ("/ofcd" reads "/ofcd/log/") into s,
- * applying the entries whose revision is above from_revision. etcd and s are
- * borrowed and must outlive the replica. Returns 0 or -ENOMEM.
+ * Reads the log under prefix ("/ofcd" reads "/ofcd/log/") into s, applying
+ * the entries whose revision is above from_revision; then, when follow is
+ * set, watches it and applies what is appended. etcd, s and cbs's arg are
+ * borrowed and must outlive the replica; no callback runs from inside this
+ * call. Returns 0 or -ENOMEM.
  */
 int replica_start(struct etcd_client *etcd, struct store *s, const char *prefix,
-                  int64_t from_revision, struct replica **out);
+                  int64_t from_revision, bool follow, const struct replica_cbs *cbs,
+                  struct replica **out);
 
 /** The etcd revision of the last log entry applied (from_revision before any). */
 int64_t replica_applied(const struct replica *r);

@@ -88,11 +88,21 @@ static void test_requests(void **state)
 	check_member(r, "failure.0.request_range.key", "L29mY2QvbGVhZGVy");
 	free(r);
 
-	r = etcd_req_put_guarded("/ofcd/leader", 12, "/ofcd/log/1", "xy", 2);
+	r = etcd_req_append("/ofcd/leader", 12, "/ofcd/log/1", "xy", 2);
 	check_member(r, "compare.0.create_revision", "12");
+	check_member(r, "compare.0.key", "L29mY2QvbGVhZGVy");
+	check_member(r, "compare.1.create_revision", "0");
+	check_member(r, "compare.1.key", "L29mY2QvbG9nLzE=");
 	check_member(r, "success.0.request_put.key", "L29mY2QvbG9nLzE=");
 	check_member(r, "success.0.request_put.value", "eHk=");
 	check_member(r, "success.0.request_put.lease", NULL);
+	check_member(r, "failure.0.request_range.key", "L29mY2QvbGVhZGVy");
+	check_member(r, "failure.1.request_range.key", "L29mY2QvbG9nLzE=");
+	free(r);
+
+	r = etcd_req_put("/ofcd/members/a", "xy", 2, 7);
+	check_member(r, "key", "L29mY2QvbWVtYmVycy9h");
+	check_member(r, "lease", "7");
 	free(r);
 
 	r = etcd_req_delete_guarded("/ofcd/leader", 12);

@@ -76,9 +76,13 @@ static int64_t leader_write(struct world *w, const char *sql)
 	store_capture_free(cap);
 	snprintf(key, sizeof(key), "/r/log/%016d", ++w->seq);
 	struct reply r =
-	    call(w, "/v3/kv/txn", etcd_req_put_guarded("/r/leader", w->generation, key, cs, len));
-	free(cs);
+	    call(w, "/v3/kv/txn", etcd_req_append("/r/leader", w->generation, key, cs, len));
 	assert_true(r.rc == 0 && r.succeeded);
+	/* Sent again, as after a lost answer: nothing appended twice. */
+	struct reply again =
+	    call(w, "/v3/kv/txn", etcd_req_append("/r/leader", w->generation, key, cs, len));
+	free(cs);
+	assert_true(again.rc == 0 && !again.succeeded);
 	assert_int_equal(store_commit(w->leader), 0);
 	return r.revision;
 }
@@ -133,10 +137,27 @@ static int teardown(void **state)
 	return remove_members(&w->m);
 }
 
+struct seen {
+	int caught_up; /* 1 + rc once called */
+	int stopped;   /* 1 + rc once called */
+};
+
+static void on_caught_up(void *arg, int rc)
+{
+	((struct seen *)arg)->caught_up = 1 + rc;
+}
+
+static void on_stopped(void *arg, int rc)
+{
+	((struct seen *)arg)->stopped = 1 + rc;
+}
+
 static void test_follow(void **state)
 {
 	struct world *w = *state;
 	struct replica *r;
+	struct seen seen = { 0, 0 };
+	struct replica_cbs cbs = { .caught_up = on_caught_up, .stopped = on_stopped, .arg = &seen };
 	if (!w)
 		skip();
 	leader_write(
@@ -144,9 +165,12 @@ static void test_follow(void **state)
 	int64_t rev = leader_write(w, "INSERT INTO server(id, name, devices, ports_per_device) "
 	                              "VALUES (2, 's2', 8, 2)");
 
-	assert_int_equal(replica_start(w->c, w->follower, "/r", 0, &r), 0);
+	assert_int_equal(replica_start(w->c, w->follower, "/r", 0, true, &cbs, &r), 0);
 	while (replica_applied(r) < rev)
 		run_ms(w, 10);
+	while (!seen.caught_up)
+		run_ms(w, 10);
+	assert_int_equal(seen.caught_up, 1);
 	assert_int_equal(count(w->follower, "SELECT count(*) FROM server"), 2);
 
 	/* Appended while it follows: the watch brings it. */
@@ -167,6 +191,7 @@ static void test_follow(void **state)
 	for (int i = 0; i < 200 && !replica_diverged(r); i++)
 		run_ms(w, 10);
 	assert_true(replica_diverged(r));
+	assert_int_equal(seen.stopped, 1 - EPROTO);
 	assert_true(replica_applied(r) < rev);
 	replica_free(r);
 }
