@@ -37,6 +37,59 @@ struct store;
  * What handlers work with: the daemon's parts, filled in by the composition
  * root (ofcd.c), which owns them; handlers only borrow. Loop thread only.
  */
+/** Whether this member takes writes now (struct api_cluster's gate). */
+enum api_write_gate {
+	API_WRITES_HERE,       /**< the leader, caught up and in touch with etcd */
+	API_WRITES_REDIRECT,   /**< another member leads: its advertise URL is given */
+	API_WRITES_NO_LEADER,  /**< no leader is known (an election is under way) */
+	API_WRITES_NO_QUORUM,  /**< etcd cannot be reached or has no quorum */
+	API_WRITES_CATCHING_UP /**< just elected: still applying the log */
+};
+
+/** Completion of api_cluster.append: rc 0 and the entry's revision, or -errno. */
+typedef void (*api_append_done)(void *arg, int rc, int64_t revision);
+
+/**
+ * How a cluster member's writes reach the replicated log before they are
+ * acknowledged (docs/ha.md); set by the composition root, NULL in a
+ * single-node daemon. Loop thread only.
+ */
+struct api_cluster {
+	/**
+	 * Whether this member takes writes now. For API_WRITES_REDIRECT, the
+	 * leader's advertise URL is written into leader (len bytes).
+	 */
+	enum api_write_gate (*gate)(void *arg, char *leader, size_t len);
+	/**
+	 * Appends a changeset (data, len bytes, borrowed until done) to the log,
+	 * guarded by this member's leadership. done runs later on the loop, never
+	 * from inside: 0 with the entry's etcd revision once it is in the log, or
+	 * -ESTALE when this member no longer leads and it certainly is not (an
+	 * unanswered append is sent again until etcd answers). Returns 0, or
+	 * -EFBIG (too large for one entry), -ESTALE (not leading), -EBUSY (one is
+	 * in flight), -ENOMEM; then done is not called.
+	 */
+	int (*append)(void *arg, const void *data, size_t len, api_append_done done,
+	              void *done_arg);
+	/**
+	 * A change in the log could not be applied here: this member's store
+	 * differs from the log, so it must stop leading and resynchronise.
+	 */
+	void (*diverged)(void *arg);
+	/** GET /v1/cluster's body (new reference). */
+	json_t *(*status)(void *arg);
+	void *arg; /**< passed back to each */
+};
+
+struct api_write;
+
+/** The writes of a cluster member, one in the log's hands at a time (api_dispatch.c). */
+struct api_writes {
+	struct api_write *current; /**< the write waiting for its append; NULL: none */
+	struct api_write *head;    /**< writes waiting their turn, oldest first */
+	struct api_write *tail;    /**< last of them */
+};
+
 struct api_env {
 	struct event_base *base;       /**< the one loop */
 	const struct ofcd_config *cfg; /**< configuration in force (a SIGHUP may change it) */
@@ -51,7 +104,9 @@ struct api_env {
 	 * set desired_unchanged (the root wires it to the reconciler). NULL: none.
 	 */
 	void (*on_commit)(void *arg);
-	void *on_commit_arg; /**< argument of on_commit */
+	void *on_commit_arg;            /**< argument of on_commit */
+	const struct api_cluster *cluster; /**< the replicated log; NULL: a single node */
+	struct api_writes writes;          /**< cluster writes in flight (api_dispatch.c's) */
 };
 
 /** Called once when a stream's client is gone or the server ends it. */
@@ -141,7 +196,7 @@ struct api_req {
 	 * new object lives (api_set_location()). An error reply clears both.
 	 */
 	char etag[40];
-	char location[160]; /**< see etag */
+	char location[512]; /**< see etag (also a 307's URL on the leader) */
 
 	/* Suspension, see api_suspend(). */
 	bool suspended;        /**< waiting for an event to reply */

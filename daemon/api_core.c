@@ -21,6 +21,20 @@ void api_health(struct api_req *req)
 	                    "version", OFCD_VERSION, "uptime_s", (json_int_t)uptime(req->env)));
 }
 
+void api_cluster_get(struct api_req *req)
+{
+	const struct api_cluster *c = req->env->cluster;
+	if (c) {
+		api_reply(req, 200, c->status(c->arg));
+		return;
+	}
+	/* A single daemon is its own leader: the same shape, so clients need no special case. */
+	api_reply(req, 200,
+	          json_pack("{s:n, s:s, s:n, s:[], s:i, s:i, s:b}", "self", "role", "standalone",
+	                    "leader", "members", "revision", 0, "applied_revision", 0,
+	                    "etcd_reachable", 0));
+}
+
 void api_metrics(struct api_req *req)
 {
 	size_t len = 0;

@@ -12,6 +12,11 @@
 /* api_core.c */
 void api_health(struct api_req *req);
 void api_metrics(struct api_req *req);
+/**
+ * GET /v1/cluster: this member, its role, the leader, every member with its
+ * applied revision (docs/ha.md); role "standalone" without a [cluster].
+ */
+void api_cluster_get(struct api_req *req);
 
 /* api_plan.c */
 void api_plan(struct api_req *req);

@@ -130,13 +130,15 @@ static void on_revoked(int rc, const struct etcd_result *res, void *arg)
 	struct cluster *c = arg;
 	(void)rc;
 	(void)res;
-	c->resigned(c->resigned_arg);
+	if (c->resigned)
+		c->resigned(c->resigned_arg);
 }
 
 static void revoke(struct cluster *c)
 {
-	if (c->lease == 0 ||
-	    etcd_call(c->etcd, "/v3/lease/revoke", etcd_req_lease_id(c->lease), on_revoked, c) < 0)
+	if ((c->lease == 0 ||
+	     etcd_call(c->etcd, "/v3/lease/revoke", etcd_req_lease_id(c->lease), on_revoked, c) < 0) &&
+	    c->resigned)
 		c->resigned(c->resigned_arg);
 }
 

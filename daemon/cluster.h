@@ -50,7 +50,8 @@ int cluster_start(struct event_base *base, const struct ofcd_config *cfg, cluste
  * (the role callback runs), stops campaigning, deletes the leader key if it
  * is still this member's and revokes the lease, so that another member takes
  * over without waiting for the TTL; then calls done(arg) on the loop (also
- * when etcd could not be reached: the lease then lapses by itself). Free the
+ * when etcd could not be reached: the lease then lapses by itself; done may
+ * be NULL). Free the
  * member with cluster_free() afterwards.
  */
 void cluster_resign(struct cluster *c, void (*done)(void *arg), void *arg);

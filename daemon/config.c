@@ -334,7 +334,7 @@ static const struct cfgtab_key config_keys[] = {
 	  .flags = CFGTAB_LIVE,
 	  .doc = "enable fault injection routes for sim units" },
 	{ .section = "cluster",
-	  .key = "endpoints",
+	  .key = "etcd",
 	  .type = CFGTAB_CUSTOM,
 	  CFGTAB_SPAN(struct ofcd_config, cluster_endpoints, cluster_nendpoints),
 	  .parse = parse_endpoints,
@@ -345,7 +345,7 @@ static const struct cfgtab_key config_keys[] = {
 	  .key = "name",
 	  .type = CFGTAB_NAME,
 	  CFG(cluster_name),
-	  .doc = "this member's name, unique in the cluster (needed with `endpoints`)" },
+	  .doc = "this member's name, unique in the cluster (needed with `etcd`)" },
 	{ .section = "cluster",
 	  .key = "advertise",
 	  .type = CFGTAB_CUSTOM,
@@ -353,7 +353,7 @@ static const struct cfgtab_key config_keys[] = {
 	  .parse = parse_advertise,
 	  .what = "URL",
 	  .doc = "`http://HOST:PORT` where clients reach this member's REST API: followers "
-	         "redirect writes there (needed with `endpoints`)" },
+	         "redirect writes there (needed with `etcd`)" },
 	{ .section = "cluster",
 	  .key = "lease_ttl",
 	  .type = CFGTAB_UINT,
@@ -450,12 +450,12 @@ static int config_validate(const struct ofcd_config *cfg, char *err, size_t errl
 	}
 	bool named = cfg->cluster_name[0] || cfg->cluster_advertise[0];
 	if (cfg->cluster_nendpoints > 0 && !(cfg->cluster_name[0] && cfg->cluster_advertise[0])) {
-		snprintf(err, errlen, "%s: [cluster] endpoints needs [cluster] name and advertise",
+		snprintf(err, errlen, "%s: [cluster] etcd needs [cluster] name and advertise",
 		         cfg->source);
 		return -EINVAL;
 	}
 	if (cfg->cluster_nendpoints == 0 && named) {
-		snprintf(err, errlen, "%s: [cluster] name and advertise need [cluster] endpoints",
+		snprintf(err, errlen, "%s: [cluster] name and advertise need [cluster] etcd",
 		         cfg->source);
 		return -EINVAL;
 	}

@@ -21,7 +21,7 @@
 /** Upper bound of [http] max_body: a REST body has no business being larger. */
 #define CONFIG_MAX_BODY_LIMIT (64u * 1024 * 1024)
 
-/** Most etcd endpoints [cluster] endpoints may list. */
+/** Most etcd endpoints [cluster] etcd may list. */
 #define CONFIG_CLUSTER_MAX_ENDPOINTS 8
 
 /** Everything the configuration file can set. Owned by whoever loaded it. */
@@ -58,7 +58,7 @@ struct ofcd_config {
 	struct cost_params cost;
 
 	/**
-	 * [cluster] endpoints: etcd client URLs ("http://127.0.0.1:2379"), tried
+	 * [cluster] etcd: etcd client URLs ("http://127.0.0.1:2379"), tried
 	 * in turn. None (the default): the single embedded daemon, no cluster.
 	 */
 	char cluster_endpoints[CONFIG_CLUSTER_MAX_ENDPOINTS][128];

@@ -25,6 +25,8 @@ static const struct {
 	[OFCD_E_SHUTTING_DOWN] = { 503, "shutting_down" },
 	[OFCD_E_OVERLOADED] = { 503, "overloaded" },
 	[OFCD_E_PRECONDITION] = { 412, "precondition_failed" },
+	[OFCD_E_NOT_LEADER] = { 503, "not_leader" },
+	[OFCD_E_CHANGE_TOO_LARGE] = { 413, "change_too_large" },
 };
 
 const char *ofcd_err_code(enum ofcd_err err)

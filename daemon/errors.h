@@ -29,6 +29,8 @@ enum ofcd_err {
 	OFCD_E_SHUTTING_DOWN, /**< 503: the daemon is draining */
 	OFCD_E_OVERLOADED,    /**< 503: every connection slot is taken (probes still served) */
 	OFCD_E_PRECONDITION,  /**< 412: If-Match names another version of the object */
+	OFCD_E_NOT_LEADER,    /**< 503: a cluster member that does not lead, and no leader known */
+	OFCD_E_CHANGE_TOO_LARGE, /**< 413: a change larger than the cluster's log takes */
 	OFCD_E__COUNT
 };
 

@@ -13,6 +13,7 @@
 #include "demo.h"
 #include "desired.h"
 #include "events.h"
+#include "ha.h"
 #include "http.h"
 #include "log.h"
 #include "metrics.h"
@@ -20,6 +21,12 @@
 #include "store.h"
 
 #define DRAIN_TIMEOUT_S 10
+
+static void on_resigned(void *arg)
+{
+	struct ofcd *d = arg;
+	event_base_loopbreak(d->base);
+}
 
 static void on_drain_check(evutil_socket_t fd, short what, void *arg)
 {
@@ -29,7 +36,12 @@ static void on_drain_check(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	if (http_inflight(d->http) == 0) {
+	if (http_inflight(d->http) == 0 && d->ha) {
+		/* Hand the leadership over now rather than after the lease lapses. */
+		if (!d->resigning)
+			ha_resign(d->ha, on_resigned, d);
+		d->resigning = true;
+	} else if (http_inflight(d->http) == 0) {
 		event_base_loopbreak(d->base);
 	} else if (now.tv_sec >= d->drain_deadline.tv_sec) {
 		log_warn("daemon", "%zu requests still in flight after %d s; stopping anyway",
@@ -183,7 +195,40 @@ static void fd_limit_check(const struct ofcd_config *cfg)
 
 static void on_commit(void *arg)
 {
-	reconcile_kick(arg);
+	struct ofcd *d = arg;
+	reconcile_kick(d->reconciler); /* a follower has none: nothing to drive */
+}
+
+static int start_reconciler(struct ofcd *d, int64_t generation)
+{
+	struct reconcile_deps deps = { .base = d->base,
+		                       .store = d->store,
+		                       .desired = d->desired,
+		                       .events = d->events,
+		                       .audit_interval_s = d->cfg.audit_interval_s,
+		                       .master_generation = generation };
+	int rc = reconcile_init(&deps, &d->reconciler);
+	if (rc < 0)
+		log_error("daemon", "cannot start the reconciler: %s", strerror(-rc));
+	d->env.reconciler = d->reconciler;
+	return rc;
+}
+
+static void on_lead(void *arg, int64_t generation)
+{
+	struct ofcd *d = arg;
+	/* Commits of the log applied as a follower were not staged: take them all. */
+	desired_refresh(d->desired);
+	if (start_reconciler(d, generation) < 0)
+		ha_resign(d->ha, NULL, NULL);
+}
+
+static void on_follow(void *arg)
+{
+	struct ofcd *d = arg;
+	reconcile_free(d->reconciler);
+	d->reconciler = NULL;
+	d->env.reconciler = NULL;
 }
 
 int ofcd_init(struct ofcd *d, struct ofcd_config *cfg, const char *config_path, bool demo)
@@ -200,17 +245,6 @@ int ofcd_init(struct ofcd *d, struct ofcd_config *cfg, const char *config_path, 
 	log_set_level(d->cfg.log_level);
 	signal(SIGPIPE, SIG_IGN);
 
-	/*
-	 * The configuration already reads [cluster] so that its checks and the
-	 * etcd client can be built and tested; until leader election and
-	 * replication are in place, a member would run as an independent
-	 * single node and split the fabric's state, so refuse to start.
-	 */
-	if (d->cfg.cluster_nendpoints > 0) {
-		log_error("cluster", "[cluster] endpoints is set but clustering is not available "
-		                     "in this version (see docs/ha.md); remove the section");
-		return -ENOTSUP;
-	}
 	d->base = event_base_new();
 	if (!d->base) {
 		log_error("daemon", "cannot create the event loop");
@@ -230,26 +264,38 @@ int ofcd_init(struct ofcd *d, struct ofcd_config *cfg, const char *config_path, 
 	d->env.cfg = &d->cfg;
 	d->env.store = d->store;
 	d->env.desired = d->desired;
-	if (demo && demo_load(d->store) < 0)
+	bool cluster = d->cfg.cluster_nendpoints > 0;
+	if (demo && cluster)
+		log_warn("daemon", "no demo topology in a cluster: its members share one store");
+	else if (demo && demo_load(d->store) < 0)
 		return -EIO;
 	rc = events_new(&d->events);
-	if (rc == 0) {
-		struct reconcile_deps deps = { .base = d->base,
-			                       .store = d->store,
-			                       .desired = d->desired,
-			                       .events = d->events,
-			                       .audit_interval_s = d->cfg.audit_interval_s };
-		rc = reconcile_init(&deps, &d->reconciler);
-	}
 	if (rc < 0) {
-		log_error("daemon", "cannot start the reconciler: %s", strerror(-rc));
+		log_error("daemon", "cannot create the event bus: %s", strerror(-rc));
 		return rc;
 	}
-	d->env.reconciler = d->reconciler;
 	d->env.events = d->events;
 	/* Every committed change may alter what some OCS unit should hold. */
 	d->env.on_commit = on_commit;
-	d->env.on_commit_arg = d->reconciler;
+	d->env.on_commit_arg = d;
+	if (!cluster && (rc = start_reconciler(d, 0)) < 0)
+		return rc;
+	if (cluster) {
+		/* Only the leader drives the units: the reconciler starts when it leads. */
+		struct ha_deps hd = { .base = d->base,
+			              .cfg = &d->cfg,
+			              .store = d->store,
+			              .events = d->events,
+			              .lead = on_lead,
+			              .follow = on_follow,
+			              .arg = d };
+		rc = ha_start(&hd, &d->ha);
+		if (rc < 0) {
+			log_error("cluster", "cannot join the cluster: %s", strerror(-rc));
+			return rc;
+		}
+		d->env.cluster = ha_api(d->ha);
+	}
 	fd_limit_check(&d->cfg);
 	d->tls_mtime = tls_mtime(d);
 	rc = http_start(&d->env, &d->http, err, sizeof(err));
@@ -293,6 +339,9 @@ void ofcd_destroy(struct ofcd *d)
 {
 	http_destroy(d->http);
 	d->http = NULL;
+	ha_free(d->ha);
+	d->ha = NULL;
+	d->env.cluster = NULL;
 	reconcile_free(d->reconciler);
 	d->reconciler = NULL;
 	events_free(d->events);

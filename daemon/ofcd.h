@@ -22,6 +22,7 @@ struct desired;
 struct http_server;
 struct reconciler;
 struct events;
+struct ha;
 
 /** The daemon's state. One per process. */
 struct ofcd {
@@ -33,8 +34,10 @@ struct ofcd {
 	struct http_server *http;      /**< REST server (owned) */
 	struct reconciler *reconciler; /**< keeps OCS units equal to the plans (owned) */
 	struct events *events;         /**< the event bus (owned) */
+	struct ha *ha;                 /**< this member's part in a cluster; NULL: single node */
 	struct api_env env; /**< what request handlers see (borrowed pointers to the above) */
 	bool draining;      /**< SIGTERM seen: finishing in-flight requests */
+	bool resigning;     /**< drained: handing the cluster's leadership over */
 
 	struct event *ev_sigterm;       /**< SIGTERM handler */
 	struct event *ev_sigint;        /**< SIGINT handler */

@@ -361,6 +361,8 @@ static void index_units(struct reconciler *r)
 
 struct unit *reconcile_unit_by_id(struct reconciler *r, int64_t id)
 {
+	if (!r)
+		return NULL; /* a cluster follower drives no unit */
 	size_t lo = 0, hi = r->nunits;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
@@ -762,7 +764,7 @@ json_t *reconcile_unit_json(struct reconciler *r, int64_t ocs_id)
 bool reconcile_all_in_sync(struct reconciler *r)
 {
 	/* Units still to open may hold anything. */
-	if (!r->units_synced)
+	if (!r || !r->units_synced)
 		return false;
 	for (struct unit *u = r->units; u; u = u->next)
 		if (u->conn != OCS_CONN_UP || !u->have_actual || !u->in_sync || u->busy || u->op_id)
@@ -787,7 +789,7 @@ long reconcile_unit_held(struct reconciler *r, int64_t ocs_id)
 
 uint64_t reconcile_generation(const struct reconciler *r)
 {
-	return r->generation;
+	return r ? r->generation : 0;
 }
 
 int reconcile_inject(struct reconciler *r, int64_t ocs_id, const struct ocs_fault *fault)

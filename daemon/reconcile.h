@@ -50,6 +50,11 @@ struct reconcile_deps {
 	struct events *events;     /**< bus it publishes its events on */
 	unsigned audit_interval_s; /**< seconds between audits (0: the default, 30) */
 	/**
+	 * A cluster leader's generation (docs/ha.md), which fences an older leader
+	 * at every unit that supports it; 0 for a single daemon.
+	 */
+	int64_t master_generation;
+	/**
 	 * Check mode (tests): after every state update, the whole bookkeeping is
 	 * recomputed from scratch and compared (reconcile_audit_all()), so any
 	 * drift of the incremental path shows at once.
@@ -66,6 +71,11 @@ int reconcile_init(const struct reconcile_deps *deps, struct reconciler **out);
 
 /** Closes every driver instance and frees r. NULL is fine. */
 void reconcile_free(struct reconciler *r);
+
+/*
+ * The queries and reconcile_kick() below take r NULL too (a cluster follower,
+ * which drives no unit): unknown unit, nothing held, not in sync.
+ */
 
 /** Schedules a pass soon (coalesced): call after any change of desired state or topology. */
 void reconcile_kick(struct reconciler *r);

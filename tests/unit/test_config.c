@@ -168,7 +168,7 @@ static void test_cluster(void **state)
 	assert_string_equal(cfg.cluster_prefix, "/ofcd");
 	config_free(&cfg);
 
-	assert_int_equal(load("[cluster]\nendpoints = http://127.0.0.1:2379, http://[::1]:2380\n"
+	assert_int_equal(load("[cluster]\netcd = http://127.0.0.1:2379, http://[::1]:2380\n"
 	                      "name = a-1\nadvertise = http://127.0.0.1:8470\nlease_ttl = 3\n"
 	                      "prefix = /x/y\n",
 	                      &cfg, err, sizeof(err)),
@@ -186,20 +186,20 @@ static void test_cluster(void **state)
 		const char *text;
 		const char *want;
 	} bad[] = {
-		{ "[cluster]\nendpoints = 127.0.0.1:2379\n", "t.ini:2: [cluster] endpoints:" },
-		{ "[cluster]\nendpoints = http://h:1,\n", "t.ini:2: [cluster] endpoints:" },
-		{ "[cluster]\nendpoints = http://h:1/v3\n", "t.ini:2: [cluster] endpoints:" },
-		{ "[cluster]\nendpoints = http://h:0\n", "t.ini:2: [cluster] endpoints:" },
-		{ "[cluster]\nendpoints = http://a:1,http://a:2,http://a:3,http://a:4,http://a:5,"
+		{ "[cluster]\netcd = 127.0.0.1:2379\n", "t.ini:2: [cluster] etcd:" },
+		{ "[cluster]\netcd = http://h:1,\n", "t.ini:2: [cluster] etcd:" },
+		{ "[cluster]\netcd = http://h:1/v3\n", "t.ini:2: [cluster] etcd:" },
+		{ "[cluster]\netcd = http://h:0\n", "t.ini:2: [cluster] etcd:" },
+		{ "[cluster]\netcd = http://a:1,http://a:2,http://a:3,http://a:4,http://a:5,"
 		  "http://a:6,http://a:7,http://a:8,http://a:9\n",
-		  "t.ini:2: [cluster] endpoints: at most 8" },
+		  "t.ini:2: [cluster] etcd: at most 8" },
 		{ "[cluster]\nlease_ttl = 61\n", "t.ini:2: [cluster] lease_ttl:" },
 		{ "[cluster]\nlease_ttl = 0\n", "t.ini:2: [cluster] lease_ttl:" },
 		{ "[cluster]\nprefix = ofcd\n", "t.ini:2: [cluster] prefix:" },
 		{ "[cluster]\nprefix = /ofcd/\n", "t.ini:2: [cluster] prefix:" },
 		{ "[cluster]\nadvertise = https://a:1\n", "t.ini:2: [cluster] advertise:" },
-		{ "[cluster]\nendpoints = http://h:1\nname = a\n",
-		  "t.ini: [cluster] endpoints needs [cluster] name and advertise" },
+		{ "[cluster]\netcd = http://h:1\nname = a\n",
+		  "t.ini: [cluster] etcd needs [cluster] name and advertise" },
 		{ "[cluster]\nname = a\n", "t.ini: [cluster] name and advertise need" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

@@ -1,0 +1,482 @@
+#include "ha.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster.h"
+#include "etcd.h"
+#include "events.h"
+#include "log.h"
+#include "metrics.h"
+#include "replica.h"
+#include "store_changes.h"
+
+/*
+ * etcd's default --max-request-bytes is 1.5 MiB; an entry travels base64
+ * encoded (4/3) inside a JSON txn. Larger changes are refused, not split:
+ * an entry is one transaction, applied whole or not at all.
+ */
+#define HA_MAX_ENTRY (1100u * 1024u)
+
+enum ha_state {
+	HA_FOLLOWING,   /* following the log; writes go elsewhere */
+	HA_CATCHING_UP, /* elected: applying the rest of the log before leading */
+	HA_LEADING,     /* takes writes, drives the units */
+};
+
+/* The append in the log's hands (api_dispatch.c sends one at a time). */
+struct append {
+	char key[224];
+	int64_t generation; /* the leadership it was made under, and must still be */
+	const void *data;
+	size_t len;
+	api_append_done done;
+	void *done_arg;
+};
+
+struct ha {
+	struct ha_deps d;
+	struct api_cluster api;
+	struct cluster *cluster;
+	struct etcd_client *etcd; /* the cluster's */
+	char name[65];
+	char advertise[256];
+	char prefix[128];
+	char leader_key[160];
+	char members_prefix[160];
+	unsigned ttl_s;
+
+	enum ha_state state;
+	int64_t generation; /* of this member's leadership, while it leads */
+	uint64_t seq;       /* entries appended in this leadership */
+	struct replica *replica;
+	struct event *retry; /* restarts following or catching up */
+	struct append *pending;
+	struct event *retry_append;
+
+	struct event *tick; /* publishes this member, reads the others */
+	bool publishing;    /* a put or range of the members is in flight */
+	json_t *members;    /* the others as last read: array of objects */
+	uint64_t role_changes;
+	bool left; /* resigned, or its store no longer matches the log: neither leads nor follows */
+	void (*resigned)(void *arg);
+	void *resigned_arg;
+};
+
+static const char *state_role(const struct ha *h)
+{
+	return h->state == HA_LEADING       ? "leader"
+	       : h->state == HA_CATCHING_UP ? "candidate"
+	                                    : "follower";
+}
+
+static int64_t applied_revision(struct ha *h)
+{
+	int64_t rev = store_applied_revision(h->d.store);
+	return rev < 0 ? 0 : rev;
+}
+
+static void publish_role(struct ha *h)
+{
+	h->role_changes++;
+	events_publish(h->d.events, EVENTS_CLUSTER_ROLE,
+	               json_pack("{s:s, s:s, s:s, s:I}", "self", h->name, "role", state_role(h),
+	                         "leader", cluster_leader_name(h->cluster), "generation",
+	                         (json_int_t)cluster_generation(h->cluster)));
+}
+
+/* ---- the log --------------------------------------------------------------- */
+
+static void start_replica(struct ha *h);
+
+static void on_retry(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	start_replica(arg);
+}
+
+static void retry_later(struct ha *h)
+{
+	struct timeval tv = { 0, 200 * 1000 };
+	evtimer_add(h->retry, &tv);
+}
+
+static void on_caught_up(void *arg, int rc)
+{
+	struct ha *h = arg;
+	if (rc < 0) {
+		log_warn("cluster", "cannot read the replication log: %s", strerror(-rc));
+		replica_free(h->replica);
+		h->replica = NULL;
+		retry_later(h);
+		return;
+	}
+	if (h->state != HA_CATCHING_UP)
+		return; /* a follower goes on following */
+	replica_free(h->replica);
+	h->replica = NULL;
+	h->state = HA_LEADING;
+	h->generation = cluster_generation(h->cluster);
+	h->seq = 0;
+	log_info("cluster", "%s leads from revision %" PRId64 " (generation %" PRId64 ")", h->name,
+	         applied_revision(h), h->generation);
+	publish_role(h);
+	h->d.lead(h->d.arg, h->generation);
+}
+
+static void on_stopped(void *arg, int rc)
+{
+	struct ha *h = arg;
+	replica_free(h->replica);
+	h->replica = NULL;
+	if (rc == -EPROTO || rc == -ESTALE) {
+		h->left = true;
+		log_error("cluster",
+		          "this member's store cannot follow the log any more (%s): restore it from "
+		          "the leader's snapshot (docs/ha.md)",
+		          rc == -ESTALE ? "compacted past it" : "it diverged");
+	} else
+		retry_later(h);
+}
+
+/* Follows the log (a follower) or reads the rest of it (just elected). */
+static void start_replica(struct ha *h)
+{
+	if (h->replica || h->state == HA_LEADING || h->left)
+		return;
+	struct replica_cbs cbs = { .caught_up = on_caught_up, .stopped = on_stopped, .arg = h };
+	if (replica_start(h->etcd, h->d.store, h->prefix, applied_revision(h),
+	                  h->state == HA_FOLLOWING, &cbs, &h->replica) < 0)
+		retry_later(h);
+}
+
+static void send_append(struct ha *h);
+
+static void on_retry_append(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	send_append(arg);
+}
+
+static void append_over(struct ha *h, int rc, int64_t revision)
+{
+	struct append *a = h->pending;
+	h->pending = NULL;
+	a->done(a->done_arg, rc, revision);
+	free(a);
+}
+
+static void on_append(int rc, const struct etcd_result *res, void *arg)
+{
+	struct ha *h = arg;
+	struct append *a = h->pending;
+	if (rc < 0) {
+		/*
+		 * No answer: the entry may or may not be in the log. Only the same txn,
+		 * sent again until etcd answers, can tell (it never appends twice).
+		 */
+		log_warn("cluster", "appending %s: %s; trying again", a->key,
+		         res && res->error[0] ? res->error : strerror(-rc));
+		struct timeval tv = { 0, 100 * 1000 };
+		evtimer_add(h->retry_append, &tv);
+		return;
+	}
+	if (res->succeeded) {
+		append_over(h, 0, res->revision);
+		return;
+	}
+	for (size_t i = 0; i < res->nkvs; i++)
+		if (strcmp(res->kvs[i].key, a->key) == 0) {
+			append_over(h, 0, res->kvs[i].mod_revision); /* an earlier try got in */
+			return;
+		}
+	/* The leader key is no longer ours: the entry is not in, and never will be. */
+	log_warn("cluster", "%s no longer holds the leadership it appended under", h->name);
+	append_over(h, -ESTALE, 0);
+}
+
+static void send_append(struct ha *h)
+{
+	struct append *a = h->pending;
+	if (etcd_call(h->etcd, "/v3/kv/txn",
+	              etcd_req_append(h->leader_key, a->generation, a->key, a->data, a->len),
+	              on_append, h) < 0) {
+		struct timeval tv = { 0, 100 * 1000 };
+		evtimer_add(h->retry_append, &tv);
+	}
+}
+
+static int api_append(void *arg, const void *data, size_t len, api_append_done done,
+                      void *done_arg)
+{
+	struct ha *h = arg;
+	if (len > HA_MAX_ENTRY)
+		return -EFBIG;
+	if (h->state != HA_LEADING)
+		return -ESTALE;
+	if (h->pending)
+		return -EBUSY;
+	struct append *a = calloc(1, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	/* Keys sort in append order: a later leadership has a larger generation. */
+	snprintf(a->key, sizeof(a->key), "%s/log/%016" PRIx64 "-%016" PRIx64, h->prefix,
+	         (uint64_t)h->generation, ++h->seq);
+	a->generation = h->generation;
+	a->data = data;
+	a->len = len;
+	a->done = done;
+	a->done_arg = done_arg;
+	h->pending = a;
+	send_append(h);
+	return 0;
+}
+
+static enum api_write_gate api_gate(void *arg, char *leader, size_t len)
+{
+	struct ha *h = arg;
+	if (!cluster_in_touch(h->cluster))
+		return API_WRITES_NO_QUORUM;
+	if (h->state == HA_LEADING)
+		return API_WRITES_HERE;
+	if (h->state == HA_CATCHING_UP)
+		return API_WRITES_CATCHING_UP;
+	const char *adv = cluster_leader_advertise(h->cluster);
+	if (h->left || !adv[0] || strcmp(cluster_leader_name(h->cluster), h->name) == 0)
+		return API_WRITES_NO_LEADER;
+	snprintf(leader, len, "%s", adv);
+	return API_WRITES_REDIRECT;
+}
+
+static void stop_leading(struct ha *h)
+{
+	bool led = h->state == HA_LEADING;
+	h->state = HA_FOLLOWING;
+	h->generation = 0;
+	replica_free(h->replica);
+	h->replica = NULL;
+	if (led)
+		h->d.follow(h->d.arg);
+	publish_role(h);
+}
+
+static void api_diverged(void *arg)
+{
+	struct ha *h = arg;
+	if (h->left)
+		return;
+	h->left = true;
+	log_error("cluster", "%s leaves the cluster: its store no longer matches the log; restore "
+	                     "it (docs/ha.md) and restart it",
+	          h->name);
+	/* Another member, whose store took every entry, should lead: hand over now. */
+	cluster_resign(h->cluster, NULL, NULL);
+}
+
+/* ---- role ---------------------------------------------------------------- */
+
+static void on_role(enum cluster_role role, void *arg)
+{
+	struct ha *h = arg;
+	if (role == CLUSTER_LEADER) {
+		replica_free(h->replica);
+		h->replica = NULL;
+		h->state = HA_CATCHING_UP;
+		publish_role(h);
+		start_replica(h);
+		return;
+	}
+	stop_leading(h);
+	start_replica(h);
+}
+
+/* ---- members --------------------------------------------------------------- */
+
+static void on_members(int rc, const struct etcd_result *res, void *arg)
+{
+	struct ha *h = arg;
+	h->publishing = false;
+	if (rc < 0)
+		return;
+	json_t *all = json_array();
+	for (size_t i = 0; all && i < res->nkvs; i++) {
+		json_t *m = json_loadb((const char *)res->kvs[i].value, res->kvs[i].value_len, 0, NULL);
+		if (json_is_object(m))
+			json_array_append(all, m);
+		json_decref(m);
+	}
+	json_decref(h->members);
+	h->members = all;
+}
+
+static void on_published(int rc, const struct etcd_result *res, void *arg)
+{
+	struct ha *h = arg;
+	(void)res;
+	if (rc < 0 || etcd_call(h->etcd, "/v3/kv/range",
+	                        etcd_req_range(h->members_prefix, true, 0), on_members, h) < 0)
+		h->publishing = false;
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct ha *h = arg;
+	(void)fd;
+	(void)what;
+	int64_t lease = cluster_lease(h->cluster);
+	if (h->publishing || lease == 0)
+		return;
+	json_t *me = json_pack("{s:s, s:s, s:s, s:I}", "name", h->name, "advertise", h->advertise,
+	                       "role", state_role(h), "applied_revision",
+	                       (json_int_t)applied_revision(h));
+	char *text = me ? json_dumps(me, JSON_COMPACT) : NULL;
+	json_decref(me);
+	if (!text)
+		return;
+	char key[224];
+	snprintf(key, sizeof(key), "%s%s", h->members_prefix, h->name);
+	h->publishing = etcd_call(h->etcd, "/v3/kv/put", etcd_req_put(key, text, strlen(text), lease),
+	                          on_published, h) == 0;
+	free(text);
+}
+
+/* ---- status ---------------------------------------------------------------- */
+
+json_t *ha_status_json(struct ha *h)
+{
+	json_t *members = json_array();
+	size_t i;
+	json_t *m;
+	json_array_foreach(h->members, i, m)
+	{
+		const char *name = json_string_value(json_object_get(m, "name"));
+		if (name && strcmp(name, h->name) == 0)
+			continue; /* this member's own entry is given live below */
+		json_array_append(members, m);
+	}
+	json_array_append_new(members, json_pack("{s:s, s:s, s:s, s:I}", "name", h->name,
+	                                         "advertise", h->advertise, "role", state_role(h),
+	                                         "applied_revision",
+	                                         (json_int_t)applied_revision(h)));
+	const char *leader = cluster_leader_name(h->cluster);
+	return json_pack("{s:s, s:s, s:s?, s:o, s:I, s:I, s:b}", "self", h->name, "role",
+	                 state_role(h), "leader", leader[0] ? leader : NULL, "members", members,
+	                 "revision", (json_int_t)cluster_revision(h->cluster),
+	                 "applied_revision", (json_int_t)applied_revision(h), "etcd_reachable",
+	                 cluster_in_touch(h->cluster));
+}
+
+static json_t *api_status(void *arg)
+{
+	return ha_status_json(arg);
+}
+
+static void collect(void *arg, struct metrics_out *out)
+{
+	struct ha *h = arg;
+	metrics_family(out, "ofcd_cluster_leader", "gauge",
+	               "1 while this member leads the cluster (takes writes, drives the units)");
+	metrics_sample(out, "ofcd_cluster_leader", NULL, h->state == HA_LEADING);
+	metrics_family(out, "ofcd_cluster_etcd_reachable", "gauge",
+	               "1 while this member's lease renewals reach an etcd quorum");
+	metrics_sample(out, "ofcd_cluster_etcd_reachable", NULL, cluster_in_touch(h->cluster));
+	metrics_family(out, "ofcd_cluster_applied_revision", "gauge",
+	               "etcd revision of the last replicated change this member's store holds");
+	metrics_sample(out, "ofcd_cluster_applied_revision", NULL, (double)applied_revision(h));
+	metrics_family(out, "ofcd_cluster_role_changes_total", "counter",
+	               "times this member's role changed (leader, candidate, follower)");
+	metrics_sample(out, "ofcd_cluster_role_changes_total", NULL, (double)h->role_changes);
+}
+
+/* ---- life ------------------------------------------------------------------- */
+
+int ha_start(const struct ha_deps *deps, struct ha **out)
+{
+	const struct ofcd_config *cfg = deps->cfg;
+	struct ha *h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	h->d = *deps;
+	h->api = (struct api_cluster){ .gate = api_gate,
+		                       .append = api_append,
+		                       .diverged = api_diverged,
+		                       .status = api_status,
+		                       .arg = h };
+	snprintf(h->name, sizeof(h->name), "%s", cfg->cluster_name);
+	snprintf(h->advertise, sizeof(h->advertise), "%s", cfg->cluster_advertise);
+	snprintf(h->prefix, sizeof(h->prefix), "%s", cfg->cluster_prefix);
+	snprintf(h->leader_key, sizeof(h->leader_key), "%s/leader", cfg->cluster_prefix);
+	snprintf(h->members_prefix, sizeof(h->members_prefix), "%s/members/", cfg->cluster_prefix);
+	h->ttl_s = cfg->cluster_lease_ttl_s;
+	h->members = json_array();
+	h->retry = evtimer_new(deps->base, on_retry, h);
+	h->retry_append = evtimer_new(deps->base, on_retry_append, h);
+	h->tick = event_new(deps->base, -1, EV_PERSIST, on_tick, h);
+	int rc = h->members && h->retry && h->retry_append && h->tick ? 0 : -ENOMEM;
+	if (rc == 0)
+		rc = cluster_start(deps->base, cfg, on_role, h, &h->cluster);
+	if (rc == 0) {
+		h->etcd = cluster_etcd(h->cluster);
+		struct timeval period = { .tv_sec = h->ttl_s / 3,
+			                  .tv_usec = (suseconds_t)(h->ttl_s % 3) * 1000000 / 3 };
+		event_add(h->tick, &period);
+		rc = metrics_collector_add(collect, h);
+	}
+	if (rc < 0) {
+		ha_free(h);
+		return rc;
+	}
+	start_replica(h);
+	*out = h;
+	return 0;
+}
+
+static void on_resigned(void *arg)
+{
+	struct ha *h = arg;
+	if (h->resigned)
+		h->resigned(h->resigned_arg);
+}
+
+void ha_resign(struct ha *h, void (*done)(void *arg), void *arg)
+{
+	h->resigned = done;
+	h->resigned_arg = arg;
+	event_del(h->tick);
+	event_del(h->retry);
+	replica_free(h->replica);
+	h->replica = NULL;
+	h->left = true;
+	cluster_resign(h->cluster, on_resigned, h); /* its role callback stops the leading */
+}
+
+void ha_free(struct ha *h)
+{
+	if (!h)
+		return;
+	metrics_collector_remove(collect, h);
+	replica_free(h->replica);
+	if (h->pending)
+		append_over(h, -ESTALE, 0);
+	cluster_free(h->cluster);
+	if (h->retry)
+		event_free(h->retry);
+	if (h->retry_append)
+		event_free(h->retry_append);
+	if (h->tick)
+		event_free(h->tick);
+	json_decref(h->members);
+	free(h);
+}
+
+const struct api_cluster *ha_api(struct ha *h)
+{
+	return &h->api;
+}

@@ -1,0 +1,165 @@
+"""A three-member etcd and ofcd cluster members on loopback, for the HA tests and benchmark.
+
+Everything runs with private ports and directories and is stopped by pid.
+"""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+import requests
+
+from conftest import Daemon
+
+ETCD_BIN = "/usr/bin/etcd"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Etcd:
+    """Three etcd members. Short heartbeats let etcd grant one-second leases."""
+
+    def __init__(self, n=3):
+        self.dir = tempfile.mkdtemp(prefix="ofcd-etcd-")
+        self.client = [f"http://127.0.0.1:{free_port()}" for _ in range(n)]
+        self.peer = [f"http://127.0.0.1:{free_port()}" for _ in range(n)]
+        self.procs = [None] * n
+
+    def start_member(self, i, state="new"):
+        initial = ",".join(f"e{j}={p}" for j, p in enumerate(self.peer))
+        log = open(os.path.join(self.dir, f"e{i}.log"), "a")
+        self.procs[i] = subprocess.Popen(
+            [ETCD_BIN, "--name", f"e{i}", "--data-dir", os.path.join(self.dir, f"e{i}"),
+             "--listen-client-urls", self.client[i], "--advertise-client-urls", self.client[i],
+             "--listen-peer-urls", self.peer[i], "--initial-advertise-peer-urls", self.peer[i],
+             "--initial-cluster", initial, "--initial-cluster-state", state,
+             "--heartbeat-interval", "50", "--election-timeout", "500",
+             "--auto-compaction-mode", "revision", "--auto-compaction-retention", "0"],
+            stdout=log, stderr=subprocess.STDOUT)
+        log.close()
+
+    def start(self):
+        for i in range(len(self.client)):
+            self.start_member(i)
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            try:
+                if self.put("/probe", "x").status_code == 200:
+                    return self
+            except requests.RequestException:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError("etcd did not start")
+
+    def kill(self, i, sig=signal.SIGKILL):
+        p = self.procs[i]
+        if p and p.poll() is None:
+            p.send_signal(sig)
+            p.wait(timeout=10)
+
+    def stop(self):
+        for i in range(len(self.procs)):
+            self.kill(i, signal.SIGTERM)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def endpoints(self):
+        return ",".join(self.client)
+
+    def _any(self, path, body):
+        last = None
+        for i, c in enumerate(self.client):
+            if self.procs[i] is None or self.procs[i].poll() is not None:
+                continue
+            try:
+                return requests.post(c + path, json=body, timeout=3)
+            except requests.RequestException as e:
+                last = e
+        raise last or RuntimeError("no etcd member runs")
+
+    @staticmethod
+    def b64(text):
+        import base64
+        return base64.b64encode(text.encode()).decode()
+
+    def put(self, key, value):
+        return self._any("/v3/kv/put", {"key": self.b64(key), "value": self.b64(value)})
+
+    def keys(self, prefix):
+        end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+        r = self._any("/v3/kv/range", {"key": self.b64(prefix), "range_end": self.b64(end),
+                                       "keys_only": True})
+        import base64
+        return [base64.b64decode(kv["key"]).decode() for kv in r.json().get("kvs", [])]
+
+    def revision(self):
+        r = self._any("/v3/kv/range", {"key": self.b64("/probe")})
+        return int(r.json()["header"]["revision"])
+
+    def compact(self, revision):
+        return self._any("/v3/kv/compaction", {"revision": str(revision), "physical": True})
+
+
+class Member(Daemon):
+    """One ofcd of the cluster."""
+
+    def __init__(self, tmp_path, name, etcd, ttl=1, prefix="/ofcd/test", extra=""):
+        tmp_path.mkdir(parents=True, exist_ok=True)
+        self.name = name
+        self.etcd = etcd
+        self.cluster_text = ""
+        super().__init__(tmp_path)
+        self.cluster_text = (f"[cluster]\netcd = {etcd.endpoints()}\nname = {name}\n"
+                             f"advertise = http://127.0.0.1:{self.port}\nlease_ttl = {ttl}\n"
+                             f"prefix = {prefix}\n") + extra
+        self.write_config(extra=self.cluster_text)
+
+    def cluster(self):
+        return self.get("/v1/cluster", validate=False).json()
+
+    def kill9(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=10)
+        self.logf.close()
+
+
+def make_members(tmp_path, etcd, n=3, ttl=1, **kw):
+    return [Member(tmp_path / f"m{i}", f"ofcd-{chr(97 + i)}", etcd, ttl=ttl, **kw)
+            for i in range(n)]
+
+
+def wait_leader(members, timeout=15, exclude=()):
+    """The one member that leads, once every running member agrees on it."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        running = [m for m in members if m.proc and m.proc.poll() is None and m not in exclude]
+        views = []
+        for m in running:
+            try:
+                views.append(m.cluster())
+            except requests.RequestException:
+                views.append(None)
+        leaders = [m for m, v in zip(running, views) if v and v["role"] == "leader"]
+        if len(leaders) == 1 and all(v and v.get("leader") == leaders[0].name for v in views):
+            return leaders[0]
+        time.sleep(0.05)
+    raise AssertionError("no single leader: " + json.dumps(
+        [m.cluster() if m.proc.poll() is None else None for m in members]))
+
+
+def wait_for(cond, timeout=10, step=0.05):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(step)
+    raise AssertionError("condition not met in time")
