@@ -66,8 +66,8 @@ struct api_cluster {
 	 * from inside: 0 with the entry's etcd revision once it is in the log, or
 	 * -ESTALE when this member no longer leads and it certainly is not (an
 	 * unanswered append is sent again until etcd answers). Returns 0, or
-	 * -EFBIG (too large for one entry), -ESTALE (not leading), -EBUSY (one is
-	 * in flight), -ENOMEM; then done is not called.
+	 * -EFBIG (too large for one entry), -ESTALE (not leading) or -ENOMEM;
+	 * then done is not called.
 	 */
 	int (*append)(void *arg, const void *data, size_t len, api_append_done done,
 	              void *done_arg);
@@ -200,6 +200,12 @@ struct api_req {
 
 	/* Suspension, see api_suspend(). */
 	bool suspended;        /**< waiting for an event to reply */
+	/**
+	 * A cluster member's write whose change is on its way to the replicated
+	 * log (api_dispatch.c): the store does not show it yet, so whoever holds
+	 * the request (a ?wait=) must not answer until this is false.
+	 */
+	bool replicating;
 	api_abort_fn on_abort; /**< called if it must end early */
 	void *wait_arg;        /**< owned by whoever suspended the request */
 

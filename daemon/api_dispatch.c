@@ -224,6 +224,7 @@ static void on_queued_abort(struct api_req *req, bool conn_closed)
 static void on_inflight_abort(struct api_req *req, bool conn_closed)
 {
 	struct api_write *w = req->wait_arg;
+	req->replicating = false;
 	if (w->held && w->held_abort)
 		w->held_abort(req, true); /* the handler's own hold goes with the request */
 	w->held = false;
@@ -247,6 +248,8 @@ static void on_appended(void *arg, int rc, int64_t revision)
 	struct api_write *w = arg;
 	struct api_env *env = w->env;
 	struct api_req *req = w->req;
+	if (req)
+		req->replicating = false;
 	/* A member that stepped down meanwhile may have taken it from the log already. */
 	bool have = rc == 0 && store_applied_revision(env->store) >= revision;
 	int applied = rc == 0 && !have
@@ -332,10 +335,12 @@ static void run_write(struct api_req *req)
 	w->held_abort = req->on_abort;
 	w->held_arg = req->wait_arg;
 	api_suspend(req, on_inflight_abort, w);
+	req->replicating = true;
 	env->writes.current = w;
 	rc = env->cluster->append(env->cluster->arg, w->data, w->len, on_appended, w);
 	if (rc < 0) {
 		req->suspended = false;
+		req->replicating = false;
 		if (w->held && w->held_abort)
 			w->held_abort(req, true);
 		if (rc == -EFBIG)

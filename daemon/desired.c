@@ -1078,7 +1078,7 @@ int desired_open(struct store *s, struct desired **out)
 	d->reloads = 0;
 	store_on_txn_end(s, on_txn_end, d);
 	sqlite3_update_hook(store_db(s), on_update, d);
-	sqlite3_preupdate_hook(store_db(s), on_preupdate, d);
+	store_preupdate_hook(s, on_preupdate, d);
 	*out = d;
 	return 0;
 }
@@ -1089,7 +1089,7 @@ void desired_free(struct desired *d)
 		return;
 	store_on_txn_end(d->s, NULL, NULL);
 	sqlite3_update_hook(store_db(d->s), NULL, NULL);
-	sqlite3_preupdate_hook(store_db(d->s), NULL, NULL);
+	store_preupdate_hook(d->s, NULL, NULL);
 	stages_clear(d);
 	for (size_t i = 0; i < d->nunits; i++) {
 		free(d->units[i].xc);

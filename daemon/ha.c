@@ -29,14 +29,16 @@ enum ha_state {
 	HA_LEADING,     /* takes writes, drives the units */
 };
 
-/* The append in the log's hands (api_dispatch.c sends one at a time). */
+/* An entry for the log, in order: the first is in etcd's hands. */
 struct append {
 	char key[224];
 	int64_t generation; /* the leadership it was made under, and must still be */
 	const void *data;
 	size_t len;
+	void *owned; /* data, when the append owns it (the reconciler's fabric states) */
 	api_append_done done;
 	void *done_arg;
+	struct append *next;
 };
 
 struct ha {
@@ -56,7 +58,9 @@ struct ha {
 	uint64_t seq;       /* entries appended in this leadership */
 	struct replica *replica;
 	struct event *retry; /* restarts following or catching up */
-	struct append *pending;
+	struct append *pending; /* entries for the log, oldest first: the head is in flight */
+	struct append *pending_tail;
+	bool sending; /* the head was sent (or waits to be sent again) and has no answer yet */
 	struct event *retry_append;
 
 	struct event *tick; /* publishes this member, reads the others */
@@ -84,9 +88,10 @@ static int64_t applied_revision(struct ha *h)
 static void publish_role(struct ha *h)
 {
 	h->role_changes++;
+	const char *leader = cluster_leader_name(h->cluster);
 	events_publish(h->d.events, EVENTS_CLUSTER_ROLE,
-	               json_pack("{s:s, s:s, s:s, s:I}", "self", h->name, "role", state_role(h),
-	                         "leader", cluster_leader_name(h->cluster), "generation",
+	               json_pack("{s:s, s:s, s:s?, s:I}", "self", h->name, "role", state_role(h),
+	                         "leader", leader[0] ? leader : NULL, "generation",
 	                         (json_int_t)cluster_generation(h->cluster)));
 }
 
@@ -157,6 +162,7 @@ static void start_replica(struct ha *h)
 }
 
 static void send_append(struct ha *h);
+static void append_over(struct ha *h, int rc, int64_t revision);
 
 static void on_retry_append(evutil_socket_t fd, short what, void *arg)
 {
@@ -168,9 +174,18 @@ static void on_retry_append(evutil_socket_t fd, short what, void *arg)
 static void append_over(struct ha *h, int rc, int64_t revision)
 {
 	struct append *a = h->pending;
-	h->pending = NULL;
-	a->done(a->done_arg, rc, revision);
+	h->pending = a->next;
+	if (!h->pending)
+		h->pending_tail = NULL;
+	h->sending = false;
+	if (a->done)
+		a->done(a->done_arg, rc, revision);
+	else if (rc == 0) /* committed here before it was appended */
+		store_note_applied_revision(h->d.store, revision);
+	free(a->owned);
 	free(a);
+	if (h->pending && !h->sending) /* done() may have queued and sent one already */
+		send_append(h);
 }
 
 static void on_append(int rc, const struct etcd_result *res, void *arg)
@@ -202,9 +217,11 @@ static void on_append(int rc, const struct etcd_result *res, void *arg)
 	append_over(h, -ESTALE, 0);
 }
 
+/* Sends the head entry (again, after no answer): one txn in etcd's hands at a time. */
 static void send_append(struct ha *h)
 {
 	struct append *a = h->pending;
+	h->sending = true;
 	if (etcd_call(h->etcd, "/v3/kv/txn",
 	              etcd_req_append(h->leader_key, a->generation, a->key, a->data, a->len),
 	              on_append, h) < 0) {
@@ -213,16 +230,13 @@ static void send_append(struct ha *h)
 	}
 }
 
-static int api_append(void *arg, const void *data, size_t len, api_append_done done,
-                      void *done_arg)
+static int enqueue(struct ha *h, const void *data, size_t len, api_append_done done,
+                   void *done_arg, struct append **out)
 {
-	struct ha *h = arg;
 	if (len > HA_MAX_ENTRY)
 		return -EFBIG;
 	if (h->state != HA_LEADING)
 		return -ESTALE;
-	if (h->pending)
-		return -EBUSY;
 	struct append *a = calloc(1, sizeof(*a));
 	if (!a)
 		return -ENOMEM;
@@ -234,9 +248,32 @@ static int api_append(void *arg, const void *data, size_t len, api_append_done d
 	a->len = len;
 	a->done = done;
 	a->done_arg = done_arg;
-	h->pending = a;
-	send_append(h);
+	*out = a;
+	if (h->pending_tail)
+		h->pending_tail->next = a;
+	else
+		h->pending = a;
+	h->pending_tail = a;
+	if (!h->sending)
+		send_append(h);
 	return 0;
+}
+
+static int api_append(void *arg, const void *data, size_t len, api_append_done done,
+                      void *done_arg)
+{
+	struct append *a;
+	return enqueue(arg, data, len, done, done_arg, &a);
+}
+
+void ha_replicate_states(struct ha *h, void *changeset, size_t len)
+{
+	struct append *a;
+	/* Best effort: a follower that misses one takes the next, and a new leader derives them. */
+	if (enqueue(h, changeset, len, NULL, NULL, &a) < 0)
+		free(changeset);
+	else
+		a->owned = changeset;
 }
 
 static enum api_write_gate api_gate(void *arg, char *leader, size_t len)
@@ -463,9 +500,15 @@ void ha_free(struct ha *h)
 		return;
 	metrics_collector_remove(collect, h);
 	replica_free(h->replica);
-	if (h->pending)
-		append_over(h, -ESTALE, 0);
-	cluster_free(h->cluster);
+	cluster_free(h->cluster); /* no etcd answer comes any more */
+	while (h->pending) {
+		struct append *a = h->pending;
+		h->pending = a->next;
+		if (a->done)
+			a->done(a->done_arg, -ESTALE, 0);
+		free(a->owned);
+		free(a);
+	}
 	if (h->retry)
 		event_free(h->retry);
 	if (h->retry_append)

@@ -63,6 +63,13 @@ void ha_free(struct ha *h);
 /** The hooks api_dispatch() uses for writes (valid while h lives). */
 const struct api_cluster *ha_api(struct ha *h);
 
+/**
+ * Appends a change of fabric states the leader's reconciler committed
+ * (changeset malloc'd, taken) to the log after the entries before it, so
+ * followers show the states too. Dropped when this member does not lead.
+ */
+void ha_replicate_states(struct ha *h, void *changeset, size_t len);
+
 /** GET /v1/cluster's body: self, role, leader, members, revision (new reference). */
 json_t *ha_status_json(struct ha *h);
 

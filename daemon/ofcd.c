@@ -199,6 +199,12 @@ static void on_commit(void *arg)
 	reconcile_kick(d->reconciler); /* a follower has none: nothing to drive */
 }
 
+static void replicate_states(void *arg, void *changeset, size_t len)
+{
+	struct ofcd *d = arg;
+	ha_replicate_states(d->ha, changeset, len);
+}
+
 static int start_reconciler(struct ofcd *d, int64_t generation)
 {
 	struct reconcile_deps deps = { .base = d->base,
@@ -206,7 +212,9 @@ static int start_reconciler(struct ofcd *d, int64_t generation)
 		                       .desired = d->desired,
 		                       .events = d->events,
 		                       .audit_interval_s = d->cfg.audit_interval_s,
-		                       .master_generation = generation };
+		                       .master_generation = generation,
+		                       .replicate = d->ha ? replicate_states : NULL,
+		                       .replicate_arg = d };
 	int rc = reconcile_init(&deps, &d->reconciler);
 	if (rc < 0)
 		log_error("daemon", "cannot start the reconciler: %s", strerror(-rc));

@@ -55,6 +55,12 @@ struct reconcile_deps {
 	 */
 	int64_t master_generation;
 	/**
+	 * A cluster leader's hook: each committed change of fabric states, as a
+	 * changeset (malloc'd, taken), for the followers' reads. NULL: none.
+	 */
+	void (*replicate)(void *arg, void *changeset, size_t len);
+	void *replicate_arg; /**< passed back to replicate */
+	/**
 	 * Check mode (tests): after every state update, the whole bookkeeping is
 	 * recomputed from scratch and compared (reconcile_audit_all()), so any
 	 * drift of the incremental path shows at once.

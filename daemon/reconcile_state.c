@@ -22,6 +22,7 @@
 #include "log.h"
 #include "plan_state.h"
 #include "reconcile_internal.h"
+#include "store_changes.h"
 #include "store_sql.h"
 
 #define DOWN_GRACE_S   5 /* a unit down this long fails its fabrics */
@@ -473,8 +474,15 @@ static bool store_changes(struct reconciler *r, json_t *changes)
 	size_t i;
 	json_t *c;
 	int rc = 0;
-	if (store_begin_relaxed(s) < 0)
+	struct store_capture *cap = NULL;
+	void *cs = NULL;
+	size_t cs_len = 0;
+	if (r->d.replicate && store_capture_start(s, "fabric", &cap) < 0)
 		return false;
+	if (store_begin_relaxed(s) < 0) {
+		store_capture_free(cap);
+		return false;
+	}
 	/* The batches that made these states, in the same transaction. */
 	if (r->journal_write)
 		rc = r->journal_write(r);
@@ -491,12 +499,19 @@ static bool store_changes(struct reconciler *r, json_t *changes)
 		if (rc == 0)
 			rc = store_step_done(up);
 	}
+	if (rc == 0 && cap)
+		rc = store_capture_take(cap, &cs, &cs_len);
+	store_capture_free(cap);
 	/* The fabric rows this commit touches are the reconciler's own writes. */
 	r->muted = true;
 	bool ok = rc == 0 && store_commit(s) == 0;
 	if (!ok)
 		store_rollback(s);
 	r->muted = false;
+	if (ok && cs)
+		r->d.replicate(r->d.replicate_arg, cs, cs_len);
+	else
+		free(cs);
 	if (r->journal_done)
 		r->journal_done(r);
 	return ok;

@@ -1,3 +1,6 @@
+/* sqlite3.h declares the pre-update hook only with this (Debian builds SQLite with it). */
+#define SQLITE_ENABLE_PREUPDATE_HOOK 1
+
 #include "store_sql.h"
 
 #include <errno.h>
@@ -26,12 +29,27 @@ struct store {
 	void (*txn_end)(void *arg, bool committed);
 	void *txn_end_arg;
 	struct store_checkpointer *ckpt; /* NULL: SQLite checkpoints inside commits */
+	store_preupdate_fn preupdate;    /* the connection's pre-update hook, while not set aside */
+	void *preupdate_arg;
 	struct stmt_slot stmts[STMT_SLOTS];
 };
 
 sqlite3 *store_db(struct store *s)
 {
 	return s->db;
+}
+
+void store_preupdate_hook(struct store *s, store_preupdate_fn fn, void *arg)
+{
+	s->preupdate = fn;
+	s->preupdate_arg = arg;
+	sqlite3_preupdate_hook(s->db, fn, arg);
+}
+
+void store_preupdate_aside(struct store *s, bool aside)
+{
+	sqlite3_preupdate_hook(s->db, aside ? NULL : s->preupdate,
+	                       aside ? NULL : s->preupdate_arg);
 }
 
 static int exec_sql(struct store *s, const char *sql, char *err, size_t errlen)

@@ -14,6 +14,7 @@
 #include "store_sql.h"
 
 struct store_capture {
+	struct store *s;
 	sqlite3_session *session;
 	const char *only; /* the one table recorded, or NULL: every replicated one */
 };
@@ -46,6 +47,14 @@ int store_capture_start(struct store *s, const char *only, struct store_capture 
 	if (!c)
 		return -ENOMEM;
 	c->only = only;
+	c->s = s;
+	/*
+	 * The session takes the connection's pre-update hook and treats whatever
+	 * was there as another session: the mirror's hook goes aside meanwhile.
+	 * What it would count is dropped with the rollback that follows a
+	 * capture, or is not counted there (fabric rows: the update hook).
+	 */
+	store_preupdate_aside(s, true);
 	if (sqlite3session_create(store_db(s), "main", &c->session) == SQLITE_OK)
 		sqlite3session_table_filter(c->session, record_table, c);
 	if (!c->session || sqlite3session_attach(c->session, NULL) != SQLITE_OK) {
@@ -82,6 +91,7 @@ void store_capture_free(struct store_capture *c)
 		return;
 	if (c->session)
 		sqlite3session_delete(c->session);
+	store_preupdate_aside(c->s, false);
 	free(c);
 }
 
@@ -143,6 +153,22 @@ int store_apply_changes(struct store *s, const void *data, size_t len, int64_t r
 		                                                                         : -EIO;
 	}
 	if (set_applying(s, false, revision) < 0) {
+		store_rollback(s);
+		return -EIO;
+	}
+	return store_commit(s);
+}
+
+int store_note_applied_revision(struct store *s, int64_t revision)
+{
+	if (store_in_txn(s) || store_begin_relaxed(s) < 0)
+		return -EBUSY;
+	sqlite3_stmt *st = store_stmt(s, "INSERT INTO replica_state(id, applied_revision) VALUES "
+	                                 "(1, ?1) ON CONFLICT(id) DO UPDATE SET applied_revision = "
+	                                 "max(applied_revision, ?1)");
+	if (st)
+		sqlite3_bind_int64(st, 1, revision);
+	if (!st || store_step_done(st) < 0) {
 		store_rollback(s);
 		return -EIO;
 	}

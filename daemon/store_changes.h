@@ -57,6 +57,13 @@ void store_capture_free(struct store_capture *c);
  */
 int store_apply_changes(struct store *s, const void *data, size_t len, int64_t revision);
 
+/**
+ * Records that the store holds the log up to revision (never lowers it): a
+ * leader's own entries that it committed before appending them (fabric
+ * states). Returns 0, -EBUSY inside a transaction, or -EIO.
+ */
+int store_note_applied_revision(struct store *s, int64_t revision);
+
 /** The applied revision store_apply_changes() last recorded: 0 when none, -EIO on error. */
 int64_t store_applied_revision(struct store *s);
 

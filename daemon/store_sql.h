@@ -14,6 +14,22 @@
 /** The raw connection, for code that needs more than the helpers below. */
 sqlite3 *store_db(struct store *s);
 
+/** A pre-update hook (sqlite3_preupdate_hook()'s callback). */
+typedef void (*store_preupdate_fn)(void *arg, sqlite3 *db, int op, const char *zdb,
+                                   const char *table, sqlite3_int64 key1, sqlite3_int64 key2);
+
+/**
+ * Sets the connection's one pre-update hook (the desired-state mirror's);
+ * NULL fn removes it. Set it through here, never with
+ * sqlite3_preupdate_hook(): SQLite's sessions (store_changes.h) take the same
+ * hook while they record and expect to find none or another session there,
+ * so a capture sets this one aside (store_preupdate_aside()) and puts it back.
+ */
+void store_preupdate_hook(struct store *s, store_preupdate_fn fn, void *arg);
+
+/** Sets the hook of store_preupdate_hook() aside (aside true) or puts it back. */
+void store_preupdate_aside(struct store *s, bool aside);
+
 /** Schema version of the open database. */
 int store_schema_version(struct store *s);
 

@@ -123,7 +123,7 @@ class Member(Daemon):
         self.write_config(extra=self.cluster_text)
 
     def cluster(self):
-        return self.get("/v1/cluster", validate=False).json()
+        return self.get("/v1/cluster").json()
 
     def kill9(self):
         self.proc.send_signal(signal.SIGKILL)

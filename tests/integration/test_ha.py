@@ -1,15 +1,56 @@
-"""High availability (docs/ha.md): what of it exists today, tested against the real daemon."""
+"""High availability (docs/ha.md): three ofcd on a three-member etcd, on loopback.
 
-from conftest import Daemon
+One leader takes writes and drives the units; followers redirect writes and
+apply the replicated log; a killed leader is replaced with nothing
+acknowledged lost; without an etcd quorum writes are refused and reads go on.
+"""
+import json
+import os
+import threading
+import time
+
+import pytest
+import requests
+
+from conftest import Daemon, error_of
+from ha_lab import Etcd, Member, make_members, wait_for, wait_leader, ETCD_BIN
+
+pytestmark = pytest.mark.skipif(not os.access(ETCD_BIN, os.X_OK), reason="etcd not installed")
 
 
-def test_cluster_section_refused_until_clustering_exists(tmp_path):
-    # A member that ran alone would split the fabric's state: it must not start.
-    d = Daemon(tmp_path, extra="[cluster]\netcd = http://127.0.0.1:2379\nname = a\n"
-                               "advertise = http://127.0.0.1:8470\n")
-    d.start(wait=False)
-    assert d.proc.wait(timeout=10) != 0
-    assert "clustering is not available" in d.log()
+def topology(servers):
+    return {
+        "ocs": [{"name": f"u{i}", "driver": "sim", "ports": 4 * servers, "endpoint": ""}
+                for i in range(2)],
+        "servers": [{"name": f"s{i}", "devices": 2, "ports_per_device": 1, "p2p": False,
+                     "intra": "full-mesh"} for i in range(servers)],
+        "wiring": {"rule": "plane-per-ocs"},
+    }
+
+
+@pytest.fixture
+def etcd():
+    e = Etcd().start()
+    yield e
+    e.stop()
+
+
+@pytest.fixture
+def cluster(tmp_path, etcd):
+    members = make_members(tmp_path, etcd)
+    for m in members:
+        m.start()
+    yield members
+    for m in members:
+        m.stop(sig=9)
+
+
+def followers(members, leader):
+    return [m for m in members if m is not leader and m.proc.poll() is None]
+
+
+def names(m, what="fabrics"):
+    return sorted(x["name"] for x in m.get(f"/v1/{what}").json()[what])
 
 
 def test_cluster_section_checked(tmp_path):
@@ -17,3 +58,178 @@ def test_cluster_section_checked(tmp_path):
     d.start(wait=False)
     assert d.proc.wait(timeout=10) != 0
     assert "[cluster] etcd needs [cluster] name and advertise" in d.log()
+
+
+def test_standalone_cluster_view(daemon):
+    assert daemon.get("/v1/cluster").json() == {
+        "self": None, "role": "standalone", "leader": None, "members": [], "revision": 0,
+        "applied_revision": 0, "etcd_reachable": False}
+
+
+def test_one_leader_and_writes_through_a_follower(cluster):
+    leader = wait_leader(cluster)
+    view = leader.cluster()
+    assert view["self"] == leader.name and view["role"] == "leader" and view["etcd_reachable"]
+    f = followers(cluster, leader)[0]
+    # A follower sends writes to the leader, query included: curl -L and ofcctl follow.
+    r = f.put("/v1/topology", topology(8))
+    assert r.status_code == 200, r.text
+    r = requests.post(f.url("/v1/fabrics?wait=10"), json={"name": "job", "servers": ["s0", "s1"]},
+                      allow_redirects=False, timeout=10)
+    assert r.status_code == 307
+    assert r.headers["Location"] == leader.url("/v1/fabrics?wait=10")
+    assert r.json()["leader"] == leader.url("")
+    r = f.post("/v1/fabrics?wait=10", {"name": "job", "servers": ["s0", "s1"]})
+    assert r.status_code == 201 and r.json()["state"] == "applied", r.text
+    # Reads are served by each member from its own store, once the log reached it.
+    for m in cluster:
+        wait_for(lambda: names(m) == ["job"])
+        assert len(m.get("/v1/servers").json()["servers"]) == 8
+    # The reconciler's fabric states travel too.
+    for m in followers(cluster, leader):
+        wait_for(lambda: m.get("/v1/fabrics/job").json()["state"] == "applied")
+    # Every member knows every other and how far it has applied the log.
+    def converged():
+        views = [m.cluster() for m in cluster]
+        revs = {m["name"]: m["applied_revision"] for m in views[0]["members"]}
+        return len(revs) == 3 and len(set(revs.values())) == 1 and all(
+            v["leader"] == leader.name for v in views)
+    wait_for(converged, timeout=10)
+    roles = sorted(m["role"] for m in leader.cluster()["members"])
+    assert roles == ["follower", "follower", "leader"]
+    # A refusal on the leader changes nothing anywhere.
+    r = f.post("/v1/fabrics", {"name": "job", "servers": ["s2", "s3"]})
+    assert r.status_code == 409
+    time.sleep(0.3)
+    for m in cluster:
+        assert names(m) == ["job"]
+
+
+def test_role_changes_are_events_and_metrics(cluster):
+    leader = wait_leader(cluster)
+    text = leader.get("/metrics").text
+    assert "ofcd_cluster_leader 1" in text and "ofcd_cluster_etcd_reachable 1" in text
+    fs = followers(cluster, leader)
+    assert "ofcd_cluster_leader 0" in fs[0].get("/metrics").text
+    # A follower's event stream shows it taking over when the leader goes.
+    got = {f.name: [] for f in fs}
+
+    def listen(f):
+        try:
+            stream(f)
+        except requests.RequestException:
+            pass  # the fixture stops the members
+
+    def stream(f):
+        with requests.get(f.url("/v1/events"), stream=True, timeout=20) as r:
+            kind = None
+            for line in r.iter_lines():
+                if line.startswith(b"event:"):
+                    kind = line.split(b":", 1)[1].strip()
+                elif line.startswith(b"data:") and kind == b"cluster_role":
+                    got[f.name].append(json.loads(line.split(b":", 1)[1]))
+                    if got[f.name][-1]["role"] == "leader":
+                        return
+
+    threads = {f.name: threading.Thread(target=listen, args=(f,), daemon=True) for f in fs}
+    for t in threads.values():
+        t.start()
+    time.sleep(0.3)
+    leader.kill9()
+    new = wait_leader(cluster, exclude=(leader,))
+    threads[new.name].join(timeout=10)
+    seen = got[new.name]
+    assert [g["role"] for g in seen][-2:] == ["candidate", "leader"], seen
+    assert seen[-1]["self"] == new.name and seen[-1]["generation"] > 0
+    assert "ofcd_cluster_leader 1" in new.get("/metrics").text
+
+
+def test_kill_leader_during_burst_loses_nothing(cluster):
+    leader = wait_leader(cluster)
+    assert leader.put("/v1/topology", topology(64)).status_code == 200
+    acked, refused, unknown = set(), set(), set()
+    stop = threading.Event()
+
+    def burst(worker):
+        s = requests.Session()
+        for i in range(worker, 30, 2):
+            if stop.is_set():
+                break
+            name = f"f{i}"
+            body = {"name": name, "servers": [f"s{2 * i}", f"s{2 * i + 1}"]}
+            for _ in range(40):  # every member in turn, until one answers
+                m = cluster[(i + _) % 3]
+                try:
+                    r = s.post(m.url("/v1/fabrics"), json=body, timeout=10)
+                except requests.RequestException:
+                    unknown.add(name)
+                    continue
+                if r.status_code == 201:
+                    acked.add(name)
+                    break
+                if r.status_code == 409:
+                    break  # an earlier try without an answer got in
+                if r.status_code in (503, 504):
+                    refused.add(name)
+                    time.sleep(0.05)
+                    continue
+                raise AssertionError(r.text)
+
+    threads = [threading.Thread(target=burst, args=(w,)) for w in range(2)]
+    for t in threads:
+        t.start()
+    time.sleep(0.4)
+    leader.kill9()
+    for t in threads:
+        t.join(timeout=60)
+    new = wait_leader(cluster, exclude=(leader,))
+    assert new is not leader
+    have = set(names(new))
+    assert acked <= have, f"acknowledged but lost: {acked - have}"
+    # A name refused and never acknowledged nor cut off is nowhere.
+    assert not ((refused - acked - unknown) & have)
+    for m in followers(cluster, new):
+        wait_for(lambda: set(names(m)) == have)
+    # The old leader rejoins as a follower and catches up.
+    leader.start()
+    wait_for(lambda: leader.cluster()["role"] == "follower" and set(names(leader)) == have)
+    assert wait_leader(cluster) is new
+    # Writes through it reach the new leader, and come back through the log.
+    r = leader.post("/v1/fabrics?wait=10", {"name": "after", "servers": ["s60", "s61"]})
+    assert r.status_code == 201 and r.json()["state"] == "applied", r.text
+    wait_for(lambda: "after" in names(leader))
+
+
+def test_etcd_member_lost_changes_nothing(cluster, etcd):
+    leader = wait_leader(cluster)
+    assert leader.put("/v1/topology", topology(8)).status_code == 200
+    etcd.kill(0)  # the endpoint every member tries first
+    assert leader.post("/v1/fabrics?wait=10", {"name": "a", "servers": ["s0", "s1"]}).status_code == 201
+    time.sleep(2.5)  # more than two lease TTLs: renewals go to the other members
+    assert wait_leader(cluster) is leader
+    for m in cluster:
+        wait_for(lambda: names(m) == ["a"])
+
+
+def test_quorum_lost_refuses_writes_and_serves_reads(cluster, etcd):
+    leader = wait_leader(cluster)
+    assert leader.put("/v1/topology", topology(8)).status_code == 200
+    assert leader.post("/v1/fabrics?wait=10", {"name": "a", "servers": ["s0", "s1"]}).status_code == 201
+    for m in cluster:
+        wait_for(lambda: names(m) == ["a"])
+    etcd.kill(1)
+    etcd.kill(2)
+    # Within a lease TTL no member leads, so none drives the units.
+    wait_for(lambda: all(m.cluster()["role"] != "leader" for m in cluster), timeout=5)
+    for m in cluster:
+        r = m.post("/v1/fabrics", {"name": "b", "servers": ["s2", "s3"]})
+        assert r.status_code == 503 and error_of(r)["code"] == "store_unavailable", r.text
+        assert m.get("/v1/fabrics/a").status_code == 200
+        assert m.cluster()["etcd_reachable"] is False
+    # Quorum back: a leader again, and writes.
+    etcd.start_member(1)
+    etcd.start_member(2)
+    leader = wait_leader(cluster, timeout=30)
+    assert leader.post("/v1/fabrics", {"name": "b", "servers": ["s2", "s3"]}).status_code == 201
+    for m in cluster:
+        wait_for(lambda: names(m) == ["a", "b"])
