@@ -216,3 +216,77 @@ int store_unreplicated_tables(struct store *s, char *out, size_t len)
 	sqlite3_reset(st);
 	return rc == SQLITE_DONE ? n : -EIO;
 }
+
+int store_snapshot(struct store *s, void **data, size_t *len)
+{
+	sqlite3_int64 n = 0;
+	*data = NULL;
+	*len = 0;
+	if (store_in_txn(s))
+		return -EBUSY;
+	/* A copy of the file as of now: its replica_state says how far the log it holds goes. */
+	unsigned char *p = sqlite3_serialize(store_db(s), "main", &n, 0);
+	if (!p)
+		return -ENOMEM;
+	*data = malloc((size_t)n);
+	if (*data)
+		memcpy(*data, p, (size_t)n);
+	sqlite3_free(p);
+	if (!*data)
+		return -ENOMEM;
+	*len = (size_t)n;
+	return 0;
+}
+
+int store_restore(struct store *s, const void *data, size_t len)
+{
+	sqlite3 *mem = NULL;
+	unsigned char *copy = NULL;
+	int rc = SQLITE_NOMEM;
+	if (store_in_txn(s))
+		return -EBUSY;
+	if (sqlite3_open_v2(":memory:", &mem, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK &&
+	    (copy = sqlite3_malloc64(len)) != NULL) {
+		memcpy(copy, data, len);
+		/*
+		 * The file is in WAL mode (header bytes 18 and 19 are 2), which a
+		 * database in memory cannot open: read it as a rollback-journal one.
+		 */
+		if (len >= 100 && copy[18] == 2 && copy[19] == 2)
+			copy[18] = copy[19] = 1;
+		/* SQLite owns copy from here, even when this fails. */
+		rc = sqlite3_deserialize(mem, "main", copy, (sqlite3_int64)len, (sqlite3_int64)len,
+		                         SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_READONLY);
+	}
+	/* A snapshot must be a whole store of this schema: refuse anything else untouched. */
+	sqlite3_stmt *st = NULL;
+	if (rc == SQLITE_OK &&
+	    (sqlite3_prepare_v2(mem, "PRAGMA quick_check", -1, &st, NULL) != SQLITE_OK ||
+	     sqlite3_step(st) != SQLITE_ROW ||
+	     strcmp((const char *)sqlite3_column_text(st, 0), "ok") != 0))
+		rc = SQLITE_CORRUPT;
+	sqlite3_finalize(st);
+	if (rc == SQLITE_OK &&
+	    (sqlite3_prepare_v2(mem, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK ||
+	     sqlite3_step(st) != SQLITE_ROW ||
+	     sqlite3_column_int(st, 0) != store_schema_version(s)))
+		rc = SQLITE_MISMATCH;
+	sqlite3_finalize(st);
+	if (rc == SQLITE_OK) {
+		sqlite3_backup *b = sqlite3_backup_init(store_db(s), "main", mem, "main");
+		rc = b ? sqlite3_backup_step(b, -1) : sqlite3_errcode(store_db(s));
+		rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+		int end = b ? sqlite3_backup_finish(b) : SQLITE_OK;
+		if (rc == SQLITE_OK)
+			rc = end;
+	}
+	if (!mem && copy)
+		sqlite3_free(copy);
+	sqlite3_close(mem);
+	if (rc != SQLITE_OK)
+		log_error("store", "cannot restore the snapshot: %s", sqlite3_errstr(rc));
+	return rc == SQLITE_OK            ? 0
+	       : rc == SQLITE_NOMEM       ? -ENOMEM
+	       : rc == SQLITE_CORRUPT || rc == SQLITE_MISMATCH || rc == SQLITE_NOTADB ? -EPROTO
+	                                  : -EIO;
+}

@@ -74,4 +74,22 @@ int64_t store_applied_revision(struct store *s);
  */
 int store_unreplicated_tables(struct store *s, char *out, size_t len);
 
+/**
+ * A consistent copy of the whole store as it is now (SQLite's serialization
+ * of the file), for a member that cannot follow the log any more: *data
+ * (malloc'd, the caller's) and *len. Returns 0, -EBUSY inside a
+ * transaction, or -ENOMEM.
+ */
+int store_snapshot(struct store *s, void **data, size_t *len);
+
+/**
+ * Replaces the whole content of s with a snapshot from store_snapshot() of
+ * another store of the same schema version (SQLite's backup API, in one
+ * step: readers see the old store or the new one). Statements prepared on s
+ * stay valid; in-memory mirrors of it must reload. Returns 0, -EPROTO (not
+ * a whole store, or another schema version: s is untouched), -EBUSY, -ENOMEM
+ * or -EIO.
+ */
+int store_restore(struct store *s, const void *data, size_t len);
+
 #endif

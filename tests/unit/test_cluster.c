@@ -93,7 +93,7 @@ static int setup(void **state)
 	for (int i = 0; i < OFCDS; i++) {
 		char text[1024];
 		snprintf(text, sizeof(text),
-		         "[cluster]\nendpoints = %s,%s,%s\nname = m%d\n"
+		         "[cluster]\netcd = %s,%s,%s\nname = m%d\n"
 		         "advertise = http://127.0.0.1:%d\nlease_ttl = %d\nprefix = /t\n",
 		         w.m.client[i % MEMBERS], w.m.client[(i + 1) % MEMBERS],
 		         w.m.client[(i + 2) % MEMBERS], i, 9000 + i, TTL_S);
