@@ -1,9 +1,12 @@
-/* Routes of the daemon itself: health probe and metrics. */
+/* Routes of the daemon itself: health probe, metrics and its place in a cluster. */
+#include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "api_handlers.h"
 #include "metrics.h"
+#include "store_changes.h"
 #include "version.h"
 
 static double uptime(const struct api_env *env)
@@ -33,6 +36,19 @@ void api_cluster_get(struct api_req *req)
 	          json_pack("{s:n, s:s, s:n, s:[], s:i, s:i, s:b}", "self", "role", "standalone",
 	                    "leader", "members", "revision", 0, "applied_revision", 0,
 	                    "etcd_reachable", 0));
+}
+
+void api_cluster_snapshot(struct api_req *req)
+{
+	void *data;
+	size_t len;
+	int rc = store_snapshot(req->env->store, &data, &len);
+	if (rc < 0) {
+		api_error(req, rc == -EBUSY ? OFCD_E_STORE : OFCD_E_INTERNAL, NULL,
+		          "cannot copy the store: %s", strerror(-rc));
+		return;
+	}
+	api_reply_text(req, 200, "application/vnd.sqlite3", data, len);
 }
 
 void api_metrics(struct api_req *req)

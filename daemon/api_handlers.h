@@ -17,6 +17,11 @@ void api_metrics(struct api_req *req);
  * applied revision (docs/ha.md); role "standalone" without a [cluster].
  */
 void api_cluster_get(struct api_req *req);
+/**
+ * GET /v1/cluster/snapshot: a copy of this member's whole store (SQLite
+ * file), which a member the log no longer reaches back to restores.
+ */
+void api_cluster_snapshot(struct api_req *req);
 
 /* api_plan.c */
 void api_plan(struct api_req *req);

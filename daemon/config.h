@@ -67,6 +67,9 @@ struct ofcd_config {
 	char cluster_advertise[256];  /**< [cluster] advertise: URL clients reach this member at */
 	unsigned cluster_lease_ttl_s; /**< [cluster] lease_ttl: the leader's etcd lease, seconds */
 	char cluster_prefix[128];     /**< [cluster] prefix: etcd key prefix of this cluster */
+	unsigned cluster_log_keep;    /**< [cluster] log_keep: log entries the leader keeps */
+	/** [cluster] token: bearer token this member presents to fetch a snapshot ("": none) */
+	char cluster_token[256];
 };
 
 /** Every key of the daemon's file; ofcd_reload() applies the live ones. */

@@ -181,6 +181,30 @@ char *etcd_req_append(const char *guard_key, int64_t guard_rev, const char *key,
 	                      range_obj(guard_key, false), "request_range", range_obj(key, false)));
 }
 
+char *etcd_req_log_read(const char *floor_key, const char *log_prefix, int64_t min_mod_revision)
+{
+	json_t *log = range_obj(log_prefix, true);
+	if (log && min_mod_revision > 0 &&
+	    json_object_set_new(log, "min_mod_revision", int64_str(min_mod_revision)) < 0) {
+		json_decref(log);
+		log = NULL;
+	}
+	return dump(json_pack("{s:[], s:[{s:o},{s:o}]}", "compare", "success", "request_range",
+	                      range_obj(floor_key, false), "request_range", log));
+}
+
+char *etcd_req_trim(const char *guard_key, int64_t guard_rev, const char *log_prefix,
+                    const char *last_key, const char *floor_key, const char *floor_value)
+{
+	/* Up to and with last_key: the range ends at the first key after it, itself and a NUL. */
+	json_t *del = json_pack("{s:o, s:o}", "key", b64_json(log_prefix, strlen(log_prefix)),
+	                        "range_end", b64_json(last_key, strlen(last_key) + 1));
+	return dump(json_pack("{s:[o], s:[{s:o},{s:o}]}", "compare",
+	                      compare_create(guard_key, guard_rev), "success",
+	                      "request_delete_range", del, "request_put",
+	                      put_obj(floor_key, floor_value, strlen(floor_value), 0)));
+}
+
 char *etcd_req_put(const char *key, const void *value, size_t len, int64_t lease)
 {
 	return dump(put_obj(key, value, len, lease));

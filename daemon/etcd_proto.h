@@ -56,6 +56,21 @@ char *etcd_req_create(const char *key, const void *value, size_t len, int64_t le
 char *etcd_req_append(const char *guard_key, int64_t guard_rev, const char *key,
                       const void *value, size_t len);
 
+/**
+ * POST /v3/kv/txn that reads, at one revision, floor_key and the keys under
+ * log_prefix modified at or after min_mod_revision (0: all): a replica's
+ * catching up, which must know whether the log still starts early enough.
+ */
+char *etcd_req_log_read(const char *floor_key, const char *log_prefix, int64_t min_mod_revision);
+
+/**
+ * POST /v3/kv/txn that, only while guard_key still has the create_revision
+ * guard_rev, deletes every key from log_prefix up to and with last_key and
+ * puts floor_key = floor_value: a leader trimming the log.
+ */
+char *etcd_req_trim(const char *guard_key, int64_t guard_rev, const char *log_prefix,
+                    const char *last_key, const char *floor_key, const char *floor_value);
+
 /** POST /v3/kv/put of key = value, attached to lease (0: none). */
 char *etcd_req_put(const char *key, const void *value, size_t len, int64_t lease);
 

@@ -2,6 +2,9 @@
 
 #include <errno.h>
 #include <event2/event.h>
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -22,6 +25,12 @@
  * an entry is one transaction, applied whole or not at all.
  */
 #define HA_MAX_ENTRY (1100u * 1024u)
+
+/* An entry this leader put in the log, for trimming it later. */
+struct logged {
+	char *key;
+	int64_t revision;
+};
 
 enum ha_state {
 	HA_FOLLOWING,   /* following the log; writes go elsewhere */
@@ -62,6 +71,16 @@ struct ha {
 	struct append *pending_tail;
 	bool sending; /* the head was sent (or waits to be sent again) and has no answer yet */
 	struct event *retry_append;
+
+	struct logged *logged; /* this leadership's entries in the log, oldest first */
+	size_t nlogged, logged_cap;
+	size_t trimming;       /* entries the trim txn in flight removes; 0: none */
+	char floor_key[160];   /* PREFIX/log_floor */
+	unsigned log_keep;
+	char token[256];
+
+	bool resyncing; /* a snapshot is on its way */
+	struct evhttp_connection *snap_conn;
 
 	struct event *tick; /* publishes this member, reads the others */
 	bool publishing;    /* a put or range of the members is in flight */
@@ -112,9 +131,17 @@ static void retry_later(struct ha *h)
 	evtimer_add(h->retry, &tv);
 }
 
+static void resync(struct ha *h);
+
 static void on_caught_up(void *arg, int rc)
 {
 	struct ha *h = arg;
+	if (rc == -ESTALE || rc == -EPROTO) {
+		replica_free(h->replica);
+		h->replica = NULL;
+		resync(h);
+		return;
+	}
 	if (rc < 0) {
 		log_warn("cluster", "cannot read the replication log: %s", strerror(-rc));
 		replica_free(h->replica);
@@ -140,20 +167,16 @@ static void on_stopped(void *arg, int rc)
 	struct ha *h = arg;
 	replica_free(h->replica);
 	h->replica = NULL;
-	if (rc == -EPROTO || rc == -ESTALE) {
-		h->left = true;
-		log_error("cluster",
-		          "this member's store cannot follow the log any more (%s): restore it from "
-		          "the leader's snapshot (docs/ha.md)",
-		          rc == -ESTALE ? "compacted past it" : "it diverged");
-	} else
+	if (rc == -EPROTO || rc == -ESTALE)
+		resync(h);
+	else
 		retry_later(h);
 }
 
 /* Follows the log (a follower) or reads the rest of it (just elected). */
 static void start_replica(struct ha *h)
 {
-	if (h->replica || h->state == HA_LEADING || h->left)
+	if (h->replica || h->state == HA_LEADING || h->left || h->resyncing)
 		return;
 	struct replica_cbs cbs = { .caught_up = on_caught_up, .stopped = on_stopped, .arg = h };
 	if (replica_start(h->etcd, h->d.store, h->prefix, applied_revision(h),
@@ -171,9 +194,34 @@ static void on_retry_append(evutil_socket_t fd, short what, void *arg)
 	send_append(arg);
 }
 
+static void note_logged(struct ha *h, const char *key, int64_t revision)
+{
+	if (h->nlogged == h->logged_cap) {
+		size_t cap = h->logged_cap ? 2 * h->logged_cap : 64;
+		struct logged *l = realloc(h->logged, cap * sizeof(*l));
+		if (!l)
+			return; /* not trimmed for now: the next entries try again */
+		h->logged = l;
+		h->logged_cap = cap;
+	}
+	char *k = strdup(key);
+	if (k)
+		h->logged[h->nlogged++] = (struct logged){ k, revision };
+}
+
+static void forget_logged(struct ha *h, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(h->logged[i].key);
+	memmove(h->logged, h->logged + n, (h->nlogged - n) * sizeof(*h->logged));
+	h->nlogged -= n;
+}
+
 static void append_over(struct ha *h, int rc, int64_t revision)
 {
 	struct append *a = h->pending;
+	if (rc == 0)
+		note_logged(h, a->key, revision);
 	h->pending = a->next;
 	if (!h->pending)
 		h->pending_tail = NULL;
@@ -295,6 +343,8 @@ static enum api_write_gate api_gate(void *arg, char *leader, size_t len)
 static void stop_leading(struct ha *h)
 {
 	bool led = h->state == HA_LEADING;
+	forget_logged(h, h->nlogged); /* a later leadership trims its own */
+	h->trimming = 0;
 	h->state = HA_FOLLOWING;
 	h->generation = 0;
 	replica_free(h->replica);
@@ -315,6 +365,81 @@ static void api_diverged(void *arg)
 	          h->name);
 	/* Another member, whose store took every entry, should lead: hand over now. */
 	cluster_resign(h->cluster, NULL, NULL);
+}
+
+/* ---- snapshots ------------------------------------------------------------- */
+
+static void on_snapshot(struct evhttp_request *req, void *arg)
+{
+	struct ha *h = arg;
+	int status = req ? evhttp_request_get_response_code(req) : 0;
+	struct evbuffer *body = req ? evhttp_request_get_input_buffer(req) : NULL;
+	size_t len = body ? evbuffer_get_length(body) : 0;
+	int rc = -EIO;
+	if (status == 200 && len > 0) {
+		const void *data = evbuffer_pullup(body, -1);
+		rc = data ? store_restore(h->d.store, data, len) : -ENOMEM;
+	} else {
+		log_warn("cluster", "the leader answered %d to the snapshot request", status);
+	}
+	h->resyncing = false;
+	if (rc < 0) {
+		struct timeval tv = { 1, 0 };
+		evtimer_add(h->retry, &tv); /* start_replica finds the log still too short */
+		return;
+	}
+	log_info("cluster", "%s restored a snapshot of the leader's store (%zu bytes, revision "
+	                    "%" PRId64 ")",
+	         h->name, len, applied_revision(h));
+	h->d.resynced(h->d.arg);
+	start_replica(h);
+}
+
+/*
+ * The log no longer reaches back to this store (trimmed, or its changes do
+ * not apply): copy the leader's store, then follow from its revision.
+ */
+static void resync(struct ha *h)
+{
+	const char *leader = cluster_leader_advertise(h->cluster);
+	struct evhttp_uri *u = leader[0] && strcmp(cluster_leader_name(h->cluster), h->name) != 0
+	                           ? evhttp_uri_parse(leader)
+	                           : NULL;
+	const char *host = u ? evhttp_uri_get_host(u) : NULL;
+	int port = u ? evhttp_uri_get_port(u) : -1;
+	struct evhttp_request *req = NULL;
+	if (h->snap_conn)
+		evhttp_connection_free(h->snap_conn);
+	h->snap_conn = host && port > 0 ? evhttp_connection_base_new(h->d.base, NULL, host,
+	                                                             (unsigned short)port)
+	                                : NULL;
+	if (h->snap_conn) {
+		evhttp_connection_set_timeout(h->snap_conn, 60);
+		req = evhttp_request_new(on_snapshot, h);
+	}
+	if (req) {
+		struct evkeyvalq *hdr = evhttp_request_get_output_headers(req);
+		char auth[300];
+		evhttp_add_header(hdr, "Host", host);
+		if (h->token[0]) {
+			snprintf(auth, sizeof(auth), "Bearer %s", h->token);
+			evhttp_add_header(hdr, "Authorization", auth);
+		}
+	}
+	if (u)
+		evhttp_uri_free(u);
+	if (!req || evhttp_make_request(h->snap_conn, req, EVHTTP_REQ_GET,
+	                                "/v1/cluster/snapshot") < 0) {
+		/* No leader known yet (or no memory): try again soon. */
+		struct timeval tv = { 1, 0 };
+		h->resyncing = false;
+		evtimer_add(h->retry, &tv);
+		return;
+	}
+	log_warn("cluster", "%s copies the leader's store: the log does not reach back to its "
+	                    "revision %" PRId64,
+	         h->name, applied_revision(h));
+	h->resyncing = true;
 }
 
 /* ---- role ---------------------------------------------------------------- */
@@ -362,11 +487,42 @@ static void on_published(int rc, const struct etcd_result *res, void *arg)
 		h->publishing = false;
 }
 
+static void on_trimmed(int rc, const struct etcd_result *res, void *arg)
+{
+	struct ha *h = arg;
+	size_t n = h->trimming;
+	h->trimming = 0;
+	if (rc == 0 && res->succeeded && h->state == HA_LEADING && n <= h->nlogged)
+		forget_logged(h, n);
+}
+
+/*
+ * The log keeps the last log_keep entries: a member further behind copies a
+ * snapshot. A leader trims what it appended itself once half as many again
+ * piled up, and leaves PREFIX/log_floor = the newest revision gone.
+ */
+static void trim(struct ha *h)
+{
+	if (h->state != HA_LEADING || h->trimming || h->nlogged <= h->log_keep + h->log_keep / 2)
+		return;
+	size_t n = h->nlogged - h->log_keep;
+	const struct logged *last = &h->logged[n - 1];
+	char floor[24], prefix[160];
+	snprintf(floor, sizeof(floor), "%" PRId64, last->revision);
+	snprintf(prefix, sizeof(prefix), "%s/log/", h->prefix);
+	if (etcd_call(h->etcd, "/v3/kv/txn",
+	              etcd_req_trim(h->leader_key, h->generation, prefix, last->key, h->floor_key,
+	                            floor),
+	              on_trimmed, h) == 0)
+		h->trimming = n;
+}
+
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct ha *h = arg;
 	(void)fd;
 	(void)what;
+	trim(h);
 	int64_t lease = cluster_lease(h->cluster);
 	if (h->publishing || lease == 0)
 		return;
@@ -452,6 +608,9 @@ int ha_start(const struct ha_deps *deps, struct ha **out)
 	snprintf(h->leader_key, sizeof(h->leader_key), "%s/leader", cfg->cluster_prefix);
 	snprintf(h->members_prefix, sizeof(h->members_prefix), "%s/members/", cfg->cluster_prefix);
 	h->ttl_s = cfg->cluster_lease_ttl_s;
+	h->log_keep = cfg->cluster_log_keep ? cfg->cluster_log_keep : 10000;
+	snprintf(h->token, sizeof(h->token), "%s", cfg->cluster_token);
+	snprintf(h->floor_key, sizeof(h->floor_key), "%s/log_floor", cfg->cluster_prefix);
 	h->members = json_array();
 	h->retry = evtimer_new(deps->base, on_retry, h);
 	h->retry_append = evtimer_new(deps->base, on_retry_append, h);
@@ -516,6 +675,10 @@ void ha_free(struct ha *h)
 	if (h->tick)
 		event_free(h->tick);
 	json_decref(h->members);
+	forget_logged(h, h->nlogged);
+	free(h->logged);
+	if (h->snap_conn)
+		evhttp_connection_free(h->snap_conn);
 	free(h);
 }
 

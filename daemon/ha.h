@@ -44,6 +44,8 @@ struct ha_deps {
 	void (*lead)(void *arg, int64_t generation);
 	/** This member no longer leads: stop driving the OCS units now. */
 	void (*follow)(void *arg);
+	/** The store was replaced by a snapshot: in-memory views of it must reload. */
+	void (*resynced)(void *arg);
 	void *arg; /**< passed back to lead and follow */
 };
 

@@ -231,6 +231,13 @@ static void on_lead(void *arg, int64_t generation)
 		ha_resign(d->ha, NULL, NULL);
 }
 
+static void on_resynced(void *arg)
+{
+	struct ofcd *d = arg;
+	desired_resync(d->desired);
+	desired_refresh(d->desired);
+}
+
 static void on_follow(void *arg)
 {
 	struct ofcd *d = arg;
@@ -296,6 +303,7 @@ int ofcd_init(struct ofcd *d, struct ofcd_config *cfg, const char *config_path, 
 			              .events = d->events,
 			              .lead = on_lead,
 			              .follow = on_follow,
+			              .resynced = on_resynced,
 			              .arg = d };
 		rc = ha_start(&hd, &d->ha);
 		if (rc < 0) {

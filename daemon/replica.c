@@ -13,6 +13,7 @@ struct replica {
 	struct etcd_client *etcd;
 	struct store *s;
 	char log_prefix[160]; /* PREFIX/log/ */
+	char floor_key[160];  /* PREFIX/log_floor: the log was trimmed up to this revision */
 	int64_t applied;
 	bool follow;
 	bool diverged;
@@ -26,7 +27,9 @@ struct replica {
 static int apply(struct replica *r, const struct etcd_kv *kvs, size_t n)
 {
 	for (size_t i = 0; i < n && !r->diverged; i++) {
-		if (kvs[i].deleted || kvs[i].mod_revision <= r->applied)
+		/* A trim deletes entries: this replica has them already. */
+		if (kvs[i].deleted || kvs[i].mod_revision <= r->applied ||
+		    strncmp(kvs[i].key, r->log_prefix, strlen(r->log_prefix)) != 0)
 			continue;
 		int rc =
 		    store_apply_changes(r->s, kvs[i].value, kvs[i].value_len, kvs[i].mod_revision);
@@ -79,8 +82,18 @@ static void on_range(int rc, const struct etcd_result *res, void *arg)
 		free(r);
 		return;
 	}
+	int64_t floor = 0;
+	for (size_t i = 0; rc == 0 && i < res->nkvs; i++)
+		if (strcmp(res->kvs[i].key, r->floor_key) == 0)
+			floor = strtoll((const char *)res->kvs[i].value, NULL, 10);
 	if (rc < 0) {
 		log_warn("replica", "cannot read the log: %s", strerror(-rc));
+	} else if (floor > r->applied) {
+		log_warn("replica",
+		         "the log was trimmed up to revision %lld, past this store's %lld: it needs "
+		         "a snapshot",
+		         (long long)floor, (long long)r->applied);
+		rc = -ESTALE;
 	} else {
 		rc = apply(r, res->kvs, res->nkvs);
 		/* From the revision the range saw, so that no append slips between. */
@@ -107,10 +120,12 @@ int replica_start(struct etcd_client *etcd, struct store *s, const char *prefix,
 	if (cbs)
 		r->cbs = *cbs;
 	snprintf(r->log_prefix, sizeof(r->log_prefix), "%s/log/", prefix);
+	snprintf(r->floor_key, sizeof(r->floor_key), "%s/log_floor", prefix);
 	r->reading = true;
 	*out = r;
-	int rc = etcd_call(etcd, "/v3/kv/range",
-	                   etcd_req_range(r->log_prefix, true, from_revision + 1), on_range, r);
+	int rc = etcd_call(etcd, "/v3/kv/txn",
+	                   etcd_req_log_read(r->floor_key, r->log_prefix, from_revision + 1),
+	                   on_range, r);
 	if (rc < 0) {
 		*out = NULL;
 		free(r);

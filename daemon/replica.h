@@ -24,7 +24,8 @@ struct replica_cbs {
 	/**
 	 * The first read of the log is over: rc 0 when everything in it is applied
 	 * (and, when following, the watch is open), -EPROTO when an entry
-	 * conflicted (diverged), or the etcd call's error.
+	 * conflicted (diverged), -ESTALE when the log was trimmed past this
+	 * store's revision (PREFIX/log_floor, see ha.c), or the etcd call's error.
 	 */
 	void (*caught_up)(void *arg, int rc);
 	/** Each entry applied, with its revision (what the store now records). */

@@ -233,3 +233,34 @@ def test_quorum_lost_refuses_writes_and_serves_reads(cluster, etcd):
     assert leader.post("/v1/fabrics", {"name": "b", "servers": ["s2", "s3"]}).status_code == 201
     for m in cluster:
         wait_for(lambda: names(m) == ["a", "b"])
+
+
+def test_member_behind_a_trimmed_log_copies_a_snapshot(tmp_path, etcd):
+    members = make_members(tmp_path, etcd, extra="log_keep = 4\n")
+    try:
+        for m in members:
+            m.start()
+        leader = wait_leader(members)
+        late = followers(members, leader)[0]
+        assert leader.put("/v1/topology", topology(24)).status_code == 200
+        wait_for(lambda: len(late.get("/v1/servers").json()["servers"]) == 24)
+        late.stop()
+        for i in range(8):
+            body = {"name": f"f{i}", "servers": [f"s{2 * i}", f"s{2 * i + 1}"]}
+            assert leader.post("/v1/fabrics?wait=10", body).status_code == 201
+        # The leader keeps the last four entries: the log no longer reaches back.
+        wait_for(lambda: "/ofcd/test/log_floor" in etcd.keys("/ofcd/test/log_"), timeout=5)
+        wait_for(lambda: len(etcd.keys("/ofcd/test/log/")) <= 6, timeout=5)
+        late.start()
+        want = names(leader)
+        wait_for(lambda: names(late) == want, timeout=15)
+        assert "copies the leader's store" in late.log()
+        assert late.cluster()["role"] == "follower"
+        # And it follows the log from there.
+        assert leader.post("/v1/fabrics", {"name": "g", "servers": ["s20", "s21"]}).status_code == 201
+        wait_for(lambda: "g" in names(late))
+        # The snapshot is for administrators: a daemon with tokens refuses readers.
+        assert leader.get("/v1/cluster/snapshot").headers["Content-Type"] == "application/vnd.sqlite3"
+    finally:
+        for m in members:
+            m.stop(sig=9)
