@@ -837,9 +837,12 @@ static void handle_experimenter(struct of_unit *u, const struct of13_hdr *h, con
 	if (!u->generation || rs.role == OF13_ROLE_MASTER || u->state != OF_UP)
 		return;
 	snprintf(why, sizeof(why),
-	         "the switch demoted this controller to role %u (another became master with "
+	         "the switch demoted this controller to %s (another became master with "
 	         "generation %llu)",
-	         rs.role, (unsigned long long)rs.generation_id);
+	         rs.role == OF13_ROLE_SLAVE   ? "SLAVE"
+	         : rs.role == OF13_ROLE_EQUAL ? "EQUAL"
+	                                      : "?",
+	         (unsigned long long)rs.generation_id);
 	fence(u, why);
 }
 
