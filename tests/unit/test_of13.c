@@ -474,7 +474,7 @@ static void test_role(void **state)
 static void test_role_status(void **state)
 {
 	(void)state;
-	static const uint8_t msg[OF13_ROLE_STATUS_LEN] = {
+	static const uint8_t role_status[] = {
 		0x04, 0x04, 0x00, 0x20, 0x00, 0x00, 0x00, 0x00, /* EXPERIMENTER, 32 bytes */
 		0x4f, 0x4e, 0x46, 0x00, 0x00, 0x00, 0x07, 0x77, /* ONF, exp_type 1911 */
 		0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00, 0x00, /* SLAVE, MASTER_REQUEST, pad */
@@ -484,23 +484,25 @@ static void test_role_status(void **state)
 	struct of13_role_status rs;
 	char name[96];
 
-	assert_int_equal(of13_decode_role_status(msg, sizeof(msg), &rs), 0);
+	assert_int_equal(sizeof(role_status), OF13_ROLE_STATUS_LEN);
+	assert_int_equal(of13_decode_role_status(role_status, sizeof(role_status), &rs), 0);
 	assert_int_equal(rs.role, OF13_ROLE_SLAVE);
 	assert_int_equal(rs.reason, OF13_CRR_MASTER_REQUEST);
 	assert_true(rs.generation_id == 6);
 	/* another experimenter's message, or another ONF one: not ours to judge */
-	memcpy(buf, msg, sizeof(buf));
+	memcpy(buf, role_status, sizeof(buf));
 	buf[11] = 0x01;
 	assert_int_equal(of13_decode_role_status(buf, sizeof(buf), &rs), -ENOMSG);
-	memcpy(buf, msg, sizeof(buf));
+	memcpy(buf, role_status, sizeof(buf));
 	buf[15] = 0x78;
 	assert_int_equal(of13_decode_role_status(buf, sizeof(buf), &rs), -ENOMSG);
 	/* ours but cut short, or longer than the bytes given */
-	memcpy(buf, msg, sizeof(buf));
+	memcpy(buf, role_status, sizeof(buf));
 	buf[3] = 24;
 	assert_int_equal(of13_decode_role_status(buf, sizeof(buf), &rs), -EBADMSG);
-	assert_int_equal(of13_decode_role_status(msg, sizeof(msg) - 1, &rs), -EBADMSG);
-	assert_int_equal(of13_decode_role_status(msg, 12, &rs), -EBADMSG);
+	assert_int_equal(of13_decode_role_status(role_status, sizeof(role_status) - 1, &rs),
+	                 -EBADMSG);
+	assert_int_equal(of13_decode_role_status(role_status, 12, &rs), -EBADMSG);
 
 	assert_string_equal(
 	    of13_error_str(OF13_ET_ROLE_REQUEST_FAILED, OF13_RRFC_STALE, name, sizeof(name)),
