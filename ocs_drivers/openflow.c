@@ -641,8 +641,8 @@ static void handle_error(struct of_unit *u, const struct of13_hdr *h, const uint
 		drop(u, reason);
 		return;
 	}
-	/* whatever it answers: a SLAVE's changes are all refused */
-	if (e.type == OF13_ET_BAD_REQUEST && e.code == OF13_BRC_IS_SLAVE) {
+	/* whatever it answers: a SLAVE's changes are all refused (without a role, never SLAVE) */
+	if (u->generation && e.type == OF13_ET_BAD_REQUEST && e.code == OF13_BRC_IS_SLAVE) {
 		fence(u, "the switch refused a change, this controller is no longer master "
 		         "(OFPBRC_IS_SLAVE)");
 		return;
@@ -825,16 +825,19 @@ static void handle_experimenter(struct of_unit *u, const struct of13_hdr *h, con
 {
 	struct of13_role_status rs;
 	char why[160];
-	int r = of13_decode_role_status(msg, h->length, &rs);
+	int r;
 
+	/* without a generation we asked for no role: experimenter messages stay ignored */
+	if (!u->generation)
+		return;
+	r = of13_decode_role_status(msg, h->length, &rs);
 	if (r == -ENOMSG)
 		return;
 	if (r < 0) {
 		drop(u, "malformed ROLE_STATUS");
 		return;
 	}
-	/* without a generation we asked for no role: a status does not concern us */
-	if (!u->generation || rs.role == OF13_ROLE_MASTER || u->state != OF_UP)
+	if (rs.role == OF13_ROLE_MASTER || u->state != OF_UP)
 		return;
 	snprintf(why, sizeof(why),
 	         "the switch demoted this controller to %s (another became master with "
