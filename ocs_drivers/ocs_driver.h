@@ -104,6 +104,21 @@ struct ocs_open_params {
 	const char *name;     /**< unit name, for logs */
 	const char *endpoint; /**< driver-specific address, e.g. "tcp:127.0.0.1:6653" */
 	uint32_t ports;       /**< number of ports of the unit (1..ports) */
+	/**
+	 * Fencing among several daemons that may reach the same unit. 0 (the
+	 * single-node daemon): none, the driver behaves as it always did.
+	 * Otherwise the generation of this daemon's leadership, which must grow
+	 * with each election (the leader key's create revision,
+	 * cluster_generation()): the driver claims the unit for it on every
+	 * connection, before reporting UP, and the unit refuses a claim older than
+	 * one it has granted. A connection that is refused, or later loses the
+	 * unit to a newer generation, is reported DOWN with an error starting
+	 * "fenced:", and an apply() in flight then fails with -EPERM; such a
+	 * daemon must open a new instance with its new generation once it is
+	 * elected again. openflow: ROLE_REQUEST MASTER with this generation_id;
+	 * sim (in-process, a single daemon by construction): ignored.
+	 */
+	uint64_t master_generation;
 };
 
 /** Fault injection, for drivers that support it (sim). */

@@ -294,6 +294,24 @@ int of13_decode_role_reply(const void *msg, size_t len, uint32_t *role, uint64_t
 	return 0;
 }
 
+int of13_decode_role_status(const void *msg, size_t len, struct of13_role_status *rs)
+{
+	const uint8_t *p = msg;
+	int n = msg_len(msg, len, 16);
+
+	if (n < 0)
+		return n;
+	if (p[1] != OF13_T_EXPERIMENTER || get32(p + 8) != OF13_EXPERIMENTER_ONF ||
+	    get32(p + 12) != OF13_ONFT_ROLE_STATUS)
+		return -ENOMSG;
+	if (n < OF13_ROLE_STATUS_LEN)
+		return -EBADMSG;
+	rs->role = get32(p + 16);
+	rs->reason = p[20];
+	rs->generation_id = get64(p + 24);
+	return 0;
+}
+
 int of13_decode_features_reply(const void *msg, size_t len, struct of13_features *f)
 {
 	const uint8_t *p = msg;

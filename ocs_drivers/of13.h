@@ -79,9 +79,28 @@
 #define OF13_PR_DELETE 1
 #define OF13_PR_MODIFY 2
 
-/* Error types used by ofcd itself. */
-#define OF13_ET_HELLO_FAILED  0
-#define OF13_HFC_INCOMPATIBLE 0
+/* Error types and codes ofcd sends or acts upon (enum ofp_error_type and its codes). */
+#define OF13_ET_HELLO_FAILED        0
+#define OF13_HFC_INCOMPATIBLE       0
+#define OF13_ET_BAD_REQUEST         1
+#define OF13_BRC_IS_SLAVE           10 /* a SLAVE controller asked for a change */
+#define OF13_ET_ROLE_REQUEST_FAILED 11
+#define OF13_RRFC_STALE             0 /* generation_id older than the switch's */
+#define OF13_RRFC_UNSUP             1 /* the switch does not do roles */
+#define OF13_RRFC_BAD_ROLE          2 /* not a role the switch knows */
+
+/*
+ * ROLE_STATUS in OpenFlow 1.3 is the ONF extension 1911 (an EXPERIMENTER
+ * message, "ONFT13_ROLE_STATUS"): the switch tells a controller its role
+ * changed, e.g. a MASTER demoted to SLAVE because another became MASTER.
+ * OpenFlow 1.4 made it message type 30 with the same body.
+ */
+#define OF13_EXPERIMENTER_ONF   0x4f4e4600u /* ONF_VENDOR_ID, "ONF\0" */
+#define OF13_ONFT_ROLE_STATUS   1911u
+#define OF13_ROLE_STATUS_LEN    32 /* experimenter header (16) + ofp14_role_status (16) */
+#define OF13_CRR_MASTER_REQUEST 0  /* another controller asked to be master */
+#define OF13_CRR_CONFIG         1  /* the switch's configuration changed */
+#define OF13_CRR_EXPERIMENTER   2
 
 /* Encoded sizes of the fixed-size messages ofcd sends. */
 #define OF13_HELLO_LEN              16 /* header + one version-bitmap element */
@@ -128,6 +147,13 @@ struct of13_error {
 	const void
 	    *data;       /**< points into the decoded message: usually the failed request's start */
 	size_t data_len; /**< bytes at data */
+};
+
+/** A ROLE_STATUS (ONF extension 1911 in OpenFlow 1.3), host byte order. */
+struct of13_role_status {
+	uint32_t role;          /**< the role now held, OF13_ROLE_* */
+	uint8_t reason;         /**< why it changed, OF13_CRR_* */
+	uint64_t generation_id; /**< the switch's master generation */
 };
 
 /** Body of PORT_STATUS (struct ofp_port_status with its struct ofp_port). */
@@ -229,6 +255,15 @@ ssize_t of13_encode_role_request(void *buf, size_t cap, uint32_t xid, uint32_t r
 
 /** Decodes a ROLE_REPLY: the role granted and the switch's generation_id. */
 int of13_decode_role_reply(const void *msg, size_t len, uint32_t *role, uint64_t *generation_id);
+
+/**
+ * Decodes an EXPERIMENTER message as the ONF ROLE_STATUS extension (Open
+ * vSwitch sends it to a master demoted by another controller's ROLE_REQUEST).
+ * Returns 0 with rs filled, -ENOMSG when msg is another experimenter's
+ * message (not an error: it is to be ignored), or -EBADMSG when malformed.
+ * Properties after the fixed body are ignored.
+ */
+int of13_decode_role_status(const void *msg, size_t len, struct of13_role_status *rs);
 
 /**
  * Decodes the header at buf (len >= OF13_HDR_LEN bytes available). Returns 0,

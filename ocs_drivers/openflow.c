@@ -34,19 +34,39 @@
  * foreign, with port 0 standing for "none" (no in_port match, no output).
  *
  * Connection: HELLO with a version bitmap (1.3 only), FEATURES_REQUEST, then
- * UP. ECHO requests from the switch are answered; ofcd sends one every
- * OF_KEEPALIVE_MS and drops the connection after OF_KEEPALIVE_MISSES periods
- * without any message from the switch (the handshake has the same limit).
- * PORT_STATUS for ports 1..ports is reported through ev->port_state, up when
- * neither OFPPC_PORT_DOWN nor OFPPS_LINK_DOWN is set (down when deleted).
- * Malformed messages drop the connection. A drop completes the operation in
- * flight, if any, with -ENOTCONN, then reports DOWN with the reason.
+ * (with a master generation, below) ROLE_REQUEST, then UP. ECHO requests from
+ * the switch are answered; ofcd sends one every OF_KEEPALIVE_MS and drops the
+ * connection after OF_KEEPALIVE_MISSES periods without any message from the
+ * switch (the handshake has the same limit). PORT_STATUS for ports 1..ports is
+ * reported through ev->port_state, up when neither OFPPC_PORT_DOWN nor
+ * OFPPS_LINK_DOWN is set (down when deleted). Malformed messages drop the
+ * connection. A drop completes the operation in flight, if any, with
+ * -ENOTCONN, then reports DOWN with the reason.
  *
  * conn_state is reported on every change, starting from an implicit DOWN:
  * CONNECTING when an attempt starts (tcp) or a switch connects (ptcp), UP
- * after FEATURES_REPLY, DOWN with the reason when a connection or an attempt
- * ends. Never from inside a call of the daemon. A batch in flight when the
- * connection drops may have been applied in part: read back once UP again.
+ * after FEATURES_REPLY (or ROLE_REPLY), DOWN with the reason when a
+ * connection or an attempt ends. Never from inside a call of the daemon. A
+ * batch in flight when the connection drops may have been applied in part:
+ * read back once UP again.
+ *
+ * Fencing (params->master_generation != 0). Several ofcd may reach one
+ * switch, but only the cluster's leader may change it. After FEATURES_REPLY
+ * the driver sends ROLE_REQUEST MASTER with the generation as generation_id
+ * and is UP only once the ROLE_REPLY grants MASTER, before any read-back or
+ * flow-mod. The switch keeps the highest generation it has granted and
+ * refuses an older one (OFPRRFC_STALE): the attempt ends DOWN with
+ * OF_FENCED_STALE and the driver keeps retrying with its backoff, in vain
+ * until the switch forgets (it restarts). Granting MASTER to another
+ * controller demotes this one to SLAVE: Open vSwitch says so with a
+ * ROLE_STATUS, and refuses a SLAVE's flow-mods (OFPBRC_IS_SLAVE). Either ends
+ * the connection as fenced: the operation in flight fails with -EPERM and a
+ * "fenced: ..." message, then DOWN is reported with it, and nothing more is
+ * sent on that connection. The switch enforces all of this, so a leader
+ * deposed without knowing it cannot change a flow once its successor is UP.
+ * It holds only among controllers that all ask for MASTER: a controller
+ * without a role (EQUAL, generation 0 here, ovs-ofctl) may still change flows.
+ * Generation 0 sends no ROLE_REQUEST at all, as before fencing existed.
  *
  * The process must ignore SIGPIPE: libevent writes with writev(), so writing
  * to a connection the switch has just closed would otherwise kill it.
@@ -78,11 +98,14 @@
 #define OF_KEEPALIVE_MISSES 3u
 #define OF_LISTEN_RETRY_MS  1000u
 
+#define OF_FENCED_STALE "fenced: the switch holds a newer master generation"
+
 enum of_state {
 	OF_IDLE = 0,   /* no connection: waiting to retry (tcp) or for a switch (ptcp) */
 	OF_CONNECTING, /* tcp connect in progress */
 	OF_HELLO,      /* HELLO sent, waiting for the switch's */
 	OF_FEATURES,   /* FEATURES_REQUEST sent */
+	OF_ROLE,       /* ROLE_REQUEST MASTER sent (fencing), waiting for the reply */
 	OF_UP,         /* ready for apply() and read() */
 };
 
@@ -108,6 +131,8 @@ struct of_unit {
 	struct event_base *base;
 	struct ocs_events ev;
 	uint32_t ports;
+	uint64_t generation;          /* master generation; 0: no role request */
+	uint32_t role_xid;            /* of the ROLE_REQUEST in flight */
 	bool passive;                 /* ptcp: the switch connects to us */
 	struct sockaddr_storage addr; /* tcp: the switch; ptcp: where to listen */
 	int addrlen;
@@ -485,6 +510,13 @@ static void handle_hello(struct of_unit *u, const struct of13_hdr *h, const uint
 	u->state = OF_FEATURES;
 }
 
+static void go_up(struct of_unit *u)
+{
+	u->state = OF_UP;
+	u->backoff_ms = OF_BACKOFF_MIN_MS;
+	report(u, OCS_CONN_UP, NULL);
+}
+
 static void handle_features(struct of_unit *u, const struct of13_hdr *h, const uint8_t *msg)
 {
 	struct of13_features f;
@@ -495,9 +527,59 @@ static void handle_features(struct of_unit *u, const struct of13_hdr *h, const u
 		drop(u, "malformed FEATURES_REPLY");
 		return;
 	}
-	u->state = OF_UP;
-	u->backoff_ms = OF_BACKOFF_MIN_MS;
-	report(u, OCS_CONN_UP, NULL);
+	if (u->generation) {
+		uint8_t req[OF13_ROLE_LEN];
+
+		u->role_xid = u->next_xid++;
+		of13_encode_role_request(req, sizeof(req), u->role_xid, OF13_ROLE_MASTER,
+		                         u->generation);
+		if (send_bytes(u, req, sizeof(req)) < 0) {
+			drop(u, "out of memory");
+			return;
+		}
+		u->state = OF_ROLE;
+		return;
+	}
+	go_up(u);
+}
+
+static void handle_role_reply(struct of_unit *u, const struct of13_hdr *h, const uint8_t *msg)
+{
+	uint32_t role;
+	uint64_t gen;
+	char reason[128];
+
+	if (u->state != OF_ROLE || h->xid != u->role_xid)
+		return;
+	if (of13_decode_role_reply(msg, h->length, &role, &gen) < 0) {
+		drop(u, "malformed ROLE_REPLY");
+		return;
+	}
+	if (role != OF13_ROLE_MASTER) {
+		snprintf(reason, sizeof(reason),
+		         "switch answered ROLE_REQUEST MASTER with role %u: not master", role);
+		drop(u, reason);
+		return;
+	}
+	go_up(u);
+}
+
+/*
+ * This connection is no longer master: the operation in flight fails with
+ * -EPERM, then the connection ends so that nothing more is sent on it. The
+ * caller holds enter().
+ */
+static void fence(struct of_unit *u, const char *why)
+{
+	char msg[sizeof(u->err)];
+
+	snprintf(msg, sizeof(msg), "fenced: %s (master generation %llu)", why,
+	         (unsigned long long)u->generation);
+	/* not UP any more: an apply() from inside the callback gets -ENOTCONN */
+	u->state = OF_IDLE;
+	fail_op(u, -EPERM, msg);
+	if (!u->closed)
+		drop(u, msg);
 }
 
 static bool xid_in_op(const struct of_unit *u, uint32_t xid)
@@ -545,10 +627,24 @@ static void handle_error(struct of_unit *u, const struct of13_hdr *h, const uint
 		drop(u, "malformed ERROR");
 		return;
 	}
+	if (u->state == OF_ROLE && e.type == OF13_ET_ROLE_REQUEST_FAILED &&
+	    e.code == OF13_RRFC_STALE) {
+		snprintf(reason, sizeof(reason), "%s than %llu", OF_FENCED_STALE,
+		         (unsigned long long)u->generation);
+		drop(u, reason);
+		return;
+	}
 	if (u->state != OF_UP) {
-		snprintf(reason, sizeof(reason), "switch refused the handshake: %s",
+		snprintf(reason, sizeof(reason), "switch refused the %s: %s",
+		         u->state == OF_ROLE ? "role request MASTER" : "handshake",
 		         of13_error_str(e.type, e.code, ename, sizeof(ename)));
 		drop(u, reason);
+		return;
+	}
+	/* whatever it answers: a SLAVE's changes are all refused (without a role, never SLAVE) */
+	if (u->generation && e.type == OF13_ET_BAD_REQUEST && e.code == OF13_BRC_IS_SLAVE) {
+		fence(u, "the switch refused a change, this controller is no longer master "
+		         "(OFPBRC_IS_SLAVE)");
 		return;
 	}
 	if (!xid_in_op(u, h->xid))
@@ -725,6 +821,34 @@ static void handle_port_status(struct of_unit *u, const struct of13_hdr *h, cons
 	u->ev.port_state(u->ev.arg, ps.port_no, up);
 }
 
+static void handle_experimenter(struct of_unit *u, const struct of13_hdr *h, const uint8_t *msg)
+{
+	struct of13_role_status rs;
+	char why[160];
+	int r;
+
+	/* without a generation we asked for no role: experimenter messages stay ignored */
+	if (!u->generation)
+		return;
+	r = of13_decode_role_status(msg, h->length, &rs);
+	if (r == -ENOMSG)
+		return;
+	if (r < 0) {
+		drop(u, "malformed ROLE_STATUS");
+		return;
+	}
+	if (rs.role == OF13_ROLE_MASTER || u->state != OF_UP)
+		return;
+	snprintf(why, sizeof(why),
+	         "the switch demoted this controller to %s (another became master with "
+	         "generation %llu)",
+	         rs.role == OF13_ROLE_SLAVE   ? "SLAVE"
+	         : rs.role == OF13_ROLE_EQUAL ? "EQUAL"
+	                                      : "?",
+	         (unsigned long long)rs.generation_id);
+	fence(u, why);
+}
+
 /* Handles one whole message; the caller holds enter(). */
 static void handle_msg(struct of_unit *u, const struct of13_hdr *h, const uint8_t *msg)
 {
@@ -771,6 +895,12 @@ static void handle_msg(struct of_unit *u, const struct of13_hdr *h, const uint8_
 		break;
 	case OF13_T_PORT_STATUS:
 		handle_port_status(u, h, msg);
+		break;
+	case OF13_T_ROLE_REPLY:
+		handle_role_reply(u, h, msg);
+		break;
+	case OF13_T_EXPERIMENTER:
+		handle_experimenter(u, h, msg);
 		break;
 	default:
 		/* ECHO_REPLY only proves liveness; PACKET_IN, FLOW_REMOVED etc. do not concern us
@@ -958,6 +1088,7 @@ static int of_open(struct event_base *base, const struct ocs_open_params *params
 	if (ev)
 		u->ev = *ev;
 	u->ports = params->ports;
+	u->generation = params->master_generation;
 	u->backoff_ms = OF_BACKOFF_MIN_MS;
 	u->next_xid = 1;
 	format_addr((struct sockaddr *)&u->addr, u->addr_str, sizeof(u->addr_str));

@@ -36,6 +36,9 @@
  *                   circuits themselves survive, as the light paths of a real
  *                   unit survive a lost controller session.
  * The connection first comes UP on the loop iteration after open().
+ *
+ * open()'s master_generation is ignored: the simulated unit lives inside one
+ * daemon, so no other controller can reach it and there is nobody to fence.
  */
 #include "ocs_driver.h"
 

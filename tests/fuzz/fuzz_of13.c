@@ -46,6 +46,9 @@ static void decode_all(const uint8_t *msg, size_t len)
 	struct of13_error e;
 	struct of13_port_status ps;
 	struct of13_multipart mp;
+	struct of13_role_status rs;
+	uint32_t role;
+	uint64_t generation;
 	char buf[96], tiny[8];
 
 	if (of13_decode_header(msg, len, &h) < 0)
@@ -57,6 +60,8 @@ static void decode_all(const uint8_t *msg, size_t len)
 		of13_error_str(e.type, e.code, buf, sizeof(buf));
 		of13_error_str(e.type, e.code, tiny, sizeof(tiny));
 	}
+	of13_decode_role_reply(msg, len, &role, &generation);
+	of13_decode_role_status(msg, len, &rs);
 	if (of13_decode_port_status(msg, len, &ps) == 0)
 		check(strlen(ps.name) <= 16, "port name unterminated");
 	if (of13_decode_multipart_reply(msg, len, &mp) == 0) {

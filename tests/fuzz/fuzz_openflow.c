@@ -16,9 +16,14 @@
  *            little-endian; the last one runs to the end), and the harness
  *            writes that size into the message's OpenFlow length field, so
  *            that a mutation inside a message (another flow entry in a
- *            reply) keeps the framing right instead of only breaking it.
- * xids are deterministic (HELLO 1, FEATURES_REQUEST 2, then one per message
- * of each operation), so replies in the corpus find their request.
+ *            reply) keeps the framing right instead of only breaking it;
+ *   bit 6    fencing: the driver is opened with master generation 5, and
+ *            with bit 0 the harness's handshake ends with a ROLE_REPLY
+ *            granting MASTER, so that ROLE_STATUS and errors of a fenced
+ *            master reach a driver that is UP.
+ * xids are deterministic (HELLO 1, FEATURES_REQUEST 2, with bit 6
+ * ROLE_REQUEST 3, then one per message of each operation), so replies in the
+ * corpus find their request.
  *
  * At the end the switch closes its side; the driver must report DOWN. What
  * the driver promises in ocs_driver.h is checked on the way: one completion
@@ -56,6 +61,11 @@ static const uint8_t handshake[] = {
 	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01,	/* datapath_id */
 	0x00, 0x00, 0x00, 0x00, 0xfe, 0x00, 0x00, 0x00,	/* n_buffers, n_tables, aux id */
 	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,	/* capabilities, reserved */
+};
+static const uint8_t role_reply[] = {
+	0x04, 0x19, 0x00, 0x18, 0x00, 0x00, 0x00, 0x03,	/* ROLE_REPLY, 24 bytes, xid 3 */
+	0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x00,	/* MASTER */
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x05,	/* generation_id 5 */
 };
 /* clang-format on */
 
@@ -256,6 +266,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 2)
 		return 0;
 	r.flags = data[0];
+	params.master_generation = r.flags & 0x40 ? 5 : 0;
 	chunk = data[1] ? data[1] : size;
 	data += 2;
 	size -= 2;
@@ -276,6 +287,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check(fd >= 0, "the driver did not connect");
 	if (r.flags & 1)
 		send_all(fd, handshake, sizeof(handshake), &r);
+	if ((r.flags & 0x41) == 0x41)
+		send_all(fd, role_reply, sizeof(role_reply), &r);
 	while (size && !r.down) {
 		size_t n = size < chunk ? size : chunk;
 		send_all(fd, data, n, &r);

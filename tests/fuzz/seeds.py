@@ -117,6 +117,7 @@ def openflow_seeds():
     v = c_arrays(source("tests/unit/test_of13.c"))
     up, read, apply_mixed, apply_adds, then_read = 1, 1 << 1, 2 << 1, 3 << 1, 1 << 3
     frame = 1 << 5
+    fenced = 1 << 6
     foreign = [flow_entry(9, [0xFFFFFFFD], cookie=0, table=2, priority=0),
                flow_entry(11, [12, 13], cookie=0), flow_entry(20, [21], other_match=True)]
     seeds = [
@@ -148,6 +149,19 @@ def openflow_seeds():
                                                flow_reply(3, [flow_entry(4, [5])])),
         bytes([up | apply_mixed | then_read | frame, 0]) + framed(
             of_msg(1, 5, struct.pack("!HH", 5, 1)), of_msg(21, 12), flow_reply(13, circuit(3, 4))),
+        # fencing (master generation 5): demoted by a ROLE_STATUS in the middle of a batch,
+        bytes([up | apply_adds | then_read | fenced, 0]) + v["role_status"],
+        # a SLAVE's flow mod refused (OFPBRC_IS_SLAVE), and a read refused the same way
+        bytes([up | apply_mixed | fenced, 0]) + of_msg(1, 4, struct.pack("!HH", 1, 10)),
+        bytes([up | read | fenced, 0]) + of_msg(1, 4, struct.pack("!HH", 1, 10)),
+        # a stale generation refused at connect, and a ROLE_REPLY granting SLAVE
+        bytes([read | fenced, 0]) + v["hello"] + v["features_reply"]
+        + of_msg(1, 3, struct.pack("!HH", 11, 0)),
+        bytes([read | fenced, 0]) + v["hello"] + v["features_reply"]
+        + of_msg(25, 3, struct.pack("!I4xQ", 3, 6)),
+        # granted MASTER from the input, then a read-back
+        bytes([read | fenced, 0]) + v["hello"] + v["features_reply"]
+        + of_msg(25, 3, struct.pack("!I4xQ", 2, 5)) + flow_reply(4, circuit(3, 7)),
     ]
     return seeds
 

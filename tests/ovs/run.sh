@@ -2,7 +2,7 @@
 # The openflow driver against a real Open vSwitch.
 #
 # Starts ovsdb-server and ovs-vswitchd in a temp dir (their own rundir, db and
-# logs; nothing of a system OVS is touched), makes four bridges with the
+# logs; nothing of a system OVS is touched), makes five bridges with the
 # userspace datapath, fail_mode=secure (never forwards on its own) and
 # OpenFlow 1.3 only, builds tests/ovs/ovs_driver_check.c with cc and runs it
 # (see its header for the scenario), then stops what it started by pid and
@@ -40,12 +40,14 @@ BR_PTCP="${N}a"  # ofcd listens, OVS connects
 BR_TCP="${N}b"   # OVS listens, ofcd connects
 BR_BENCH="${N}c" # ofcd pushes 4032 flows
 BR_OFCTL="${N}d" # ovs-ofctl --bundle pushes the same flows
+BR_FENCE="${N}e" # OVS listens, several ofcd connect with master generations
 VETH="${N}v5"    # OVS port 5 of BR_PTCP ...
 PEER="${N}w5"    # ... and its veth peer, whose link state the check toggles
 P=$((20000 + ($$ % 10000) * 4))
 PORT_PTCP=$P
 PORT_TCP=$((P + 1))
 PORT_BENCH=$((P + 2))
+PORT_FENCE=$((P + 3))
 CHECK_PID=
 
 # Waits up to 5 s for a pid to end (a zombie counts as ended).
@@ -76,7 +78,7 @@ cleanup() {
 	stop_pidfile "$T/ovs-vswitchd.pid"
 	stop_pidfile "$T/ovsdb-server.pid"
 	# the userspace datapath leaves its tap devices behind
-	for dev in "$BR_PTCP" "$BR_TCP" "$BR_BENCH" "$BR_OFCTL" \
+	for dev in "$BR_PTCP" "$BR_TCP" "$BR_BENCH" "$BR_OFCTL" "$BR_FENCE" \
 		"${BR_PTCP}1" "${BR_PTCP}2" "${BR_PTCP}3" "${BR_PTCP}4" \
 		"${BR_PTCP}6" "${BR_PTCP}7" "${BR_PTCP}8" "$VETH"; do
 		ip link del "$dev" 2>/dev/null || true
@@ -134,6 +136,7 @@ add_bridge "$BR_PTCP" "tcp:127.0.0.1:$PORT_PTCP"
 add_bridge "$BR_TCP" "ptcp:$PORT_TCP:127.0.0.1"
 add_bridge "$BR_BENCH" "ptcp:$PORT_BENCH:127.0.0.1"
 add_bridge "$BR_OFCTL"
+add_bridge "$BR_FENCE" "ptcp:$PORT_FENCE:127.0.0.1"
 
 # OCS ports 1-4 and 6-8 of BR_PTCP are internal ports, 5 a veth with its peer down
 for n in 1 2 3 4 6 7 8; do
@@ -153,7 +156,8 @@ cc -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototy
 	--ptcp-bridge "$BR_PTCP" --ptcp-port "$PORT_PTCP" \
 	--tcp-bridge "$BR_TCP" --tcp-port "$PORT_TCP" \
 	--bench-bridge "$BR_BENCH" --bench-port "$PORT_BENCH" \
-	--ofctl-bridge "$BR_OFCTL" --veth-peer "$PEER" \
+	--ofctl-bridge "$BR_OFCTL" --fence-bridge "$BR_FENCE" --fence-port "$PORT_FENCE" \
+	--veth-peer "$PEER" \
 	--vswitchd "sh $T/vswitchd.sh" --workdir "$T" &
 CHECK_PID=$!
 wait "$CHECK_PID"

@@ -467,6 +467,54 @@ static void test_role(void **state)
 	assert_int_equal(of13_decode_role_reply(reply, sizeof(reply), &role, &gen), -EBADMSG);
 }
 
+/*
+ * What a fenced controller hears: ROLE_STATUS (ONF extension 1911 in 1.3, as
+ * Open vSwitch sends it to a demoted master), and the errors' numbers.
+ */
+static void test_role_status(void **state)
+{
+	(void)state;
+	static const uint8_t role_status[] = {
+		0x04, 0x04, 0x00, 0x20, 0x00, 0x00, 0x00, 0x00, /* EXPERIMENTER, 32 bytes */
+		0x4f, 0x4e, 0x46, 0x00, 0x00, 0x00, 0x07, 0x77, /* ONF, exp_type 1911 */
+		0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00, 0x00, /* SLAVE, MASTER_REQUEST, pad */
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x06, /* generation_id 6 */
+	};
+	uint8_t buf[OF13_ROLE_STATUS_LEN];
+	struct of13_role_status rs;
+	char name[96];
+
+	assert_int_equal(sizeof(role_status), OF13_ROLE_STATUS_LEN);
+	assert_int_equal(of13_decode_role_status(role_status, sizeof(role_status), &rs), 0);
+	assert_int_equal(rs.role, OF13_ROLE_SLAVE);
+	assert_int_equal(rs.reason, OF13_CRR_MASTER_REQUEST);
+	assert_true(rs.generation_id == 6);
+	/* another experimenter's message, or another ONF one: not ours to judge */
+	memcpy(buf, role_status, sizeof(buf));
+	buf[11] = 0x01;
+	assert_int_equal(of13_decode_role_status(buf, sizeof(buf), &rs), -ENOMSG);
+	memcpy(buf, role_status, sizeof(buf));
+	buf[15] = 0x78;
+	assert_int_equal(of13_decode_role_status(buf, sizeof(buf), &rs), -ENOMSG);
+	/* ours but cut short, or longer than the bytes given */
+	memcpy(buf, role_status, sizeof(buf));
+	buf[3] = 24;
+	assert_int_equal(of13_decode_role_status(buf, sizeof(buf), &rs), -EBADMSG);
+	assert_int_equal(of13_decode_role_status(role_status, sizeof(role_status) - 1, &rs),
+	                 -EBADMSG);
+	assert_int_equal(of13_decode_role_status(role_status, 12, &rs), -EBADMSG);
+
+	assert_string_equal(
+	    of13_error_str(OF13_ET_ROLE_REQUEST_FAILED, OF13_RRFC_STALE, name, sizeof(name)),
+	    "OFPET_ROLE_REQUEST_FAILED(11)/OFPRRFC_STALE(0)");
+	assert_string_equal(
+	    of13_error_str(OF13_ET_BAD_REQUEST, OF13_BRC_IS_SLAVE, name, sizeof(name)),
+	    "OFPET_BAD_REQUEST(1)/OFPBRC_IS_SLAVE(10)");
+	assert_string_equal(
+	    of13_error_str(OF13_ET_ROLE_REQUEST_FAILED, OF13_RRFC_BAD_ROLE, name, sizeof(name)),
+	    "OFPET_ROLE_REQUEST_FAILED(11)/OFPRRFC_BAD_ROLE(2)");
+}
+
 static void test_header_malformed(void **state)
 {
 	static const uint8_t short_len[] = { 0x04, 0x02, 0x00, 0x07, 0x00, 0x00, 0x00, 0x01 };
@@ -494,6 +542,7 @@ int main(void)
 		cmocka_unit_test(test_features_and_hello),
 		cmocka_unit_test(test_header_malformed),
 		cmocka_unit_test(test_role),
+		cmocka_unit_test(test_role_status),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
