@@ -291,7 +291,10 @@ static void unit_free(struct unit *u, bool shutdown)
 static void unit_open(struct reconciler *r, struct unit *u)
 {
 	char err[256];
-	struct ocs_open_params p = { .name = u->name, .endpoint = u->endpoint, .ports = u->ports };
+	struct ocs_open_params p = { .name = u->name,
+		                     .endpoint = u->endpoint,
+		                     .ports = u->ports,
+		                     .master_generation = (uint64_t)r->d.master_generation };
 	struct ocs_events ev = { .conn_state = on_conn_state,
 		                 .port_state = on_port_state,
 		                 .arg = u };
