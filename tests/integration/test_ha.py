@@ -62,7 +62,8 @@ def test_cluster_section_checked(tmp_path):
 
 def test_standalone_cluster_view(daemon):
     assert daemon.get("/v1/cluster").json() == {
-        "self": None, "role": "standalone", "leader": None, "members": [], "revision": 0,
+        "self": None, "role": "standalone", "leader": None, "generation": 0, "members": [],
+        "revision": 0,
         "applied_revision": 0, "etcd_reachable": False}
 
 
