@@ -44,6 +44,7 @@ struct cluster {
 	int64_t revision;
 	struct etcd_watch *watch;
 	struct event *tick;
+	struct timespec hold_until; /* cluster_step_down(): no campaign before this */
 	void (*resigned)(void *arg); /* cluster_resign()'s done */
 	void *resigned_arg;
 };
@@ -170,6 +171,26 @@ void cluster_resign(struct cluster *c, void (*done)(void *arg), void *arg)
 		revoke(c);
 }
 
+static void ignore_reply(int rc, const struct etcd_result *res, void *arg)
+{
+	(void)rc;
+	(void)res;
+	(void)arg; /* the key goes with the lease anyway if this did not get through */
+}
+
+void cluster_step_down(struct cluster *c, unsigned hold_s)
+{
+	if (c->role != CLUSTER_LEADER)
+		return;
+	int64_t generation = c->generation;
+	clock_gettime(CLOCK_MONOTONIC, &c->hold_until);
+	c->hold_until.tv_sec += hold_s;
+	restart(c, PH_CAMPAIGN, "it cannot lead");
+	/* Guarded: the key goes only if it is still the one this member created. */
+	etcd_call(c->etcd, "/v3/kv/txn", etcd_req_delete_guarded(c->key, generation), ignore_reply,
+	          NULL);
+}
+
 static void on_vote(int rc, const struct etcd_result *res, void *arg)
 {
 	struct cluster *c = arg;
@@ -254,6 +275,8 @@ static void step(struct cluster *c)
 			c->phase = PH_GRANT;
 		break;
 	case PH_CAMPAIGN:
+		if (since(&c->hold_until) < 0)
+			break; /* stepped down: the next tick campaigns again */
 		v = json_pack("{s:s, s:s}", "name", c->name, "advertise", c->advertise);
 		body = v ? json_dumps(v, JSON_COMPACT) : NULL;
 		json_decref(v);

@@ -57,6 +57,14 @@ int cluster_start(struct event_base *base, const struct ofcd_config *cfg, cluste
 void cluster_resign(struct cluster *c, void (*done)(void *arg), void *arg);
 
 /**
+ * A leader that cannot lead (its store cannot catch up with the log) hands
+ * the leadership over: it becomes a follower at once (the role callback
+ * runs), deletes its leader key and does not campaign for hold_s seconds, so
+ * that another member wins. No-op on a follower.
+ */
+void cluster_step_down(struct cluster *c, unsigned hold_s);
+
+/**
  * Stops: no callback afterwards. The leader key is left to its lease, which
  * lapses within lease_ttl. NULL is a no-op.
  */

@@ -139,6 +139,13 @@ static void on_caught_up(void *arg, int rc)
 	if (rc == -ESTALE || rc == -EPROTO) {
 		replica_free(h->replica);
 		h->replica = NULL;
+		if (h->state == HA_CATCHING_UP) {
+			/* Its store cannot become the log's: a member whose can should lead. */
+			log_warn("cluster", "%s cannot catch up with the log: it hands the leadership over",
+			         h->name);
+			cluster_step_down(h->cluster, 3 * h->ttl_s); /* the role callback follows */
+			return;
+		}
 		resync(h);
 		return;
 	}

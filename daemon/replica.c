@@ -27,6 +27,12 @@ struct replica {
 static int apply(struct replica *r, const struct etcd_kv *kvs, size_t n)
 {
 	for (size_t i = 0; i < n && !r->diverged; i++) {
+		if (!kvs[i].deleted && strcmp(kvs[i].key, r->floor_key) == 0 &&
+		    strtoll((const char *)kvs[i].value, NULL, 10) > r->applied) {
+			log_warn("replica", "the log now starts after revision %lld, this store's",
+			         (long long)r->applied);
+			return -ESTALE;
+		}
 		/* A trim deletes entries: this replica has them already. */
 		if (kvs[i].deleted || kvs[i].mod_revision <= r->applied ||
 		    strncmp(kvs[i].key, r->log_prefix, strlen(r->log_prefix)) != 0)
@@ -70,8 +76,9 @@ static void on_event(int rc, const struct etcd_result *res, void *arg)
 		stop(r, rc < 0 ? rc : -EHOSTUNREACH);
 		return;
 	}
-	if (apply(r, res->kvs, res->nkvs) < 0)
-		stop(r, -EPROTO);
+	rc = apply(r, res->kvs, res->nkvs);
+	if (rc < 0)
+		stop(r, rc);
 }
 
 static void on_range(int rc, const struct etcd_result *res, void *arg)
@@ -96,10 +103,16 @@ static void on_range(int rc, const struct etcd_result *res, void *arg)
 		rc = -ESTALE;
 	} else {
 		rc = apply(r, res->kvs, res->nkvs);
-		/* From the revision the range saw, so that no append slips between. */
+		/*
+		 * From the revision the read saw, so that no append slips between; the
+		 * prefix without its slash covers the floor too.
+		 */
+		char watched[160];
+		snprintf(watched, sizeof(watched), "%.*s", (int)strlen(r->log_prefix) - 1,
+		         r->log_prefix);
 		if (rc == 0 && r->follow &&
-		    etcd_watch(r->etcd, etcd_req_watch(r->log_prefix, true, res->revision + 1),
-		               on_event, r, &r->watch) < 0)
+		    etcd_watch(r->etcd, etcd_req_watch(watched, true, res->revision + 1), on_event, r,
+		               &r->watch) < 0)
 			rc = -ENOMEM;
 	}
 	if (r->cbs.caught_up)

@@ -201,15 +201,25 @@ def test_kill_leader_during_burst_loses_nothing(cluster):
     wait_for(lambda: "after" in names(leader))
 
 
-def test_etcd_member_lost_changes_nothing(cluster, etcd):
-    leader = wait_leader(cluster)
-    assert leader.put("/v1/topology", topology(8)).status_code == 200
-    etcd.kill(0)  # the endpoint every member tries first
-    assert leader.post("/v1/fabrics?wait=10", {"name": "a", "servers": ["s0", "s1"]}).status_code == 201
-    time.sleep(2.5)  # more than two lease TTLs: renewals go to the other members
-    assert wait_leader(cluster) is leader
-    for m in cluster:
-        wait_for(lambda: names(m) == ["a"])
+def test_etcd_member_lost_changes_nothing(tmp_path, etcd):
+    # A lease of 2 s outlasts the election etcd holds when the member lost was its leader.
+    members = make_members(tmp_path, etcd, ttl=2)
+    try:
+        for m in members:
+            m.start()
+        leader = wait_leader(members)
+        assert leader.put("/v1/topology", topology(8)).status_code == 200
+        etcd.kill(0)  # the endpoint every member tries first
+        r = leader.post("/v1/fabrics?wait=10", {"name": "a", "servers": ["s0", "s1"]})
+        assert r.status_code == 201, r.text
+        time.sleep(3)  # more than a lease TTL: renewals go to the other members
+        assert wait_leader(members) is leader
+        assert leader.cluster()["etcd_reachable"] is True
+        for m in members:
+            wait_for(lambda: names(m) == ["a"])
+    finally:
+        for m in members:
+            m.stop(sig=9)
 
 
 def test_quorum_lost_refuses_writes_and_serves_reads(cluster, etcd):
