@@ -6,6 +6,7 @@ acknowledged lost; without an etcd quorum writes are refused and reads go on.
 """
 import json
 import os
+import subprocess
 import threading
 import time
 
@@ -14,6 +15,8 @@ import requests
 
 from conftest import Daemon, error_of
 from ha_lab import Etcd, Member, make_members, wait_for, wait_leader, ETCD_BIN
+
+OFCCTL_BIN = os.environ.get("OFCCTL_BIN", os.path.join(os.path.dirname(__file__), "../../build/ofcctl"))
 
 pytestmark = pytest.mark.skipif(not os.access(ETCD_BIN, os.X_OK), reason="etcd not installed")
 
@@ -98,6 +101,13 @@ def test_one_leader_and_writes_through_a_follower(cluster):
     wait_for(converged, timeout=10)
     roles = sorted(m["role"] for m in leader.cluster()["members"])
     assert roles == ["follower", "follower", "leader"]
+    # ofcctl sent to a follower follows the redirect, body and all.
+    p = subprocess.run([OFCCTL_BIN, "--url", f.url(""), "fabric", "create", "job2", "s[4-5]",
+                        "--wait", "10"], capture_output=True, text=True, timeout=30,
+                       env={**os.environ, "HOME": str(f.dir)})
+    assert p.returncode == 0, p.stderr
+    assert "applied" in p.stdout
+    assert leader.delete("/v1/fabrics/job2?wait=10").status_code == 200
     # A refusal on the leader changes nothing anywhere.
     r = f.post("/v1/fabrics", {"name": "job", "servers": ["s2", "s3"]})
     assert r.status_code == 409
