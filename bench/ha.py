@@ -17,9 +17,11 @@ timeout, so with these settings a lease of 1 s is granted as asked) and three of
    p50 and p99 of the create, and sequential throughput (BURST creates back to back, timed).
    The same with 50 ms of quiet before each request (the reconciler's state updates, which
    are appended too, are then done before the next write arrives, so it waits for no other
-   append: one txn in etcd's hands at a time). Also printed, to explain the difference: etcd's WAL fsync time (its /metrics), etcd
-   revisions per create+delete, a bare etcd put through the JSON gateway, and an fsync on the
-   disk the stores are on.
+   append: one txn in etcd's hands at a time), and with the two followers' ofcd paused
+   (SIGSTOP), so that they do not apply the log beside the leader on this machine's two
+   cores. Also printed, to explain the difference: etcd's WAL fsync time (its /metrics), etcd
+   revisions per create+delete, a bare etcd put and a guarded txn like an append through the
+   JSON gateway, and an fsync on the disk the stores are on.
 
 Usage: python3 bench/ha.py BUILD_DIR   (build/ofcd must exist)
 """
@@ -205,8 +207,23 @@ def etcd_put_ms(etcd, n=200):
         t0 = time.perf_counter()
         c.call("POST", "/v3/kv/put", {"key": Etcd.b64("/bench/put"), "value": Etcd.b64(str(i))})
         lat.append(time.perf_counter() - t0)
+    # A txn like a leader's append: guarded by the create revision of a key, putting ~1.2 KB.
+    _, text = c.call("POST", "/v3/kv/put", {"key": Etcd.b64("/bench/leader"),
+                                           "value": Etcd.b64("x")})
+    rev = json.loads(text)["header"]["revision"]
+    txn = []
+    for i in range(n):
+        body = {"compare": [{"key": Etcd.b64("/bench/leader"), "target": "CREATE",
+                             "result": "EQUAL", "create_revision": rev}],
+                "success": [{"request_put": {"key": Etcd.b64(f"/bench/log/{i:08d}"),
+                                             "value": Etcd.b64("x" * 1200)}}]}
+        t0 = time.perf_counter()
+        _, text = c.call("POST", "/v3/kv/txn", body)
+        txn.append(time.perf_counter() - t0)
+        assert json.loads(text).get("succeeded"), text
     c.close()
-    return statistics.median(lat) * 1e3, percentile(lat, 99) * 1e3
+    return (statistics.median(lat) * 1e3, percentile(lat, 99) * 1e3,
+            statistics.median(txn) * 1e3, percentile(txn, 99) * 1e3)
 
 
 def fsync_cost_ms(parent, n=50):
@@ -285,7 +302,19 @@ def write_cost(etcd, root):
         n_pairs = BLOCKS * PAIRS
         fsyncs = ms1[wal[1]] - ms0[wal[1]]
         fsync_ms = (ms1[wal[0]] - ms0[wal[0]]) / fsyncs * 1e3 if fsyncs else 0.0
+        # The same creates with the followers' ofcd paused (SIGSTOP): etcd still replicates to
+        # its three members, but no follower applies the log beside the leader on this machine.
+        paused = []
+        followers = [m for m in members if m is not leader]
+        for m in followers:
+            m.proc.send_signal(signal.SIGSTOP)
+        try:
+            pairs(clients["cluster"], "paused", 2 * PAIRS, paused)
+        finally:
+            for m in followers:
+                m.proc.send_signal(signal.SIGCONT)
         return lat, tput, idle, {
+            "paused_p50": statistics.median(paused) * 1e3,
             "etcd_rev_per_pair": rev_pairs / n_pairs,
             "etcd_wal_fsyncs_per_pair": fsyncs / n_pairs,
             "etcd_wal_fsync_ms": fsync_ms,
@@ -306,8 +335,9 @@ def main():
     etcd = Etcd()
     try:
         etcd.start()
-        put50, put99 = etcd_put_ms(etcd)
-        print(f"etcd_put_json_gateway: p50 {put50:.2f} ms, p99 {put99:.2f} ms "
+        put50, put99, txn50, txn99 = etcd_put_ms(etcd)
+        print(f"etcd_put_json_gateway: p50 {put50:.2f} ms, p99 {put99:.2f} ms; a guarded txn "
+              f"putting 1.2 KB (like an append): p50 {txn50:.2f} ms, p99 {txn99:.2f} ms "
               "(one keep-alive connection, 3 members on loopback)")
         print(f"fsync_cost_disk: {fsync_cost_ms(str(root)):.2f} ms (4 KiB write + fdatasync in the "
               "stores' directory)")
@@ -326,6 +356,8 @@ def main():
               "of quiet before each create and delete: nothing else queued for etcd)")
         print(f"fabric_create_ratio: cluster p50 / single p50 = {p50['cluster'] / p50['single']:.2f} "
               "(target <= 3)")
+        print(f"fabric_create_cluster_followers_paused: p50 {x['paused_p50']:.2f} ms "
+              f"({2 * PAIRS} creates, the two followers' ofcd stopped with SIGSTOP; etcd unchanged)")
         print(f"etcd_per_create_delete: {x['etcd_rev_per_pair']:.1f} revisions, "
               f"{x['etcd_wal_fsyncs_per_pair']:.1f} WAL fsyncs over the 3 members, "
               f"{x['etcd_wal_fsync_ms']:.2f} ms per WAL fsync (mean)")
