@@ -19,5 +19,7 @@ for py in bench/rest_*.py; do
 	echo "== REST: $py"
 	/usr/bin/python3 "$py" "$B"
 done
+echo "== HA: failover after kill -9 of the leader (lease_ttl 1, 2); fabric create, cluster vs single node"
+/usr/bin/python3 bench/ha.py "$B"
 echo "== crash loops: ofcd and ofcd-agent killed with SIGKILL, 200 times each"
 /usr/bin/python3 bench/crashloop.py "$B"
