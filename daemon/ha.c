@@ -71,6 +71,9 @@ struct ha {
 	struct append *pending_tail;
 	bool sending; /* the head was sent (or waits to be sent again) and has no answer yet */
 	struct event *retry_append;
+	void *states; /* fabric-state changes waiting to go to the log, merged into one */
+	size_t states_len;
+	struct event *states_timer;
 
 	struct logged *logged; /* this leadership's entries in the log, oldest first */
 	size_t nlogged, logged_cap;
@@ -321,14 +324,55 @@ static int api_append(void *arg, const void *data, size_t len, api_append_done d
 	return enqueue(arg, data, len, done, done_arg, &a);
 }
 
+/*
+ * Fabric states are the followers' view only (a new leader derives them
+ * again): they go to the log merged, at most every STATES_DELAY_MS, behind
+ * the writes that came meanwhile rather than ahead of them. A follower may
+ * show a state a little late.
+ */
+#define STATES_DELAY_MS 20
+
+static void on_states_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct ha *h = arg;
+	struct append *a;
+	(void)fd;
+	(void)what;
+	void *cs = h->states;
+	h->states = NULL;
+	if (!cs)
+		return;
+	if (enqueue(h, cs, h->states_len, NULL, NULL, &a) < 0)
+		free(cs); /* best effort: the next states carry the news */
+	else
+		a->owned = cs;
+}
+
 void ha_replicate_states(struct ha *h, void *changeset, size_t len)
 {
-	struct append *a;
-	/* Best effort: a follower that misses one takes the next, and a new leader derives them. */
-	if (enqueue(h, changeset, len, NULL, NULL, &a) < 0)
+	if (h->state != HA_LEADING) {
 		free(changeset);
-	else
-		a->owned = changeset;
+		return;
+	}
+	if (h->states) {
+		void *both = NULL;
+		size_t both_len = 0;
+		if (store_changes_combine(h->states, h->states_len, changeset, len, &both,
+		                          &both_len) < 0) {
+			free(changeset);
+			return; /* the pending ones still go */
+		}
+		free(h->states);
+		free(changeset);
+		changeset = both;
+		len = both_len;
+	}
+	h->states = changeset;
+	h->states_len = len;
+	if (!evtimer_pending(h->states_timer, NULL)) {
+		struct timeval tv = { 0, STATES_DELAY_MS * 1000 };
+		evtimer_add(h->states_timer, &tv);
+	}
 }
 
 static enum api_write_gate api_gate(void *arg, char *leader, size_t len)
@@ -352,6 +396,8 @@ static void stop_leading(struct ha *h)
 	bool led = h->state == HA_LEADING;
 	forget_logged(h, h->nlogged); /* a later leadership trims its own */
 	h->trimming = 0;
+	free(h->states);
+	h->states = NULL;
 	h->state = HA_FOLLOWING;
 	h->generation = 0;
 	replica_free(h->replica);
@@ -622,8 +668,10 @@ int ha_start(const struct ha_deps *deps, struct ha **out)
 	h->members = json_array();
 	h->retry = evtimer_new(deps->base, on_retry, h);
 	h->retry_append = evtimer_new(deps->base, on_retry_append, h);
+	h->states_timer = evtimer_new(deps->base, on_states_timer, h);
 	h->tick = event_new(deps->base, -1, EV_PERSIST, on_tick, h);
-	int rc = h->members && h->retry && h->retry_append && h->tick ? 0 : -ENOMEM;
+	int rc = h->members && h->retry && h->retry_append && h->states_timer && h->tick ? 0
+	                                                                                : -ENOMEM;
 	if (rc == 0)
 		rc = cluster_start(deps->base, cfg, on_role, h, &h->cluster);
 	if (rc == 0) {
@@ -680,6 +728,9 @@ void ha_free(struct ha *h)
 		event_free(h->retry);
 	if (h->retry_append)
 		event_free(h->retry_append);
+	if (h->states_timer)
+		event_free(h->states_timer);
+	free(h->states);
 	if (h->tick)
 		event_free(h->tick);
 	json_decref(h->members);

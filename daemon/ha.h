@@ -66,9 +66,10 @@ void ha_free(struct ha *h);
 const struct api_cluster *ha_api(struct ha *h);
 
 /**
- * Appends a change of fabric states the leader's reconciler committed
- * (changeset malloc'd, taken) to the log after the entries before it, so
- * followers show the states too. Dropped when this member does not lead.
+ * Sends a change of fabric states the leader's reconciler committed
+ * (changeset malloc'd, taken) to the log, so that followers show the states
+ * too: merged with the others of the next 20 ms and appended behind the
+ * writes of that time. Dropped when this member does not lead.
  */
 void ha_replicate_states(struct ha *h, void *changeset, size_t len);
 

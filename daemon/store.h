@@ -35,7 +35,9 @@ int store_begin(struct store *s);
  * reconciler's operations, fabric states, read-back copies): its COMMIT skips
  * the fsync (synchronous=NORMAL for this transaction only; WAL keeps the file
  * consistent, a power cut may lose the last such commits). Acknowledged user
- * changes always use store_begin().
+ * changes use store_begin(), except a cluster member's application of the
+ * replicated log: etcd holds those durably, and the log is replayed from the
+ * applied revision the same commit records (store_changes.h).
  */
 int store_begin_relaxed(struct store *s);
 

@@ -139,7 +139,8 @@ int store_apply_changes(struct store *s, const void *data, size_t len, int64_t r
 {
 	if (store_in_txn(s))
 		return -EBUSY;
-	int rc = store_begin(s);
+	/* Durable in etcd already; a power cut takes the applied revision back with it. */
+	int rc = store_begin_relaxed(s);
 	if (rc < 0)
 		return rc;
 	if (set_applying(s, true, 0) < 0) {
@@ -289,4 +290,30 @@ int store_restore(struct store *s, const void *data, size_t len)
 	       : rc == SQLITE_NOMEM       ? -ENOMEM
 	       : rc == SQLITE_CORRUPT || rc == SQLITE_MISMATCH || rc == SQLITE_NOTADB ? -EPROTO
 	                                  : -EIO;
+}
+
+int store_changes_combine(const void *a, size_t alen, const void *b, size_t blen, void **out,
+                          size_t *len)
+{
+	sqlite3_changegroup *g = NULL;
+	int n = 0;
+	void *p = NULL;
+	int rc = sqlite3changegroup_new(&g);
+	if (rc == SQLITE_OK)
+		rc = sqlite3changegroup_add(g, (int)alen, (void *)a);
+	if (rc == SQLITE_OK)
+		rc = sqlite3changegroup_add(g, (int)blen, (void *)b);
+	if (rc == SQLITE_OK)
+		rc = sqlite3changegroup_output(g, &n, &p);
+	sqlite3changegroup_delete(g);
+	*out = NULL;
+	*len = 0;
+	if (rc == SQLITE_OK && n > 0 && (*out = malloc((size_t)n)) != NULL) {
+		memcpy(*out, p, (size_t)n);
+		*len = (size_t)n;
+	}
+	sqlite3_free(p);
+	if (rc != SQLITE_OK)
+		return rc == SQLITE_NOMEM ? -ENOMEM : -EPROTO;
+	return n > 0 && !*out ? -ENOMEM : 0;
 }

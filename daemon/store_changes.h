@@ -92,4 +92,12 @@ int store_snapshot(struct store *s, void **data, size_t *len);
  */
 int store_restore(struct store *s, const void *data, size_t len);
 
+/**
+ * One changeset with the effect of a then b (SQLite's changegroup): *out
+ * (malloc'd, the caller's; NULL when they cancel out) and *len. Returns 0,
+ * -EPROTO for a malformed input, or -ENOMEM.
+ */
+int store_changes_combine(const void *a, size_t alen, const void *b, size_t blen, void **out,
+                          size_t *len);
+
 #endif

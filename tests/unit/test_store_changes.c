@@ -183,6 +183,26 @@ static void test_expected_differences(void **state)
 	assert_false(store_table_is_local("fabric"));
 }
 
+/* Two changes merged travel as one, with the effect of both in order. */
+static void test_combine(void **state)
+{
+	struct pair *p = *state;
+	size_t l1, l2, l;
+	void *both;
+	apply_captured(p, "INSERT INTO server(id, name, devices, ports_per_device) VALUES (41, "
+	                  "'s41', 2, 1)",
+	               0);
+	void *c1 = captured(p->a, "UPDATE server SET devices = 3 WHERE id = 41", &l1);
+	void *c2 = captured(p->a, "UPDATE server SET devices = 5 WHERE id = 41", &l2);
+	assert_int_equal(store_changes_combine(c1, l1, c2, l2, &both, &l), 0);
+	assert_int_equal(store_apply_changes(p->b, both, l, 0), 0);
+	assert_int_equal(count(p->b, "SELECT devices FROM server WHERE id = 41"), 5);
+	free(both);
+	assert_int_equal(store_changes_combine(c1, l1, "junk", 4, &both, &l), -EPROTO);
+	free(c1);
+	free(c2);
+}
+
 /* A member that cannot follow the log takes a copy of another's store. */
 static void test_snapshot_restore(void **state)
 {
@@ -236,6 +256,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_replicate),
 		cmocka_unit_test(test_expected_differences),
+		cmocka_unit_test(test_combine),
 		cmocka_unit_test(test_snapshot_restore),
 		cmocka_unit_test(test_unreplicated),
 	};
