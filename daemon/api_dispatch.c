@@ -383,7 +383,9 @@ static void cluster_write(struct api_req *req)
 	struct api_env *env = req->env;
 	struct api_writes *q = &env->writes;
 	if (refuse_here(req)) {
-		api_audit_refusal(req);
+		/* A redirected write is the leader's to audit, when it gets there. */
+		if (req->status != 307)
+			api_audit_refusal(req);
 		return;
 	}
 	if (!q->current && !q->head) {
