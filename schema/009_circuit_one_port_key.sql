@@ -1,12 +1,21 @@
--- 009: a circuit row kept three B-trees besides its table, and a 64-server
--- fabric spreads its 2,016 circuits over 64 units: each unit-keyed index took
--- one or two leaf pages per unit, about 130 of the 200 pages a fabric's
--- create or delete commits (every page one more write into the WAL).
--- UNIQUE (ocs_id, b_ocs_port) goes: no query reads by it, and what it guarded
--- holds without it (plan_verify refuses an OCS port used twice in a fabric,
--- on either end; a fabric's ends are its members' cables, a cable's OCS port
--- is unique and a server is in one fabric). UNIQUE (ocs_id, a_ocs_port)
--- stays: the audit, a unit's desired list and deleting a unit read by it.
+-- 009: a circuit row kept three B-trees besides its table, two of them keyed
+-- by unit first (UNIQUE (ocs_id, a_ocs_port) and (ocs_id, b_ocs_port)). A
+-- 64-server fabric spreads its 2,016 circuits over 64 units, so each of those
+-- took one or two leaf pages per unit: about 130 of the 190 pages a fabric's
+-- create or delete commits, every page one more write into the WAL inside
+-- the request. Both go.
+--
+-- What they guarded holds without them: plan_verify refuses an OCS port used
+-- twice in a fabric (on either end, which they did not catch), a fabric's ends
+-- are its members' cables, a cable's OCS port is unique (UNIQUE (ocs_id,
+-- ocs_port)) and a server is in one fabric (fabric_server.server_id UNIQUE).
+--
+-- What read by unit (the audit, GET of a unit's desired list) reads through
+-- circuit_by_fabric_ocs, fabric by fabric: a new fabric's entries go to the
+-- end of it, a deleted fabric's come off in one run. Deleting an OCS unit now
+-- checks its circuits (foreign key) by a scan; units that carry circuits are
+-- refused before that (topo_apply.c).
+--
 -- SQLite drops a table constraint only by building the table anew.
 
 CREATE TABLE circuit_new (
@@ -16,8 +25,7 @@ CREATE TABLE circuit_new (
 	b_pos INTEGER NOT NULL, b_device INTEGER NOT NULL, b_port INTEGER NOT NULL,
 	ocs_id INTEGER NOT NULL REFERENCES ocs(id),
 	a_ocs_port INTEGER NOT NULL,
-	b_ocs_port INTEGER NOT NULL,
-	UNIQUE (ocs_id, a_ocs_port)
+	b_ocs_port INTEGER NOT NULL
 );
 INSERT INTO circuit_new(rowid, fabric_id, plane, a_pos, a_device, a_port, b_pos, b_device,
                         b_port, ocs_id, a_ocs_port, b_ocs_port)
@@ -26,3 +34,5 @@ INSERT INTO circuit_new(rowid, fabric_id, plane, a_pos, a_device, a_port, b_pos,
 DROP TABLE circuit;
 ALTER TABLE circuit_new RENAME TO circuit;
 CREATE INDEX circuit_by_pair ON circuit(fabric_id, a_pos, b_pos);
+-- Covers what the per-unit readers select.
+CREATE INDEX circuit_by_fabric_ocs ON circuit(fabric_id, ocs_id, a_ocs_port, b_ocs_port);
