@@ -29,9 +29,9 @@ sqlite3_stmt *store_stmt(struct store *s, const char *sql);
  * A unit's desired circuits (?1: its id) as rows (x, y, fabric_id), x and y
  * its two ports with x < y, ordered by (x, y). No index leads with the unit
  * (schema 009: a fabric touches every unit, and such an index cost it a page
- * per unit), so the statement walks the fabric ids in circuit_by_pair, one
- * index step each, and reads each fabric's entries for the unit from
- * circuit_by_fabric_ocs. It needs no fabric row: the audit sees orphans too.
+ * per unit), so the statement walks the fabric ids in circuit_by_fabric_ocs,
+ * one index step each, and reads each fabric's entries for the unit there.
+ * It needs no fabric row: the audit sees orphans too.
  */
 #define STORE_SQL_UNIT_CIRCUITS                                                                    \
 	"WITH RECURSIVE f(id) AS (SELECT min(fabric_id) FROM circuit UNION ALL "                   \

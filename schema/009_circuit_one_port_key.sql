@@ -3,7 +3,10 @@
 -- 64-server fabric spreads its 2,016 circuits over 64 units, so each of those
 -- took one or two leaf pages per unit: about 130 of the 190 pages a fabric's
 -- create or delete commits, every page one more write into the WAL inside
--- the request. Both go.
+-- the request. Both go, and so does circuit_by_pair (fabric_id, a_pos,
+-- b_pos): every reader of circuits reads a whole fabric (pairs are looked up
+-- in memory, topo_fabric_circuits()), which circuit_by_fabric_ocs serves as
+-- well. A circuit is now its table row and one index entry.
 --
 -- What they guarded holds without them: plan_verify refuses an OCS port used
 -- twice in a fabric (on either end, which they did not catch), a fabric's ends
@@ -33,6 +36,6 @@ INSERT INTO circuit_new(rowid, fabric_id, plane, a_pos, a_device, a_port, b_pos,
 	       a_ocs_port, b_ocs_port FROM circuit;
 DROP TABLE circuit;
 ALTER TABLE circuit_new RENAME TO circuit;
-CREATE INDEX circuit_by_pair ON circuit(fabric_id, a_pos, b_pos);
--- Covers what the per-unit readers select.
+-- A fabric's circuits (and the cascade of its delete); covers what the
+-- per-unit readers select.
 CREATE INDEX circuit_by_fabric_ocs ON circuit(fabric_id, ocs_id, a_ocs_port, b_ocs_port);
