@@ -145,9 +145,7 @@ static unsigned audit_store(struct reconciler *r, const struct unit *u,
 			          u->name, p, (long long)want[p],
 			          (long long)(p < nown ? own[p] : 0));
 	free(want);
-	st = store_stmt(r->d.store, "SELECT min(a_ocs_port, b_ocs_port) AS x, max(a_ocs_port, "
-	                            "b_ocs_port) AS y, fabric_id FROM circuit WHERE ocs_id = ? "
-	                            "ORDER BY x, y");
+	st = store_stmt(r->d.store, STORE_SQL_UNIT_CIRCUITS);
 	sqlite3_bind_int64(st, 1, u->id);
 	size_t k = 0;
 	while (sqlite3_step(st) == SQLITE_ROW) {

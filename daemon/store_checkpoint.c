@@ -16,6 +16,7 @@ struct store_checkpointer {
 	pthread_cond_t cv;
 	bool due;  /* the log passed CHECKPOINT_PAGES since the last checkpoint */
 	bool stop; /* the thread must end */
+	struct store_checkpoint_stats stats; /* guarded by mu */
 };
 
 /* Called by SQLite on the loop thread after each commit, with the log's length. */
@@ -49,8 +50,12 @@ static void *run(void *arg)
 		 * for the next commit that finds the log long. A failure leaves the
 		 * log longer, never the data wrong: nothing to report from here.
 		 */
-		sqlite3_wal_checkpoint_v2(c->db, "main", SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+		int log = -1, copied = -1;
+		sqlite3_wal_checkpoint_v2(c->db, "main", SQLITE_CHECKPOINT_PASSIVE, &log, &copied);
 		pthread_mutex_lock(&c->mu);
+		c->stats.runs++;
+		c->stats.log_pages = log;
+		c->stats.copied_pages = copied;
 	}
 	pthread_mutex_unlock(&c->mu);
 	return NULL;
@@ -63,6 +68,18 @@ int store_checkpointer_start(sqlite3 *db, const char *path, struct store_checkpo
 		return -ENOMEM;
 	c->main = db;
 	if (sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+		sqlite3_close(c->db);
+		free(c);
+		return -EIO;
+	}
+	/*
+	 * SQLite (3.40) opens a connection's WAL at its first read, and until then
+	 * a checkpoint through it does nothing and says so only with -1 counts:
+	 * the log then grew without end (hundreds of megabytes at 8,192 servers),
+	 * never restarting. A read of the schema opens it now.
+	 */
+	if (sqlite3_exec(c->db, "SELECT count(*) FROM sqlite_schema", NULL, NULL, NULL) !=
+	    SQLITE_OK) {
 		sqlite3_close(c->db);
 		free(c);
 		return -EIO;
@@ -95,4 +112,12 @@ void store_checkpointer_stop(struct store_checkpointer *c)
 	pthread_mutex_destroy(&c->mu);
 	sqlite3_close(c->db);
 	free(c);
+}
+
+struct store_checkpoint_stats store_checkpointer_stats(struct store_checkpointer *c)
+{
+	pthread_mutex_lock(&c->mu);
+	struct store_checkpoint_stats st = c->stats;
+	pthread_mutex_unlock(&c->mu);
+	return st;
 }

@@ -17,6 +17,13 @@
 
 struct store_checkpointer;
 
+/** What the thread's checkpoints did so far. */
+struct store_checkpoint_stats {
+	unsigned long runs; /**< checkpoints run */
+	int log_pages;      /**< the log's length at the last one; -1: it saw no log */
+	int copied_pages;   /**< pages of it in the database file after it; -1 likewise */
+};
+
 /**
  * Opens a second connection to the database at path and starts the thread;
  * takes over db's WAL hook (so db no longer checkpoints by itself). Loop
@@ -30,5 +37,8 @@ int store_checkpointer_start(sqlite3 *db, const char *path, struct store_checkpo
  * checkpoints back. Loop thread. NULL is fine.
  */
 void store_checkpointer_stop(struct store_checkpointer *c);
+
+/** The counts of c's checkpoints so far. Any thread. */
+struct store_checkpoint_stats store_checkpointer_stats(struct store_checkpointer *c);
 
 #endif

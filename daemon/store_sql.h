@@ -41,6 +41,22 @@ int store_schema_version(struct store *s);
  */
 sqlite3_stmt *store_stmt(struct store *s, const char *sql);
 
+/**
+ * A unit's desired circuits (?1: its id) as rows (x, y, fabric_id), x and y
+ * its two ports with x < y, ordered by (x, y). No index leads with the unit
+ * (schema 009: a fabric touches every unit, and such an index cost it a page
+ * per unit), so the statement walks the fabric ids in circuit's primary key,
+ * one index step each, and reads each fabric's entries for the unit there.
+ * It needs no fabric row: the audit sees orphans too.
+ */
+#define STORE_SQL_UNIT_CIRCUITS                                                                    \
+	"WITH RECURSIVE f(id) AS (SELECT min(fabric_id) FROM circuit UNION ALL "                   \
+	"SELECT (SELECT min(fabric_id) FROM circuit WHERE fabric_id > f.id) FROM f "               \
+	"WHERE f.id IS NOT NULL) "                                                                 \
+	"SELECT min(c.a_ocs_port, c.b_ocs_port) AS x, max(c.a_ocs_port, c.b_ocs_port) AS y, "      \
+	"c.fabric_id FROM f CROSS JOIN circuit c ON c.fabric_id = f.id AND c.ocs_id = ?1 "         \
+	"ORDER BY x, y"
+
 /** Runs a statement until SQLITE_DONE and resets it. Returns 0 or -EIO. */
 int store_step_done(sqlite3_stmt *st);
 

@@ -440,9 +440,7 @@ int topo_fabric_state_counts(struct store *s, uint64_t counts[PLAN_STATE__COUNT]
 
 json_t *topo_desired_json(struct store *s, int64_t ocs_id)
 {
-	sqlite3_stmt *st = store_stmt(s, "SELECT min(a_ocs_port, b_ocs_port) AS x, "
-	                                 "max(a_ocs_port, b_ocs_port) AS y FROM circuit "
-	                                 "WHERE ocs_id = ? ORDER BY x, y");
+	sqlite3_stmt *st = store_stmt(s, STORE_SQL_UNIT_CIRCUITS);
 	json_t *a = json_array();
 	sqlite3_bind_int64(st, 1, ocs_id);
 	while (sqlite3_step(st) == SQLITE_ROW)

@@ -6,11 +6,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "store_sql.h"
+#include "store_checkpoint.h"
 #include "store_migrations.h"
 
 static char dir[] = "/tmp/ofcd-store-XXXXXX";
@@ -145,6 +147,43 @@ static void test_audit_pruned(void **state)
 	store_close(s);
 }
 
+/*
+ * The checkpoint thread's connection must checkpoint a log it has never read
+ * (SQLite 3.40 did nothing through a connection that had not read yet, and
+ * the log grew without end). Waits for the thread's first run, not for a time.
+ */
+static void test_checkpointer_copies(void **state)
+{
+	(void)state;
+	sqlite3 *db;
+	struct store_checkpointer *c;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db,
+	                              "PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF; "
+	                              "CREATE TABLE t(x BLOB)",
+	                              NULL, NULL, NULL),
+	                 SQLITE_OK);
+	assert_int_equal(store_checkpointer_start(db, path, &c), 0);
+	/* Past the thread's threshold (1000 pages) in one commit, which wakes it. */
+	assert_int_equal(sqlite3_exec(db,
+	                              "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 "
+	                              "FROM n WHERE i < 1200) INSERT INTO t SELECT "
+	                              "randomblob(4000) FROM n",
+	                              NULL, NULL, NULL),
+	                 SQLITE_OK);
+	struct store_checkpoint_stats st = store_checkpointer_stats(c);
+	for (long i = 0; st.runs == 0 && i < 600000; i++) {
+		nanosleep(&(struct timespec){ 0, 100000 }, NULL);
+		st = store_checkpointer_stats(c);
+	}
+	assert_true(st.runs > 0);
+	assert_true(st.log_pages >= 1000);
+	/* Nobody reads or writes meanwhile: all of it reaches the database file. */
+	assert_int_equal(st.copied_pages, st.log_pages);
+	store_checkpointer_stop(c);
+	sqlite3_close(db);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -153,6 +192,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_newer_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_txn_audit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_audit_pruned, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_checkpointer_copies, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
