@@ -206,6 +206,12 @@ struct api_req {
 	 * the request (a ?wait=) must not answer until this is false.
 	 */
 	bool replicating;
+	/**
+	 * Set by a handler that holds its request: called once the request's
+	 * change is committed (on a cluster member, after the log took it),
+	 * before the reconciler hears of it. NULL: none.
+	 */
+	void (*committed)(struct api_req *req);
 	api_abort_fn on_abort; /**< called if it must end early */
 	void *wait_arg;        /**< owned by whoever suspended the request */
 

@@ -57,6 +57,7 @@ static void fail_commit(struct api_req *req)
 }
 
 static void cluster_write(struct api_req *req);
+static bool wait_elsewhere(struct api_req *req);
 
 void api_dispatch(struct api_req *req)
 {
@@ -68,6 +69,8 @@ void api_dispatch(struct api_req *req)
 		cluster_write(req);
 		return;
 	}
+	if (env->cluster && api_query(req, "wait") && wait_elsewhere(req))
+		return;
 
 	if (write && store_begin(st) < 0) {
 		/* The store is locked or failing: an audit row would only wait again. */
@@ -96,6 +99,8 @@ void api_dispatch(struct api_req *req)
 		api_audit_refusal(req);
 		return;
 	}
+	if (req->suspended && req->committed)
+		req->committed(req);
 	if (!req->desired_unchanged && env->on_commit)
 		env->on_commit(env->on_commit_arg);
 }
@@ -169,7 +174,7 @@ static void redirect(struct api_req *req, const char *leader)
 	}
 	api_reply(req, 307,
 	          json_pack("{s:s, s:s}", "leader", leader, "message",
-	                    "this member does not take writes: send them to the leader"));
+	                    "this member does not lead: send this request to the leader"));
 	snprintf(req->location, sizeof(req->location), "%s", url);
 }
 
@@ -198,6 +203,20 @@ static bool refuse_here(struct api_req *req)
 		          "this member was just elected and is still applying the log: try again");
 		break;
 	}
+	return true;
+}
+
+/*
+ * A read that waits for the reconciler (?wait=) waits on the leader: a
+ * follower runs none, so it would only time out.
+ */
+static bool wait_elsewhere(struct api_req *req)
+{
+	char leader[256] = "";
+	if (req->env->cluster->gate(req->env->cluster->arg, leader, sizeof(leader)) !=
+	    API_WRITES_REDIRECT)
+		return false;
+	redirect(req, leader);
 	return true;
 }
 
@@ -230,7 +249,7 @@ static void on_inflight_abort(struct api_req *req, bool conn_closed)
 	w->held = false;
 	w->req = NULL; /* the change goes on: the log decides, as if the client had stayed */
 	if (!conn_closed)
-		api_error(req, OFCD_E_SHUTTING_DOWN, NULL,
+		api_error(req, OFCD_E_OUTCOME_UNKNOWN, NULL,
 		          "the daemon stopped before the cluster's log confirmed the change: read "
 		          "it back to know whether it was made");
 }
@@ -263,13 +282,17 @@ static void on_appended(void *arg, int rc, int64_t revision)
 		          (long long)revision, strerror(-applied));
 		env->cluster->diverged(env->cluster->arg);
 	}
-	if (rc == 0 && !w->desired_unchanged && env->on_commit)
-		env->on_commit(env->on_commit_arg);
-	if (req && rc == 0 && applied == 0 && w->held) {
+	bool hold = req && rc == 0 && applied == 0 && w->held;
+	if (hold) {
 		/* Back to the handler's own hold: its event replies. */
 		req->on_abort = w->held_abort;
 		req->wait_arg = w->held_arg;
-	} else if (req) {
+		if (req->committed)
+			req->committed(req);
+	}
+	if (rc == 0 && !w->desired_unchanged && env->on_commit)
+		env->on_commit(env->on_commit_arg);
+	if (req && !hold) {
 		if (w->held && w->held_abort)
 			w->held_abort(req, true);
 		if (applied < 0)
@@ -277,6 +300,10 @@ static void on_appended(void *arg, int rc, int64_t revision)
 			          "the change is in the cluster's log (revision %lld) but could not be "
 			          "applied on this member; the next leader applies it",
 			          (long long)revision);
+		else if (rc == -ETIMEDOUT)
+			api_error(req, OFCD_E_OUTCOME_UNKNOWN, NULL,
+			          "etcd did not confirm whether the cluster's log took the change before "
+			          "this member stopped leading: read it back before trying again");
 		else if (rc < 0 && !refuse_here(req))
 			api_error(req, OFCD_E_STORE, NULL,
 			          "the cluster's log did not take the change: nothing changed, try again");

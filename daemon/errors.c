@@ -27,6 +27,7 @@ static const struct {
 	[OFCD_E_PRECONDITION] = { 412, "precondition_failed" },
 	[OFCD_E_NOT_LEADER] = { 503, "not_leader" },
 	[OFCD_E_CHANGE_TOO_LARGE] = { 413, "change_too_large" },
+	[OFCD_E_OUTCOME_UNKNOWN] = { 504, "outcome_unknown" },
 };
 
 const char *ofcd_err_code(enum ofcd_err err)

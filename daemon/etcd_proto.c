@@ -172,13 +172,13 @@ char *etcd_req_create(const char *key, const void *value, size_t len, int64_t le
 }
 
 char *etcd_req_append(const char *guard_key, int64_t guard_rev, const char *key,
-                      const void *value, size_t len)
+                      const void *value, size_t len, const char *floor_key)
 {
-	return dump(json_pack("{s:[o,o], s:[{s:o}], s:[{s:o},{s:o}]}", "compare",
+	return dump(json_pack("{s:[o,o], s:[{s:o}], s:[{s:o},{s:o},{s:o}]}", "compare",
 	                      compare_create(guard_key, guard_rev), compare_create(key, 0),
-	                      "success", "request_put",
-	                      put_obj(key, value, len, 0), "failure", "request_range",
-	                      range_obj(guard_key, false), "request_range", range_obj(key, false)));
+	                      "success", "request_put", put_obj(key, value, len, 0), "failure",
+	                      "request_range", range_obj(guard_key, false), "request_range",
+	                      range_obj(key, false), "request_range", range_obj(floor_key, false)));
 }
 
 char *etcd_req_log_read(const char *floor_key, const char *log_prefix, int64_t min_mod_revision)

@@ -49,12 +49,13 @@ char *etcd_req_create(const char *key, const void *value, size_t len, int64_t le
 /**
  * POST /v3/kv/txn that creates key = value only while guard_key still has the
  * create_revision guard_rev and key does not exist yet; otherwise it reads
- * both back (guard_key first). Appending to the replication log: sent again
- * after a lost answer, it cannot append twice, and the read-back says whether
- * the first try got through.
+ * back guard_key, key and floor_key, in that order. Appending to the
+ * replication log: sent again after a lost answer, it cannot append twice,
+ * and the read-back says whether the first try got through (or, through the
+ * floor, that a trim may have removed it since).
  */
 char *etcd_req_append(const char *guard_key, int64_t guard_rev, const char *key,
-                      const void *value, size_t len);
+                      const void *value, size_t len, const char *floor_key);
 
 /**
  * POST /v3/kv/txn that reads, at one revision, floor_key and the keys under

@@ -78,6 +78,7 @@ struct ha {
 	struct logged *logged; /* this leadership's entries in the log, oldest first */
 	size_t nlogged, logged_cap;
 	size_t trimming;       /* entries the trim txn in flight removes; 0: none */
+	int64_t trim_generation; /* the leadership that sent it */
 	char floor_key[160];   /* PREFIX/log_floor */
 	unsigned log_keep;
 	char token[256];
@@ -89,7 +90,7 @@ struct ha {
 	bool publishing;    /* a put or range of the members is in flight */
 	json_t *members;    /* the others as last read: array of objects */
 	uint64_t role_changes;
-	bool left; /* resigned, or its store no longer matches the log: neither leads nor follows */
+	bool left; /* resigned (a graceful stop): neither leads nor follows */
 	void (*resigned)(void *arg);
 	void *resigned_arg;
 };
@@ -238,8 +239,8 @@ static void append_over(struct ha *h, int rc, int64_t revision)
 	h->sending = false;
 	if (a->done)
 		a->done(a->done_arg, rc, revision);
-	else if (rc == 0) /* committed here before it was appended */
-		store_note_applied_revision(h->d.store, revision);
+	else if (rc == 0 && h->state == HA_LEADING && a->generation == h->generation)
+		store_note_applied_revision(h->d.store, revision); /* committed here before */
 	free(a->owned);
 	free(a);
 	if (h->pending && !h->sending) /* done() may have queued and sent one already */
@@ -250,6 +251,13 @@ static void on_append(int rc, const struct etcd_result *res, void *arg)
 {
 	struct ha *h = arg;
 	struct append *a = h->pending;
+	if (rc < 0 && h->state != HA_LEADING) {
+		/* No answer, and no longer the leader: nobody can say now. */
+		log_warn("cluster", "appending %s: %s after stepping down: its outcome is unknown",
+		         a->key, res && res->error[0] ? res->error : strerror(-rc));
+		append_over(h, -ETIMEDOUT, 0);
+		return;
+	}
 	if (rc < 0) {
 		/*
 		 * No answer: the entry may or may not be in the log. Only the same txn,
@@ -265,23 +273,33 @@ static void on_append(int rc, const struct etcd_result *res, void *arg)
 		append_over(h, 0, res->revision);
 		return;
 	}
-	for (size_t i = 0; i < res->nkvs; i++)
-		if (strcmp(res->kvs[i].key, a->key) == 0) {
-			append_over(h, 0, res->kvs[i].mod_revision); /* an earlier try got in */
+	for (size_t i = 0; i < res->nkvs; i++) {
+		const struct etcd_kv *kv = &res->kvs[i];
+		if (strcmp(kv->key, a->key) == 0) {
+			append_over(h, 0, kv->mod_revision); /* an earlier try got in */
 			return;
 		}
+		const char *trimmed = strcmp(kv->key, h->floor_key) == 0
+		                          ? strchr((const char *)kv->value, ' ')
+		                          : NULL;
+		if (trimmed && strcmp(trimmed + 1, a->key) >= 0) {
+			/* A later leader trimmed the log past it: in or not, nobody can say. */
+			append_over(h, -ETIMEDOUT, 0);
+			return;
+		}
+	}
 	/* The leader key is no longer ours: the entry is not in, and never will be. */
 	log_warn("cluster", "%s no longer holds the leadership it appended under", h->name);
 	append_over(h, -ESTALE, 0);
 }
 
-/* Sends the head entry (again, after no answer): one txn in etcd's hands at a time. */
 static void send_append(struct ha *h)
 {
 	struct append *a = h->pending;
 	h->sending = true;
 	if (etcd_call(h->etcd, "/v3/kv/txn",
-	              etcd_req_append(h->leader_key, a->generation, a->key, a->data, a->len),
+	              etcd_req_append(h->leader_key, a->generation, a->key, a->data, a->len,
+	                              h->floor_key),
 	              on_append, h) < 0) {
 		struct timeval tv = { 0, 100 * 1000 };
 		evtimer_add(h->retry_append, &tv);
@@ -410,14 +428,11 @@ static void stop_leading(struct ha *h)
 static void api_diverged(void *arg)
 {
 	struct ha *h = arg;
-	if (h->left)
-		return;
-	h->left = true;
-	log_error("cluster", "%s leaves the cluster: its store no longer matches the log; restore "
-	                     "it (docs/ha.md) and restart it",
+	log_error("cluster", "%s could not apply an entry it appended: it hands the leadership "
+	                     "over and follows the log (or copies a snapshot)",
 	          h->name);
-	/* Another member, whose store took every entry, should lead: hand over now. */
-	cluster_resign(h->cluster, NULL, NULL);
+	/* Another member, whose store took every entry, should lead meanwhile. */
+	cluster_step_down(h->cluster, 3 * h->ttl_s); /* the role callback follows */
 }
 
 /* ---- snapshots ------------------------------------------------------------- */
@@ -544,6 +559,8 @@ static void on_trimmed(int rc, const struct etcd_result *res, void *arg)
 {
 	struct ha *h = arg;
 	size_t n = h->trimming;
+	if (h->trim_generation != h->generation)
+		return; /* an earlier leadership's: this one keeps its own count */
 	h->trimming = 0;
 	if (rc == 0 && res->succeeded && h->state == HA_LEADING && n <= h->nlogged)
 		forget_logged(h, n);
@@ -560,14 +577,17 @@ static void trim(struct ha *h)
 		return;
 	size_t n = h->nlogged - h->log_keep;
 	const struct logged *last = &h->logged[n - 1];
-	char floor[24], prefix[160];
-	snprintf(floor, sizeof(floor), "%" PRId64, last->revision);
+	char floor[256], prefix[160];
+	/* The revision for replicas, the key for an append that lost its answer meanwhile. */
+	snprintf(floor, sizeof(floor), "%" PRId64 " %s", last->revision, last->key);
 	snprintf(prefix, sizeof(prefix), "%s/log/", h->prefix);
 	if (etcd_call(h->etcd, "/v3/kv/txn",
 	              etcd_req_trim(h->leader_key, h->generation, prefix, last->key, h->floor_key,
 	                            floor),
-	              on_trimmed, h) == 0)
+	              on_trimmed, h) == 0) {
 		h->trimming = n;
+		h->trim_generation = h->generation;
+	}
 }
 
 static void on_tick(evutil_socket_t fd, short what, void *arg)

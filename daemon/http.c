@@ -988,13 +988,19 @@ size_t http_inflight(const struct http_server *h)
 	return h ? h->inflight : 0;
 }
 
-void http_abort_suspended(struct http_server *h)
+void http_abort_suspended(struct http_server *h, bool replicating_too)
 {
-	while (h && h->suspended) {
-		struct http_req *r = h->suspended;
+	struct http_req *r = h ? h->suspended : NULL;
+	while (r) {
+		/* A write the cluster's log has in hand is answered by the log, within the drain. */
+		if (r->api.replicating && !replicating_too) {
+			r = r->next;
+			continue;
+		}
 		if (r->api.on_abort)
 			r->api.on_abort(&r->api, false);
-		req_resume(&r->api);
+		req_resume(&r->api); /* unlinks it */
+		r = h->suspended;
 	}
 }
 
@@ -1007,7 +1013,7 @@ void http_destroy(struct http_server *h)
 {
 	if (!h)
 		return;
-	http_abort_suspended(h);
+	http_abort_suspended(h, true);
 	/* MHD must not be stopped with suspended connections: wake and end the streams. */
 	http_end_streams(h);
 	if (h->mhd && h->streams)

@@ -11,6 +11,7 @@
 #ifndef OFCD_HTTP_H
 #define OFCD_HTTP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct api_env;
@@ -32,9 +33,10 @@ size_t http_inflight(const struct http_server *h);
 
 /**
  * Ends every suspended request early (their on_abort runs with
- * conn_closed = false), for shutdown.
+ * conn_closed = false), for shutdown; a cluster write whose change the log
+ * has in hand (api_req.replicating) only when replicating_too is set.
  */
-void http_abort_suspended(struct http_server *h);
+void http_abort_suspended(struct http_server *h, bool replicating_too);
 
 /** Ends every stream (shutdown). */
 void http_end_streams(struct http_server *h);

@@ -60,7 +60,7 @@ void ofcd_stop(struct ofcd *d)
 	log_info("daemon", "stopping: finishing %zu in-flight requests", http_inflight(d->http));
 	sd_notify(0, "STOPPING=1");
 	http_quiesce(d->http);
-	http_abort_suspended(d->http);
+	http_abort_suspended(d->http, false);
 	http_end_streams(d->http);
 	clock_gettime(CLOCK_MONOTONIC, &d->drain_deadline);
 	d->drain_deadline.tv_sec += DRAIN_TIMEOUT_S;

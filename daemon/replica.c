@@ -33,7 +33,14 @@ static int apply(struct replica *r, const struct etcd_kv *kvs, size_t n)
 			         (long long)r->applied);
 			return -ESTALE;
 		}
-		/* A trim deletes entries: this replica has them already. */
+		/*
+		 * A trim deletes entries: this replica has them already. The store may
+		 * be further than this replica (a leader that stepped down applies its
+		 * last append when etcd confirms it).
+		 */
+		int64_t have = store_applied_revision(r->s);
+		if (have > r->applied)
+			r->applied = have;
 		if (kvs[i].deleted || kvs[i].mod_revision <= r->applied ||
 		    strncmp(kvs[i].key, r->log_prefix, strlen(r->log_prefix)) != 0)
 			continue;

@@ -95,27 +95,87 @@ void store_capture_free(struct store_capture *c)
 	free(c);
 }
 
+/* The columns of fabric that are the leader's reconciler's (state, error, updated). */
+struct derived_cols {
+	int n;
+	int col[4];
+};
+
+static bool is_derived(const struct derived_cols *d, int col)
+{
+	for (int i = 0; i < d->n; i++)
+		if (d->col[i] == col)
+			return true;
+	return false;
+}
+
+static bool same_value(sqlite3_value *a, sqlite3_value *b)
+{
+	int t = sqlite3_value_type(a);
+	if (t != sqlite3_value_type(b))
+		return false;
+	if (t == SQLITE_NULL)
+		return true;
+	if (t == SQLITE_INTEGER)
+		return sqlite3_value_int64(a) == sqlite3_value_int64(b);
+	if (t == SQLITE_FLOAT)
+		return sqlite3_value_double(a) == sqlite3_value_double(b);
+	int n = sqlite3_value_bytes(a);
+	return n == sqlite3_value_bytes(b) &&
+	       memcmp(sqlite3_value_blob(a), sqlite3_value_blob(b), (size_t)n) == 0;
+}
+
+/* A fabric row that differs from the changeset's old values only in the reconciler's columns. */
+static bool differs_in_derived_only(sqlite3_changeset_iter *it, int ncol,
+                                    const struct derived_cols *d)
+{
+	for (int i = 0; i < ncol; i++) {
+		sqlite3_value *old = NULL, *cur = NULL;
+		if (sqlite3changeset_old(it, i, &old) != SQLITE_OK || !old ||
+		    sqlite3changeset_conflict(it, i, &cur) != SQLITE_OK || !cur)
+			continue;
+		if (!is_derived(d, i) && !same_value(old, cur))
+			return false;
+	}
+	return true;
+}
+
+/* An UPDATE of fabric that changes only the reconciler's columns. */
+static bool changes_derived_only(sqlite3_changeset_iter *it, int ncol,
+                                 const struct derived_cols *d)
+{
+	for (int i = 0; i < ncol; i++) {
+		sqlite3_value *v = NULL;
+		if (sqlite3changeset_new(it, i, &v) == SQLITE_OK && v && !is_derived(d, i))
+			return false;
+	}
+	return true;
+}
+
 /*
  * Which differences between a changeset and this store are expected, and
  * what then wins. A row a DELETE names is gone already (a cascade of an
  * earlier row of the same changeset): the end is the same. fabric's state,
- * error and updated are the leader's reconciler's and travel separately, so a
- * fabric row may differ there: the changeset wins. An audit id may be taken
- * by a refusal this member audited for itself: the replicated row wins.
- * Anything else means this store is not the leader's: stop.
+ * error and updated are the leader's reconciler's and travel apart, merged
+ * and late: a fabric row may differ there, and the changeset wins; a change
+ * of only those of a fabric this store no longer has is moot. The audit
+ * trail is the leader's: an id a refusal audited here took gives way. Any
+ * other difference means this store is not the leader's: stop.
  */
 static int on_conflict(void *arg, int kind, sqlite3_changeset_iter *it)
 {
+	const struct derived_cols *d = arg;
 	const char *table = "?";
 	int ncol, op, indirect;
-	(void)arg;
 	sqlite3changeset_op(it, &table, &ncol, &op, &indirect);
+	bool fabric = strcmp(table, "fabric") == 0;
+	if (strcmp(table, "audit") == 0)
+		return kind == SQLITE_CHANGESET_NOTFOUND ? SQLITE_CHANGESET_OMIT
+		                                         : SQLITE_CHANGESET_REPLACE;
 	if (kind == SQLITE_CHANGESET_NOTFOUND &&
-	    (op == SQLITE_DELETE || (op == SQLITE_UPDATE && strcmp(table, "fabric") == 0)))
+	    (op == SQLITE_DELETE || (fabric && changes_derived_only(it, ncol, d))))
 		return SQLITE_CHANGESET_OMIT;
-	if (kind == SQLITE_CHANGESET_DATA && strcmp(table, "fabric") == 0)
-		return SQLITE_CHANGESET_REPLACE;
-	if (kind == SQLITE_CHANGESET_CONFLICT && op == SQLITE_INSERT && strcmp(table, "audit") == 0)
+	if (kind == SQLITE_CHANGESET_DATA && fabric && differs_in_derived_only(it, ncol, d))
 		return SQLITE_CHANGESET_REPLACE;
 	log_error("store", "replicated change conflicts with this store (table %s, kind %d)", table,
 	          kind);
@@ -147,7 +207,14 @@ int store_apply_changes(struct store *s, const void *data, size_t len, int64_t r
 		store_rollback(s);
 		return -EIO;
 	}
-	rc = sqlite3changeset_apply(store_db(s), (int)len, (void *)data, NULL, on_conflict, NULL);
+	struct derived_cols d = { 0, { 0 } };
+	sqlite3_stmt *cols = store_stmt(s, "SELECT cid FROM pragma_table_info('fabric') WHERE name "
+	                                   "IN ('state', 'error', 'updated')");
+	while (cols && d.n < 4 && sqlite3_step(cols) == SQLITE_ROW)
+		d.col[d.n++] = sqlite3_column_int(cols, 0);
+	if (cols)
+		sqlite3_reset(cols);
+	rc = sqlite3changeset_apply(store_db(s), (int)len, (void *)data, NULL, on_conflict, &d);
 	if (rc != SQLITE_OK) {
 		store_rollback(s);
 		return rc == SQLITE_ABORT || rc == SQLITE_CORRUPT || rc == SQLITE_MISUSE ? -EPROTO

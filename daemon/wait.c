@@ -164,6 +164,13 @@ static void on_settled(void *arg, const struct events_msg *msg)
 	}
 }
 
+/* The pass that sees the change is the one after its commit, which may come late. */
+static void on_committed(struct api_req *req)
+{
+	struct waiter *w = req->wait_arg;
+	w->generation = reconcile_generation(w->env->reconciler) + 1;
+}
+
 void wait_fabric(struct api_req *req, const char *name, enum wait_mode mode, double seconds)
 {
 	struct api_env *d = req->env;
@@ -212,4 +219,5 @@ void wait_fabric(struct api_req *req, const char *name, enum wait_mode mode, dou
 		return;
 	}
 	api_suspend(req, on_abort, w);
+	req->committed = on_committed;
 }

@@ -85,6 +85,10 @@ def test_one_leader_and_writes_through_a_follower(cluster):
     assert r.json()["leader"] == leader.url("")
     r = f.post("/v1/fabrics?wait=10", {"name": "job", "servers": ["s0", "s1"]})
     assert r.status_code == 201 and r.json()["state"] == "applied", r.text
+    # So does a read that waits for the reconciler, which only the leader runs.
+    r = requests.get(f.url("/v1/fabrics/job?wait=5"), allow_redirects=False, timeout=10)
+    assert r.status_code == 307 and r.headers["Location"] == leader.url("/v1/fabrics/job?wait=5")
+    assert f.get("/v1/fabrics/job?wait=5").json()["state"] == "applied"
     # Reads are served by each member from its own store, once the log reached it.
     for m in cluster:
         wait_for(lambda: names(m) == ["job"])

@@ -88,7 +88,7 @@ static void test_requests(void **state)
 	check_member(r, "failure.0.request_range.key", "L29mY2QvbGVhZGVy");
 	free(r);
 
-	r = etcd_req_append("/ofcd/leader", 12, "/ofcd/log/1", "xy", 2);
+	r = etcd_req_append("/ofcd/leader", 12, "/ofcd/log/1", "xy", 2, "/ofcd/log_floor");
 	check_member(r, "compare.0.create_revision", "12");
 	check_member(r, "compare.0.key", "L29mY2QvbGVhZGVy");
 	check_member(r, "compare.1.create_revision", "0");
@@ -98,6 +98,7 @@ static void test_requests(void **state)
 	check_member(r, "success.0.request_put.lease", NULL);
 	check_member(r, "failure.0.request_range.key", "L29mY2QvbGVhZGVy");
 	check_member(r, "failure.1.request_range.key", "L29mY2QvbG9nLzE=");
+	check_member(r, "failure.2.request_range.key", "L29mY2QvbG9nX2Zsb29y");
 	free(r);
 
 	r = etcd_req_put("/ofcd/members/a", "xy", 2, 7);

@@ -179,6 +179,16 @@ static void test_expected_differences(void **state)
 	assert_int_equal(count(p->b, "SELECT count(*) FROM fabric_server"), 0);
 	assert_int_equal(count(p->b, "SELECT status FROM audit WHERE id = 50"), 200);
 	assert_int_equal(store_applied_revision(p->b), 5);
+	/* A fabric that differs in what users set is a divergence, not the reconciler's doing. */
+	apply_captured(p,
+	               "INSERT INTO fabric(id, name, state, formula, planes, min_devices) VALUES "
+	               "(2, 'job2', 'pending', 1, 1, 1)",
+	               6);
+	exec(p->b, "UPDATE fabric SET formula = 9 WHERE id = 2");
+	size_t len;
+	void *del = captured(p->a, "DELETE FROM fabric WHERE id = 2", &len);
+	assert_int_equal(store_apply_changes(p->b, del, len, 7), -EPROTO);
+	free(del);
 	assert_true(store_table_is_local("actual_xc"));
 	assert_false(store_table_is_local("fabric"));
 }
