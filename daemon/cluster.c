@@ -36,7 +36,8 @@ struct cluster {
 	enum cluster_role role;
 	int64_t lease;
 	bool renewing;                /* keepalive in flight */
-	struct timespec renew_sent;   /* when the one in flight was sent */
+	struct timespec renew_sent;   /* when the one in flight (or the grant) was sent */
+	struct event *deadline;       /* two thirds of a TTL after last_renewed */
 	struct timespec last_renewed; /* send time of the last renewal etcd confirmed */
 	char leader_name[65];
 	char leader_advertise[256];
@@ -157,6 +158,7 @@ void cluster_resign(struct cluster *c, void (*done)(void *arg), void *arg)
 	c->resigned = done;
 	c->resigned_arg = arg;
 	event_del(c->tick);
+	event_del(c->deadline);
 	etcd_watch_free(c->watch);
 	c->watch = NULL;
 	c->phase = PH_RESIGNED;
@@ -230,6 +232,41 @@ static void on_vote(int rc, const struct etcd_result *res, void *arg)
 		c->phase = PH_CAMPAIGN;
 }
 
+/*
+ * etcd counts the TTL from when it handled the last renewal, which was after
+ * we sent it: two thirds of the TTL after that send, a third is left for the
+ * daemon to stop before another member can win. Checked by a timer set for
+ * that moment, not only on the renewal ticks, which may come a period late.
+ */
+static bool renewal_overdue(struct cluster *c)
+{
+	bool has_lease = c->phase != PH_GRANT && c->phase != PH_GRANTING && c->phase != PH_RESIGNED;
+	if (!has_lease || since(&c->last_renewed) < c->ttl_s * 2.0 / 3.0)
+		return false;
+	c->lease = 0;
+	restart(c, PH_GRANT, "the lease could not be renewed in time");
+	return true;
+}
+
+static void arm_deadline(struct cluster *c)
+{
+	double left = c->ttl_s * 2.0 / 3.0 - since(&c->last_renewed);
+	if (left < 0)
+		left = 0;
+	struct timeval tv = { .tv_sec = (time_t)left,
+		              .tv_usec = (suseconds_t)((left - (double)(time_t)left) * 1e6) };
+	evtimer_add(c->deadline, &tv);
+}
+
+static void on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	struct cluster *c = arg;
+	(void)fd;
+	(void)what;
+	if (renewal_overdue(c))
+		step(c);
+}
+
 static void on_grant(int rc, const struct etcd_result *res, void *arg)
 {
 	struct cluster *c = arg;
@@ -241,7 +278,8 @@ static void on_grant(int rc, const struct etcd_result *res, void *arg)
 	}
 	seen(c, res->revision);
 	c->lease = res->lease_id;
-	clock_gettime(CLOCK_MONOTONIC, &c->last_renewed);
+	c->last_renewed = c->renew_sent; /* the grant's send time */
+	arm_deadline(c);
 	c->phase = PH_CAMPAIGN;
 	step(c);
 }
@@ -260,6 +298,7 @@ static void on_renew(int rc, const struct etcd_result *res, void *arg)
 		return;
 	}
 	c->last_renewed = c->renew_sent;
+	arm_deadline(c);
 }
 
 /* Starts what the phase calls for, if nothing is in flight. */
@@ -270,6 +309,7 @@ static void step(struct cluster *c)
 	switch (c->phase) {
 	case PH_GRANT:
 		c->phase = PH_GRANTING;
+		clock_gettime(CLOCK_MONOTONIC, &c->renew_sent);
 		if (etcd_call(c->etcd, "/v3/lease/grant", etcd_req_lease_grant(c->ttl_s), on_grant,
 		              c) < 0)
 			c->phase = PH_GRANT;
@@ -303,15 +343,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	bool has_lease = c->phase != PH_GRANT && c->phase != PH_GRANTING;
-	/*
-	 * etcd counts the TTL from when it handled the last renewal, which was
-	 * after we sent it: two thirds of the TTL after that send, a third is
-	 * left for the daemon to stop before another member can win.
-	 */
-	if (has_lease && since(&c->last_renewed) >= c->ttl_s * 2.0 / 3.0) {
-		c->lease = 0;
-		restart(c, PH_GRANT, "the lease could not be renewed in time");
-	} else if (has_lease && !c->renewing) {
+	if (!renewal_overdue(c) && has_lease && !c->renewing) {
 		c->renewing = true;
 		clock_gettime(CLOCK_MONOTONIC, &c->renew_sent);
 		if (etcd_call(c->etcd, "/v3/lease/keepalive", etcd_req_lease_id(c->lease), on_renew,
@@ -343,6 +375,8 @@ int cluster_start(struct event_base *base, const struct ofcd_config *cfg, cluste
 		                  .tv_usec = (suseconds_t)(c->ttl_s % 3) * 1000000 / 3 };
 	if (rc == 0 && !(c->tick = event_new(base, -1, EV_PERSIST, on_tick, c)))
 		rc = -ENOMEM;
+	if (rc == 0 && !(c->deadline = evtimer_new(base, on_deadline, c)))
+		rc = -ENOMEM;
 	if (rc == 0 && event_add(c->tick, &period) < 0)
 		rc = -ENOMEM;
 	if (rc < 0) {
@@ -362,6 +396,8 @@ void cluster_free(struct cluster *c)
 		return;
 	if (c->tick)
 		event_free(c->tick);
+	if (c->deadline)
+		event_free(c->deadline);
 	etcd_watch_free(c->watch);
 	etcd_client_free(c->etcd);
 	free(c);
@@ -403,7 +439,3 @@ int64_t cluster_lease(const struct cluster *c)
 	return c->phase == PH_GRANT || c->phase == PH_GRANTING ? 0 : c->lease;
 }
 
-struct etcd_client *cluster_etcd(const struct cluster *c)
-{
-	return c->etcd;
-}

@@ -25,7 +25,6 @@
 #include "config.h"
 
 struct event_base;
-struct etcd_client;
 struct cluster;
 
 /** A member's role. */
@@ -93,8 +92,5 @@ bool cluster_in_touch(const struct cluster *c);
 
 /** The lease this member holds now (0: none), for keys that must vanish with it. */
 int64_t cluster_lease(const struct cluster *c);
-
-/** The etcd client the member uses (owned by it), for the replication log. */
-struct etcd_client *cluster_etcd(const struct cluster *c);
 
 #endif

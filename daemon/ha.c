@@ -54,7 +54,12 @@ struct ha {
 	struct ha_deps d;
 	struct api_cluster api;
 	struct cluster *cluster;
-	struct etcd_client *etcd; /* the cluster's */
+	/*
+	 * Its own client for the log, members and trims: the election's lease
+	 * renewals never wait behind a large append or catch-up read on the same
+	 * connection.
+	 */
+	struct etcd_client *etcd;
 	char name[65];
 	char advertise[256];
 	char prefix[128];
@@ -692,10 +697,13 @@ int ha_start(const struct ha_deps *deps, struct ha **out)
 	h->tick = event_new(deps->base, -1, EV_PERSIST, on_tick, h);
 	int rc = h->members && h->retry && h->retry_append && h->states_timer && h->tick ? 0
 	                                                                                : -ENOMEM;
+	/* A large entry or a long catch-up may take a while to travel. */
+	if (rc == 0)
+		rc = etcd_client_new(deps->base, cfg->cluster_endpoints, cfg->cluster_nendpoints, 10,
+		                     &h->etcd);
 	if (rc == 0)
 		rc = cluster_start(deps->base, cfg, on_role, h, &h->cluster);
 	if (rc == 0) {
-		h->etcd = cluster_etcd(h->cluster);
 		struct timeval period = { .tv_sec = h->ttl_s / 3,
 			                  .tv_usec = (suseconds_t)(h->ttl_s % 3) * 1000000 / 3 };
 		event_add(h->tick, &period);
@@ -735,15 +743,17 @@ void ha_free(struct ha *h)
 		return;
 	metrics_collector_remove(collect, h);
 	replica_free(h->replica);
-	cluster_free(h->cluster); /* no etcd answer comes any more */
 	while (h->pending) {
+		/* The daemon is going: whoever waits hears the log did not say (it may yet). */
 		struct append *a = h->pending;
 		h->pending = a->next;
 		if (a->done)
-			a->done(a->done_arg, -ESTALE, 0);
+			a->done(a->done_arg, -ETIMEDOUT, 0);
 		free(a->owned);
 		free(a);
 	}
+	etcd_client_free(h->etcd); /* no etcd answer comes any more */
+	cluster_free(h->cluster);
 	if (h->retry)
 		event_free(h->retry);
 	if (h->retry_append)
