@@ -240,13 +240,23 @@ static void on_queued_abort(struct api_req *req, bool conn_closed)
 	free(w);
 }
 
+/* Ends the handler's own hold (?wait=), which expects its own argument back. */
+static void release_hold(struct api_write *w, struct api_req *req)
+{
+	if (!w->held)
+		return;
+	w->held = false;
+	req->on_abort = w->held_abort;
+	req->wait_arg = w->held_arg;
+	if (w->held_abort)
+		w->held_abort(req, true);
+}
+
 static void on_inflight_abort(struct api_req *req, bool conn_closed)
 {
 	struct api_write *w = req->wait_arg;
 	req->replicating = false;
-	if (w->held && w->held_abort)
-		w->held_abort(req, true); /* the handler's own hold goes with the request */
-	w->held = false;
+	release_hold(w, req); /* the handler's own hold goes with the request */
 	w->req = NULL; /* the change goes on: the log decides, as if the client had stayed */
 	if (!conn_closed)
 		api_error(req, OFCD_E_OUTCOME_UNKNOWN, NULL,
@@ -293,8 +303,7 @@ static void on_appended(void *arg, int rc, int64_t revision)
 	if (rc == 0 && !w->desired_unchanged && env->on_commit)
 		env->on_commit(env->on_commit_arg);
 	if (req && !hold) {
-		if (w->held && w->held_abort)
-			w->held_abort(req, true);
+		release_hold(w, req);
 		if (applied < 0)
 			api_error(req, OFCD_E_INTERNAL, NULL,
 			          "the change is in the cluster's log (revision %lld) but could not be "
@@ -368,8 +377,7 @@ static void run_write(struct api_req *req)
 	if (rc < 0) {
 		req->suspended = false;
 		req->replicating = false;
-		if (w->held && w->held_abort)
-			w->held_abort(req, true);
+		release_hold(w, req);
 		if (rc == -EFBIG)
 			api_error(req, OFCD_E_CHANGE_TOO_LARGE, NULL,
 			          "the change (%zu bytes) is larger than the cluster's log takes in one "

@@ -227,6 +227,8 @@ static void note_logged(struct ha *h, const char *key, int64_t revision)
 
 static void forget_logged(struct ha *h, size_t n)
 {
+	if (n == 0)
+		return;
 	for (size_t i = 0; i < n; i++)
 		free(h->logged[i].key);
 	memmove(h->logged, h->logged + n, (h->nlogged - n) * sizeof(*h->logged));

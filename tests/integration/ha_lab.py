@@ -104,6 +104,24 @@ class Etcd:
         r = self._any("/v3/kv/range", {"key": self.b64("/probe")})
         return int(r.json()["header"]["revision"])
 
+    def status(self, i):
+        return requests.post(self.client[i] + "/v3/maintenance/status", json={}, timeout=3).json()
+
+    def move_leader_off(self, i):
+        """Makes another member etcd's Raft leader, if member i leads (MoveLeader)."""
+        st = self.status(i)
+        if st.get("leader") != st["header"]["member_id"]:
+            return
+        target = self.status((i + 1) % len(self.client))["header"]["member_id"]
+        r = requests.post(self.client[i] + "/v3/maintenance/transfer-leadership",
+                          json={"targetID": target}, timeout=10)
+        r.raise_for_status()
+        deadline = time.time() + 10
+        while self.status(i).get("leader") == st["header"]["member_id"]:
+            if time.time() > deadline:
+                raise RuntimeError("etcd leadership did not move")
+            time.sleep(0.05)
+
     def compact(self, revision):
         return self._any("/v3/kv/compaction", {"revision": str(revision), "physical": True})
 
