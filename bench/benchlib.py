@@ -1,4 +1,6 @@
 """Shared by the REST benchmarks: start a real ofcd on a free loopback port with a temp store."""
+import http.client
+import json
 import os
 import socket
 import subprocess
@@ -51,3 +53,42 @@ class Ofcd:
         self.proc.wait(timeout=20)
         self.log.close()
         self.dir.cleanup()
+
+
+class Client:
+    """One keep-alive connection through http.client: it sends a request's headers and body in
+    one segment (requests sends two, and Nagle's algorithm then holds the second back)."""
+
+    def __init__(self, port, timeout=120):
+        self.c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+
+    def call(self, method, path, body=None, ok=(200, 201, 202, 204)):
+        data = json.dumps(body).encode() if body is not None else None
+        self.c.request(method, path, body=data,
+                       headers={"Content-Type": "application/json"} if data else {})
+        r = self.c.getresponse()
+        text = r.read()
+        if r.status not in ok:
+            raise RuntimeError(f"{method} {path}: {r.status} {text[:300]!r}")
+        return r.status, text
+
+    def json(self, method, path, body=None, ok=(200, 201)):
+        return json.loads(self.call(method, path, body, ok)[1])
+
+    def close(self):
+        self.c.close()
+
+
+def fsync_cost_ms(parent, n=50):
+    """What a 4 KiB write and its fdatasync cost in directory parent, in ms (mean of n)."""
+    path = os.path.join(parent, f".fsync-probe-{os.getpid()}")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            os.write(fd, b"x" * 4096)
+            os.fdatasync(fd)
+        return (time.perf_counter() - t0) * 1e3 / n
+    finally:
+        os.close(fd)
+        os.unlink(path)

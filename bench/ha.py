@@ -43,6 +43,7 @@ os.environ["OFCD_BIN"] = os.path.abspath(os.path.join(BUILD, "ofcd"))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
                                 "integration"))
 
+from benchlib import Client, fsync_cost_ms  # noqa: E402
 from conftest import Daemon  # noqa: E402
 from ha_lab import Etcd, ETCD_BIN, make_members, wait_for, wait_leader  # noqa: E402
 
@@ -71,26 +72,6 @@ def topology(servers):
 def percentile(v, p):
     v = sorted(v)
     return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
-
-
-class Client:
-    """One keep-alive connection through http.client (headers and body in one segment)."""
-
-    def __init__(self, port, timeout=30):
-        self.c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-
-    def call(self, method, path, body=None, ok=(200, 201, 202, 204)):
-        data = json.dumps(body).encode() if body is not None else None
-        self.c.request(method, path, body=data,
-                       headers={"Content-Type": "application/json"} if data else {})
-        r = self.c.getresponse()
-        text = r.read()
-        if r.status not in ok:
-            raise RuntimeError(f"{method} {path}: {r.status} {text[:300]!r}")
-        return r.status, text
-
-    def close(self):
-        self.c.close()
 
 
 def post_following(url, path, body, timeout=1.0, hops=3):
@@ -224,20 +205,6 @@ def etcd_put_ms(etcd, n=200):
     c.close()
     return (statistics.median(lat) * 1e3, percentile(lat, 99) * 1e3,
             statistics.median(txn) * 1e3, percentile(txn, 99) * 1e3)
-
-
-def fsync_cost_ms(parent, n=50):
-    path = os.path.join(parent, f".fsync-probe-{os.getpid()}")
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
-    try:
-        t0 = time.perf_counter()
-        for _ in range(n):
-            os.write(fd, b"x" * 4096)
-            os.fdatasync(fd)
-        return (time.perf_counter() - t0) * 1e3 / n
-    finally:
-        os.close(fd)
-        os.unlink(path)
 
 
 def pairs(c, label, n, lat, gap=0.0):

@@ -29,7 +29,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
 
 import ovs  # noqa: E402
-from benchlib import Ofcd  # noqa: E402
+from benchlib import Ofcd, fsync_cost_ms  # noqa: E402
 
 SERVERS = 64
 DEVICES = SERVERS - 1
@@ -234,20 +234,6 @@ def bench_sim(build, parent, label):
                 print(f"sim_fsyncs_per_reconfiguration: {n:.1f} (strace -c: fsync + fdatasync per create or delete)")
     finally:
         d.stop()
-
-
-def fsync_cost_ms(parent, n=50):
-    path = os.path.join(parent, f".fsync-probe-{os.getpid()}")
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
-    try:
-        t0 = time.perf_counter()
-        for i in range(n):
-            os.write(fd, b"x" * 4096)
-            os.fdatasync(fd)
-        return (time.perf_counter() - t0) * 1e3 / n
-    finally:
-        os.close(fd)
-        os.unlink(path)
 
 
 def main():

@@ -21,14 +21,13 @@ during the burst, and the bucket of the longest.
 Usage: python3 bench/rest_scale.py BUILD_DIR [SERVERS ...]   (default: 130 8194)
 """
 import http.client
-import json
 import multiprocessing
 import os
 import statistics
 import sys
 import time
 
-from benchlib import Ofcd
+from benchlib import Client, Ofcd
 
 UNITS = 64
 DEVICES = 8
@@ -36,27 +35,6 @@ PORTS = 8
 FABRIC = 64
 REPEATS = 30
 BURST = 32
-
-
-class Client:
-    """One keep-alive connection through http.client: it sends a request's headers and body in
-    one segment (requests sends two, and Nagle's algorithm then holds the second back)."""
-
-    def __init__(self, port):
-        self.c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-
-    def call(self, method, path, body=None, ok=(200, 201)):
-        data = json.dumps(body).encode() if body is not None else None
-        self.c.request(method, path, body=data,
-                       headers={"Content-Type": "application/json"} if data else {})
-        r = self.c.getresponse()
-        text = r.read()
-        if r.status not in ok:
-            raise RuntimeError(f"{method} {path}: {r.status} {text[:300]!r}")
-        return r.status, text
-
-    def json(self, method, path, body=None, ok=(200, 201)):
-        return json.loads(self.call(method, path, body, ok)[1])
 
 
 def metric(c, name):
