@@ -151,7 +151,15 @@ int store_open(const char *path, struct store **out, char *err, size_t errlen)
 		goto fail;
 	}
 	sqlite3_finalize(st);
-	if (exec_sql(s, "PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;", why, sizeof(why)) < 0) {
+	/*
+	 * A 16 MiB page cache (SQLite's default is 2 MiB): a topology of 8,192
+	 * servers (524,288 cables) dirties more pages than 8 MiB hold, and a
+	 * transaction larger than its cache spills and rewrites them in the WAL
+	 * over and over (PUT /v1/topology: 9.5 s with 2 MiB, 7.8 s with 8, 2.2 s
+	 * with 16 or 32).
+	 */
+	if (exec_sql(s, "PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; PRAGMA cache_size=-16384;",
+	             why, sizeof(why)) < 0) {
 		snprintf(err, errlen, "%s: %s", path, why);
 		rc = -EIO;
 		goto fail;
