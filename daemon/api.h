@@ -104,7 +104,7 @@ struct api_env {
 	 * set desired_unchanged (the root wires it to the reconciler). NULL: none.
 	 */
 	void (*on_commit)(void *arg);
-	void *on_commit_arg;            /**< argument of on_commit */
+	void *on_commit_arg;               /**< argument of on_commit */
 	const struct api_cluster *cluster; /**< the replicated log; NULL: a single node */
 	struct api_writes writes;          /**< cluster writes in flight (api_dispatch.c's) */
 };
@@ -199,7 +199,7 @@ struct api_req {
 	char location[512]; /**< see etag (also a 307's URL on the leader) */
 
 	/* Suspension, see api_suspend(). */
-	bool suspended;        /**< waiting for an event to reply */
+	bool suspended; /**< waiting for an event to reply */
 	/**
 	 * A cluster member's write whose change is on its way to the replicated
 	 * log (api_dispatch.c): the store does not show it yet, so whoever holds

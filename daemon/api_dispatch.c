@@ -143,8 +143,8 @@ static void url_append(char *out, size_t len, const char *text, bool path)
 {
 	size_t n = strlen(out);
 	for (const unsigned char *p = (const unsigned char *)text; *p && n + 4 < len; p++) {
-		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-		    strchr("-._~", *p) || (path && *p == '/'))
+		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9') || strchr("-._~", *p) || (path && *p == '/'))
 			out[n++] = (char)*p;
 		else
 			n += (size_t)snprintf(out + n, len - n, "%%%02X", *p);
@@ -257,7 +257,7 @@ static void on_inflight_abort(struct api_req *req, bool conn_closed)
 	struct api_write *w = req->wait_arg;
 	req->replicating = false;
 	release_hold(w, req); /* the handler's own hold goes with the request */
-	w->req = NULL; /* the change goes on: the log decides, as if the client had stayed */
+	w->req = NULL;        /* the change goes on: the log decides, as if the client had stayed */
 	if (!conn_closed)
 		api_error(req, OFCD_E_OUTCOME_UNKNOWN, NULL,
 		          "the daemon stopped before the cluster's log confirmed the change: read "
@@ -281,9 +281,8 @@ static void on_appended(void *arg, int rc, int64_t revision)
 		req->replicating = false;
 	/* A member that stepped down meanwhile may have taken it from the log already. */
 	bool have = rc == 0 && store_applied_revision(env->store) >= revision;
-	int applied = rc == 0 && !have
-	                  ? store_apply_changes(env->store, w->data, w->len, revision)
-	                  : 0;
+	int applied =
+	    rc == 0 && !have ? store_apply_changes(env->store, w->data, w->len, revision) : 0;
 
 	if (applied < 0) {
 		log_error("cluster",
@@ -305,17 +304,20 @@ static void on_appended(void *arg, int rc, int64_t revision)
 	if (req && !hold) {
 		release_hold(w, req);
 		if (applied < 0)
-			api_error(req, OFCD_E_INTERNAL, NULL,
-			          "the change is in the cluster's log (revision %lld) but could not be "
-			          "applied on this member; the next leader applies it",
-			          (long long)revision);
+			api_error(
+			    req, OFCD_E_INTERNAL, NULL,
+			    "the change is in the cluster's log (revision %lld) but could not be "
+			    "applied on this member; the next leader applies it",
+			    (long long)revision);
 		else if (rc == -ETIMEDOUT)
-			api_error(req, OFCD_E_OUTCOME_UNKNOWN, NULL,
-			          "etcd did not confirm whether the cluster's log took the change before "
-			          "this member stopped leading: read it back before trying again");
+			api_error(
+			    req, OFCD_E_OUTCOME_UNKNOWN, NULL,
+			    "etcd did not confirm whether the cluster's log took the change before "
+			    "this member stopped leading: read it back before trying again");
 		else if (rc < 0 && !refuse_here(req))
 			api_error(req, OFCD_E_STORE, NULL,
-			          "the cluster's log did not take the change: nothing changed, try again");
+			          "the cluster's log did not take the change: nothing changed, try "
+			          "again");
 		if (rc < 0)
 			api_audit_refusal(req);
 		finish(req);
@@ -379,12 +381,14 @@ static void run_write(struct api_req *req)
 		req->replicating = false;
 		release_hold(w, req);
 		if (rc == -EFBIG)
-			api_error(req, OFCD_E_CHANGE_TOO_LARGE, NULL,
-			          "the change (%zu bytes) is larger than the cluster's log takes in one "
-			          "entry; nothing changed",
-			          w->len);
+			api_error(
+			    req, OFCD_E_CHANGE_TOO_LARGE, NULL,
+			    "the change (%zu bytes) is larger than the cluster's log takes in one "
+			    "entry; nothing changed",
+			    w->len);
 		else if (rc != -ESTALE || !refuse_here(req))
-			api_error(req, OFCD_E_STORE, NULL, "the cluster's log is not available, try again");
+			api_error(req, OFCD_E_STORE, NULL,
+			          "the cluster's log is not available, try again");
 		api_audit_refusal(req);
 		write_free(w);
 	}

@@ -45,7 +45,7 @@ struct cluster {
 	int64_t revision;
 	struct etcd_watch *watch;
 	struct event *tick;
-	struct timespec hold_until; /* cluster_step_down(): no campaign before this */
+	struct timespec hold_until;  /* cluster_step_down(): no campaign before this */
 	void (*resigned)(void *arg); /* cluster_resign()'s done */
 	void *resigned_arg;
 };
@@ -138,8 +138,8 @@ static void on_revoked(int rc, const struct etcd_result *res, void *arg)
 
 static void revoke(struct cluster *c)
 {
-	if ((c->lease == 0 ||
-	     etcd_call(c->etcd, "/v3/lease/revoke", etcd_req_lease_id(c->lease), on_revoked, c) < 0) &&
+	if ((c->lease == 0 || etcd_call(c->etcd, "/v3/lease/revoke", etcd_req_lease_id(c->lease),
+	                                on_revoked, c) < 0) &&
 	    c->resigned)
 		c->resigned(c->resigned_arg);
 }
@@ -438,4 +438,3 @@ int64_t cluster_lease(const struct cluster *c)
 {
 	return c->phase == PH_GRANT || c->phase == PH_GRANTING ? 0 : c->lease;
 }
-

@@ -171,8 +171,8 @@ char *etcd_req_create(const char *key, const void *value, size_t len, int64_t le
 	           json_pack("{s:o}", "request_range", range_obj(key, false)));
 }
 
-char *etcd_req_append(const char *guard_key, int64_t guard_rev, const char *key,
-                      const void *value, size_t len, const char *floor_key)
+char *etcd_req_append(const char *guard_key, int64_t guard_rev, const char *key, const void *value,
+                      size_t len, const char *floor_key)
 {
 	return dump(json_pack("{s:[o,o], s:[{s:o}], s:[{s:o},{s:o},{s:o}]}", "compare",
 	                      compare_create(guard_key, guard_rev), compare_create(key, 0),

@@ -54,8 +54,8 @@ char *etcd_req_create(const char *key, const void *value, size_t len, int64_t le
  * and the read-back says whether the first try got through (or, through the
  * floor, that a trim may have removed it since).
  */
-char *etcd_req_append(const char *guard_key, int64_t guard_rev, const char *key,
-                      const void *value, size_t len, const char *floor_key);
+char *etcd_req_append(const char *guard_key, int64_t guard_rev, const char *key, const void *value,
+                      size_t len, const char *floor_key);
 
 /**
  * POST /v3/kv/txn that reads, at one revision, floor_key and the keys under

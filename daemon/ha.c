@@ -71,7 +71,7 @@ struct ha {
 	int64_t generation; /* of this member's leadership, while it leads */
 	uint64_t seq;       /* entries appended in this leadership */
 	struct replica *replica;
-	struct event *retry; /* restarts following or catching up */
+	struct event *retry;    /* restarts following or catching up */
 	struct append *pending; /* entries for the log, oldest first: the head is in flight */
 	struct append *pending_tail;
 	bool sending; /* the head was sent (or waits to be sent again) and has no answer yet */
@@ -82,9 +82,9 @@ struct ha {
 
 	struct logged *logged; /* this leadership's entries in the log, oldest first */
 	size_t nlogged, logged_cap;
-	size_t trimming;       /* entries the trim txn in flight removes; 0: none */
+	size_t trimming;         /* entries the trim txn in flight removes; 0: none */
 	int64_t trim_generation; /* the leadership that sent it */
-	char floor_key[160];   /* PREFIX/log_floor */
+	char floor_key[160];     /* PREFIX/log_floor */
 	unsigned log_keep;
 	char token[256];
 
@@ -150,7 +150,8 @@ static void on_caught_up(void *arg, int rc)
 		h->replica = NULL;
 		if (h->state == HA_CATCHING_UP) {
 			/* Its store cannot become the log's: a member whose can should lead. */
-			log_warn("cluster", "%s cannot catch up with the log: it hands the leadership over",
+			log_warn("cluster",
+			         "%s cannot catch up with the log: it hands the leadership over",
 			         h->name);
 			cluster_step_down(h->cluster, 3 * h->ttl_s); /* the role callback follows */
 			return;
@@ -313,8 +314,8 @@ static void send_append(struct ha *h)
 	}
 }
 
-static int enqueue(struct ha *h, const void *data, size_t len, api_append_done done,
-                   void *done_arg, struct append **out)
+static int enqueue(struct ha *h, const void *data, size_t len, api_append_done done, void *done_arg,
+                   struct append **out)
 {
 	if (len > HA_MAX_ENTRY)
 		return -EFBIG;
@@ -342,8 +343,7 @@ static int enqueue(struct ha *h, const void *data, size_t len, api_append_done d
 	return 0;
 }
 
-static int api_append(void *arg, const void *data, size_t len, api_append_done done,
-                      void *done_arg)
+static int api_append(void *arg, const void *data, size_t len, api_append_done done, void *done_arg)
 {
 	struct append *a;
 	return enqueue(arg, data, len, done, done_arg, &a);
@@ -435,8 +435,9 @@ static void stop_leading(struct ha *h)
 static void api_diverged(void *arg)
 {
 	struct ha *h = arg;
-	log_error("cluster", "%s could not apply an entry it appended: it hands the leadership "
-	                     "over and follows the log (or copies a snapshot)",
+	log_error("cluster",
+	          "%s could not apply an entry it appended: it hands the leadership "
+	          "over and follows the log (or copies a snapshot)",
 	          h->name);
 	/* Another member, whose store took every entry, should lead meanwhile. */
 	cluster_step_down(h->cluster, 3 * h->ttl_s); /* the role callback follows */
@@ -463,8 +464,9 @@ static void on_snapshot(struct evhttp_request *req, void *arg)
 		evtimer_add(h->retry, &tv); /* start_replica finds the log still too short */
 		return;
 	}
-	log_info("cluster", "%s restored a snapshot of the leader's store (%zu bytes, revision "
-	                    "%" PRId64 ")",
+	log_info("cluster",
+	         "%s restored a snapshot of the leader's store (%zu bytes, revision "
+	         "%" PRId64 ")",
 	         h->name, len, applied_revision(h));
 	h->d.resynced(h->d.arg);
 	start_replica(h);
@@ -485,9 +487,9 @@ static void resync(struct ha *h)
 	struct evhttp_request *req = NULL;
 	if (h->snap_conn)
 		evhttp_connection_free(h->snap_conn);
-	h->snap_conn = host && port > 0 ? evhttp_connection_base_new(h->d.base, NULL, host,
-	                                                             (unsigned short)port)
-	                                : NULL;
+	h->snap_conn = host && port > 0
+	                   ? evhttp_connection_base_new(h->d.base, NULL, host, (unsigned short)port)
+	                   : NULL;
 	if (h->snap_conn) {
 		evhttp_connection_set_timeout(h->snap_conn, 60);
 		req = evhttp_request_new(on_snapshot, h);
@@ -503,16 +505,17 @@ static void resync(struct ha *h)
 	}
 	if (u)
 		evhttp_uri_free(u);
-	if (!req || evhttp_make_request(h->snap_conn, req, EVHTTP_REQ_GET,
-	                                "/v1/cluster/snapshot") < 0) {
+	if (!req ||
+	    evhttp_make_request(h->snap_conn, req, EVHTTP_REQ_GET, "/v1/cluster/snapshot") < 0) {
 		/* No leader known yet (or no memory): try again soon. */
 		struct timeval tv = { 1, 0 };
 		h->resyncing = false;
 		evtimer_add(h->retry, &tv);
 		return;
 	}
-	log_warn("cluster", "%s copies the leader's store: the log does not reach back to its "
-	                    "revision %" PRId64,
+	log_warn("cluster",
+	         "%s copies the leader's store: the log does not reach back to its "
+	         "revision %" PRId64,
 	         h->name, applied_revision(h));
 	h->resyncing = true;
 }
@@ -544,7 +547,8 @@ static void on_members(int rc, const struct etcd_result *res, void *arg)
 		return;
 	json_t *all = json_array();
 	for (size_t i = 0; all && i < res->nkvs; i++) {
-		json_t *m = json_loadb((const char *)res->kvs[i].value, res->kvs[i].value_len, 0, NULL);
+		json_t *m =
+		    json_loadb((const char *)res->kvs[i].value, res->kvs[i].value_len, 0, NULL);
 		if (json_is_object(m))
 			json_array_append(all, m);
 		json_decref(m);
@@ -557,8 +561,8 @@ static void on_published(int rc, const struct etcd_result *res, void *arg)
 {
 	struct ha *h = arg;
 	(void)res;
-	if (rc < 0 || etcd_call(h->etcd, "/v3/kv/range",
-	                        etcd_req_range(h->members_prefix, true, 0), on_members, h) < 0)
+	if (rc < 0 || etcd_call(h->etcd, "/v3/kv/range", etcd_req_range(h->members_prefix, true, 0),
+	                        on_members, h) < 0)
 		h->publishing = false;
 }
 
@@ -588,10 +592,10 @@ static void trim(struct ha *h)
 	/* The revision for replicas, the key for an append that lost its answer meanwhile. */
 	snprintf(floor, sizeof(floor), "%" PRId64 " %s", last->revision, last->key);
 	snprintf(prefix, sizeof(prefix), "%s/log/", h->prefix);
-	if (etcd_call(h->etcd, "/v3/kv/txn",
-	              etcd_req_trim(h->leader_key, h->generation, prefix, last->key, h->floor_key,
-	                            floor),
-	              on_trimmed, h) == 0) {
+	if (etcd_call(
+	        h->etcd, "/v3/kv/txn",
+	        etcd_req_trim(h->leader_key, h->generation, prefix, last->key, h->floor_key, floor),
+	        on_trimmed, h) == 0) {
 		h->trimming = n;
 		h->trim_generation = h->generation;
 	}
@@ -606,17 +610,18 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 	int64_t lease = cluster_lease(h->cluster);
 	if (h->publishing || lease == 0)
 		return;
-	json_t *me = json_pack("{s:s, s:s, s:s, s:I}", "name", h->name, "advertise", h->advertise,
-	                       "role", state_role(h), "applied_revision",
-	                       (json_int_t)applied_revision(h));
+	json_t *me =
+	    json_pack("{s:s, s:s, s:s, s:I}", "name", h->name, "advertise", h->advertise, "role",
+	              state_role(h), "applied_revision", (json_int_t)applied_revision(h));
 	char *text = me ? json_dumps(me, JSON_COMPACT) : NULL;
 	json_decref(me);
 	if (!text)
 		return;
 	char key[224];
 	snprintf(key, sizeof(key), "%s%s", h->members_prefix, h->name);
-	h->publishing = etcd_call(h->etcd, "/v3/kv/put", etcd_req_put(key, text, strlen(text), lease),
-	                          on_published, h) == 0;
+	h->publishing =
+	    etcd_call(h->etcd, "/v3/kv/put", etcd_req_put(key, text, strlen(text), lease),
+	              on_published, h) == 0;
 	free(text);
 }
 
@@ -634,16 +639,16 @@ json_t *ha_status_json(struct ha *h)
 			continue; /* this member's own entry is given live below */
 		json_array_append(members, m);
 	}
-	json_array_append_new(members, json_pack("{s:s, s:s, s:s, s:I}", "name", h->name,
-	                                         "advertise", h->advertise, "role", state_role(h),
-	                                         "applied_revision",
-	                                         (json_int_t)applied_revision(h)));
+	json_array_append_new(members,
+	                      json_pack("{s:s, s:s, s:s, s:I}", "name", h->name, "advertise",
+	                                h->advertise, "role", state_role(h), "applied_revision",
+	                                (json_int_t)applied_revision(h)));
 	const char *leader = cluster_leader_name(h->cluster);
 	return json_pack("{s:s, s:s, s:s?, s:I, s:o, s:I, s:I, s:b}", "self", h->name, "role",
 	                 state_role(h), "leader", leader[0] ? leader : NULL, "generation",
-	                 (json_int_t)cluster_generation(h->cluster), "members", members,
-	                 "revision", (json_int_t)cluster_revision(h->cluster),
-	                 "applied_revision", (json_int_t)applied_revision(h), "etcd_reachable",
+	                 (json_int_t)cluster_generation(h->cluster), "members", members, "revision",
+	                 (json_int_t)cluster_revision(h->cluster), "applied_revision",
+	                 (json_int_t)applied_revision(h), "etcd_reachable",
 	                 cluster_in_touch(h->cluster));
 }
 
@@ -697,12 +702,12 @@ int ha_start(const struct ha_deps *deps, struct ha **out)
 	h->retry_append = evtimer_new(deps->base, on_retry_append, h);
 	h->states_timer = evtimer_new(deps->base, on_states_timer, h);
 	h->tick = event_new(deps->base, -1, EV_PERSIST, on_tick, h);
-	int rc = h->members && h->retry && h->retry_append && h->states_timer && h->tick ? 0
-	                                                                                : -ENOMEM;
+	int rc =
+	    h->members && h->retry && h->retry_append && h->states_timer && h->tick ? 0 : -ENOMEM;
 	/* A large entry or a long catch-up may take a while to travel. */
 	if (rc == 0)
-		rc = etcd_client_new(deps->base, cfg->cluster_endpoints, cfg->cluster_nendpoints, 10,
-		                     &h->etcd);
+		rc = etcd_client_new(deps->base, cfg->cluster_endpoints, cfg->cluster_nendpoints,
+		                     10, &h->etcd);
 	if (rc == 0)
 		rc = cluster_start(deps->base, cfg, on_role, h, &h->cluster);
 	if (rc == 0) {

@@ -992,7 +992,8 @@ void http_abort_suspended(struct http_server *h, bool replicating_too)
 {
 	struct http_req *r = h ? h->suspended : NULL;
 	while (r) {
-		/* A write the cluster's log has in hand is answered by the log, within the drain. */
+		/* A write the cluster's log has in hand is answered by the log, within the drain.
+		 */
 		if (r->api.replicating && !replicating_too) {
 			r = r->next;
 			continue;

@@ -103,10 +103,11 @@ static void on_range(int rc, const struct etcd_result *res, void *arg)
 	if (rc < 0) {
 		log_warn("replica", "cannot read the log: %s", strerror(-rc));
 	} else if (floor > r->applied) {
-		log_warn("replica",
-		         "the log was trimmed up to revision %lld, past this store's %lld: it needs "
-		         "a snapshot",
-		         (long long)floor, (long long)r->applied);
+		log_warn(
+		    "replica",
+		    "the log was trimmed up to revision %lld, past this store's %lld: it needs "
+		    "a snapshot",
+		    (long long)floor, (long long)r->applied);
 		rc = -ESTALE;
 	} else {
 		rc = apply(r, res->kvs, res->nkvs);
@@ -118,8 +119,8 @@ static void on_range(int rc, const struct etcd_result *res, void *arg)
 		snprintf(watched, sizeof(watched), "%.*s", (int)strlen(r->log_prefix) - 1,
 		         r->log_prefix);
 		if (rc == 0 && r->follow &&
-		    etcd_watch(r->etcd, etcd_req_watch(watched, true, res->revision + 1), on_event, r,
-		               &r->watch) < 0)
+		    etcd_watch(r->etcd, etcd_req_watch(watched, true, res->revision + 1), on_event,
+		               r, &r->watch) < 0)
 			rc = -ENOMEM;
 	}
 	if (r->cbs.caught_up)

@@ -48,8 +48,7 @@ void store_preupdate_hook(struct store *s, store_preupdate_fn fn, void *arg)
 
 void store_preupdate_aside(struct store *s, bool aside)
 {
-	sqlite3_preupdate_hook(s->db, aside ? NULL : s->preupdate,
-	                       aside ? NULL : s->preupdate_arg);
+	sqlite3_preupdate_hook(s->db, aside ? NULL : s->preupdate, aside ? NULL : s->preupdate_arg);
 }
 
 static int exec_sql(struct store *s, const char *sql, char *err, size_t errlen)
@@ -158,7 +157,8 @@ int store_open(const char *path, struct store **out, char *err, size_t errlen)
 	 * over and over (PUT /v1/topology: 9.5 s with 2 MiB, 7.8 s with 8, 2.2 s
 	 * with 16 or 32).
 	 */
-	if (exec_sql(s, "PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; PRAGMA cache_size=-16384;",
+	if (exec_sql(s,
+	             "PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; PRAGMA cache_size=-16384;",
 	             why, sizeof(why)) < 0) {
 		snprintf(err, errlen, "%s: %s", path, why);
 		rc = -EIO;

@@ -141,8 +141,7 @@ static bool differs_in_derived_only(sqlite3_changeset_iter *it, int ncol,
 }
 
 /* An UPDATE of fabric that changes only the reconciler's columns. */
-static bool changes_derived_only(sqlite3_changeset_iter *it, int ncol,
-                                 const struct derived_cols *d)
+static bool changes_derived_only(sqlite3_changeset_iter *it, int ncol, const struct derived_cols *d)
 {
 	for (int i = 0; i < ncol; i++) {
 		sqlite3_value *v = NULL;
@@ -324,7 +323,8 @@ int store_restore(struct store *s, const void *data, size_t len)
 			copy[18] = copy[19] = 1;
 		/* SQLite owns copy from here, even when this fails. */
 		rc = sqlite3_deserialize(mem, "main", copy, (sqlite3_int64)len, (sqlite3_int64)len,
-		                         SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_READONLY);
+		                         SQLITE_DESERIALIZE_FREEONCLOSE |
+		                             SQLITE_DESERIALIZE_READONLY);
 	}
 	/* A snapshot must be a whole store of this schema: refuse anything else untouched. */
 	sqlite3_stmt *st = NULL;
@@ -353,10 +353,10 @@ int store_restore(struct store *s, const void *data, size_t len)
 	sqlite3_close(mem);
 	if (rc != SQLITE_OK)
 		log_error("store", "cannot restore the snapshot: %s", sqlite3_errstr(rc));
-	return rc == SQLITE_OK            ? 0
-	       : rc == SQLITE_NOMEM       ? -ENOMEM
+	return rc == SQLITE_OK                                                        ? 0
+	       : rc == SQLITE_NOMEM                                                   ? -ENOMEM
 	       : rc == SQLITE_CORRUPT || rc == SQLITE_MISMATCH || rc == SQLITE_NOTADB ? -EPROTO
-	                                  : -EIO;
+	                                                                              : -EIO;
 }
 
 int store_changes_combine(const void *a, size_t alen, const void *b, size_t blen, void **out,

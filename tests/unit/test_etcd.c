@@ -122,11 +122,11 @@ static void test_election_txns(void **state)
 	assert_int_equal(lost.kv_create_revision, rev);
 
 	struct reply put =
-	    call(k, "/v3/kv/txn", etcd_req_append("/t/leader", rev, "/t/log/1", "change", 6, "/t/log_floor"));
+	    call(k, "/v3/kv/txn",
+	         etcd_req_append("/t/leader", rev, "/t/log/1", "change", 6, "/t/log_floor"));
 	assert_true(put.rc == 0 && put.res.succeeded);
 	put = call(k, "/v3/kv/txn",
-	           etcd_req_append("/t/leader", rev + 100, "/t/log/2", "stale", 5,
-	                           "/t/log_floor"));
+	           etcd_req_append("/t/leader", rev + 100, "/t/log/2", "stale", 5, "/t/log_floor"));
 	assert_true(put.rc == 0 && !put.res.succeeded);
 	struct reply log = call(k, "/v3/kv/range", etcd_req_range("/t/log/", true, 0));
 	assert_int_equal(log.nkvs, 1);

@@ -76,11 +76,13 @@ static int64_t leader_write(struct world *w, const char *sql)
 	store_capture_free(cap);
 	snprintf(key, sizeof(key), "/r/log/%016d", ++w->seq);
 	struct reply r =
-	    call(w, "/v3/kv/txn", etcd_req_append("/r/leader", w->generation, key, cs, len, "/r/log_floor"));
+	    call(w, "/v3/kv/txn",
+	         etcd_req_append("/r/leader", w->generation, key, cs, len, "/r/log_floor"));
 	assert_true(r.rc == 0 && r.succeeded);
 	/* Sent again, as after a lost answer: nothing appended twice. */
 	struct reply again =
-	    call(w, "/v3/kv/txn", etcd_req_append("/r/leader", w->generation, key, cs, len, "/r/log_floor"));
+	    call(w, "/v3/kv/txn",
+	         etcd_req_append("/r/leader", w->generation, key, cs, len, "/r/log_floor"));
 	free(cs);
 	assert_true(again.rc == 0 && !again.succeeded);
 	assert_int_equal(store_commit(w->leader), 0);

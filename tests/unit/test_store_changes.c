@@ -145,14 +145,15 @@ static void apply_captured(struct pair *p, const char *sql, int64_t revision)
 static void test_expected_differences(void **state)
 {
 	struct pair *p = *state;
-	apply_captured(p,
-	               "INSERT INTO server(id, name, devices, ports_per_device) VALUES (11, 's11', 8, "
-	               "2), (12, 's12', 8, 2);"
-	               "INSERT INTO fabric(id, name, state, formula, planes, min_devices) VALUES "
-	               "(1, 'job', 'pending', 1, 1, 1);"
-	               "INSERT INTO fabric_server(fabric_id, position, server_id) VALUES (1, 0, 11), "
-	               "(1, 1, 12)",
-	               3);
+	apply_captured(
+	    p,
+	    "INSERT INTO server(id, name, devices, ports_per_device) VALUES (11, 's11', 8, "
+	    "2), (12, 's12', 8, 2);"
+	    "INSERT INTO fabric(id, name, state, formula, planes, min_devices) VALUES "
+	    "(1, 'job', 'pending', 1, 1, 1);"
+	    "INSERT INTO fabric_server(fabric_id, position, server_id) VALUES (1, 0, 11), "
+	    "(1, 1, 12)",
+	    3);
 	/* The leader's triggers bumped the members' revisions; the follower's stood aside. */
 	assert_int_equal(count(p->a, "SELECT revision FROM server WHERE id = 11"), 2);
 	assert_int_equal(count(p->b, "SELECT revision FROM server WHERE id = 11"), 2);
@@ -199,8 +200,9 @@ static void test_combine(void **state)
 	struct pair *p = *state;
 	size_t l1, l2, l;
 	void *both;
-	apply_captured(p, "INSERT INTO server(id, name, devices, ports_per_device) VALUES (41, "
-	                  "'s41', 2, 1)",
+	apply_captured(p,
+	               "INSERT INTO server(id, name, devices, ports_per_device) VALUES (41, "
+	               "'s41', 2, 1)",
 	               0);
 	void *c1 = captured(p->a, "UPDATE server SET devices = 3 WHERE id = 41", &l1);
 	void *c2 = captured(p->a, "UPDATE server SET devices = 5 WHERE id = 41", &l2);
@@ -264,10 +266,8 @@ static void test_unreplicated(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_replicate),
-		cmocka_unit_test(test_expected_differences),
-		cmocka_unit_test(test_combine),
-		cmocka_unit_test(test_snapshot_restore),
+		cmocka_unit_test(test_replicate),    cmocka_unit_test(test_expected_differences),
+		cmocka_unit_test(test_combine),      cmocka_unit_test(test_snapshot_restore),
 		cmocka_unit_test(test_unreplicated),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
