@@ -6,6 +6,7 @@
 #include "agent.h"
 
 #include "cfgtab.h"
+#include "url.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -27,43 +28,13 @@ static int parse_controller(void *c, const char *key, const char *value, char *e
 {
 	struct agent_config *cfg = c;
 	(void)key;
-	bool tls = strncmp(value, "https://", 8) == 0;
-	const char *p = value + (tls ? strlen("https://") : strlen("http://"));
-	size_t len;
-	unsigned long port;
-	char portbuf[8];
+	bool tls;
+	uint16_t port;
 
-	if ((!tls && strncmp(value, "http://", 7) != 0) || strlen(value) >= sizeof(cfg->controller))
+	if (strlen(value) >= sizeof(cfg->controller) ||
+	    url_split(value, strlen(value), &tls, cfg->host, sizeof(cfg->host), &port) < 0)
 		goto bad;
-	len = strlen(p);
-	if (len && p[len - 1] == '/')
-		len--;
-	const char *colon = NULL;
-	for (size_t i = 0; i < len; i++)
-		if (p[i] == ':')
-			colon = p + i;
-	if (!colon || colon == p)
-		goto bad;
-	size_t hostlen = (size_t)(colon - p);
-	const char *host = p;
-	if (host[0] == '[') {
-		if (hostlen < 3 || host[hostlen - 1] != ']')
-			goto bad;
-		host++;
-		hostlen -= 2;
-	} else if (memchr(host, ':', hostlen) || memchr(host, '/', hostlen)) {
-		goto bad;
-	}
-	size_t portlen = len - hostlen - (size_t)(host != p ? 2 : 0) - 1;
-	if (hostlen >= sizeof(cfg->host) || portlen == 0 || portlen >= sizeof(portbuf))
-		goto bad;
-	memcpy(portbuf, colon + 1, portlen);
-	portbuf[portlen] = '\0';
-	if (parse_number(portbuf, 1, 65535, &port) < 0)
-		goto bad;
-	memcpy(cfg->host, host, hostlen);
-	cfg->host[hostlen] = '\0';
-	cfg->port = (uint16_t)port;
+	cfg->port = port;
 	cfg->tls = tls;
 	snprintf(cfg->controller, sizeof(cfg->controller), "%s", value);
 	return 0;

@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include "cfgtab.h"
+#include "url.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -91,27 +92,14 @@ bad_role:
 	return -EINVAL;
 }
 
-/* http://HOST:PORT with nothing after the port: the etcd gateway's base URL. */
+/* http://HOST:PORT with nothing after the port: an etcd endpoint or an advertised URL. */
 static bool valid_http_url(const char *u, size_t len)
 {
-	const char *host = u + strlen("http://");
-	if (len <= strlen("http://") || strncmp(u, "http://", strlen("http://")) != 0)
-		return false;
-	const char *colon = memrchr(host, ':', len - (size_t)(host - u));
-	if (!colon || colon == host)
-		return false;
-	for (const char *p = host; p < u + len; p++)
-		if (*p == '/' || *p == '?' || *p == '#' || *p == '@' || *p == ' ')
-			return false;
-	char port[8];
-	size_t plen = len - (size_t)(colon + 1 - u);
-	unsigned long long v;
-	char e[8];
-	if (plen == 0 || plen >= sizeof(port))
-		return false;
-	memcpy(port, colon + 1, plen);
-	port[plen] = '\0';
-	return cfgtab_uint(port, 1, 65535, &v, e, sizeof(e)) == 0;
+	bool tls;
+	uint16_t port;
+	char host[128];
+	return len > 0 && u[len - 1] != '/' &&
+	       url_split(u, len, &tls, host, sizeof(host), &port) == 0 && !tls;
 }
 
 static int parse_endpoints(void *c, const char *key, const char *value, char *err, size_t errlen)

@@ -189,6 +189,8 @@ static void test_cluster(void **state)
 		{ "[cluster]\netcd = 127.0.0.1:2379\n", "t.ini:2: [cluster] etcd:" },
 		{ "[cluster]\netcd = http://h:1,\n", "t.ini:2: [cluster] etcd:" },
 		{ "[cluster]\netcd = http://h:1/v3\n", "t.ini:2: [cluster] etcd:" },
+		{ "[cluster]\netcd = http://u@h:1\n", "t.ini:2: [cluster] etcd:" },
+		{ "[cluster]\netcd = https://h:1\n", "t.ini:2: [cluster] etcd:" },
 		{ "[cluster]\netcd = http://h:0\n", "t.ini:2: [cluster] etcd:" },
 		{ "[cluster]\netcd = http://a:1,http://a:2,http://a:3,http://a:4,http://a:5,"
 		  "http://a:6,http://a:7,http://a:8,http://a:9\n",
