@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "url.h"
 
 /* A watch stream may stay silent for as long as nothing changes. */
 #define WATCH_IDLE_S (24 * 3600)
@@ -66,26 +67,13 @@ static void on_reap(evutil_socket_t fd, short what, void *arg);
 
 static int parse_endpoint(const char *url, struct endpoint *ep)
 {
-	struct evhttp_uri *u = evhttp_uri_parse(url);
-	const char *host = u ? evhttp_uri_get_host(u) : NULL;
-	int port = u ? evhttp_uri_get_port(u) : -1;
-	int rc = -EINVAL;
-
-	if (host && port > 0 && port < 65536 && strlen(host) < sizeof(ep->host) &&
-	    strlen(url) < sizeof(ep->url)) {
-		snprintf(ep->url, sizeof(ep->url), "%s", url);
-		/* evhttp wants a bare IPv6 address, without its brackets. */
-		size_t len = strlen(host);
-		if (host[0] == '[' && len > 2)
-			snprintf(ep->host, sizeof(ep->host), "%.*s", (int)(len - 2), host + 1);
-		else
-			snprintf(ep->host, sizeof(ep->host), "%s", host);
-		ep->port = (uint16_t)port;
-		rc = 0;
-	}
-	if (u)
-		evhttp_uri_free(u);
-	return rc;
+	bool tls;
+	/* The host comes out without an IPv6 address's brackets, as evhttp wants it. */
+	if (strlen(url) >= sizeof(ep->url) ||
+	    url_split(url, strlen(url), &tls, ep->host, sizeof(ep->host), &ep->port) < 0 || tls)
+		return -EINVAL;
+	snprintf(ep->url, sizeof(ep->url), "%s", url);
+	return 0;
 }
 
 int etcd_client_new(struct event_base *base, const char (*endpoints)[128], size_t n,

@@ -18,6 +18,7 @@
 #include "metrics.h"
 #include "replica.h"
 #include "store_changes.h"
+#include "url.h"
 
 /*
  * etcd's default --max-request-bytes is 1.5 MiB; an entry travels base64
@@ -479,17 +480,15 @@ static void on_snapshot(struct evhttp_request *req, void *arg)
 static void resync(struct ha *h)
 {
 	const char *leader = cluster_leader_advertise(h->cluster);
-	struct evhttp_uri *u = leader[0] && strcmp(cluster_leader_name(h->cluster), h->name) != 0
-	                           ? evhttp_uri_parse(leader)
-	                           : NULL;
-	const char *host = u ? evhttp_uri_get_host(u) : NULL;
-	int port = u ? evhttp_uri_get_port(u) : -1;
+	char host[128], hosthdr[160];
+	uint16_t port;
+	bool tls;
+	bool known = leader[0] && strcmp(cluster_leader_name(h->cluster), h->name) != 0 &&
+	             url_split(leader, strlen(leader), &tls, host, sizeof(host), &port) == 0;
 	struct evhttp_request *req = NULL;
 	if (h->snap_conn)
 		evhttp_connection_free(h->snap_conn);
-	h->snap_conn = host && port > 0
-	                   ? evhttp_connection_base_new(h->d.base, NULL, host, (unsigned short)port)
-	                   : NULL;
+	h->snap_conn = known ? evhttp_connection_base_new(h->d.base, NULL, host, port) : NULL;
 	if (h->snap_conn) {
 		evhttp_connection_set_timeout(h->snap_conn, 60);
 		req = evhttp_request_new(on_snapshot, h);
@@ -497,14 +496,14 @@ static void resync(struct ha *h)
 	if (req) {
 		struct evkeyvalq *hdr = evhttp_request_get_output_headers(req);
 		char auth[300];
-		evhttp_add_header(hdr, "Host", host);
+		snprintf(hosthdr, sizeof(hosthdr), strchr(host, ':') ? "[%s]:%u" : "%s:%u", host,
+		         (unsigned)port);
+		evhttp_add_header(hdr, "Host", hosthdr);
 		if (h->token[0]) {
 			snprintf(auth, sizeof(auth), "Bearer %s", h->token);
 			evhttp_add_header(hdr, "Authorization", auth);
 		}
 	}
-	if (u)
-		evhttp_uri_free(u);
 	if (!req ||
 	    evhttp_make_request(h->snap_conn, req, EVHTTP_REQ_GET, "/v1/cluster/snapshot") < 0) {
 		/* No leader known yet (or no memory): try again soon. */

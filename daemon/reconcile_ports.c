@@ -277,6 +277,19 @@ bool reconcile_ports_set_actual(struct reconciler *r, struct unit *u, struct pla
 
 /* ---- the unit's arrays -------------------------------------------------------- */
 
+/* The unit's port owners and desired circuits, from the desired state in memory. */
+static void seed_from_desired(struct reconciler *r, struct unit *u)
+{
+	size_t nown;
+	const int64_t *own = desired_owners(r->d.desired, u->id, &nown);
+	for (uint32_t p = 1; p < nown && p <= u->ports; p++)
+		if (own[p])
+			reconcile_ports_owner(r, u, p, 0, own[p]);
+	struct desired_set ds = reconcile_unit_desired(u);
+	for (size_t k = 0; k < ds.n; k++)
+		reconcile_ports_desired(r, u, ds.xc[k], ds.fabric[k], true);
+}
+
 int reconcile_ports_init(struct reconciler *r, struct unit *u)
 {
 	size_t n = (size_t)u->ports + 1;
@@ -288,14 +301,7 @@ int reconcile_ports_init(struct reconciler *r, struct unit *u)
 	u->stray.pos = calloc(n, sizeof(*u->stray.pos));
 	if (!u->peer || !u->joining || !u->owner || !u->hold || !u->miss.pos || !u->stray.pos)
 		return -ENOMEM;
-	size_t nown;
-	const int64_t *own = desired_owners(r->d.desired, u->id, &nown);
-	for (uint32_t p = 1; p < nown && p <= u->ports; p++)
-		if (own[p])
-			reconcile_ports_owner(r, u, p, 0, own[p]);
-	struct desired_set ds = reconcile_unit_desired(u);
-	for (size_t k = 0; k < ds.n; k++)
-		reconcile_ports_desired(r, u, ds.xc[k], ds.fabric[k], true);
+	seed_from_desired(r, u);
 	return 0;
 }
 
@@ -316,14 +322,7 @@ void reconcile_ports_rebuild(struct reconciler *r, struct unit *u)
 	u->actual = NULL;
 	u->partial = u->foreign = NULL;
 	u->nactual = u->npartial = u->nforeign = 0;
-	size_t nown;
-	const int64_t *own = desired_owners(r->d.desired, u->id, &nown);
-	for (uint32_t p = 1; p < nown && p <= u->ports; p++)
-		if (own[p])
-			reconcile_ports_owner(r, u, p, 0, own[p]);
-	struct desired_set ds = reconcile_unit_desired(u);
-	for (size_t k = 0; k < ds.n; k++)
-		reconcile_ports_desired(r, u, ds.xc[k], ds.fabric[k], true);
+	seed_from_desired(r, u);
 	if (!actual)
 		actual = malloc(sizeof(*actual));
 	if (actual)
