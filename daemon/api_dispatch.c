@@ -56,6 +56,17 @@ static void fail_commit(struct api_req *req)
 	api_error(req, OFCD_E_STORE, NULL, "the change could not be stored, try again");
 }
 
+/* Runs the route's handler; a handler that suspends must first set the reply it would give now. */
+static void run_handler(struct api_req *req)
+{
+	req->route->handler(req);
+	if (req->status == 0) {
+		log_error("api", "%s %s: handler gave no reply", req->method, req->path);
+		req->suspended = false;
+		api_error(req, OFCD_E_INTERNAL, NULL, "internal error");
+	}
+}
+
 static void cluster_write(struct api_req *req);
 static bool wait_elsewhere(struct api_req *req);
 
@@ -77,13 +88,7 @@ void api_dispatch(struct api_req *req)
 		api_error(req, OFCD_E_STORE, NULL, "the store is not available, try again");
 		return;
 	}
-	req->route->handler(req);
-	if (req->status == 0) {
-		/* A handler that suspends must first set the reply it would give now. */
-		log_error("api", "%s %s: handler gave no reply", req->method, req->path);
-		req->suspended = false;
-		api_error(req, OFCD_E_INTERNAL, NULL, "internal error");
-	}
+	run_handler(req);
 	if (!write)
 		return;
 	if (req->status >= 400) {
@@ -343,11 +348,7 @@ static void run_write(struct api_req *req)
 		api_error(req, OFCD_E_STORE, NULL, "the store is not available, try again");
 		return;
 	}
-	req->route->handler(req);
-	if (req->status == 0) {
-		log_error("api", "%s %s: handler gave no reply", req->method, req->path);
-		api_error(req, OFCD_E_INTERNAL, NULL, "internal error");
-	}
+	run_handler(req);
 	int rc = req->status >= 400 ? 0
 	                            : store_audit(st, token_name(req), req->client, req->method,
 	                                          req->path, req->status);

@@ -26,6 +26,13 @@ struct replica {
 /* Applies entries in order, skipping what was applied already. Returns 0 or -EPROTO. */
 static int apply(struct replica *r, const struct etcd_kv *kvs, size_t n)
 {
+	/*
+	 * The store may be further than this replica: a leader that stepped down
+	 * applies its last append when etcd confirms it.
+	 */
+	int64_t have = store_applied_revision(r->s);
+	if (have > r->applied)
+		r->applied = have;
 	for (size_t i = 0; i < n && !r->diverged; i++) {
 		if (!kvs[i].deleted && strcmp(kvs[i].key, r->floor_key) == 0 &&
 		    strtoll((const char *)kvs[i].value, NULL, 10) > r->applied) {
@@ -33,14 +40,7 @@ static int apply(struct replica *r, const struct etcd_kv *kvs, size_t n)
 			         (long long)r->applied);
 			return -ESTALE;
 		}
-		/*
-		 * A trim deletes entries: this replica has them already. The store may
-		 * be further than this replica (a leader that stepped down applies its
-		 * last append when etcd confirms it).
-		 */
-		int64_t have = store_applied_revision(r->s);
-		if (have > r->applied)
-			r->applied = have;
+		/* A trim deletes entries: this replica has them already. */
 		if (kvs[i].deleted || kvs[i].mod_revision <= r->applied ||
 		    strncmp(kvs[i].key, r->log_prefix, strlen(r->log_prefix)) != 0)
 			continue;

@@ -97,12 +97,23 @@ void store_capture_free(struct store_capture *c)
 
 /* The columns of fabric that are the leader's reconciler's (state, error, updated). */
 struct derived_cols {
+	struct store *s;
+	bool known; /* looked up: only a conflict on fabric needs them */
 	int n;
 	int col[4];
 };
 
-static bool is_derived(const struct derived_cols *d, int col)
+static bool is_derived(struct derived_cols *d, int col)
 {
+	if (!d->known) {
+		sqlite3_stmt *st = store_stmt(d->s, "SELECT cid FROM pragma_table_info('fabric') "
+		                                    "WHERE name IN ('state', 'error', 'updated')");
+		while (st && d->n < 4 && sqlite3_step(st) == SQLITE_ROW)
+			d->col[d->n++] = sqlite3_column_int(st, 0);
+		if (st)
+			sqlite3_reset(st);
+		d->known = true;
+	}
 	for (int i = 0; i < d->n; i++)
 		if (d->col[i] == col)
 			return true;
@@ -126,8 +137,7 @@ static bool same_value(sqlite3_value *a, sqlite3_value *b)
 }
 
 /* A fabric row that differs from the changeset's old values only in the reconciler's columns. */
-static bool differs_in_derived_only(sqlite3_changeset_iter *it, int ncol,
-                                    const struct derived_cols *d)
+static bool differs_in_derived_only(sqlite3_changeset_iter *it, int ncol, struct derived_cols *d)
 {
 	for (int i = 0; i < ncol; i++) {
 		sqlite3_value *old = NULL, *cur = NULL;
@@ -141,7 +151,7 @@ static bool differs_in_derived_only(sqlite3_changeset_iter *it, int ncol,
 }
 
 /* An UPDATE of fabric that changes only the reconciler's columns. */
-static bool changes_derived_only(sqlite3_changeset_iter *it, int ncol, const struct derived_cols *d)
+static bool changes_derived_only(sqlite3_changeset_iter *it, int ncol, struct derived_cols *d)
 {
 	for (int i = 0; i < ncol; i++) {
 		sqlite3_value *v = NULL;
@@ -163,7 +173,7 @@ static bool changes_derived_only(sqlite3_changeset_iter *it, int ncol, const str
  */
 static int on_conflict(void *arg, int kind, sqlite3_changeset_iter *it)
 {
-	const struct derived_cols *d = arg;
+	struct derived_cols *d = arg;
 	const char *table = "?";
 	int ncol, op, indirect;
 	sqlite3changeset_op(it, &table, &ncol, &op, &indirect);
@@ -206,13 +216,7 @@ int store_apply_changes(struct store *s, const void *data, size_t len, int64_t r
 		store_rollback(s);
 		return -EIO;
 	}
-	struct derived_cols d = { 0, { 0 } };
-	sqlite3_stmt *cols = store_stmt(s, "SELECT cid FROM pragma_table_info('fabric') WHERE name "
-	                                   "IN ('state', 'error', 'updated')");
-	while (cols && d.n < 4 && sqlite3_step(cols) == SQLITE_ROW)
-		d.col[d.n++] = sqlite3_column_int(cols, 0);
-	if (cols)
-		sqlite3_reset(cols);
+	struct derived_cols d = { .s = s };
 	rc = sqlite3changeset_apply(store_db(s), (int)len, (void *)data, NULL, on_conflict, &d);
 	if (rc != SQLITE_OK) {
 		store_rollback(s);
