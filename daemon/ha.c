@@ -302,9 +302,34 @@ static void on_append(int rc, const struct etcd_result *res, void *arg)
 	append_over(h, -ESTALE, 0);
 }
 
+/*
+ * A client's write takes the fabric states waiting for the log along, ahead
+ * of its own change (they were committed here first): one Raft round for
+ * both, and no round of their own for the next write to queue behind. Only
+ * at the first send: a retry must send the very same entry.
+ */
+static void take_states_along(struct ha *h, struct append *a)
+{
+	void *both = NULL;
+	size_t both_len = 0;
+	if (!a->done || a->owned || !h->states || h->states_len + a->len > HA_MAX_ENTRY ||
+	    store_changes_combine(h->states, h->states_len, a->data, a->len, &both, &both_len) <
+	        0)
+		return;
+	if (!both) /* they cancel out: nothing would be sent; keep them apart */
+		return;
+	a->owned = both;
+	a->data = both;
+	a->len = both_len;
+	free(h->states);
+	h->states = NULL;
+	evtimer_del(h->states_timer);
+}
+
 static void send_append(struct ha *h)
 {
 	struct append *a = h->pending;
+	take_states_along(h, a);
 	h->sending = true;
 	if (etcd_call(h->etcd, "/v3/kv/txn",
 	              etcd_req_append(h->leader_key, a->generation, a->key, a->data, a->len,

@@ -120,6 +120,23 @@ def test_one_leader_and_writes_through_a_follower(cluster):
         assert names(m) == ["job"]
 
 
+def test_writes_take_fabric_states_along(cluster, etcd):
+    leader = wait_leader(cluster)
+    assert leader.put("/v1/topology", topology(40)).status_code == 200
+    before = len(etcd.keys("/ofcd/test/log/"))
+    # Each create's fabric states are committed while the next create comes: they share its
+    # entry instead of taking a Raft round of their own.
+    for i in range(20):
+        r = leader.post("/v1/fabrics", {"name": f"j{i:02}", "servers": [f"s{2 * i}",
+                                                                     f"s{2 * i + 1}"]})
+        assert r.status_code == 201, r.text
+    for m in cluster:
+        wait_for(lambda: [f["state"] for f in m.get("/v1/fabrics").json()["fabrics"]] ==
+                 ["applied"] * 20)
+    entries = len(etcd.keys("/ofcd/test/log/")) - before
+    assert 20 <= entries <= 24, entries  # apart, about 30
+
+
 def test_role_changes_are_events_and_metrics(cluster):
     leader = wait_leader(cluster)
     text = leader.get("/metrics").text
