@@ -217,7 +217,13 @@ int store_apply_changes(struct store *s, const void *data, size_t len, int64_t r
 		return -EIO;
 	}
 	struct derived_cols d = { .s = s };
-	rc = sqlite3changeset_apply(store_db(s), (int)len, (void *)data, NULL, on_conflict, &d);
+	/*
+	 * No savepoint of its own: a failure rolls the whole transaction back
+	 * anyway, and a savepoint copies each page it first touches to a temporary
+	 * sub-journal file (a 4,096-server topology took 7 s instead of 1).
+	 */
+	rc = sqlite3changeset_apply_v2(store_db(s), (int)len, (void *)data, NULL, on_conflict, &d,
+	                               NULL, NULL, SQLITE_CHANGESETAPPLY_NOSAVEPOINT);
 	if (rc != SQLITE_OK) {
 		store_rollback(s);
 		return rc == SQLITE_ABORT || rc == SQLITE_CORRUPT || rc == SQLITE_MISUSE ? -EPROTO
