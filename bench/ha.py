@@ -22,6 +22,11 @@ timeout, so with these settings a lease of 1 s is granted as asked) and three of
    cores. Also printed, to explain the difference: etcd's WAL fsync time (its /metrics), etcd
    revisions per create+delete, a bare etcd put and a guarded txn like an append through the
    JSON gateway, and an fsync on the disk the stores are on.
+3. A large change: a topology PUT of BIG_SERVERS servers (8 devices x 8 ports, 16 sim units),
+   about 12 MB of changeset, which the log takes in parts of 1.1 MB: the time to the 2xx
+   in single-node and in cluster mode (lease_ttl BIG_TTL, so that the leader's loop, held
+   by the handler, keeps its lease), the number of log entries, the time until every member
+   has it, and the longest the leader's loop was held (its busy-loop warning).
 
 Usage: python3 bench/ha.py BUILD_DIR   (build/ofcd must exist)
 """
@@ -45,7 +50,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from benchlib import Client, fsync_cost_ms  # noqa: E402
 from conftest import Daemon  # noqa: E402
-from ha_lab import Etcd, ETCD_BIN, make_members, wait_for, wait_leader  # noqa: E402
+from ha_lab import Etcd, ETCD_BIN, make_members, topology, wait_for, wait_leader  # noqa: E402
 
 REPS = 5              # failovers per lease_ttl
 TTLS = (1, 2)
@@ -57,16 +62,8 @@ BURST = 32            # disjoint 2-server fabrics created back to back
 ROUNDS = 3
 IDLE = 50             # create+delete pairs with a quiet gap before each request
 GAP = 0.05
-
-
-def topology(servers):
-    return {
-        "ocs": [{"name": f"u{i}", "driver": "sim", "ports": 4 * servers, "endpoint": ""}
-                for i in range(2)],
-        "servers": [{"name": f"s{i}", "devices": 2, "ports_per_device": 1, "p2p": False,
-                     "intra": "full-mesh"} for i in range(servers)],
-        "wiring": {"rule": "plane-per-ocs"},
-    }
+BIG_SERVERS = 4096
+BIG_TTL = 15
 
 
 def percentile(v, p):
@@ -293,6 +290,40 @@ def write_cost(etcd, root):
         rm_members(members)
 
 
+def large_change(etcd, root):
+    body = topology(BIG_SERVERS, 8, 8, 16)
+    (root / "big-single").mkdir()
+    single = Daemon(root / "big-single")
+    single.start()
+    try:
+        t0 = time.perf_counter()
+        r = single.put("/v1/topology", body, validate=False)
+        single_s = time.perf_counter() - t0
+        assert r.status_code == 200, r.text[:200]
+    finally:
+        single.stop()
+    members = make_members(root / "big", etcd, ttl=BIG_TTL, prefix="/ofcd/bench-big")
+    try:
+        for m in members:
+            m.start()
+        leader = wait_leader(members, timeout=30)
+        before = len(etcd.keys("/ofcd/bench-big/log/"))
+        t0 = time.perf_counter()
+        r = leader.put("/v1/topology", body, validate=False)
+        cluster_s = time.perf_counter() - t0
+        assert r.status_code == 200, r.text[:200]
+        for m in members:
+            wait_for(lambda: len(m.get("/v1/servers").json()["servers"]) == BIG_SERVERS,
+                     timeout=120, step=0.1)
+        everywhere_s = time.perf_counter() - t0
+        entries = len(etcd.keys("/ofcd/bench-big/log/")) - before
+        held = [int(w.split("busy ")[1].split(" ms")[0]) for w in leader.log().splitlines()
+                if "the loop was busy" in w]
+        return single_s, cluster_s, everywhere_s, entries, max(held, default=0)
+    finally:
+        rm_members(members)
+
+
 def main():
     if not os.access(ETCD_BIN, os.X_OK):
         print(f"ha: skipped, {ETCD_BIN} not installed")
@@ -328,6 +359,11 @@ def main():
         print(f"etcd_per_create_delete: {x['etcd_rev_per_pair']:.1f} revisions, "
               f"{x['etcd_wal_fsyncs_per_pair']:.1f} WAL fsyncs over the 3 members, "
               f"{x['etcd_wal_fsync_ms']:.2f} ms per WAL fsync (mean)")
+        single_s, cluster_s, everywhere_s, entries, held = large_change(etcd, root)
+        print(f"large_change: topology PUT of {BIG_SERVERS} servers (8 x 8 ports): single "
+              f"{single_s:.2f} s; cluster {cluster_s:.2f} s to the 2xx in {entries} log entries, "
+              f"{everywhere_s:.2f} s until every member has it; the leader's loop held at most "
+              f"{held} ms at a time (lease_ttl {BIG_TTL})", flush=True)
         for ttl in TTLS:
             t = failover(etcd, root, ttl)
             print(f"failover_ttl{ttl}: median {statistics.median(t):.2f} s, max {max(t):.2f} s, "

@@ -62,12 +62,13 @@ struct api_cluster {
 	enum api_write_gate (*gate)(void *arg, char *leader, size_t len);
 	/**
 	 * Appends a changeset (data, len bytes, borrowed until done) to the log,
-	 * guarded by this member's leadership. done runs later on the loop, never
-	 * from inside: 0 with the entry's etcd revision once it is in the log, or
-	 * -ESTALE when this member no longer leads and it certainly is not (an
-	 * unanswered append is sent again until etcd answers). Returns 0, or
-	 * -EFBIG (too large for one entry), -ESTALE (not leading) or -ENOMEM;
-	 * then done is not called.
+	 * guarded by this member's leadership; a large one goes in several
+	 * entries, which followers apply as one. done runs later on the loop,
+	 * never from inside: 0 with the (last) entry's etcd revision once it is in
+	 * the log, -ESTALE when this member no longer leads and it certainly is
+	 * not, or -ETIMEDOUT when nobody can say (an unanswered append is sent
+	 * again until etcd answers). Returns 0, or -EFBIG (larger than the log
+	 * takes), -ESTALE (not leading) or -ENOMEM; then done is not called.
 	 */
 	int (*append)(void *arg, const void *data, size_t len, api_append_done done,
 	              void *done_arg);

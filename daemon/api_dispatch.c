@@ -382,11 +382,10 @@ static void run_write(struct api_req *req)
 		req->replicating = false;
 		release_hold(w, req);
 		if (rc == -EFBIG)
-			api_error(
-			    req, OFCD_E_CHANGE_TOO_LARGE, NULL,
-			    "the change (%zu bytes) is larger than the cluster's log takes in one "
-			    "entry; nothing changed",
-			    w->len);
+			api_error(req, OFCD_E_CHANGE_TOO_LARGE, NULL,
+			          "the change (%zu bytes) is larger than the cluster's log takes "
+			          "(64 MiB); nothing changed",
+			          w->len);
 		else if (rc != -ESTALE || !refuse_here(req))
 			api_error(req, OFCD_E_STORE, NULL,
 			          "the cluster's log is not available, try again");

@@ -15,6 +15,7 @@
 #include "etcd.h"
 #include "events.h"
 #include "log.h"
+#include "log_part.h"
 #include "metrics.h"
 #include "replica.h"
 #include "store_changes.h"
@@ -22,10 +23,12 @@
 
 /*
  * etcd's default --max-request-bytes is 1.5 MiB; an entry travels base64
- * encoded (4/3) inside a JSON txn. Larger changes are refused, not split:
- * an entry is one transaction, applied whole or not at all.
+ * encoded (4/3) inside a JSON txn. A larger change goes in parts
+ * (log_part.h), up to HA_MAX_CHANGE: an 8,192-server topology is about 25 MB,
+ * and every entry stays in etcd until trimmed.
  */
-#define HA_MAX_ENTRY (1100u * 1024u)
+#define HA_MAX_ENTRY  (1100u * 1024u)
+#define HA_MAX_CHANGE (64u * 1024u * 1024u)
 
 /* An entry this leader put in the log, for trimming it later. */
 struct logged {
@@ -45,7 +48,8 @@ struct append {
 	int64_t generation; /* the leadership it was made under, and must still be */
 	const void *data;
 	size_t len;
-	void *owned; /* data, when the append owns it (the reconciler's fabric states) */
+	void *owned; /* data, when the append owns it (fabric states, parts) */
+	bool more;   /* a part of a change whose later parts follow it (done is on the last) */
 	api_append_done done;
 	void *done_arg;
 	struct append *next;
@@ -237,18 +241,34 @@ static void forget_logged(struct ha *h, size_t n)
 	h->nlogged -= n;
 }
 
-static void append_over(struct ha *h, int rc, int64_t revision)
+static struct append *pop(struct ha *h)
 {
 	struct append *a = h->pending;
-	if (rc == 0)
-		note_logged(h, a->key, revision);
 	h->pending = a->next;
 	if (!h->pending)
 		h->pending_tail = NULL;
+	return a;
+}
+
+static void append_over(struct ha *h, int rc, int64_t revision)
+{
+	struct append *a = pop(h);
+	if (rc == 0)
+		note_logged(h, a->key, revision);
 	h->sending = false;
+	while (rc < 0 && a->more) {
+		/*
+		 * Its later parts are never sent, so the change is not in the log
+		 * (followers drop a change whose parts stop): the last part answers.
+		 */
+		free(a->owned);
+		free(a);
+		a = pop(h);
+		rc = -ESTALE;
+	}
 	if (a->done)
 		a->done(a->done_arg, rc, revision);
-	else if (rc == 0 && h->state == HA_LEADING && a->generation == h->generation)
+	else if (rc == 0 && !a->more && h->state == HA_LEADING && a->generation == h->generation)
 		store_note_applied_revision(h->d.store, revision); /* committed here before */
 	free(a->owned);
 	free(a);
@@ -313,8 +333,7 @@ static void take_states_along(struct ha *h, struct append *a)
 	void *both = NULL;
 	size_t both_len = 0;
 	if (!a->done || a->owned || !h->states || h->states_len + a->len > HA_MAX_ENTRY ||
-	    store_changes_combine(h->states, h->states_len, a->data, a->len, &both, &both_len) <
-	        0)
+	    store_changes_combine(h->states, h->states_len, a->data, a->len, &both, &both_len) < 0)
 		return;
 	if (!both) /* they cancel out: nothing would be sent; keep them apart */
 		return;
@@ -340,39 +359,96 @@ static void send_append(struct ha *h)
 	}
 }
 
-static int enqueue(struct ha *h, const void *data, size_t len, api_append_done done, void *done_arg,
-                   struct append **out)
+/* Queues the entries first..last (linked) for the log, in order. */
+static void enqueue(struct ha *h, struct append *first, struct append *last)
 {
-	if (len > HA_MAX_ENTRY)
+	for (struct append *a = first; a; a = a->next) {
+		/* Keys sort in append order: a later leadership has a larger generation. */
+		snprintf(a->key, sizeof(a->key), "%s/log/%016" PRIx64 "-%016" PRIx64, h->prefix,
+		         (uint64_t)h->generation, ++h->seq);
+		a->generation = h->generation;
+	}
+	if (h->pending_tail)
+		h->pending_tail->next = first;
+	else
+		h->pending = first;
+	h->pending_tail = last;
+	if (!h->sending)
+		send_append(h);
+}
+
+static void free_appends(struct append *a)
+{
+	while (a) {
+		struct append *next = a->next;
+		free(a->owned);
+		free(a);
+		a = next;
+	}
+}
+
+/* The parts of a change too large for one entry, linked, or NULL when out of memory. */
+static struct append *split(const unsigned char *data, size_t len, struct append **last)
+{
+	const size_t slice = HA_MAX_ENTRY - LOG_PART_HEADER;
+	uint32_t count = (uint32_t)((len + slice - 1) / slice);
+	struct append *first = NULL, **tail = &first;
+	for (uint32_t i = 0; i < count; i++) {
+		size_t n = i + 1 < count ? slice : len - (size_t)i * slice;
+		struct append *a = calloc(1, sizeof(*a));
+		void *e = a ? log_part_make(i, count, data + (size_t)i * slice, n) : NULL;
+		if (!e) {
+			free(a);
+			free_appends(first);
+			return NULL;
+		}
+		a->owned = e;
+		a->data = e;
+		a->len = LOG_PART_HEADER + n;
+		a->more = i + 1 < count;
+		*last = *tail = a;
+		tail = &a->next;
+	}
+	return first;
+}
+
+/*
+ * Queues a change for the log, in one entry or in parts; done (or NULL) hears
+ * the outcome. On success the queue frees owned (data, or NULL when the
+ * caller keeps data until done). Returns 0, -EFBIG, -ESTALE (not leading) or
+ * -ENOMEM.
+ */
+static int append_change(struct ha *h, const void *data, size_t len, void *owned,
+                         api_append_done done, void *done_arg)
+{
+	if (len > HA_MAX_CHANGE)
 		return -EFBIG;
 	if (h->state != HA_LEADING)
 		return -ESTALE;
-	struct append *a = calloc(1, sizeof(*a));
-	if (!a)
+	struct append *first, *last;
+	if (len > HA_MAX_ENTRY) {
+		first = split(data, len, &last);
+		if (first)
+			free(owned); /* the parts have their copies */
+	} else {
+		first = last = calloc(1, sizeof(*first));
+		if (first) {
+			first->data = data;
+			first->len = len;
+			first->owned = owned;
+		}
+	}
+	if (!first)
 		return -ENOMEM;
-	/* Keys sort in append order: a later leadership has a larger generation. */
-	snprintf(a->key, sizeof(a->key), "%s/log/%016" PRIx64 "-%016" PRIx64, h->prefix,
-	         (uint64_t)h->generation, ++h->seq);
-	a->generation = h->generation;
-	a->data = data;
-	a->len = len;
-	a->done = done;
-	a->done_arg = done_arg;
-	*out = a;
-	if (h->pending_tail)
-		h->pending_tail->next = a;
-	else
-		h->pending = a;
-	h->pending_tail = a;
-	if (!h->sending)
-		send_append(h);
+	last->done = done;
+	last->done_arg = done_arg;
+	enqueue(h, first, last);
 	return 0;
 }
 
 static int api_append(void *arg, const void *data, size_t len, api_append_done done, void *done_arg)
 {
-	struct append *a;
-	return enqueue(arg, data, len, done, done_arg, &a);
+	return append_change(arg, data, len, NULL, done, done_arg);
 }
 
 /*
@@ -386,17 +462,12 @@ static int api_append(void *arg, const void *data, size_t len, api_append_done d
 static void on_states_timer(evutil_socket_t fd, short what, void *arg)
 {
 	struct ha *h = arg;
-	struct append *a;
 	(void)fd;
 	(void)what;
 	void *cs = h->states;
 	h->states = NULL;
-	if (!cs)
-		return;
-	if (enqueue(h, cs, h->states_len, NULL, NULL, &a) < 0)
+	if (cs && append_change(h, cs, h->states_len, cs, NULL, NULL) < 0)
 		free(cs); /* best effort: the next states carry the news */
-	else
-		a->owned = cs;
 }
 
 void ha_replicate_states(struct ha *h, void *changeset, size_t len)

@@ -7,6 +7,7 @@
 
 #include "etcd.h"
 #include "log.h"
+#include "log_part.h"
 #include "store_changes.h"
 
 struct replica {
@@ -21,9 +22,53 @@ struct replica {
 	bool freed;   /* replica_free() came during it: on_range frees */
 	struct replica_cbs cbs;
 	struct etcd_watch *watch;
+	struct log_part_buf parts; /* a large change whose parts are still coming */
 };
 
-/* Applies entries in order, skipping what was applied already. Returns 0 or -EPROTO. */
+static void drop_parts(struct replica *r, const char *why)
+{
+	log_warn("replica",
+	         "a change in %u parts stops after %u (%s): its leader never finished it, "
+	         "it is dropped",
+	         r->parts.count, r->parts.next, why);
+	log_part_reset(&r->parts);
+}
+
+/*
+ * The changeset entry kv completes (*data, *len; borrowed): 1, or 0 when it is
+ * a part of a change with more parts to come, or -ENOMEM.
+ */
+static int whole_change(struct replica *r, const struct etcd_kv *kv, const void **data, size_t *len)
+{
+	uint32_t index, count;
+	const void *slice;
+	size_t n;
+	if (!log_part_parse(kv->value, kv->value_len, &index, &count, &slice, &n)) {
+		if (r->parts.next)
+			drop_parts(r, "an entry of its own follows");
+		*data = kv->value;
+		*len = kv->value_len;
+		return 1;
+	}
+	if (index == 0 && r->parts.next)
+		drop_parts(r, "another change starts");
+	else if (index != r->parts.next || (index && count != r->parts.count)) {
+		if (r->parts.next)
+			drop_parts(r, "a part of another change follows");
+		return 0; /* the rest of a change whose start this member never saw */
+	}
+	int rc = log_part_add(&r->parts, index, count, slice, n);
+	if (rc <= 0)
+		return rc;
+	*data = r->parts.data;
+	*len = r->parts.len;
+	return 1;
+}
+
+/*
+ * Applies entries in order, skipping what was applied already. Returns 0,
+ * -EPROTO (diverged), -ESTALE (trimmed past this store) or -ENOMEM.
+ */
 static int apply(struct replica *r, const struct etcd_kv *kvs, size_t n)
 {
 	/*
@@ -44,8 +89,17 @@ static int apply(struct replica *r, const struct etcd_kv *kvs, size_t n)
 		if (kvs[i].deleted || kvs[i].mod_revision <= r->applied ||
 		    strncmp(kvs[i].key, r->log_prefix, strlen(r->log_prefix)) != 0)
 			continue;
-		int rc =
-		    store_apply_changes(r->s, kvs[i].value, kvs[i].value_len, kvs[i].mod_revision);
+		const void *data;
+		size_t len;
+		int rc = whole_change(r, &kvs[i], &data, &len);
+		if (rc == 0)
+			continue;
+		if (rc > 0) {
+			rc = store_apply_changes(r->s, data, len, kvs[i].mod_revision);
+			log_part_reset(&r->parts);
+		}
+		if (rc == -ENOMEM)
+			return rc; /* read again from the last change applied */
 		if (rc < 0) {
 			log_error("replica",
 			          "cannot apply log entry %s (revision %lld): %s; following "
@@ -93,6 +147,7 @@ static void on_range(int rc, const struct etcd_result *res, void *arg)
 	struct replica *r = arg;
 	r->reading = false;
 	if (r->freed) {
+		log_part_reset(&r->parts);
 		free(r);
 		return;
 	}
@@ -171,8 +226,10 @@ void replica_free(struct replica *r)
 		return;
 	etcd_watch_free(r->watch);
 	r->watch = NULL;
-	if (r->reading)
+	if (r->reading) {
 		r->freed = true; /* its reply frees it */
-	else
+	} else {
+		log_part_reset(&r->parts);
 		free(r);
+	}
 }

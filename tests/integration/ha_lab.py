@@ -3,6 +3,7 @@
 Everything runs with private ports and directories and is stopped by pid.
 """
 
+import contextlib
 import json
 import os
 import shutil
@@ -152,6 +153,32 @@ class Member(Daemon):
 def make_members(tmp_path, etcd, n=3, ttl=1, **kw):
     return [Member(tmp_path / f"m{i}", f"ofcd-{chr(97 + i)}", etcd, ttl=ttl, **kw)
             for i in range(n)]
+
+
+@contextlib.contextmanager
+def running_members(tmp_path, etcd, **kw):
+    """make_members(), all started; killed on the way out (woken first if stopped)."""
+    members = make_members(tmp_path, etcd, **kw)
+    try:
+        for m in members:
+            m.start()
+        yield members
+    finally:
+        for m in members:
+            if m.proc and m.proc.poll() is None:
+                m.proc.send_signal(signal.SIGCONT)
+            m.stop(sig=9)
+
+
+def topology(servers, devices=2, ports_per_device=1, units=2):
+    """servers on sim units, wired plane-per-ocs; each unit has 4 ports per server."""
+    return {
+        "ocs": [{"name": f"u{i}", "driver": "sim", "ports": 4 * servers, "endpoint": ""}
+                for i in range(units)],
+        "servers": [{"name": f"s{i}", "devices": devices, "ports_per_device": ports_per_device,
+                     "p2p": False, "intra": "full-mesh"} for i in range(servers)],
+        "wiring": {"rule": "plane-per-ocs"},
+    }
 
 
 def wait_leader(members, timeout=15, exclude=()):

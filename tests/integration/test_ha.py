@@ -6,6 +6,7 @@ acknowledged lost; without an etcd quorum writes are refused and reads go on.
 """
 import json
 import os
+import signal
 import subprocess
 import threading
 import time
@@ -14,21 +15,12 @@ import pytest
 import requests
 
 from conftest import Daemon, error_of
-from ha_lab import Etcd, Member, make_members, wait_for, wait_leader, ETCD_BIN
+from ha_lab import (Etcd, Member, make_members, running_members, topology, wait_for,
+                    wait_leader, ETCD_BIN)
 
 OFCCTL_BIN = os.environ.get("OFCCTL_BIN", os.path.join(os.path.dirname(__file__), "../../build/ofcctl"))
 
 pytestmark = pytest.mark.skipif(not os.access(ETCD_BIN, os.X_OK), reason="etcd not installed")
-
-
-def topology(servers):
-    return {
-        "ocs": [{"name": f"u{i}", "driver": "sim", "ports": 4 * servers, "endpoint": ""}
-                for i in range(2)],
-        "servers": [{"name": f"s{i}", "devices": 2, "ports_per_device": 1, "p2p": False,
-                     "intra": "full-mesh"} for i in range(servers)],
-        "wiring": {"rule": "plane-per-ocs"},
-    }
 
 
 @pytest.fixture
@@ -246,10 +238,7 @@ def test_etcd_member_lost_changes_nothing(tmp_path, etcd):
     # stalls renewals meanwhile: a lease shorter than that makes ofcd's leader step down,
     # safely (docs/ha.md). Here the member lost is one of the followers of etcd's Raft.
     etcd.move_leader_off(0)
-    members = make_members(tmp_path, etcd, ttl=2)
-    try:
-        for m in members:
-            m.start()
+    with running_members(tmp_path, etcd, ttl=2) as members:
         leader = wait_leader(members)
         assert leader.put("/v1/topology", topology(8)).status_code == 200
         etcd.kill(0)  # the endpoint every member tries first
@@ -260,9 +249,6 @@ def test_etcd_member_lost_changes_nothing(tmp_path, etcd):
         assert leader.cluster()["etcd_reachable"] is True
         for m in members:
             wait_for(lambda: names(m) == ["a"])
-    finally:
-        for m in members:
-            m.stop(sig=9)
 
 
 def test_quorum_lost_refuses_writes_and_serves_reads(cluster, etcd):
@@ -291,10 +277,7 @@ def test_quorum_lost_refuses_writes_and_serves_reads(cluster, etcd):
 
 
 def test_member_behind_a_trimmed_log_copies_a_snapshot(tmp_path, etcd):
-    members = make_members(tmp_path, etcd, extra="log_keep = 4\n")
-    try:
-        for m in members:
-            m.start()
+    with running_members(tmp_path, etcd, extra="log_keep = 4\n") as members:
         leader = wait_leader(members)
         late = followers(members, leader)[0]
         assert leader.put("/v1/topology", topology(24)).status_code == 200
@@ -318,6 +301,77 @@ def test_member_behind_a_trimmed_log_copies_a_snapshot(tmp_path, etcd):
         wait_for(lambda: "g" in names(late))
         # The snapshot is for administrators: a daemon with tokens refuses readers.
         assert leader.get("/v1/cluster/snapshot").headers["Content-Type"] == "application/vnd.sqlite3"
+
+
+def big_topology(servers):
+    """8 devices x 8 ports per server: a changeset of about 3 kB per server."""
+    return topology(servers, 8, 8, 16)
+
+
+def server_count(m):
+    return len(m.get("/v1/servers").json()["servers"])
+
+
+def test_large_change_travels_in_parts(tmp_path, etcd):
+    members = make_members(tmp_path, etcd, ttl=2)
+    late = members[2]
+    try:
+        for m in members[:2]:
+            m.start()
+        leader = wait_leader(members[:2])
+        before = len(etcd.keys("/ofcd/test/log/"))
+        r = leader.put("/v1/topology", big_topology(1024), validate=False)
+        assert r.status_code == 200, r.text[:300]
+        assert len(etcd.keys("/ofcd/test/log/")) - before >= 3  # 2.4 MB: three parts
+        for m in members[:2]:
+            wait_for(lambda: server_count(m) == 1024, timeout=20)
+        # A member that starts now reads the parts back from the log and applies them whole.
+        late.start()
+        wait_for(lambda: server_count(late) == 1024, timeout=20)
+        assert leader.post("/v1/fabrics", {"name": "a", "servers": ["s0", "s1"]}).status_code == 201
+        for m in members:
+            wait_for(lambda: names(m) == ["a"])
+        assert not [m.name for m in members if "cannot apply" in m.log()]
     finally:
         for m in members:
             m.stop(sig=9)
+
+
+def test_change_cut_short_between_its_parts_is_dropped(tmp_path, etcd):
+    # The leader's loop is busy with the handler for about a second: the lease outlasts it.
+    with running_members(tmp_path, etcd, ttl=5) as members:
+        leader = wait_leader(members)
+        assert leader.put("/v1/topology", topology(8)).status_code == 200
+        for m in members:
+            wait_for(lambda: server_count(m) == 8)
+        body = big_topology(2048)  # about 6 MB: six parts
+        before = len(etcd.keys("/ofcd/test/log/"))
+        answer = {}
+
+        def put():
+            answer["r"] = requests.put(leader.url("/v1/topology"), json=body,
+                                       allow_redirects=False, timeout=60)
+
+        t = threading.Thread(target=put, daemon=True)
+        t.start()
+        # Freeze the leader once its first part is in the log: the rest never comes from it.
+        wait_for(lambda: len(etcd.keys("/ofcd/test/log/")) > before, timeout=30, step=0.002)
+        leader.proc.send_signal(signal.SIGSTOP)
+        sent = len(etcd.keys("/ofcd/test/log/")) - before
+        assert 1 <= sent < 6, sent
+        others = [m for m in members if m is not leader]
+        new = wait_leader(others, timeout=20)
+        # The cut change is in nobody's store, and the log goes on.
+        assert new.post("/v1/fabrics", {"name": "a", "servers": ["s0", "s1"]}).status_code == 201
+        for m in others:
+            wait_for(lambda: names(m) == ["a"])
+            assert server_count(m) == 8
+        leader.proc.send_signal(signal.SIGCONT)
+        t.join(timeout=30)
+        r = answer["r"]
+        # The old leader learns it was replaced: its client hears where to go, nothing changed.
+        assert r.status_code in (307, 503), r.text[:300]
+        wait_for(lambda: leader.cluster()["role"] == "follower", timeout=15)
+        wait_for(lambda: names(leader) == ["a"], timeout=15)
+        assert server_count(leader) == 8
+        assert any("it is dropped" in m.log() for m in others)

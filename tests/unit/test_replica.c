@@ -17,6 +17,7 @@
 
 #include "etcd.h"
 #include "etcd_members.h"
+#include "log_part.h"
 #include "replica.h"
 #include "store_changes.h"
 #include "store_sql.h"
@@ -60,6 +61,51 @@ static void run_ms(struct world *w, int ms)
 	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
 	event_base_loopexit(w->base, &tv);
 	event_base_dispatch(w->base);
+}
+
+/* Appends value as the log's next entry; returns its revision. */
+static int64_t append(struct world *w, const void *value, size_t len)
+{
+	char key[64];
+	snprintf(key, sizeof(key), "/r/log/%016d", ++w->seq);
+	struct reply r =
+	    call(w, "/v3/kv/txn",
+	         etcd_req_append("/r/leader", w->generation, key, value, len, "/r/log_floor"));
+	assert_true(r.rc == 0 && r.succeeded);
+	return r.revision;
+}
+
+/* The changeset of sql run on the leader's store, which keeps it only when commit is set. */
+static void *leader_change(struct world *w, const char *sql, bool commit, size_t *len)
+{
+	struct store_capture *cap;
+	void *cs;
+	assert_int_equal(store_capture_start(w->leader, NULL, &cap), 0);
+	assert_int_equal(store_begin(w->leader), 0);
+	assert_int_equal(sqlite3_exec(store_db(w->leader), sql, NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(store_capture_take(cap, &cs, len), 0);
+	store_capture_free(cap);
+	if (commit)
+		assert_int_equal(store_commit(w->leader), 0);
+	else
+		store_rollback(w->leader);
+	return cs;
+}
+
+/* Appends cs in count parts, or only the first upto of them; returns the last one's revision. */
+static int64_t append_parts(struct world *w, const unsigned char *cs, size_t len, uint32_t count,
+                            uint32_t upto)
+{
+	int64_t rev = 0;
+	size_t slice = (len + count - 1) / count;
+	for (uint32_t i = 0; i < upto; i++) {
+		size_t n = i + 1 < count ? slice : len - i * slice;
+		void *e = log_part_make(i, count, cs + i * slice, n);
+		assert_non_null(e);
+		rev = append(w, e, LOG_PART_HEADER + n);
+		free(e);
+	}
+	return rev;
 }
 
 /* The leader's write: sql in a captured transaction, appended to the log, then committed. */
@@ -198,10 +244,69 @@ static void test_follow(void **state)
 	replica_free(r);
 }
 
+/*
+ * A change too large for one entry comes in parts and is applied whole; parts
+ * whose change never finished (its leader stopped) are dropped.
+ */
+static void test_parts(void **state)
+{
+	struct world *w = *state;
+	struct replica *r;
+	struct seen seen = { 0, 0 };
+	struct replica_cbs cbs = { .caught_up = on_caught_up, .stopped = on_stopped, .arg = &seen };
+	char path[96], err[256];
+	struct store *fresh;
+	size_t len;
+	if (!w)
+		skip();
+	/* Cut short: two of three parts, then another change. */
+	unsigned char *cut = leader_change(
+	    w, "INSERT INTO server(id, name, devices, ports_per_device) VALUES (98, 'cut', 8, 2)",
+	    false, &len);
+	append_parts(w, cut, len, 3, 2);
+	free(cut);
+	unsigned char *big =
+	    leader_change(w,
+	                  "INSERT INTO server(id, name, devices, ports_per_device) "
+	                  "VALUES (10, 'p10', 8, 2), (11, 'p11', 8, 2)",
+	                  true, &len);
+	int64_t half = append_parts(w, big, len, 4, 2);
+
+	snprintf(path, sizeof(path), "%s/fresh.db", w->m.dir);
+	assert_int_equal(store_open(path, &fresh, err, sizeof(err)), 0);
+	assert_int_equal(replica_start(w->c, fresh, "/r", 0, true, &cbs, &r), 0);
+	while (!seen.caught_up)
+		run_ms(w, 10);
+	assert_int_equal(seen.caught_up, 1);
+	/* Half a change is nothing yet: the store stands before its parts. */
+	assert_true(replica_applied(r) < half);
+	assert_int_equal(count(fresh, "SELECT count(*) FROM server WHERE id >= 10"), 0);
+
+	/* The rest comes through the watch: then it applies whole, at the last part's revision. */
+	for (uint32_t i = 2; i < 4; i++) {
+		size_t slice = (len + 3) / 4;
+		size_t n = i + 1 < 4 ? slice : len - i * slice;
+		void *e = log_part_make(i, 4, big + i * slice, n);
+		half = append(w, e, LOG_PART_HEADER + n);
+		free(e);
+	}
+	free(big);
+	while (replica_applied(r) < half && !replica_diverged(r))
+		run_ms(w, 10);
+	assert_false(replica_diverged(r));
+	assert_int_equal(store_applied_revision(fresh), half);
+	assert_int_equal(count(fresh, "SELECT count(*) FROM server WHERE id IN (10, 11)"), 2);
+	assert_int_equal(count(fresh, "SELECT count(*) FROM server WHERE id = 98"), 0);
+	assert_int_equal(seen.stopped, 0);
+	replica_free(r);
+	store_close(fresh);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_follow),
+		cmocka_unit_test(test_parts),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
