@@ -15,13 +15,13 @@ timeout, so with these settings a lease of 1 s is granted as asked) and three of
    (the three members, requests sent to the leader) and in single-node mode (one ofcd without
    [cluster]), in the same run, in alternating blocks so that the machine's load falls on both:
    p50 and p99 of the create, and sequential throughput (BURST creates back to back, timed).
-   The same with 50 ms of quiet before each request (the reconciler's state updates, which
-   are appended too, are then done before the next write arrives, so it waits for no other
-   append: one txn in etcd's hands at a time), and with the two followers' ofcd paused
-   (SIGSTOP), so that they do not apply the log beside the leader on this machine's two
-   cores. Also printed, to explain the difference: etcd's WAL fsync time (its /metrics), etcd
-   revisions per create+delete, a bare etcd put and a guarded txn like an append through the
-   JSON gateway, and an fsync on the disk the stores are on.
+   The same with 50 ms of quiet before each request (the reconciler's state updates then go
+   to the log in an entry of their own instead of riding along with the next write), and
+   with the two followers' ofcd paused (SIGSTOP), so that they do not apply the log beside
+   the leader on this machine's cores. Also printed, to explain the difference: etcd's WAL
+   fsync time (its /metrics), etcd revisions per create+delete, a bare etcd put and a
+   guarded txn like an append through the JSON gateway with the CPU time the three etcd
+   members spend on it, and an fsync on the disk the stores are on.
 3. A large change: a topology PUT of BIG_SERVERS servers (8 devices x 8 ports, 16 sim units),
    about 12 MB of changeset, which the log takes in parts of 1.1 MB: the time to the 2xx
    in single-node and in cluster mode (lease_ttl BIG_TTL, so that the leader's loop, held
@@ -190,6 +190,7 @@ def etcd_put_ms(etcd, n=200):
                                            "value": Etcd.b64("x")})
     rev = json.loads(text)["header"]["revision"]
     txn = []
+    cpu0 = etcd_cpu_s(etcd)
     for i in range(n):
         body = {"compare": [{"key": Etcd.b64("/bench/leader"), "target": "CREATE",
                              "result": "EQUAL", "create_revision": rev}],
@@ -199,9 +200,21 @@ def etcd_put_ms(etcd, n=200):
         _, text = c.call("POST", "/v3/kv/txn", body)
         txn.append(time.perf_counter() - t0)
         assert json.loads(text).get("succeeded"), text
+    cpu = (etcd_cpu_s(etcd) - cpu0) / n
     c.close()
     return (statistics.median(lat) * 1e3, percentile(lat, 99) * 1e3,
-            statistics.median(txn) * 1e3, percentile(txn, 99) * 1e3)
+            statistics.median(txn) * 1e3, percentile(txn, 99) * 1e3, cpu * 1e3)
+
+
+def etcd_cpu_s(etcd):
+    """CPU time (user + system) the etcd members have used so far."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for p in etcd.procs:
+        with open(f"/proc/{p.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / ticks
 
 
 def pairs(c, label, n, lat, gap=0.0):
@@ -333,10 +346,11 @@ def main():
     etcd = Etcd()
     try:
         etcd.start()
-        put50, put99, txn50, txn99 = etcd_put_ms(etcd)
+        put50, put99, txn50, txn99, txn_cpu = etcd_put_ms(etcd)
         print(f"etcd_put_json_gateway: p50 {put50:.2f} ms, p99 {put99:.2f} ms; a guarded txn "
-              f"putting 1.2 KB (like an append): p50 {txn50:.2f} ms, p99 {txn99:.2f} ms "
-              "(one keep-alive connection, 3 members on loopback)")
+              f"putting 1.2 KB (like an append): p50 {txn50:.2f} ms, p99 {txn99:.2f} ms, "
+              f"{txn_cpu:.2f} ms of CPU over the etcd members "
+              f"(one keep-alive connection, 3 members on loopback, {os.cpu_count()} CPUs)")
         print(f"fsync_cost_disk: {fsync_cost_ms(str(root)):.2f} ms (4 KiB write + fdatasync in the "
               "stores' directory)")
         lat, tput, idle, x = write_cost(etcd, root)
