@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -57,9 +58,13 @@ static void start_members(struct etcd_members *k)
 		snprintf(name, sizeof(name), "e%d", i);
 		snprintf(data, sizeof(data), "%s/e%d", k->dir, i);
 		snprintf(log, sizeof(log), "%s/e%d.log", k->dir, i);
+		pid_t parent = getpid();
 		pid_t pid = fork();
 		assert_true(pid >= 0);
 		if (pid == 0) {
+			/* Gone with the test, even when a failed setup skips the teardown. */
+			if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+				_exit(126);
 			int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 			dup2(fd, 1);
 			dup2(fd, 2);
