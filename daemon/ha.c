@@ -42,6 +42,16 @@ enum ha_state {
 	HA_LEADING,     /* takes writes, drives the units */
 };
 
+/* What an entry of the log carries. */
+enum append_kind {
+	APPEND_WRITE,  /* a client's write, whole (the fabric states waiting may ride along) */
+	APPEND_PART,   /* a part of a client's write too large for one entry */
+	APPEND_STATES, /* the reconciler's fabric states, alone */
+	APPEND_KINDS
+};
+
+static const char *const APPEND_KIND_NAMES[APPEND_KINDS] = { "write", "part", "states" };
+
 /* An entry for the log, in order: the first is in etcd's hands. */
 struct append {
 	char key[224];
@@ -49,7 +59,9 @@ struct append {
 	const void *data;
 	size_t len;
 	void *owned; /* data, when the append owns it (fabric states, parts) */
-	bool more;   /* a part of a change whose later parts follow it (done is on the last) */
+	enum append_kind kind;
+	bool more; /* a part of a change whose later parts follow it (done is on the last) */
+	bool sent; /* sent at least once: a retry sends the very same entry */
 	api_append_done done;
 	void *done_arg;
 	struct append *next;
@@ -100,7 +112,9 @@ struct ha {
 	bool publishing;    /* a put or range of the members is in flight */
 	json_t *members;    /* the others as last read: array of objects */
 	uint64_t role_changes;
-	bool left; /* resigned (a graceful stop): neither leads nor follows */
+	uint64_t appended[APPEND_KINDS]; /* entries this member put in the log, by kind */
+	uint64_t states_along;           /* times the fabric states rode along with a write */
+	bool left;                       /* resigned (a graceful stop): neither leads nor follows */
 	void (*resigned)(void *arg);
 	void *resigned_arg;
 };
@@ -332,7 +346,8 @@ static void take_states_along(struct ha *h, struct append *a)
 {
 	void *both = NULL;
 	size_t both_len = 0;
-	if (!a->done || a->owned || !h->states || h->states_len + a->len > HA_MAX_ENTRY ||
+	if (a->kind != APPEND_WRITE || a->sent || !h->states || h->state != HA_LEADING ||
+	    a->generation != h->generation || h->states_len + a->len > HA_MAX_ENTRY ||
 	    store_changes_combine(h->states, h->states_len, a->data, a->len, &both, &both_len) < 0)
 		return;
 	if (!both) /* they cancel out: nothing would be sent; keep them apart */
@@ -343,12 +358,17 @@ static void take_states_along(struct ha *h, struct append *a)
 	free(h->states);
 	h->states = NULL;
 	evtimer_del(h->states_timer);
+	h->states_along++;
 }
 
 static void send_append(struct ha *h)
 {
 	struct append *a = h->pending;
-	take_states_along(h, a);
+	if (!a->sent) {
+		take_states_along(h, a);
+		h->appended[a->kind]++;
+		a->sent = true;
+	}
 	h->sending = true;
 	if (etcd_call(h->etcd, "/v3/kv/txn",
 	              etcd_req_append(h->leader_key, a->generation, a->key, a->data, a->len,
@@ -405,6 +425,7 @@ static struct append *split(const unsigned char *data, size_t len, struct append
 		a->owned = e;
 		a->data = e;
 		a->len = LOG_PART_HEADER + n;
+		a->kind = APPEND_PART;
 		a->more = i + 1 < count;
 		*last = *tail = a;
 		tail = &a->next;
@@ -433,6 +454,7 @@ static int append_change(struct ha *h, const void *data, size_t len, void *owned
 	} else {
 		first = last = calloc(1, sizeof(*first));
 		if (first) {
+			first->kind = done ? APPEND_WRITE : APPEND_STATES;
 			first->data = data;
 			first->len = len;
 			first->owned = owned;
@@ -682,6 +704,16 @@ static void trim(struct ha *h)
 	if (h->state != HA_LEADING || h->trimming || h->nlogged <= h->log_keep + h->log_keep / 2)
 		return;
 	size_t n = h->nlogged - h->log_keep;
+	/*
+	 * Never past this store: the parts of a change still on its way are in the
+	 * log before the change is in any store, and a floor above every store
+	 * would leave nobody able to follow (nor to take over).
+	 */
+	int64_t applied = store_applied_revision(h->d.store);
+	while (n > 0 && h->logged[n - 1].revision > applied)
+		n--;
+	if (n == 0)
+		return;
 	const struct logged *last = &h->logged[n - 1];
 	char floor[256], prefix[160];
 	/* The revision for replicas, the key for an append that lost its answer meanwhile. */
@@ -767,6 +799,19 @@ static void collect(void *arg, struct metrics_out *out)
 	metrics_family(out, "ofcd_cluster_role_changes_total", "counter",
 	               "times this member's role changed (leader, candidate, follower)");
 	metrics_sample(out, "ofcd_cluster_role_changes_total", NULL, (double)h->role_changes);
+	metrics_family(out, "ofcd_cluster_log_entries_total", "counter",
+	               "entries this member appended to the log while it led, by kind: a write "
+	               "whole, a part of a large one, the reconciler's fabric states alone");
+	for (int k = 0; k < APPEND_KINDS; k++) {
+		char label[32];
+		snprintf(label, sizeof(label), "kind=\"%s\"", APPEND_KIND_NAMES[k]);
+		metrics_sample(out, "ofcd_cluster_log_entries_total", label,
+		               (double)h->appended[k]);
+	}
+	metrics_family(out, "ofcd_cluster_states_along_total", "counter",
+	               "times the reconciler's fabric states rode along with a write's entry "
+	               "instead of taking one of their own");
+	metrics_sample(out, "ofcd_cluster_states_along_total", NULL, (double)h->states_along);
 }
 
 /* ---- life ------------------------------------------------------------------- */

@@ -112,10 +112,22 @@ def test_one_leader_and_writes_through_a_follower(cluster):
         assert names(m) == ["job"]
 
 
+def log_metrics(m):
+    """This member's appends by kind, and how often the fabric states rode along."""
+    text = m.get("/metrics").text
+    got = {}
+    for line in text.splitlines():
+        if line.startswith("ofcd_cluster_log_entries_total{kind="):
+            got[line.split('"')[1]] = int(float(line.split()[-1]))
+        elif line.startswith("ofcd_cluster_states_along_total "):
+            got["along"] = int(float(line.split()[-1]))
+    return got
+
+
 def test_writes_take_fabric_states_along(cluster, etcd):
     leader = wait_leader(cluster)
     assert leader.put("/v1/topology", topology(40)).status_code == 200
-    before = len(etcd.keys("/ofcd/test/log/"))
+    before, m0 = len(etcd.keys("/ofcd/test/log/")), log_metrics(leader)
     # Each create's fabric states are committed while the next create comes: they share its
     # entry instead of taking a Raft round of their own.
     for i in range(20):
@@ -125,8 +137,11 @@ def test_writes_take_fabric_states_along(cluster, etcd):
     for m in cluster:
         wait_for(lambda: [f["state"] for f in m.get("/v1/fabrics").json()["fabrics"]] ==
                  ["applied"] * 20)
-    entries = len(etcd.keys("/ofcd/test/log/")) - before
-    assert 20 <= entries <= 24, entries  # apart, about 30
+    m1 = log_metrics(leader)
+    d = {k: m1[k] - m0[k] for k in m1}
+    assert d["write"] == 20 and d["part"] == 0, d
+    assert d["along"] >= 10, d  # apart: 0, and a states entry after most writes
+    assert len(etcd.keys("/ofcd/test/log/")) - before == d["write"] + d["states"], d
 
 
 def test_role_changes_are_events_and_metrics(cluster):
