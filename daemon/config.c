@@ -351,7 +351,9 @@ static const struct cfgtab_key config_keys[] = {
 	  .what = "seconds",
 	  .def = "5",
 	  .doc = "TTL of the leader's etcd lease: a leader that cannot renew it steps down "
-	         "before it expires; a dead leader is replaced after about this long" },
+	         "before it expires; a dead leader is replaced after about this long. At "
+	         "least 3× the longest write: a topology `PUT` of thousands of servers holds "
+	         "the loop for seconds (docs/ha.md)" },
 	{ .section = "cluster",
 	  .key = "prefix",
 	  .type = CFGTAB_CUSTOM,

@@ -800,7 +800,7 @@ static void collect(void *arg, struct metrics_out *out)
 	               "times this member's role changed (leader, candidate, follower)");
 	metrics_sample(out, "ofcd_cluster_role_changes_total", NULL, (double)h->role_changes);
 	metrics_family(out, "ofcd_cluster_log_entries_total", "counter",
-	               "entries this member appended to the log while it led, by kind: a write "
+	               "entries this member sent to the log while it led, by kind: a write "
 	               "whole, a part of a large one, the reconciler's fabric states alone");
 	for (int k = 0; k < APPEND_KINDS; k++) {
 		char label[32];
