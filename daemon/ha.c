@@ -892,8 +892,7 @@ void ha_free(struct ha *h)
 	replica_free(h->replica);
 	while (h->pending) {
 		/* The daemon is going: whoever waits hears the log did not say (it may yet). */
-		struct append *a = h->pending;
-		h->pending = a->next;
+		struct append *a = pop(h);
 		if (a->done)
 			a->done(a->done_arg, -ETIMEDOUT, 0);
 		free(a->owned);
