@@ -86,9 +86,17 @@ static int apply(struct replica *r, const struct etcd_kv *kvs, size_t n)
 			return -ESTALE;
 		}
 		/* A trim deletes entries: this replica has them already. */
-		if (kvs[i].deleted || kvs[i].mod_revision <= r->applied ||
+		if (kvs[i].deleted ||
 		    strncmp(kvs[i].key, r->log_prefix, strlen(r->log_prefix)) != 0)
 			continue;
+		if (kvs[i].mod_revision <= r->applied) {
+			/*
+			 * The store holds it already (a leader that stepped down applied its
+			 * own change): so it does the change its parts belong to.
+			 */
+			log_part_reset(&r->parts);
+			continue;
+		}
 		const void *data;
 		size_t len;
 		int rc = whole_change(r, &kvs[i], &data, &len);
