@@ -181,16 +181,35 @@ char *etcd_req_append(const char *guard_key, int64_t guard_rev, const char *key,
 	                      range_obj(key, false), "request_range", range_obj(floor_key, false)));
 }
 
-char *etcd_req_log_read(const char *floor_key, const char *log_prefix, int64_t min_mod_revision)
+/* Sets o[name] = v (an int64 as etcd's JSON writes it) when v > 0; false when out of memory. */
+static bool set_positive(json_t *o, const char *name, int64_t v)
+{
+	return v <= 0 || json_object_set_new(o, name, int64_str(v)) == 0;
+}
+
+char *etcd_req_log_read(const char *floor_key, const char *log_prefix, const char *after_key,
+                        int64_t min_mod_revision, int64_t revision, unsigned limit)
 {
 	json_t *log = range_obj(log_prefix, true);
-	if (log && min_mod_revision > 0 &&
-	    json_object_set_new(log, "min_mod_revision", int64_str(min_mod_revision)) < 0) {
+	json_t *floor = range_obj(floor_key, false);
+	/* The first key after after_key is after_key and a NUL byte. */
+	if (log && after_key &&
+	    json_object_set_new(log, "key", b64_json(after_key, strlen(after_key) + 1)) < 0) {
 		json_decref(log);
 		log = NULL;
 	}
+	if (log &&
+	    (!set_positive(log, "min_mod_revision", min_mod_revision) ||
+	     !set_positive(log, "revision", revision) || !set_positive(log, "limit", limit))) {
+		json_decref(log);
+		log = NULL;
+	}
+	if (floor && !set_positive(floor, "revision", revision)) {
+		json_decref(floor);
+		floor = NULL;
+	}
 	return dump(json_pack("{s:[], s:[{s:o},{s:o}]}", "compare", "success", "request_range",
-	                      range_obj(floor_key, false), "request_range", log));
+	                      floor, "request_range", log));
 }
 
 char *etcd_req_trim(const char *guard_key, int64_t guard_rev, const char *log_prefix,
@@ -363,6 +382,8 @@ static int parse_responses(struct etcd_result *out, const json_t *responses)
 	{
 		const json_t *range = json_object_get(r, "response_range");
 		int rc = range ? add_kvs(out, json_object_get(range, "kvs")) : 0;
+		if (range && json_is_true(json_object_get(range, "more")))
+			out->more = true;
 		if (rc < 0)
 			return rc;
 	}
@@ -406,6 +427,8 @@ static int parse_body(const json_t *root, struct etcd_result *out)
 		rc = get_int64(msg, "compact_revision", &out->compact_revision);
 	if (rc == 0)
 		rc = add_kvs(out, json_object_get(msg, "kvs"));
+	if (json_is_true(json_object_get(msg, "more")))
+		out->more = true;
 	if (rc == 0)
 		rc = parse_responses(out, json_object_get(msg, "responses"));
 	if (rc == 0)

@@ -61,8 +61,12 @@ char *etcd_req_append(const char *guard_key, int64_t guard_rev, const char *key,
  * POST /v3/kv/txn that reads, at one revision, floor_key and the keys under
  * log_prefix modified at or after min_mod_revision (0: all): a replica's
  * catching up, which must know whether the log still starts early enough.
+ * A page of it: the first limit keys (0: all) after after_key (NULL: from
+ * the start), at revision (0: the current one; the reply's header says
+ * which, for the next pages); the reply's more says whether keys are left.
  */
-char *etcd_req_log_read(const char *floor_key, const char *log_prefix, int64_t min_mod_revision);
+char *etcd_req_log_read(const char *floor_key, const char *log_prefix, const char *after_key,
+                        int64_t min_mod_revision, int64_t revision, unsigned limit);
 
 /**
  * POST /v3/kv/txn that, only while guard_key still has the create_revision
@@ -115,6 +119,7 @@ struct etcd_result {
 	bool created;             /**< watch: the stream's creation message */
 	bool canceled;            /**< watch: etcd cancelled the watch */
 	int64_t compact_revision; /**< watch: cancelled because history before it is gone */
+	bool more;                /**< range (in a txn too): keys past its limit are left */
 	char error[160];          /**< the gateway's error message when parsing returned -EIO */
 };
 

@@ -10,15 +10,23 @@
 #include "log_part.h"
 #include "store_changes.h"
 
+/*
+ * Entries per page of the first read of the log: a page of parts of large
+ * changes (1.1 MB each, base64 in JSON) stays under 100 MB.
+ */
+#define LOG_PAGE 64u
+
 struct replica {
 	struct etcd_client *etcd;
 	struct store *s;
 	char log_prefix[160]; /* PREFIX/log/ */
 	char floor_key[160];  /* PREFIX/log_floor: the log was trimmed up to this revision */
+	int64_t from;         /* the revision the store held when the replica started */
+	int64_t read_rev;     /* the revision every page of the first read is read at */
 	int64_t applied;
 	bool follow;
 	bool diverged;
-	bool reading; /* the first read of the log is in flight */
+	bool reading; /* a page of the first read of the log is in flight */
 	bool freed;   /* replica_free() came during it: on_range frees */
 	struct replica_cbs cbs;
 	struct etcd_watch *watch;
@@ -150,6 +158,28 @@ static void on_event(int rc, const struct etcd_result *res, void *arg)
 		stop(r, rc);
 }
 
+static void on_range(int rc, const struct etcd_result *res, void *arg);
+
+/* Asks for the page of the log after after_key (NULL: the first). Returns 0 or -ENOMEM. */
+static int read_page(struct replica *r, const char *after_key)
+{
+	int rc = etcd_call(r->etcd, "/v3/kv/txn",
+	                   etcd_req_log_read(r->floor_key, r->log_prefix, after_key, r->from + 1,
+	                                     r->read_rev, LOG_PAGE),
+	                   on_range, r);
+	r->reading = rc == 0;
+	return rc;
+}
+
+/* The last entry of the log in a page's kvs, or NULL. */
+static const char *last_entry(const struct replica *r, const struct etcd_result *res)
+{
+	for (size_t i = res->nkvs; i > 0; i--)
+		if (strncmp(res->kvs[i - 1].key, r->log_prefix, strlen(r->log_prefix)) == 0)
+			return res->kvs[i - 1].key;
+	return NULL;
+}
+
 static void on_range(int rc, const struct etcd_result *res, void *arg)
 {
 	struct replica *r = arg;
@@ -173,7 +203,16 @@ static void on_range(int rc, const struct etcd_result *res, void *arg)
 		    (long long)floor, (long long)r->applied);
 		rc = -ESTALE;
 	} else {
+		/* The pages after the first are read as the log stood at the first. */
+		if (!r->read_rev)
+			r->read_rev = res->revision;
 		rc = apply(r, res->kvs, res->nkvs);
+		const char *last = last_entry(r, res);
+		if (rc == 0 && res->more && last) {
+			rc = read_page(r, last);
+			if (rc == 0)
+				return; /* caught up once the last page is in */
+		}
 		/*
 		 * From the revision the read saw, so that no append slips between; the
 		 * prefix without its slash covers the floor too.
@@ -182,8 +221,8 @@ static void on_range(int rc, const struct etcd_result *res, void *arg)
 		snprintf(watched, sizeof(watched), "%.*s", (int)strlen(r->log_prefix) - 1,
 		         r->log_prefix);
 		if (rc == 0 && r->follow &&
-		    etcd_watch(r->etcd, etcd_req_watch(watched, true, res->revision + 1), on_event,
-		               r, &r->watch) < 0)
+		    etcd_watch(r->etcd, etcd_req_watch(watched, true, r->read_rev + 1), on_event, r,
+		               &r->watch) < 0)
 			rc = -ENOMEM;
 	}
 	if (r->cbs.caught_up)
@@ -205,11 +244,9 @@ int replica_start(struct etcd_client *etcd, struct store *s, const char *prefix,
 		r->cbs = *cbs;
 	snprintf(r->log_prefix, sizeof(r->log_prefix), "%s/log/", prefix);
 	snprintf(r->floor_key, sizeof(r->floor_key), "%s/log_floor", prefix);
-	r->reading = true;
+	r->from = from_revision;
 	*out = r;
-	int rc = etcd_call(etcd, "/v3/kv/txn",
-	                   etcd_req_log_read(r->floor_key, r->log_prefix, from_revision + 1),
-	                   on_range, r);
+	int rc = read_page(r, NULL);
 	if (rc < 0) {
 		*out = NULL;
 		free(r);

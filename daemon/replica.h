@@ -41,8 +41,9 @@ struct replica_cbs {
 
 /**
  * Reads the log under prefix ("/ofcd" reads "/ofcd/log/") into s, applying
- * the entries whose revision is above from_revision; then, when follow is
- * set, watches it and applies what is appended. etcd, s and cbs's arg are
+ * the entries whose revision is above from_revision (in pages of 64 entries,
+ * all read at the revision of the first); then, when follow is set, watches
+ * it from there and applies what is appended. etcd, s and cbs's arg are
  * borrowed and must outlive the replica; no callback runs from inside this
  * call. Returns 0 or -ENOMEM.
  */

@@ -101,6 +101,23 @@ static void test_requests(void **state)
 	check_member(r, "failure.2.request_range.key", "L29mY2QvbG9nX2Zsb29y");
 	free(r);
 
+	/* The first page of a replica's read, then the next one, after its last key. */
+	r = etcd_req_log_read("/ofcd/log_floor", "/ofcd/log/", NULL, 5, 0, 64);
+	check_member(r, "success.0.request_range.key", "L29mY2QvbG9nX2Zsb29y");
+	check_member(r, "success.0.request_range.revision", NULL);
+	check_member(r, "success.1.request_range.key", "L29mY2QvbG9nLw==");
+	check_member(r, "success.1.request_range.range_end", "L29mY2QvbG9nMA==");
+	check_member(r, "success.1.request_range.min_mod_revision", "5");
+	check_member(r, "success.1.request_range.limit", "64");
+	check_member(r, "success.1.request_range.revision", NULL);
+	free(r);
+	r = etcd_req_log_read("/ofcd/log_floor", "/ofcd/log/", "/ofcd/log/1", 5, 40, 64);
+	check_member(r, "success.0.request_range.revision", "40");
+	check_member(r, "success.1.request_range.key", "L29mY2QvbG9nLzEA"); /* "/ofcd/log/1\0" */
+	check_member(r, "success.1.request_range.range_end", "L29mY2QvbG9nMA==");
+	check_member(r, "success.1.request_range.revision", "40");
+	free(r);
+
 	r = etcd_req_put("/ofcd/members/a", "xy", 2, 7);
 	check_member(r, "key", "L29mY2QvbWVtYmVycy9h");
 	check_member(r, "lease", "7");
@@ -172,6 +189,19 @@ static void test_replies(void **state)
 	assert_int_equal(res.kvs[0].create_revision, 2);
 	assert_int_equal(res.kvs[0].mod_revision, 3);
 	assert_int_equal(res.kvs[0].lease, 4111120189691404039);
+	assert_false(res.more);
+	etcd_result_free(&res);
+
+	/* A page of a longer range: more is set, in a txn's responses as in a range's reply. */
+	assert_int_equal(parse("{" HDR ",\"succeeded\":true,\"responses\":[{\"response_range\":{"
+	                       "\"header\":{},\"count\":\"1\"}},{\"response_range\":{\"header\":{},"
+	                       "\"more\":true,\"count\":\"9\"}}]}",
+	                       &res),
+	                 0);
+	assert_true(res.more);
+	etcd_result_free(&res);
+	assert_int_equal(parse("{" HDR ",\"more\":true,\"count\":\"9\"}", &res), 0);
+	assert_true(res.more);
 	etcd_result_free(&res);
 
 	/* Keepalive of a lease that expired: TTL left out. */

@@ -270,6 +270,20 @@ static void test_parts(void **state)
 	if (!w)
 		skip();
 	/*
+	 * Enough entries before them that a first read's first page (64 entries)
+	 * ends after the first part of the large change below: a replica reading
+	 * the whole log must hold it over to the next page.
+	 */
+	while (w->seq < 54) {
+		char sql[128];
+		snprintf(
+		    sql, sizeof(sql),
+		    "INSERT INTO server(id, name, devices, ports_per_device) VALUES (%d, 'f%d', "
+		    "8, 2)",
+		    1000 + w->seq, w->seq);
+		leader_write(w, sql);
+	}
+	/*
 	 * Cut short: by an entry of its own, then by a part out of order. Were
 	 * the cut parts kept, the later parts of the same change would complete
 	 * it (and server 98 would appear).
@@ -319,6 +333,16 @@ static void test_parts(void **state)
 	assert_int_equal(count(fresh, "SELECT count(*) FROM server WHERE id IN (10, 11)"), 2);
 	assert_int_equal(count(fresh, "SELECT count(*) FROM server WHERE id = 98"), 0);
 	assert_int_equal(seen.stopped, 0);
+	replica_free(r);
+	store_close(fresh);
+
+	/* Read from the start by another store, the change straddles two pages. */
+	snprintf(path, sizeof(path), "%s/paged.db", w->m.dir);
+	assert_int_equal(store_open(path, &fresh, err, sizeof(err)), 0);
+	r = follow(w, fresh, &seen);
+	assert_int_equal(store_applied_revision(fresh), half);
+	assert_int_equal(count(fresh, "SELECT count(*) FROM server WHERE id IN (10, 11, 97)"), 3);
+	assert_int_equal(count(fresh, "SELECT count(*) FROM server WHERE id = 98"), 0);
 	replica_free(r);
 	store_close(fresh);
 }
