@@ -344,6 +344,12 @@ static void watch_open(struct etcd_watch *w)
 	struct evkeyvalq *h = evhttp_request_get_output_headers(w->req);
 	evhttp_add_header(h, "Host", ep->host);
 	evhttp_add_header(h, "Content-Type", "application/json");
+	/*
+	 * etcd's require-leader (gRPC metadata through the gateway): a member cut
+	 * off from its quorum ends the stream instead of leaving it silent, and
+	 * the watcher hears it and goes on elsewhere.
+	 */
+	evhttp_add_header(h, "Grpc-Metadata-hasleader", "true");
 	evbuffer_add(evhttp_request_get_output_buffer(w->req), w->body, strlen(w->body));
 	if (evhttp_make_request(w->conn, w->req, EVHTTP_REQ_POST, "/v3/watch") < 0) {
 		w->req = NULL;

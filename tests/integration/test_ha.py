@@ -272,12 +272,17 @@ def test_quorum_lost_refuses_writes_and_serves_reads(cluster, etcd):
     assert leader.post("/v1/fabrics?wait=10", {"name": "a", "servers": ["s0", "s1"]}).status_code == 201
     for m in cluster:
         wait_for(lambda: names(m) == ["a"])
+    fs = followers(cluster, leader)
     etcd.kill(1)
     etcd.kill(2)
     # Within a lease TTL (plus the second or so the surviving etcd member takes to notice
     # it lost its quorum) no member leads, so none drives the units, and each knows it.
     wait_for(lambda: all(m.cluster()["role"] != "leader" and not m.cluster()["etcd_reachable"]
                          for m in cluster), timeout=8)
+    # The followers' log watches on the member left alone end (etcd's require-leader, after
+    # three of its election timeouts) instead of going silent.
+    for f in fs:
+        wait_for(lambda: "the log watch ended" in f.log(), timeout=10)
     for m in cluster:
         r = m.post("/v1/fabrics", {"name": "b", "servers": ["s2", "s3"]})
         assert r.status_code == 503 and error_of(r)["code"] == "store_unavailable", r.text
