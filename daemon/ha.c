@@ -112,7 +112,7 @@ struct ha {
 	bool publishing;    /* a put or range of the members is in flight */
 	json_t *members;    /* the others as last read: array of objects */
 	uint64_t role_changes;
-	uint64_t appended[APPEND_KINDS]; /* entries this member put in the log, by kind */
+	uint64_t appended[APPEND_KINDS]; /* entries this member sent to the log, by kind */
 	uint64_t states_along;           /* times the fabric states rode along with a write */
 	bool left;                       /* resigned (a graceful stop): neither leads nor follows */
 	void (*resigned)(void *arg);
