@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "table.h"
 
 /* Time for the daemon to answer, on top of any ?wait= it was asked to hold the reply. */
 #define REPLY_TIMEOUT_MS 30000L
@@ -13,26 +14,47 @@
 /* The daemon's ?wait= range (docs/api.md). */
 #define WAIT_MAX_S 60.0
 
+static int vfail(int code, const char *fmt, va_list ap)
+{
+	fputs("ofcctl: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	return code;
+}
+
 int cmd_usage(const char *fmt, ...)
 {
 	va_list ap;
-	fputs("ofcctl: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	int rc = vfail(CMD_USAGE, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
-	return CMD_USAGE;
+	return rc;
 }
 
 int cmd_fail(int code, const char *fmt, ...)
 {
 	va_list ap;
-	fputs("ofcctl: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	int rc = vfail(code, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
-	return code;
+	return rc;
+}
+
+int cmd_print_rows(const json_t *list, const char *const *head, const char *const *keys,
+                   size_t ncols)
+{
+	struct table t;
+	const json_t *e;
+	size_t i;
+	table_init(&t, ncols, head);
+	json_array_foreach(list, i, e)
+	{
+		for (size_t k = 0; k < ncols; k++)
+			table_json(&t, json_object_get(e, keys[k]));
+	}
+	int rc = table_print(&t, stdout);
+	table_free(&t);
+	return rc ? CMD_UNREACHABLE : CMD_OK;
 }
 
 void cmd_print_body(const struct client_reply *r)

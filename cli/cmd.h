@@ -90,6 +90,14 @@ int cmd_get_show(struct cmd_ctx *c, const char *path, cmd_show_fn show);
 /** Prints the reply body unchanged to stdout (-o json), with a final newline if it lacks one. */
 void cmd_print_body(const struct client_reply *r);
 
+/**
+ * Prints a table to stdout: one row per element of list (a JSON array of
+ * objects), one column per key, under head (ncols each). Returns CMD_OK, or
+ * CMD_UNREACHABLE when the output could not be built.
+ */
+int cmd_print_rows(const json_t *list, const char *const *head, const char *const *keys,
+                   size_t ncols);
+
 /** Prints "ofcctl: MESSAGE" on stderr and returns CMD_USAGE (main then prints the usage line). */
 int cmd_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

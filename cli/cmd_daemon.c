@@ -14,18 +14,7 @@ static int show_operations(const json_t *reply)
 		                            "STATUS", "STARTED", "ENDED",   "FABRICS", "ERROR" };
 	static const char *const keys[] = { "id",     "ocs",     "trigger", "nadds",   "ndeletes",
 		                            "status", "started", "ended",   "fabrics", "error" };
-	struct table t;
-	const json_t *o;
-	size_t i;
-	table_init(&t, 10, head);
-	json_array_foreach(json_object_get(reply, "operations"), i, o)
-	{
-		for (size_t k = 0; k < 10; k++)
-			table_json(&t, json_object_get(o, keys[k]));
-	}
-	int rc = table_print(&t, stdout) ? CMD_UNREACHABLE : CMD_OK;
-	table_free(&t);
-	return rc;
+	return cmd_print_rows(json_object_get(reply, "operations"), head, keys, 10);
 }
 
 /* Appends "?name=value" (or "&name=value" after the first) to the path being built in *p. */

@@ -14,18 +14,7 @@ static int show_servers(const json_t *reply)
 	static const char *const keys[] = { "name",   "devices", "ports_per_device",
 		                            "p2p",    "intra",   "offload",
 		                            "switch", "fabric",  "stale" };
-	struct table t;
-	const json_t *s;
-	size_t i;
-	table_init(&t, 9, head);
-	json_array_foreach(json_object_get(reply, "servers"), i, s)
-	{
-		for (size_t k = 0; k < 9; k++)
-			table_json(&t, json_object_get(s, keys[k]));
-	}
-	int rc = table_print(&t, stdout) ? CMD_UNREACHABLE : CMD_OK;
-	table_free(&t);
-	return rc;
+	return cmd_print_rows(json_object_get(reply, "servers"), head, keys, 9);
 }
 
 int cmd_server_list(struct cmd_ctx *c)

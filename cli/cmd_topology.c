@@ -10,29 +10,11 @@
 /* Topology files are read whole; the daemon's own body limit is far below this. */
 #define TOPOLOGY_MAX (64u << 20)
 
-/* One table row per element of list, one column per key. */
-static int print_rows(const json_t *list, const char *const *head, const char *const *keys,
-                      size_t ncols)
-{
-	struct table t;
-	const json_t *e;
-	size_t i;
-	table_init(&t, ncols, head);
-	json_array_foreach(list, i, e)
-	{
-		for (size_t k = 0; k < ncols; k++)
-			table_json(&t, json_object_get(e, keys[k]));
-	}
-	int rc = table_print(&t, stdout);
-	table_free(&t);
-	return rc ? CMD_UNREACHABLE : CMD_OK;
-}
-
 static int print_ocs_list(const json_t *list)
 {
 	static const char *const head[] = { "NAME", "DRIVER", "PORTS", "ENDPOINT" };
 	static const char *const keys[] = { "name", "driver", "ports", "endpoint" };
-	return print_rows(list, head, keys, 4);
+	return cmd_print_rows(list, head, keys, 4);
 }
 
 static int show_topology(const json_t *reply)
@@ -48,10 +30,10 @@ static int show_topology(const json_t *reply)
 	const json_t *wiring = json_object_get(reply, "wiring");
 	int rc = print_ocs_list(json_object_get(reply, "ocs"));
 	putchar('\n');
-	rc = rc ? rc : print_rows(json_object_get(reply, "servers"), shead, skeys, 7);
+	rc = rc ? rc : cmd_print_rows(json_object_get(reply, "servers"), shead, skeys, 7);
 	if (!rc && json_array_size(json_object_get(reply, "switches"))) {
 		putchar('\n');
-		rc = print_rows(json_object_get(reply, "switches"), whead, wkeys, 5);
+		rc = cmd_print_rows(json_object_get(reply, "switches"), whead, wkeys, 5);
 	}
 	putchar('\n');
 	if (json_object_get(wiring, "rule"))
