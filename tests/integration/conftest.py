@@ -165,3 +165,15 @@ def error_of(resp):
     body = resp.json()
     assert set(body) == {"error"}, body
     return body["error"]
+
+
+def wait_for(cond, timeout=10, step=0.05):
+    """cond()'s first true value, polled every step seconds; AssertionError after timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(step)

@@ -15,7 +15,7 @@ import time
 
 import requests
 
-from conftest import Daemon
+from conftest import Daemon, wait_for  # noqa: F401 (the HA tests take it from here)
 
 ETCD_BIN = "/usr/bin/etcd"
 
@@ -198,13 +198,3 @@ def wait_leader(members, timeout=15, exclude=()):
         time.sleep(0.05)
     raise AssertionError("no single leader: " + json.dumps(
         [m.cluster() if m.proc.poll() is None else None for m in members]))
-
-
-def wait_for(cond, timeout=10, step=0.05):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(step)
-    raise AssertionError("condition not met in time")

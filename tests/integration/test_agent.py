@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import ADMIN, OFCD_AGENT_BIN, READER, Daemon, error_of
+from conftest import ADMIN, OFCD_AGENT_BIN, READER, Daemon, error_of, wait_for
 
 AGENT0 = "agent0-secret-0123456789"
 AGENT1 = "agent1-secret-0123456789"
@@ -121,17 +121,6 @@ def make_fabric(d, servers=4):
     r = d.post("/v1/fabrics?wait=10", {"name": "job", "servers": [f"srv{i}" for i in range(servers)]})
     assert r.status_code == 201 and r.json()["state"] == "applied", r.text
     return r.json()
-
-
-def wait_for(what, timeout=10, step=0.05):
-    deadline = time.monotonic() + timeout
-    while True:
-        v = what()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(step)
 
 
 def device_state(d, server, index):

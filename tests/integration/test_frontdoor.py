@@ -7,7 +7,7 @@ import pytest
 
 import requests
 
-from conftest import Daemon
+from conftest import Daemon, wait_for
 
 
 def with_http(d, lines):
@@ -27,15 +27,6 @@ def open_connections(d):
         if line.startswith("ofcd_http_open_connections "):
             return int(line.split()[1])
     raise AssertionError("no ofcd_http_open_connections")
-
-
-def wait_until(cond, timeout):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if cond():
-            return True
-        time.sleep(0.05)
-    return cond()
 
 
 def test_listener_comes_back_after_the_connection_limit(tmp_path):
@@ -134,13 +125,13 @@ def test_probe_reserve_beyond_max_connections(tmp_path):
     d = with_http(Daemon(tmp_path), "max_connections = 4\n").start()
     try:
         socks = [socket.create_connection(("127.0.0.1", d.port)) for _ in range(4)]
-        assert wait_until(lambda: open_connections(d) >= 5, 2)  # the 4 and this probe
+        assert wait_for(lambda: open_connections(d) >= 5, 2)  # the 4 and this probe
         r = requests.get(d.url("/v1/fabrics"), timeout=2)
         assert r.status_code == 503 and r.json()["error"]["code"] == "overloaded", r.text
         assert health_ok(d.port)
         for s in socks:
             s.close()
-        assert wait_until(lambda: requests.get(d.url("/v1/fabrics"), timeout=2).status_code == 200, 2)
+        assert wait_for(lambda: requests.get(d.url("/v1/fabrics"), timeout=2).status_code == 200, 2)
     finally:
         d.stop()
 
@@ -193,7 +184,7 @@ def test_abandoned_requests_free_their_slot_at_once(daemon, partial):
     time.sleep(0.2)
     for s in socks:
         s.close()
-    assert wait_until(lambda: open_connections(daemon) <= 1, 2), open_connections(daemon)
+    assert wait_for(lambda: open_connections(daemon) <= 1, 2), open_connections(daemon)
     assert health_ok(daemon.port)
 
 
@@ -208,7 +199,7 @@ def test_slow_requests_time_out_sooner_than_idle_keepalive(tmp_path):
         idle = socket.create_connection(("127.0.0.1", d.port))
         idle.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
         idle.recv(4096)
-        assert wait_until(lambda: open_connections(d) <= 2, 4)  # the idle one and the probe
+        assert wait_for(lambda: open_connections(d) <= 2, 4)  # the idle one and the probe
         half.settimeout(1)
         assert half.recv(4096) == b""  # closed by the daemon
         idle.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -238,7 +229,7 @@ def test_closed_wait_is_noticed_and_does_not_hold_the_stop(tmp_path):
         for s in socks:
             s.close()
         # Left: the metrics probe and the keep-alive connection of d's session.
-        assert wait_until(lambda: open_connections(d) <= 2, 2), open_connections(d)
+        assert wait_for(lambda: open_connections(d) <= 2, 2), open_connections(d)
         t0 = time.time()
         assert d.stop() == 0
         assert time.time() - t0 < 3
@@ -281,6 +272,6 @@ def test_closed_event_streams_are_noticed(daemon):
         cpu = cpu_seconds(daemon.proc.pid)
         for s in socks:
             s.close()
-        assert wait_until(lambda: open_connections(daemon) <= 1, 2), open_connections(daemon)
+        assert wait_for(lambda: open_connections(daemon) <= 1, 2), open_connections(daemon)
         time.sleep(0.5)
         assert cpu_seconds(daemon.proc.pid) - cpu < 0.2

@@ -6,7 +6,7 @@ import time
 import pytest
 import requests
 
-from conftest import Daemon, error_of
+from conftest import Daemon, error_of, wait_for
 
 FAULTS = "[debug]\nfaults = true\n[reconcile]\naudit_interval = 1\n"
 
@@ -26,16 +26,6 @@ def sim(tmp_path):
 def fault(d, unit, **body):
     r = d.post(f"/v1/ocs/{unit}/faults", body)
     assert r.status_code == 200, r.text
-
-
-def wait_for(pred, timeout=10, step=0.05):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(step)
-    return pred()
 
 
 def in_sync(d, unit):
