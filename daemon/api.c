@@ -274,6 +274,27 @@ json_t *api_body_object(struct api_req *req)
 	return req->body;
 }
 
+json_t *api_put_body(struct api_req *req)
+{
+	json_t *body = api_body_object(req);
+	if (!body)
+		return NULL;
+	const char *path = req->params[0];
+	json_t *name = json_object_get(body, "name");
+	if (!name && json_object_set_new(body, "name", json_string(path)) < 0) {
+		/* Not UTF-8: no name at all. */
+		api_error(req, OFCD_E_INVALID_FIELD, "name",
+		          "name must be 1 to 64 characters of [A-Za-z0-9._-]");
+		return NULL;
+	}
+	if (name && (!json_is_string(name) || strcmp(json_string_value(name), path) != 0)) {
+		api_error(req, OFCD_E_INVALID_FIELD, "name",
+		          "name must be the one in the path, %s, when given", path);
+		return NULL;
+	}
+	return body;
+}
+
 /* A failed check becomes the reply; 0 and 1 pass through. */
 static int reply_check(struct api_req *req, int rc, const struct jsonin_err *e)
 {

@@ -345,6 +345,14 @@ void api_resume(struct api_req *req);
 /** The body as an object, or 400 (invalid_json when empty, invalid_field when not an object). */
 json_t *api_body_object(struct api_req *req);
 
+/**
+ * The body of a PUT to /v1/KIND/{name} as an object whose "name" is the
+ * path's (req->params[0]), put in when absent: a name in the body must be
+ * the same, or 400. The handler checks the name like any other (so a bad
+ * name in the path is refused too). NULL after replying.
+ */
+json_t *api_put_body(struct api_req *req);
+
 /** An integer member within [min, max]. */
 int api_get_uint(struct api_req *req, json_t *obj, const char *prefix, const char *key,
                  bool required, uint64_t min, uint64_t max, uint64_t *out);

@@ -37,29 +37,21 @@ static int view_parse(struct api_req *req, bool *summary)
 
 /*
  * The body of a create: {"name", "servers"} (for a PUT the name is the
- * path's, see put). Fills *name and *names (malloc'd, pointing into the
- * body); returns their count, or 0 after replying 400.
+ * path's, api_put_body()). Fills *name and *names (malloc'd, pointing into
+ * the body); returns their count, or 0 after replying 400.
  */
-static size_t parse_fabric(struct api_req *req, const char *path_name, const char **name,
-                           const char ***names)
+static size_t parse_fabric(struct api_req *req, bool put, const char **name, const char ***names)
 {
 	static const char *const members[] = { "name", "servers", NULL };
-	json_t *body = api_body_object(req);
+	json_t *body = put ? api_put_body(req) : api_body_object(req);
 	char f[32];
 	size_t i;
 	json_t *v;
 
 	*names = NULL;
 	if (!body || api_check_members(req, body, NULL, members) < 0 ||
-	    api_get_name(req, body, NULL, "name", !path_name, name) < 0)
+	    api_get_name(req, body, NULL, "name", true, name) < 0)
 		return 0;
-	if (path_name && json_object_get(body, "name") && strcmp(*name, path_name) != 0) {
-		api_error(req, OFCD_E_INVALID_FIELD, "name",
-		          "name must be the one in the path, %s, when given", path_name);
-		return 0;
-	}
-	if (path_name)
-		*name = path_name;
 	json_t *servers = json_object_get(body, "servers");
 	size_t m = json_array_size(servers);
 	if (!json_is_array(servers) || m < 1 || m > PLAN_MAX_SERVERS) {
@@ -111,7 +103,7 @@ void api_fabric_create(struct api_req *req)
 
 	if (wait_parse(req, &wait) < 0 || view_parse(req, &summary) < 0)
 		return;
-	size_t m = parse_fabric(req, NULL, &name, &names);
+	size_t m = parse_fabric(req, false, &name, &names);
 	if (m) {
 		int64_t fid = fabric_create(&c, name, names, m, &e);
 		if (fid < 0)
@@ -133,7 +125,7 @@ void api_fabric_put(struct api_req *req)
 
 	if (wait_parse(req, &wait) < 0 || view_parse(req, &summary) < 0)
 		return;
-	size_t m = parse_fabric(req, req->params[0], &name, &names);
+	size_t m = parse_fabric(req, true, &name, &names);
 	if (m &&
 	    api_if_match(req, topo_fabric_revision(c.store, topo_fabric_id(c.store, name))) == 0) {
 		int64_t fid = fabric_put(&c, name, names, m, &created, &e);

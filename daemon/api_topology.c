@@ -207,26 +207,6 @@ static int parse_wiring(struct api_req *req, json_t *wiring, const char *prefix,
 	return rc;
 }
 
-/*
- * The body of a PUT to /v1/KIND/{name}: the name comes from the path, and a
- * name given in the body must be the same.
- */
-static json_t *put_body(struct api_req *req)
-{
-	json_t *body = api_body_object(req);
-	if (!body)
-		return NULL;
-	json_t *name = json_object_get(body, "name");
-	if (!name) {
-		json_object_set_new(body, "name", json_string(req->params[0]));
-	} else if (!json_is_string(name) || strcmp(json_string_value(name), req->params[0]) != 0) {
-		api_error(req, OFCD_E_INVALID_FIELD, "name",
-		          "name must be the one in the path, %s, when given", req->params[0]);
-		return NULL;
-	}
-	return body;
-}
-
 /* ---- OCS units ----------------------------------------------------------- */
 
 static void ocs_reply(struct api_req *req, unsigned status, int64_t id, const char *name)
@@ -258,7 +238,7 @@ void api_ocs_put(struct api_req *req)
 	struct ofcd_error e = { 0 };
 	struct topo_ocs_spec o;
 	bool created;
-	json_t *body = put_body(req);
+	json_t *body = api_put_body(req);
 	if (!body || parse_ocs(req, body, NULL, &o) < 0 ||
 	    api_if_match(req, topo_ocs_revision(s, topo_ocs_id(s, o.name))) < 0)
 		return;
@@ -371,7 +351,7 @@ void api_switch_put(struct api_req *req)
 	struct ofcd_error e = { 0 };
 	struct topo_switch_spec w;
 	bool created;
-	json_t *body = put_body(req);
+	json_t *body = api_put_body(req);
 
 	if (!body || parse_switch(req, body, NULL, &w) < 0 ||
 	    api_if_match(req, topo_switch_revision(s, w.name)) < 0)
@@ -443,7 +423,7 @@ void api_server_put(struct api_req *req)
 	struct ofcd_error e = { 0 };
 	struct topo_server_spec v;
 	bool created;
-	json_t *body = put_body(req);
+	json_t *body = api_put_body(req);
 	if (!body || parse_server(req, body, NULL, &v) < 0 ||
 	    api_if_match(req, topo_server_revision(s, topo_server_id(s, v.name))) < 0)
 		return;

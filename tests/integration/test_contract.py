@@ -34,6 +34,11 @@ def test_fabric_put_creates_confirms_refuses(daemon):
     r = daemon.put("/v1/fabrics/job", {"name": "other", "servers": body["servers"]})
     assert r.status_code == 400 and error_of(r)["field"] == "name"
     assert daemon.put("/v1/fabrics/job", dict(body, name="job")).status_code == 200
+    # A name in the path is checked like one in the body.
+    for bad in ("a%20b", "%FF", "srv1%00x", "x" * 65):
+        r = daemon.put(f"/v1/fabrics/{bad}", {"servers": ["srv3"]}, validate=False)
+        assert r.status_code == 400 and error_of(r)["field"] == "name", (bad, r.text)
+    assert [f["name"] for f in daemon.get("/v1/fabrics").json()["fabrics"]] == ["job"]
     # POST stays a create: its retry is 409, which is why clients should PUT.
     r = daemon.post("/v1/fabrics", dict(body, name="job"))
     assert r.status_code == 409 and error_of(r)["code"] == "conflict"
