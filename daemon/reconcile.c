@@ -582,6 +582,8 @@ static void on_audit_slice(evutil_socket_t fd, short what, void *arg)
 
 void reconcile_set_audit_interval(struct reconciler *r, unsigned seconds)
 {
+	if (!r)
+		return; /* a follower: its reconciler takes the interval when it leads */
 	struct timeval tv = { seconds ? seconds : 30, 0 };
 	event_del(r->ev_audit);
 	event_add(r->ev_audit, &tv);

@@ -144,6 +144,16 @@ def test_writes_take_fabric_states_along(cluster, etcd):
     assert len(etcd.keys("/ofcd/test/log/")) - before == d["write"] + d["states"], d
 
 
+def test_follower_reloads_its_configuration(cluster):
+    leader = wait_leader(cluster)
+    f = followers(cluster, leader)[0]
+    # A follower runs no reconciler: a new audit interval waits for it to lead.
+    f.write_config(extra=f.cluster_text + "[reconcile]\naudit_interval = 7\n")
+    f.send_signal(signal.SIGHUP)
+    wait_for(lambda: "configuration reloaded" in f.log(), timeout=5)
+    assert f.proc.poll() is None and f.cluster()["role"] == "follower"
+
+
 def test_role_changes_are_events_and_metrics(cluster):
     leader = wait_leader(cluster)
     text = leader.get("/metrics").text
