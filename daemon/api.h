@@ -66,7 +66,8 @@ struct api_cluster {
 	 * entries, which followers apply as one. done runs later on the loop,
 	 * never from inside: 0 with the (last) entry's etcd revision once it is in
 	 * the log, -ESTALE when this member no longer leads and it certainly is
-	 * not, or -ETIMEDOUT when nobody can say (an unanswered append is sent
+	 * not, -EIO when etcd refused it (too large, out of space), or
+	 * -ETIMEDOUT when nobody can say (an unanswered append is sent
 	 * again until etcd answers). Returns 0, or -EFBIG (larger than the log
 	 * takes), -ESTALE (not leading) or -ENOMEM; then done is not called.
 	 */

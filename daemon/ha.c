@@ -60,8 +60,9 @@ struct append {
 	size_t len;
 	void *owned; /* data, when the append owns it (fabric states, parts) */
 	enum append_kind kind;
-	bool more; /* a part of a change whose later parts follow it (done is on the last) */
-	bool sent; /* sent at least once: a retry sends the very same entry */
+	bool more;       /* a part of a change whose later parts follow it (done is on the last) */
+	bool sent;       /* sent at least once: a retry sends the very same entry */
+	bool unanswered; /* a try got no answer: it may be in the log */
 	api_append_done done;
 	void *done_arg;
 	struct append *next;
@@ -294,6 +295,17 @@ static void on_append(int rc, const struct etcd_result *res, void *arg)
 {
 	struct ha *h = arg;
 	struct append *a = h->pending;
+	if (rc == -EIO) {
+		/*
+		 * etcd refused the txn (too large, out of space...): it was not
+		 * applied. That proves the entry is not in the log only when no
+		 * earlier try went unanswered.
+		 */
+		log_warn("cluster", "appending %s: etcd refused it (%s)%s", a->key, res->error,
+		         a->unanswered ? ": its outcome is unknown" : "");
+		append_over(h, a->unanswered ? -ETIMEDOUT : -EIO, 0);
+		return;
+	}
 	if (rc < 0 && h->state != HA_LEADING) {
 		/* No answer, and no longer the leader: nobody can say now. */
 		log_warn("cluster", "appending %s: %s after stepping down: its outcome is unknown",
@@ -308,6 +320,7 @@ static void on_append(int rc, const struct etcd_result *res, void *arg)
 		 */
 		log_warn("cluster", "appending %s: %s; trying again", a->key,
 		         res && res->error[0] ? res->error : strerror(-rc));
+		a->unanswered = true;
 		struct timeval tv = { 0, 100 * 1000 };
 		evtimer_add(h->retry_append, &tv);
 		return;

@@ -29,7 +29,8 @@ def free_port():
 class Etcd:
     """Three etcd members. Short heartbeats let etcd grant one-second leases."""
 
-    def __init__(self, n=3):
+    def __init__(self, n=3, args=()):
+        self.args = list(args)
         self.dir = tempfile.mkdtemp(prefix="ofcd-etcd-")
         self.client = [f"http://127.0.0.1:{free_port()}" for _ in range(n)]
         self.peer = [f"http://127.0.0.1:{free_port()}" for _ in range(n)]
@@ -44,7 +45,8 @@ class Etcd:
              "--listen-peer-urls", self.peer[i], "--initial-advertise-peer-urls", self.peer[i],
              "--initial-cluster", initial, "--initial-cluster-state", state,
              "--heartbeat-interval", "50", "--election-timeout", "500",
-             "--auto-compaction-mode", "revision", "--auto-compaction-retention", "0"],
+             "--auto-compaction-mode", "revision", "--auto-compaction-retention", "0",
+             *self.args],
             stdout=log, stderr=subprocess.STDOUT)
         log.close()
 

@@ -405,3 +405,22 @@ def test_change_cut_short_between_its_parts_is_dropped(tmp_path, etcd):
         wait_for(lambda: names(leader) == ["a"], timeout=15)
         assert server_count(leader) == 8
         assert any("it is dropped" in m.log() for m in others)
+
+
+def test_append_etcd_refuses_is_answered(tmp_path):
+    # etcd takes requests of 64 kB at most here: a larger change is refused by etcd itself.
+    e = Etcd(args=["--max-request-bytes", "65536"]).start()
+    try:
+        with running_members(tmp_path, e, ttl=2) as members:
+            leader = wait_leader(members)
+            r = leader.put("/v1/topology", topology(400))
+            assert r.status_code == 503 and error_of(r)["code"] == "store_unavailable", r.text
+            assert "etcd refused it" in leader.log()
+            # Nothing changed anywhere, and the writes behind it go on.
+            assert leader.put("/v1/topology", topology(8)).status_code == 200
+            for m in members:
+                wait_for(lambda: server_count(m) == 8)
+            assert wait_leader(members) is leader
+    finally:
+        e.stop()
+
