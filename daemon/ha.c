@@ -170,10 +170,7 @@ static void on_caught_up(void *arg, int rc)
 		h->replica = NULL;
 		if (h->state == HA_CATCHING_UP) {
 			/* Its store cannot become the log's: a member whose can should lead. */
-			log_warn("cluster",
-			         "%s cannot catch up with the log: it hands the leadership over",
-			         h->name);
-			cluster_step_down(h->cluster, 3 * h->ttl_s); /* the role callback follows */
+			ha_hand_over(h, "it cannot catch up with the log");
 			return;
 		}
 		resync(h);
@@ -564,15 +561,16 @@ static void stop_leading(struct ha *h)
 	publish_role(h);
 }
 
+void ha_hand_over(struct ha *h, const char *why)
+{
+	log_warn("cluster", "%s hands the leadership over: %s", h->name, why);
+	cluster_step_down(h->cluster, 3 * h->ttl_s); /* the role callback follows */
+}
+
 static void api_diverged(void *arg)
 {
-	struct ha *h = arg;
-	log_error("cluster",
-	          "%s could not apply an entry it appended: it hands the leadership "
-	          "over and follows the log (or copies a snapshot)",
-	          h->name);
 	/* Another member, whose store took every entry, should lead meanwhile. */
-	cluster_step_down(h->cluster, 3 * h->ttl_s); /* the role callback follows */
+	ha_hand_over(arg, "it could not apply an entry it appended");
 }
 
 /* ---- snapshots ------------------------------------------------------------- */

@@ -53,6 +53,13 @@ struct ha_deps {
 int ha_start(const struct ha_deps *deps, struct ha **out);
 
 /**
+ * This member cannot lead now (why: for the log): it stops leading and lets
+ * another member campaign first, for three lease TTLs, then follows the log
+ * (or copies a snapshot) and may campaign again.
+ */
+void ha_hand_over(struct ha *h, const char *why);
+
+/**
  * Leaves the cluster for a graceful stop: stops leading at once (follow runs
  * if it led) and hands the leadership over without waiting for the lease to
  * lapse; done(arg) runs on the loop when etcd answered or gave up.

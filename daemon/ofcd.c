@@ -228,7 +228,7 @@ static void on_lead(void *arg, int64_t generation)
 	/* Commits of the log applied as a follower were not staged: take them all. */
 	desired_refresh(d->desired);
 	if (start_reconciler(d, generation) < 0)
-		ha_resign(d->ha, NULL, NULL);
+		ha_hand_over(d->ha, "its reconciler cannot start");
 }
 
 static void on_resynced(void *arg)
