@@ -315,8 +315,9 @@ void api_dispatch(struct api_req *req);
 bool api_admit(struct api_req *req);
 
 /**
- * Records a write refused before dispatch (auth, media type, size) in the
- * audit trail; reads and pure routes leave no row.
+ * Records a refused write (auth, media type, size, a handler's 4xx, the
+ * cluster's refusals) in the audit trail; reads, pure routes and writes
+ * redirected to the leader (307, audited there) leave no row.
  */
 void api_audit_refusal(struct api_req *req);
 

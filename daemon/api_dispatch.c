@@ -40,7 +40,8 @@ bool api_admit(struct api_req *req)
 
 void api_audit_refusal(struct api_req *req)
 {
-	if (needs_txn(req))
+	/* A redirected write is the leader's to audit, when it gets there. */
+	if (needs_txn(req) && req->status != 307)
 		store_audit(req->env->store, token_name(req), req->client, req->method, req->path,
 		            req->status);
 }
@@ -422,9 +423,7 @@ static void cluster_write(struct api_req *req)
 	struct api_env *env = req->env;
 	struct api_writes *q = &env->writes;
 	if (refuse_here(req)) {
-		/* A redirected write is the leader's to audit, when it gets there. */
-		if (req->status != 307)
-			api_audit_refusal(req);
+		api_audit_refusal(req);
 		return;
 	}
 	if (!q->current && !q->head) {
