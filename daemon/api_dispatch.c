@@ -144,11 +144,15 @@ static void finish(struct api_req *req)
 		api_resume(req);
 }
 
-/* Percent-encodes what is not safe in a URL's path or query into out. */
-static void url_append(char *out, size_t len, const char *text, bool path)
+/*
+ * Percent-encodes what is not safe in a URL's path or query onto out (len
+ * bytes). False when it did not all fit.
+ */
+static bool url_append(char *out, size_t len, const char *text, bool path)
 {
 	size_t n = strlen(out);
-	for (const unsigned char *p = (const unsigned char *)text; *p && n + 4 < len; p++) {
+	const unsigned char *p = (const unsigned char *)text;
+	for (; *p && n + 4 < len; p++) {
 		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
 		    (*p >= '0' && *p <= '9') || strchr("-._~", *p) || (path && *p == '/'))
 			out[n++] = (char)*p;
@@ -156,6 +160,7 @@ static void url_append(char *out, size_t len, const char *text, bool path)
 			n += (size_t)snprintf(out + n, len - n, "%%%02X", *p);
 	}
 	out[n < len ? n : len - 1] = '\0';
+	return *p == '\0';
 }
 
 /* 307 to the same request on the leader: curl -L and ofcctl send it again there. */
@@ -164,8 +169,8 @@ static void redirect(struct api_req *req, const char *leader)
 	char url[sizeof(req->location)];
 	char sep = '?';
 	snprintf(url, sizeof(url), "%s", leader);
-	url_append(url, sizeof(url), req->path, true);
-	for (const char *q = req->route->query; q && *q;) {
+	bool fits = url_append(url, sizeof(url), req->path, true);
+	for (const char *q = req->route->query; fits && q && *q;) {
 		char key[32];
 		size_t k = strcspn(q, ",");
 		snprintf(key, sizeof(key), "%.*s", (int)k, q);
@@ -174,9 +179,18 @@ static void redirect(struct api_req *req, const char *leader)
 		if (!v)
 			continue;
 		size_t n = strlen(url);
-		snprintf(url + n, sizeof(url) - n, "%c%s=", sep, key);
-		url_append(url, sizeof(url), v, false);
+		fits = (size_t)snprintf(url + n, sizeof(url) - n, "%c%s=", sep, key) <
+		           sizeof(url) - n &&
+		       url_append(url, sizeof(url), v, false);
 		sep = '&';
+	}
+	if (!fits) {
+		/* A cut URL would be another request on the leader. */
+		api_error(req, OFCD_E_NOT_LEADER, NULL,
+		          "this member does not lead, and this request's URL is too long to "
+		          "redirect: send it to the leader, %s",
+		          leader);
+		return;
 	}
 	api_reply(req, 307,
 	          json_pack("{s:s, s:s}", "leader", leader, "message",

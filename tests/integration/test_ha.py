@@ -77,6 +77,10 @@ def test_one_leader_and_writes_through_a_follower(cluster):
     assert r.json()["leader"] == leader.url("")
     r = f.post("/v1/fabrics?wait=10", {"name": "job", "servers": ["s0", "s1"]})
     assert r.status_code == 201 and r.json()["state"] == "applied", r.text
+    # A URL too long to redirect whole is not cut short (that would be another request).
+    r = requests.delete(f.url("/v1/fabrics/" + "%FF" * 300), allow_redirects=False, timeout=10)
+    assert r.status_code == 503 and error_of(r)["code"] == "not_leader", r.text
+    assert leader.url("") in error_of(r)["message"]
     # So does a read that waits for the reconciler, which only the leader runs.
     r = requests.get(f.url("/v1/fabrics/job?wait=5"), allow_redirects=False, timeout=10)
     assert r.status_code == 307 and r.headers["Location"] == leader.url("/v1/fabrics/job?wait=5")
