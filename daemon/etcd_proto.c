@@ -32,10 +32,16 @@ char *etcd_b64_encode(const void *data, size_t len)
 	return out;
 }
 
+/* Every log entry a follower applies is decoded: no search of the alphabet per character. */
 static int b64_value(char c)
 {
-	const char *p = c ? strchr(b64_alphabet, c) : NULL;
-	return p ? (int)(p - b64_alphabet) : -1;
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	return c == '+' ? 62 : c == '/' ? 63 : -1;
 }
 
 int etcd_b64_decode(const char *text, unsigned char **out, size_t *len)

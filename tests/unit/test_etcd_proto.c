@@ -31,7 +31,10 @@ static void test_b64(void **state)
 		free(back);
 		free(s);
 	}
-	unsigned char bin[] = { 0, 0xff, 0x80, 1 };
+	/* Every byte value, so every character of the alphabet. */
+	unsigned char bin[256];
+	for (size_t i = 0; i < sizeof(bin); i++)
+		bin[i] = (unsigned char)(i * 7);
 	char *s = etcd_b64_encode(bin, sizeof(bin));
 	unsigned char *back;
 	size_t len;
