@@ -8,7 +8,6 @@
 #include "fabric.h"
 #include "plan.h"
 
-/* The 422 every infeasible plan gets, stateless or stored. */
 /*
  * The reply with its links written as text: jansson takes ~15 us per link
  * object, fprintf well under one, and a reply may list 16,384 of them.

@@ -305,17 +305,15 @@ static double start_time(void)
 	return btime + (double)ticks / (double)sysconf(_SC_CLK_TCK);
 }
 
-/* The standard process_* metrics every Prometheus client exports. */
-static void render_process(struct metrics_out *out)
+/* The standard process_* metrics every Prometheus client exports (sizes in bytes, read once). */
+static void render_process(struct metrics_out *out, long virt, long rss)
 {
 	struct rusage ru;
 	struct rlimit rl;
-	long virt, rss;
 	double cpu = 0;
 	if (getrusage(RUSAGE_SELF, &ru) == 0)
 		cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
 		      (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
-	memory_bytes(&virt, &rss);
 	metrics_family(out, "process_cpu_seconds_total", "counter",
 	               "Total user and system CPU time spent in seconds.");
 	metrics_sample(out, "process_cpu_seconds_total", "", cpu);
@@ -391,7 +389,7 @@ char *metrics_render(size_t *len)
 	        "ofcd_build_info{version=\"%s\"} 1\n",
 	        m.connections, rss, OFCD_VERSION);
 	struct metrics_out out = { f };
-	render_process(&out);
+	render_process(&out, virt, rss);
 
 	/* A family's samples must be contiguous: print each name once, with all its labels. */
 	for (size_t i = 0; i < m.ncounters; i++) {

@@ -772,7 +772,7 @@ bool reconcile_all_in_sync(struct reconciler *r)
 	if (!r || !r->units_synced)
 		return false;
 	for (struct unit *u = r->units; u; u = u->next)
-		if (u->conn != OCS_CONN_UP || !u->have_actual || !u->in_sync || u->busy || u->op_id)
+		if (!unit_in_sync(u) || u->op_id)
 			return false;
 	return true;
 }
