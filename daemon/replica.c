@@ -33,13 +33,12 @@ struct replica {
 	struct log_part_buf parts; /* a large change whose parts are still coming */
 };
 
-static void drop_parts(struct replica *r, const char *why)
+static void warn_dropped(uint32_t count, uint32_t got, const char *why)
 {
 	log_warn("replica",
 	         "a change in %u parts stops after %u (%s): its leader never finished it, "
 	         "it is dropped",
-	         r->parts.count, r->parts.next, why);
-	log_part_reset(&r->parts);
+	         count, got, why);
 }
 
 /*
@@ -53,19 +52,20 @@ static int whole_change(struct replica *r, const struct etcd_kv *kv, const void 
 	size_t n;
 	if (!log_part_parse(kv->value, kv->value_len, &index, &count, &slice, &n)) {
 		if (r->parts.next)
-			drop_parts(r, "an entry of its own follows");
+			warn_dropped(r->parts.count, r->parts.next, "an entry of its own follows");
+		log_part_reset(&r->parts);
 		*data = kv->value;
 		*len = kv->value_len;
 		return 1;
 	}
-	if (index == 0 && r->parts.next)
-		drop_parts(r, "another change starts");
-	else if (index != r->parts.next || (index && count != r->parts.count)) {
-		if (r->parts.next)
-			drop_parts(r, "a part of another change follows");
-		return 0; /* the rest of a change whose start this member never saw */
-	}
+	uint32_t had = r->parts.count, got = r->parts.next;
 	int rc = log_part_add(&r->parts, index, count, slice, n);
+	if (got && (index == 0 || rc == -EPROTO))
+		warn_dropped(had, got,
+		             index == 0 ? "another change starts"
+		                        : "a part of another change follows");
+	if (rc == -EPROTO)
+		return 0; /* the rest of a change whose start this member never saw */
 	if (rc <= 0)
 		return rc;
 	*data = r->parts.data;
