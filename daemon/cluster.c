@@ -238,10 +238,15 @@ static void on_vote(int rc, const struct etcd_result *res, void *arg)
  * daemon to stop before another member can win. Checked by a timer set for
  * that moment, not only on the renewal ticks, which may come a period late.
  */
+static bool holds_lease(const struct cluster *c)
+{
+	return c->phase != PH_GRANT && c->phase != PH_GRANTING && c->lease != 0;
+}
+
 static bool renewal_overdue(struct cluster *c)
 {
-	bool has_lease = c->phase != PH_GRANT && c->phase != PH_GRANTING && c->phase != PH_RESIGNED;
-	if (!has_lease || since(&c->last_renewed) < c->ttl_s * 2.0 / 3.0)
+	if (!holds_lease(c) || c->phase == PH_RESIGNED ||
+	    since(&c->last_renewed) < c->ttl_s * 2.0 / 3.0)
 		return false;
 	c->lease = 0;
 	restart(c, PH_GRANT, "the lease could not be renewed in time");
@@ -342,8 +347,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 	struct cluster *c = arg;
 	(void)fd;
 	(void)what;
-	bool has_lease = c->phase != PH_GRANT && c->phase != PH_GRANTING;
-	if (!renewal_overdue(c) && has_lease && !c->renewing) {
+	if (!renewal_overdue(c) && holds_lease(c) && !c->renewing) {
 		c->renewing = true;
 		clock_gettime(CLOCK_MONOTONIC, &c->renew_sent);
 		if (etcd_call(c->etcd, "/v3/lease/keepalive", etcd_req_lease_id(c->lease), on_renew,
@@ -430,11 +434,10 @@ int64_t cluster_revision(const struct cluster *c)
 
 bool cluster_in_touch(const struct cluster *c)
 {
-	bool has_lease = c->phase != PH_GRANT && c->phase != PH_GRANTING && c->lease != 0;
-	return has_lease && since(&c->last_renewed) < c->ttl_s * 2.0 / 3.0;
+	return holds_lease(c) && since(&c->last_renewed) < c->ttl_s * 2.0 / 3.0;
 }
 
 int64_t cluster_lease(const struct cluster *c)
 {
-	return c->phase == PH_GRANT || c->phase == PH_GRANTING ? 0 : c->lease;
+	return holds_lease(c) ? c->lease : 0;
 }
