@@ -422,11 +422,19 @@ bool config_host_is_loopback(const char *host)
 	return inet_pton(AF_INET6, host, &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
 }
 
-bool config_tokens_safe(const struct ofcd_config *next, const char *host, bool tls, char *err,
-                        size_t errlen)
+bool config_auth_safe(const struct ofcd_config *next, const char *host, bool tls, char *err,
+                      size_t errlen)
 {
-	if (next->tokens.n == 0 || tls || config_host_is_loopback(host) ||
-	    next->allow_plaintext_tokens)
+	if (config_host_is_loopback(host))
+		return true;
+	if (next->tokens.n == 0 && !next->allow_unauthenticated) {
+		snprintf(err, errlen,
+		         "%s: [http] listen: %s is not a loopback address and no [auth] token is "
+		         "configured; add tokens or set [auth] allow_unauthenticated = true",
+		         next->source, host);
+		return false;
+	}
+	if (next->tokens.n == 0 || tls || next->allow_plaintext_tokens)
 		return true;
 	snprintf(err, errlen,
 	         "%s: [http] listen: %s is not a loopback address and there is no TLS, so the "
@@ -445,16 +453,8 @@ static int config_validate(const struct ofcd_config *cfg, char *err, size_t errl
 		         cfg->tls_cert[0] ? "tls_key" : "tls_cert");
 		return -EINVAL;
 	}
-	if (!config_tokens_safe(cfg, cfg->listen_host, cfg->tls_cert[0] != '\0', err, errlen))
+	if (!config_auth_safe(cfg, cfg->listen_host, cfg->tls_cert[0] != '\0', err, errlen))
 		return -EINVAL;
-	if (!config_host_is_loopback(cfg->listen_host) && cfg->tokens.n == 0 &&
-	    !cfg->allow_unauthenticated) {
-		snprintf(err, errlen,
-		         "%s: [http] listen: %s is not a loopback address and no [auth] token is "
-		         "configured; add tokens or set [auth] allow_unauthenticated = true",
-		         cfg->source, cfg->listen_host);
-		return -EINVAL;
-	}
 	bool named = cfg->cluster_name[0] || cfg->cluster_advertise[0];
 	if (cfg->cluster_nendpoints > 0 && !(cfg->cluster_name[0] && cfg->cluster_advertise[0])) {
 		snprintf(err, errlen, "%s: [cluster] etcd needs [cluster] name and advertise",

@@ -108,13 +108,14 @@ const char *config_cost_range(const char *key);
 bool config_host_is_loopback(const char *host);
 
 /**
- * Whether tokens may be used with a listener on host, with or without TLS:
- * false when bearer secrets would cross the network in clear (tokens
- * configured, host not loopback, no TLS, [http] allow_plaintext_tokens off),
- * with the reason in err. A SIGHUP reload judges the new file against the
- * running listener (host and TLS are fixed until a restart).
+ * Whether next's authentication suits a listener on host, with or without
+ * TLS: false, with the reason in err, when a host other than loopback would
+ * serve without tokens ([auth] allow_unauthenticated off), or when bearer
+ * secrets would cross the network in clear (no TLS, [http]
+ * allow_plaintext_tokens off). A SIGHUP reload judges the new file against
+ * the running listener (host and TLS are fixed until a restart).
  */
-bool config_tokens_safe(const struct ofcd_config *next, const char *host, bool tls, char *err,
-                        size_t errlen);
+bool config_auth_safe(const struct ofcd_config *next, const char *host, bool tls, char *err,
+                      size_t errlen);
 
 #endif

@@ -107,17 +107,8 @@ void ofcd_reload(struct ofcd *d)
 		return;
 	}
 	/* The new file is judged against the socket that stays open until a restart. */
-	if (!config_host_is_loopback(d->cfg.listen_host) && next.tokens.n == 0 &&
-	    !next.allow_unauthenticated) {
-		log_error("daemon",
-		          "SIGHUP: keeping the running configuration: the daemon listens on %s, "
-		          "not a loopback address, and the new file has no [auth] token",
-		          d->cfg.listen_host);
-		config_free(&next);
-		return;
-	}
-	if (!config_tokens_safe(&next, d->cfg.listen_host, d->cfg.tls_cert[0] != '\0', err,
-	                        sizeof(err))) {
+	if (!config_auth_safe(&next, d->cfg.listen_host, d->cfg.tls_cert[0] != '\0', err,
+	                      sizeof(err))) {
 		log_error("daemon", "SIGHUP: keeping the running configuration: %s", err);
 		config_free(&next);
 		return;

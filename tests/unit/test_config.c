@@ -138,9 +138,14 @@ static void test_non_loopback(void **state)
 	                      &cfg, err, sizeof(err)),
 	                 0);
 	/* A reload is judged against the running listener: plain, public. */
-	assert_false(config_tokens_safe(&cfg, "0.0.0.0", false, err, sizeof(err)));
-	assert_true(config_tokens_safe(&cfg, "0.0.0.0", true, err, sizeof(err)));
-	assert_true(config_tokens_safe(&cfg, "::1", false, err, sizeof(err)));
+	assert_false(config_auth_safe(&cfg, "0.0.0.0", false, err, sizeof(err)));
+	assert_true(config_auth_safe(&cfg, "0.0.0.0", true, err, sizeof(err)));
+	assert_true(config_auth_safe(&cfg, "::1", false, err, sizeof(err)));
+	config_free(&cfg);
+	/* A file without tokens, fine on loopback, not on a public listener. */
+	assert_int_equal(load("[http]\nlisten = 127.0.0.1:80\n", &cfg, err, sizeof(err)), 0);
+	assert_false(config_auth_safe(&cfg, "0.0.0.0", true, err, sizeof(err)));
+	assert_non_null(strstr(err, "no [auth] token is configured"));
 	config_free(&cfg);
 	assert_int_equal(load("[http]\ntls_key = /k.pem\n", &cfg, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "tls_key is set without tls_cert"));
