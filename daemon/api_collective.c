@@ -375,12 +375,10 @@ void api_collective_select(struct api_req *req)
 	 * the shape /v1/plan refuses, with the same error, rather than price circuits
 	 * that cannot exist.
 	 */
-	if (!f.name[0] && !p.ports_per_server &&
-	    devices < plan_min_devices((uint32_t)servers, 1, PLAN_FORMULA_AUTO)) {
+	uint32_t need = plan_min_devices((uint32_t)servers, 1, PLAN_FORMULA_AUTO);
+	if (!f.name[0] && !p.ports_per_server && devices < need) {
 		struct ofcd_error e = { 0 };
-		fabric_infeasible(&e, (uint32_t)servers,
-		                  plan_min_devices((uint32_t)servers, 1, PLAN_FORMULA_AUTO),
-		                  (uint32_t)devices);
+		fabric_infeasible(&e, (uint32_t)servers, need, (uint32_t)devices);
 		api_fail(req, &e);
 		goto out;
 	}

@@ -216,12 +216,12 @@ int coll_predict(enum coll_collective c, enum coll_algorithm a, uint64_t bytes, 
 		return -EDOM;
 	}
 	/* All-to-all runs on the plan's circuits: without a map of them, the plan must exist. */
-	if (c == COLL_ALLTOALL && !p->circuit_device &&
-	    devices < plan_min_devices(servers, 1, PLAN_FORMULA_AUTO)) {
+	uint32_t need = plan_min_devices(servers, 1, PLAN_FORMULA_AUTO);
+	if (c == COLL_ALLTOALL && !p->circuit_device && devices < need) {
 		coll_err_set(err, "devices",
 		             "the document 000 plan of %u servers needs %u devices per server, "
 		             "they have %u",
-		             servers, plan_min_devices(servers, 1, PLAN_FORMULA_AUTO), devices);
+		             servers, need, devices);
 		return -EDOM;
 	}
 	r = rates_of(p);
