@@ -49,31 +49,6 @@ void api_openapi(struct api_req *req)
 	reply_file(req, &console_openapi[0]);
 }
 
-/* {server: [failed device, ...]} for the servers of a fabric view. */
-static json_t *failed_devices(struct store *s, const json_t *fabric)
-{
-	json_t *failed = json_object();
-	size_t i, k;
-	json_t *name, *dev;
-	json_array_foreach(json_object_get(fabric, "servers"), i, name)
-	{
-		int64_t id = topo_server_id(s, json_string_value(name));
-		json_t *srv = id ? topo_server_json(s, id, true) : NULL;
-		json_t *list = json_array();
-		json_array_foreach(json_object_get(srv, "device_info"), k, dev)
-		{
-			const char *state = json_string_value(json_object_get(dev, "state"));
-			if (state && strcmp(state, "failed") == 0)
-				json_array_append(list, json_object_get(dev, "index"));
-		}
-		if (json_array_size(list))
-			json_object_set(failed, json_string_value(name), list);
-		json_decref(list);
-		json_decref(srv);
-	}
-	return failed;
-}
-
 void api_fabric_svg(struct api_req *req)
 {
 	struct store *s = req->env->store;
@@ -83,7 +58,7 @@ void api_fabric_svg(struct api_req *req)
 		return;
 	}
 	json_t *fabric = topo_fabric_json(s, id);
-	json_t *failed = fabric ? failed_devices(s, fabric) : NULL;
+	json_t *failed = fabric ? topo_fabric_failed_devices(s, id) : NULL;
 	size_t len = 0;
 	char *svg = failed ? fabric_svg_render(fabric, failed, &len) : NULL;
 	json_decref(failed);

@@ -255,6 +255,29 @@ static json_t *end_json(json_t *names, int64_t pos, int64_t dev, int64_t port, c
 	                 "ocs_port", (json_int_t)ocs_port);
 }
 
+json_t *topo_fabric_failed_devices(struct store *s, int64_t id)
+{
+	json_t *failed = json_object();
+	sqlite3_stmt *st = store_stmt(s, "SELECT sv.name, df.device FROM fabric_server fs "
+	                                 "JOIN device_fault df ON df.server_id = fs.server_id "
+	                                 "JOIN server sv ON sv.id = fs.server_id "
+	                                 "WHERE fs.fabric_id = ? ORDER BY fs.position, df.device");
+	if (!st)
+		return failed;
+	sqlite3_bind_int64(st, 1, id);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		const char *name = (const char *)sqlite3_column_text(st, 0);
+		json_t *list = json_object_get(failed, name);
+		if (!list) {
+			list = json_array();
+			json_object_set_new(failed, name, list);
+		}
+		json_array_append_new(list, json_integer(sqlite3_column_int64(st, 1)));
+	}
+	sqlite3_reset(st);
+	return failed;
+}
+
 json_t *topo_fabric_json(struct store *s, int64_t id)
 {
 	sqlite3_stmt *st =

@@ -74,6 +74,8 @@ json_t *topo_wiring_json(struct store *s);
 
 /** A fabric with its plan (see docs/api.md), or NULL. */
 json_t *topo_fabric_json(struct store *s, int64_t id);
+/** {server: [failed device index, ...]} for the fabric's servers that have any (new reference). */
+json_t *topo_fabric_failed_devices(struct store *s, int64_t id);
 /** Copies the state of the named fabric into buf. Returns 0, or -ENOENT. */
 int topo_fabric_state(struct store *s, const char *name, char *buf, size_t len);
 
