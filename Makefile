@@ -73,7 +73,7 @@ TEST_CPP       := -D_GNU_SOURCE -Idaemon -Iagent -Icli -Icommon -Iplanner -Iocs_
 PLANNER_SRC := $(sort $(wildcard planner/*.c))
 DRIVERS_SRC := $(sort $(wildcard ocs_drivers/*.c))
 COMMON_SRC  := $(sort $(wildcard common/*.c))
-DAEMON_SRC  := $(sort $(filter-out daemon/main.c,$(wildcard daemon/*.c))) $(B)/gen/migrations.c \
+DAEMON_SRC  := $(sort $(filter-out daemon/main.c,$(wildcard daemon/*.c daemon/*/*.c))) $(B)/gen/migrations.c \
                $(B)/gen/console.c $(B)/gen/openapi.c
 AGENT_SRC   := $(sort $(filter-out agent/main.c,$(wildcard agent/*.c)))
 CLI_SRC     := $(sort $(filter-out cli/main.c,$(wildcard cli/*.c)))
@@ -299,7 +299,7 @@ install: $(B)/ofcd $(B)/ofcd-agent $(B)/ofcctl
 	install -D -m 644 packaging/prometheus/ofcd-alerts.yml $(DESTDIR)$(PREFIX)/share/doc/ofcd/ofcd-alerts.yml
 
 format:
-	clang-format -i $(wildcard daemon/*.[ch] agent/*.[ch] common/*.[ch] cli/*.[ch] planner/*.[ch] \
+	clang-format -i $(wildcard daemon/*.[ch] daemon/*/*.[ch] agent/*.[ch] common/*.[ch] cli/*.[ch] planner/*.[ch] \
 		ocs_drivers/*.[ch] tests/unit/*.[ch] tests/fuzz/*.[ch] bench/*.[ch])
 
 clean:

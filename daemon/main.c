@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "config.h"
+#include "base/config.h"
 #include "log.h"
 #include "ofcd.h"
 

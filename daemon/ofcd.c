@@ -10,15 +10,15 @@
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 
-#include "demo.h"
-#include "desired.h"
-#include "events.h"
-#include "ha.h"
-#include "http.h"
+#include "domain/demo.h"
+#include "state/desired.h"
+#include "base/events.h"
+#include "cluster/ha.h"
+#include "net/http.h"
 #include "log.h"
-#include "metrics.h"
-#include "reconcile.h"
-#include "store.h"
+#include "base/metrics.h"
+#include "reconcile/reconcile.h"
+#include "state/store.h"
 
 #define DRAIN_TIMEOUT_S 10
 

@@ -11,8 +11,8 @@
 #include <stdbool.h>
 #include <time.h>
 
-#include "api.h"
-#include "config.h"
+#include "api/api.h"
+#include "base/config.h"
 #include "version.h"
 
 struct event_base;

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "agent.h"
-#include "config.h"
+#include "base/config.h"
 #include "fuzz.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)

@@ -39,15 +39,15 @@
 
 #include <event2/event.h>
 
-#include "api.h"
-#include "config.h"
-#include "demo.h"
-#include "desired.h"
-#include "events.h"
+#include "api/api.h"
+#include "base/config.h"
+#include "domain/demo.h"
+#include "state/desired.h"
+#include "base/events.h"
 #include "fuzz.h"
 #include "log.h"
-#include "reconcile.h"
-#include "store_sql.h"
+#include "reconcile/reconcile.h"
+#include "state/store_sql.h"
 
 #define MAX_REQS    8
 #define MAX_QUERY   8

@@ -20,7 +20,7 @@ import yaml
 
 ROOT = os.path.join(os.path.dirname(__file__), "../..")
 DOC_PATH = os.path.join(ROOT, "docs/openapi.yaml")
-ROUTES_PATH = os.path.join(ROOT, "daemon/routes.c")
+ROUTES_PATH = os.path.join(ROOT, "daemon/api/routes.c")
 METHODS = ("get", "put", "post", "delete")
 
 
@@ -165,7 +165,7 @@ def _path_item_params(op):
 
 
 def routes():
-    """The route table of daemon/routes.c: [(method, pattern, role, flags, query names)]."""
+    """The route table of daemon/api/routes.c: [(method, pattern, role, flags, query names)]."""
     with open(ROUTES_PATH, encoding="utf-8") as f:
         text = f.read()
     table = text[text.index("api_routes[] = {"):]

@@ -1,4 +1,4 @@
-"""The OpenAPI document against the code: every route of daemon/routes.c is described
+"""The OpenAPI document against the code: every route of daemon/api/routes.c is described
 (method, path, query parameters, who may call it), the daemon serves the document, and
 the event stream's data match it. Every other test checks its responses through
 conftest.Daemon.req()."""
@@ -31,7 +31,7 @@ def test_every_route_is_described():
     assert len(table) > 30
     routes = {(m, p) for m, p, *_ in table}
     assert routes - set(ops) == set(), "routes without a description in docs/openapi.yaml"
-    assert set(ops) - routes == set(), "described operations that daemon/routes.c lacks"
+    assert set(ops) - routes == set(), "described operations that daemon/api/routes.c lacks"
     for method, pattern, role, _flags, query in table:
         item, op = ops[(method, pattern)]
         params = [openapi_check.deref(p) for p in item.get("parameters", []) + op.get("parameters", [])]

@@ -18,7 +18,7 @@
 #include <event2/event.h>
 #include <time.h>
 
-#include "cluster.h"
+#include "cluster/cluster.h"
 #include "etcd_members.h"
 
 #define OFCDS 3

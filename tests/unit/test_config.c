@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "config.h"
+#include "base/config.h"
 
 static int load(const char *text, struct ofcd_config *cfg, char *err, size_t len)
 {

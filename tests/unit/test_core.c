@@ -8,9 +8,9 @@
 
 #include <cmocka.h>
 
-#include "api.h"
-#include "auth.h"
-#include "errors.h"
+#include "api/api.h"
+#include "base/auth.h"
+#include "base/errors.h"
 
 static void test_error_table(void **state)
 {

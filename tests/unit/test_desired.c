@@ -15,9 +15,9 @@
 
 #include <cmocka.h>
 
-#include "desired.h"
-#include "store_changes.h"
-#include "store_sql.h"
+#include "state/desired.h"
+#include "state/store_changes.h"
+#include "state/store_sql.h"
 
 static char dir[] = "/tmp/ofcd-desired-XXXXXX";
 static char path[256];

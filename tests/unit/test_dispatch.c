@@ -19,13 +19,13 @@
 #include <cmocka.h>
 #include <event2/event.h>
 
-#include "api.h"
-#include "config.h"
-#include "demo.h"
-#include "desired.h"
-#include "events.h"
-#include "reconcile.h"
-#include "store_sql.h"
+#include "api/api.h"
+#include "base/config.h"
+#include "domain/demo.h"
+#include "state/desired.h"
+#include "base/events.h"
+#include "reconcile/reconcile.h"
+#include "state/store_sql.h"
 
 static char dir[64];
 static char path[256];

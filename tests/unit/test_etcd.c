@@ -23,7 +23,7 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
-#include "etcd.h"
+#include "cluster/etcd.h"
 #include "etcd_members.h"
 
 struct cluster {

@@ -11,7 +11,7 @@
 #include <errno.h>
 #include <jansson.h>
 
-#include "etcd_proto.h"
+#include "cluster/etcd_proto.h"
 
 static void test_b64(void **state)
 {

@@ -9,8 +9,8 @@
 
 #include <cmocka.h>
 
-#include "console.h"
-#include "fabric_svg.h"
+#include "api/console.h"
+#include "api/fabric_svg.h"
 
 static size_t count(const char *text, const char *needle)
 {

@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "log_part.h"
+#include "cluster/log_part.h"
 
 static void test_round_trip(void **state)
 {

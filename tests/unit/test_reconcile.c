@@ -30,15 +30,15 @@
 #include <cmocka.h>
 #include <event2/event.h>
 
-#include "desired.h"
-#include "events.h"
-#include "fabric.h"
+#include "state/desired.h"
+#include "base/events.h"
+#include "domain/fabric.h"
 #include "log.h"
 #include "plan.h"
-#include "reconcile.h"
-#include "reconcile_internal.h"
-#include "store_sql.h"
-#include "topo.h"
+#include "reconcile/reconcile.h"
+#include "reconcile/reconcile_internal.h"
+#include "state/store_sql.h"
+#include "domain/topo.h"
 
 /* One event heard on the bus. */
 struct heard {

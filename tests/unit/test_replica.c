@@ -15,12 +15,12 @@
 #include <cmocka.h>
 #include <event2/event.h>
 
-#include "etcd.h"
+#include "cluster/etcd.h"
 #include "etcd_members.h"
-#include "log_part.h"
-#include "replica.h"
-#include "store_changes.h"
-#include "store_sql.h"
+#include "cluster/log_part.h"
+#include "cluster/replica.h"
+#include "state/store_changes.h"
+#include "state/store_sql.h"
 
 struct world {
 	struct etcd_members m;

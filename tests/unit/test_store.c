@@ -11,9 +11,9 @@
 
 #include <cmocka.h>
 
-#include "store_sql.h"
-#include "store_checkpoint.h"
-#include "store_migrations.h"
+#include "state/store_sql.h"
+#include "state/store_checkpoint.h"
+#include "state/store_migrations.h"
 
 static char dir[] = "/tmp/ofcd-store-XXXXXX";
 static char path[256];

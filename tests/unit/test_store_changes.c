@@ -12,8 +12,8 @@
 #include <errno.h>
 #include <unistd.h>
 
-#include "store_changes.h"
-#include "store_sql.h"
+#include "state/store_changes.h"
+#include "state/store_sql.h"
 
 struct pair {
 	char dir[64];

@@ -1,0 +1,411 @@
+/*
+ * The REST request as route handlers see it, and the helpers they use to
+ * read input and write the reply.
+ *
+ * Lifecycle (http.c): route match → auth → media type → body (bounded by
+ * [http] max_body) → JSON parse → handler. A handler for a write method runs
+ * inside one store transaction that http.c opens before the call and commits
+ * (with the audit row) when the reply is a success, or rolls back otherwise:
+ * handlers never BEGIN or COMMIT themselves, and an error reply can never leave
+ * a partial change behind. A handler either sets the reply before returning or
+ * suspends the request (api_suspend) and replies later from another event.
+ *
+ * Everything runs on the loop thread.
+ */
+#ifndef OFCD_API_H
+#define OFCD_API_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "base/auth.h"
+#include "base/errors.h"
+
+struct api_req;
+struct api_stream;
+struct desired;
+struct event_base;
+struct events;
+struct ofcd_config;
+struct reconciler;
+struct store;
+
+/**
+ * What handlers work with: the daemon's parts, filled in by the composition
+ * root (ofcd.c), which owns them; handlers only borrow. Loop thread only.
+ */
+/** Whether this member takes writes now (struct api_cluster's gate). */
+enum api_write_gate {
+	API_WRITES_HERE,       /**< the leader, caught up and in touch with etcd */
+	API_WRITES_REDIRECT,   /**< another member leads: its advertise URL is given */
+	API_WRITES_NO_LEADER,  /**< no leader is known (an election is under way) */
+	API_WRITES_NO_QUORUM,  /**< etcd cannot be reached or has no quorum */
+	API_WRITES_CATCHING_UP /**< just elected: still applying the log */
+};
+
+/** Completion of api_cluster.append: rc 0 and the entry's revision, or -errno. */
+typedef void (*api_append_done)(void *arg, int rc, int64_t revision);
+
+/**
+ * How a cluster member's writes reach the replicated log before they are
+ * acknowledged (docs/ha.md); set by the composition root, NULL in a
+ * single-node daemon. Loop thread only.
+ */
+struct api_cluster {
+	/**
+	 * Whether this member takes writes now. For API_WRITES_REDIRECT, the
+	 * leader's advertise URL is written into leader (len bytes).
+	 */
+	enum api_write_gate (*gate)(void *arg, char *leader, size_t len);
+	/**
+	 * Appends a changeset (data, len bytes, borrowed until done) to the log,
+	 * guarded by this member's leadership; a large one goes in several
+	 * entries, which followers apply as one. done runs later on the loop,
+	 * never from inside: 0 with the (last) entry's etcd revision once it is in
+	 * the log, -ESTALE when this member no longer leads and it certainly is
+	 * not, -EIO when etcd refused it (too large, out of space), or
+	 * -ETIMEDOUT when nobody can say (an unanswered append is sent
+	 * again until etcd answers). Returns 0, or -EFBIG (larger than the log
+	 * takes), -ESTALE (not leading) or -ENOMEM; then done is not called.
+	 */
+	int (*append)(void *arg, const void *data, size_t len, api_append_done done,
+	              void *done_arg);
+	/**
+	 * A change in the log could not be applied here: this member's store
+	 * differs from the log, so it must stop leading and resynchronise.
+	 */
+	void (*diverged)(void *arg);
+	/** GET /v1/cluster's body (new reference). */
+	json_t *(*status)(void *arg);
+	void *arg; /**< passed back to each */
+};
+
+struct api_write;
+
+/** The writes of a cluster member, one in the log's hands at a time (api_dispatch.c). */
+struct api_writes {
+	struct api_write *current; /**< the write waiting for its append; NULL: none */
+	struct api_write *head;    /**< writes waiting their turn, oldest first */
+	struct api_write *tail;    /**< last of them */
+};
+
+struct api_env {
+	struct event_base *base;       /**< the one loop */
+	const struct ofcd_config *cfg; /**< configuration in force (a SIGHUP may change it) */
+	struct store *store;           /**< the durable desired state */
+	struct desired *desired;       /**< the store's circuits in memory */
+	struct reconciler *reconciler; /**< live state of the OCS units (read-only for handlers) */
+	struct events *events;         /**< the event bus */
+	struct timespec started;       /**< CLOCK_MONOTONIC at start, for uptime */
+	bool draining;                 /**< SIGTERM seen: writes and new waits are refused */
+	/**
+	 * Called after a write request's transaction committed, unless the handler
+	 * set desired_unchanged (the root wires it to the reconciler). NULL: none.
+	 */
+	void (*on_commit)(void *arg);
+	void *on_commit_arg;               /**< argument of on_commit */
+	const struct api_cluster *cluster; /**< the replicated log; NULL: a single node */
+	struct api_writes writes;          /**< cluster writes in flight (api_dispatch.c's) */
+};
+
+/** Called once when a stream's client is gone or the server ends it. */
+typedef void (*api_stream_close_fn)(void *arg);
+
+struct api_transport;
+
+/** A never-ending reply; a transport embeds it as the first member of its own stream. */
+struct api_stream {
+	const struct api_transport *transport; /**< the transport that made it */
+};
+
+/**
+ * How a request reaches its client, implemented by the transport (http.c) or
+ * by a test: handlers use it only through api_resume(), api_query() and
+ * api_stream_*(). Every function runs on the loop thread.
+ */
+struct api_transport {
+	/** Sends the reply of a request that was suspended (see api_suspend). */
+	void (*resume)(struct api_req *req);
+	/** Value of query parameter key, or NULL (owned by the transport). */
+	const char *(*query)(struct api_req *req, const char *key);
+	/** Value of request header name (case-insensitive), or NULL (owned by the transport). */
+	const char *(*header)(struct api_req *req, const char *name);
+	/** See api_stream_start(). */
+	struct api_stream *(*stream_start)(struct api_req *req, const char *content_type,
+	                                   api_stream_close_fn on_close, void *arg);
+	/** See api_stream_write(). */
+	int (*stream_write)(struct api_stream *s, const char *data, size_t len);
+	/** See api_stream_end(). */
+	void (*stream_end)(struct api_stream *s);
+};
+
+/** A route handler: reads req, then replies or suspends. */
+typedef void (*api_handler)(struct api_req *req);
+
+/**
+ * Route flags. API_F_PURE: the handler only computes (e.g. POST /v1/plan): it
+ * runs without a store transaction and leaves no audit row, like a GET.
+ */
+#define API_F_PURE 1u
+
+/** One row of the route table (routes.c). */
+struct api_route {
+	const char *method;  /**< "GET", "POST", "PUT" or "DELETE" */
+	const char *pattern; /**< path with {param} segments, e.g. "/v1/ocs/{name}" */
+	api_handler handler; /**< the code that serves it */
+	enum auth_role role; /**< least role needed when tokens are configured */
+	unsigned flags;      /**< API_F_* */
+	const char *query;   /**< comma-separated query parameters it takes; NULL: none */
+};
+
+#define API_MAX_PARAMS 4
+
+/** Called when a suspended request ends without a normal reply (see api_suspend). */
+typedef void (*api_abort_fn)(struct api_req *req, bool conn_closed);
+
+/** A request. Owned by http.c; valid until it is answered and the connection is done. */
+struct api_req {
+	struct api_env *env;           /**< what the handler works with (borrowed) */
+	const struct api_route *route; /**< matched route */
+	const char *method;            /**< request method */
+	const char *path;              /**< request path (percent-decoded, no query) */
+	/** The client's address as text ("127.0.0.1", "::1"), for the audit trail; NULL when
+	 * unknown. */
+	const char *client;
+	const char *params[API_MAX_PARAMS]; /**< path parameters, in pattern order */
+	json_t *body; /**< parsed JSON body (owned by req) or NULL when empty */
+	/** Who asked (a copy without the secret, valid for the request); NULL when unauthenticated.
+	 */
+	const struct auth_token *token;
+	/**
+	 * Set by a write handler whose change leaves what every OCS unit should
+	 * hold untouched (an inventory heartbeat): no reconciler pass follows.
+	 */
+	bool desired_unchanged;
+
+	/* Reply, set through the helpers below. */
+	unsigned status;          /**< HTTP status; 0 while unanswered */
+	json_t *reply;            /**< JSON reply (owned by req) */
+	char *reply_text;         /**< non-JSON reply (malloc'd, owned by req) */
+	size_t reply_len;         /**< length of reply_text */
+	const char *content_type; /**< type of reply_text (static string) */
+	/**
+	 * Reply headers the transport sends with the reply, "" for none: the
+	 * object's entity tag (quoted, see api_set_etag()) and, on a 201, where the
+	 * new object lives (api_set_location()). An error reply clears both.
+	 */
+	char etag[40];
+	char location[512]; /**< see etag (also a 307's URL on the leader) */
+
+	/* Suspension, see api_suspend(). */
+	bool suspended; /**< waiting for an event to reply */
+	/**
+	 * A cluster member's write whose change is on its way to the replicated
+	 * log (api_dispatch.c): the store does not show it yet, so whoever holds
+	 * the request (a ?wait=) must not answer until this is false.
+	 */
+	bool replicating;
+	/**
+	 * Set by a handler that holds its request: called once the request's
+	 * change is committed (on a cluster member, after the log took it),
+	 * before the reconciler hears of it. NULL: none.
+	 */
+	void (*committed)(struct api_req *req);
+	api_abort_fn on_abort; /**< called if it must end early */
+	void *wait_arg;        /**< owned by whoever suspended the request */
+
+	const struct api_transport *transport; /**< how the reply travels (borrowed) */
+	void *transport_arg;                   /**< the transport's private part */
+};
+
+/** Replies status with the JSON value body (stolen; NULL gives an empty object). */
+void api_reply(struct api_req *req, unsigned status, json_t *body);
+
+/** Replies a non-JSON body (text is stolen, malloc'd) with the given content type. */
+void api_reply_text(struct api_req *req, unsigned status, const char *content_type, char *text,
+                    size_t len);
+
+/**
+ * Replies with the error object {"error": {"code", "message", "field"?}}:
+ * status and code from the error table, field when one is to blame.
+ */
+void api_error(struct api_req *req, enum ofcd_err err, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/** api_error() plus "details" (stolen) inside the error object. */
+void api_error_details(struct api_req *req, enum ofcd_err err, const char *field, json_t *details,
+                       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/** Replies with a domain module's refusal (its details are moved into the reply). */
+void api_fail(struct api_req *req, struct ofcd_error *e);
+
+/*
+ * Entity tags. An object stored with a revision (fabric, OCS unit, server,
+ * switch) is tagged "REVISION"; a view without one (the topology, the
+ * wiring) is tagged by a hash of its JSON, so equal content gives an equal
+ * tag. A PUT or DELETE with If-Match is carried out only when the tag
+ * matches (RFC 9110: "*" matches any existing object); otherwise 412
+ * precondition_failed, carrying the current tag.
+ */
+
+/** Sets the reply's ETag to the revision of the object it shows. */
+void api_set_etag(struct api_req *req, int64_t revision);
+
+/** Sets the reply's ETag to a hash of the view (borrowed; compared key-sorted). */
+void api_set_etag_json(struct api_req *req, const json_t *view);
+
+/**
+ * Checks If-Match against an object's revision (0: there is no such object).
+ * Returns 0 when the request may go on (no If-Match, or it matches), or
+ * -EINVAL with the reply set: 412 precondition_failed, or 400 invalid_field
+ * naming If-Match when the header is not "*" or a list of quoted tags.
+ */
+int api_if_match(struct api_req *req, int64_t revision);
+
+/** Same as api_if_match() for a view tagged by its content (NULL: none). */
+int api_if_match_json(struct api_req *req, const json_t *view);
+
+/** Sets the reply's Location header (a path such as /v1/fabrics/job-a). */
+void api_set_location(struct api_req *req, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/** Value of query parameter key, or NULL. */
+const char *api_query(struct api_req *req, const char *key);
+
+/** Value of request header name (case-insensitive), or NULL. */
+const char *api_header(struct api_req *req, const char *name);
+
+/**
+ * Answers req with a response that never ends by itself (200, chunked, of the
+ * given content type, e.g. text/event-stream): data is sent as it is written.
+ * The stream is owned by the transport; on_close(arg) runs once when it is
+ * over, after which the pointer is invalid. Returns NULL on allocation failure
+ * (then req carries a 500).
+ */
+struct api_stream *api_stream_start(struct api_req *req, const char *content_type,
+                                    api_stream_close_fn on_close, void *arg);
+
+/**
+ * Queues data on the stream. A client that lets more than 1 MiB pile up is too
+ * slow: its stream is ended and -ENOBUFS returned. Returns 0 otherwise.
+ */
+int api_stream_write(struct api_stream *s, const char *data, size_t len);
+
+/** Ends a stream once its queued data is sent. */
+void api_stream_end(struct api_stream *s);
+
+/**
+ * Runs a parsed request (route, params, token, body set; status 0) as one unit
+ * of work: a write runs its handler inside one store transaction, committed
+ * with its audit row only when the reply is a success (then env->on_commit
+ * runs), rolled back otherwise with the refusal audited. Reads and API_F_PURE
+ * routes run without a transaction. On return the reply is set, or the
+ * request is suspended.
+ */
+void api_dispatch(struct api_req *req);
+
+/**
+ * The API's word once a request's route and token are known, before its body
+ * is read: false (with the reply set) for a write arriving while the daemon
+ * drains. A write admitted earlier still runs: in-flight requests finish.
+ */
+bool api_admit(struct api_req *req);
+
+/**
+ * Records a refused write (auth, media type, size, a handler's 4xx, the
+ * cluster's refusals) in the audit trail; reads, pure routes and writes
+ * redirected to the leader (307, audited there) leave no row.
+ */
+void api_audit_refusal(struct api_req *req);
+
+/**
+ * Holds the request (the connection is suspended: no thread waits). Before
+ * suspending, the handler sets the reply it would give now (for a write, that
+ * status is what the transaction commits and the audit records). Later, from
+ * any event on the loop, update the reply and call api_resume(). If the
+ * request must end first, on_abort is called once: conn_closed = true when
+ * the client went away or the change could not be stored (forget the request;
+ * it is freed after the call); false when the daemon shuts down (refresh the
+ * reply and forget the request; http.c sends it).
+ */
+void api_suspend(struct api_req *req, api_abort_fn on_abort, void *arg);
+
+/** Sends the reply of a suspended request. */
+void api_resume(struct api_req *req);
+
+/*
+ * Input helpers: the checks of jsonin.h, each turning a failure into the
+ * reply 400 invalid_field naming the member (prefix + "." + key when prefix
+ * is set) and returning -EINVAL, so a handler can write:
+ *     if (api_get_uint(req, body, NULL, "ports", true, 1, 4096, &ports) < 0) return;
+ * Unless required, a missing member leaves *out untouched and returns 1.
+ */
+
+/** The body as an object, or 400 (invalid_json when empty, invalid_field when not an object). */
+json_t *api_body_object(struct api_req *req);
+
+/**
+ * The body of a PUT to /v1/KIND/{name} as an object whose "name" is the
+ * path's (req->params[0]), put in when absent: a name in the body must be
+ * the same, or 400. The handler checks the name like any other (so a bad
+ * name in the path is refused too). NULL after replying.
+ */
+json_t *api_put_body(struct api_req *req);
+
+/** An integer member within [min, max]. */
+int api_get_uint(struct api_req *req, json_t *obj, const char *prefix, const char *key,
+                 bool required, uint64_t min, uint64_t max, uint64_t *out);
+
+/** A number member (integer or real), finite, within [min, max]. */
+int api_get_double(struct api_req *req, json_t *obj, const char *prefix, const char *key,
+                   bool required, double min, double max, double *out);
+
+/** A boolean member. */
+int api_get_bool(struct api_req *req, json_t *obj, const char *prefix, const char *key,
+                 bool required, bool *out);
+
+/** A string member of 1..maxlen bytes; *out points into obj. */
+int api_get_string(struct api_req *req, json_t *obj, const char *prefix, const char *key,
+                   bool required, size_t maxlen, const char **out);
+
+/** A name member: 1..64 characters of [A-Za-z0-9._-]. */
+int api_get_name(struct api_req *req, json_t *obj, const char *prefix, const char *key,
+                 bool required, const char **out);
+
+/** A string member that must be one of the NULL-terminated choices; *out is its index. */
+int api_get_enum(struct api_req *req, json_t *obj, const char *prefix, const char *key,
+                 bool required, const char *const *choices, int *out);
+
+/**
+ * Rejects members of obj not listed in the NULL-terminated allowed list
+ * (400 invalid_field naming the first unknown one): a misspelt option is an
+ * error, not silently ignored. A null member is refused too, unless its
+ * allowed name ends in '?' ("switch?"): null is then its documented "none"
+ * and the member is removed, so the getters see it absent.
+ */
+int api_check_members(struct api_req *req, json_t *obj, const char *prefix,
+                      const char *const *allowed);
+
+/** Builds "prefix.key" (or "key") into buf for messages. */
+const char *api_field(char *buf, size_t len, const char *prefix, const char *key);
+
+/** Routes and their matching (routes.c). */
+
+/** The route table, terminated by an entry with method NULL. */
+extern const struct api_route api_routes[];
+
+/**
+ * Finds the route for method and path and fills params (pointers into
+ * buf, a copy of path of buflen bytes); HEAD finds the GET route. Returns the
+ * route, or NULL with *path_known telling whether another method would match
+ * (then allow gets the comma-separated list of methods for the Allow header:
+ * the routes' methods, HEAD beside GET, and OPTIONS).
+ */
+const struct api_route *api_route_match(const char *method, const char *path, char *buf,
+                                        size_t buflen, const char *params[API_MAX_PARAMS],
+                                        bool *path_known, char *allow, size_t allowlen);
+
+#endif

@@ -1,0 +1,238 @@
+/*
+ * Fabric routes: create, read, delete (with ?wait=), and device state
+ * changes. What they do to the stored state is fabric.c's.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api_handlers.h"
+#include "domain/fabric.h"
+#include "domain/topo.h"
+#include "wait.h"
+
+static struct fabric_ctx ctx_of(struct api_req *req)
+{
+	return (struct fabric_ctx){ .store = req->env->store,
+		                    .desired = req->env->desired,
+		                    .reconciler = req->env->reconciler };
+}
+
+/*
+ * ?view=summary (the fabric without the lists of its plan: what schedulers
+ * read often) or ?view=full (the default). 400 naming "view" otherwise.
+ */
+static int view_parse(struct api_req *req, bool *summary)
+{
+	const char *v = api_query(req, "view");
+	*summary = v && strcmp(v, "summary") == 0;
+	if (v && !*summary && strcmp(v, "full") != 0) {
+		api_error(req, OFCD_E_INVALID_FIELD, "view",
+		          "view must be summary or full, got \"%.64s\"", v);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * The body of a create: {"name", "servers"} (for a PUT the name is the
+ * path's, api_put_body()). Fills *name and *names (malloc'd, pointing into
+ * the body); returns their count, or 0 after replying 400.
+ */
+static size_t parse_fabric(struct api_req *req, bool put, const char **name, const char ***names)
+{
+	static const char *const members[] = { "name", "servers", NULL };
+	json_t *body = put ? api_put_body(req) : api_body_object(req);
+	char f[32];
+	size_t i;
+	json_t *v;
+
+	*names = NULL;
+	if (!body || api_check_members(req, body, NULL, members) < 0 ||
+	    api_get_name(req, body, NULL, "name", true, name) < 0)
+		return 0;
+	json_t *servers = json_object_get(body, "servers");
+	size_t m = json_array_size(servers);
+	if (!json_is_array(servers) || m < 1 || m > PLAN_MAX_SERVERS) {
+		api_error(req, OFCD_E_INVALID_FIELD, "servers",
+		          "servers must be an array of 1 to %d server names", PLAN_MAX_SERVERS);
+		return 0;
+	}
+	*names = calloc(m, sizeof(**names));
+	if (!*names) {
+		api_error(req, OFCD_E_INTERNAL, NULL, "out of memory");
+		return 0;
+	}
+	json_array_foreach(servers, i, v)
+	{
+		snprintf(f, sizeof(f), "servers[%zu]", i);
+		(*names)[i] = json_string_value(v);
+		if (!(*names)[i] || !auth_valid_name((*names)[i])) {
+			api_error(
+			    req, OFCD_E_INVALID_FIELD, f,
+			    "%s must be a server name of 1 to 64 characters of [A-Za-z0-9._-]", f);
+			return 0;
+		}
+	}
+	return m;
+}
+
+/* The fabric's view (a placeholder when a wait rebuilds it), its tag and, on 201, location. */
+static void fabric_reply(struct api_req *req, unsigned status, int64_t fid, const char *name,
+                         double wait, bool summary)
+{
+	struct store *s = req->env->store;
+	/* A waiting request gets its view when the wait ends: build it once. */
+	api_reply(req, status,
+	          wait > 0 ? NULL : topo_fabric_view(s, req->env->desired, fid, summary));
+	api_set_etag(req, topo_fabric_revision(s, fid));
+	if (status == 201)
+		api_set_location(req, "/v1/fabrics/%s", name);
+	wait_fabric(req, name, WAIT_FINAL_STATE, wait);
+}
+
+void api_fabric_create(struct api_req *req)
+{
+	struct fabric_ctx c = ctx_of(req);
+	struct ofcd_error e = { 0 };
+	const char **names = NULL;
+	const char *name = NULL;
+	double wait;
+	bool summary;
+
+	if (wait_parse(req, &wait) < 0 || view_parse(req, &summary) < 0)
+		return;
+	size_t m = parse_fabric(req, false, &name, &names);
+	if (m) {
+		int64_t fid = fabric_create(&c, name, names, m, &e);
+		if (fid < 0)
+			api_fail(req, &e);
+		else
+			fabric_reply(req, 201, fid, name, wait, summary);
+	}
+	free(names);
+}
+
+void api_fabric_put(struct api_req *req)
+{
+	struct fabric_ctx c = ctx_of(req);
+	struct ofcd_error e = { 0 };
+	const char **names = NULL;
+	const char *name = NULL;
+	bool created, summary;
+	double wait;
+
+	if (wait_parse(req, &wait) < 0 || view_parse(req, &summary) < 0)
+		return;
+	size_t m = parse_fabric(req, true, &name, &names);
+	if (m &&
+	    api_if_match(req, topo_fabric_revision(c.store, topo_fabric_id(c.store, name))) == 0) {
+		int64_t fid = fabric_put(&c, name, names, m, &created, &e);
+		if (fid < 0)
+			api_fail(req, &e);
+		else
+			fabric_reply(req, created ? 201 : 200, fid, name, wait, summary);
+	}
+	free(names);
+}
+
+void api_fabric_list(struct api_req *req)
+{
+	bool summary;
+	if (view_parse(req, &summary) < 0)
+		return;
+	api_reply(req, 200,
+	          json_pack("{s:o}", "fabrics",
+	                    topo_fabric_list(req->env->store, req->env->desired, summary)));
+}
+
+static int64_t fabric_param(struct api_req *req)
+{
+	int64_t id = topo_fabric_id(req->env->store, req->params[0]);
+	if (!id)
+		api_error(req, OFCD_E_NOT_FOUND, "name", "no fabric %s", req->params[0]);
+	return id;
+}
+
+void api_fabric_get(struct api_req *req)
+{
+	double wait;
+	bool summary;
+	if (wait_parse(req, &wait) < 0 || view_parse(req, &summary) < 0)
+		return;
+	int64_t id = fabric_param(req);
+	if (id)
+		fabric_reply(req, 200, id, req->params[0], wait, summary);
+}
+
+void api_fabric_delete(struct api_req *req)
+{
+	struct fabric_ctx c = ctx_of(req);
+	struct ofcd_error e = { 0 };
+	double wait;
+	if (wait_parse(req, &wait) < 0)
+		return;
+	int64_t id = topo_fabric_id(c.store, req->params[0]);
+	if (id && api_if_match(req, topo_fabric_revision(c.store, id)) < 0)
+		return;
+	if (fabric_delete(&c, req->params[0], &e) < 0) {
+		api_fail(req, &e);
+		return;
+	}
+	/* Accepted, not done: the circuits come off the units after the commit. */
+	api_reply(req, 202,
+	          json_pack("{s:s, s:s}", "deleted", req->params[0], "state", "removing"));
+	wait_fabric(req, req->params[0], WAIT_REMOVED, wait);
+}
+
+void api_device_put(struct api_req *req)
+{
+	static const char *const members[] = { "state", NULL };
+	static const char *const states[] = { "ok", "failed", NULL };
+	struct fabric_ctx c = ctx_of(req);
+	struct ofcd_error e = { 0 };
+	json_t *body = api_body_object(req);
+	json_t *fabric;
+	int state;
+	bool changed;
+
+	if (api_agent_scope(req) < 0)
+		return;
+	if (!body || api_check_members(req, body, NULL, members) < 0 ||
+	    api_get_enum(req, body, NULL, "state", true, states, &state) < 0)
+		return;
+	int64_t sid = api_server_param(req);
+	if (!sid || api_if_match(req, topo_server_revision(c.store, sid)) < 0)
+		return;
+	json_t *srv = topo_server_json(c.store, sid, false);
+	json_int_t devices = json_integer_value(json_object_get(srv, "devices"));
+	json_decref(srv);
+	char *end;
+	long long index = strtoll(req->params[1], &end, 10);
+	/* One spelling per device: "01" and "+1" are not device 1. */
+	bool canonical = req->params[1][0] >= '0' && req->params[1][0] <= '9' &&
+	                 (req->params[1][0] != '0' || req->params[1][1] == '\0');
+	if (*end || !canonical || index >= devices) {
+		api_error(req, OFCD_E_NOT_FOUND, "index", "server %s has devices 0 to %lld, not %s",
+		          req->params[0], (long long)devices - 1, req->params[1]);
+		return;
+	}
+
+	uint32_t idx = (uint32_t)index;
+	bool failed = state;
+	if (fabric_devices_set(&c, sid, req->params[0], 1, &idx, &failed, &changed, &fabric, &e) <
+	    0) {
+		api_fail(req, &e);
+		return;
+	}
+	json_t *fabrics = json_array();
+	if (fabric)
+		json_array_append_new(fabrics, fabric);
+	api_reply(req, 200,
+	          json_pack("{s:s, s:I, s:s, s:b, s:o}", "server", req->params[0], "device",
+	                    (json_int_t)index, "state", states[state], "changed", changed,
+	                    "fabrics", fabrics));
+	/* The server's tag, so a client can chain If-Match on it. */
+	api_set_etag(req, topo_server_revision(c.store, sid));
+}

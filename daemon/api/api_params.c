@@ -1,0 +1,25 @@
+/* Path parameters that several route families share. */
+#include <errno.h>
+#include <string.h>
+
+#include "api_handlers.h"
+#include "domain/topo.h"
+
+int api_agent_scope(struct api_req *req)
+{
+	const struct auth_token *t = req->token;
+	if (!t || t->role != AUTH_AGENT || strcmp(t->server, req->params[0]) == 0)
+		return 0;
+	api_error(req, OFCD_E_FORBIDDEN, NULL,
+	          "token %s is the agent token of server %s, not of %s", t->name, t->server,
+	          req->params[0]);
+	return -EPERM;
+}
+
+int64_t api_server_param(struct api_req *req)
+{
+	int64_t id = topo_server_id(req->env->store, req->params[0]);
+	if (!id)
+		api_error(req, OFCD_E_NOT_FOUND, "name", "no server %s", req->params[0]);
+	return id;
+}

@@ -1,0 +1,553 @@
+/*
+ * Topology routes: OCS units, servers, wiring (cabling) and the whole
+ * topology at once. Handlers check the form of the request, hand the values
+ * to the domain (topo_apply.h) and reply; api_dispatch() wraps each write in
+ * one transaction that a refusal rolls back.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api_handlers.h"
+#include "domain/inventory.h"
+#include "plan.h"
+#include "reconcile/reconcile.h"
+#include "domain/topo.h"
+#include "domain/topo_apply.h"
+
+/* ---- reading the form ---------------------------------------------------- */
+
+static int not_object(struct api_req *req, const char *prefix)
+{
+	api_error(req, OFCD_E_INVALID_FIELD, prefix, "%s must be an object",
+	          prefix ? prefix : "body");
+	return -EINVAL;
+}
+
+static int domain_check(struct api_req *req, int rc, struct ofcd_error *e)
+{
+	if (rc < 0)
+		api_fail(req, e);
+	return rc;
+}
+
+static int parse_ocs(struct api_req *req, json_t *o, const char *prefix, struct topo_ocs_spec *out)
+{
+	static const char *const members[] = { "name", "driver", "ports", "endpoint", NULL };
+	struct ofcd_error e = { 0 };
+	uint64_t ports;
+	*out = (struct topo_ocs_spec){ .driver = "sim", .endpoint = "" };
+
+	if (!json_is_object(o))
+		return not_object(req, prefix);
+	if (api_check_members(req, o, prefix, members) < 0 ||
+	    api_get_name(req, o, prefix, "name", true, &out->name) < 0 ||
+	    api_get_string(req, o, prefix, "driver", false, 32, &out->driver) < 0 ||
+	    api_get_uint(req, o, prefix, "ports", true, 1, TOPO_OCS_MAX_PORTS, &ports) < 0)
+		return -EINVAL;
+	out->ports = (uint32_t)ports;
+	json_t *ep = json_object_get(o, "endpoint");
+	if (ep && !json_is_null(ep) && json_is_string(ep) && json_string_length(ep) == 0)
+		out->endpoint = "";
+	else if (api_get_string(req, o, prefix, "endpoint", false, TOPO_ENDPOINT_MAX_LEN,
+	                        &out->endpoint) < 0)
+		return -EINVAL;
+	return domain_check(req, topo_ocs_check(out, prefix, &e), &e);
+}
+
+static int parse_server(struct api_req *req, json_t *o, const char *prefix,
+                        struct topo_server_spec *out)
+{
+	/* null is how GET shows a server without a switch, so PUT takes it back. */
+	static const char *const members[] = { "name",  "devices", "ports_per_device", "p2p",
+		                               "intra", "offload", "switch?",          NULL };
+	struct ofcd_error e = { 0 };
+	uint64_t devices, ports = 1;
+	*out = (struct topo_server_spec){ .ports_per_device = 1 };
+	if (!json_is_object(o))
+		return not_object(req, prefix);
+	if (api_check_members(req, o, prefix, members) < 0 ||
+	    api_get_name(req, o, prefix, "name", true, &out->name) < 0 ||
+	    api_get_uint(req, o, prefix, "devices", true, 1, PLAN_MAX_DEVICES, &devices) < 0 ||
+	    api_get_uint(req, o, prefix, "ports_per_device", false, 1, PLAN_MAX_PORTS, &ports) <
+	        0 ||
+	    api_get_bool(req, o, prefix, "p2p", false, &out->p2p) < 0 ||
+	    api_get_enum(req, o, prefix, "intra", false, topo_intra_names, &out->intra) < 0 ||
+	    api_get_bool(req, o, prefix, "offload", false, &out->offload) < 0 ||
+	    api_get_name(req, o, prefix, "switch", false, &out->sw) < 0)
+		return -EINVAL;
+	out->devices = (uint32_t)devices;
+	out->ports_per_device = (uint32_t)ports;
+	return domain_check(req, topo_server_check(out, prefix, &e), &e);
+}
+
+static int parse_switch(struct api_req *req, json_t *o, const char *prefix,
+                        struct topo_switch_spec *out)
+{
+	static const char *const members[] = { "name",    "aggregating", "offload",
+		                               "buffer?", "window?",     NULL };
+	struct ofcd_error e = { 0 };
+	uint64_t buffer = 0, window = 0;
+
+	*out = (struct topo_switch_spec){ 0 };
+	if (!json_is_object(o))
+		return not_object(req, prefix);
+	if (api_check_members(req, o, prefix, members) < 0 ||
+	    api_get_name(req, o, prefix, "name", true, &out->name) < 0 ||
+	    api_get_bool(req, o, prefix, "aggregating", false, &out->aggregating) < 0 ||
+	    api_get_bool(req, o, prefix, "offload", false, &out->offload) < 0 ||
+	    api_get_uint(req, o, prefix, "buffer", false, 1, TOPO_SWITCH_MAX_MESSAGES, &buffer) <
+	        0 ||
+	    api_get_uint(req, o, prefix, "window", false, 1, TOPO_SWITCH_MAX_MESSAGES, &window) < 0)
+		return -EINVAL;
+	out->buffer = (uint32_t)buffer;
+	out->window = (uint32_t)window;
+	return domain_check(req, topo_switch_check(out, prefix, &e), &e);
+}
+
+/* Parses one element of an array into the spec at out. */
+typedef int (*parse_fn)(struct api_req *req, json_t *o, const char *prefix, void *out);
+
+static int parse_ocs_at(struct api_req *req, json_t *o, const char *prefix, void *out)
+{
+	return parse_ocs(req, o, prefix, out);
+}
+
+static int parse_server_at(struct api_req *req, json_t *o, const char *prefix, void *out)
+{
+	return parse_server(req, o, prefix, out);
+}
+
+static int parse_switch_at(struct api_req *req, json_t *o, const char *prefix, void *out)
+{
+	return parse_switch(req, o, prefix, out);
+}
+
+/* Each element of the array arr as one of the specs (n of them, malloc'd into *out). */
+static int parse_array(struct api_req *req, json_t *arr, const char *field, parse_fn parse,
+                       size_t size, void **out, size_t *n)
+{
+	char f[96];
+	size_t i;
+	json_t *v;
+
+	*out = NULL;
+	*n = 0;
+	if (!json_is_array(arr)) {
+		api_error(req, OFCD_E_INVALID_FIELD, field, "%s must be an array", field);
+		return -EINVAL;
+	}
+	*out = calloc(json_array_size(arr) + 1, size);
+	if (!*out) {
+		api_error(req, OFCD_E_INTERNAL, NULL, "out of memory");
+		return -ENOMEM;
+	}
+	json_array_foreach(arr, i, v)
+	{
+		snprintf(f, sizeof(f), "%s[%zu]", field, i);
+		if (parse(req, v, f, (char *)*out + i * size) < 0)
+			return -EINVAL;
+	}
+	*n = json_array_size(arr);
+	return 0;
+}
+
+static int parse_link(struct api_req *req, json_t *l, const char *f, void *spec)
+{
+	struct topo_link_spec *out = spec;
+	static const char *const members[] = {
+		"server", "device", "port", "ocs", "ocs_port", NULL
+	};
+	uint64_t dev, port, ocs_port;
+	if (!json_is_object(l)) {
+		api_error(req, OFCD_E_INVALID_FIELD, f, "%s must be an object", f);
+		return -EINVAL;
+	}
+	if (api_check_members(req, l, f, members) < 0 ||
+	    api_get_name(req, l, f, "server", true, &out->server) < 0 ||
+	    api_get_uint(req, l, f, "device", true, 0, PLAN_MAX_DEVICES - 1, &dev) < 0 ||
+	    api_get_uint(req, l, f, "port", true, 0, PLAN_MAX_PORTS - 1, &port) < 0 ||
+	    api_get_name(req, l, f, "ocs", true, &out->ocs) < 0 ||
+	    api_get_uint(req, l, f, "ocs_port", true, 1, TOPO_OCS_MAX_PORTS, &ocs_port) < 0)
+		return -EINVAL;
+	out->device = (uint32_t)dev;
+	out->port = (uint32_t)port;
+	out->ocs_port = (uint32_t)ocs_port;
+	return 0;
+}
+
+/* A wiring object {"rule"} or {"links"}; *links (malloc'd) backs out->links. */
+static int parse_wiring(struct api_req *req, json_t *wiring, const char *prefix,
+                        struct topo_wiring_spec *out, struct topo_link_spec **links)
+{
+	static const char *const members[] = { "rule", "links", NULL };
+	char f[96];
+	void *v = NULL;
+
+	*out = (struct topo_wiring_spec){ .rule = -1 };
+	*links = NULL;
+	if (!json_is_object(wiring))
+		return not_object(req, prefix);
+	if (api_check_members(req, wiring, prefix, members) < 0 ||
+	    api_get_enum(req, wiring, prefix, "rule", false, topo_wiring_rules, &out->rule) < 0)
+		return -EINVAL;
+	json_t *l = json_object_get(wiring, "links");
+	if ((out->rule >= 0) == (l != NULL)) {
+		api_error(req, OFCD_E_INVALID_FIELD, api_field(f, sizeof(f), prefix, "rule"),
+		          "give either rule or links");
+		return -EINVAL;
+	}
+	if (out->rule >= 0)
+		return 0;
+	int rc = parse_array(req, l, api_field(f, sizeof(f), prefix, "links"), parse_link,
+	                     sizeof(**links), &v, &out->nlinks);
+	*links = v;
+	out->links = *links;
+	return rc;
+}
+
+/* ---- OCS units ----------------------------------------------------------- */
+
+static void ocs_reply(struct api_req *req, unsigned status, int64_t id, const char *name)
+{
+	struct store *s = req->env->store;
+	api_reply(req, status, topo_ocs_json(s, id));
+	api_set_etag(req, topo_ocs_revision(s, id));
+	if (status == 201)
+		api_set_location(req, "/v1/ocs/%s", name);
+}
+
+void api_ocs_create(struct api_req *req)
+{
+	struct ofcd_error e = { 0 };
+	struct topo_ocs_spec o;
+	json_t *body = api_body_object(req);
+	if (!body || parse_ocs(req, body, NULL, &o) < 0)
+		return;
+	int64_t id = topo_ocs_add(req->env->store, &o, &e);
+	if (id < 0)
+		api_fail(req, &e);
+	else
+		ocs_reply(req, 201, id, o.name);
+}
+
+void api_ocs_put(struct api_req *req)
+{
+	struct store *s = req->env->store;
+	struct ofcd_error e = { 0 };
+	struct topo_ocs_spec o;
+	bool created;
+	json_t *body = api_put_body(req);
+	if (!body || parse_ocs(req, body, NULL, &o) < 0 ||
+	    api_if_match(req, topo_ocs_revision(s, topo_ocs_id(s, o.name))) < 0)
+		return;
+	int64_t id = topo_ocs_put(s, &o, &created, &e);
+	if (id < 0)
+		api_fail(req, &e);
+	else
+		ocs_reply(req, created ? 201 : 200, id, o.name);
+}
+
+void api_ocs_list(struct api_req *req)
+{
+	api_reply(req, 200, json_pack("{s:o}", "ocs", topo_ocs_list(req->env->store)));
+}
+
+static int64_t ocs_param(struct api_req *req)
+{
+	int64_t id = topo_ocs_id(req->env->store, req->params[0]);
+	if (!id)
+		api_error(req, OFCD_E_NOT_FOUND, "name", "no OCS unit %s", req->params[0]);
+	return id;
+}
+
+void api_ocs_get(struct api_req *req)
+{
+	int64_t id = ocs_param(req);
+	if (!id)
+		return;
+	json_t *o = topo_ocs_json(req->env->store, id);
+	json_t *live = reconcile_unit_json(req->env->reconciler, id);
+	api_set_etag(req, topo_ocs_revision(req->env->store, id));
+	if (live) {
+		json_t *conn = json_pack("{s:O, s:O, s:O}", "state", json_object_get(live, "state"),
+		                         "last_error", json_object_get(live, "last_error"),
+		                         "in_sync", json_object_get(live, "in_sync"));
+		json_object_set_new(o, "connection", conn);
+		json_object_set(o, "ports_down", json_object_get(live, "ports_down"));
+		json_object_set(o, "foreign", json_object_get(live, "foreign"));
+		json_decref(live);
+	}
+	api_reply(req, 200, o);
+}
+
+void api_ocs_delete(struct api_req *req)
+{
+	struct ofcd_error e = { 0 };
+	const char *force = api_query(req, "force");
+	int64_t id = ocs_param(req);
+	if (!id || api_if_match(req, topo_ocs_revision(req->env->store, id)) < 0)
+		return;
+	if (force && strcmp(force, "true") != 0) {
+		api_error(req, OFCD_E_INVALID_FIELD, "force", "force must be true when given");
+		return;
+	}
+	if (topo_ocs_remove(req->env->store, req->env->reconciler, req->params[0], force != NULL,
+	                    &e) < 0)
+		api_fail(req, &e);
+	else
+		api_reply(req, 200, json_pack("{s:s}", "deleted", req->params[0]));
+}
+
+void api_ocs_cross_connects(struct api_req *req)
+{
+	int64_t id = ocs_param(req);
+	if (!id)
+		return;
+	json_t *desired = topo_desired_json(req->env->store, id);
+	json_t *live = reconcile_unit_json(req->env->reconciler, id);
+	json_t *actual = live ? json_incref(json_object_get(live, "actual")) : json_array();
+	json_t *o = json_pack("{s:s, s:o, s:o, s:b}", "ocs", req->params[0], "desired", desired,
+	                      "actual", actual, "in_sync",
+	                      live && json_is_true(json_object_get(live, "in_sync")) &&
+	                          json_equal(desired, actual));
+	if (live) {
+		json_object_set(o, "partial", json_object_get(live, "partial"));
+		json_object_set(o, "foreign", json_object_get(live, "foreign"));
+		json_decref(live);
+	}
+	api_reply(req, 200, o);
+}
+
+/* ---- switches ------------------------------------------------------------ */
+
+static void switch_reply(struct api_req *req, unsigned status, const char *name)
+{
+	struct store *s = req->env->store;
+	api_reply(req, status, topo_switch_json(s, name));
+	api_set_etag(req, topo_switch_revision(s, name));
+	if (status == 201)
+		api_set_location(req, "/v1/switches/%s", name);
+}
+
+void api_switch_create(struct api_req *req)
+{
+	struct ofcd_error e = { 0 };
+	struct topo_switch_spec w;
+	json_t *body = api_body_object(req);
+
+	if (!body || parse_switch(req, body, NULL, &w) < 0)
+		return;
+	if (topo_switch_add(req->env->store, &w, &e) < 0)
+		api_fail(req, &e);
+	else
+		switch_reply(req, 201, w.name);
+}
+
+void api_switch_put(struct api_req *req)
+{
+	struct store *s = req->env->store;
+	struct ofcd_error e = { 0 };
+	struct topo_switch_spec w;
+	bool created;
+	json_t *body = api_put_body(req);
+
+	if (!body || parse_switch(req, body, NULL, &w) < 0 ||
+	    api_if_match(req, topo_switch_revision(s, w.name)) < 0)
+		return;
+	if (topo_switch_put(s, &w, &created, &e) < 0)
+		api_fail(req, &e);
+	else
+		switch_reply(req, created ? 201 : 200, w.name);
+}
+
+void api_switch_list(struct api_req *req)
+{
+	api_reply(req, 200,
+	          json_pack("{s:o}", "switches", topo_switch_list(req->env->store, true)));
+}
+
+void api_switch_get(struct api_req *req)
+{
+	json_t *o = topo_switch_json(req->env->store, req->params[0]);
+	if (!o) {
+		api_error(req, OFCD_E_NOT_FOUND, "name", "no switch %s", req->params[0]);
+		return;
+	}
+	api_reply(req, 200, o);
+	api_set_etag(req, topo_switch_revision(req->env->store, req->params[0]));
+}
+
+void api_switch_delete(struct api_req *req)
+{
+	struct ofcd_error e = { 0 };
+	int64_t rev = topo_switch_revision(req->env->store, req->params[0]);
+	/* No such switch: the 404 below, whatever If-Match says. */
+	if (rev && api_if_match(req, rev) < 0)
+		return;
+	if (topo_switch_remove(req->env->store, req->params[0], &e) < 0)
+		api_fail(req, &e);
+	else
+		api_reply(req, 200, json_pack("{s:s}", "deleted", req->params[0]));
+}
+
+/* ---- servers ------------------------------------------------------------- */
+
+static void server_reply(struct api_req *req, unsigned status, int64_t id, const char *name)
+{
+	struct store *s = req->env->store;
+	api_reply(req, status, topo_server_json(s, id, true));
+	api_set_etag(req, topo_server_revision(s, id));
+	if (status == 201)
+		api_set_location(req, "/v1/servers/%s", name);
+}
+
+void api_server_create(struct api_req *req)
+{
+	struct ofcd_error e = { 0 };
+	struct topo_server_spec v;
+	json_t *body = api_body_object(req);
+	if (!body || parse_server(req, body, NULL, &v) < 0)
+		return;
+	int64_t id = topo_server_add(req->env->store, &v, &e);
+	if (id < 0)
+		api_fail(req, &e);
+	else
+		server_reply(req, 201, id, v.name);
+}
+
+void api_server_put(struct api_req *req)
+{
+	struct store *s = req->env->store;
+	struct ofcd_error e = { 0 };
+	struct topo_server_spec v;
+	bool created;
+	json_t *body = api_put_body(req);
+	if (!body || parse_server(req, body, NULL, &v) < 0 ||
+	    api_if_match(req, topo_server_revision(s, topo_server_id(s, v.name))) < 0)
+		return;
+	int64_t id = topo_server_put(s, &v, &created, &e);
+	if (id < 0)
+		api_fail(req, &e);
+	else
+		server_reply(req, created ? 201 : 200, id, v.name);
+}
+
+void api_server_list(struct api_req *req)
+{
+	json_t *servers = topo_server_list(req->env->store);
+	inventory_mark_stale(req->env->store, servers);
+	api_reply(req, 200, json_pack("{s:o}", "servers", servers));
+}
+
+void api_server_get(struct api_req *req)
+{
+	int64_t id = api_server_param(req);
+	if (!id)
+		return;
+	api_reply(req, 200,
+	          inventory_view(req->env->store, id, topo_server_json(req->env->store, id, true)));
+	api_set_etag(req, topo_server_revision(req->env->store, id));
+}
+
+void api_server_delete(struct api_req *req)
+{
+	struct ofcd_error e = { 0 };
+	int64_t id = topo_server_id(req->env->store, req->params[0]);
+	if (id && api_if_match(req, topo_server_revision(req->env->store, id)) < 0)
+		return;
+	if (topo_server_remove(req->env->store, req->params[0], &e) < 0)
+		api_fail(req, &e);
+	else
+		api_reply(req, 200, json_pack("{s:s}", "deleted", req->params[0]));
+}
+
+/* ---- views tagged by their content: wiring and topology -------------------- */
+
+/* 200 with the view (stolen), tagged by its content. */
+static void reply_view(struct api_req *req, json_t *view)
+{
+	api_reply(req, 200, view);
+	api_set_etag_json(req, req->reply);
+}
+
+/* api_if_match_json() against the stored view (stolen). */
+static int if_match_view(struct api_req *req, json_t *view)
+{
+	int rc = api_if_match_json(req, view);
+	json_decref(view);
+	return rc;
+}
+
+/* ---- wiring -------------------------------------------------------------- */
+
+void api_wiring_put(struct api_req *req)
+{
+	struct ofcd_error e = { 0 };
+	struct topo_wiring_spec w;
+	struct topo_link_spec *links = NULL;
+	json_t *body = api_body_object(req);
+	if (body && parse_wiring(req, body, NULL, &w, &links) == 0 &&
+	    if_match_view(req, topo_wiring_json(req->env->store)) == 0) {
+		if (topo_wiring_apply(req->env->store, &w, NULL, &e) < 0)
+			api_fail(req, &e);
+		else
+			reply_view(req, topo_wiring_json(req->env->store));
+	}
+	free(links);
+}
+
+void api_wiring_get(struct api_req *req)
+{
+	reply_view(req, topo_wiring_json(req->env->store));
+}
+
+/* ---- the whole topology -------------------------------------------------- */
+
+void api_topology_get(struct api_req *req)
+{
+	reply_view(req, topo_json(req->env->store));
+}
+
+void api_topology_put(struct api_req *req)
+{
+	static const char *const members[] = { "ocs", "switches?", "servers", "wiring", NULL };
+	struct ofcd_error e = { 0 };
+	struct topo_spec t = { .wiring = { .rule = -1 } };
+	struct topo_link_spec *links = NULL;
+	void *ocs = NULL, *switches = NULL, *servers = NULL;
+	json_t *body = api_body_object(req);
+
+	if (!body || api_check_members(req, body, NULL, members) < 0 ||
+	    if_match_view(req, topo_json(req->env->store)) < 0)
+		return;
+	json_t *jo = json_object_get(body, "ocs"), *js = json_object_get(body, "servers");
+	if (!json_is_array(jo) || !json_is_array(js)) {
+		api_error(req, OFCD_E_INVALID_FIELD, json_is_array(jo) ? "servers" : "ocs",
+		          "%s must be an array", json_is_array(jo) ? "servers" : "ocs");
+		return;
+	}
+	json_t *jw = json_object_get(body, "switches");
+	json_t *wiring = json_object_get(body, "wiring");
+	if (parse_array(req, jo, "ocs", parse_ocs_at, sizeof(*t.ocs), &ocs, &t.nocs) < 0 ||
+	    /* Like the wiring, switches not given are none. */
+	    (jw && parse_array(req, jw, "switches", parse_switch_at, sizeof(*t.switches), &switches,
+	                       &t.nswitches) < 0) ||
+	    parse_array(req, js, "servers", parse_server_at, sizeof(*t.servers), &servers,
+	                &t.nservers) < 0 ||
+	    (wiring && parse_wiring(req, wiring, "wiring", &t.wiring, &links) < 0))
+		goto out;
+	t.ocs = ocs;
+	t.switches = switches;
+	t.servers = servers;
+	if (topo_apply(req->env->store, req->env->reconciler, &t, &e) < 0)
+		api_fail(req, &e);
+	else
+		reply_view(req, topo_json(req->env->store));
+out:
+	free(ocs);
+	free(switches);
+	free(servers);
+	free(links);
+}

@@ -1,0 +1,223 @@
+#include "wait.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "base/events.h"
+#include "base/metrics.h"
+#include "plan_state.h"
+#include "reconcile/reconcile.h"
+#include "domain/topo.h"
+
+struct waiter {
+	struct api_env *env;
+	struct api_req *req;
+	char fabric[65];
+	enum wait_mode mode;
+	bool summary;        /* ?view=summary: the reply leaves out the plan's lists */
+	uint64_t generation; /* WAIT_REMOVED: a pass at least this new must have run */
+	struct event *deadline;
+	struct waiter *next, *prev;
+};
+
+/* One daemon per process: the list is process-wide, and on the bus while not empty. */
+static struct waiter *waiters;
+static struct events_sub *settled_sub;
+static struct events *settled_bus;
+
+/* Seconds as people write them: digits, optionally a point and more digits. */
+static bool plain_decimal(const char *v)
+{
+	size_t i = 0, digits = 0;
+	while (v[i] >= '0' && v[i] <= '9')
+		i++, digits++;
+	if (v[i] == '.')
+		for (i++; v[i] >= '0' && v[i] <= '9'; i++)
+			digits++;
+	return digits > 0 && v[i] == '\0';
+}
+
+int wait_parse(struct api_req *req, double *seconds)
+{
+	const char *v = api_query(req, "wait");
+	*seconds = 0;
+	if (!v)
+		return 0;
+	double s = plain_decimal(v) ? strtod(v, NULL) : -1;
+	if (s < 0 || s > WAIT_MAX_S) {
+		api_error(req, OFCD_E_INVALID_FIELD, "wait",
+		          "wait must be 0 to %d seconds, got \"%s\"", WAIT_MAX_S, v);
+		return -EINVAL;
+	}
+	*seconds = s;
+	return 0;
+}
+
+static bool final(const char *state)
+{
+	enum plan_state s;
+	return plan_state_parse(state, &s) == 0 && plan_state_final(s);
+}
+
+static bool done(struct waiter *w)
+{
+	struct api_env *d = w->env;
+	/* Until the cluster's log has the change, the store does not show it yet. */
+	if (w->req->replicating)
+		return false;
+	if (w->mode == WAIT_REMOVED)
+		return reconcile_generation(d->reconciler) >= w->generation &&
+		       reconcile_all_in_sync(d->reconciler);
+	char state[16];
+	if (topo_fabric_state(d->store, w->fabric, state, sizeof(state)) < 0)
+		return true; /* deleted meanwhile: nothing more will happen */
+	return final(state);
+}
+
+/* The reply of the moment: the fabric's view, or for a removal how far it got. */
+static void refresh(struct waiter *w)
+{
+	struct api_env *d = w->env;
+	unsigned status = w->req->status;
+	if (w->mode == WAIT_REMOVED) {
+		bool gone = done(w);
+		/* 200 once the circuits are off the units; 202 while they are still coming off. */
+		api_reply(w->req, gone ? 200 : 202,
+		          json_pack("{s:s, s:s}", "deleted", w->fabric, "state",
+		                    gone ? "removed" : "removing"));
+		return;
+	}
+	int64_t id = topo_fabric_id(d->store, w->fabric);
+	if (!id) {
+		api_error(w->req, OFCD_E_NOT_FOUND, "name", "fabric %s was deleted while waiting",
+		          w->fabric);
+		return;
+	}
+	api_reply(w->req, status, topo_fabric_view(d->store, d->desired, id, w->summary));
+	/* A re-plan during the wait moved the revision on. */
+	api_set_etag(w->req, topo_fabric_revision(d->store, id));
+}
+
+static void unlink_waiter(struct waiter *w)
+{
+	if (w->prev)
+		w->prev->next = w->next;
+	else if (waiters == w)
+		waiters = w->next;
+	if (w->next)
+		w->next->prev = w->prev;
+	if (w->deadline)
+		event_free(w->deadline);
+	free(w);
+	if (!waiters && settled_sub) {
+		events_unsubscribe(settled_bus, settled_sub);
+		settled_sub = NULL;
+	}
+}
+
+static void finish(struct waiter *w)
+{
+	struct api_req *req = w->req;
+	refresh(w);
+	unlink_waiter(w);
+	api_resume(req);
+}
+
+static void on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	struct metrics_loop l = metrics_loop_enter("wait");
+	struct waiter *w = arg;
+	(void)fd;
+	(void)what;
+	if (w->req->replicating) {
+		/* The answer waits for the log's: it says whether the change was made. */
+		struct timeval soon = { 0, 100 * 1000 };
+		evtimer_add(w->deadline, &soon);
+	} else {
+		finish(w);
+	}
+	metrics_loop_leave(l);
+}
+
+static void on_abort(struct api_req *req, bool conn_closed)
+{
+	struct waiter *w = req->wait_arg;
+	if (!conn_closed)
+		refresh(w);
+	unlink_waiter(w);
+}
+
+/* Fabric states or unit sync may have changed: finish the waiters whose condition holds. */
+static void on_settled(void *arg, const struct events_msg *msg)
+{
+	(void)arg;
+	(void)msg;
+	for (struct waiter *w = waiters, *next; w; w = next) {
+		next = w->next;
+		if (done(w))
+			finish(w);
+	}
+}
+
+/* The pass that sees the change is the one after its commit, which may come late. */
+static void on_committed(struct api_req *req)
+{
+	struct waiter *w = req->wait_arg;
+	w->generation = reconcile_generation(w->env->reconciler) + 1;
+}
+
+void wait_fabric(struct api_req *req, const char *name, enum wait_mode mode, double seconds)
+{
+	struct api_env *d = req->env;
+	struct waiter *w = calloc(1, sizeof(*w));
+	if (!w)
+		return; /* the reply already set is an honest answer */
+	w->env = d;
+	w->req = req;
+	w->mode = mode;
+	/* The handler has refused any other value. */
+	const char *view = api_query(req, "view");
+	w->summary = view && strcmp(view, "summary") == 0;
+	snprintf(w->fabric, sizeof(w->fabric), "%s", name);
+	/* The change is committed after the handler returns; the pass that sees it comes later. */
+	w->generation = reconcile_generation(d->reconciler) + 1;
+	/* A daemon that is draining answers at once: nothing may hold its stop. */
+	if (seconds <= 0 || d->draining) {
+		if (seconds > 0)
+			refresh(w);
+		free(w);
+		return;
+	}
+	if (mode == WAIT_FINAL_STATE && done(w)) {
+		refresh(w); /* the caller may have set a placeholder reply */
+		free(w);
+		return;
+	}
+	if (!settled_sub) {
+		settled_bus = d->events;
+		settled_sub =
+		    events_subscribe(d->events, EVENTS_BIT(EVENTS_SETTLED), on_settled, NULL);
+		if (!settled_sub) {
+			free(w);
+			return;
+		}
+	}
+	w->deadline = evtimer_new(d->base, on_deadline, w);
+	struct timeval tv = { .tv_sec = (time_t)seconds,
+		              .tv_usec = (suseconds_t)((seconds - floor(seconds)) * 1e6) };
+	w->next = waiters;
+	if (waiters)
+		waiters->prev = w;
+	waiters = w;
+	if (!w->deadline || evtimer_add(w->deadline, &tv) < 0) {
+		unlink_waiter(w); /* the reply already set is an honest answer */
+		return;
+	}
+	api_suspend(req, on_abort, w);
+	req->committed = on_committed;
+}

@@ -1,0 +1,934 @@
+#include "ha.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster.h"
+#include "etcd.h"
+#include "base/events.h"
+#include "log.h"
+#include "log_part.h"
+#include "base/metrics.h"
+#include "replica.h"
+#include "state/store_changes.h"
+#include "url.h"
+
+/*
+ * etcd's default --max-request-bytes is 1.5 MiB; an entry travels base64
+ * encoded (4/3) inside a JSON txn. A larger change goes in parts
+ * (log_part.h), up to HA_MAX_CHANGE: an 8,192-server topology is about 25 MB,
+ * and every entry stays in etcd until trimmed.
+ */
+#define HA_MAX_ENTRY  (1100u * 1024u)
+#define HA_MAX_CHANGE (64u * 1024u * 1024u)
+
+/* An entry this leader put in the log, for trimming it later. */
+struct logged {
+	char *key;
+	int64_t revision;
+};
+
+enum ha_state {
+	HA_FOLLOWING,   /* following the log; writes go elsewhere */
+	HA_CATCHING_UP, /* elected: applying the rest of the log before leading */
+	HA_LEADING,     /* takes writes, drives the units */
+};
+
+/* What an entry of the log carries. */
+enum append_kind {
+	APPEND_WRITE,  /* a client's write, whole (the fabric states waiting may ride along) */
+	APPEND_PART,   /* a part of a client's write too large for one entry */
+	APPEND_STATES, /* the reconciler's fabric states, alone */
+	APPEND_KINDS
+};
+
+static const char *const APPEND_KIND_NAMES[APPEND_KINDS] = { "write", "part", "states" };
+
+/* An entry for the log, in order: the first is in etcd's hands. */
+struct append {
+	char key[224];
+	int64_t generation; /* the leadership it was made under, and must still be */
+	const void *data;
+	size_t len;
+	void *owned; /* data, when the append owns it (fabric states, parts) */
+	enum append_kind kind;
+	bool more;       /* a part of a change whose later parts follow it (done is on the last) */
+	bool sent;       /* sent at least once: a retry sends the very same entry */
+	bool unanswered; /* a try got no answer: it may be in the log */
+	api_append_done done;
+	void *done_arg;
+	struct append *next;
+};
+
+struct ha {
+	struct ha_deps d;
+	struct api_cluster api;
+	struct cluster *cluster;
+	/*
+	 * Its own client for the log, members and trims: the election's lease
+	 * renewals never wait behind a large append or catch-up read on the same
+	 * connection.
+	 */
+	struct etcd_client *etcd;
+	char name[65];
+	char advertise[256];
+	char prefix[128];
+	char leader_key[160];
+	char members_prefix[160];
+	unsigned ttl_s;
+
+	enum ha_state state;
+	int64_t generation; /* of this member's leadership, while it leads */
+	uint64_t seq;       /* entries appended in this leadership */
+	struct replica *replica;
+	struct event *retry;    /* restarts following or catching up */
+	struct append *pending; /* entries for the log, oldest first: the head is in flight */
+	struct append *pending_tail;
+	bool sending; /* the head was sent (or waits to be sent again) and has no answer yet */
+	struct event *retry_append;
+	void *states; /* fabric-state changes waiting to go to the log, merged into one */
+	size_t states_len;
+	struct event *states_timer;
+
+	struct logged *logged; /* this leadership's entries in the log, oldest first */
+	size_t nlogged, logged_cap;
+	size_t trimming;         /* entries the trim txn in flight removes; 0: none */
+	int64_t trim_generation; /* the leadership that sent it */
+	char floor_key[160];     /* PREFIX/log_floor */
+	unsigned log_keep;
+	char token[256];
+
+	bool resyncing; /* a snapshot is on its way */
+	struct evhttp_connection *snap_conn;
+
+	struct event *tick; /* publishes this member, reads the others */
+	bool publishing;    /* a put or range of the members is in flight */
+	json_t *members;    /* the others as last read: array of objects */
+	uint64_t role_changes;
+	uint64_t appended[APPEND_KINDS]; /* entries this member sent to the log, by kind */
+	uint64_t states_along;           /* times the fabric states rode along with a write */
+	bool left;                       /* resigned (a graceful stop): neither leads nor follows */
+	void (*resigned)(void *arg);
+	void *resigned_arg;
+};
+
+static const char *state_role(const struct ha *h)
+{
+	return h->state == HA_LEADING       ? "leader"
+	       : h->state == HA_CATCHING_UP ? "candidate"
+	                                    : "follower";
+}
+
+static int64_t applied_revision(struct ha *h)
+{
+	int64_t rev = store_applied_revision(h->d.store);
+	return rev < 0 ? 0 : rev;
+}
+
+static void publish_role(struct ha *h)
+{
+	h->role_changes++;
+	const char *leader = cluster_leader_name(h->cluster);
+	events_publish(h->d.events, EVENTS_CLUSTER_ROLE,
+	               json_pack("{s:s, s:s, s:s?, s:I}", "self", h->name, "role", state_role(h),
+	                         "leader", leader[0] ? leader : NULL, "generation",
+	                         (json_int_t)cluster_generation(h->cluster)));
+}
+
+/* ---- the log --------------------------------------------------------------- */
+
+static void start_replica(struct ha *h);
+
+static void on_retry(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	start_replica(arg);
+}
+
+static void retry_later(struct ha *h)
+{
+	struct timeval tv = { 0, 200 * 1000 };
+	evtimer_add(h->retry, &tv);
+}
+
+static void resync(struct ha *h);
+
+static void on_caught_up(void *arg, int rc)
+{
+	struct ha *h = arg;
+	if (rc == -ESTALE || rc == -EPROTO) {
+		replica_free(h->replica);
+		h->replica = NULL;
+		if (h->state == HA_CATCHING_UP) {
+			/* Its store cannot become the log's: a member whose can should lead. */
+			ha_hand_over(h, "it cannot catch up with the log");
+			return;
+		}
+		resync(h);
+		return;
+	}
+	if (rc < 0) {
+		log_warn("cluster", "cannot read the replication log: %s", strerror(-rc));
+		replica_free(h->replica);
+		h->replica = NULL;
+		retry_later(h);
+		return;
+	}
+	if (h->state != HA_CATCHING_UP)
+		return; /* a follower goes on following */
+	replica_free(h->replica);
+	h->replica = NULL;
+	h->state = HA_LEADING;
+	h->generation = cluster_generation(h->cluster);
+	h->seq = 0;
+	log_info("cluster", "%s leads from revision %" PRId64 " (generation %" PRId64 ")", h->name,
+	         applied_revision(h), h->generation);
+	publish_role(h);
+	h->d.lead(h->d.arg, h->generation);
+}
+
+static void on_stopped(void *arg, int rc)
+{
+	struct ha *h = arg;
+	replica_free(h->replica);
+	h->replica = NULL;
+	if (rc == -EPROTO || rc == -ESTALE)
+		resync(h);
+	else
+		retry_later(h);
+}
+
+/* Follows the log (a follower) or reads the rest of it (just elected). */
+static void start_replica(struct ha *h)
+{
+	if (h->replica || h->state == HA_LEADING || h->left || h->resyncing)
+		return;
+	struct replica_cbs cbs = { .caught_up = on_caught_up, .stopped = on_stopped, .arg = h };
+	if (replica_start(h->etcd, h->d.store, h->prefix, applied_revision(h),
+	                  h->state == HA_FOLLOWING, &cbs, &h->replica) < 0)
+		retry_later(h);
+}
+
+static void send_append(struct ha *h);
+static void append_over(struct ha *h, int rc, int64_t revision);
+
+static void on_retry_append(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	send_append(arg);
+}
+
+static void note_logged(struct ha *h, const char *key, int64_t revision)
+{
+	if (h->nlogged == h->logged_cap) {
+		size_t cap = h->logged_cap ? 2 * h->logged_cap : 64;
+		struct logged *l = realloc(h->logged, cap * sizeof(*l));
+		if (!l)
+			return; /* not trimmed for now: the next entries try again */
+		h->logged = l;
+		h->logged_cap = cap;
+	}
+	char *k = strdup(key);
+	if (k)
+		h->logged[h->nlogged++] = (struct logged){ k, revision };
+}
+
+static void forget_logged(struct ha *h, size_t n)
+{
+	if (n == 0)
+		return;
+	for (size_t i = 0; i < n; i++)
+		free(h->logged[i].key);
+	memmove(h->logged, h->logged + n, (h->nlogged - n) * sizeof(*h->logged));
+	h->nlogged -= n;
+}
+
+static struct append *pop(struct ha *h)
+{
+	struct append *a = h->pending;
+	h->pending = a->next;
+	if (!h->pending)
+		h->pending_tail = NULL;
+	return a;
+}
+
+static void append_over(struct ha *h, int rc, int64_t revision)
+{
+	struct append *a = pop(h);
+	if (rc == 0)
+		note_logged(h, a->key, revision);
+	h->sending = false;
+	while (rc < 0 && a->more) {
+		/*
+		 * Its later parts are never sent, so the change is not in the log
+		 * (followers drop a change whose parts stop): the last part answers.
+		 */
+		free(a->owned);
+		free(a);
+		a = pop(h);
+		rc = -ESTALE;
+	}
+	if (a->done)
+		a->done(a->done_arg, rc, revision);
+	else if (rc == 0 && !a->more && h->state == HA_LEADING && a->generation == h->generation)
+		store_note_applied_revision(h->d.store, revision); /* committed here before */
+	free(a->owned);
+	free(a);
+	if (h->pending && !h->sending) /* done() may have queued and sent one already */
+		send_append(h);
+}
+
+static void on_append(int rc, const struct etcd_result *res, void *arg)
+{
+	struct ha *h = arg;
+	struct append *a = h->pending;
+	if (rc == -EIO) {
+		/*
+		 * etcd refused the txn (too large, out of space...): it was not
+		 * applied. That proves the entry is not in the log only when no
+		 * earlier try went unanswered.
+		 */
+		log_warn("cluster", "appending %s: etcd refused it (%s)%s", a->key, res->error,
+		         a->unanswered ? ": its outcome is unknown" : "");
+		append_over(h, a->unanswered ? -ETIMEDOUT : -EIO, 0);
+		return;
+	}
+	if (rc < 0 && h->state != HA_LEADING) {
+		/* No answer, and no longer the leader: nobody can say now. */
+		log_warn("cluster", "appending %s: %s after stepping down: its outcome is unknown",
+		         a->key, res && res->error[0] ? res->error : strerror(-rc));
+		append_over(h, -ETIMEDOUT, 0);
+		return;
+	}
+	if (rc < 0) {
+		/*
+		 * No answer: the entry may or may not be in the log. Only the same txn,
+		 * sent again until etcd answers, can tell (it never appends twice).
+		 */
+		log_warn("cluster", "appending %s: %s; trying again", a->key,
+		         res && res->error[0] ? res->error : strerror(-rc));
+		a->unanswered = true;
+		struct timeval tv = { 0, 100 * 1000 };
+		evtimer_add(h->retry_append, &tv);
+		return;
+	}
+	if (res->succeeded) {
+		append_over(h, 0, res->revision);
+		return;
+	}
+	for (size_t i = 0; i < res->nkvs; i++) {
+		const struct etcd_kv *kv = &res->kvs[i];
+		if (strcmp(kv->key, a->key) == 0) {
+			append_over(h, 0, kv->mod_revision); /* an earlier try got in */
+			return;
+		}
+		const char *trimmed = strcmp(kv->key, h->floor_key) == 0
+		                          ? strchr((const char *)kv->value, ' ')
+		                          : NULL;
+		if (trimmed && strcmp(trimmed + 1, a->key) >= 0) {
+			/* A later leader trimmed the log past it: in or not, nobody can say. */
+			append_over(h, -ETIMEDOUT, 0);
+			return;
+		}
+	}
+	/* The leader key is no longer ours: the entry is not in, and never will be. */
+	log_warn("cluster", "%s no longer holds the leadership it appended under", h->name);
+	append_over(h, -ESTALE, 0);
+}
+
+/*
+ * A client's write takes the fabric states waiting for the log along, ahead
+ * of its own change (they were committed here first): one Raft round for
+ * both, and no round of their own for the next write to queue behind. Only
+ * at the first send: a retry must send the very same entry.
+ */
+static void take_states_along(struct ha *h, struct append *a)
+{
+	void *both = NULL;
+	size_t both_len = 0;
+	if (a->kind != APPEND_WRITE || a->sent || !h->states || h->state != HA_LEADING ||
+	    a->generation != h->generation || h->states_len + a->len > HA_MAX_ENTRY ||
+	    store_changes_combine(h->states, h->states_len, a->data, a->len, &both, &both_len) < 0)
+		return;
+	if (!both) /* they cancel out: nothing would be sent; keep them apart */
+		return;
+	a->owned = both;
+	a->data = both;
+	a->len = both_len;
+	free(h->states);
+	h->states = NULL;
+	evtimer_del(h->states_timer);
+	h->states_along++;
+}
+
+static void send_append(struct ha *h)
+{
+	struct append *a = h->pending;
+	if (!a->sent) {
+		take_states_along(h, a);
+		h->appended[a->kind]++;
+		a->sent = true;
+	}
+	h->sending = true;
+	if (etcd_call(h->etcd, "/v3/kv/txn",
+	              etcd_req_append(h->leader_key, a->generation, a->key, a->data, a->len,
+	                              h->floor_key),
+	              on_append, h) < 0) {
+		struct timeval tv = { 0, 100 * 1000 };
+		evtimer_add(h->retry_append, &tv);
+	}
+}
+
+/* Queues the entries first..last (linked) for the log, in order. */
+static void enqueue(struct ha *h, struct append *first, struct append *last)
+{
+	for (struct append *a = first; a; a = a->next) {
+		/* Keys sort in append order: a later leadership has a larger generation. */
+		snprintf(a->key, sizeof(a->key), "%s/log/%016" PRIx64 "-%016" PRIx64, h->prefix,
+		         (uint64_t)h->generation, ++h->seq);
+		a->generation = h->generation;
+	}
+	if (h->pending_tail)
+		h->pending_tail->next = first;
+	else
+		h->pending = first;
+	h->pending_tail = last;
+	if (!h->sending)
+		send_append(h);
+}
+
+static void free_appends(struct append *a)
+{
+	while (a) {
+		struct append *next = a->next;
+		free(a->owned);
+		free(a);
+		a = next;
+	}
+}
+
+/* The parts of a change too large for one entry, linked, or NULL when out of memory. */
+static struct append *split(const unsigned char *data, size_t len, struct append **last)
+{
+	const size_t slice = HA_MAX_ENTRY - LOG_PART_HEADER;
+	uint32_t count = (uint32_t)((len + slice - 1) / slice);
+	struct append *first = NULL, **tail = &first;
+	for (uint32_t i = 0; i < count; i++) {
+		size_t n = i + 1 < count ? slice : len - (size_t)i * slice;
+		struct append *a = calloc(1, sizeof(*a));
+		void *e = a ? log_part_make(i, count, data + (size_t)i * slice, n) : NULL;
+		if (!e) {
+			free(a);
+			free_appends(first);
+			return NULL;
+		}
+		a->owned = e;
+		a->data = e;
+		a->len = LOG_PART_HEADER + n;
+		a->kind = APPEND_PART;
+		a->more = i + 1 < count;
+		*last = *tail = a;
+		tail = &a->next;
+	}
+	return first;
+}
+
+/*
+ * Queues a change for the log, in one entry or in parts; done (or NULL) hears
+ * the outcome. On success the queue frees owned (data, or NULL when the
+ * caller keeps data until done). Returns 0, -EFBIG, -ESTALE (not leading) or
+ * -ENOMEM.
+ */
+static int append_change(struct ha *h, const void *data, size_t len, void *owned,
+                         api_append_done done, void *done_arg)
+{
+	if (len > HA_MAX_CHANGE)
+		return -EFBIG;
+	if (h->state != HA_LEADING)
+		return -ESTALE;
+	struct append *first, *last;
+	if (len > HA_MAX_ENTRY) {
+		first = split(data, len, &last);
+		if (first)
+			free(owned); /* the parts have their copies */
+	} else {
+		first = last = calloc(1, sizeof(*first));
+		if (first) {
+			first->kind = done ? APPEND_WRITE : APPEND_STATES;
+			first->data = data;
+			first->len = len;
+			first->owned = owned;
+		}
+	}
+	if (!first)
+		return -ENOMEM;
+	last->done = done;
+	last->done_arg = done_arg;
+	enqueue(h, first, last);
+	return 0;
+}
+
+static int api_append(void *arg, const void *data, size_t len, api_append_done done, void *done_arg)
+{
+	return append_change(arg, data, len, NULL, done, done_arg);
+}
+
+/*
+ * Fabric states are the followers' view only (a new leader derives them
+ * again): they go to the log merged, at most every STATES_DELAY_MS, behind
+ * the writes that came meanwhile rather than ahead of them. A follower may
+ * show a state a little late.
+ */
+#define STATES_DELAY_MS 20
+
+static void on_states_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct ha *h = arg;
+	(void)fd;
+	(void)what;
+	void *cs = h->states;
+	h->states = NULL;
+	if (cs && append_change(h, cs, h->states_len, cs, NULL, NULL) < 0)
+		free(cs); /* best effort: the next states carry the news */
+}
+
+void ha_replicate_states(struct ha *h, void *changeset, size_t len)
+{
+	if (h->state != HA_LEADING) {
+		free(changeset);
+		return;
+	}
+	if (h->states) {
+		void *both = NULL;
+		size_t both_len = 0;
+		if (store_changes_combine(h->states, h->states_len, changeset, len, &both,
+		                          &both_len) < 0) {
+			free(changeset);
+			return; /* the pending ones still go */
+		}
+		free(h->states);
+		free(changeset);
+		changeset = both;
+		len = both_len;
+	}
+	h->states = changeset;
+	h->states_len = len;
+	if (!evtimer_pending(h->states_timer, NULL)) {
+		struct timeval tv = { 0, STATES_DELAY_MS * 1000 };
+		evtimer_add(h->states_timer, &tv);
+	}
+}
+
+static enum api_write_gate api_gate(void *arg, char *leader, size_t len)
+{
+	struct ha *h = arg;
+	if (!cluster_in_touch(h->cluster))
+		return API_WRITES_NO_QUORUM;
+	if (h->state == HA_LEADING)
+		return API_WRITES_HERE;
+	if (h->state == HA_CATCHING_UP)
+		return API_WRITES_CATCHING_UP;
+	const char *adv = cluster_leader_advertise(h->cluster);
+	if (h->left || !adv[0] || strcmp(cluster_leader_name(h->cluster), h->name) == 0)
+		return API_WRITES_NO_LEADER;
+	snprintf(leader, len, "%s", adv);
+	return API_WRITES_REDIRECT;
+}
+
+static void stop_leading(struct ha *h)
+{
+	bool led = h->state == HA_LEADING;
+	forget_logged(h, h->nlogged); /* a later leadership trims its own */
+	h->trimming = 0;
+	free(h->states);
+	h->states = NULL;
+	h->state = HA_FOLLOWING;
+	h->generation = 0;
+	replica_free(h->replica);
+	h->replica = NULL;
+	if (led)
+		h->d.follow(h->d.arg);
+	publish_role(h);
+}
+
+void ha_hand_over(struct ha *h, const char *why)
+{
+	log_warn("cluster", "%s hands the leadership over: %s", h->name, why);
+	cluster_step_down(h->cluster, 3 * h->ttl_s); /* the role callback follows */
+}
+
+static void api_diverged(void *arg)
+{
+	/* Another member, whose store took every entry, should lead meanwhile. */
+	ha_hand_over(arg, "it could not apply an entry it appended");
+}
+
+/* ---- snapshots ------------------------------------------------------------- */
+
+static void on_snapshot(struct evhttp_request *req, void *arg)
+{
+	struct ha *h = arg;
+	int status = req ? evhttp_request_get_response_code(req) : 0;
+	struct evbuffer *body = req ? evhttp_request_get_input_buffer(req) : NULL;
+	size_t len = body ? evbuffer_get_length(body) : 0;
+	int rc = -EIO;
+	if (status == 200 && len > 0) {
+		const void *data = evbuffer_pullup(body, -1);
+		rc = data ? store_restore(h->d.store, data, len) : -ENOMEM;
+	} else {
+		log_warn("cluster", "the leader answered %d to the snapshot request", status);
+	}
+	h->resyncing = false;
+	if (rc < 0) {
+		struct timeval tv = { 1, 0 };
+		evtimer_add(h->retry, &tv); /* start_replica finds the log still too short */
+		return;
+	}
+	log_info("cluster",
+	         "%s restored a snapshot of the leader's store (%zu bytes, revision "
+	         "%" PRId64 ")",
+	         h->name, len, applied_revision(h));
+	h->d.resynced(h->d.arg);
+	start_replica(h);
+}
+
+/*
+ * The log no longer reaches back to this store (trimmed, or its changes do
+ * not apply): copy the leader's store, then follow from its revision.
+ */
+static void resync(struct ha *h)
+{
+	const char *leader = cluster_leader_advertise(h->cluster);
+	char host[128], hosthdr[160];
+	uint16_t port;
+	bool tls;
+	bool known = leader[0] && strcmp(cluster_leader_name(h->cluster), h->name) != 0 &&
+	             url_split(leader, strlen(leader), &tls, host, sizeof(host), &port) == 0;
+	struct evhttp_request *req = NULL;
+	if (h->snap_conn)
+		evhttp_connection_free(h->snap_conn);
+	h->snap_conn = known ? evhttp_connection_base_new(h->d.base, NULL, host, port) : NULL;
+	if (h->snap_conn) {
+		evhttp_connection_set_timeout(h->snap_conn, 60);
+		req = evhttp_request_new(on_snapshot, h);
+	}
+	if (req) {
+		struct evkeyvalq *hdr = evhttp_request_get_output_headers(req);
+		char auth[300];
+		snprintf(hosthdr, sizeof(hosthdr), strchr(host, ':') ? "[%s]:%u" : "%s:%u", host,
+		         (unsigned)port);
+		evhttp_add_header(hdr, "Host", hosthdr);
+		if (h->token[0]) {
+			snprintf(auth, sizeof(auth), "Bearer %s", h->token);
+			evhttp_add_header(hdr, "Authorization", auth);
+		}
+	}
+	if (!req ||
+	    evhttp_make_request(h->snap_conn, req, EVHTTP_REQ_GET, "/v1/cluster/snapshot") < 0) {
+		/* No leader known yet (or no memory): try again soon. */
+		struct timeval tv = { 1, 0 };
+		h->resyncing = false;
+		evtimer_add(h->retry, &tv);
+		return;
+	}
+	log_warn("cluster",
+	         "%s copies the leader's store: the log does not reach back to its "
+	         "revision %" PRId64,
+	         h->name, applied_revision(h));
+	h->resyncing = true;
+}
+
+/* ---- role ---------------------------------------------------------------- */
+
+static void on_role(enum cluster_role role, void *arg)
+{
+	struct ha *h = arg;
+	if (role == CLUSTER_LEADER) {
+		replica_free(h->replica);
+		h->replica = NULL;
+		h->state = HA_CATCHING_UP;
+		publish_role(h);
+		start_replica(h);
+		return;
+	}
+	stop_leading(h);
+	start_replica(h);
+}
+
+/* ---- members --------------------------------------------------------------- */
+
+static void on_members(int rc, const struct etcd_result *res, void *arg)
+{
+	struct ha *h = arg;
+	h->publishing = false;
+	if (rc < 0)
+		return;
+	json_t *all = json_array();
+	for (size_t i = 0; all && i < res->nkvs; i++) {
+		json_t *m =
+		    json_loadb((const char *)res->kvs[i].value, res->kvs[i].value_len, 0, NULL);
+		if (json_is_object(m))
+			json_array_append(all, m);
+		json_decref(m);
+	}
+	json_decref(h->members);
+	h->members = all;
+}
+
+static void on_published(int rc, const struct etcd_result *res, void *arg)
+{
+	struct ha *h = arg;
+	(void)res;
+	if (rc < 0 || etcd_call(h->etcd, "/v3/kv/range", etcd_req_range(h->members_prefix, true, 0),
+	                        on_members, h) < 0)
+		h->publishing = false;
+}
+
+static void on_trimmed(int rc, const struct etcd_result *res, void *arg)
+{
+	struct ha *h = arg;
+	size_t n = h->trimming;
+	if (h->trim_generation != h->generation)
+		return; /* an earlier leadership's: this one keeps its own count */
+	h->trimming = 0;
+	if (rc == 0 && res->succeeded && h->state == HA_LEADING && n <= h->nlogged)
+		forget_logged(h, n);
+}
+
+/*
+ * The log keeps the last log_keep entries: a member further behind copies a
+ * snapshot. A leader trims what it appended itself once half as many again
+ * piled up, and leaves PREFIX/log_floor = the newest revision gone.
+ */
+static void trim(struct ha *h)
+{
+	if (h->state != HA_LEADING || h->trimming || h->nlogged <= h->log_keep + h->log_keep / 2)
+		return;
+	size_t n = h->nlogged - h->log_keep;
+	/*
+	 * Never past this store: the parts of a change still on its way are in the
+	 * log before the change is in any store, and a floor above every store
+	 * would leave nobody able to follow (nor to take over).
+	 */
+	int64_t applied = store_applied_revision(h->d.store);
+	while (n > 0 && h->logged[n - 1].revision > applied)
+		n--;
+	if (n == 0)
+		return;
+	const struct logged *last = &h->logged[n - 1];
+	char floor[256], prefix[160];
+	/* The revision for replicas, the key for an append that lost its answer meanwhile. */
+	snprintf(floor, sizeof(floor), "%" PRId64 " %s", last->revision, last->key);
+	snprintf(prefix, sizeof(prefix), "%s/log/", h->prefix);
+	if (etcd_call(
+	        h->etcd, "/v3/kv/txn",
+	        etcd_req_trim(h->leader_key, h->generation, prefix, last->key, h->floor_key, floor),
+	        on_trimmed, h) == 0) {
+		h->trimming = n;
+		h->trim_generation = h->generation;
+	}
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct ha *h = arg;
+	(void)fd;
+	(void)what;
+	trim(h);
+	int64_t lease = cluster_lease(h->cluster);
+	if (h->publishing || lease == 0)
+		return;
+	json_t *me =
+	    json_pack("{s:s, s:s, s:s, s:I}", "name", h->name, "advertise", h->advertise, "role",
+	              state_role(h), "applied_revision", (json_int_t)applied_revision(h));
+	char *text = me ? json_dumps(me, JSON_COMPACT) : NULL;
+	json_decref(me);
+	if (!text)
+		return;
+	char key[224];
+	snprintf(key, sizeof(key), "%s%s", h->members_prefix, h->name);
+	h->publishing =
+	    etcd_call(h->etcd, "/v3/kv/put", etcd_req_put(key, text, strlen(text), lease),
+	              on_published, h) == 0;
+	free(text);
+}
+
+/* ---- status ---------------------------------------------------------------- */
+
+json_t *ha_status_json(struct ha *h)
+{
+	json_t *members = json_array();
+	size_t i;
+	json_t *m;
+	json_array_foreach(h->members, i, m)
+	{
+		const char *name = json_string_value(json_object_get(m, "name"));
+		if (name && strcmp(name, h->name) == 0)
+			continue; /* this member's own entry is given live below */
+		json_array_append(members, m);
+	}
+	json_array_append_new(members,
+	                      json_pack("{s:s, s:s, s:s, s:I}", "name", h->name, "advertise",
+	                                h->advertise, "role", state_role(h), "applied_revision",
+	                                (json_int_t)applied_revision(h)));
+	const char *leader = cluster_leader_name(h->cluster);
+	return json_pack("{s:s, s:s, s:s?, s:I, s:o, s:I, s:I, s:b}", "self", h->name, "role",
+	                 state_role(h), "leader", leader[0] ? leader : NULL, "generation",
+	                 (json_int_t)cluster_generation(h->cluster), "members", members, "revision",
+	                 (json_int_t)cluster_revision(h->cluster), "applied_revision",
+	                 (json_int_t)applied_revision(h), "etcd_reachable",
+	                 cluster_in_touch(h->cluster));
+}
+
+static json_t *api_status(void *arg)
+{
+	return ha_status_json(arg);
+}
+
+static void collect(void *arg, struct metrics_out *out)
+{
+	struct ha *h = arg;
+	metrics_family(out, "ofcd_cluster_leader", "gauge",
+	               "1 while this member leads the cluster (takes writes, drives the units)");
+	metrics_sample(out, "ofcd_cluster_leader", NULL, h->state == HA_LEADING);
+	metrics_family(out, "ofcd_cluster_etcd_reachable", "gauge",
+	               "1 while this member's lease renewals reach an etcd quorum");
+	metrics_sample(out, "ofcd_cluster_etcd_reachable", NULL, cluster_in_touch(h->cluster));
+	metrics_family(out, "ofcd_cluster_applied_revision", "gauge",
+	               "etcd revision of the last replicated change this member's store holds");
+	metrics_sample(out, "ofcd_cluster_applied_revision", NULL, (double)applied_revision(h));
+	metrics_family(out, "ofcd_cluster_role_changes_total", "counter",
+	               "times this member's role changed (leader, candidate, follower)");
+	metrics_sample(out, "ofcd_cluster_role_changes_total", NULL, (double)h->role_changes);
+	metrics_family(out, "ofcd_cluster_log_entries_total", "counter",
+	               "entries this member sent to the log while it led, by kind: a write "
+	               "whole, a part of a large one, the reconciler's fabric states alone");
+	for (int k = 0; k < APPEND_KINDS; k++) {
+		char label[32];
+		snprintf(label, sizeof(label), "kind=\"%s\"", APPEND_KIND_NAMES[k]);
+		metrics_sample(out, "ofcd_cluster_log_entries_total", label,
+		               (double)h->appended[k]);
+	}
+	metrics_family(out, "ofcd_cluster_states_along_total", "counter",
+	               "times the reconciler's fabric states rode along with a write's entry "
+	               "instead of taking one of their own");
+	metrics_sample(out, "ofcd_cluster_states_along_total", NULL, (double)h->states_along);
+}
+
+/* ---- life ------------------------------------------------------------------- */
+
+int ha_start(const struct ha_deps *deps, struct ha **out)
+{
+	const struct ofcd_config *cfg = deps->cfg;
+	struct ha *h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	h->d = *deps;
+	h->api = (struct api_cluster){ .gate = api_gate,
+		                       .append = api_append,
+		                       .diverged = api_diverged,
+		                       .status = api_status,
+		                       .arg = h };
+	snprintf(h->name, sizeof(h->name), "%s", cfg->cluster_name);
+	snprintf(h->advertise, sizeof(h->advertise), "%s", cfg->cluster_advertise);
+	snprintf(h->prefix, sizeof(h->prefix), "%s", cfg->cluster_prefix);
+	snprintf(h->leader_key, sizeof(h->leader_key), "%s/leader", cfg->cluster_prefix);
+	snprintf(h->members_prefix, sizeof(h->members_prefix), "%s/members/", cfg->cluster_prefix);
+	h->ttl_s = cfg->cluster_lease_ttl_s;
+	h->log_keep = cfg->cluster_log_keep ? cfg->cluster_log_keep : 10000;
+	snprintf(h->token, sizeof(h->token), "%s", cfg->cluster_token);
+	snprintf(h->floor_key, sizeof(h->floor_key), "%s/log_floor", cfg->cluster_prefix);
+	h->members = json_array();
+	h->retry = evtimer_new(deps->base, on_retry, h);
+	h->retry_append = evtimer_new(deps->base, on_retry_append, h);
+	h->states_timer = evtimer_new(deps->base, on_states_timer, h);
+	h->tick = event_new(deps->base, -1, EV_PERSIST, on_tick, h);
+	int rc =
+	    h->members && h->retry && h->retry_append && h->states_timer && h->tick ? 0 : -ENOMEM;
+	/* A large entry or a long catch-up may take a while to travel. */
+	if (rc == 0)
+		rc = etcd_client_new(deps->base, cfg->cluster_endpoints, cfg->cluster_nendpoints,
+		                     10, &h->etcd);
+	if (rc == 0)
+		rc = cluster_start(deps->base, cfg, on_role, h, &h->cluster);
+	if (rc == 0) {
+		struct timeval period = { .tv_sec = h->ttl_s / 3,
+			                  .tv_usec = (suseconds_t)(h->ttl_s % 3) * 1000000 / 3 };
+		event_add(h->tick, &period);
+		rc = metrics_collector_add(collect, h);
+	}
+	if (rc < 0) {
+		ha_free(h);
+		return rc;
+	}
+	start_replica(h);
+	*out = h;
+	return 0;
+}
+
+static void on_resigned(void *arg)
+{
+	struct ha *h = arg;
+	if (h->resigned)
+		h->resigned(h->resigned_arg);
+}
+
+void ha_resign(struct ha *h, void (*done)(void *arg), void *arg)
+{
+	h->resigned = done;
+	h->resigned_arg = arg;
+	event_del(h->tick);
+	event_del(h->retry);
+	replica_free(h->replica);
+	h->replica = NULL;
+	h->left = true;
+	cluster_resign(h->cluster, on_resigned, h); /* its role callback stops the leading */
+}
+
+void ha_free(struct ha *h)
+{
+	if (!h)
+		return;
+	metrics_collector_remove(collect, h);
+	replica_free(h->replica);
+	while (h->pending) {
+		/* The daemon is going: whoever waits hears the log did not say (it may yet). */
+		struct append *a = pop(h);
+		if (a->done)
+			a->done(a->done_arg, -ETIMEDOUT, 0);
+		free(a->owned);
+		free(a);
+	}
+	etcd_client_free(h->etcd); /* no etcd answer comes any more */
+	cluster_free(h->cluster);
+	if (h->retry)
+		event_free(h->retry);
+	if (h->retry_append)
+		event_free(h->retry_append);
+	if (h->states_timer)
+		event_free(h->states_timer);
+	free(h->states);
+	if (h->tick)
+		event_free(h->tick);
+	json_decref(h->members);
+	forget_logged(h, h->nlogged);
+	free(h->logged);
+	if (h->snap_conn)
+		evhttp_connection_free(h->snap_conn);
+	free(h);
+}
+
+const struct api_cluster *ha_api(struct ha *h)
+{
+	return &h->api;
+}

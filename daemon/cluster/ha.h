@@ -1,0 +1,86 @@
+/*
+ * This daemon's part in a cluster of ofcd members ([cluster] section,
+ * docs/ha.md). It ties together the election (cluster.c), the replication
+ * log in etcd (replica.c, and the appends of api_dispatch.c's writes) and
+ * the reconciler's life:
+ *
+ *   follower: applies the log to its store as it grows; writes go to the
+ *     leader (api_cluster's gate says where);
+ *   elected:  first applies whatever of the log it has not (catching up),
+ *     then leads: takes writes, appends each to the log before it commits,
+ *     and drives the OCS units (the lead callback, with the generation that
+ *     fences an older leader at the switch);
+ *   stepped down or out of touch with etcd: stops driving the units (the
+ *     follow callback) before its lease can expire.
+ *
+ * Each member publishes {name, advertise, role, applied_revision} under
+ * PREFIX/members/NAME on its lease, every third of the TTL, and reads the
+ * others' there: GET /v1/cluster. Loop thread only.
+ */
+#ifndef OFCD_HA_H
+#define OFCD_HA_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "api/api.h"
+#include "base/config.h"
+
+struct event_base;
+struct store;
+struct events;
+struct ha;
+
+/** What a member works with; borrowed, must outlive it. */
+struct ha_deps {
+	struct event_base *base;       /**< the daemon's loop */
+	const struct ofcd_config *cfg; /**< its [cluster] section is used (copied at start) */
+	struct store *store;           /**< the member's store, which the log is applied to */
+	struct events *events;         /**< role changes are published here */
+	/**
+	 * This member now leads: start driving the OCS units, with generation (the
+	 * leader key's create revision) as the OpenFlow master generation_id.
+	 */
+	void (*lead)(void *arg, int64_t generation);
+	/** This member no longer leads: stop driving the OCS units now. */
+	void (*follow)(void *arg);
+	/** The store was replaced by a snapshot: in-memory views of it must reload. */
+	void (*resynced)(void *arg);
+	void *arg; /**< passed back to lead and follow */
+};
+
+/** Starts the member: it campaigns and follows the log. Returns 0, -EINVAL or -ENOMEM. */
+int ha_start(const struct ha_deps *deps, struct ha **out);
+
+/**
+ * This member cannot lead now (why: for the log): it stops leading and lets
+ * another member campaign first, for three lease TTLs, then follows the log
+ * (or copies a snapshot) and may campaign again.
+ */
+void ha_hand_over(struct ha *h, const char *why);
+
+/**
+ * Leaves the cluster for a graceful stop: stops leading at once (follow runs
+ * if it led) and hands the leadership over without waiting for the lease to
+ * lapse; done(arg) runs on the loop when etcd answered or gave up.
+ */
+void ha_resign(struct ha *h, void (*done)(void *arg), void *arg);
+
+/** Stops everything; no callback afterwards. NULL is a no-op. */
+void ha_free(struct ha *h);
+
+/** The hooks api_dispatch() uses for writes (valid while h lives). */
+const struct api_cluster *ha_api(struct ha *h);
+
+/**
+ * Sends a change of fabric states the leader's reconciler committed
+ * (changeset malloc'd, taken) to the log, so that followers show the states
+ * too: merged with the others of the next 20 ms and appended behind the
+ * writes of that time. Dropped when this member does not lead.
+ */
+void ha_replicate_states(struct ha *h, void *changeset, size_t len);
+
+/** GET /v1/cluster's body: self, role, leader, members, revision (new reference). */
+json_t *ha_status_json(struct ha *h);
+
+#endif

@@ -1,0 +1,909 @@
+#include "topo.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "state/desired.h"
+#include "state/store_sql.h"
+
+static int64_t id_by_name(struct store *s, const char *sql, const char *name)
+{
+	sqlite3_stmt *st = store_stmt(s, sql);
+	int64_t id = 0;
+	if (!st)
+		return 0;
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		id = sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	return id;
+}
+
+bool topo_is_empty(struct store *s)
+{
+	sqlite3_stmt *st = store_stmt(s, "SELECT (SELECT count(*) FROM ocs) + "
+	                                 "(SELECT count(*) FROM server)");
+	bool empty = st && sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 0;
+	if (st)
+		sqlite3_reset(st);
+	return empty;
+}
+
+int64_t topo_ocs_id(struct store *s, const char *name)
+{
+	return id_by_name(s, "SELECT id FROM ocs WHERE name = ?", name);
+}
+
+int64_t topo_server_id(struct store *s, const char *name)
+{
+	return id_by_name(s, "SELECT id FROM server WHERE name = ?", name);
+}
+
+int64_t topo_fabric_id(struct store *s, const char *name)
+{
+	return id_by_name(s, "SELECT id FROM fabric WHERE name = ?", name);
+}
+
+static int64_t int_query(struct store *s, const char *sql, int64_t arg)
+{
+	sqlite3_stmt *st = store_stmt(s, sql);
+	int64_t v = 0;
+	if (!st)
+		return 0;
+	sqlite3_bind_int64(st, 1, arg);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	return v;
+}
+
+int64_t topo_ocs_revision(struct store *s, int64_t ocs_id)
+{
+	return int_query(s, "SELECT revision FROM ocs WHERE id = ?", ocs_id);
+}
+
+int64_t topo_server_revision(struct store *s, int64_t server_id)
+{
+	return int_query(s, "SELECT revision FROM server WHERE id = ?", server_id);
+}
+
+int64_t topo_switch_revision(struct store *s, const char *name)
+{
+	return id_by_name(s, "SELECT revision FROM switch WHERE name = ?", name);
+}
+
+int64_t topo_server_fabric(struct store *s, int64_t server_id)
+{
+	return int_query(s, "SELECT fabric_id FROM fabric_server WHERE server_id = ?", server_id);
+}
+
+bool topo_ocs_in_use(struct store *s, int64_t ocs_id)
+{
+	return int_query(s,
+	                 "SELECT EXISTS (SELECT 1 FROM cable c JOIN fabric_server fs "
+	                 "ON fs.server_id = c.server_id WHERE c.ocs_id = ?)",
+	                 ocs_id) != 0;
+}
+
+static json_t *ocs_row(sqlite3_stmt *st)
+{
+	return json_pack("{s:s, s:s, s:I, s:s}", "name", sqlite3_column_text(st, 0), "driver",
+	                 sqlite3_column_text(st, 1), "ports",
+	                 (json_int_t)sqlite3_column_int64(st, 2), "endpoint",
+	                 sqlite3_column_text(st, 3));
+}
+
+json_t *topo_ocs_json(struct store *s, int64_t id)
+{
+	sqlite3_stmt *st =
+	    store_stmt(s, "SELECT name, driver, ports, endpoint FROM ocs WHERE id = ?");
+	json_t *o = NULL;
+	if (!st)
+		return NULL;
+	sqlite3_bind_int64(st, 1, id);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		o = ocs_row(st);
+	sqlite3_reset(st);
+	return o;
+}
+
+json_t *topo_ocs_list(struct store *s)
+{
+	sqlite3_stmt *st =
+	    store_stmt(s, "SELECT name, driver, ports, endpoint FROM ocs ORDER BY name");
+	json_t *a = json_array();
+	while (st && sqlite3_step(st) == SQLITE_ROW)
+		json_array_append_new(a, ocs_row(st));
+	if (st)
+		sqlite3_reset(st);
+	return a;
+}
+
+static json_t *server_row(sqlite3_stmt *st)
+{
+	json_t *fab = sqlite3_column_type(st, 6) == SQLITE_NULL
+	                  ? json_null()
+	                  : json_string((const char *)sqlite3_column_text(st, 6));
+	json_t *sw = sqlite3_column_type(st, 8) == SQLITE_NULL
+	                 ? json_null()
+	                 : json_string((const char *)sqlite3_column_text(st, 8));
+	return json_pack("{s:s, s:I, s:I, s:b, s:s, s:b, s:o, s:o}", "name",
+	                 sqlite3_column_text(st, 1), "devices",
+	                 (json_int_t)sqlite3_column_int64(st, 2), "ports_per_device",
+	                 (json_int_t)sqlite3_column_int64(st, 3), "p2p", sqlite3_column_int(st, 4),
+	                 "intra", sqlite3_column_text(st, 5), "offload", sqlite3_column_int(st, 7),
+	                 "switch", sw, "fabric", fab);
+}
+
+static json_t *server_devices(struct store *s, int64_t id, uint32_t devices)
+{
+	json_t *list = json_array();
+	for (uint32_t d = 0; d < devices; d++)
+		json_array_append_new(list, json_pack("{s:I, s:s, s:[]}", "index", (json_int_t)d,
+		                                      "state", "ok", "ports"));
+	sqlite3_stmt *st = store_stmt(s, "SELECT device FROM device_fault WHERE server_id = ?");
+	sqlite3_bind_int64(st, 1, id);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		json_t *dev = json_array_get(list, (size_t)sqlite3_column_int64(st, 0));
+		if (dev)
+			json_object_set_new(dev, "state", json_string("failed"));
+	}
+	sqlite3_reset(st);
+	st = store_stmt(s, "SELECT c.device, c.port, o.name, c.ocs_port FROM cable c "
+	                   "JOIN ocs o ON o.id = c.ocs_id WHERE c.server_id = ? "
+	                   "ORDER BY c.device, c.port");
+	sqlite3_bind_int64(st, 1, id);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		json_t *dev = json_array_get(list, (size_t)sqlite3_column_int64(st, 0));
+		if (dev)
+			json_array_append_new(json_object_get(dev, "ports"),
+			                      json_pack("{s:I, s:s, s:I}", "port",
+			                                (json_int_t)sqlite3_column_int64(st, 1),
+			                                "ocs", sqlite3_column_text(st, 2),
+			                                "ocs_port",
+			                                (json_int_t)sqlite3_column_int64(st, 3)));
+	}
+	sqlite3_reset(st);
+	return list;
+}
+
+json_t *topo_server_json(struct store *s, int64_t id, bool detail)
+{
+	static const char sql[] = "SELECT s.id, s.name, s.devices, s.ports_per_device, s.p2p, "
+	                          "s.intra, f.name, s.offload, "
+	                          "s.switch "
+	                          "FROM server s LEFT JOIN fabric_server fs ON fs.server_id = s.id "
+	                          "LEFT JOIN fabric f ON f.id = fs.fabric_id WHERE s.id = ?";
+	sqlite3_stmt *st = store_stmt(s, sql);
+	json_t *o = NULL;
+	uint32_t devices = 0;
+	if (!st)
+		return NULL;
+	sqlite3_bind_int64(st, 1, id);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		o = server_row(st);
+		devices = (uint32_t)sqlite3_column_int64(st, 2);
+	}
+	sqlite3_reset(st);
+	if (o && detail)
+		json_object_set_new(o, "device_info", server_devices(s, id, devices));
+	return o;
+}
+
+json_t *topo_server_list(struct store *s)
+{
+	static const char sql[] = "SELECT s.id, s.name, s.devices, s.ports_per_device, s.p2p, "
+	                          "s.intra, f.name, s.offload, "
+	                          "s.switch "
+	                          "FROM server s LEFT JOIN fabric_server fs ON fs.server_id = s.id "
+	                          "LEFT JOIN fabric f ON f.id = fs.fabric_id ORDER BY s.id";
+	sqlite3_stmt *st = store_stmt(s, sql);
+	json_t *a = json_array();
+	while (st && sqlite3_step(st) == SQLITE_ROW)
+		json_array_append_new(a, server_row(st));
+	if (st)
+		sqlite3_reset(st);
+	return a;
+}
+
+json_t *topo_wiring_json(struct store *s)
+{
+	sqlite3_stmt *st = store_stmt(s, "SELECT rule FROM wiring WHERE id = 1");
+	json_t *rule = json_null();
+	if (st && sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+		rule = json_string((const char *)sqlite3_column_text(st, 0));
+	if (st)
+		sqlite3_reset(st);
+	json_t *links = json_array();
+	st = store_stmt(s, "SELECT sv.name, c.device, c.port, o.name, c.ocs_port FROM cable c "
+	                   "JOIN server sv ON sv.id = c.server_id JOIN ocs o ON o.id = c.ocs_id "
+	                   "ORDER BY sv.id, c.device, c.port");
+	while (st && sqlite3_step(st) == SQLITE_ROW)
+		json_array_append_new(links,
+		                      json_pack("{s:s, s:I, s:I, s:s, s:I}", "server",
+		                                sqlite3_column_text(st, 0), "device",
+		                                (json_int_t)sqlite3_column_int64(st, 1), "port",
+		                                (json_int_t)sqlite3_column_int64(st, 2), "ocs",
+		                                sqlite3_column_text(st, 3), "ocs_port",
+		                                (json_int_t)sqlite3_column_int64(st, 4)));
+	if (st)
+		sqlite3_reset(st);
+	return json_pack("{s:o, s:o}", "rule", rule, "links", links);
+}
+
+/* Server names of a fabric by position, as a JSON array. */
+static json_t *fabric_servers(struct store *s, int64_t fabric_id)
+{
+	sqlite3_stmt *st = store_stmt(s, "SELECT sv.name FROM fabric_server fs JOIN server sv "
+	                                 "ON sv.id = fs.server_id WHERE fs.fabric_id = ? "
+	                                 "ORDER BY fs.position");
+	json_t *a = json_array();
+	sqlite3_bind_int64(st, 1, fabric_id);
+	while (sqlite3_step(st) == SQLITE_ROW)
+		json_array_append_new(a, json_string((const char *)sqlite3_column_text(st, 0)));
+	sqlite3_reset(st);
+	return a;
+}
+
+static json_t *end_json(json_t *names, int64_t pos, int64_t dev, int64_t port, const char *ocs,
+                        int64_t ocs_port)
+{
+	return json_pack("{s:O, s:I, s:I, s:s, s:I}", "server", json_array_get(names, (size_t)pos),
+	                 "device", (json_int_t)dev, "port", (json_int_t)port, "ocs", ocs,
+	                 "ocs_port", (json_int_t)ocs_port);
+}
+
+json_t *topo_fabric_failed_devices(struct store *s, int64_t id)
+{
+	json_t *failed = json_object();
+	sqlite3_stmt *st = store_stmt(s, "SELECT sv.name, df.device FROM fabric_server fs "
+	                                 "JOIN device_fault df ON df.server_id = fs.server_id "
+	                                 "JOIN server sv ON sv.id = fs.server_id "
+	                                 "WHERE fs.fabric_id = ? ORDER BY fs.position, df.device");
+	if (!st)
+		return failed;
+	sqlite3_bind_int64(st, 1, id);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		const char *name = (const char *)sqlite3_column_text(st, 0);
+		json_t *list = json_object_get(failed, name);
+		if (!list) {
+			list = json_array();
+			json_object_set_new(failed, name, list);
+		}
+		json_array_append_new(list, json_integer(sqlite3_column_int64(st, 1)));
+	}
+	sqlite3_reset(st);
+	return failed;
+}
+
+json_t *topo_fabric_json(struct store *s, int64_t id)
+{
+	sqlite3_stmt *st =
+	    store_stmt(s, "SELECT name, state, revision, formula, planes, "
+	                  "min_devices, created, updated, error FROM fabric WHERE id = ?");
+	json_t *f = NULL;
+	if (!st)
+		return NULL;
+	sqlite3_bind_int64(st, 1, id);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		char formula[4];
+		snprintf(formula, sizeof(formula), "%d", sqlite3_column_int(st, 3));
+		f = json_pack("{s:s, s:s, s:I, s:s, s:I, s:I, s:s, s:s}", "name",
+		              sqlite3_column_text(st, 0), "state", sqlite3_column_text(st, 1),
+		              "revision", (json_int_t)sqlite3_column_int64(st, 2), "formula",
+		              formula, "planes", (json_int_t)sqlite3_column_int64(st, 4),
+		              "min_devices", (json_int_t)sqlite3_column_int64(st, 5), "created",
+		              sqlite3_column_text(st, 6), "updated", sqlite3_column_text(st, 7));
+		if (sqlite3_column_type(st, 8) != SQLITE_NULL)
+			json_object_set_new(f, "error",
+			                    json_string((const char *)sqlite3_column_text(st, 8)));
+	}
+	sqlite3_reset(st);
+	if (!f)
+		return NULL;
+
+	json_t *names = fabric_servers(s, id);
+	json_t *links = json_array();
+	st = store_stmt(s, "SELECT c.plane, c.a_pos, c.a_device, c.a_port, c.a_ocs_port, "
+	                   "c.b_pos, c.b_device, c.b_port, c.b_ocs_port, o.name FROM circuit c "
+	                   "JOIN ocs o ON o.id = c.ocs_id WHERE c.fabric_id = ? "
+	                   "ORDER BY c.plane, c.a_pos, c.a_device, c.a_port");
+	sqlite3_bind_int64(st, 1, id);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		const char *ocs = (const char *)sqlite3_column_text(st, 9);
+		json_t *a =
+		    end_json(names, sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2),
+		             sqlite3_column_int64(st, 3), ocs, sqlite3_column_int64(st, 4));
+		json_t *b =
+		    end_json(names, sqlite3_column_int64(st, 5), sqlite3_column_int64(st, 6),
+		             sqlite3_column_int64(st, 7), ocs, sqlite3_column_int64(st, 8));
+		json_array_append_new(links, json_pack("{s:I, s:o, s:o}", "plane",
+		                                       (json_int_t)sqlite3_column_int64(st, 0), "a",
+		                                       a, "b", b));
+	}
+	sqlite3_reset(st);
+	json_t *missing = json_array();
+	st = store_stmt(s, "SELECT a_pos, b_pos FROM missing_pair WHERE fabric_id = ? "
+	                   "ORDER BY a_pos, b_pos");
+	sqlite3_bind_int64(st, 1, id);
+	while (sqlite3_step(st) == SQLITE_ROW)
+		json_array_append_new(
+		    missing,
+		    json_pack("[O, O]", json_array_get(names, (size_t)sqlite3_column_int64(st, 0)),
+		              json_array_get(names, (size_t)sqlite3_column_int64(st, 1))));
+	sqlite3_reset(st);
+	json_object_set_new(f, "servers", names);
+	json_object_set_new(f, "links", links);
+	json_object_set_new(f, "missing", missing);
+	return f;
+}
+
+int topo_fabric_state(struct store *s, const char *name, char *buf, size_t len)
+{
+	sqlite3_stmt *st = store_stmt(s, "SELECT state FROM fabric WHERE name = ?");
+	int rc = -ENOENT;
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		snprintf(buf, len, "%s", (const char *)sqlite3_column_text(st, 0));
+		rc = 0;
+	}
+	sqlite3_reset(st);
+	return rc;
+}
+
+/* The columns of a fabric's summary, after its id; its circuits are counted in memory. */
+#define SUMMARY_COLUMNS                                                                            \
+	"f.name, f.state, f.revision, f.min_devices, f.formula, f.planes, f.created, f.updated, "  \
+	"f.error, (SELECT count(*) FROM fabric_server fs WHERE fs.fabric_id = f.id), "             \
+	"(SELECT count(*) FROM missing_pair m WHERE m.fabric_id = f.id) "
+
+/* ncircuits < 0: counted from the in-memory desired state d. */
+static json_t *summary_row(const struct desired *d, sqlite3_stmt *st, int64_t ncircuits)
+{
+	char formula[4];
+	snprintf(formula, sizeof(formula), "%d", sqlite3_column_int(st, 5));
+	if (ncircuits < 0)
+		ncircuits = (int64_t)desired_fabric_circuits(d, sqlite3_column_int64(st, 0));
+	json_t *f =
+	    json_pack("{s:s, s:s, s:I, s:I, s:s, s:I, s:s, s:s, s:I, s:I, s:I}", "name",
+	              sqlite3_column_text(st, 1), "state", sqlite3_column_text(st, 2), "revision",
+	              (json_int_t)sqlite3_column_int64(st, 3), "min_devices",
+	              (json_int_t)sqlite3_column_int64(st, 4), "formula", formula, "planes",
+	              (json_int_t)sqlite3_column_int64(st, 6), "created",
+	              sqlite3_column_text(st, 7), "updated", sqlite3_column_text(st, 8),
+	              "server_count", (json_int_t)sqlite3_column_int64(st, 10), "circuits",
+	              (json_int_t)ncircuits, "missing", (json_int_t)sqlite3_column_int64(st, 11));
+	if (f && sqlite3_column_type(st, 9) != SQLITE_NULL)
+		json_object_set_new(f, "error",
+		                    json_string((const char *)sqlite3_column_text(st, 9)));
+	return f;
+}
+
+json_t *topo_fabric_summary_json(struct store *s, const struct desired *d, int64_t id)
+{
+	sqlite3_stmt *st =
+	    store_stmt(s, "SELECT f.id, " SUMMARY_COLUMNS "FROM fabric f WHERE f.id = ?");
+	json_t *f = NULL;
+	if (!st)
+		return NULL;
+	sqlite3_bind_int64(st, 1, id);
+	/*
+	 * Counted in the store: a reply built inside the transaction that made
+	 * the fabric sees its rows before the in-memory state does (at commit).
+	 */
+	sqlite3_stmt *count = store_stmt(s, "SELECT count(*) FROM circuit WHERE fabric_id = ?");
+	int64_t n = 0;
+	if (count) {
+		sqlite3_bind_int64(count, 1, id);
+		if (sqlite3_step(count) == SQLITE_ROW)
+			n = sqlite3_column_int64(count, 0);
+		sqlite3_reset(count);
+	}
+	if (sqlite3_step(st) == SQLITE_ROW)
+		f = summary_row(d, st, n);
+	sqlite3_reset(st);
+	return f;
+}
+
+json_t *topo_fabric_view(struct store *s, const struct desired *d, int64_t id, bool summary)
+{
+	return summary ? topo_fabric_summary_json(s, d, id) : topo_fabric_json(s, id);
+}
+
+json_t *topo_fabric_list(struct store *s, const struct desired *d, bool summary)
+{
+	if (summary) {
+		sqlite3_stmt *st =
+		    store_stmt(s, "SELECT f.id, " SUMMARY_COLUMNS "FROM fabric f ORDER BY f.name");
+		json_t *a = json_array();
+		while (st && sqlite3_step(st) == SQLITE_ROW)
+			json_array_append_new(a, summary_row(d, st, -1));
+		if (st)
+			sqlite3_reset(st);
+		return a;
+	}
+	sqlite3_stmt *st =
+	    store_stmt(s, "SELECT f.id, f.name, f.state, f.revision, f.min_devices, "
+	                  "(SELECT count(*) FROM missing_pair m WHERE m.fabric_id = f.id) "
+	                  "FROM fabric f ORDER BY f.name");
+	json_t *a = json_array();
+	while (st && sqlite3_step(st) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(st, 0);
+		json_t *f = json_pack(
+		    "{s:s, s:s, s:I, s:I, s:I, s:I}", "name", sqlite3_column_text(st, 1), "state",
+		    sqlite3_column_text(st, 2), "revision", (json_int_t)sqlite3_column_int64(st, 3),
+		    "min_devices", (json_int_t)sqlite3_column_int64(st, 4), "circuits",
+		    (json_int_t)desired_fabric_circuits(d, id), "missing",
+		    (json_int_t)sqlite3_column_int64(st, 5));
+		json_object_set_new(f, "servers", fabric_servers(s, id));
+		json_array_append_new(a, f);
+	}
+	if (st)
+		sqlite3_reset(st);
+	return a;
+}
+
+int topo_fabric_state_counts(struct store *s, uint64_t counts[PLAN_STATE__COUNT])
+{
+	sqlite3_stmt *st = store_stmt(s, "SELECT state, count(*) FROM fabric GROUP BY state");
+	int step;
+	memset(counts, 0, PLAN_STATE__COUNT * sizeof(*counts));
+	if (!st)
+		return -EIO;
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		enum plan_state state;
+		if (plan_state_parse((const char *)sqlite3_column_text(st, 0), &state) == 0)
+			counts[state] = (uint64_t)sqlite3_column_int64(st, 1);
+	}
+	sqlite3_reset(st);
+	return step == SQLITE_DONE ? 0 : -EIO;
+}
+
+json_t *topo_desired_json(struct store *s, int64_t ocs_id)
+{
+	sqlite3_stmt *st = store_stmt(s, STORE_SQL_UNIT_CIRCUITS);
+	json_t *a = json_array();
+	sqlite3_bind_int64(st, 1, ocs_id);
+	while (sqlite3_step(st) == SQLITE_ROW)
+		json_array_append_new(a,
+		                      json_pack("[I, I]", (json_int_t)sqlite3_column_int64(st, 0),
+		                                (json_int_t)sqlite3_column_int64(st, 1)));
+	sqlite3_reset(st);
+	return a;
+}
+
+void topo_input_free(struct topo_input *in)
+{
+	free(in->server_ids);
+	free(in->servers);
+	free(in->ports);
+	free(in->ocs_ids);
+	memset(in, 0, sizeof(*in));
+}
+
+/* Dense index of an OCS row id, adding it when new. */
+static int ocs_index(struct topo_input *in, int64_t ocs_id, uint32_t *cap)
+{
+	for (uint32_t i = 0; i < in->nocs; i++)
+		if (in->ocs_ids[i] == ocs_id)
+			return (int)i;
+	if (in->nocs == *cap) {
+		uint32_t ncap = *cap ? *cap * 2 : 8;
+		int64_t *n = realloc(in->ocs_ids, ncap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		in->ocs_ids = n;
+		*cap = ncap;
+	}
+	in->ocs_ids[in->nocs] = ocs_id;
+	return (int)in->nocs++;
+}
+
+int topo_input_load(struct store *s, const int64_t *server_ids, uint32_t m, struct topo_input *in)
+{
+	size_t *offset = NULL;
+	uint32_t cap = 0;
+	size_t nports = 0;
+	int rc = -ENOMEM;
+
+	memset(in, 0, sizeof(*in));
+	in->m = m;
+	in->server_ids = calloc(m ? m : 1, sizeof(*in->server_ids));
+	in->servers = calloc(m ? m : 1, sizeof(*in->servers));
+	offset = calloc(m ? m : 1, sizeof(*offset));
+	if (!in->server_ids || !in->servers || !offset)
+		goto fail;
+	memcpy(in->server_ids, server_ids, m * sizeof(*server_ids));
+
+	sqlite3_stmt *st =
+	    store_stmt(s, "SELECT devices, ports_per_device FROM server WHERE id = ?");
+	for (uint32_t i = 0; i < m; i++) {
+		sqlite3_bind_int64(st, 1, server_ids[i]);
+		if (sqlite3_step(st) != SQLITE_ROW) {
+			sqlite3_reset(st);
+			rc = -ENOENT;
+			goto fail;
+		}
+		in->servers[i].devices = (uint32_t)sqlite3_column_int64(st, 0);
+		in->servers[i].ports_per_device = (uint32_t)sqlite3_column_int64(st, 1);
+		sqlite3_reset(st);
+		offset[i] = nports;
+		nports += (size_t)in->servers[i].devices * in->servers[i].ports_per_device;
+	}
+	in->ports = calloc(nports ? nports : 1, sizeof(*in->ports));
+	if (!in->ports)
+		goto fail;
+	for (uint32_t i = 0; i < m; i++) {
+		struct plan_server *sv = &in->servers[i];
+		struct plan_port *p = in->ports + offset[i];
+		sv->ports = p;
+		for (size_t k = 0; k < (size_t)sv->devices * sv->ports_per_device; k++) {
+			p[k].ocs = -1;
+			p[k].healthy = true;
+		}
+		st = store_stmt(
+		    s, "SELECT device, port, ocs_id, ocs_port FROM cable WHERE server_id = ?");
+		sqlite3_bind_int64(st, 1, server_ids[i]);
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			uint32_t dev = (uint32_t)sqlite3_column_int64(st, 0);
+			uint32_t port = (uint32_t)sqlite3_column_int64(st, 1);
+			if (dev >= sv->devices || port >= sv->ports_per_device)
+				continue;
+			int idx = ocs_index(in, sqlite3_column_int64(st, 2), &cap);
+			if (idx < 0) {
+				sqlite3_reset(st);
+				goto fail;
+			}
+			p[dev * sv->ports_per_device + port].ocs = idx;
+			p[dev * sv->ports_per_device + port].ocs_port =
+			    (uint32_t)sqlite3_column_int64(st, 3);
+		}
+		sqlite3_reset(st);
+		st = store_stmt(s, "SELECT device FROM device_fault WHERE server_id = ?");
+		sqlite3_bind_int64(st, 1, server_ids[i]);
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			uint32_t dev = (uint32_t)sqlite3_column_int64(st, 0);
+			for (uint32_t q = 0; dev < sv->devices && q < sv->ports_per_device; q++)
+				p[dev * sv->ports_per_device + q].healthy = false;
+		}
+		sqlite3_reset(st);
+		st = store_stmt(s, "SELECT devices, ports_per_device FROM server WHERE id = ?");
+	}
+	free(offset);
+	return 0;
+fail:
+	free(offset);
+	topo_input_free(in);
+	return rc;
+}
+
+int topo_input_load_fabric(struct store *s, int64_t fabric_id, struct topo_input *in)
+{
+	int64_t *ids = NULL;
+	size_t n = 0, cap = 0;
+	sqlite3_stmt *st = store_stmt(s, "SELECT server_id FROM fabric_server WHERE fabric_id = ? "
+	                                 "ORDER BY position");
+	sqlite3_bind_int64(st, 1, fabric_id);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		if (n == cap) {
+			cap = cap ? cap * 2 : 16;
+			int64_t *t = realloc(ids, cap * sizeof(*ids));
+			if (!t) {
+				sqlite3_reset(st);
+				free(ids);
+				return -ENOMEM;
+			}
+			ids = t;
+		}
+		ids[n++] = sqlite3_column_int64(st, 0);
+	}
+	sqlite3_reset(st);
+	int rc = topo_input_load(s, ids, (uint32_t)n, in);
+	free(ids);
+	return rc;
+}
+
+int topo_plan_load(struct store *s, int64_t fabric_id, const struct topo_input *in,
+                   struct plan_fabric *plan)
+{
+	memset(plan, 0, sizeof(*plan));
+	sqlite3_stmt *st =
+	    store_stmt(s, "SELECT formula, planes, min_devices FROM fabric WHERE id = ?");
+	sqlite3_bind_int64(st, 1, fabric_id);
+	if (sqlite3_step(st) != SQLITE_ROW) {
+		sqlite3_reset(st);
+		return -ENOENT;
+	}
+	plan->servers = in->m;
+	plan->formula = sqlite3_column_int(st, 0);
+	plan->planes = (uint32_t)sqlite3_column_int64(st, 1);
+	plan->min_devices = (uint32_t)sqlite3_column_int64(st, 2);
+	sqlite3_reset(st);
+
+	size_t cap = 0;
+	int rc = 0;
+	st = store_stmt(s, "SELECT plane, a_pos, a_device, a_port, a_ocs_port, b_pos, b_device, "
+	                   "b_port, b_ocs_port, ocs_id FROM circuit WHERE fabric_id = ? "
+	                   "ORDER BY plane, a_pos, a_device, a_port");
+	sqlite3_bind_int64(st, 1, fabric_id);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		int32_t ocs = -1;
+		for (uint32_t i = 0; i < in->nocs; i++)
+			if (in->ocs_ids[i] == sqlite3_column_int64(st, 9))
+				ocs = (int32_t)i;
+		if (ocs < 0) {
+			rc = -ENOENT;
+			break;
+		}
+		if (plan->ncircuits == cap) {
+			cap = cap ? cap * 2 : 64;
+			struct plan_circuit *c = realloc(plan->circuits, cap * sizeof(*c));
+			if (!c) {
+				rc = -ENOMEM;
+				break;
+			}
+			plan->circuits = c;
+		}
+		struct plan_circuit *c = &plan->circuits[plan->ncircuits++];
+		c->plane = (uint32_t)sqlite3_column_int64(st, 0);
+		c->a = (struct plan_end){ (uint32_t)sqlite3_column_int64(st, 1),
+			                  (uint32_t)sqlite3_column_int64(st, 2),
+			                  (uint32_t)sqlite3_column_int64(st, 3), ocs,
+			                  (uint32_t)sqlite3_column_int64(st, 4) };
+		c->b = (struct plan_end){ (uint32_t)sqlite3_column_int64(st, 5),
+			                  (uint32_t)sqlite3_column_int64(st, 6),
+			                  (uint32_t)sqlite3_column_int64(st, 7), ocs,
+			                  (uint32_t)sqlite3_column_int64(st, 8) };
+	}
+	sqlite3_reset(st);
+	cap = 0;
+	st = store_stmt(s, "SELECT a_pos, b_pos FROM missing_pair WHERE fabric_id = ? "
+	                   "ORDER BY a_pos, b_pos");
+	sqlite3_bind_int64(st, 1, fabric_id);
+	while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
+		if (plan->nmissing == cap) {
+			cap = cap ? cap * 2 : 16;
+			struct plan_pair *p = realloc(plan->missing, cap * sizeof(*p));
+			if (!p) {
+				rc = -ENOMEM;
+				break;
+			}
+			plan->missing = p;
+		}
+		plan->missing[plan->nmissing++] =
+		    (struct plan_pair){ (uint32_t)sqlite3_column_int64(st, 0),
+			                (uint32_t)sqlite3_column_int64(st, 1) };
+	}
+	sqlite3_reset(st);
+	if (rc < 0)
+		plan_fabric_free(plan);
+	return rc;
+}
+
+int topo_plan_save(struct store *s, struct desired *desired, int64_t fabric_id,
+                   const struct topo_input *in, const struct plan_fabric *plan,
+                   const char *base_state, bool bump)
+{
+	struct desired_circuit *staged = malloc((plan->ncircuits + 1) * sizeof(*staged));
+	if (!staged)
+		return -ENOMEM;
+	for (size_t i = 0; i < plan->ncircuits; i++) {
+		const struct plan_circuit *c = &plan->circuits[i];
+		if (c->a.ocs < 0 || (uint32_t)c->a.ocs >= in->nocs) {
+			free(staged);
+			return -EINVAL;
+		}
+		staged[i] =
+		    (struct desired_circuit){ in->ocs_ids[c->a.ocs], c->a.ocs_port, c->b.ocs_port };
+	}
+	int rc = desired_stage_fabric(desired, fabric_id, staged, plan->ncircuits);
+	free(staged);
+	if (rc < 0)
+		return rc;
+
+	sqlite3_stmt *st = store_stmt(s, "DELETE FROM circuit WHERE fabric_id = ?");
+	sqlite3_bind_int64(st, 1, fabric_id);
+	if (store_step_done(st) < 0)
+		return -EIO;
+	st = store_stmt(s, "DELETE FROM missing_pair WHERE fabric_id = ?");
+	sqlite3_bind_int64(st, 1, fabric_id);
+	if (store_step_done(st) < 0)
+		return -EIO;
+
+	st = store_stmt(s, "INSERT INTO circuit(fabric_id, plane, a_pos, a_device, a_port, "
+	                   "b_pos, b_device, b_port, ocs_id, a_ocs_port, b_ocs_port) "
+	                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+	for (size_t i = 0; i < plan->ncircuits; i++) {
+		const struct plan_circuit *c = &plan->circuits[i];
+		sqlite3_bind_int64(st, 1, fabric_id);
+		sqlite3_bind_int64(st, 2, c->plane);
+		sqlite3_bind_int64(st, 3, c->a.server);
+		sqlite3_bind_int64(st, 4, c->a.device);
+		sqlite3_bind_int64(st, 5, c->a.port);
+		sqlite3_bind_int64(st, 6, c->b.server);
+		sqlite3_bind_int64(st, 7, c->b.device);
+		sqlite3_bind_int64(st, 8, c->b.port);
+		sqlite3_bind_int64(st, 9, in->ocs_ids[c->a.ocs]);
+		sqlite3_bind_int64(st, 10, c->a.ocs_port);
+		sqlite3_bind_int64(st, 11, c->b.ocs_port);
+		if (store_step_done(st) < 0)
+			return -EIO;
+	}
+	st = store_stmt(s, "INSERT INTO missing_pair(fabric_id, a_pos, b_pos) VALUES (?, ?, ?)");
+	for (size_t i = 0; i < plan->nmissing; i++) {
+		sqlite3_bind_int64(st, 1, fabric_id);
+		sqlite3_bind_int64(st, 2, plan->missing[i].a);
+		sqlite3_bind_int64(st, 3, plan->missing[i].b);
+		if (store_step_done(st) < 0)
+			return -EIO;
+	}
+	st = store_stmt(s, "UPDATE fabric SET state = ?, error = NULL, formula = ?, planes = ?, "
+	                   "min_devices = ?, revision = revision + ?, "
+	                   "updated = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = ?");
+	sqlite3_bind_text(st, 1, base_state, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 2, plan->formula);
+	sqlite3_bind_int64(st, 3, plan->planes);
+	sqlite3_bind_int64(st, 4, plan->min_devices);
+	sqlite3_bind_int(st, 5, bump ? 1 : 0);
+	sqlite3_bind_int64(st, 6, fabric_id);
+	return store_step_done(st);
+}
+
+int64_t topo_fabric_revision(struct store *s, int64_t fabric_id)
+{
+	return int_query(s, "SELECT revision FROM fabric WHERE id = ?", fabric_id);
+}
+
+int topo_fabric_members(struct store *s, int64_t fabric_id, struct topo_member **out, uint32_t *m)
+{
+	sqlite3_stmt *st = store_stmt(s, "SELECT fs.position, sv.name, sv.devices, sv.p2p, "
+	                                 "sv.intra, sv.offload, sv.switch, sw.aggregating, "
+	                                 "sw.offload, sw.buffer, sw.window "
+	                                 "FROM fabric_server fs JOIN server sv "
+	                                 "ON sv.id = fs.server_id LEFT JOIN switch sw "
+	                                 "ON sw.name = sv.switch WHERE fs.fabric_id = ? "
+	                                 "ORDER BY fs.position");
+	struct topo_member *v = NULL;
+	size_t n = 0, cap = 0;
+	int rc = 0, step;
+
+	*out = NULL;
+	*m = 0;
+	if (!st)
+		return -EIO;
+	sqlite3_bind_int64(st, 1, fabric_id);
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		if (n == cap) {
+			cap = cap ? cap * 2 : 16;
+			struct topo_member *t = realloc(v, cap * sizeof(*t));
+			if (!t) {
+				rc = -ENOMEM;
+				break;
+			}
+			v = t;
+		}
+		struct topo_member *t = &v[n++];
+		t->position = (uint32_t)sqlite3_column_int64(st, 0);
+		snprintf(t->name, sizeof(t->name), "%s", (const char *)sqlite3_column_text(st, 1));
+		t->devices = (uint32_t)sqlite3_column_int64(st, 2);
+		t->p2p = sqlite3_column_int(st, 3) != 0;
+		snprintf(t->intra, sizeof(t->intra), "%s",
+		         (const char *)sqlite3_column_text(st, 4));
+		t->offload = sqlite3_column_int(st, 5) != 0;
+		/* Without a switch the LEFT JOIN leaves its columns NULL, read as 0. */
+		const char *sw = (const char *)sqlite3_column_text(st, 6);
+		snprintf(t->switch_name, sizeof(t->switch_name), "%s", sw ? sw : "");
+		t->sw_aggregating = sqlite3_column_int(st, 7) != 0;
+		t->sw_offload = sqlite3_column_int(st, 8) != 0;
+		t->sw_buffer = (uint32_t)sqlite3_column_int64(st, 9);
+		t->sw_window = (uint32_t)sqlite3_column_int64(st, 10);
+	}
+	if (rc == 0 && step != SQLITE_ROW && step != SQLITE_DONE)
+		rc = -EIO;
+	sqlite3_reset(st);
+	if (rc < 0) {
+		free(v);
+		return rc;
+	}
+	*out = v;
+	*m = (uint32_t)n;
+	return 0;
+}
+
+/* An unordered server pair as one sortable number: lower position first. */
+static uint64_t pair_key(uint64_t x, uint64_t y)
+{
+	return x < y ? x << 32 | y : y << 32 | x;
+}
+
+struct pair_index {
+	uint64_t key;
+	size_t i; /* index into the caller's pairs */
+};
+
+static int pair_index_cmp(const void *a, const void *b)
+{
+	uint64_t x = ((const struct pair_index *)a)->key;
+	uint64_t y = ((const struct pair_index *)b)->key;
+	return (x > y) - (x < y);
+}
+
+static void circuit_fill(struct topo_circuit *c, sqlite3_stmt *st, uint32_t a_pos)
+{
+	/* Columns 1-3 are the a end, 5-7 the b end; src is whichever sits on c->src. */
+	int s = c->src == a_pos ? 1 : 5, d = c->src == a_pos ? 5 : 1;
+
+	c->found = true;
+	c->src_device = (uint32_t)sqlite3_column_int64(st, s);
+	c->src_port = (uint32_t)sqlite3_column_int64(st, s + 1);
+	c->src_ocs_port = (uint32_t)sqlite3_column_int64(st, s + 2);
+	c->dst_device = (uint32_t)sqlite3_column_int64(st, d);
+	c->dst_port = (uint32_t)sqlite3_column_int64(st, d + 1);
+	c->dst_ocs_port = (uint32_t)sqlite3_column_int64(st, d + 2);
+	c->ocs_id = sqlite3_column_int64(st, 8);
+}
+
+int topo_fabric_circuits(struct store *s, int64_t fabric_id, struct topo_circuit *pairs, size_t n)
+{
+	struct pair_index *idx = malloc((n ? n : 1) * sizeof(*idx));
+	int rc = 0, step;
+
+	if (!idx)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		pairs[i].found = false;
+		idx[i] = (struct pair_index){ pair_key(pairs[i].src, pairs[i].dst), i };
+	}
+	/*
+	 * The circuit table is indexed by fabric only, so one scan of the
+	 * fabric's circuits matched against the sorted pairs beats a scan per
+	 * pair.
+	 */
+	qsort(idx, n, sizeof(*idx), pair_index_cmp);
+	/* OCS names are read for the matches only: joining them to every row doubles the scan. */
+	sqlite3_stmt *st = store_stmt(s, "SELECT a_pos, a_device, a_port, a_ocs_port, b_pos, "
+	                                 "b_device, b_port, b_ocs_port, ocs_id FROM circuit "
+	                                 "WHERE fabric_id = ?");
+	if (!st) {
+		free(idx);
+		return -EIO;
+	}
+	sqlite3_bind_int64(st, 1, fabric_id);
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		uint32_t a_pos = (uint32_t)sqlite3_column_int64(st, 0);
+		uint64_t key = pair_key(a_pos, (uint32_t)sqlite3_column_int64(st, 4));
+		size_t lo = 0, hi = n;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (idx[mid].key < key)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (; lo < n && idx[lo].key == key; lo++)
+			circuit_fill(&pairs[idx[lo].i], st, a_pos);
+	}
+	if (step != SQLITE_DONE)
+		rc = -EIO;
+	sqlite3_reset(st);
+	free(idx);
+	st = store_stmt(s, "SELECT name FROM ocs WHERE id = ?");
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		if (!pairs[i].found)
+			continue;
+		if (!st) {
+			rc = -EIO;
+			break;
+		}
+		sqlite3_bind_int64(st, 1, pairs[i].ocs_id);
+		if (sqlite3_step(st) == SQLITE_ROW)
+			snprintf(pairs[i].ocs, sizeof(pairs[i].ocs), "%s",
+			         (const char *)sqlite3_column_text(st, 0));
+		else
+			rc = -EIO;
+		sqlite3_reset(st);
+	}
+	return rc;
+}

@@ -1,0 +1,388 @@
+/*
+ * The cabling between devices' optical ports and OCS ports: a rule or
+ * explicit links, replacing what is stored. See topo_wiring_apply().
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "state/store_sql.h"
+#include "topo_apply.h"
+
+const char *const topo_wiring_rules[] = { "plane-per-ocs", NULL };
+
+/*
+ * Explicit links are first collected in a temporary table, whose unique keys
+ * catch a device port or an OCS port used twice; the new cabling (the links',
+ * or the rule's, built in memory) replaces the cable table only once it is
+ * complete, and keeps every cable a fabric's circuit uses.
+ */
+static int new_cable_reset(struct store *s)
+{
+	sqlite3_stmt *st = store_stmt(
+	    s, "CREATE TEMP TABLE IF NOT EXISTS new_cable (server_id INTEGER NOT NULL, "
+	       "device INTEGER NOT NULL, port INTEGER NOT NULL, ocs_id INTEGER NOT NULL, "
+	       "ocs_port INTEGER NOT NULL, PRIMARY KEY (server_id, device, port), "
+	       "UNIQUE (ocs_id, ocs_port))");
+	return st ? store_step_done(st) : -EIO;
+}
+
+/*
+ * Dropped rather than emptied: with the pre-update hook installed SQLite
+ * deletes row by row, half a million of them for 8,192 servers.
+ */
+static int new_cable_drop(struct store *s)
+{
+	sqlite3_stmt *st = store_stmt(s, "DROP TABLE IF EXISTS temp.new_cable");
+	return st ? store_step_done(st) : -EIO;
+}
+
+/* 0, or -EEXIST with *which = 0 (device port taken) / 1 (OCS port taken). */
+static int new_cable_add(struct store *s, int64_t server_id, uint32_t dev, uint32_t port,
+                         int64_t ocs_id, uint32_t ocs_port, int *which)
+{
+	sqlite3_stmt *st = store_stmt(s, "SELECT (SELECT count(*) FROM temp.new_cable WHERE "
+	                                 "server_id = ?1 AND device = ?2 AND port = ?3), "
+	                                 "(SELECT count(*) FROM temp.new_cable WHERE ocs_id = ?4 "
+	                                 "AND ocs_port = ?5)");
+	sqlite3_bind_int64(st, 1, server_id);
+	sqlite3_bind_int64(st, 2, dev);
+	sqlite3_bind_int64(st, 3, port);
+	sqlite3_bind_int64(st, 4, ocs_id);
+	sqlite3_bind_int64(st, 5, ocs_port);
+	int rc = sqlite3_step(st);
+	int dev_taken = sqlite3_column_int(st, 0), port_taken = sqlite3_column_int(st, 1);
+	sqlite3_reset(st);
+	if (rc != SQLITE_ROW)
+		return -EIO;
+	if (dev_taken || port_taken) {
+		*which = dev_taken ? 0 : 1;
+		return -EEXIST;
+	}
+	st = store_stmt(s, "INSERT INTO temp.new_cable VALUES (?, ?, ?, ?, ?)");
+	sqlite3_bind_int64(st, 1, server_id);
+	sqlite3_bind_int64(st, 2, dev);
+	sqlite3_bind_int64(st, 3, port);
+	sqlite3_bind_int64(st, 4, ocs_id);
+	sqlite3_bind_int64(st, 5, ocs_port);
+	return store_step_done(st);
+}
+
+struct rule_unit {
+	int64_t id;
+	char name[65];
+	uint32_t ports, next, needed;
+};
+
+static int store_fail(struct ofcd_error *e)
+{
+	return ofcd_fail(e, -EIO, OFCD_E_STORE, NULL, NULL, "cannot store the wiring");
+}
+
+/* One cable of the new cabling. */
+struct cable {
+	int64_t server_id;
+	uint32_t device, port;
+	int64_t ocs_id;
+	uint32_t ocs_port;
+};
+
+/* The new cabling in primary-key order (server, device, port), as both paths build it. */
+struct cabling {
+	struct cable *v;
+	size_t n, cap;
+};
+
+static int cabling_push(struct cabling *c, struct cable x)
+{
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? 2 * c->cap : 1024;
+		struct cable *t = realloc(c->v, cap * sizeof(*t));
+		if (!t)
+			return -ENOMEM;
+		c->v = t;
+		c->cap = cap;
+	}
+	c->v[c->n++] = x;
+	return 0;
+}
+
+/*
+ * Slot k = device * P + port of every server goes to unit k mod K, ports in
+ * server order. Each device port once, each unit's ports in turn: never taken
+ * twice, so the rule needs no check per cable; it is built in memory (half a
+ * million cables for 8,192 servers), in the cable table's key order.
+ */
+static int wiring_rule(struct store *s, const char *field, struct cabling *out,
+                       struct ofcd_error *e)
+{
+	struct rule_unit *units = NULL;
+	size_t k = 0, cap = 0;
+	int rc = -EINVAL;
+
+	sqlite3_stmt *st = store_stmt(s, "SELECT id, name, ports FROM ocs ORDER BY name");
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		if (k == cap) {
+			cap = cap ? cap * 2 : 16;
+			struct rule_unit *u = realloc(units, cap * sizeof(*u));
+			if (!u) {
+				sqlite3_reset(st);
+				rc = ofcd_fail(e, -ENOMEM, OFCD_E_INTERNAL, NULL, NULL,
+				               "out of memory");
+				goto out;
+			}
+			units = u;
+		}
+		units[k] = (struct rule_unit){ .id = sqlite3_column_int64(st, 0),
+			                       .ports = (uint32_t)sqlite3_column_int64(st, 2) };
+		snprintf(units[k].name, sizeof(units[k].name), "%s", sqlite3_column_text(st, 1));
+		k++;
+	}
+	sqlite3_reset(st);
+	if (k == 0) {
+		rc = ofcd_fail(e, -EINVAL, OFCD_E_UNPROCESSABLE, field, NULL,
+		               "rule plane-per-ocs needs at least one OCS unit");
+		goto out;
+	}
+	st = store_stmt(s, "SELECT sum(devices * ports_per_device / ?1 + "
+	                   "(devices * ports_per_device % ?1 > ?2)) FROM server");
+	for (size_t u = 0; u < k; u++) {
+		sqlite3_bind_int64(st, 1, (sqlite3_int64)k);
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)u);
+		if (sqlite3_step(st) == SQLITE_ROW)
+			units[u].needed = (uint32_t)sqlite3_column_int64(st, 0);
+		sqlite3_reset(st);
+		if (units[u].needed > units[u].ports) {
+			rc =
+			    ofcd_fail(e, -EINVAL, OFCD_E_UNPROCESSABLE, field, NULL,
+			              "rule plane-per-ocs needs %u ports on OCS unit %s, it has %u",
+			              units[u].needed, units[u].name, units[u].ports);
+			goto out;
+		}
+	}
+	st = store_stmt(s, "SELECT id, devices, ports_per_device FROM server ORDER BY id");
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		int64_t sid = sqlite3_column_int64(st, 0);
+		uint32_t n = (uint32_t)sqlite3_column_int64(st, 1);
+		uint32_t p = (uint32_t)sqlite3_column_int64(st, 2);
+		for (uint32_t slot = 0; slot < n * p; slot++) {
+			struct rule_unit *u = &units[slot % k];
+			if (cabling_push(out, (struct cable){ sid, slot / p, slot % p, u->id,
+			                                      ++u->next }) < 0) {
+				sqlite3_reset(st);
+				rc = ofcd_fail(e, -ENOMEM, OFCD_E_INTERNAL, NULL, NULL,
+				               "out of memory");
+				goto out;
+			}
+		}
+	}
+	sqlite3_reset(st);
+	rc = 0;
+out:
+	free(units);
+	return rc;
+}
+
+static int wiring_link(struct store *s, const struct topo_link_spec *l, const char *f,
+                       struct ofcd_error *e)
+{
+	sqlite3_stmt *st =
+	    store_stmt(s, "SELECT id, devices, ports_per_device FROM server WHERE name = ?");
+	sqlite3_bind_text(st, 1, l->server, -1, SQLITE_STATIC);
+	int found = sqlite3_step(st) == SQLITE_ROW;
+	int64_t sid = found ? sqlite3_column_int64(st, 0) : 0;
+	uint64_t ndev = found ? (uint64_t)sqlite3_column_int64(st, 1) : 0;
+	uint64_t nport = found ? (uint64_t)sqlite3_column_int64(st, 2) : 0;
+	sqlite3_reset(st);
+	st = store_stmt(s, "SELECT id, ports FROM ocs WHERE name = ?");
+	sqlite3_bind_text(st, 1, l->ocs, -1, SQLITE_STATIC);
+	int ofound = sqlite3_step(st) == SQLITE_ROW;
+	int64_t oid = ofound ? sqlite3_column_int64(st, 0) : 0;
+	uint64_t oports = ofound ? (uint64_t)sqlite3_column_int64(st, 1) : 0;
+	sqlite3_reset(st);
+
+	if (!found)
+		return ofcd_fail(e, -EINVAL, OFCD_E_UNPROCESSABLE, f, NULL, "%s: no server %s", f,
+		                 l->server);
+	if (l->device >= ndev || l->port >= nport)
+		return ofcd_fail(e, -EINVAL, OFCD_E_UNPROCESSABLE, f, NULL,
+		                 "%s: server %s has devices 0..%llu with ports 0..%llu", f,
+		                 l->server, (unsigned long long)ndev - 1,
+		                 (unsigned long long)nport - 1);
+	if (!ofound)
+		return ofcd_fail(e, -EINVAL, OFCD_E_UNPROCESSABLE, f, NULL, "%s: no OCS unit %s", f,
+		                 l->ocs);
+	if (l->ocs_port > oports)
+		return ofcd_fail(e, -EINVAL, OFCD_E_UNPROCESSABLE, f, NULL,
+		                 "%s: OCS unit %s has ports 1..%llu, got %u", f, l->ocs,
+		                 (unsigned long long)oports, l->ocs_port);
+	int which = 0;
+	int rc = new_cable_add(s, sid, l->device, l->port, oid, l->ocs_port, &which);
+	if (rc == -EEXIST && which == 0)
+		return ofcd_fail(e, -EINVAL, OFCD_E_UNPROCESSABLE, f, NULL,
+		                 "%s: %s device %u port %u is cabled twice", f, l->server,
+		                 l->device, l->port);
+	if (rc == -EEXIST)
+		return ofcd_fail(e, -EINVAL, OFCD_E_UNPROCESSABLE, f, NULL,
+		                 "%s: OCS unit %s port %u is cabled twice", f, l->ocs, l->ocs_port);
+	return rc < 0 ? store_fail(e) : 0;
+}
+
+/* The links' cabling, checked one by one in the temporary table, in key order. */
+static int links_cabling(struct store *s, struct cabling *out)
+{
+	sqlite3_stmt *st = store_stmt(s, "SELECT server_id, device, port, ocs_id, ocs_port FROM "
+	                                 "temp.new_cable ORDER BY server_id, device, port");
+	int rc = st ? 0 : -EIO, step = SQLITE_DONE;
+	while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW)
+		rc = cabling_push(out, (struct cable){ sqlite3_column_int64(st, 0),
+		                                       (uint32_t)sqlite3_column_int64(st, 1),
+		                                       (uint32_t)sqlite3_column_int64(st, 2),
+		                                       sqlite3_column_int64(st, 3),
+		                                       (uint32_t)sqlite3_column_int64(st, 4) });
+	if (st)
+		sqlite3_reset(st);
+	return rc == 0 && step != SQLITE_DONE ? -EIO : rc;
+}
+
+static int cable_key_cmp(const struct cable *a, int64_t server, uint32_t device, uint32_t port)
+{
+	if (a->server_id != server)
+		return a->server_id < server ? -1 : 1;
+	if (a->device != device)
+		return a->device < device ? -1 : 1;
+	return a->port < port ? -1 : a->port > port;
+}
+
+/* A cable that goes or changes: refused (409) when a fabric's circuit uses it. */
+static int check_cut(struct store *s, const struct cable *c, const char *prefix,
+                     struct ofcd_error *e)
+{
+	sqlite3_stmt *st = store_stmt(
+	    s, "SELECT f.name, sv.name FROM fabric_server fs JOIN fabric f ON f.id = "
+	       "fs.fabric_id JOIN server sv ON sv.id = fs.server_id WHERE fs.server_id = ?1 AND "
+	       "EXISTS (SELECT 1 FROM circuit c WHERE c.fabric_id = fs.fabric_id AND ((c.a_pos = "
+	       "fs.position AND c.a_device = ?2 AND c.a_port = ?3) OR (c.b_pos = fs.position AND "
+	       "c.b_device = ?2 AND c.b_port = ?3)))");
+	int rc = 0;
+	sqlite3_bind_int64(st, 1, c->server_id);
+	sqlite3_bind_int64(st, 2, c->device);
+	sqlite3_bind_int64(st, 3, c->port);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		rc = ofcd_fail(e, -EBUSY, OFCD_E_IN_USE, prefix ? prefix : "links", NULL,
+		               "the new wiring changes cables that fabric %s uses (server %s); "
+		               "delete the fabric first",
+		               sqlite3_column_text(st, 0), sqlite3_column_text(st, 1));
+	sqlite3_reset(st);
+	return rc;
+}
+
+static int cable_write(struct store *s, const struct cable *c, bool insert)
+{
+	sqlite3_stmt *st =
+	    insert ? store_stmt(s, "INSERT INTO cable(server_id, device, port, ocs_id, ocs_port) "
+	                           "VALUES (?, ?, ?, ?, ?)")
+	           : store_stmt(s, "DELETE FROM cable WHERE server_id = ? AND device = ? AND "
+	                           "port = ?");
+	sqlite3_bind_int64(st, 1, c->server_id);
+	sqlite3_bind_int64(st, 2, c->device);
+	sqlite3_bind_int64(st, 3, c->port);
+	if (insert) {
+		sqlite3_bind_int64(st, 4, c->ocs_id);
+		sqlite3_bind_int64(st, 5, c->ocs_port);
+	}
+	return store_step_done(st);
+}
+
+/*
+ * Replaces the cable table by nc (in key order), writing only the cables that
+ * differ: one merge with the table read in key order. A PUT of the same
+ * topology writes nothing, and the rows the in-memory port owners follow stay
+ * put. A cable that goes or changes is refused when a fabric's circuit uses
+ * it; the removals all go before the additions (an OCS port may move).
+ */
+static int replace_cables(struct store *s, const struct cabling *nc, const char *prefix,
+                          struct ofcd_error *e)
+{
+	sqlite3_stmt *st = store_stmt(s, "SELECT server_id, device, port, ocs_id, ocs_port FROM "
+	                                 "cable ORDER BY server_id, device, port");
+	struct cabling del = { 0 };
+	size_t *add = malloc((nc->n + 1) * sizeof(*add)), nadd = 0, j = 0;
+	int rc = st && add ? 0 : -ENOMEM, step = SQLITE_DONE;
+	while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
+		struct cable old = { sqlite3_column_int64(st, 0),
+			             (uint32_t)sqlite3_column_int64(st, 1),
+			             (uint32_t)sqlite3_column_int64(st, 2),
+			             sqlite3_column_int64(st, 3),
+			             (uint32_t)sqlite3_column_int64(st, 4) };
+		while (j < nc->n &&
+		       cable_key_cmp(&nc->v[j], old.server_id, old.device, old.port) < 0)
+			add[nadd++] = j++;
+		bool same = j < nc->n &&
+		            cable_key_cmp(&nc->v[j], old.server_id, old.device, old.port) == 0 &&
+		            nc->v[j].ocs_id == old.ocs_id && nc->v[j].ocs_port == old.ocs_port;
+		if (same)
+			j++;
+		else
+			rc = cabling_push(&del, old);
+	}
+	if (st)
+		sqlite3_reset(st);
+	if (rc == -ENOMEM)
+		rc = ofcd_fail(e, -ENOMEM, OFCD_E_INTERNAL, NULL, NULL, "out of memory");
+	else if (step != SQLITE_DONE)
+		rc = store_fail(e);
+	while (rc == 0 && j < nc->n)
+		add[nadd++] = j++;
+	/* Removals first: an OCS port may pass from one device port to another. */
+	for (size_t i = 0; rc == 0 && i < del.n; i++) {
+		rc = check_cut(s, &del.v[i], prefix, e);
+		if (rc == 0 && cable_write(s, &del.v[i], false) < 0)
+			rc = store_fail(e);
+	}
+	for (size_t i = 0; rc == 0 && i < nadd; i++)
+		if (cable_write(s, &nc->v[add[i]], true) < 0)
+			rc = store_fail(e);
+	free(del.v);
+	free(add);
+	return rc;
+}
+
+static int set_rule(struct store *s, int rule)
+{
+	sqlite3_stmt *st = store_stmt(s, "INSERT INTO wiring(id, rule) VALUES (1, ?) "
+	                                 "ON CONFLICT(id) DO UPDATE SET rule = excluded.rule");
+	if (rule >= 0)
+		sqlite3_bind_text(st, 1, topo_wiring_rules[rule], -1, SQLITE_STATIC);
+	return store_step_done(st);
+}
+
+int topo_wiring_apply(struct store *s, const struct topo_wiring_spec *w, const char *prefix,
+                      struct ofcd_error *e)
+{
+	char f[160], fl[192];
+	struct cabling nc = { 0 };
+	int rc;
+
+	if (w->rule >= 0) {
+		rc = wiring_rule(s, ofcd_field(f, sizeof(f), prefix, "rule"), &nc, e);
+	} else {
+		ofcd_field(f, sizeof(f), prefix, "links");
+		rc = new_cable_drop(s) < 0 || new_cable_reset(s) < 0 ? store_fail(e) : 0;
+		for (size_t i = 0; rc == 0 && i < w->nlinks; i++) {
+			snprintf(fl, sizeof(fl), "%s[%zu]", f, i);
+			rc = wiring_link(s, &w->links[i], fl, e);
+		}
+		if (rc == 0 && links_cabling(s, &nc) < 0)
+			rc = store_fail(e);
+		if (new_cable_drop(s) < 0 && rc == 0)
+			rc = store_fail(e);
+	}
+	if (rc == 0)
+		rc = replace_cables(s, &nc, prefix, e);
+	if (rc == 0 && set_rule(s, w->rule) < 0)
+		rc = store_fail(e);
+	free(nc.v);
+	return rc;
+}

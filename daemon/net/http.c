@@ -1,0 +1,1033 @@
+#include "http.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api/api.h"
+#include "base/config.h"
+#include "log.h"
+#include "base/metrics.h"
+
+#define HTTP_MAX_PATH 1024
+/* Connections beyond [http] max_connections that only health probes and scrapes may use. */
+#define HTTP_PROBE_RESERVE 8
+#define HTTP_MAX_QUERY     8 /* more than any route takes: a repeat is always caught */
+
+struct http_server {
+	struct api_env *env;
+	const struct ofcd_config *cfg;
+	bool quiesced; /* stopping: every reply closes its connection */
+	struct MHD_Daemon *mhd;
+	int listen_fd;
+	unsigned port;
+	struct event *ev_epoll; /* MHD's epoll fd is readable */
+	struct event *ev_timer; /* follows MHD_get_timeout() */
+	size_t inflight;
+	unsigned open; /* connections open now */
+	/* A connection closed during MHD_run: run it once more (see schedule_run). */
+	bool closed_in_run;
+	struct http_req *suspended;  /* doubly linked list of suspended requests */
+	struct http_stream *streams; /* doubly linked list of open streams */
+	char *tls_cert, *tls_key;    /* PEM text read at start; MHD uses it while it runs */
+};
+
+#define STREAM_MAX_QUEUED (1024 * 1024)
+
+/*
+ * One TCP connection, so the daemon notices a client that went away (its FIN
+ * is an EV_CLOSED event) where MHD would wait for a timeout: MHD reads a
+ * socket once per readiness edge, and misses a FIN that came with data.
+ */
+struct http_conn {
+	struct http_server *h;
+	struct MHD_Connection *conn;
+	struct event *ev_closed;    /* the peer closed its side */
+	struct http_req *req;       /* request in progress, or NULL */
+	struct http_stream *stream; /* stream being sent, or NULL */
+};
+
+struct http_stream {
+	struct api_stream api; /* first: what handlers hold */
+	struct http_server *h;
+	struct http_conn *c; /* its connection while both live */
+	struct MHD_Connection *conn;
+	const char *content_type;
+	char *buf; /* queued bytes not yet handed to MHD */
+	size_t len, cap;
+	bool suspended; /* no data: the connection waits for a write */
+	bool ending;    /* send what is queued, then end */
+	api_stream_close_fn on_close;
+	void *arg;
+	struct http_stream *next, *prev;
+};
+
+enum req_state {
+	REQ_RECEIVING, /* reading the body */
+	REQ_SUSPENDED, /* handler holds it */
+	REQ_READY,     /* reply set, to be queued on the next access call */
+	REQ_SENT,      /* response queued */
+};
+
+struct http_req {
+	struct api_req api;
+	struct http_server *h;
+	struct MHD_Connection *conn;
+	enum req_state state;
+	struct timespec t0;
+	char method[8];
+	char path[HTTP_MAX_PATH];   /* copy of the URL path, for logs and audit */
+	char params[HTTP_MAX_PATH]; /* split copy the path parameters point into */
+	char allow[64];
+	const char *query[HTTP_MAX_QUERY]; /* names seen, owned by MHD */
+	size_t nquery;
+	char client[INET6_ADDRSTRLEN]; /* the peer's address, for the audit trail */
+	bool streamed;                 /* the reply was a stream: its length is no latency */
+	char *body;
+	size_t body_len;
+	bool too_large;
+	bool in_dispatch;           /* the handler runs: a resume now is sent when it returns */
+	struct http_stream *stream; /* set when the reply is a stream */
+	struct http_conn *c;        /* its connection, NULL once that is gone */
+	/* Who asked, copied (without the secret): a SIGHUP reload frees the token table. */
+	struct auth_token token;
+	struct http_req *next, *prev;
+};
+
+static const char *method_name(const char *m)
+{
+	static const char *const known[] = { "GET",  "POST",  "PUT",    "DELETE",
+		                             "HEAD", "PATCH", "OPTIONS" };
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+		if (strcmp(m, known[i]) == 0)
+			return known[i];
+	return "OTHER";
+}
+
+/*
+ * At the connection limit MHD takes the listening socket out of its epoll set,
+ * and puts it back only at the start of a later MHD_run(). When the last
+ * connections close, nothing would call it again (no socket is ready, no
+ * timeout is pending) and the listener would stay deaf for good: so a run in
+ * which a connection closed is followed by another at once.
+ */
+static void schedule_run(struct http_server *h)
+{
+	MHD_UNSIGNED_LONG_LONG ms;
+	if (h->closed_in_run) {
+		h->closed_in_run = false;
+		struct timeval now = { 0, 0 };
+		evtimer_add(h->ev_timer, &now);
+	} else if (MHD_get_timeout(h->mhd, &ms) == MHD_YES) {
+		struct timeval tv = { .tv_sec = (time_t)(ms / 1000),
+			              .tv_usec = (suseconds_t)((ms % 1000) * 1000) };
+		evtimer_add(h->ev_timer, &tv);
+	} else {
+		evtimer_del(h->ev_timer);
+	}
+}
+
+static void on_mhd_ready(evutil_socket_t fd, short what, void *arg)
+{
+	struct http_server *h = arg;
+	struct metrics_loop l = metrics_loop_enter("http");
+	(void)fd;
+	(void)what;
+	MHD_run(h->mhd);
+	schedule_run(h);
+	metrics_loop_leave(l);
+}
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct http_stream *st = cls;
+	(void)pos;
+	if (st->len) {
+		size_t n = st->len < max ? st->len : max;
+		memcpy(buf, st->buf, n);
+		memmove(st->buf, st->buf + n, st->len - n);
+		st->len -= n;
+		return (ssize_t)n;
+	}
+	if (st->ending)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	/* Nothing to send: park the connection until the next write, no polling. */
+	st->suspended = true;
+	MHD_suspend_connection(st->conn);
+	return 0;
+}
+
+static void stream_free(void *cls)
+{
+	struct http_stream *st = cls;
+	if (st->prev)
+		st->prev->next = st->next;
+	else if (st->h->streams == st)
+		st->h->streams = st->next;
+	if (st->next)
+		st->next->prev = st->prev;
+	if (st->c)
+		st->c->stream = NULL;
+	if (st->on_close)
+		st->on_close(st->arg);
+	free(st->buf);
+	free(st);
+}
+
+/* MHD's inactivity timeout of one connection, in seconds. */
+static void set_timeout(struct MHD_Connection *conn, unsigned seconds)
+{
+	MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, seconds);
+}
+
+static void stream_wake(struct http_stream *st)
+{
+	if (!st->suspended)
+		return;
+	st->suspended = false;
+	MHD_resume_connection(st->conn);
+	struct timeval now = { 0, 0 };
+	evtimer_add(st->h->ev_timer, &now);
+}
+
+static void stream_end(struct api_stream *s);
+
+static struct api_stream *stream_start(struct api_req *req, const char *content_type,
+                                       api_stream_close_fn on_close, void *arg)
+{
+	struct http_req *r = req->transport_arg;
+	struct http_stream *st = calloc(1, sizeof(*st));
+	if (!st) {
+		api_error(req, OFCD_E_INTERNAL, NULL, "out of memory");
+		return NULL;
+	}
+	st->api.transport = req->transport;
+	st->h = r->h;
+	st->conn = r->conn;
+	st->c = r->c;
+	if (st->c)
+		st->c->stream = st;
+	set_timeout(r->conn, r->h->cfg->idle_timeout_s); /* keep-alive comments keep it busy */
+	st->content_type = content_type;
+	st->on_close = on_close;
+	st->arg = arg;
+	st->next = r->h->streams;
+	if (st->next)
+		st->next->prev = st;
+	r->h->streams = st;
+	r->stream = st;
+	req->status = 200;
+	return &st->api;
+}
+
+static int stream_write(struct api_stream *s, const char *data, size_t len)
+{
+	struct http_stream *st = (struct http_stream *)s;
+	if (st->ending)
+		return -EPIPE;
+	if (st->len + len > STREAM_MAX_QUEUED) {
+		log_warn("http", "event stream client too slow: %zu bytes queued, dropping it",
+		         st->len);
+		/* Drop what it did not read: a slow client must not pin its queue. */
+		free(st->buf);
+		st->buf = NULL;
+		st->len = st->cap = 0;
+		stream_end(s);
+		return -ENOBUFS;
+	}
+	if (st->len + len > st->cap) {
+		size_t cap = st->cap ? st->cap : 4096;
+		while (cap < st->len + len)
+			cap *= 2;
+		char *b = realloc(st->buf, cap);
+		if (!b)
+			return -ENOMEM;
+		st->buf = b;
+		st->cap = cap;
+	}
+	memcpy(st->buf + st->len, data, len);
+	st->len += len;
+	stream_wake(st);
+	return 0;
+}
+
+static void stream_end(struct api_stream *s)
+{
+	struct http_stream *st = (struct http_stream *)s;
+	st->ending = true;
+	stream_wake(st);
+}
+
+void http_end_streams(struct http_server *h)
+{
+	for (struct http_stream *st = h ? h->streams : NULL; st; st = st->next)
+		stream_end(&st->api);
+}
+
+/* The response for a finished request: JSON (with a newline for curl) or raw text. */
+static enum MHD_Result send_reply(struct http_req *r)
+{
+	struct api_req *a = &r->api;
+	struct MHD_Response *resp;
+	r->state = REQ_SENT;
+
+	if (r->stream && strcmp(r->method, "HEAD") == 0) {
+		/* HEAD of a stream: its headers, and no stream behind them. */
+		resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+		if (!resp)
+			return MHD_NO;
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+		                        r->stream->content_type);
+		stream_free(r->stream);
+		r->stream = NULL;
+		enum MHD_Result ret = MHD_queue_response(r->conn, a->status, resp);
+		MHD_destroy_response(resp);
+		return ret;
+	}
+	if (r->stream) {
+		r->streamed = true;
+		resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_read,
+		                                         r->stream, stream_free);
+		if (!resp)
+			return MHD_NO;
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+		                        r->stream->content_type);
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+		r->stream = NULL; /* owned by the response from now on */
+		enum MHD_Result ret = MHD_queue_response(r->conn, a->status, resp);
+		MHD_destroy_response(resp);
+		return ret;
+	}
+	if (a->status == 204) {
+		resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+	} else if (a->reply_text) {
+		resp = MHD_create_response_from_buffer(a->reply_len, a->reply_text,
+		                                       MHD_RESPMEM_MUST_FREE);
+		if (resp)
+			a->reply_text = NULL;
+	} else {
+		/* 15 significant digits: exact to a double's noise, and cheaper to print than 17.
+		 */
+		char *text = json_dumps(a->reply, JSON_COMPACT | JSON_REAL_PRECISION(15));
+		size_t len = text ? strlen(text) : 0;
+		char *buf = text ? realloc(text, len + 2) : NULL;
+		if (!buf) {
+			free(text);
+			return MHD_NO;
+		}
+		buf[len] = '\n';
+		buf[len + 1] = '\0';
+		resp = MHD_create_response_from_buffer(len + 1, buf, MHD_RESPMEM_MUST_FREE);
+		if (!resp)
+			free(buf);
+	}
+	if (!resp)
+		return MHD_NO;
+	if (a->status != 204)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+		                        a->content_type ? a->content_type : "application/json");
+	/* Answered: what follows is keep-alive, which may idle longer than a request may take. */
+	set_timeout(r->conn, r->h->cfg->idle_timeout_s);
+	if (a->status == 405 || strcmp(r->method, "OPTIONS") == 0)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
+	if (a->etag[0])
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, a->etag);
+	if (a->location[0])
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, a->location);
+	if (a->status == 401)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+		                        "Bearer realm=\"ofcd\"");
+	/* A client whose body was dropped may still be writing: take no further request. */
+	if (r->h->quiesced || r->too_large)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+	enum MHD_Result ret = MHD_queue_response(r->conn, a->status, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+/* A parameter given twice has no one meaning (?wait=1&wait=60): refuse it. */
+static enum MHD_Result query_once(struct http_req *r, const char *key)
+{
+	for (size_t i = 0; i < r->nquery; i++) {
+		if (strcmp(r->query[i], key) == 0) {
+			api_error(&r->api, OFCD_E_INVALID_FIELD, key,
+			          "query parameter %s is given more than once", key);
+			return MHD_NO;
+		}
+	}
+	if (r->nquery < HTTP_MAX_QUERY)
+		r->query[r->nquery++] = key;
+	return MHD_YES;
+}
+
+static enum MHD_Result query_name_ok(void *cls, enum MHD_ValueKind kind, const char *key,
+                                     const char *value)
+{
+	struct http_req *r = cls;
+	const char *list = r->api.route->query;
+	size_t n = strlen(key);
+	(void)kind;
+	(void)value;
+	for (const char *p = list; p && *p;) {
+		size_t len = strcspn(p, ",");
+		if (len == n && strncmp(p, key, n) == 0)
+			return query_once(r, key);
+		p += len + (p[len] == ',');
+	}
+	if (r->api.status == 0)
+		api_error(&r->api, OFCD_E_INVALID_FIELD, key, "unknown query parameter %s%s%s", key,
+		          list ? "; this route takes: " : "; this route takes none",
+		          list ? list : "");
+	return MHD_NO;
+}
+
+/* A misspelt query parameter is an error, not silently ignored (like unknown JSON members). */
+static bool check_query(struct http_req *r)
+{
+	MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, query_name_ok, r);
+	return r->api.status == 0;
+}
+
+/* Largest body read only to be dropped before a 413 (see check_headers). */
+static unsigned long long linger_limit(const struct ofcd_config *cfg)
+{
+	unsigned long long floor = 8ull << 20;
+	return 4ull * cfg->max_body > floor ? 4ull * cfg->max_body : floor;
+}
+
+/* Checks that need only the headers; sets an error reply when the request must stop here. */
+static bool check_headers(struct http_req *r, const char *url)
+{
+	struct http_server *h = r->h;
+	struct api_req *a = &r->api;
+	const struct ofcd_config *cfg = h->cfg;
+	bool path_known = false;
+
+	snprintf(r->path, sizeof(r->path), "%s", url);
+	a->route = api_route_match(r->method, url, r->params, sizeof(r->params), a->params,
+	                           &path_known, r->allow, sizeof(r->allow));
+
+	/* OPTIONS tells only which methods a path has: no token needed, like a probe. */
+	bool options = strcmp(r->method, "OPTIONS") == 0;
+	enum auth_role needed = options ? AUTH_NONE : a->route ? a->route->role : AUTH_READ;
+	if (cfg->tokens.n == 0) {
+		a->token = NULL; /* no tokens: everyone is admin (loopback or explicitly allowed) */
+	} else if (needed != AUTH_NONE) {
+		size_t len = 0;
+		const char *hdr =
+		    MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Authorization");
+		const char *secret = auth_bearer(hdr, &len);
+		const struct auth_token *tok =
+		    secret ? auth_lookup(&cfg->tokens, secret, len) : NULL;
+		if (tok) {
+			r->token = *tok;
+			explicit_bzero(r->token.secret, sizeof(r->token.secret));
+			a->token = &r->token;
+		} else {
+			a->token = NULL;
+		}
+		if (!a->token) {
+			api_error(a, OFCD_E_UNAUTHORIZED, NULL,
+			          hdr ? "the bearer token is not valid"
+			              : "this route needs an Authorization: Bearer token");
+			return false;
+		}
+		if (a->token->role < needed) {
+			api_error(a, OFCD_E_FORBIDDEN, NULL, "token %s has role %s; %s %s needs %s",
+			          a->token->name, auth_role_name(a->token->role), r->method, url,
+			          auth_role_name(needed));
+			return false;
+		}
+	}
+	if (!a->route) {
+		if (options && path_known)
+			api_reply(a, 204, NULL);
+		else if (path_known)
+			api_error(a, OFCD_E_METHOD_NOT_ALLOWED, NULL, "%s is not allowed on %s",
+			          r->method, url);
+		else
+			api_error(a, OFCD_E_NOT_FOUND, NULL, "no route %s", url);
+		return false;
+	}
+	if (!check_query(r) || !api_admit(a))
+		return false;
+	if (h->open > cfg->max_connections && a->route->role != AUTH_NONE) {
+		api_error(a, OFCD_E_OVERLOADED, NULL,
+		          "all %u connections are in use; try again later", cfg->max_connections);
+		return false;
+	}
+	if (strcmp(r->method, "POST") == 0 || strcmp(r->method, "PUT") == 0) {
+		const char *ct = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+		                                             MHD_HTTP_HEADER_CONTENT_TYPE);
+		size_t n = strlen("application/json");
+		if (!ct || strncasecmp(ct, "application/json", n) != 0 ||
+		    (ct[n] != '\0' && ct[n] != ';' && ct[n] != ' ')) {
+			api_error(a, OFCD_E_UNSUPPORTED_MEDIA, NULL,
+			          "%s needs Content-Type: application/json", r->method);
+			return false;
+		}
+	}
+	const char *cl =
+	    MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	if (cl) {
+		/* MHD has refused a malformed length itself before calling us. */
+		unsigned long long v = strtoull(cl, NULL, 10);
+		/*
+		 * A body over the limit is read and dropped, and 413 sent at its end:
+		 * answering while the client still writes makes its kernel see a reset
+		 * instead of the reply (nginx's lingering close does the same). Only a
+		 * body too large even to drop is refused at once.
+		 */
+		if (v > linger_limit(cfg)) {
+			api_error(a, OFCD_E_BODY_TOO_LARGE, NULL,
+			          "request body over the limit of %zu bytes", cfg->max_body);
+			return false;
+		}
+	}
+	return true;
+}
+
+static void add_body(struct http_req *r, const char *data, size_t len)
+{
+	size_t max = r->h->cfg->max_body;
+	if (r->too_large)
+		return;
+	if (r->body_len + len > max) {
+		/* Chunked bodies have no length up front: stop keeping data once over. */
+		r->too_large = true;
+		free(r->body);
+		r->body = NULL;
+		return;
+	}
+	char *b = realloc(r->body, r->body_len + len + 1);
+	if (!b) {
+		r->too_large = true;
+		return;
+	}
+	memcpy(b + r->body_len, data, len);
+	r->body = b;
+	r->body_len += len;
+}
+
+static bool parse_body(struct http_req *r)
+{
+	struct api_req *a = &r->api;
+	json_error_t jerr;
+	if (r->too_large) {
+		api_error(a, OFCD_E_BODY_TOO_LARGE, NULL,
+		          "request body over the limit of %zu bytes", r->h->cfg->max_body);
+		return false;
+	}
+	if (r->body_len == 0)
+		return true;
+	a->body = json_loadb(r->body, r->body_len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
+	if (!a->body) {
+		api_error(a, OFCD_E_INVALID_JSON, NULL, "malformed JSON at line %d, column %d: %s",
+		          jerr.line, jerr.column, jerr.text);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Answers before the body is read (or while it arrives): MHD then closes the
+ * connection instead of reading the rest.
+ */
+static enum MHD_Result refuse_early(struct http_req *r)
+{
+	api_audit_refusal(&r->api);
+	return send_reply(r);
+}
+
+static void peer_address(struct MHD_Connection *conn, char *buf, size_t len)
+{
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+	buf[0] = '\0';
+	if (sa && sa->sa_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, buf,
+		          (socklen_t)len);
+	else if (sa && sa->sa_family == AF_INET6)
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, buf,
+		          (socklen_t)len);
+}
+
+static void req_resume(struct api_req *req);
+static const char *req_query(struct api_req *req, const char *key);
+static const char *req_header(struct api_req *req, const char *name);
+
+static const struct api_transport http_transport = {
+	.resume = req_resume,
+	.query = req_query,
+	.header = req_header,
+	.stream_start = stream_start,
+	.stream_write = stream_write,
+	.stream_end = stream_end,
+};
+
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
+                                 const char *method, const char *version, const char *upload_data,
+                                 size_t *upload_data_size, void **con_cls)
+{
+	struct http_server *h = cls;
+	struct http_req *r = *con_cls;
+	(void)version;
+
+	if (!r) {
+		r = calloc(1, sizeof(*r));
+		if (!r)
+			return MHD_NO;
+		*con_cls = r;
+		h->inflight++;
+		r->h = h;
+		r->conn = conn;
+		r->api.env = h->env;
+		r->api.transport = &http_transport;
+		r->api.transport_arg = r;
+		const union MHD_ConnectionInfo *ci =
+		    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+		r->c = ci ? ci->socket_context : NULL;
+		if (r->c)
+			r->c->req = r;
+		set_timeout(conn, h->cfg->request_timeout_s);
+		clock_gettime(CLOCK_MONOTONIC, &r->t0);
+		snprintf(r->method, sizeof(r->method), "%s", method_name(method));
+		r->api.method = r->method;
+		r->api.path = r->path;
+		peer_address(conn, r->client, sizeof(r->client));
+		r->api.client = r->client[0] ? r->client : NULL;
+		if (!check_headers(r, url))
+			return refuse_early(r);
+		return MHD_YES;
+	}
+	if (r->state == REQ_READY)
+		return send_reply(r);
+	if (r->state != REQ_RECEIVING)
+		return MHD_YES;
+	if (*upload_data_size) {
+		add_body(r, upload_data, *upload_data_size);
+		/* MHD takes no reply while it hands over body data: an oversized chunked
+		 * body is discarded as it arrives and answered 413 at its end. */
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	if (parse_body(r)) {
+		r->in_dispatch = true;
+		api_dispatch(&r->api);
+		r->in_dispatch = false;
+	} else {
+		api_audit_refusal(&r->api);
+	}
+	if (r->api.suspended) {
+		r->state = REQ_SUSPENDED;
+		r->next = h->suspended;
+		if (h->suspended)
+			h->suspended->prev = r;
+		h->suspended = r;
+		set_timeout(conn, h->cfg->idle_timeout_s); /* ?wait= holds it up to a minute */
+		MHD_suspend_connection(conn);
+		return MHD_YES;
+	}
+	return send_reply(r);
+}
+
+static void unlink_suspended(struct http_req *r)
+{
+	if (r->prev)
+		r->prev->next = r->next;
+	else if (r->h->suspended == r)
+		r->h->suspended = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	r->next = r->prev = NULL;
+}
+
+static void req_resume(struct api_req *req)
+{
+	struct http_req *r = req->transport_arg;
+	req->suspended = false;
+	if (r->in_dispatch || r->state != REQ_SUSPENDED)
+		return; /* still inside the handler: on_access sends it on return */
+	unlink_suspended(r);
+	r->state = REQ_READY;
+	MHD_resume_connection(r->conn);
+	/* Run MHD soon even if the resume signal's edge was already consumed. */
+	struct timeval now = { 0, 0 };
+	evtimer_add(r->h->ev_timer, &now);
+}
+
+static const char *req_query(struct api_req *req, const char *key)
+{
+	struct http_req *r = req->transport_arg;
+	return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);
+}
+
+static const char *req_header(struct api_req *req, const char *name)
+{
+	struct http_req *r = req->transport_arg;
+	return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+	struct http_server *h = cls;
+	struct http_req *r = *con_cls;
+	(void)conn;
+	(void)toe;
+	if (!r)
+		return;
+	if (r->state == REQ_SUSPENDED) {
+		unlink_suspended(r);
+		if (r->api.on_abort)
+			r->api.on_abort(&r->api, true);
+	}
+	if (r->api.status) {
+		struct timespec t1;
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		double s =
+		    (double)(t1.tv_sec - r->t0.tv_sec) + (double)(t1.tv_nsec - r->t0.tv_nsec) / 1e9;
+		/* A stream lasts as long as its client: its length says nothing of latency. */
+		metrics_request(r->api.route ? r->api.route->pattern : "unmatched", r->method,
+		                r->api.status, r->streamed ? -1 : s);
+		log_debug("http", "%s %s -> %u (%.3f ms)", r->method, r->path, r->api.status,
+		          s * 1e3);
+	}
+	if (r->c)
+		r->c->req = NULL;
+	if (r->stream) /* never handed to MHD */
+		stream_free(r->stream);
+	json_decref(r->api.body);
+	json_decref(r->api.reply);
+	free(r->api.reply_text);
+	free(r->body);
+	free(r);
+	*con_cls = NULL;
+	h->inflight--;
+}
+
+/*
+ * The client closed its side. Whatever the connection waits for (the rest of
+ * a request, an event for a held request or a stream) can no longer reach
+ * it: shut the socket down so MHD's next read sees the end, and wake what is
+ * parked so that read happens now. A reply being sent is left to finish.
+ */
+static void on_peer_closed(evutil_socket_t fd, short what, void *arg)
+{
+	struct http_conn *c = arg;
+	struct timeval now = { 0, 0 };
+	struct pollfd p = { .fd = fd, .events = POLLRDHUP };
+	/*
+	 * Woken by data as well: a reset (a client closing with unread data) is
+	 * reported as readable, never as EV_CLOSED. Only a closed side counts.
+	 */
+	if (!(what & EV_CLOSED) &&
+	    (poll(&p, 1, 0) != 1 || !(p.revents & (POLLRDHUP | POLLHUP | POLLERR))))
+		return;
+	if (c->req && c->req->state == REQ_SENT && !c->stream)
+		return;
+	log_debug("http", "client closed its connection; ending it");
+	/* Once is enough, and our own shutdown would wake us again. */
+	event_del(c->ev_closed);
+	shutdown(fd, SHUT_RDWR);
+	if (c->stream)
+		stream_end(&c->stream->api);
+	else if (c->req && c->req->state == REQ_SUSPENDED)
+		MHD_resume_connection(c->conn);
+	evtimer_add(c->h->ev_timer, &now);
+}
+
+static struct http_conn *conn_new(struct http_server *h, struct MHD_Connection *conn)
+{
+	struct http_conn *c = calloc(1, sizeof(*c));
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (!c)
+		return NULL;
+	c->h = h;
+	c->conn = conn;
+	if (ci)
+		c->ev_closed =
+		    event_new(h->env->base, ci->connect_fd,
+		              EV_READ | EV_ET | EV_CLOSED | EV_PERSIST, on_peer_closed, c);
+	if (c->ev_closed && event_add(c->ev_closed, NULL) < 0) {
+		event_free(c->ev_closed);
+		c->ev_closed = NULL;
+	}
+	return c;
+}
+
+static void conn_free(struct http_conn *c)
+{
+	if (!c)
+		return;
+	if (c->req)
+		c->req->c = NULL;
+	if (c->stream)
+		c->stream->c = NULL;
+	if (c->ev_closed)
+		event_free(c->ev_closed);
+	free(c);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+	struct http_server *h = cls;
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		h->open++;
+		*socket_context = conn_new(h, conn);
+		metrics_connections(1);
+		return;
+	}
+	h->open--;
+	h->closed_in_run = true;
+	conn_free(*socket_context);
+	*socket_context = NULL;
+	metrics_connections(-1);
+}
+
+/*
+ * Percent-decoding in place would turn "%00" into a NUL that silently cuts a
+ * name short ("srv1%00x" would address srv1): leave such a string undecoded,
+ * so it fails the name rules instead.
+ */
+static size_t on_unescape(void *cls, struct MHD_Connection *conn, char *s)
+{
+	(void)cls;
+	(void)conn;
+	if (strstr(s, "%00"))
+		return strlen(s);
+	return MHD_http_unescape(s);
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char msg[512];
+	(void)cls;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	size_t n = strlen(msg);
+	while (n && msg[n - 1] == '\n')
+		msg[--n] = '\0';
+	log_warn("http", "%s", msg);
+}
+
+static int bind_listener(const struct ofcd_config *cfg, int *fd_out, char *err, size_t errlen)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC,
+		                  .ai_socktype = SOCK_STREAM,
+		                  .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
+	struct addrinfo *res = NULL;
+	char port[8];
+	int fd = -1, one = 1, rc;
+
+	snprintf(port, sizeof(port), "%u", cfg->listen_port);
+	rc = getaddrinfo(cfg->listen_host, port, &hints, &res);
+	if (rc != 0) {
+		snprintf(err, errlen, "[http] listen: cannot resolve %s: %s", cfg->listen_host,
+		         gai_strerror(rc));
+		return -EINVAL;
+	}
+	fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(fd, res->ai_addr, res->ai_addrlen) < 0 || listen(fd, 1024) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "[http] listen: cannot listen on %s:%u: %s", cfg->listen_host,
+		         cfg->listen_port, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		freeaddrinfo(res);
+		return rc;
+	}
+	freeaddrinfo(res);
+	*fd_out = fd;
+	return 0;
+}
+
+/* The whole of a PEM file as a string (malloc'd), or NULL with the reason in err. */
+static char *read_pem(const char *key, const char *path, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "r");
+	int why = f ? EIO : errno;
+	char *buf = NULL;
+	size_t len = 0;
+	if (f) {
+		FILE *m = open_memstream(&buf, &len);
+		char chunk[4096];
+		size_t n;
+		while (m && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+			fwrite(chunk, 1, n, m);
+		if (ferror(f) || !m || fclose(m) != 0) {
+			free(buf);
+			buf = NULL;
+		}
+		fclose(f);
+	}
+	if (!buf || !strstr(buf, "-----BEGIN ")) {
+		snprintf(err, errlen, "[http] %s: cannot read a PEM file from %s%s%s", key, path,
+		         buf ? "" : ": ", buf ? "" : strerror(why));
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+static void free_secret(char *s)
+{
+	if (s)
+		explicit_bzero(s, strlen(s));
+	free(s);
+}
+
+int http_start(struct api_env *env, struct http_server **out, char *err, size_t errlen)
+{
+	struct http_server *h = calloc(1, sizeof(*h));
+	int rc;
+	if (!h) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	h->env = env;
+	h->cfg = env->cfg;
+	h->listen_fd = -1;
+	rc = bind_listener(h->cfg, &h->listen_fd, err, errlen);
+	if (rc < 0)
+		goto fail;
+
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	if (getsockname(h->listen_fd, (struct sockaddr *)&ss, &sl) == 0)
+		h->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+		                                         : ((struct sockaddr_in *)&ss)->sin_port);
+
+	/* HTTPS: MHD's GnuTLS, fed the PEM text; the rest of the options are the same. */
+	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+	struct MHD_OptionItem tls[] = { { MHD_OPTION_END, 0, NULL },
+		                        { MHD_OPTION_END, 0, NULL },
+		                        { MHD_OPTION_END, 0, NULL } };
+	if (h->cfg->tls_cert[0]) {
+		if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+			snprintf(err, errlen,
+			         "[http] tls_cert: this libmicrohttpd has no TLS support");
+			rc = -ENOTSUP;
+			goto fail;
+		}
+		h->tls_cert = read_pem("tls_cert", h->cfg->tls_cert, err, errlen);
+		h->tls_key = h->tls_cert ? read_pem("tls_key", h->cfg->tls_key, err, errlen) : NULL;
+		if (!h->tls_key) {
+			rc = -EINVAL;
+			goto fail;
+		}
+		flags |= MHD_USE_TLS;
+		tls[0] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0, h->tls_cert };
+		tls[1] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_KEY, 0, h->tls_key };
+	}
+	h->mhd = MHD_start_daemon(
+	    flags, 0, NULL, NULL, on_access, h, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h,
+	    MHD_OPTION_UNESCAPE_CALLBACK, on_unescape, h, MHD_OPTION_LISTEN_SOCKET, h->listen_fd,
+	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_NOTIFY_CONNECTION,
+	    on_connection, h, MHD_OPTION_CONNECTION_LIMIT,
+	    h->cfg->max_connections + HTTP_PROBE_RESERVE, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+	    h->cfg->max_connections_per_ip, MHD_OPTION_CONNECTION_TIMEOUT,
+	    h->cfg->request_timeout_s, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
+	if (!h->mhd) {
+		snprintf(err, errlen, "cannot start the HTTP server (libmicrohttpd)%s",
+		         h->tls_cert
+		             ? ": are [http] tls_cert and tls_key a certificate and its key?"
+		             : "");
+		rc = -EIO;
+		goto fail;
+	}
+	const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+	if (!info) {
+		snprintf(err, errlen, "libmicrohttpd has no epoll support");
+		rc = -ENOTSUP;
+		goto fail;
+	}
+	h->ev_epoll = event_new(env->base, info->epoll_fd, EV_READ | EV_PERSIST, on_mhd_ready, h);
+	h->ev_timer = evtimer_new(env->base, on_mhd_ready, h);
+	if (!h->ev_epoll || !h->ev_timer || event_add(h->ev_epoll, NULL) < 0) {
+		snprintf(err, errlen, "cannot register the HTTP server with the event loop");
+		rc = -ENOMEM;
+		goto fail;
+	}
+	schedule_run(h);
+	*out = h;
+	return 0;
+fail:
+	http_destroy(h);
+	return rc;
+}
+
+void http_quiesce(struct http_server *h)
+{
+	if (!h || !h->mhd || h->listen_fd < 0)
+		return;
+	h->quiesced = true;
+	MHD_socket fd = MHD_quiesce_daemon(h->mhd);
+	if (fd != MHD_INVALID_SOCKET)
+		close(fd);
+	h->listen_fd = -1;
+	schedule_run(h);
+}
+
+size_t http_inflight(const struct http_server *h)
+{
+	return h ? h->inflight : 0;
+}
+
+void http_abort_suspended(struct http_server *h, bool replicating_too)
+{
+	struct http_req *r = h ? h->suspended : NULL;
+	while (r) {
+		/* A write the cluster's log has in hand is answered by the log, within the drain.
+		 */
+		if (r->api.replicating && !replicating_too) {
+			r = r->next;
+			continue;
+		}
+		if (r->api.on_abort)
+			r->api.on_abort(&r->api, false);
+		req_resume(&r->api); /* unlinks it */
+		r = h->suspended;
+	}
+}
+
+unsigned http_port(const struct http_server *h)
+{
+	return h->port;
+}
+
+void http_destroy(struct http_server *h)
+{
+	if (!h)
+		return;
+	http_abort_suspended(h, true);
+	/* MHD must not be stopped with suspended connections: wake and end the streams. */
+	http_end_streams(h);
+	if (h->mhd && h->streams)
+		MHD_run(h->mhd);
+	if (h->ev_epoll)
+		event_free(h->ev_epoll);
+	if (h->ev_timer)
+		event_free(h->ev_timer);
+	if (h->mhd)
+		MHD_stop_daemon(h->mhd);
+	else if (h->listen_fd >= 0)
+		close(h->listen_fd);
+	free(h->tls_cert);
+	free_secret(h->tls_key);
+	free(h);
+}

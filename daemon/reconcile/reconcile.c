@@ -1,0 +1,810 @@
+/*
+ * The reconciler's core (see reconcile.h and reconcile_internal.h): a driver
+ * instance per OCS unit of the topology, the driver callbacks, the pass that
+ * turns each unit's difference into batches, the audit's rounds, the
+ * desired state's deltas handed on, and the public API. Operations and
+ * read-back copies go through reconcile_store.c; the per-port bookkeeping,
+ * batches and isolation are reconcile_ports.c's, fabric states
+ * reconcile_state.c's, the full recomputation reconcile_audit.c's.
+ */
+#include "reconcile.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "state/desired.h"
+#include "base/events.h"
+#include "log.h"
+#include "plan_diff.h"
+#include "reconcile_internal.h"
+#include "state/store_sql.h"
+#include "domain/topo.h"
+
+/* Largest batch: OVS takes thousands of flow mods at once; bounded so one batch cannot stall. */
+/* A read-back's entries are read as cross-connects where they already are in order. */
+_Static_assert(sizeof(struct ocs_xc) == sizeof(struct plan_xc) &&
+                   offsetof(struct ocs_xc, a) == offsetof(struct plan_xc, a) &&
+                   offsetof(struct ocs_xc, b) == offsetof(struct plan_xc, b),
+               "struct ocs_xc and struct plan_xc share a layout");
+
+#define BATCH_MAX_OPS 8192
+#define RETRY_BASE_MS 100
+#define RETRY_MAX_MS  10000
+
+static void drive(struct unit *u);
+static void on_read(void *arg, int status, const char *err, const struct ocs_readback *rb);
+
+static const char *conn_name(enum ocs_conn_state s)
+{
+	return s == OCS_CONN_UP ? "connected" : s == OCS_CONN_CONNECTING ? "connecting" : "down";
+}
+
+static json_t *xcs_json(const struct plan_xc *v, size_t n)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(a,
+		                      json_pack("[I, I]", (json_int_t)v[i].a, (json_int_t)v[i].b));
+	return a;
+}
+
+static json_t *flows_json(const struct ocs_flow *v, size_t n)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(
+		    a, json_pack("[I, I]", (json_int_t)v[i].in_port, (json_int_t)v[i].out_port));
+	return a;
+}
+
+/* ---- driver callbacks ---------------------------------------------------- */
+
+static void schedule_retry(struct unit *u)
+{
+	unsigned shift = u->failures < 7 ? u->failures : 7;
+	unsigned ms = RETRY_BASE_MS << shift;
+	if (ms > RETRY_MAX_MS)
+		ms = RETRY_MAX_MS;
+	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
+	u->retry_pending = true;
+	evtimer_add(u->retry, &tv);
+}
+
+static void on_retry(evutil_socket_t fd, short what, void *arg)
+{
+	struct unit *u = arg;
+	struct metrics_loop l = metrics_loop_enter("reconcile");
+	(void)fd;
+	(void)what;
+	u->retry_pending = false;
+	u->trigger = "retry";
+	drive(u);
+	metrics_loop_leave(l);
+}
+
+static void start_read(struct unit *u)
+{
+	u->busy = true;
+	int rc = u->ops->read(u->h, on_read, u);
+	if (rc < 0) {
+		u->busy = false;
+		u->have_actual = false;
+		u->in_sync = false;
+		snprintf(u->last_error, sizeof(u->last_error), "read back: %s", strerror(-rc));
+	}
+	reconcile_unit_changed(u->r, u);
+}
+
+static void on_apply(void *arg, int status, const char *err)
+{
+	struct unit *u = arg;
+	struct metrics_loop l = metrics_loop_enter("reconcile");
+	struct reconcile_work t0 = reconcile_work_start();
+	u->busy = false;
+	u->applied_since_read = true;
+	reconcile_op_finish(u->r, u, status, err);
+	if (status < 0) {
+		u->failures++;
+		snprintf(u->last_error, sizeof(u->last_error), "%s", err ? err : strerror(-status));
+		log_warn("reconcile", "%s: batch failed (%u in a row): %s", u->name, u->failures,
+		         u->last_error);
+		schedule_retry(u);
+	} else {
+		u->failures = 0;
+		u->last_error[0] = '\0';
+	}
+	/* Whatever happened, learn what the unit now holds. */
+	if (u->conn == OCS_CONN_UP)
+		start_read(u);
+	reconcile_unit_changed(u->r, u);
+	reconcile_work_end(t0);
+	metrics_loop_leave(l);
+}
+
+static void read_done(struct unit *u, int status, const char *err, const struct ocs_readback *rb)
+{
+	struct reconciler *r = u->r;
+	struct reconcile_work t0 = reconcile_work_start();
+	u->busy = false;
+	reconcile_unit_changed(r, u);
+	if (status < 0) {
+		snprintf(u->last_error, sizeof(u->last_error), "read back: %s",
+		         err ? err : strerror(-status));
+		log_warn("reconcile", "%s: %s", u->name, u->last_error);
+		/* What we knew may be stale now: nothing is sent before a read succeeds. */
+		u->have_actual = false;
+		u->in_sync = false;
+		if (!u->retry_pending)
+			schedule_retry(u);
+		reconcile_work_end(t0);
+		return;
+	}
+	struct plan_xc *actual = malloc((rb->nxcs ? rb->nxcs : 1) * sizeof(*actual));
+	if (!actual) {
+		reconcile_work_end(t0);
+		return;
+	}
+	size_t n = rb->nxcs, before = u->nactual;
+	/*
+	 * What equals the previous read-back (normalized, in order) at both ends
+	 * is copied as it is; only what lies between is normalized and checked.
+	 */
+	const struct plan_xc *raw = (const struct plan_xc *)rb->xcs;
+	size_t head = reconcile_xcs_head(raw, u->actual, n < before ? n : before);
+	size_t tail =
+	    before > head && n > head
+	        ? reconcile_xcs_tail(raw + head, n - head, u->actual + head, before - head)
+	        : 0;
+	bool in_order = true;
+	uint64_t last = 0;
+	if (head)
+		memcpy(actual, raw, head * sizeof(*actual));
+	for (size_t i = head; i < n - tail; i++) {
+		uint32_t x = raw[i].a, y = raw[i].b, lo = x < y ? x : y, hi = x < y ? y : x;
+		actual[i] = (struct plan_xc){ lo, hi };
+	}
+	if (tail)
+		memcpy(actual + n - tail, raw + n - tail, tail * sizeof(*actual));
+	/* Drivers list in port order as a rule: checked where it may not hold, sorted if not. */
+	for (size_t i = head ? head - 1 : 0; i < n - (tail ? tail - 1 : 0); i++) {
+		uint64_t key = (uint64_t)actual[i].a << 32 | actual[i].b;
+		in_order &= i == (head ? head - 1 : 0) || key > last;
+		last = key;
+	}
+	if (!in_order)
+		n = plan_xc_sort_unique(actual, n);
+	bool changed = reconcile_ports_set_actual(r, u, actual, n, rb->partial, rb->npartial,
+	                                          rb->foreign, rb->nforeign) ||
+	               !u->have_actual;
+	/* A change nobody asked for: someone touched the unit behind our back. */
+	if (changed && u->have_actual && u->in_sync && !u->applied_since_read) {
+		log_warn("reconcile", "%s: drift: the unit changed behind the controller's back",
+		         u->name);
+		metrics_counter_add("ofcd_drift_repairs_total", RECONCILE_HELP_DRIFT, NULL, 1);
+		events_publish(r->d.events, EVENTS_DRIFT,
+		               json_pack("{s:s, s:I, s:I}", "ocs", u->name, "held_before",
+		                         (json_int_t)before, "held_now", (json_int_t)n));
+		u->trigger = "audit";
+	}
+	if (u->njoining)
+		memset(u->joining, 0, ((size_t)u->ports + 1) * sizeof(*u->joining));
+	u->njoining = 0;
+	u->have_actual = true;
+	u->applied_since_read = false;
+	if (changed)
+		reconcile_actual_changed(r, u);
+	desired_prune(r->d.desired, u->id, u->actual, u->nactual);
+	reconcile_check_isolation(r, u);
+	drive(u);
+	reconcile_work_end(t0);
+}
+
+static void on_read(void *arg, int status, const char *err, const struct ocs_readback *rb)
+{
+	struct metrics_loop l = metrics_loop_enter("reconcile");
+	read_done(arg, status, err, rb);
+	metrics_loop_leave(l);
+}
+
+static void conn_changed(struct unit *u, enum ocs_conn_state state, const char *err);
+
+static void on_conn_state(void *arg, enum ocs_conn_state state, const char *err)
+{
+	struct metrics_loop l = metrics_loop_enter("reconcile");
+	conn_changed(arg, state, err);
+	metrics_loop_leave(l);
+}
+
+static void conn_changed(struct unit *u, enum ocs_conn_state state, const char *err)
+{
+	struct reconciler *r = u->r;
+	enum ocs_conn_state old = u->conn;
+	u->conn = state;
+	if (err)
+		snprintf(u->last_error, sizeof(u->last_error), "%s", err);
+	if (state == old)
+		return;
+	log_info("reconcile", "%s: %s%s%s", u->name, conn_name(state), err ? ": " : "",
+	         err ? err : "");
+	json_t *ev = json_pack("{s:s, s:s}", "ocs", u->name, "state", conn_name(state));
+	if (err)
+		json_object_set_new(ev, "error", json_string(err));
+	events_publish(r->d.events, EVENTS_OCS_CONNECTION, ev);
+	if (state == OCS_CONN_UP) {
+		/* Whatever the unit held while we were away: read it before changing it. */
+		u->have_actual = false;
+		u->in_sync = false;
+		u->trigger = "connect";
+		/* A backoff from before the disconnect must not delay the fresh start. */
+		evtimer_del(u->retry);
+		u->retry_pending = false;
+		reconcile_kick(r);
+	} else if (old == OCS_CONN_UP) {
+		clock_gettime(CLOCK_MONOTONIC, &u->down_since);
+	}
+	reconcile_unit_changed(r, u);
+}
+
+static void on_port_state(void *arg, uint32_t port, bool up)
+{
+	struct unit *u = arg;
+	struct metrics_loop l = metrics_loop_enter("reconcile");
+	reconcile_store_port_state(u->r, u, port, up);
+	metrics_loop_leave(l);
+}
+
+/* ---- units --------------------------------------------------------------- */
+
+static void unit_close(struct unit *u, bool shutdown)
+{
+	if (u->h)
+		u->ops->close(u->h); /* pending callbacks are never called after close */
+	u->h = NULL;
+	u->busy = false;
+	if (u->op_id)
+		reconcile_op_finish(u->r, u, shutdown ? -ESHUTDOWN : -ECANCELED,
+		                    shutdown ? "the daemon stopped before the batch completed"
+		                             : "the OCS unit was removed or reconfigured");
+}
+
+static void unit_free(struct unit *u, bool shutdown)
+{
+	unit_close(u, shutdown);
+	if (u->retry)
+		event_free(u->retry);
+	reconcile_ports_free(u->r, u);
+	free(u->actual);
+	free(u->partial);
+	free(u->foreign);
+	free(u->flushed);
+	free(u->violations);
+	json_decref(u->op_fabrics);
+	desired_forget(u->r->d.desired, u->id);
+	free(u);
+}
+
+static void unit_open(struct reconciler *r, struct unit *u)
+{
+	char err[256];
+	struct ocs_open_params p = { .name = u->name,
+		                     .endpoint = u->endpoint,
+		                     .ports = u->ports,
+		                     .master_generation = (uint64_t)r->d.master_generation };
+	struct ocs_events ev = { .conn_state = on_conn_state,
+		                 .port_state = on_port_state,
+		                 .arg = u };
+	u->ops = ocs_driver_find(u->driver);
+	u->conn = OCS_CONN_DOWN;
+	clock_gettime(CLOCK_MONOTONIC, &u->down_since);
+	if (!u->ops) {
+		snprintf(u->last_error, sizeof(u->last_error), "unknown driver %s", u->driver);
+		return;
+	}
+	int rc = u->ops->open(r->d.base, &p, &ev, &u->h, err, sizeof(err));
+	if (rc < 0) {
+		u->h = NULL;
+		snprintf(u->last_error, sizeof(u->last_error), "%s", err);
+		log_error("reconcile", "%s: cannot open %s driver at \"%s\": %s", u->name,
+		          u->driver, u->endpoint, err);
+	}
+}
+
+static struct unit *unit_new(struct reconciler *r, sqlite3_stmt *st)
+{
+	struct unit *u = calloc(1, sizeof(*u));
+	if (!u)
+		return NULL;
+	u->r = r;
+	u->id = sqlite3_column_int64(st, 0);
+	snprintf(u->name, sizeof(u->name), "%s", sqlite3_column_text(st, 1));
+	snprintf(u->driver, sizeof(u->driver), "%s", sqlite3_column_text(st, 2));
+	snprintf(u->endpoint, sizeof(u->endpoint), "%s", sqlite3_column_text(st, 3));
+	u->ports = (uint32_t)sqlite3_column_int64(st, 4);
+	u->trigger = "startup";
+	u->retry = evtimer_new(r->d.base, on_retry, u);
+	if (!u->retry || reconcile_ports_init(r, u) < 0) {
+		unit_free(u, false);
+		return NULL;
+	}
+	reconcile_store_last_known(r, u);
+	unit_open(r, u);
+	return u;
+}
+
+static int unit_id_cmp(const void *x, const void *y)
+{
+	int64_t a = (*(struct unit *const *)x)->id, b = (*(struct unit *const *)y)->id;
+	return a < b ? -1 : a > b;
+}
+
+/* The units by id, for the lookups of every change. */
+static void index_units(struct reconciler *r)
+{
+	size_t n = 0;
+	for (struct unit *u = r->units; u; u = u->next)
+		n++;
+	struct unit **v = malloc((n ? n : 1) * sizeof(*v));
+	if (!v) {
+		r->units_synced = false; /* tried again at the next pass */
+		return;
+	}
+	n = 0;
+	for (struct unit *u = r->units; u; u = u->next)
+		v[n++] = u;
+	qsort(v, n, sizeof(*v), unit_id_cmp);
+	free(r->byid);
+	r->byid = v;
+	r->nunits = n;
+}
+
+struct unit *reconcile_unit_by_id(struct reconciler *r, int64_t id)
+{
+	if (!r)
+		return NULL; /* a cluster follower drives no unit */
+	size_t lo = 0, hi = r->nunits;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (r->byid[mid]->id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < r->nunits && r->byid[lo]->id == id ? r->byid[lo] : NULL;
+}
+
+/*
+ * Opens, reopens and closes driver instances to follow the ocs table, when it
+ * changed since the last time. A new unit reads its ports' owners, desired
+ * set and last read-back (at 8,192 servers, about a millisecond each): after
+ * a slice's worth the others wait for the next pass, on the next iteration.
+ */
+static void sync_units(struct reconciler *r, const struct reconcile_work *t0)
+{
+	uint64_t version = desired_units_version(r->d.desired);
+	if (r->units_synced && version == r->units_version)
+		return;
+	r->units_synced = true;
+	r->units_version = version;
+	/* The index may hold units freed below until it is rebuilt. */
+	r->nunits = 0;
+	for (struct unit *u = r->units; u; u = u->next)
+		u->seen = false;
+	sqlite3_stmt *st =
+	    store_stmt(r->d.store, "SELECT id, name, driver, endpoint, ports FROM ocs");
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(st, 0);
+		struct unit **pu = &r->units;
+		while (*pu && (*pu)->id != id)
+			pu = &(*pu)->next;
+		struct unit *u = *pu;
+		if (u && (strcmp(u->driver, (const char *)sqlite3_column_text(st, 2)) != 0 ||
+		          strcmp(u->endpoint, (const char *)sqlite3_column_text(st, 3)) != 0 ||
+		          u->ports != (uint32_t)sqlite3_column_int64(st, 4))) {
+			*pu = u->next;
+			unit_free(u, false);
+			u = NULL;
+		}
+		if (!u && reconcile_since(&t0->wall) * 1e6 > RECONCILE_SLICE_US) {
+			r->units_synced = false;
+			continue;
+		}
+		if (!u) {
+			u = unit_new(r, st);
+			if (!u) {
+				r->units_synced = false;
+				continue;
+			}
+			u->next = r->units;
+			r->units = u;
+		}
+		u->seen = true;
+	}
+	sqlite3_reset(st);
+	for (struct unit **pu = &r->units; *pu;) {
+		struct unit *u = *pu;
+		if (u->seen) {
+			pu = &u->next;
+			continue;
+		}
+		*pu = u->next;
+		unit_free(u, false);
+	}
+	index_units(r);
+	if (!r->units_synced) {
+		/* A timer, not event_active(): what else is ready gets its turn first. */
+		struct timeval now = { 0, 0 };
+		event_add(r->ev_pass, &now);
+	}
+}
+
+/* ---- the pass ------------------------------------------------------------ */
+
+static void drive(struct unit *u)
+{
+	struct reconciler *r = u->r;
+	if (!u->h || u->conn != OCS_CONN_UP || u->busy || u->retry_pending)
+		return;
+	if (!u->have_actual) {
+		start_read(u);
+		return;
+	}
+	/* A mirror that failed to load may miss circuits: sending its diff would tear them down. */
+	if (!desired_usable(r->d.desired))
+		return;
+	if (!u->stray.n && !u->noor && !u->npartial && !u->miss.n) {
+		/* Whatever set the trigger needed nothing: the next batch comes from a change. */
+		u->in_sync = true;
+		u->trigger = "change";
+		return;
+	}
+	struct plan_batch b = { 0 };
+	if (reconcile_ports_batch(u, BATCH_MAX_OPS, &b) < 0) {
+		log_error("reconcile", "%s: cannot compute the batch", u->name);
+		goto out;
+	}
+	u->in_sync = b.ndel + b.nadd == 0;
+	if (u->in_sync) {
+		/* Whatever set the trigger needed nothing: the next batch comes from a change. */
+		u->trigger = "change";
+		goto out;
+	}
+
+	u->op_id = reconcile_op_start(r, u, &b);
+	u->trigger = "change";
+	struct ocs_xc *del = malloc((b.ndel ? b.ndel : 1) * sizeof(*del));
+	struct ocs_xc *add = malloc((b.nadd ? b.nadd : 1) * sizeof(*add));
+	if (del && add) {
+		for (size_t i = 0; i < b.ndel; i++)
+			del[i] = (struct ocs_xc){ b.del[i].a, b.del[i].b };
+		for (size_t i = 0; i < b.nadd; i++)
+			add[i] = (struct ocs_xc){ b.add[i].a, b.add[i].b };
+		struct ocs_batch batch = { .del = del, .ndel = b.ndel, .add = add, .nadd = b.nadd };
+		log_debug("reconcile", "%s: batch of %zu removals, %zu additions (%s)", u->name,
+		          b.ndel, b.nadd, u->trigger);
+		u->busy = true;
+		for (size_t i = 0; i < b.nadd; i++) {
+			if (b.add[i].b <= u->ports) {
+				u->joining[b.add[i].a] = b.add[i].b;
+				u->joining[b.add[i].b] = b.add[i].a;
+				u->njoining++;
+			}
+		}
+		int rc = u->ops->apply(u->h, &batch, on_apply, u);
+		if (rc < 0) {
+			u->busy = false;
+			reconcile_op_finish(r, u, rc, strerror(-rc));
+			snprintf(u->last_error, sizeof(u->last_error), "apply: %s", strerror(-rc));
+		}
+	}
+	free(del);
+	free(add);
+	reconcile_unit_changed(r, u);
+out:
+	plan_batch_free(&b);
+}
+
+static void on_pass(evutil_socket_t fd, short what, void *arg)
+{
+	struct reconciler *r = arg;
+	struct metrics_loop l = metrics_loop_enter("reconcile");
+	(void)fd;
+	(void)what;
+	struct reconcile_work t0 = reconcile_work_start();
+	r->generation++;
+	desired_refresh(r->d.desired);
+	sync_units(r, &t0);
+	/* A unit with nothing to change costs a look at its sets. */
+	for (struct unit *u = r->units; u; u = u->next)
+		drive(u);
+	reconcile_work_end(t0);
+	reconcile_schedule_states(r);
+	metrics_loop_leave(l);
+}
+
+void reconcile_kick(struct reconciler *r)
+{
+	if (r)
+		event_active(r->ev_pass, 0, 0);
+}
+
+static void on_audit(evutil_socket_t fd, short what, void *arg)
+{
+	struct reconciler *r = arg;
+	struct metrics_loop l = metrics_loop_enter("reconcile");
+	(void)fd;
+	(void)what;
+	desired_refresh(r->d.desired);
+	for (struct unit *u = r->units; u; u = u->next)
+		if (u->h && u->conn == OCS_CONN_UP && !u->busy)
+			start_read(u);
+	/* The full recomputation follows, in slices (on_audit_slice). */
+	r->audit_next = 0;
+	struct timeval now = { 0, 0 };
+	evtimer_add(r->ev_audit_slice, &now);
+	metrics_loop_leave(l);
+}
+
+/*
+ * The audit's full recomputation (reconcile_audit.c), unit by unit in id
+ * order for about a slice, then re-armed: at 8,192 servers a unit is a few
+ * milliseconds, and all of them at once would hold the loop for a second.
+ * The fabrics' sums after the last unit.
+ */
+static void on_audit_slice(evutil_socket_t fd, short what, void *arg)
+{
+	struct reconciler *r = arg;
+	struct metrics_loop l = metrics_loop_enter("reconcile");
+	struct reconcile_work t0 = reconcile_work_start();
+	(void)fd;
+	(void)what;
+	size_t i = 0, done = 0;
+	while (i < r->nunits && r->byid[i]->id < r->audit_next)
+		i++;
+	for (; i < r->nunits && (!done || reconcile_since(&t0.wall) * 1e6 < RECONCILE_SLICE_US);
+	     i++, done++) {
+		reconcile_audit_unit(r, r->byid[i], true);
+		r->audit_next = r->byid[i]->id + 1;
+	}
+	if (i < r->nunits) {
+		struct timeval now = { 0, 0 };
+		evtimer_add(r->ev_audit_slice, &now);
+	} else {
+		reconcile_audit_fabrics(r);
+	}
+	reconcile_work_end(t0);
+	metrics_loop_leave(l);
+}
+
+void reconcile_set_audit_interval(struct reconciler *r, unsigned seconds)
+{
+	if (!r)
+		return; /* a follower: its reconciler takes the interval when it leads */
+	struct timeval tv = { seconds ? seconds : 30, 0 };
+	event_del(r->ev_audit);
+	event_add(r->ev_audit, &tv);
+}
+
+/* ---- metrics ------------------------------------------------------------- */
+
+static int unit_cmp(const void *a, const void *b)
+{
+	return strcmp((*(struct unit *const *)a)->name, (*(struct unit *const *)b)->name);
+}
+
+static bool unit_in_sync(const struct unit *u)
+{
+	return u->conn == OCS_CONN_UP && u->have_actual && u->in_sync && !u->busy;
+}
+
+/*
+ * What operators alert on: each unit's connection and sync (by name, so a
+ * scrape reads the same order every time) and the fabrics in each state.
+ */
+static void collect_metrics(void *arg, struct metrics_out *out)
+{
+	struct reconciler *r = arg;
+	size_t n = 0;
+	for (struct unit *u = r->units; u; u = u->next)
+		n++;
+	struct unit **v = malloc((n ? n : 1) * sizeof(*v));
+	if (v) {
+		n = 0;
+		for (struct unit *u = r->units; u; u = u->next)
+			v[n++] = u;
+		qsort(v, n, sizeof(*v), unit_cmp);
+		char label[96];
+		metrics_family(out, "ofcd_ocs_connected", "gauge",
+		               "1 while the controller is connected to the OCS unit, else 0.");
+		for (size_t i = 0; i < n; i++) {
+			snprintf(label, sizeof(label), "ocs=\"%s\"", v[i]->name);
+			metrics_sample(out, "ofcd_ocs_connected", label, v[i]->conn == OCS_CONN_UP);
+		}
+		metrics_family(out, "ofcd_ocs_in_sync", "gauge",
+		               "1 while the OCS unit holds exactly the cross-connects the fabrics "
+		               "ask of it (read back), else 0.");
+		for (size_t i = 0; i < n; i++) {
+			snprintf(label, sizeof(label), "ocs=\"%s\"", v[i]->name);
+			metrics_sample(out, "ofcd_ocs_in_sync", label, unit_in_sync(v[i]));
+		}
+		free(v);
+	}
+	uint64_t counts[PLAN_STATE__COUNT];
+	if (topo_fabric_state_counts(r->d.store, counts) == 0) {
+		char label[48];
+		metrics_family(out, "ofcd_fabrics", "gauge", "Fabrics in each state.");
+		for (int st = 0; st < PLAN_STATE__COUNT; st++) {
+			snprintf(label, sizeof(label), "state=\"%s\"", plan_state_name(st));
+			metrics_sample(out, "ofcd_fabrics", label, (double)counts[st]);
+		}
+	}
+}
+
+/* ---- what the desired state says changed ------------------------------------ */
+
+static void on_desired_circuit(void *arg, int64_t ocs_id, struct plan_xc xc, int64_t fabric,
+                               bool added)
+{
+	struct reconciler *r = arg;
+	struct unit *u = reconcile_unit_by_id(r, ocs_id);
+	/* A unit not opened yet reads the whole desired state when it is. */
+	if (u)
+		reconcile_ports_desired(r, u, xc, fabric, added);
+}
+
+static void on_desired_owner(void *arg, int64_t ocs_id, uint32_t port, int64_t before,
+                             int64_t after)
+{
+	struct reconciler *r = arg;
+	struct unit *u = reconcile_unit_by_id(r, ocs_id);
+	if (u)
+		reconcile_ports_owner(r, u, port, before, after);
+}
+
+static void on_desired_fabric(void *arg, int64_t fabric_id)
+{
+	reconcile_fabric_touched(arg, fabric_id);
+}
+
+/* ---- public -------------------------------------------------------------- */
+
+int reconcile_init(const struct reconcile_deps *d, struct reconciler **out)
+{
+	struct reconciler *r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->d = *d;
+	r->ev_pass = event_new(d->base, -1, 0, on_pass, r);
+	r->ev_audit = event_new(d->base, -1, EV_PERSIST, on_audit, r);
+	r->ev_states = evtimer_new(d->base, reconcile_states_cb, r);
+	r->ev_flush = evtimer_new(d->base, reconcile_flush_cb, r);
+	r->ev_journal = evtimer_new(d->base, reconcile_journal_cb, r);
+	r->ev_audit_slice = evtimer_new(d->base, on_audit_slice, r);
+	if (!r->ev_pass || !r->ev_audit || !r->ev_states || !r->ev_flush || !r->ev_journal ||
+	    !r->ev_audit_slice) {
+		reconcile_free(r);
+		return -ENOMEM;
+	}
+	reconcile_store_interrupted(r);
+	r->next_op_id = reconcile_store_next_op(r);
+	r->journal_flush = reconcile_journal_flush;
+	r->journal_ended = reconcile_journal_ended;
+	r->journal_write = reconcile_journal_write;
+	r->journal_done = reconcile_journal_done;
+	reconcile_set_audit_interval(r, d->audit_interval_s);
+	/* Every counter shown from 0, so the first increase is an increase to alert on. */
+	metrics_counter_add("ofcd_drift_repairs_total", RECONCILE_HELP_DRIFT, NULL, 0);
+	metrics_counter_add("ofcd_isolation_violations_total", RECONCILE_HELP_ISOLATION, NULL, 0);
+	metrics_counter_add("ofcd_reconcile_batches_total", RECONCILE_HELP_BATCHES,
+	                    "result=\"succeeded\"", 0);
+	metrics_counter_add("ofcd_reconcile_batches_total", RECONCILE_HELP_BATCHES,
+	                    "result=\"failed\"", 0);
+	metrics_collector_add(collect_metrics, r);
+	*out = r;
+	struct desired_listener l = { .circuit = on_desired_circuit,
+		                      .owner = on_desired_owner,
+		                      .fabric = on_desired_fabric,
+		                      .arg = r };
+	desired_listen(d->desired, &l);
+	r->rows_stale = true;
+	if (d->check)
+		r->check = reconcile_audit_all;
+	struct reconcile_work t0 = reconcile_work_start();
+	sync_units(r, &t0);
+	reconcile_kick(r);
+	return 0;
+}
+
+void reconcile_free(struct reconciler *r)
+{
+	if (!r)
+		return;
+	metrics_collector_remove(collect_metrics, r);
+	desired_listen(r->d.desired, NULL);
+	reconcile_flush_actual(r);
+	r->nunits = 0;
+	while (r->units) {
+		struct unit *u = r->units;
+		r->units = u->next;
+		unit_free(u, true);
+	}
+	/* The batches the units just ended as interrupted. */
+	reconcile_journal_flush(r);
+	free(r->journal);
+	free(r->byid);
+	reconcile_state_free(r);
+	if (r->ev_pass)
+		event_free(r->ev_pass);
+	if (r->ev_audit)
+		event_free(r->ev_audit);
+	if (r->ev_states)
+		event_free(r->ev_states);
+	if (r->ev_flush)
+		event_free(r->ev_flush);
+	if (r->ev_journal)
+		event_free(r->ev_journal);
+	if (r->ev_audit_slice)
+		event_free(r->ev_audit_slice);
+	free(r);
+}
+
+json_t *reconcile_unit_json(struct reconciler *r, int64_t ocs_id)
+{
+	struct unit *u = reconcile_unit_by_id(r, ocs_id);
+	if (!u)
+		return NULL;
+	json_t *down = reconcile_store_ports_down(r, ocs_id);
+	return json_pack("{s:s, s:s?, s:b, s:b, s:o, s:o, s:o, s:o}", "state", conn_name(u->conn),
+	                 "last_error", u->last_error[0] ? u->last_error : NULL, "read_back",
+	                 u->have_actual, "in_sync", unit_in_sync(u), "actual",
+	                 xcs_json(u->actual, u->nactual), "partial",
+	                 flows_json(u->partial, u->npartial), "foreign",
+	                 flows_json(u->foreign, u->nforeign), "ports_down", down);
+}
+
+bool reconcile_all_in_sync(struct reconciler *r)
+{
+	/* Units still to open may hold anything. */
+	if (!r || !r->units_synced)
+		return false;
+	for (struct unit *u = r->units; u; u = u->next)
+		if (!unit_in_sync(u) || u->op_id)
+			return false;
+	return true;
+}
+
+bool reconcile_port_joined(struct reconciler *r, int64_t ocs_id, uint32_t port, char *why,
+                           size_t len)
+{
+	struct unit *u = reconcile_unit_by_id(r, ocs_id);
+	return u && reconcile_port_leftover(r, u, port, why, len);
+}
+
+long reconcile_unit_held(struct reconciler *r, int64_t ocs_id)
+{
+	struct unit *u = reconcile_unit_by_id(r, ocs_id);
+	if (!u || !u->have_actual)
+		return -1;
+	return (long)(u->nactual + u->npartial);
+}
+
+uint64_t reconcile_generation(const struct reconciler *r)
+{
+	return r ? r->generation : 0;
+}
+
+int reconcile_inject(struct reconciler *r, int64_t ocs_id, const struct ocs_fault *fault)
+{
+	struct unit *u = reconcile_unit_by_id(r, ocs_id);
+	if (!u || !u->h)
+		return -ENOENT;
+	if (!u->ops->inject)
+		return -EOPNOTSUPP;
+	int rc = u->ops->inject(u->h, fault);
+	/* A change behind the controller's back is found by the audit, not announced. */
+	return rc;
+}

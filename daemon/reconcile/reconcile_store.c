@@ -1,0 +1,561 @@
+/*
+ * The reconciler's own rows in the store: one operation per batch (with its
+ * pairs and the fabrics it touches), the copy of every unit's read-back
+ * (actual_xc) and the ports whose link is down. All in short relaxed
+ * transactions of their own: a restart recomputes them anyway.
+ */
+#include <errno.h>
+#include <event2/event.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/events.h"
+#include "log.h"
+#include "reconcile_internal.h"
+#include "state/store_sql.h"
+
+/*
+ * A list of cross-connects as JSON text ("[[1,2],[3,4]]"), printed directly:
+ * an operation records every batch, and a jansson tree per pair costs more
+ * than the batch.
+ */
+static char *put_u32(char *p, uint32_t v)
+{
+	char digits[10];
+	int n = 0;
+	do
+		digits[n++] = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	while (n)
+		*p++ = digits[--n];
+	return p;
+}
+
+static char *xcs_text(const struct plan_xc *v, size_t n)
+{
+	char *buf = malloc(n * 24 + 3), *p = buf;
+	if (!buf)
+		return NULL;
+	*p++ = '[';
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			*p++ = ',';
+		*p++ = '[';
+		p = put_u32(p, v[i].a);
+		*p++ = ',';
+		p = put_u32(p, v[i].b);
+		*p++ = ']';
+	}
+	*p++ = ']';
+	*p = '\0';
+	return buf;
+}
+
+void reconcile_store_interrupted(struct reconciler *r)
+{
+	struct store *s = r->d.store;
+	if (store_begin(s) < 0)
+		return;
+	sqlite3_stmt *st = store_stmt(s, "UPDATE operation SET status = 'interrupted', "
+	                                 "error = 'the daemon stopped before the batch "
+	                                 "completed', ended = strftime('%Y-%m-%dT%H:%M:%fZ', "
+	                                 "'now') WHERE status = 'running'");
+	if (store_step_done(st) == 0)
+		store_commit(s);
+	else
+		store_rollback(s);
+}
+
+/* ---- operations ---------------------------------------------------------- */
+
+/*
+ * The fabrics whose circuits a batch touches: an addition is desired, so its
+ * fabric is known; a removal belongs to the fabric that last desired it or,
+ * when that is unknown (a stray or a change by hand), to the owners of its
+ * ports. NULL when memory is short.
+ */
+static json_t *batch_fabrics(struct reconciler *r, struct unit *u, const struct plan_batch *b)
+{
+	struct desired_set ds = reconcile_unit_desired(u);
+	int64_t *ids = malloc((b->nadd + 2 * b->ndel + 1) * sizeof(*ids));
+	json_t *names = json_array();
+	size_t n = 0;
+	if (!ids || !names) {
+		free(ids);
+		json_decref(names);
+		return NULL;
+	}
+	/* Looked up, not walked to: a small batch on a big unit costs its own size. */
+	for (size_t i = 0; ds.n && i < b->nadd; i++) {
+		const struct plan_xc *x = bsearch(&b->add[i], ds.xc, ds.n, sizeof(*x), plan_xc_cmp);
+		int64_t fabric = x ? ds.fabric[x - ds.xc] : 0;
+		if (fabric && (n == 0 || ids[n - 1] != fabric))
+			ids[n++] = fabric;
+	}
+	const char *last = NULL;
+	for (size_t i = 0; i < b->ndel; i++) {
+		const char *name =
+		    desired_former_owner(r->d.desired, u->id, b->del[i].a, b->del[i].b);
+		if (name) {
+			if (name != last)
+				reconcile_add_name(names, name);
+			last = name;
+		} else {
+			ids[n++] = reconcile_port_owner(u, b->del[i].a);
+			ids[n++] = reconcile_port_owner(u, b->del[i].b);
+		}
+	}
+	reconcile_add_fabric_names(r, names, ids, n);
+	free(ids);
+	return names;
+}
+
+/*
+ * A batch's operation as the journal holds it until it is written: its row to
+ * insert (started), its outcome to store and publish (finished), or both.
+ */
+struct reconcile_journal_entry {
+	int64_t id;
+	char ocs[65];
+	const char *trigger; /* static string */
+	size_t nadd, ndel;
+	char *adds, *dels; /* JSON text of the pairs, for a started one */
+	json_t *names;     /* the fabrics' names, for the rows of a started one (a reference) */
+	json_t *fabrics;   /* the same, for the event of a finished one (owned) */
+	bool started, finished;
+	int status;
+	char *err; /* malloc'd, for a failed one */
+};
+
+/*
+ * A few milliseconds: a batch that ends by then is written once, with its end,
+ * and a state update in between takes the journal into its own transaction.
+ */
+#define JOURNAL_DELAY_US 10000
+
+static void journal_schedule(struct reconciler *r)
+{
+	struct timeval soon = { 0, JOURNAL_DELAY_US };
+	if (!evtimer_pending(r->ev_journal, NULL))
+		evtimer_add(r->ev_journal, &soon);
+}
+
+static struct reconcile_journal_entry *journal_push(struct reconciler *r, int64_t id)
+{
+	if (r->njournal == r->capjournal) {
+		size_t cap = r->capjournal ? 2 * r->capjournal : 64;
+		struct reconcile_journal_entry *t = realloc(r->journal, cap * sizeof(*t));
+		if (!t)
+			return NULL;
+		r->journal = t;
+		r->capjournal = cap;
+	}
+	struct reconcile_journal_entry *e = &r->journal[r->njournal++];
+	memset(e, 0, sizeof(*e));
+	e->id = id;
+	journal_schedule(r);
+	return e;
+}
+
+int64_t reconcile_op_start(struct reconciler *r, struct unit *u, const struct plan_batch *b)
+{
+	json_decref(u->op_fabrics);
+	u->op_fabrics = batch_fabrics(r, u, b);
+	struct reconcile_journal_entry *e = journal_push(r, r->next_op_id);
+	char *adds = xcs_text(b->add, b->nadd), *dels = xcs_text(b->del, b->ndel);
+	if (!e || !adds || !dels) {
+		if (e)
+			r->njournal--;
+		free(adds);
+		free(dels);
+		log_error("reconcile", "%s: out of memory: the batch is sent unrecorded", u->name);
+		return 0;
+	}
+	snprintf(e->ocs, sizeof(e->ocs), "%s", u->name);
+	e->trigger = u->trigger;
+	e->nadd = b->nadd;
+	e->ndel = b->ndel;
+	e->adds = adds;
+	e->dels = dels;
+	e->names = json_incref(u->op_fabrics);
+	e->started = true;
+	return r->next_op_id++;
+}
+
+void reconcile_op_finish(struct reconciler *r, struct unit *u, int status, const char *err)
+{
+	if (!u->op_id)
+		return;
+	metrics_counter_add("ofcd_reconcile_batches_total", RECONCILE_HELP_BATCHES,
+	                    status == 0 ? "result=\"succeeded\"" : "result=\"failed\"", 1);
+	/* Its start is usually still in the journal: one row written, with its end. */
+	struct reconcile_journal_entry *e = NULL;
+	for (size_t i = r->njournal; i-- > 0 && !e;)
+		if (r->journal[i].id == u->op_id)
+			e = &r->journal[i];
+	if (!e && !(e = journal_push(r, u->op_id))) {
+		log_error("reconcile", "%s: out of memory: operation %lld left running", u->name,
+		          (long long)u->op_id);
+		json_decref(u->op_fabrics);
+	} else {
+		if (!e->started)
+			snprintf(e->ocs, sizeof(e->ocs), "%s", u->name);
+		e->finished = true;
+		e->status = status;
+		e->err = status ? strdup(err ? err : strerror(-status)) : NULL;
+		e->fabrics = u->op_fabrics ? u->op_fabrics : json_array();
+	}
+	u->op_fabrics = NULL;
+	u->op_id = 0;
+}
+
+static const char *status_name(int status)
+{
+	/* -ESHUTDOWN: the daemon stopped cleanly with the batch in flight. */
+	return status == 0 ? "succeeded" : status == -ESHUTDOWN ? "interrupted" : "failed";
+}
+
+static int journal_write(struct store *s, const struct reconcile_journal_entry *e)
+{
+	sqlite3_stmt *st;
+	int rc;
+	if (e->started) {
+		st =
+		    store_stmt(s, "INSERT INTO operation(id, ocs, trigger, nadds, ndeletes, "
+		                  "status, error, ended) VALUES (?, ?, ?, ?, ?, ?, ?, CASE WHEN ?8 "
+		                  "THEN strftime('%Y-%m-%dT%H:%M:%fZ', 'now') END)");
+		sqlite3_bind_int64(st, 1, e->id);
+		sqlite3_bind_text(st, 2, e->ocs, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3, e->trigger, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 4, (sqlite3_int64)e->nadd);
+		sqlite3_bind_int64(st, 5, (sqlite3_int64)e->ndel);
+		sqlite3_bind_text(st, 6, e->finished ? status_name(e->status) : "running", -1,
+		                  SQLITE_STATIC);
+		if (e->err)
+			sqlite3_bind_text(st, 7, e->err, -1, SQLITE_STATIC);
+		sqlite3_bind_int(st, 8, e->finished);
+		rc = store_step_done(st);
+		st = store_stmt(s, "INSERT INTO operation_xc(operation_id, adds, deletes) "
+		                   "VALUES (?, ?, ?)");
+		sqlite3_bind_int64(st, 1, e->id);
+		sqlite3_bind_text(st, 2, e->adds, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3, e->dels, -1, SQLITE_STATIC);
+		return rc ? rc : store_step_done(st);
+	}
+	st = store_stmt(s, "UPDATE operation SET status = ?, error = ?, "
+	                   "ended = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = ?");
+	sqlite3_bind_text(st, 1, status_name(e->status), -1, SQLITE_STATIC);
+	if (e->err)
+		sqlite3_bind_text(st, 2, e->err, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, e->id);
+	return store_step_done(st);
+}
+
+/* The names of the fabrics of a started batch, known when it started (its unit's). */
+static int journal_fabrics(struct store *s, const struct reconcile_journal_entry *e,
+                           const json_t *names)
+{
+	sqlite3_stmt *st =
+	    store_stmt(s, "INSERT INTO operation_fabric(operation_id, fabric) VALUES (?, ?)");
+	size_t i;
+	json_t *v;
+	int rc = 0;
+	json_array_foreach(names, i, v)
+	{
+		sqlite3_bind_int64(st, 1, e->id);
+		sqlite3_bind_text(st, 2, json_string_value(v), -1, SQLITE_STATIC);
+		if (rc == 0)
+			rc = store_step_done(st);
+	}
+	return rc;
+}
+
+int reconcile_journal_write(struct reconciler *r)
+{
+	struct store *s = r->d.store;
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < r->njournal; i++) {
+		struct reconcile_journal_entry *e = &r->journal[i];
+		rc = journal_write(s, e);
+		if (rc == 0 && e->started)
+			rc = journal_fabrics(s, e, e->names);
+	}
+	if (r->njournal && rc == 0) {
+		/* Keep the history bounded. */
+		sqlite3_stmt *st = store_stmt(s, "DELETE FROM operation WHERE id <= ? - 10000");
+		sqlite3_bind_int64(st, 1, r->next_op_id - 1);
+		rc = store_step_done(st);
+	}
+	return rc;
+}
+
+bool reconcile_journal_ended(const struct reconciler *r)
+{
+	for (size_t i = 0; i < r->njournal; i++)
+		if (r->journal[i].finished)
+			return true;
+	return false;
+}
+
+void reconcile_journal_done(struct reconciler *r)
+{
+	/* Published whether stored or not: whoever waits for a batch must hear it end. */
+	for (size_t i = 0; i < r->njournal; i++) {
+		struct reconcile_journal_entry *e = &r->journal[i];
+		if (e->finished) {
+			json_t *ev =
+			    json_pack("{s:I, s:s, s:s, s:O}", "id", (json_int_t)e->id, "ocs",
+			              e->ocs, "status", e->status == 0 ? "succeeded" : "failed",
+			              "fabrics", e->fabrics);
+			if (e->status)
+				json_object_set_new(ev, "error", json_string(e->err));
+			events_publish(r->d.events, EVENTS_OPERATION, ev);
+		}
+		free(e->adds);
+		free(e->dels);
+		free(e->err);
+		json_decref(e->fabrics);
+		json_decref(e->names);
+	}
+	r->njournal = 0;
+	if (r->ev_journal)
+		evtimer_del(r->ev_journal);
+}
+
+void reconcile_journal_flush(struct reconciler *r)
+{
+	struct store *s = r->d.store;
+	if (!r->njournal)
+		return;
+	int rc = store_begin_relaxed(s);
+	if (rc == 0)
+		rc = reconcile_journal_write(r);
+	if (rc == 0)
+		rc = store_commit(s);
+	if (rc < 0)
+		store_rollback(s);
+	reconcile_journal_done(r);
+}
+
+void reconcile_journal_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct metrics_loop l = metrics_loop_enter("reconcile");
+	(void)fd;
+	(void)what;
+	struct reconcile_work t0 = reconcile_work_start();
+	reconcile_journal_flush(arg);
+	reconcile_work_end(t0);
+	metrics_loop_leave(l);
+}
+
+int64_t reconcile_store_next_op(struct reconciler *r)
+{
+	sqlite3_stmt *st = store_stmt(r->d.store, "SELECT coalesce(max(id), 0) + 1 FROM operation");
+	int64_t id = 1;
+	if (st && sqlite3_step(st) == SQLITE_ROW)
+		id = sqlite3_column_int64(st, 0);
+	if (st)
+		sqlite3_reset(st);
+	return id;
+}
+
+/* ---- the read-back copy -------------------------------------------------- */
+
+/*
+ * The read-back state is written to the store for operators and tools; a
+ * restart reads every unit back and trusts the stored copy only for the server
+ * reservation until then (reconcile_store_last_known()), so it is written at
+ * most once a second for all units together, off the reconfiguration path.
+ */
+void reconcile_actual_changed(struct reconciler *r, struct unit *u)
+{
+	if (u->actual_dirty)
+		return;
+	u->actual_dirty = true;
+	if (!evtimer_pending(r->ev_flush, NULL)) {
+		struct timeval sec = { 1, 0 };
+		evtimer_add(r->ev_flush, &sec);
+	}
+}
+
+/* Writes what u holds now over what was last written: only the rows that differ. */
+static int flush_unit(struct store *s, struct unit *u)
+{
+	sqlite3_stmt *del = store_stmt(s, "DELETE FROM actual_xc WHERE ocs_id = ? AND a = ? AND "
+	                                  "b = ?");
+	sqlite3_stmt *ins = store_stmt(s, "INSERT INTO actual_xc(ocs_id, a, b) VALUES (?, ?, ?)");
+	const struct plan_xc *old = u->flushed, *now = u->actual;
+	size_t on = u->nflushed, n = u->nactual, i = 0, j = 0;
+	int rc = 0;
+	while (rc == 0 && (i < on || j < n)) {
+		int c = i == on ? 1 : j == n ? -1 : plan_xc_cmp(&old[i], &now[j]);
+		if (c == 0) {
+			i++, j++;
+			continue;
+		}
+		sqlite3_stmt *st = c < 0 ? del : ins;
+		const struct plan_xc *x = c < 0 ? &old[i++] : &now[j++];
+		sqlite3_bind_int64(st, 1, u->id);
+		sqlite3_bind_int64(st, 2, x->a);
+		sqlite3_bind_int64(st, 3, x->b);
+		rc = store_step_done(st);
+	}
+	return rc;
+}
+
+static void flushed_copy(struct unit *u)
+{
+	struct plan_xc *c = malloc((u->nactual ? u->nactual : 1) * sizeof(*c));
+	if (!c) {
+		/* Written in full next time. */
+		free(u->flushed);
+		u->flushed = NULL;
+		u->nflushed = 0;
+		return;
+	}
+	if (u->nactual)
+		memcpy(c, u->actual, u->nactual * sizeof(*c));
+	free(u->flushed);
+	u->flushed = c;
+	u->nflushed = u->nactual;
+}
+
+/* Writes the changed read-backs, a unit at a time, until limit_us pass; true when all are. */
+static bool flush_some(struct reconciler *r, double limit_us)
+{
+	struct store *s = r->d.store;
+	struct timespec t0;
+	bool any = false;
+	for (struct unit *u = r->units; u; u = u->next)
+		any |= u->actual_dirty;
+	if (!any)
+		return true;
+	if (store_begin_relaxed(s) < 0)
+		return false;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int rc = 0;
+	struct unit *u;
+	for (u = r->units; u && rc == 0 && reconcile_since(&t0) * 1e6 < limit_us; u = u->next) {
+		if (!u->actual_dirty)
+			continue;
+		if (!u->flushed) {
+			sqlite3_stmt *st = store_stmt(s, "DELETE FROM actual_xc WHERE ocs_id = ?");
+			sqlite3_bind_int64(st, 1, u->id);
+			rc = store_step_done(st);
+		}
+		if (rc == 0)
+			rc = flush_unit(s, u);
+		u->actual_dirty = rc < 0;
+		if (rc == 0)
+			flushed_copy(u);
+	}
+	if (rc == 0 && store_commit(s) == 0) {
+		for (; u; u = u->next)
+			if (u->actual_dirty)
+				return false;
+		return true;
+	}
+	/* Written in full again next time (the rollback undid them). */
+	store_rollback(s);
+	for (struct unit *v = r->units; v != u; v = v->next) {
+		v->actual_dirty = true;
+		free(v->flushed);
+		v->flushed = NULL;
+		v->nflushed = 0;
+	}
+	return false;
+}
+
+void reconcile_flush_actual(struct reconciler *r)
+{
+	/* At the end: everything, however long it takes. */
+	for (int tries = 0; tries < 3 && !flush_some(r, 1e12); tries++)
+		;
+}
+
+void reconcile_flush_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct reconciler *r = arg;
+	struct metrics_loop l = metrics_loop_enter("reconcile");
+	(void)fd;
+	(void)what;
+	struct reconcile_work t0 = reconcile_work_start();
+	if (!flush_some(r, RECONCILE_SLICE_US)) {
+		/* The rest on the next iteration, after whatever else is ready. */
+		struct timeval now = { 0, 0 };
+		evtimer_add(r->ev_flush, &now);
+	}
+	reconcile_work_end(t0);
+	metrics_loop_leave(l);
+}
+
+/*
+ * What the unit held when it was last read back, as stored (by a previous run,
+ * up to a second behind). Only the server reservation trusts it, and only
+ * until the first read-back: a unit unreachable after a restart may still
+ * hold a deleted fabric's circuits.
+ */
+void reconcile_store_last_known(struct reconciler *r, struct unit *u)
+{
+	sqlite3_stmt *st = store_stmt(r->d.store, "SELECT a, b FROM actual_xc WHERE ocs_id = ? "
+	                                          "ORDER BY a, b");
+	struct plan_xc *v = NULL;
+	size_t n = 0, cap = 0;
+	sqlite3_bind_int64(st, 1, u->id);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		int64_t a = sqlite3_column_int64(st, 0), b = sqlite3_column_int64(st, 1);
+		if (a < 1 || b <= a || b > u->ports)
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 256;
+			struct plan_xc *t = realloc(v, cap * sizeof(*t));
+			if (!t)
+				break;
+			v = t;
+		}
+		v[n++] = (struct plan_xc){ (uint32_t)a, (uint32_t)b };
+	}
+	sqlite3_reset(st);
+	if (!v)
+		v = malloc(sizeof(*v));
+	if (!v)
+		return;
+	reconcile_ports_set_actual(r, u, v, n, NULL, 0, NULL, 0);
+	/* What the store holds: the next write sends only what differs from it. */
+	flushed_copy(u);
+}
+
+/* ---- port link states ---------------------------------------------------- */
+
+void reconcile_store_port_state(struct reconciler *r, struct unit *u, uint32_t port, bool up)
+{
+	struct store *s = r->d.store;
+	if (store_begin_relaxed(s) < 0)
+		return;
+	sqlite3_stmt *st = store_stmt(s, up ? "DELETE FROM ocs_port_down WHERE ocs_id = ? AND "
+	                                      "port = ?"
+	                                    : "INSERT OR IGNORE INTO ocs_port_down(ocs_id, port) "
+	                                      "VALUES (?, ?)");
+	sqlite3_bind_int64(st, 1, u->id);
+	sqlite3_bind_int64(st, 2, port);
+	if (store_step_done(st) == 0)
+		store_commit(s);
+	else
+		store_rollback(s);
+	log_info("reconcile", "%s: port %u link %s", u->name, port, up ? "up" : "down");
+	events_publish(r->d.events, EVENTS_PORT_STATE,
+	               json_pack("{s:s, s:I, s:s}", "ocs", u->name, "port", (json_int_t)port,
+	                         "link", up ? "up" : "down"));
+}
+
+json_t *reconcile_store_ports_down(struct reconciler *r, int64_t ocs_id)
+{
+	json_t *down = json_array();
+	sqlite3_stmt *st = store_stmt(r->d.store, "SELECT port FROM ocs_port_down WHERE ocs_id = ? "
+	                                          "ORDER BY port");
+	sqlite3_bind_int64(st, 1, ocs_id);
+	while (sqlite3_step(st) == SQLITE_ROW)
+		json_array_append_new(down, json_integer(sqlite3_column_int64(st, 0)));
+	sqlite3_reset(st);
+	return down;
+}
