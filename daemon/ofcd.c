@@ -210,6 +210,8 @@ static int start_reconciler(struct ofcd *d, int64_t generation)
 	if (rc < 0)
 		log_error("daemon", "cannot start the reconciler: %s", strerror(-rc));
 	d->env.reconciler = d->reconciler;
+	d->units =
+	    d->reconciler ? reconcile_domain_units(d->reconciler) : (struct domain_units){ 0 };
 	return rc;
 }
 
@@ -235,6 +237,7 @@ static void on_follow(void *arg)
 	reconcile_free(d->reconciler);
 	d->reconciler = NULL;
 	d->env.reconciler = NULL;
+	d->units = (struct domain_units){ 0 };
 }
 
 int ofcd_init(struct ofcd *d, struct ofcd_config *cfg, const char *config_path, bool demo)
@@ -270,6 +273,7 @@ int ofcd_init(struct ofcd *d, struct ofcd_config *cfg, const char *config_path, 
 	d->env.cfg = &d->cfg;
 	d->env.store = d->store;
 	d->env.desired = d->desired;
+	d->env.units = &d->units;
 	bool cluster = d->cfg.cluster_nendpoints > 0;
 	if (demo && cluster)
 		log_warn("daemon", "no demo topology in a cluster: its members share one store");

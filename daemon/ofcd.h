@@ -13,6 +13,7 @@
 
 #include "api/api.h"
 #include "base/config.h"
+#include "domain/units.h"
 #include "version.h"
 
 struct event_base;
@@ -33,6 +34,7 @@ struct ofcd {
 	struct desired *desired;       /**< the store's circuits in memory (owned) */
 	struct http_server *http;      /**< REST server (owned) */
 	struct reconciler *reconciler; /**< keeps OCS units equal to the plans (owned) */
+	struct domain_units units;     /**< the reconciler's answers to the domain (env.units) */
 	struct events *events;         /**< the event bus (owned) */
 	struct ha *ha;                 /**< this member's part in a cluster; NULL: single node */
 	struct api_env env; /**< what request handlers see (borrowed pointers to the above) */

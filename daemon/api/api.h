@@ -27,6 +27,7 @@
 struct api_req;
 struct api_stream;
 struct desired;
+struct domain_units;
 struct event_base;
 struct events;
 struct ofcd_config;
@@ -98,9 +99,11 @@ struct api_env {
 	struct store *store;           /**< the durable desired state */
 	struct desired *desired;       /**< the store's circuits in memory */
 	struct reconciler *reconciler; /**< live state of the OCS units (read-only for handlers) */
-	struct events *events;         /**< the event bus */
-	struct timespec started;       /**< CLOCK_MONOTONIC at start, for uptime */
-	bool draining;                 /**< SIGTERM seen: writes and new waits are refused */
+	/** What the domain asks of the units (the reconciler's answers; the root keeps it). */
+	const struct domain_units *units;
+	struct events *events;   /**< the event bus */
+	struct timespec started; /**< CLOCK_MONOTONIC at start, for uptime */
+	bool draining;           /**< SIGTERM seen: writes and new waits are refused */
 	/**
 	 * Called after a write request's transaction committed, unless the handler
 	 * set desired_unchanged (the root wires it to the reconciler). NULL: none.

@@ -16,7 +16,7 @@ static struct fabric_ctx ctx_of(struct api_req *req)
 {
 	return (struct fabric_ctx){ .store = req->env->store,
 		                    .desired = req->env->desired,
-		                    .reconciler = req->env->reconciler };
+		                    .units = req->env->units };
 }
 
 /*

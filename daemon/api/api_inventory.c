@@ -16,7 +16,7 @@ void api_inventory_put(struct api_req *req)
 {
 	struct fabric_ctx c = { .store = req->env->store,
 		                .desired = req->env->desired,
-		                .reconciler = req->env->reconciler };
+		                .units = req->env->units };
 	struct ofcd_error e = { 0 };
 	struct rdma_inventory inv;
 	unsigned interval = 10;

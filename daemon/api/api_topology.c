@@ -293,8 +293,8 @@ void api_ocs_delete(struct api_req *req)
 		api_error(req, OFCD_E_INVALID_FIELD, "force", "force must be true when given");
 		return;
 	}
-	if (topo_ocs_remove(req->env->store, req->env->reconciler, req->params[0], force != NULL,
-	                    &e) < 0)
+	if (topo_ocs_remove(req->env->store, req->env->units, req->params[0], force != NULL, &e) <
+	    0)
 		api_fail(req, &e);
 	else
 		api_reply(req, 200, json_pack("{s:s}", "deleted", req->params[0]));
@@ -541,7 +541,7 @@ void api_topology_put(struct api_req *req)
 	t.ocs = ocs;
 	t.switches = switches;
 	t.servers = servers;
-	if (topo_apply(req->env->store, req->env->reconciler, &t, &e) < 0)
+	if (topo_apply(req->env->store, req->env->units, &t, &e) < 0)
 		api_fail(req, &e);
 	else
 		reply_view(req, topo_json(req->env->store));

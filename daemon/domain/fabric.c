@@ -8,7 +8,7 @@
 #include "state/desired.h"
 #include "log.h"
 #include "plan_state.h"
-#include "reconcile/reconcile.h"
+#include "units.h"
 #include "state/store_sql.h"
 #include "topo.h"
 
@@ -66,8 +66,8 @@ static int check_joined(const struct fabric_ctx *c, const char *const *names,
 		const struct plan_server *sv = &in->servers[i];
 		for (size_t k = 0; k < (size_t)sv->devices * sv->ports_per_device; k++) {
 			const struct plan_port *p = &sv->ports[k];
-			if (p->ocs < 0 || !reconcile_port_joined(c->reconciler, in->ocs_ids[p->ocs],
-			                                         p->ocs_port, why, sizeof(why)))
+			if (p->ocs < 0 || !domain_port_joined(c->units, in->ocs_ids[p->ocs],
+			                                      p->ocs_port, why, sizeof(why)))
 				continue;
 			snprintf(f, sizeof(f), "servers[%u]", i);
 			return ofcd_fail(

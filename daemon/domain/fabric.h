@@ -20,14 +20,14 @@
 #include "base/errors.h"
 
 struct desired;
-struct reconciler;
+struct domain_units;
 struct store;
 
 /** What the fabric functions work with; borrowed for the call. */
 struct fabric_ctx {
-	struct store *store;           /**< the durable state */
-	struct desired *desired;       /**< the circuits in memory, staged with each change */
-	struct reconciler *reconciler; /**< says whether a unit may still join a server */
+	struct store *store;              /**< the durable state */
+	struct desired *desired;          /**< the circuits in memory, staged with each change */
+	const struct domain_units *units; /**< says whether a unit may still join a server */
 };
 
 /**

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "ocs_driver.h"
-#include "reconcile/reconcile.h"
+#include "units.h"
 #include "state/store_sql.h"
 #include "topo.h"
 
@@ -106,15 +106,15 @@ int64_t topo_ocs_put(struct store *s, const struct topo_ocs_spec *o, bool *creat
  * otherwise they would stay on the hardware with nobody left to remove them,
  * joining servers whatever fabrics they join next.
  */
-static int unit_must_drain(struct store *s, struct reconciler *r, int64_t id, const char *name,
-                           const char *field, struct ofcd_error *e)
+static int unit_must_drain(struct store *s, const struct domain_units *units, int64_t id,
+                           const char *name, const char *field, struct ofcd_error *e)
 {
 	json_t *o = topo_ocs_json(s, id);
 	bool in_process = o && strcmp(json_string_value(json_object_get(o, "driver")), "sim") == 0;
 	json_decref(o);
 	if (in_process)
 		return 0; /* a sim unit's circuits live in this process and go with it */
-	long held = r ? reconcile_unit_held(r, id) : -1;
+	long held = domain_unit_held(units, id);
 	if (held == 0)
 		return 0;
 	if (held < 0)
@@ -129,7 +129,7 @@ static int unit_must_drain(struct store *s, struct reconciler *r, int64_t id, co
 	                 name, held);
 }
 
-int topo_ocs_remove(struct store *s, struct reconciler *r, const char *name, bool force,
+int topo_ocs_remove(struct store *s, const struct domain_units *units, const char *name, bool force,
                     struct ofcd_error *e)
 {
 	int64_t id = topo_ocs_id(s, name);
@@ -140,7 +140,7 @@ int topo_ocs_remove(struct store *s, struct reconciler *r, const char *name, boo
 		return ofcd_fail(
 		    e, -EBUSY, OFCD_E_IN_USE, "name", NULL,
 		    "OCS unit %s is cabled to servers of a fabric; delete the fabric first", name);
-	if (!force && unit_must_drain(s, r, id, name, "name", e) < 0)
+	if (!force && unit_must_drain(s, units, id, name, "name", e) < 0)
 		return -EBUSY;
 	sqlite3_stmt *st = store_stmt(s, "DELETE FROM ocs WHERE id = ?");
 	sqlite3_bind_int64(st, 1, id);
@@ -421,7 +421,7 @@ static bool same_unit(const struct topo_ocs_spec *o, const char *driver, const c
  * OCS units carrying circuits must stay, with their ports and driver; units
  * dropped or re-addressed must not leave circuits behind on the hardware.
  */
-static int check_units(struct store *s, struct reconciler *r, const struct topo_spec *t,
+static int check_units(struct store *s, const struct domain_units *units, const struct topo_spec *t,
                        struct ofcd_error *e)
 {
 	int rc = 0;
@@ -453,7 +453,7 @@ static int check_units(struct store *s, struct reconciler *r, const struct topo_
 		              (const char *)sqlite3_column_text(st, 3)) &&
 		    t->ocs[k].ports == (uint64_t)sqlite3_column_int64(st, 4))
 			continue;
-		rc = unit_must_drain(s, r, sqlite3_column_int64(st, 0), name, "ocs", e);
+		rc = unit_must_drain(s, units, sqlite3_column_int64(st, 0), name, "ocs", e);
 	}
 	sqlite3_reset(st);
 	return rc;
@@ -534,7 +534,7 @@ static int write_servers(struct store *s, const struct topo_spec *t)
 	return 0;
 }
 
-int topo_apply(struct store *s, struct reconciler *r, const struct topo_spec *t,
+int topo_apply(struct store *s, const struct domain_units *units, const struct topo_spec *t,
                struct ofcd_error *e)
 {
 	struct named *by_name = servers_by_name(t);
@@ -544,7 +544,7 @@ int topo_apply(struct store *s, struct reconciler *r, const struct topo_spec *t,
 	if (rc == 0)
 		rc = check_fabric_servers(s, t, by_name, e);
 	if (rc == 0)
-		rc = check_units(s, r, t, e);
+		rc = check_units(s, units, t, e);
 	/* Delete what is gone, update what stays, insert what is new. */
 	if (rc == 0 &&
 	    (delete_dropped(s, t, by_name, false) < 0 || delete_dropped(s, t, by_name, true) < 0 ||

@@ -18,7 +18,7 @@
 
 #include "base/errors.h"
 
-struct reconciler;
+struct domain_units;
 struct store;
 
 #define TOPO_OCS_MAX_PORTS       65536      /**< largest OCS unit accepted */
@@ -107,10 +107,10 @@ int64_t topo_ocs_put(struct store *s, const struct topo_ocs_spec *o, bool *creat
 
 /**
  * Forgets a unit: refused while servers of a fabric are cabled to it, and,
- * unless force, while the unit may still hold cross-connects of ofcd's (r
+ * unless force, while the unit may still hold cross-connects of ofcd's (units
  * tells). Returns 0 or -errno with e set.
  */
-int topo_ocs_remove(struct store *s, struct reconciler *r, const char *name, bool force,
+int topo_ocs_remove(struct store *s, const struct domain_units *units, const char *name, bool force,
                     struct ofcd_error *e);
 
 /**
@@ -170,10 +170,10 @@ int topo_wiring_apply(struct store *s, const struct topo_wiring_spec *w, const c
  * Replaces the whole topology: units, switches and servers by name (kept
  * names are updated in place, so fabrics' references stay valid), then the
  * cabling. Anything a fabric uses must survive unchanged, and units that are
- * dropped or re-addressed must not still hold circuits (r tells), else 409
+ * dropped or re-addressed must not still hold circuits (units tell), else 409
  * and nothing changes. Returns 0 or -errno with e set.
  */
-int topo_apply(struct store *s, struct reconciler *r, const struct topo_spec *t,
+int topo_apply(struct store *s, const struct domain_units *units, const struct topo_spec *t,
                struct ofcd_error *e);
 
 #endif

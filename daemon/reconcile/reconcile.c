@@ -792,6 +792,23 @@ long reconcile_unit_held(struct reconciler *r, int64_t ocs_id)
 	return (long)(u->nactual + u->npartial);
 }
 
+static bool units_port_joined(void *arg, int64_t ocs_id, uint32_t port, char *why, size_t len)
+{
+	return reconcile_port_joined(arg, ocs_id, port, why, len);
+}
+
+static long units_held(void *arg, int64_t ocs_id)
+{
+	return reconcile_unit_held(arg, ocs_id);
+}
+
+struct domain_units reconcile_domain_units(struct reconciler *r)
+{
+	return (struct domain_units){ .port_joined = units_port_joined,
+		                      .unit_held = units_held,
+		                      .arg = r };
+}
+
 uint64_t reconcile_generation(const struct reconciler *r)
 {
 	return r ? r->generation : 0;

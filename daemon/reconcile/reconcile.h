@@ -34,6 +34,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "domain/units.h"
 #include "ocs_driver.h"
 
 struct desired;
@@ -118,6 +119,13 @@ long reconcile_unit_held(struct reconciler *r, int64_t ocs_id);
  */
 bool reconcile_port_joined(struct reconciler *r, int64_t ocs_id, uint32_t port, char *why,
                            size_t len);
+
+/**
+ * The reconciler's answers to what the domain asks of the units
+ * (domain/units.h): reconcile_port_joined() and reconcile_unit_held() on r,
+ * which must outlive the table's use.
+ */
+struct domain_units reconcile_domain_units(struct reconciler *r);
 
 /** True when every unit has been read back and holds exactly its desired set. */
 bool reconcile_all_in_sync(struct reconciler *r);

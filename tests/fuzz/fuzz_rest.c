@@ -93,6 +93,7 @@ static struct {
 	struct desired *desired;
 	struct events *events;
 	struct reconciler *reconciler;
+	struct domain_units units;
 	struct api_env env;
 	struct fuzz_stream *streams[MAX_STREAMS];
 	size_t nstreams;
@@ -256,11 +257,13 @@ static void world_up(void)
 	};
 	if (reconcile_init(&deps, &w.reconciler) < 0)
 		fail_setup("setup", "reconciler");
+	w.units = reconcile_domain_units(w.reconciler);
 	w.env = (struct api_env){ .base = w.base,
 		                  .cfg = &w.cfg,
 		                  .store = w.store,
 		                  .desired = w.desired,
 		                  .reconciler = w.reconciler,
+		                  .units = &w.units,
 		                  .events = w.events,
 		                  .on_commit = on_commit,
 		                  .on_commit_arg = w.reconciler };

@@ -122,6 +122,7 @@ struct fixture {
 	struct desired *desired;
 	struct events *events;
 	struct reconciler *reconciler;
+	struct domain_units units;
 	struct api_env env;
 	int commits;
 };
@@ -151,11 +152,13 @@ static int setup(void **state)
 	};
 	if (reconcile_init(&deps, &f->reconciler) < 0)
 		return -1;
+	f->units = reconcile_domain_units(f->reconciler);
 	f->env = (struct api_env){ .base = f->base,
 		                   .cfg = &f->cfg,
 		                   .store = f->store,
 		                   .desired = f->desired,
 		                   .reconciler = f->reconciler,
+		                   .units = &f->units,
 		                   .events = f->events,
 		                   .on_commit = on_commit,
 		                   .on_commit_arg = f };

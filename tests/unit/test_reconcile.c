@@ -791,7 +791,8 @@ static bool write_txn(struct fixture *f, bool ok)
 static void random_create(struct fixture *f, uint64_t *seed, struct live *v, size_t *n,
                           unsigned serial)
 {
-	struct fabric_ctx c = { f->s, f->d, f->r };
+	struct domain_units u = reconcile_domain_units(f->r);
+	struct fabric_ctx c = { f->s, f->d, &u };
 	struct ofcd_error e = { 0 };
 	struct live l = { 0 };
 	uint32_t want = 2 + rnd(seed) % 3;
@@ -818,7 +819,8 @@ static void random_create(struct fixture *f, uint64_t *seed, struct live *v, siz
 
 static void random_delete(struct fixture *f, uint64_t *seed, struct live *v, size_t *n)
 {
-	struct fabric_ctx c = { f->s, f->d, f->r };
+	struct domain_units u = reconcile_domain_units(f->r);
+	struct fabric_ctx c = { f->s, f->d, &u };
 	struct ofcd_error e = { 0 };
 	size_t i = rnd(seed) % *n;
 	assert_int_equal(store_begin(f->s), 0);
@@ -828,7 +830,8 @@ static void random_delete(struct fixture *f, uint64_t *seed, struct live *v, siz
 
 static void random_device(struct fixture *f, uint64_t *seed, const struct live *v, size_t n)
 {
-	struct fabric_ctx c = { f->s, f->d, f->r };
+	struct domain_units u = reconcile_domain_units(f->r);
+	struct fabric_ctx c = { f->s, f->d, &u };
 	struct ofcd_error e = { 0 };
 	const struct live *l = &v[rnd(seed) % n];
 	const char *sv = l->servers[rnd(seed) % l->m];
