@@ -136,6 +136,12 @@ struct api_transport {
 	const char *(*query)(struct api_req *req, const char *key);
 	/** Value of request header name (case-insensitive), or NULL (owned by the transport). */
 	const char *(*header)(struct api_req *req, const char *name);
+	/**
+	 * Calls fn with the name of each query parameter, in order, repeats
+	 * included, until fn returns false (names owned by the transport).
+	 */
+	void (*query_names)(struct api_req *req, bool (*fn)(void *arg, const char *name),
+	                    void *arg);
 	/** See api_stream_start(). */
 	struct api_stream *(*stream_start)(struct api_req *req, const char *content_type,
 	                                   api_stream_close_fn on_close, void *arg);
@@ -183,6 +189,8 @@ struct api_req {
 	/** Who asked (a copy without the secret, valid for the request); NULL when unauthenticated.
 	 */
 	const struct auth_token *token;
+	/** Where api_begin() copies the token (a SIGHUP reload frees the configuration's). */
+	struct auth_token token_copy;
 	/**
 	 * Set by a write handler whose change leaves what every OCS unit should
 	 * hold untouched (an inventory heartbeat): no reconciler pass follows.
@@ -311,9 +319,25 @@ void api_stream_end(struct api_stream *s);
 void api_dispatch(struct api_req *req);
 
 /**
- * The API's word once a request's route and token are known, before its body
- * is read: false (with the reply set) for a write arriving while the daemon
- * drains. A write admitted earlier still runs: in-flight requests finish.
+ * The request's policy once its headers are in, before its body is read:
+ * the route (404; 405; OPTIONS answered 204), the bearer token against the
+ * configuration's (401, 403; everyone is admin without tokens), the names of
+ * the query parameters (400: unknown or repeated), a write while the daemon
+ * drains (503), the media type of a POST or PUT (415). req's env, method,
+ * path, client and transport must be set; the path parameters are cut from a
+ * copy of the path in buf (buflen bytes, which must live as long as req), and
+ * allow gets the path's methods for an Allow header (allowlen bytes). True
+ * when the request goes on to its body; false with the refusal as its reply
+ * (for api_audit_refusal()). The transport only moves bytes: it calls this
+ * and then api_dispatch().
+ */
+bool api_begin(struct api_req *req, char *buf, size_t buflen, char *allow, size_t allowlen);
+
+/**
+ * The API's word on a request whose turn comes (part of api_begin(), and again
+ * for a cluster write that waited): false (with the reply set) for a write
+ * arriving while the daemon drains. A write admitted earlier still runs:
+ * in-flight requests finish.
  */
 bool api_admit(struct api_req *req);
 

@@ -1,14 +1,17 @@
 /*
- * The unit of work of a request: begin → handler → audit → commit → on_commit.
- * The transport (http.c) only parses; what a request changes, and when that
- * change is final, is decided here.
+ * The request's policy and its unit of work: route → authenticate → query and
+ * media type (api_begin), then begin → handler → audit → commit → on_commit
+ * (api_dispatch). The transport (http.c) only moves bytes; who may ask what,
+ * what a request changes, and when that change is final, is decided here.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "api.h"
+#include "base/config.h"
 #include "log.h"
 #include "state/store.h"
 #include "state/store_changes.h"
@@ -36,6 +39,112 @@ bool api_admit(struct api_req *req)
 		return false;
 	}
 	return true;
+}
+
+/* Sets req->token from the Authorization header; false with 401/403 set when it may not go on. */
+static bool authenticate(struct api_req *req)
+{
+	const struct ofcd_config *cfg = req->env->cfg;
+	/* OPTIONS tells only which methods a path has: no token needed, like a probe. */
+	bool options = strcmp(req->method, "OPTIONS") == 0;
+	enum auth_role needed = options ? AUTH_NONE : req->route ? req->route->role : AUTH_READ;
+	req->token = NULL;
+	if (cfg->tokens.n == 0 || needed == AUTH_NONE)
+		return true; /* no tokens: everyone is admin (loopback or explicitly allowed) */
+	size_t len = 0;
+	const char *hdr = api_header(req, "Authorization");
+	const char *secret = auth_bearer(hdr, &len);
+	const struct auth_token *tok = secret ? auth_lookup(&cfg->tokens, secret, len) : NULL;
+	if (!tok) {
+		api_error(req, OFCD_E_UNAUTHORIZED, NULL,
+		          hdr ? "the bearer token is not valid"
+		              : "this route needs an Authorization: Bearer token");
+		return false;
+	}
+	req->token_copy = *tok;
+	explicit_bzero(req->token_copy.secret, sizeof(req->token_copy.secret));
+	req->token = &req->token_copy;
+	if (tok->role < needed) {
+		api_error(req, OFCD_E_FORBIDDEN, NULL, "token %s has role %s; %s %s needs %s",
+		          tok->name, auth_role_name(tok->role), req->method, req->path,
+		          auth_role_name(needed));
+		return false;
+	}
+	return true;
+}
+
+/* More than any route takes: a repeat is always caught. */
+#define API_MAX_QUERY 8
+
+struct query_check {
+	struct api_req *req;
+	const char *seen[API_MAX_QUERY];
+	size_t n;
+};
+
+/* A misspelt parameter is an error, not silently ignored (like unknown JSON members). */
+static bool query_name_ok(void *arg, const char *key)
+{
+	struct query_check *q = arg;
+	const char *list = q->req->route->query;
+	size_t n = strlen(key);
+	for (const char *p = list; p && *p;) {
+		size_t len = strcspn(p, ",");
+		if (len == n && strncmp(p, key, n) == 0) {
+			/* A parameter given twice has no one meaning (?wait=1&wait=60). */
+			for (size_t i = 0; i < q->n; i++)
+				if (strcmp(q->seen[i], key) == 0) {
+					api_error(q->req, OFCD_E_INVALID_FIELD, key,
+					          "query parameter %s is given more than once",
+					          key);
+					return false;
+				}
+			if (q->n < API_MAX_QUERY)
+				q->seen[q->n++] = key;
+			return true;
+		}
+		p += len + (p[len] == ',');
+	}
+	api_error(q->req, OFCD_E_INVALID_FIELD, key, "unknown query parameter %s%s%s", key,
+	          list ? "; this route takes: " : "; this route takes none", list ? list : "");
+	return false;
+}
+
+static bool media_type_ok(struct api_req *req)
+{
+	if (strcmp(req->method, "POST") != 0 && strcmp(req->method, "PUT") != 0)
+		return true;
+	const char *ct = api_header(req, "Content-Type");
+	size_t n = strlen("application/json");
+	if (ct && strncasecmp(ct, "application/json", n) == 0 &&
+	    (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' '))
+		return true;
+	api_error(req, OFCD_E_UNSUPPORTED_MEDIA, NULL, "%s needs Content-Type: application/json",
+	          req->method);
+	return false;
+}
+
+bool api_begin(struct api_req *req, char *buf, size_t buflen, char *allow, size_t allowlen)
+{
+	bool path_known = false;
+	req->route = api_route_match(req->method, req->path, buf, buflen, req->params, &path_known,
+	                             allow, allowlen);
+	if (!authenticate(req))
+		return false;
+	if (!req->route) {
+		if (strcmp(req->method, "OPTIONS") == 0 && path_known)
+			api_reply(req, 204, NULL);
+		else if (path_known)
+			api_error(req, OFCD_E_METHOD_NOT_ALLOWED, NULL, "%s is not allowed on %s",
+			          req->method, req->path);
+		else
+			api_error(req, OFCD_E_NOT_FOUND, NULL, "no route %s", req->path);
+		return false;
+	}
+	struct query_check q = { .req = req };
+	if (req->transport->query_names)
+		req->transport->query_names(req, query_name_ok, &q);
+	return req->status == 0 && api_admit(req) && media_type_ok(req);
 }
 
 void api_audit_refusal(struct api_req *req)

@@ -23,7 +23,6 @@
 #define HTTP_MAX_PATH 1024
 /* Connections beyond [http] max_connections that only health probes and scrapes may use. */
 #define HTTP_PROBE_RESERVE 8
-#define HTTP_MAX_QUERY     8 /* more than any route takes: a repeat is always caught */
 
 struct http_server {
 	struct api_env *env;
@@ -90,8 +89,6 @@ struct http_req {
 	char path[HTTP_MAX_PATH];   /* copy of the URL path, for logs and audit */
 	char params[HTTP_MAX_PATH]; /* split copy the path parameters point into */
 	char allow[64];
-	const char *query[HTTP_MAX_QUERY]; /* names seen, owned by MHD */
-	size_t nquery;
 	char client[INET6_ADDRSTRLEN]; /* the peer's address, for the audit trail */
 	bool streamed;                 /* the reply was a stream: its length is no latency */
 	char *body;
@@ -100,8 +97,6 @@ struct http_req {
 	bool in_dispatch;           /* the handler runs: a resume now is sent when it returns */
 	struct http_stream *stream; /* set when the reply is a stream */
 	struct http_conn *c;        /* its connection, NULL once that is gone */
-	/* Who asked, copied (without the secret): a SIGHUP reload frees the token table. */
-	struct auth_token token;
 	struct http_req *next, *prev;
 };
 
@@ -356,49 +351,6 @@ static enum MHD_Result send_reply(struct http_req *r)
 	return ret;
 }
 
-/* A parameter given twice has no one meaning (?wait=1&wait=60): refuse it. */
-static enum MHD_Result query_once(struct http_req *r, const char *key)
-{
-	for (size_t i = 0; i < r->nquery; i++) {
-		if (strcmp(r->query[i], key) == 0) {
-			api_error(&r->api, OFCD_E_INVALID_FIELD, key,
-			          "query parameter %s is given more than once", key);
-			return MHD_NO;
-		}
-	}
-	if (r->nquery < HTTP_MAX_QUERY)
-		r->query[r->nquery++] = key;
-	return MHD_YES;
-}
-
-static enum MHD_Result query_name_ok(void *cls, enum MHD_ValueKind kind, const char *key,
-                                     const char *value)
-{
-	struct http_req *r = cls;
-	const char *list = r->api.route->query;
-	size_t n = strlen(key);
-	(void)kind;
-	(void)value;
-	for (const char *p = list; p && *p;) {
-		size_t len = strcspn(p, ",");
-		if (len == n && strncmp(p, key, n) == 0)
-			return query_once(r, key);
-		p += len + (p[len] == ',');
-	}
-	if (r->api.status == 0)
-		api_error(&r->api, OFCD_E_INVALID_FIELD, key, "unknown query parameter %s%s%s", key,
-		          list ? "; this route takes: " : "; this route takes none",
-		          list ? list : "");
-	return MHD_NO;
-}
-
-/* A misspelt query parameter is an error, not silently ignored (like unknown JSON members). */
-static bool check_query(struct http_req *r)
-{
-	MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, query_name_ok, r);
-	return r->api.status == 0;
-}
-
 /* Largest body read only to be dropped before a 413 (see check_headers). */
 static unsigned long long linger_limit(const struct ofcd_config *cfg)
 {
@@ -406,77 +358,24 @@ static unsigned long long linger_limit(const struct ofcd_config *cfg)
 	return 4ull * cfg->max_body > floor ? 4ull * cfg->max_body : floor;
 }
 
-/* Checks that need only the headers; sets an error reply when the request must stop here. */
+/*
+ * What the transport checks of the headers beside the API's policy
+ * (api_begin): its own limits. Sets an error reply when the request must stop
+ * here.
+ */
 static bool check_headers(struct http_req *r, const char *url)
 {
 	struct http_server *h = r->h;
 	struct api_req *a = &r->api;
 	const struct ofcd_config *cfg = h->cfg;
-	bool path_known = false;
 
 	snprintf(r->path, sizeof(r->path), "%s", url);
-	a->route = api_route_match(r->method, url, r->params, sizeof(r->params), a->params,
-	                           &path_known, r->allow, sizeof(r->allow));
-
-	/* OPTIONS tells only which methods a path has: no token needed, like a probe. */
-	bool options = strcmp(r->method, "OPTIONS") == 0;
-	enum auth_role needed = options ? AUTH_NONE : a->route ? a->route->role : AUTH_READ;
-	if (cfg->tokens.n == 0) {
-		a->token = NULL; /* no tokens: everyone is admin (loopback or explicitly allowed) */
-	} else if (needed != AUTH_NONE) {
-		size_t len = 0;
-		const char *hdr =
-		    MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Authorization");
-		const char *secret = auth_bearer(hdr, &len);
-		const struct auth_token *tok =
-		    secret ? auth_lookup(&cfg->tokens, secret, len) : NULL;
-		if (tok) {
-			r->token = *tok;
-			explicit_bzero(r->token.secret, sizeof(r->token.secret));
-			a->token = &r->token;
-		} else {
-			a->token = NULL;
-		}
-		if (!a->token) {
-			api_error(a, OFCD_E_UNAUTHORIZED, NULL,
-			          hdr ? "the bearer token is not valid"
-			              : "this route needs an Authorization: Bearer token");
-			return false;
-		}
-		if (a->token->role < needed) {
-			api_error(a, OFCD_E_FORBIDDEN, NULL, "token %s has role %s; %s %s needs %s",
-			          a->token->name, auth_role_name(a->token->role), r->method, url,
-			          auth_role_name(needed));
-			return false;
-		}
-	}
-	if (!a->route) {
-		if (options && path_known)
-			api_reply(a, 204, NULL);
-		else if (path_known)
-			api_error(a, OFCD_E_METHOD_NOT_ALLOWED, NULL, "%s is not allowed on %s",
-			          r->method, url);
-		else
-			api_error(a, OFCD_E_NOT_FOUND, NULL, "no route %s", url);
-		return false;
-	}
-	if (!check_query(r) || !api_admit(a))
+	if (!api_begin(a, r->params, sizeof(r->params), r->allow, sizeof(r->allow)))
 		return false;
 	if (h->open > cfg->max_connections && a->route->role != AUTH_NONE) {
 		api_error(a, OFCD_E_OVERLOADED, NULL,
 		          "all %u connections are in use; try again later", cfg->max_connections);
 		return false;
-	}
-	if (strcmp(r->method, "POST") == 0 || strcmp(r->method, "PUT") == 0) {
-		const char *ct = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
-		                                             MHD_HTTP_HEADER_CONTENT_TYPE);
-		size_t n = strlen("application/json");
-		if (!ct || strncasecmp(ct, "application/json", n) != 0 ||
-		    (ct[n] != '\0' && ct[n] != ';' && ct[n] != ' ')) {
-			api_error(a, OFCD_E_UNSUPPORTED_MEDIA, NULL,
-			          "%s needs Content-Type: application/json", r->method);
-			return false;
-		}
 	}
 	const char *cl =
 	    MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -567,11 +466,14 @@ static void peer_address(struct MHD_Connection *conn, char *buf, size_t len)
 static void req_resume(struct api_req *req);
 static const char *req_query(struct api_req *req, const char *key);
 static const char *req_header(struct api_req *req, const char *name);
+static void req_query_names(struct api_req *req, bool (*fn)(void *arg, const char *name),
+                            void *arg);
 
 static const struct api_transport http_transport = {
 	.resume = req_resume,
 	.query = req_query,
 	.header = req_header,
+	.query_names = req_query_names,
 	.stream_start = stream_start,
 	.stream_write = stream_write,
 	.stream_end = stream_end,
@@ -678,6 +580,27 @@ static const char *req_header(struct api_req *req, const char *name)
 {
 	struct http_req *r = req->transport_arg;
 	return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+struct names_walk {
+	bool (*fn)(void *arg, const char *name);
+	void *arg;
+};
+
+static enum MHD_Result each_name(void *cls, enum MHD_ValueKind kind, const char *key,
+                                 const char *value)
+{
+	struct names_walk *w = cls;
+	(void)kind;
+	(void)value;
+	return w->fn(w->arg, key) ? MHD_YES : MHD_NO;
+}
+
+static void req_query_names(struct api_req *req, bool (*fn)(void *arg, const char *name), void *arg)
+{
+	struct http_req *r = req->transport_arg;
+	struct names_walk w = { fn, arg };
+	MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, each_name, &w);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,

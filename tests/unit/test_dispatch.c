@@ -35,7 +35,10 @@ struct test_req {
 	struct api_req api;
 	char params[256];
 	const char *query_key, *query_value;
+	const char *extra_query;   /* another query parameter's name, or NULL */
 	const char *last_event_id; /* the Last-Event-ID header, or NULL */
+	const char *authorization; /* the Authorization header, or NULL */
+	const char *content_type;  /* NULL: application/json */
 	int resumed;
 };
 
@@ -66,7 +69,18 @@ static const char *t_query(struct api_req *req, const char *key)
 static const char *t_header(struct api_req *req, const char *name)
 {
 	struct test_req *r = req->transport_arg;
+	if (strcasecmp(name, "Content-Type") == 0)
+		return r->content_type ? r->content_type : "application/json";
+	if (strcasecmp(name, "Authorization") == 0)
+		return r->authorization;
 	return strcasecmp(name, "Last-Event-ID") == 0 ? r->last_event_id : NULL;
+}
+
+static void t_query_names(struct api_req *req, bool (*fn)(void *arg, const char *name), void *arg)
+{
+	struct test_req *r = req->transport_arg;
+	if (r->query_key && fn(arg, r->query_key) && r->extra_query)
+		fn(arg, r->extra_query);
 }
 
 static struct api_stream *t_stream_start(struct api_req *req, const char *content_type,
@@ -96,6 +110,7 @@ static const struct api_transport test_transport = {
 	.resume = t_resume,
 	.query = t_query,
 	.header = t_header,
+	.query_names = t_query_names,
 	.stream_start = t_stream_start,
 	.stream_write = t_stream_write,
 	.stream_end = t_stream_end,
@@ -186,14 +201,10 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* Runs method path with body (JSON text or NULL) through the dispatch layer. */
-static struct test_req *run_with(struct fixture *f, const char *method, const char *path_,
-                                 const char *body, const char *last_event_id)
+/* A request as the transport hands it over, before api_begin(). */
+static struct test_req *req_new(struct fixture *f, const char *method, const char *path_)
 {
 	struct test_req *r = calloc(1, sizeof(*r));
-	r->last_event_id = last_event_id;
-	bool known;
-	char allow[64];
 	assert_non_null(r);
 	r->api.env = &f->env;
 	r->api.transport = &test_transport;
@@ -201,9 +212,23 @@ static struct test_req *run_with(struct fixture *f, const char *method, const ch
 	r->api.method = method;
 	r->api.path = path_;
 	r->api.client = "192.0.2.7"; /* what the transport gives: the peer's address */
-	r->api.route = api_route_match(method, path_, r->params, sizeof(r->params), r->api.params,
-	                               &known, allow, sizeof(allow));
-	assert_non_null(r->api.route);
+	return r;
+}
+
+/* The request's policy (api_begin); the allowed methods of its path go to allow. */
+static bool begin(struct test_req *r, char *allow, size_t len)
+{
+	return api_begin(&r->api, r->params, sizeof(r->params), allow, len);
+}
+
+/* Runs method path with body (JSON text or NULL) through the dispatch layer. */
+static struct test_req *run_with(struct fixture *f, const char *method, const char *path_,
+                                 const char *body, const char *last_event_id)
+{
+	struct test_req *r = req_new(f, method, path_);
+	char allow[64];
+	r->last_event_id = last_event_id;
+	assert_true(begin(r, allow, sizeof(allow)));
 	if (body) {
 		r->api.body = json_loads(body, 0, NULL);
 		assert_non_null(r->api.body);
@@ -302,18 +327,107 @@ static void test_read_takes_no_transaction(void **state)
 static void test_draining_refuses_writes_at_admission(void **state)
 {
 	struct fixture *f = *state;
-	struct test_req *r = calloc(1, sizeof(*r));
-	bool known;
+	struct test_req *r = req_new(f, "POST", "/v1/servers");
 	char allow[64];
-	r->api.env = &f->env;
-	r->api.method = "POST";
-	r->api.path = "/v1/servers";
-	r->api.route = api_route_match("POST", "/v1/servers", r->params, sizeof(r->params),
-	                               r->api.params, &known, allow, sizeof(allow));
 	f->env.draining = true;
-	assert_false(api_admit(&r->api));
+	assert_false(begin(r, allow, sizeof(allow)));
 	assert_int_equal(r->api.status, 503);
 	f->env.draining = false;
+	done(r);
+}
+
+/* The code of the error reply of r. */
+static const char *error_code(const struct test_req *r)
+{
+	return json_string_value(json_object_get(json_object_get(r->api.reply, "error"), "code"));
+}
+
+/* Route matching belongs to dispatch: 404, 405 with the Allow list, OPTIONS. */
+static void test_begin_matches_the_route(void **state)
+{
+	struct fixture *f = *state;
+	char allow[64];
+	struct test_req *r = req_new(f, "GET", "/v1/nowhere");
+	assert_false(begin(r, allow, sizeof(allow)));
+	assert_int_equal(r->api.status, 404);
+	done(r);
+	r = req_new(f, "PATCH", "/v1/fabrics");
+	assert_false(begin(r, allow, sizeof(allow)));
+	assert_int_equal(r->api.status, 405);
+	assert_non_null(strstr(allow, "POST"));
+	done(r);
+	r = req_new(f, "OPTIONS", "/v1/fabrics");
+	assert_false(begin(r, allow, sizeof(allow)));
+	assert_int_equal(r->api.status, 204);
+	done(r);
+	r = req_new(f, "GET", "/v1/fabrics/job-a");
+	assert_true(begin(r, allow, sizeof(allow)));
+	assert_string_equal(r->api.params[0], "job-a");
+	done(r);
+}
+
+/* So does authentication: no token 401, a bad one 401, too weak a role 403. */
+static void test_begin_authenticates(void **state)
+{
+	struct fixture *f = *state;
+	char allow[64];
+	assert_int_equal(auth_tokens_add(&f->cfg.tokens, "ro", AUTH_READ, "read-secret-0123456789"),
+	                 0);
+	assert_int_equal(
+	    auth_tokens_add(&f->cfg.tokens, "op", AUTH_ADMIN, "admin-secret-0123456789"), 0);
+	struct test_req *r = req_new(f, "GET", "/v1/fabrics");
+	assert_false(begin(r, allow, sizeof(allow)));
+	assert_int_equal(r->api.status, 401);
+	done(r);
+	r = req_new(f, "GET", "/v1/fabrics");
+	r->authorization = "Bearer wrong-secret-0123456789";
+	assert_false(begin(r, allow, sizeof(allow)));
+	assert_int_equal(r->api.status, 401);
+	done(r);
+	r = req_new(f, "POST", "/v1/fabrics");
+	r->authorization = "Bearer read-secret-0123456789";
+	assert_false(begin(r, allow, sizeof(allow)));
+	assert_int_equal(r->api.status, 403);
+	assert_string_equal(error_code(r), "forbidden");
+	done(r);
+	r = req_new(f, "POST", "/v1/fabrics");
+	r->authorization = "Bearer admin-secret-0123456789";
+	assert_true(begin(r, allow, sizeof(allow)));
+	assert_string_equal(r->api.token->name, "op");
+	assert_string_equal(r->api.token->secret, ""); /* the copy carries no secret */
+	done(r);
+	/* A probe needs no token. */
+	r = req_new(f, "GET", "/v1/health");
+	assert_true(begin(r, allow, sizeof(allow)));
+	done(r);
+}
+
+/* And the query's names and the body's media type. */
+static void test_begin_checks_query_and_media_type(void **state)
+{
+	struct fixture *f = *state;
+	char allow[64];
+	struct test_req *r = req_new(f, "DELETE", "/v1/fabrics/x");
+	r->query_key = "wiat";
+	assert_false(begin(r, allow, sizeof(allow)));
+	assert_int_equal(r->api.status, 400);
+	assert_non_null(strstr(
+	    json_string_value(json_object_get(json_object_get(r->api.reply, "error"), "message")),
+	    "unknown query parameter wiat"));
+	done(r);
+	r = req_new(f, "DELETE", "/v1/fabrics/x");
+	r->query_key = r->extra_query = "wait";
+	assert_false(begin(r, allow, sizeof(allow)));
+	assert_int_equal(r->api.status, 400);
+	done(r);
+	r = req_new(f, "POST", "/v1/fabrics");
+	r->content_type = "text/plain";
+	assert_false(begin(r, allow, sizeof(allow)));
+	assert_int_equal(r->api.status, 415);
+	done(r);
+	r = req_new(f, "POST", "/v1/fabrics");
+	r->content_type = "application/json; charset=utf-8";
+	assert_true(begin(r, allow, sizeof(allow)));
 	done(r);
 }
 
@@ -328,18 +442,11 @@ static void set_state(struct fixture *f, const char *name, const char *state)
 static void test_wait_suspends_until_the_bus_says_so(void **state)
 {
 	struct fixture *f = *state;
-	struct test_req *r = calloc(1, sizeof(*r));
+	struct test_req *r = req_new(f, "POST", "/v1/fabrics");
+	char allow[64];
 	r->query_key = "wait";
 	r->query_value = "30";
-	bool known;
-	char allow[64];
-	r->api.env = &f->env;
-	r->api.transport = &test_transport;
-	r->api.transport_arg = r;
-	r->api.method = "POST";
-	r->api.path = "/v1/fabrics";
-	r->api.route = api_route_match("POST", "/v1/fabrics", r->params, sizeof(r->params),
-	                               r->api.params, &known, allow, sizeof(allow));
+	assert_true(begin(r, allow, sizeof(allow)));
 	r->api.body = json_loads("{\"name\": \"w\", \"servers\": [\"srv0\", \"srv1\"]}", 0, NULL);
 	api_dispatch(&r->api);
 	assert_int_equal(r->api.status, 201);
@@ -450,6 +557,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_refusal_changes_nothing_but_the_audit, setup,
 		                                teardown),
 		cmocka_unit_test_setup_teardown(test_read_takes_no_transaction, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_begin_matches_the_route, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_begin_authenticates, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_begin_checks_query_and_media_type, setup,
+		                                teardown),
 		cmocka_unit_test_setup_teardown(test_draining_refuses_writes_at_admission, setup,
 		                                teardown),
 		cmocka_unit_test_setup_teardown(test_wait_suspends_until_the_bus_says_so, setup,
