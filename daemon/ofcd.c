@@ -184,13 +184,7 @@ static void fd_limit_check(const struct ofcd_config *cfg)
 		         (unsigned long long)rl.rlim_cur, cfg->max_connections, OFCD_SPARE_FDS);
 }
 
-static void on_commit(void *arg)
-{
-	struct ofcd *d = arg;
-	reconcile_kick(d->reconciler); /* a follower has none: nothing to drive */
-}
-
-static void replicate_states(void *arg, void *changeset, size_t len)
+static void replicate_states(void *arg, const void *changeset, size_t len)
 {
 	struct ofcd *d = arg;
 	ha_replicate_states(d->ha, changeset, len);
@@ -203,41 +197,44 @@ static int start_reconciler(struct ofcd *d, int64_t generation)
 		                       .desired = d->desired,
 		                       .events = d->events,
 		                       .audit_interval_s = d->cfg.audit_interval_s,
-		                       .master_generation = generation,
-		                       .replicate = d->ha ? replicate_states : NULL,
-		                       .replicate_arg = d };
+		                       .master_generation = generation };
 	int rc = reconcile_init(&deps, &d->reconciler);
-	if (rc < 0)
+	if (rc == 0 && d->ha)
+		rc = reconcile_states_hook_add(reconcile_states_hook(d->reconciler),
+		                               replicate_states, d);
+	if (rc < 0) {
 		log_error("daemon", "cannot start the reconciler: %s", strerror(-rc));
+		reconcile_free(d->reconciler);
+		d->reconciler = NULL;
+	}
 	d->env.reconciler = d->reconciler;
 	d->units =
 	    d->reconciler ? reconcile_domain_units(d->reconciler) : (struct domain_units){ 0 };
 	return rc;
 }
 
-static void on_lead(void *arg, int64_t generation)
+/* Only the leader drives the units: the reconciler lives while this member leads. */
+static void on_role(void *arg, enum ha_change change, int64_t generation)
 {
 	struct ofcd *d = arg;
-	/* Commits of the log applied as a follower were not staged: take them all. */
-	desired_refresh(d->desired);
-	if (start_reconciler(d, generation) < 0)
-		ha_hand_over(d->ha, "its reconciler cannot start");
-}
-
-static void on_resynced(void *arg)
-{
-	struct ofcd *d = arg;
-	desired_resync(d->desired);
-	desired_refresh(d->desired);
-}
-
-static void on_follow(void *arg)
-{
-	struct ofcd *d = arg;
-	reconcile_free(d->reconciler);
-	d->reconciler = NULL;
-	d->env.reconciler = NULL;
-	d->units = (struct domain_units){ 0 };
+	switch (change) {
+	case HA_NOW_LEADING:
+		/* Commits of the log applied as a follower were not staged: take them all. */
+		desired_refresh(d->desired);
+		if (start_reconciler(d, generation) < 0)
+			ha_hand_over(d->ha, "its reconciler cannot start");
+		break;
+	case HA_NOW_FOLLOWING:
+		reconcile_free(d->reconciler);
+		d->reconciler = NULL;
+		d->env.reconciler = NULL;
+		d->units = (struct domain_units){ 0 };
+		break;
+	case HA_RESYNCED:
+		desired_resync(d->desired);
+		desired_refresh(d->desired);
+		break;
+	}
 }
 
 int ofcd_init(struct ofcd *d, struct ofcd_config *cfg, const char *config_path, bool demo)
@@ -285,22 +282,16 @@ int ofcd_init(struct ofcd *d, struct ofcd_config *cfg, const char *config_path, 
 		return rc;
 	}
 	d->env.events = d->events;
-	/* Every committed change may alter what some OCS unit should hold. */
-	d->env.on_commit = on_commit;
-	d->env.on_commit_arg = d;
 	if (!cluster && (rc = start_reconciler(d, 0)) < 0)
 		return rc;
 	if (cluster) {
 		/* Only the leader drives the units: the reconciler starts when it leads. */
-		struct ha_deps hd = { .base = d->base,
-			              .cfg = &d->cfg,
-			              .store = d->store,
-			              .events = d->events,
-			              .lead = on_lead,
-			              .follow = on_follow,
-			              .resynced = on_resynced,
-			              .arg = d };
+		struct ha_deps hd = {
+			.base = d->base, .cfg = &d->cfg, .store = d->store, .events = d->events
+		};
 		rc = ha_start(&hd, &d->ha);
+		if (rc == 0)
+			rc = ha_role_hook_add(ha_role_hook(d->ha), on_role, d);
 		if (rc < 0) {
 			log_error("cluster", "cannot join the cluster: %s", strerror(-rc));
 			return rc;

@@ -101,15 +101,9 @@ struct api_env {
 	struct reconciler *reconciler; /**< live state of the OCS units (read-only for handlers) */
 	/** What the domain asks of the units (the reconciler's answers; the root keeps it). */
 	const struct domain_units *units;
-	struct events *events;   /**< the event bus */
-	struct timespec started; /**< CLOCK_MONOTONIC at start, for uptime */
-	bool draining;           /**< SIGTERM seen: writes and new waits are refused */
-	/**
-	 * Called after a write request's transaction committed, unless the handler
-	 * set desired_unchanged (the root wires it to the reconciler). NULL: none.
-	 */
-	void (*on_commit)(void *arg);
-	void *on_commit_arg;               /**< argument of on_commit */
+	struct events *events;             /**< the event bus */
+	struct timespec started;           /**< CLOCK_MONOTONIC at start, for uptime */
+	bool draining;                     /**< SIGTERM seen: writes and new waits are refused */
 	const struct api_cluster *cluster; /**< the replicated log; NULL: a single node */
 	struct api_writes writes;          /**< cluster writes in flight (api_dispatch.c's) */
 };
@@ -191,12 +185,6 @@ struct api_req {
 	const struct auth_token *token;
 	/** Where api_begin() copies the token (a SIGHUP reload frees the configuration's). */
 	struct auth_token token_copy;
-	/**
-	 * Set by a write handler whose change leaves what every OCS unit should
-	 * hold untouched (an inventory heartbeat): no reconciler pass follows.
-	 */
-	bool desired_unchanged;
-
 	/* Reply, set through the helpers below. */
 	unsigned status;          /**< HTTP status; 0 while unanswered */
 	json_t *reply;            /**< JSON reply (owned by req) */
@@ -311,8 +299,8 @@ void api_stream_end(struct api_stream *s);
 /**
  * Runs a parsed request (route, params, token, body set; status 0) as one unit
  * of work: a write runs its handler inside one store transaction, committed
- * with its audit row only when the reply is a success (then env->on_commit
- * runs), rolled back otherwise with the refusal audited. Reads and API_F_PURE
+ * with its audit row only when the reply is a success, rolled back otherwise
+ * with the refusal audited. Reads and API_F_PURE
  * routes run without a transaction. On return the reply is set, or the
  * request is suspended.
  */

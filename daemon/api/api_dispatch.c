@@ -1,8 +1,9 @@
 /*
  * The request's policy and its unit of work: route → authenticate → query and
- * media type (api_begin), then begin → handler → audit → commit → on_commit
- * (api_dispatch). The transport (http.c) only moves bytes; who may ask what,
- * what a request changes, and when that change is final, is decided here.
+ * media type (api_begin), then begin → handler → audit → commit (api_dispatch).
+ * The transport (http.c) only moves bytes; who may ask what, what a request
+ * changes, and when that change is final, is decided here. Who must hear of a
+ * change hears it from the state it changed (desired.h's hooks), not from here.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -216,8 +217,6 @@ void api_dispatch(struct api_req *req)
 	}
 	if (req->suspended && req->committed)
 		req->committed(req);
-	if (!req->desired_unchanged && env->on_commit)
-		env->on_commit(env->on_commit_arg);
 }
 
 /* ---- a cluster member's writes -------------------------------------------
@@ -236,7 +235,6 @@ struct api_write {
 	struct api_req *req; /* NULL once the client went away */
 	void *data;          /* the changeset */
 	size_t len;
-	bool desired_unchanged;
 	/* A handler that suspended its request itself (?wait=) gets it back afterwards. */
 	bool held;
 	api_abort_fn held_abort;
@@ -428,8 +426,6 @@ static void on_appended(void *arg, int rc, int64_t revision)
 		if (req->committed)
 			req->committed(req);
 	}
-	if (rc == 0 && !w->desired_unchanged && env->on_commit)
-		env->on_commit(env->on_commit_arg);
 	if (req && !hold) {
 		release_hold(w, req);
 		if (applied < 0)
@@ -493,7 +489,6 @@ static void run_write(struct api_req *req)
 	}
 	w->env = env;
 	w->req = req;
-	w->desired_unchanged = req->desired_unchanged;
 	w->held = req->suspended;
 	w->held_abort = req->on_abort;
 	w->held_arg = req->wait_arg;

@@ -21,7 +21,6 @@ void api_inventory_put(struct api_req *req)
 	struct rdma_inventory inv;
 	unsigned interval = 10;
 	json_t *result;
-	bool replanned;
 	char field[192], why[256];
 
 	if (api_agent_scope(req) < 0)
@@ -37,12 +36,9 @@ void api_inventory_put(struct api_req *req)
 	int64_t sid = api_server_param(req);
 	if (sid && api_if_match(req, topo_server_revision(c.store, sid)) < 0)
 		sid = 0; /* replied 412 */
-	if (sid &&
-	    inventory_apply(&c, sid, req->params[0], &inv, interval, &result, &replanned, &e) < 0)
+	if (sid && inventory_apply(&c, sid, req->params[0], &inv, interval, &result, &e) < 0)
 		api_fail(req, &e);
 	else if (sid) {
-		/* A heartbeat that changed no device changes nothing the OCS units hold. */
-		req->desired_unchanged = !replanned;
 		json_t *o = json_pack("{s:s, s:I}", "server", req->params[0], "interval",
 		                      (json_int_t)interval);
 		json_object_update(o, result);

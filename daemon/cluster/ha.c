@@ -116,6 +116,7 @@ struct ha {
 	uint64_t appended[APPEND_KINDS]; /* entries this member sent to the log, by kind */
 	uint64_t states_along;           /* times the fabric states rode along with a write */
 	bool left;                       /* resigned (a graceful stop): neither leads nor follows */
+	struct hook role_hook;           /* ha_role listeners */
 	void (*resigned)(void *arg);
 	void *resigned_arg;
 };
@@ -193,7 +194,7 @@ static void on_caught_up(void *arg, int rc)
 	log_info("cluster", "%s leads from revision %" PRId64 " (generation %" PRId64 ")", h->name,
 	         applied_revision(h), h->generation);
 	publish_role(h);
-	h->d.lead(h->d.arg, h->generation);
+	ha_role_hook_call(&h->role_hook, HA_NOW_LEADING, h->generation);
 }
 
 static void on_stopped(void *arg, int rc)
@@ -502,27 +503,24 @@ static void on_states_timer(evutil_socket_t fd, short what, void *arg)
 		free(cs); /* best effort: the next states carry the news */
 }
 
-void ha_replicate_states(struct ha *h, void *changeset, size_t len)
+void ha_replicate_states(struct ha *h, const void *changeset, size_t len)
 {
-	if (h->state != HA_LEADING) {
-		free(changeset);
+	if (h->state != HA_LEADING)
 		return;
+	void *next = NULL;
+	size_t next_len = len;
+	if (!h->states) {
+		next = malloc(len);
+		if (!next)
+			return; /* best effort: the next states carry the news */
+		memcpy(next, changeset, len);
+	} else if (store_changes_combine(h->states, h->states_len, changeset, len, &next,
+	                                 &next_len) < 0) {
+		return; /* the pending ones still go */
 	}
-	if (h->states) {
-		void *both = NULL;
-		size_t both_len = 0;
-		if (store_changes_combine(h->states, h->states_len, changeset, len, &both,
-		                          &both_len) < 0) {
-			free(changeset);
-			return; /* the pending ones still go */
-		}
-		free(h->states);
-		free(changeset);
-		changeset = both;
-		len = both_len;
-	}
-	h->states = changeset;
-	h->states_len = len;
+	free(h->states);
+	h->states = next;
+	h->states_len = next_len;
 	if (!evtimer_pending(h->states_timer, NULL)) {
 		struct timeval tv = { 0, STATES_DELAY_MS * 1000 };
 		evtimer_add(h->states_timer, &tv);
@@ -557,7 +555,7 @@ static void stop_leading(struct ha *h)
 	replica_free(h->replica);
 	h->replica = NULL;
 	if (led)
-		h->d.follow(h->d.arg);
+		ha_role_hook_call(&h->role_hook, HA_NOW_FOLLOWING, 0);
 	publish_role(h);
 }
 
@@ -598,7 +596,7 @@ static void on_snapshot(struct evhttp_request *req, void *arg)
 	         "%s restored a snapshot of the leader's store (%zu bytes, revision "
 	         "%" PRId64 ")",
 	         h->name, len, applied_revision(h));
-	h->d.resynced(h->d.arg);
+	ha_role_hook_call(&h->role_hook, HA_RESYNCED, 0);
 	start_replica(h);
 }
 
@@ -925,7 +923,13 @@ void ha_free(struct ha *h)
 	free(h->logged);
 	if (h->snap_conn)
 		evhttp_connection_free(h->snap_conn);
+	hook_clear(&h->role_hook);
 	free(h);
+}
+
+struct hook *ha_role_hook(struct ha *h)
+{
+	return &h->role_hook;
 }
 
 const struct api_cluster *ha_api(struct ha *h)

@@ -25,6 +25,7 @@
 
 #include "api/api.h"
 #include "base/config.h"
+#include "base/hook.h"
 
 struct event_base;
 struct store;
@@ -37,17 +38,29 @@ struct ha_deps {
 	const struct ofcd_config *cfg; /**< its [cluster] section is used (copied at start) */
 	struct store *store;           /**< the member's store, which the log is applied to */
 	struct events *events;         /**< role changes are published here */
+};
+
+/** What a member's listeners hear of its role (ha_role_hook()). */
+enum ha_change {
 	/**
 	 * This member now leads: start driving the OCS units, with generation (the
 	 * leader key's create revision) as the OpenFlow master generation_id.
 	 */
-	void (*lead)(void *arg, int64_t generation);
+	HA_NOW_LEADING,
 	/** This member no longer leads: stop driving the OCS units now. */
-	void (*follow)(void *arg);
+	HA_NOW_FOLLOWING,
 	/** The store was replaced by a snapshot: in-memory views of it must reload. */
-	void (*resynced)(void *arg);
-	void *arg; /**< passed back to lead and follow */
+	HA_RESYNCED,
 };
+
+/** A change of this member's role; generation is the leadership's for HA_NOW_LEADING. */
+HOOK_TYPE(ha_role, (enum ha_change change, int64_t generation), (change, generation))
+
+/**
+ * The hook of role changes (valid while h lives): add listeners right after
+ * ha_start(), whose campaign answers only later, on the loop.
+ */
+struct hook *ha_role_hook(struct ha *h);
 
 /** Starts the member: it campaigns and follows the log. Returns 0, -EINVAL or -ENOMEM. */
 int ha_start(const struct ha_deps *deps, struct ha **out);
@@ -74,11 +87,11 @@ const struct api_cluster *ha_api(struct ha *h);
 
 /**
  * Sends a change of fabric states the leader's reconciler committed
- * (changeset malloc'd, taken) to the log, so that followers show the states
- * too: merged with the others of the next 20 ms and appended behind the
- * writes of that time. Dropped when this member does not lead.
+ * (changeset, len bytes, copied) to the log, so that followers show the
+ * states too: merged with the others of the next 20 ms and appended behind
+ * the writes of that time. Dropped when this member does not lead.
  */
-void ha_replicate_states(struct ha *h, void *changeset, size_t len);
+void ha_replicate_states(struct ha *h, const void *changeset, size_t len);
 
 /** GET /v1/cluster's body: self, role, leader, members, revision (new reference). */
 json_t *ha_status_json(struct ha *h);

@@ -162,14 +162,13 @@ static json_t *result_json(const struct dev_view *view, uint32_t devices, const 
 
 int inventory_apply(const struct fabric_ctx *c, int64_t server_id, const char *server,
                     const struct rdma_inventory *inv, unsigned interval, json_t **result,
-                    bool *replanned, struct ofcd_error *e)
+                    struct ofcd_error *e)
 {
 	struct store *s = c->store;
 	json_t *fabric = NULL;
 	int rc = -ENOMEM;
 
 	*result = NULL;
-	*replanned = false;
 	json_t *srv = topo_server_json(s, server_id, false);
 	uint32_t devices = (uint32_t)json_integer_value(json_object_get(srv, "devices"));
 	json_decref(srv);
@@ -195,7 +194,6 @@ int inventory_apply(const struct fabric_ctx *c, int64_t server_id, const char *s
 	rc = save(s, server_id, inv, interval, view, devices);
 	if (rc < 0)
 		goto store_fail;
-	*replanned = fabric != NULL;
 	*result = result_json(view, devices, index, failed, changed, n, fabric);
 	fabric = NULL;
 	goto out;

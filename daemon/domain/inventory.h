@@ -32,13 +32,13 @@ struct store;
  * restores the devices whose state it changed (re-planning their fabric
  * through fabric_devices_set()). *result gets {"failed": [{"device",
  * "reason"}], "changes": [{"device", "state", "changed"}], "fabrics": [...]}
- * (new reference); *replanned tells whether a fabric was re-planned. Returns
+ * (new reference). Returns
  * 0 or -errno with e set (422/400 for port indices that do not fit the
  * server, 503 when it could not be stored).
  */
 int inventory_apply(const struct fabric_ctx *c, int64_t server_id, const char *server,
                     const struct rdma_inventory *inv, unsigned interval, json_t **result,
-                    bool *replanned, struct ofcd_error *e);
+                    struct ofcd_error *e);
 
 /**
  * Adds "inventory" (the last report with its "heartbeat" time and "interval",

@@ -111,3 +111,92 @@ int operations_list(struct store *s, const char *ocs, const char *fabric, int64_
 	*out = list;
 	return 0;
 }
+
+int operations_insert(struct store *s, const struct operations_row *op)
+{
+	sqlite3_stmt *st =
+	    store_stmt(s, "INSERT INTO operation(id, ocs, trigger, nadds, ndeletes, status, "
+	                  "error, ended) VALUES (?, ?, ?, ?, ?, ?, ?, CASE WHEN ?8 THEN "
+	                  "strftime('%Y-%m-%dT%H:%M:%fZ', 'now') END)");
+	if (!st)
+		return -EIO;
+	sqlite3_bind_int64(st, 1, op->id);
+	sqlite3_bind_text(st, 2, op->ocs, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, op->trigger, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)op->nadd);
+	sqlite3_bind_int64(st, 5, (sqlite3_int64)op->ndel);
+	sqlite3_bind_text(st, 6, op->status, -1, SQLITE_STATIC);
+	if (op->error)
+		sqlite3_bind_text(st, 7, op->error, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 8, op->ended);
+	int rc = store_step_done(st);
+	/* The pairs in a row of their own, written once: SQLite rewrites a whole row on update. */
+	st =
+	    store_stmt(s, "INSERT INTO operation_xc(operation_id, adds, deletes) VALUES (?, ?, ?)");
+	if (rc == 0 && st) {
+		sqlite3_bind_int64(st, 1, op->id);
+		sqlite3_bind_text(st, 2, op->adds, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3, op->dels, -1, SQLITE_STATIC);
+		rc = store_step_done(st);
+	}
+	st = store_stmt(s, "INSERT INTO operation_fabric(operation_id, fabric) VALUES (?, ?)");
+	size_t i;
+	const json_t *v;
+	json_array_foreach(op->fabrics, i, v)
+	{
+		if (rc < 0 || !st)
+			break;
+		sqlite3_bind_int64(st, 1, op->id);
+		sqlite3_bind_text(st, 2, json_string_value(v), -1, SQLITE_STATIC);
+		rc = store_step_done(st);
+	}
+	return st ? rc : -EIO;
+}
+
+int operations_end(struct store *s, int64_t id, const char *status, const char *error)
+{
+	sqlite3_stmt *st =
+	    store_stmt(s, "UPDATE operation SET status = ?, error = ?, "
+	                  "ended = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = ?");
+	if (!st)
+		return -EIO;
+	sqlite3_bind_text(st, 1, status, -1, SQLITE_STATIC);
+	if (error)
+		sqlite3_bind_text(st, 2, error, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, id);
+	return store_step_done(st);
+}
+
+int operations_prune(struct store *s, int64_t newest, int64_t keep)
+{
+	sqlite3_stmt *st = store_stmt(s, "DELETE FROM operation WHERE id <= ?");
+	if (!st)
+		return -EIO;
+	sqlite3_bind_int64(st, 1, newest - keep);
+	return store_step_done(st);
+}
+
+int64_t operations_next_id(struct store *s)
+{
+	sqlite3_stmt *st = store_stmt(s, "SELECT coalesce(max(id), 0) + 1 FROM operation");
+	int64_t id = 1;
+	if (st && sqlite3_step(st) == SQLITE_ROW)
+		id = sqlite3_column_int64(st, 0);
+	if (st)
+		sqlite3_reset(st);
+	return id;
+}
+
+int operations_interrupt_running(struct store *s)
+{
+	if (store_begin(s) < 0)
+		return -EIO;
+	sqlite3_stmt *st = store_stmt(s, "UPDATE operation SET status = 'interrupted', "
+	                                 "error = 'the daemon stopped before the batch "
+	                                 "completed', ended = strftime('%Y-%m-%dT%H:%M:%fZ', "
+	                                 "'now') WHERE status = 'running'");
+	if (st && store_step_done(st) == 0)
+		return store_commit(s);
+	store_rollback(s);
+	return -EIO;
+}

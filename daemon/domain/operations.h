@@ -1,7 +1,8 @@
 /*
  * The operations as stored: every batch the reconciler sent to an OCS unit,
- * with its outcome and the fabrics it served, read back as JSON for the
- * operations routes (docs/api.md).
+ * with its outcome and the fabrics it served. The reconciler writes them
+ * (operations_insert() and operations_end(), inside its transactions), the
+ * operations routes read them back as JSON (docs/api.md).
  *
  * Loop thread only, against the daemon's store. Every json_t handed out is a
  * new reference owned by the caller.
@@ -10,9 +11,48 @@
 #define OFCD_OPERATIONS_H
 
 #include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct store;
+
+/** A batch's operation as the reconciler records it; every pointer borrowed for the call. */
+struct operations_row {
+	int64_t id;            /**< the operation's id (the reconciler numbers them) */
+	const char *ocs;       /**< name of the unit it was sent to */
+	const char *trigger;   /**< why: startup, change, connect, audit, retry */
+	size_t nadd;           /**< cross-connects it adds */
+	size_t ndel;           /**< cross-connects it removes */
+	const char *adds;      /**< the added pairs as JSON text, [[a,b],...] */
+	const char *dels;      /**< the removed ones, the same way */
+	const char *status;    /**< "running", or how it ended (see operations_end()) */
+	const char *error;     /**< why it failed; NULL: none */
+	bool ended;            /**< it ended already: its end time is now */
+	const json_t *fabrics; /**< names of the fabrics it touches (array of strings) */
+};
+
+/** Inserts an operation, its pairs and its fabrics, in the open transaction. 0 or -EIO. */
+int operations_insert(struct store *s, const struct operations_row *op);
+
+/**
+ * Records how operation id ended: status "succeeded", "failed" or
+ * "interrupted", error NULL or why; the end time is now. In the open
+ * transaction. Returns 0 or -EIO.
+ */
+int operations_end(struct store *s, int64_t id, const char *status, const char *error);
+
+/** Forgets the operations older than the last keep before newest, in the open transaction. */
+int operations_prune(struct store *s, int64_t newest, int64_t keep);
+
+/** The id after the highest stored (1 for none). */
+int64_t operations_next_id(struct store *s);
+
+/**
+ * Marks the operations a crash left running as interrupted, in a
+ * transaction of its own (at the reconciler's start). Returns 0 or -EIO.
+ */
+int operations_interrupt_running(struct store *s);
 
 /**
  * The newest operations first, at most limit of them, only those with an id

@@ -8,6 +8,22 @@
 #include "state/desired.h"
 #include "state/store_sql.h"
 
+/*
+ * A unit's desired circuits (?1: its id) as rows (x, y, fabric_id), x and y
+ * its two ports with x < y, ordered by (x, y). No index leads with the unit
+ * (schema 009: a fabric touches every unit, and such an index cost it a page
+ * per unit), so the statement walks the fabric ids in circuit's primary key,
+ * one index step each, and reads each fabric's entries for the unit there.
+ * It needs no fabric row: the audit sees orphans too.
+ */
+#define UNIT_CIRCUITS_SQL                                                                          \
+	"WITH RECURSIVE f(id) AS (SELECT min(fabric_id) FROM circuit UNION ALL "                   \
+	"SELECT (SELECT min(fabric_id) FROM circuit WHERE fabric_id > f.id) FROM f "               \
+	"WHERE f.id IS NOT NULL) "                                                                 \
+	"SELECT min(c.a_ocs_port, c.b_ocs_port) AS x, max(c.a_ocs_port, c.b_ocs_port) AS y, "      \
+	"c.fabric_id FROM f CROSS JOIN circuit c ON c.fabric_id = f.id AND c.ocs_id = ?1 "         \
+	"ORDER BY x, y"
+
 static int64_t id_by_name(struct store *s, const char *sql, const char *name)
 {
 	sqlite3_stmt *st = store_stmt(s, sql);
@@ -463,7 +479,7 @@ int topo_fabric_state_counts(struct store *s, uint64_t counts[PLAN_STATE__COUNT]
 
 json_t *topo_desired_json(struct store *s, int64_t ocs_id)
 {
-	sqlite3_stmt *st = store_stmt(s, STORE_SQL_UNIT_CIRCUITS);
+	sqlite3_stmt *st = store_stmt(s, UNIT_CIRCUITS_SQL);
 	json_t *a = json_array();
 	sqlite3_bind_int64(st, 1, ocs_id);
 	while (sqlite3_step(st) == SQLITE_ROW)
@@ -906,4 +922,55 @@ int topo_fabric_circuits(struct store *s, int64_t fabric_id, struct topo_circuit
 		sqlite3_reset(st);
 	}
 	return rc;
+}
+
+int topo_units_each(struct store *s, int (*fn)(void *arg, const struct topo_unit_row *u), void *arg)
+{
+	sqlite3_stmt *st = store_stmt(s, "SELECT id, name, driver, endpoint, ports FROM ocs");
+	if (!st)
+		return -EIO;
+	int step, rc = 0;
+	while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
+		struct topo_unit_row u = { .id = sqlite3_column_int64(st, 0),
+			                   .ports = (uint32_t)sqlite3_column_int64(st, 4) };
+		snprintf(u.name, sizeof(u.name), "%s", sqlite3_column_text(st, 1));
+		snprintf(u.driver, sizeof(u.driver), "%s", sqlite3_column_text(st, 2));
+		snprintf(u.endpoint, sizeof(u.endpoint), "%s", sqlite3_column_text(st, 3));
+		rc = fn(arg, &u);
+	}
+	sqlite3_reset(st);
+	return rc ? rc : step == SQLITE_DONE ? 0 : -EIO;
+}
+
+int topo_unit_owners(struct store *s, int64_t ocs_id, int64_t *owner, size_t n)
+{
+	sqlite3_stmt *st = store_stmt(s, "SELECT c.ocs_port, fs.fabric_id FROM cable c JOIN "
+	                                 "fabric_server fs ON fs.server_id = c.server_id WHERE "
+	                                 "c.ocs_id = ?");
+	if (!st)
+		return -EIO;
+	sqlite3_bind_int64(st, 1, ocs_id);
+	int step;
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t p = sqlite3_column_int64(st, 0);
+		if (p >= 0 && (size_t)p < n)
+			owner[p] = sqlite3_column_int64(st, 1);
+	}
+	sqlite3_reset(st);
+	return step == SQLITE_DONE ? 0 : -EIO;
+}
+
+int topo_unit_circuits_each(struct store *s, int64_t ocs_id,
+                            int (*fn)(void *arg, uint32_t x, uint32_t y, int64_t fabric), void *arg)
+{
+	sqlite3_stmt *st = store_stmt(s, UNIT_CIRCUITS_SQL);
+	if (!st)
+		return -EIO;
+	sqlite3_bind_int64(st, 1, ocs_id);
+	int step, rc = 0;
+	while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW)
+		rc = fn(arg, (uint32_t)sqlite3_column_int64(st, 0),
+		        (uint32_t)sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2));
+	sqlite3_reset(st);
+	return rc ? rc : step == SQLITE_DONE ? 0 : -EIO;
 }

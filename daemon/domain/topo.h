@@ -11,6 +11,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "plan.h"
@@ -98,6 +99,38 @@ json_t *topo_fabric_view(struct store *s, const struct desired *d, int64_t id, b
  * in-memory desired state d (committed changes only).
  */
 json_t *topo_fabric_list(struct store *s, const struct desired *d, bool summary);
+
+/** One OCS unit's row as the reconciler follows it (a unit per row, one driver instance each). */
+struct topo_unit_row {
+	int64_t id;         /**< ocs.id */
+	char name[65];      /**< its name */
+	char driver[33];    /**< its driver's name */
+	char endpoint[257]; /**< where its controller is */
+	uint32_t ports;     /**< its ports, 1..ports */
+};
+
+/**
+ * Calls fn for every OCS unit's row (in no set order) until it returns
+ * nonzero. Returns 0 once all were read, fn's nonzero value, or -EIO.
+ */
+int topo_units_each(struct store *s, int (*fn)(void *arg, const struct topo_unit_row *u),
+                    void *arg);
+
+/**
+ * Which fabric owns each port of unit ocs_id as the store says (through cable
+ * and membership): owner[port] for the ports below n, the others left alone.
+ * Returns 0 or -EIO.
+ */
+int topo_unit_owners(struct store *s, int64_t ocs_id, int64_t *owner, size_t n);
+
+/**
+ * Calls fn for each circuit desired of unit ocs_id as the store says, sorted
+ * by its ports (x < y), until it returns nonzero. Returns 0, fn's value or
+ * -EIO.
+ */
+int topo_unit_circuits_each(struct store *s, int64_t ocs_id,
+                            int (*fn)(void *arg, uint32_t x, uint32_t y, int64_t fabric),
+                            void *arg);
 
 /** How many fabrics are in each state (counts[PLAN_STATE_...]). Returns 0 or -EIO. */
 int topo_fabric_state_counts(struct store *s, uint64_t counts[PLAN_STATE__COUNT]);

@@ -1,5 +1,5 @@
 /*
- * The reconciler's core (see reconcile.h and reconcile_internal.h): a driver
+ * The reconciler's core (see reconcile.h and reconcile_core.h): a driver
  * instance per OCS unit of the topology, the driver callbacks, the pass that
  * turns each unit's difference into batches, the audit's rounds, the
  * desired state's deltas handed on, and the public API. Operations and
@@ -21,9 +21,13 @@
 #include "base/events.h"
 #include "log.h"
 #include "plan_diff.h"
-#include "reconcile_internal.h"
-#include "state/store_sql.h"
+#include "reconcile_audit.h"
+#include "reconcile_core.h"
+#include "reconcile_ports.h"
+#include "reconcile_state.h"
+#include "reconcile_store.h"
 #include "domain/topo.h"
+#include "state/store.h"
 
 /* Largest batch: OVS takes thousands of flow mods at once; bounded so one batch cannot stall. */
 /* A read-back's entries are read as cross-connects where they already are in order. */
@@ -314,24 +318,40 @@ static void unit_open(struct reconciler *r, struct unit *u)
 	}
 }
 
-static struct unit *unit_new(struct reconciler *r, sqlite3_stmt *st)
+/*
+ * Sets u's read-back to the one the previous run stored, for the server
+ * reservation until the first read-back (see reconcile_port_joined()): a
+ * unit unreachable after a restart may still hold a deleted fabric's
+ * circuits. u->have_actual stays false.
+ */
+static void last_known(struct reconciler *r, struct unit *u)
+{
+	struct plan_xc *held;
+	size_t n;
+	if (reconcile_store_last_known(r, u, &held, &n) < 0)
+		return;
+	reconcile_ports_set_actual(r, u, held, n, NULL, 0, NULL, 0);
+	reconcile_store_flushed(u);
+}
+
+static struct unit *unit_new(struct reconciler *r, const struct topo_unit_row *row)
 {
 	struct unit *u = calloc(1, sizeof(*u));
 	if (!u)
 		return NULL;
 	u->r = r;
-	u->id = sqlite3_column_int64(st, 0);
-	snprintf(u->name, sizeof(u->name), "%s", sqlite3_column_text(st, 1));
-	snprintf(u->driver, sizeof(u->driver), "%s", sqlite3_column_text(st, 2));
-	snprintf(u->endpoint, sizeof(u->endpoint), "%s", sqlite3_column_text(st, 3));
-	u->ports = (uint32_t)sqlite3_column_int64(st, 4);
+	u->id = row->id;
+	snprintf(u->name, sizeof(u->name), "%s", row->name);
+	snprintf(u->driver, sizeof(u->driver), "%s", row->driver);
+	snprintf(u->endpoint, sizeof(u->endpoint), "%s", row->endpoint);
+	u->ports = row->ports;
 	u->trigger = "startup";
 	u->retry = evtimer_new(r->d.base, on_retry, u);
 	if (!u->retry || reconcile_ports_init(r, u) < 0) {
 		unit_free(u, false);
 		return NULL;
 	}
-	reconcile_store_last_known(r, u);
+	last_known(r, u);
 	unit_open(r, u);
 	return u;
 }
@@ -377,6 +397,43 @@ struct unit *reconcile_unit_by_id(struct reconciler *r, int64_t id)
 	return lo < r->nunits && r->byid[lo]->id == id ? r->byid[lo] : NULL;
 }
 
+struct units_walk {
+	struct reconciler *r;
+	const struct reconcile_work *t0;
+};
+
+/* One row of the ocs table: its unit kept, reopened (its driver changed) or opened. */
+static int sync_unit(void *arg, const struct topo_unit_row *row)
+{
+	struct units_walk *w = arg;
+	struct reconciler *r = w->r;
+	struct unit **pu = &r->units;
+	while (*pu && (*pu)->id != row->id)
+		pu = &(*pu)->next;
+	struct unit *u = *pu;
+	if (u && (strcmp(u->driver, row->driver) != 0 || strcmp(u->endpoint, row->endpoint) != 0 ||
+	          u->ports != row->ports)) {
+		*pu = u->next;
+		unit_free(u, false);
+		u = NULL;
+	}
+	if (!u && reconcile_since(&w->t0->wall) * 1e6 > RECONCILE_SLICE_US) {
+		r->units_synced = false;
+		return 0;
+	}
+	if (!u) {
+		u = unit_new(r, row);
+		if (!u) {
+			r->units_synced = false;
+			return 0;
+		}
+		u->next = r->units;
+		r->units = u;
+	}
+	u->seen = true;
+	return 0;
+}
+
 /*
  * Opens, reopens and closes driver instances to follow the ocs table, when it
  * changed since the last time. A new unit reads its ports' owners, desired
@@ -394,40 +451,14 @@ static void sync_units(struct reconciler *r, const struct reconcile_work *t0)
 	r->nunits = 0;
 	for (struct unit *u = r->units; u; u = u->next)
 		u->seen = false;
-	sqlite3_stmt *st =
-	    store_stmt(r->d.store, "SELECT id, name, driver, endpoint, ports FROM ocs");
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		int64_t id = sqlite3_column_int64(st, 0);
-		struct unit **pu = &r->units;
-		while (*pu && (*pu)->id != id)
-			pu = &(*pu)->next;
-		struct unit *u = *pu;
-		if (u && (strcmp(u->driver, (const char *)sqlite3_column_text(st, 2)) != 0 ||
-		          strcmp(u->endpoint, (const char *)sqlite3_column_text(st, 3)) != 0 ||
-		          u->ports != (uint32_t)sqlite3_column_int64(st, 4))) {
-			*pu = u->next;
-			unit_free(u, false);
-			u = NULL;
-		}
-		if (!u && reconcile_since(&t0->wall) * 1e6 > RECONCILE_SLICE_US) {
-			r->units_synced = false;
-			continue;
-		}
-		if (!u) {
-			u = unit_new(r, st);
-			if (!u) {
-				r->units_synced = false;
-				continue;
-			}
-			u->next = r->units;
-			r->units = u;
-		}
-		u->seen = true;
-	}
-	sqlite3_reset(st);
+	struct units_walk w = { r, t0 };
+	bool read = topo_units_each(r->d.store, sync_unit, &w) == 0;
+	if (!read)
+		r->units_synced = false;
 	for (struct unit **pu = &r->units; *pu;) {
 		struct unit *u = *pu;
-		if (u->seen) {
+		/* A read that failed half-way says nothing of the units it did not reach. */
+		if (u->seen || !read) {
 			pu = &u->next;
 			continue;
 		}
@@ -443,6 +474,48 @@ static void sync_units(struct reconciler *r, const struct reconcile_work *t0)
 }
 
 /* ---- the pass ------------------------------------------------------------ */
+
+/*
+ * The fabrics whose circuits a batch touches: an addition is desired, so its
+ * fabric is known; a removal belongs to the fabric that last desired it or,
+ * when that is unknown (a stray or a change by hand), to the owners of its
+ * ports. NULL when memory is short.
+ */
+static json_t *batch_fabrics(struct reconciler *r, struct unit *u, const struct plan_batch *b)
+{
+	struct desired_set ds = reconcile_unit_desired(u);
+	int64_t *ids = malloc((b->nadd + 2 * b->ndel + 1) * sizeof(*ids));
+	json_t *names = json_array();
+	size_t n = 0;
+	if (!ids || !names) {
+		free(ids);
+		json_decref(names);
+		return NULL;
+	}
+	/* Looked up, not walked to: a small batch on a big unit costs its own size. */
+	for (size_t i = 0; ds.n && i < b->nadd; i++) {
+		const struct plan_xc *x = bsearch(&b->add[i], ds.xc, ds.n, sizeof(*x), plan_xc_cmp);
+		int64_t fabric = x ? ds.fabric[x - ds.xc] : 0;
+		if (fabric && (n == 0 || ids[n - 1] != fabric))
+			ids[n++] = fabric;
+	}
+	const char *last = NULL;
+	for (size_t i = 0; i < b->ndel; i++) {
+		const char *name =
+		    desired_former_owner(r->d.desired, u->id, b->del[i].a, b->del[i].b);
+		if (name) {
+			if (name != last)
+				reconcile_add_name(names, name);
+			last = name;
+		} else {
+			ids[n++] = reconcile_port_owner(u, b->del[i].a);
+			ids[n++] = reconcile_port_owner(u, b->del[i].b);
+		}
+	}
+	reconcile_add_fabric_names(r, names, ids, n);
+	free(ids);
+	return names;
+}
 
 static void drive(struct unit *u)
 {
@@ -474,6 +547,8 @@ static void drive(struct unit *u)
 		goto out;
 	}
 
+	json_decref(u->op_fabrics);
+	u->op_fabrics = batch_fabrics(r, u, &b);
 	u->op_id = reconcile_op_start(r, u, &b);
 	u->trigger = "change";
 	struct ocs_xc *del = malloc((b.ndel ? b.ndel : 1) * sizeof(*del));
@@ -670,6 +745,32 @@ static void on_desired_fabric(void *arg, int64_t fabric_id)
 	reconcile_fabric_touched(arg, fabric_id);
 }
 
+/* Every committed change may alter what some OCS unit should hold; its own states do not. */
+static void on_desired_changed(void *arg, struct desired *d)
+{
+	struct reconciler *r = arg;
+	(void)d;
+	if (!r->muted)
+		reconcile_kick(r);
+}
+
+/*
+ * The fabric state update, then (in check mode, when it got through every
+ * changed fabric) the full recomputation, then the word that states or units'
+ * sync may have changed, on which ?wait= requests look again.
+ */
+static void on_states(evutil_socket_t fd, short what, void *arg)
+{
+	struct reconciler *r = arg;
+	struct metrics_loop l = metrics_loop_enter("reconcile");
+	(void)fd;
+	(void)what;
+	if (reconcile_states_update(r) && r->d.check)
+		reconcile_audit_all(r);
+	events_publish(r->d.events, EVENTS_SETTLED, NULL);
+	metrics_loop_leave(l);
+}
+
 /* ---- public -------------------------------------------------------------- */
 
 int reconcile_init(const struct reconcile_deps *d, struct reconciler **out)
@@ -680,7 +781,7 @@ int reconcile_init(const struct reconcile_deps *d, struct reconciler **out)
 	r->d = *d;
 	r->ev_pass = event_new(d->base, -1, 0, on_pass, r);
 	r->ev_audit = event_new(d->base, -1, EV_PERSIST, on_audit, r);
-	r->ev_states = evtimer_new(d->base, reconcile_states_cb, r);
+	r->ev_states = evtimer_new(d->base, on_states, r);
 	r->ev_flush = evtimer_new(d->base, reconcile_flush_cb, r);
 	r->ev_journal = evtimer_new(d->base, reconcile_journal_cb, r);
 	r->ev_audit_slice = evtimer_new(d->base, on_audit_slice, r);
@@ -691,10 +792,6 @@ int reconcile_init(const struct reconcile_deps *d, struct reconciler **out)
 	}
 	reconcile_store_interrupted(r);
 	r->next_op_id = reconcile_store_next_op(r);
-	r->journal_flush = reconcile_journal_flush;
-	r->journal_ended = reconcile_journal_ended;
-	r->journal_write = reconcile_journal_write;
-	r->journal_done = reconcile_journal_done;
 	reconcile_set_audit_interval(r, d->audit_interval_s);
 	/* Every counter shown from 0, so the first increase is an increase to alert on. */
 	metrics_counter_add("ofcd_drift_repairs_total", RECONCILE_HELP_DRIFT, NULL, 0);
@@ -705,14 +802,16 @@ int reconcile_init(const struct reconcile_deps *d, struct reconciler **out)
 	                    "result=\"failed\"", 0);
 	metrics_collector_add(collect_metrics, r);
 	*out = r;
-	struct desired_listener l = { .circuit = on_desired_circuit,
-		                      .owner = on_desired_owner,
-		                      .fabric = on_desired_fabric,
-		                      .arg = r };
-	desired_listen(d->desired, &l);
+	struct desired_hooks *hooks = desired_hooks(d->desired);
+	if (desired_circuit_hook_add(&hooks->circuit, on_desired_circuit, r) < 0 ||
+	    desired_owner_hook_add(&hooks->owner, on_desired_owner, r) < 0 ||
+	    desired_fabric_hook_add(&hooks->fabric, on_desired_fabric, r) < 0 ||
+	    desired_changed_hook_add(&hooks->changed, on_desired_changed, r) < 0) {
+		reconcile_free(r);
+		*out = NULL;
+		return -ENOMEM;
+	}
 	r->rows_stale = true;
-	if (d->check)
-		r->check = reconcile_audit_all;
 	struct reconcile_work t0 = reconcile_work_start();
 	sync_units(r, &t0);
 	reconcile_kick(r);
@@ -724,7 +823,12 @@ void reconcile_free(struct reconciler *r)
 	if (!r)
 		return;
 	metrics_collector_remove(collect_metrics, r);
-	desired_listen(r->d.desired, NULL);
+	struct desired_hooks *hooks = desired_hooks(r->d.desired);
+	desired_circuit_hook_del(&hooks->circuit, on_desired_circuit, r);
+	desired_owner_hook_del(&hooks->owner, on_desired_owner, r);
+	desired_fabric_hook_del(&hooks->fabric, on_desired_fabric, r);
+	desired_changed_hook_del(&hooks->changed, on_desired_changed, r);
+	hook_clear(&r->states_hook);
 	reconcile_flush_actual(r);
 	r->nunits = 0;
 	while (r->units) {
@@ -807,6 +911,11 @@ struct domain_units reconcile_domain_units(struct reconciler *r)
 	return (struct domain_units){ .port_joined = units_port_joined,
 		                      .unit_held = units_held,
 		                      .arg = r };
+}
+
+struct hook *reconcile_states_hook(struct reconciler *r)
+{
+	return &r->states_hook;
 }
 
 uint64_t reconcile_generation(const struct reconciler *r)

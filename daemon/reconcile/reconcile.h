@@ -20,12 +20,13 @@
  * Loop thread only. Writes to the store in its own short transactions, never
  * while a request's transaction is open (requests never leave one open).
  *
- * Built from five files behind the private reconcile_internal.h: reconcile.c
+ * Built from five files, each calling only those below it, with a private
+ * header each (reconcile_core.h has the types they share): reconcile.c
  * (units, driver callbacks, the pass, this API), reconcile_audit.c (the full
- * recomputation), reconcile_store.c (its operations, read-back copies and
- * port states in the store), reconcile_ports.c (per unit and port: missing
- * and stray cross-connects, hold-back marks) and reconcile_state.c (per
- * fabric and unit: the counts states are derived from, and the states).
+ * recomputation), reconcile_ports.c (per unit and port: missing and stray
+ * cross-connects, hold-back marks), reconcile_state.c (per fabric and unit:
+ * the counts states are derived from, and the states) and reconcile_store.c
+ * (its operations, read-back copies and port states, through the domain).
  */
 #ifndef OFCD_RECONCILE_H
 #define OFCD_RECONCILE_H
@@ -34,6 +35,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/hook.h"
 #include "domain/units.h"
 #include "ocs_driver.h"
 
@@ -56,18 +58,22 @@ struct reconcile_deps {
 	 */
 	int64_t master_generation;
 	/**
-	 * A cluster leader's hook: each committed change of fabric states, as a
-	 * changeset (malloc'd, taken), for the followers' reads. NULL: none.
-	 */
-	void (*replicate)(void *arg, void *changeset, size_t len);
-	void *replicate_arg; /**< passed back to replicate */
-	/**
 	 * Check mode (tests): after every state update, the whole bookkeeping is
 	 * recomputed from scratch and compared (reconcile_audit_all()), so any
 	 * drift of the incremental path shows at once.
 	 */
 	bool check;
 };
+
+/**
+ * Each committed change of fabric states as a changeset (data, len bytes,
+ * borrowed for the call): what a cluster leader sends its followers. Made
+ * only while someone listens.
+ */
+HOOK_TYPE(reconcile_states, (const void *changeset, size_t len), (changeset, len))
+
+/** The hook of the fabric states the reconciler stores (valid while r lives). */
+struct hook *reconcile_states_hook(struct reconciler *r);
 
 /**
  * Creates the reconciler, marks operations a crash left running as

@@ -12,8 +12,11 @@
 #include <string.h>
 
 #include "log.h"
-#include "reconcile_internal.h"
-#include "state/store_sql.h"
+#include "reconcile_audit.h"
+#include "reconcile_ports.h"
+#include "reconcile_state.h"
+#include "domain/topo.h"
+#include "state/store.h"
 
 /* One (fabric, unit) cell's counts, as recomputed or as kept. */
 struct count {
@@ -117,6 +120,28 @@ out:
 	return rc;
 }
 
+/* The store's circuits of a unit, walked against the mirror's (both sorted). */
+struct circuits_walk {
+	const struct unit *u;
+	const struct desired_set *ds;
+	size_t k;
+	unsigned bad;
+};
+
+static int compare_circuit(void *arg, uint32_t x, uint32_t y, int64_t fabric)
+{
+	struct circuits_walk *w = arg;
+	const struct desired_set *ds = w->ds;
+	bool same = w->k < ds->n && ds->xc[w->k].a == x && ds->xc[w->k].b == y &&
+	            ds->fabric[w->k] == fabric;
+	w->k++;
+	if (!same && !w->bad++)
+		log_error("reconcile",
+		          "audit: %s: the desired circuits in memory differ from the store",
+		          w->u->name);
+	return 0;
+}
+
 /* What the store says: each port's owner and the unit's circuits, against the mirror. */
 static unsigned audit_store(struct reconciler *r, const struct unit *u,
                             const struct desired_set *ds)
@@ -124,20 +149,13 @@ static unsigned audit_store(struct reconciler *r, const struct unit *u,
 	unsigned bad = 0;
 	size_t nown;
 	const int64_t *own = desired_owners(r->d.desired, u->id, &nown);
-	int64_t *want = calloc(nown + (size_t)u->ports + 1, sizeof(*want));
-	if (!want)
+	size_t n = nown + (size_t)u->ports + 1;
+	int64_t *want = calloc(n, sizeof(*want));
+	if (!want || topo_unit_owners(r->d.store, u->id, want, n) < 0) {
+		free(want);
 		return 0;
-	sqlite3_stmt *st = store_stmt(
-	    r->d.store, "SELECT c.ocs_port, fs.fabric_id FROM cable c JOIN fabric_server fs "
-	                "ON fs.server_id = c.server_id WHERE c.ocs_id = ?");
-	sqlite3_bind_int64(st, 1, u->id);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		int64_t p = sqlite3_column_int64(st, 0);
-		if (p >= 0 && (size_t)p < nown + u->ports + 1)
-			want[p] = sqlite3_column_int64(st, 1);
 	}
-	sqlite3_reset(st);
-	for (size_t p = 0; p < nown + u->ports + 1; p++)
+	for (size_t p = 0; p < n; p++)
 		if (want[p] != (p < nown ? own[p] : 0) && !bad++)
 			log_error("reconcile",
 			          "audit: %s port %zu: the store says fabric %lld owns it, "
@@ -145,24 +163,13 @@ static unsigned audit_store(struct reconciler *r, const struct unit *u,
 			          u->name, p, (long long)want[p],
 			          (long long)(p < nown ? own[p] : 0));
 	free(want);
-	st = store_stmt(r->d.store, STORE_SQL_UNIT_CIRCUITS);
-	sqlite3_bind_int64(st, 1, u->id);
-	size_t k = 0;
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		bool same = k < ds->n && ds->xc[k].a == (uint32_t)sqlite3_column_int64(st, 0) &&
-		            ds->xc[k].b == (uint32_t)sqlite3_column_int64(st, 1) &&
-		            ds->fabric[k] == sqlite3_column_int64(st, 2);
-		k++;
-		if (!same && !bad++)
-			log_error("reconcile",
-			          "audit: %s: the desired circuits in memory differ from "
-			          "the store",
-			          u->name);
-	}
-	sqlite3_reset(st);
-	if (k != ds->n && !bad++)
+	struct circuits_walk w = { .u = u, .ds = ds, .bad = bad };
+	if (topo_unit_circuits_each(r->d.store, u->id, compare_circuit, &w) < 0)
+		return bad;
+	bad = w.bad;
+	if (w.k != ds->n && !bad++)
 		log_error("reconcile", "audit: %s: %zu circuits in the store, %zu in memory",
-		          u->name, k, ds->n);
+		          u->name, w.k, ds->n);
 	if (bad) {
 		/* Reloaded by the pass this starts. */
 		desired_resync(r->d.desired);

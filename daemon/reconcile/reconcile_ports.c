@@ -19,7 +19,9 @@
 
 #include "base/events.h"
 #include "log.h"
-#include "reconcile_internal.h"
+#include "reconcile_ports.h"
+#include "reconcile_state.h"
+#include "reconcile_store.h"
 
 /* ---- sets of cross-connects keyed by their lower port ----------------------- */
 

@@ -21,9 +21,11 @@
 #include "base/events.h"
 #include "log.h"
 #include "plan_state.h"
-#include "reconcile_internal.h"
+#include "reconcile_state.h"
+#include "reconcile_store.h"
+#include "domain/fabric_state.h"
+#include "state/store.h"
 #include "state/store_changes.h"
-#include "state/store_sql.h"
 
 #define DOWN_GRACE_S   5 /* a unit down this long fails its fabrics */
 #define STATES_TICK_MS 500
@@ -134,19 +136,14 @@ void reconcile_fabric_touched(struct reconciler *r, int64_t fabric_id)
 	mark_dirty(r, f);
 }
 
-/* The columns both row readers share, after the id. */
-#define ROW_COLUMNS                                                                                \
-	"f.name, f.state, coalesce(f.error, ''), f.revision, (SELECT count(*) FROM missing_pair "  \
-	"m WHERE m.fabric_id = f.id), (SELECT count(*) FROM circuit c WHERE c.fabric_id = f.id) "
-
-static void row_fill(struct reconcile_fab *f, sqlite3_stmt *st)
+static void row_take(struct reconcile_fab *f, const struct fabric_row *row)
 {
-	snprintf(f->name, sizeof(f->name), "%s", sqlite3_column_text(st, 1));
-	snprintf(f->state, sizeof(f->state), "%s", sqlite3_column_text(st, 2));
-	snprintf(f->err, sizeof(f->err), "%s", sqlite3_column_text(st, 3));
-	f->revision = sqlite3_column_int64(st, 4);
-	f->nmissing = sqlite3_column_int64(st, 5);
-	f->ncircuits = sqlite3_column_int64(st, 6);
+	snprintf(f->name, sizeof(f->name), "%s", row->name);
+	snprintf(f->state, sizeof(f->state), "%s", row->state);
+	snprintf(f->err, sizeof(f->err), "%s", row->err);
+	f->revision = row->revision;
+	f->nmissing = row->nmissing;
+	f->ncircuits = row->ncircuits;
 	f->row = true;
 	f->row_stale = false;
 }
@@ -154,38 +151,31 @@ static void row_fill(struct reconcile_fab *f, sqlite3_stmt *st)
 /* Reads one fabric's row (a plan changed: its counts with it). */
 static void load_row(struct reconciler *r, struct reconcile_fab *f)
 {
-	sqlite3_stmt *st =
-	    store_stmt(r->d.store, "SELECT f.id, " ROW_COLUMNS "FROM fabric f WHERE f.id = ?");
-	if (!st)
-		return;
-	sqlite3_bind_int64(st, 1, f->id);
-	int step = sqlite3_step(st);
-	if (step == SQLITE_ROW)
-		row_fill(f, st);
-	else if (step == SQLITE_DONE)
+	struct fabric_row row;
+	int rc = fabric_row_get(r->d.store, f->id, &row);
+	if (rc > 0)
+		row_take(f, &row);
+	else if (rc == 0)
 		f->row = f->row_stale = false; /* deleted */
-	sqlite3_reset(st);
+}
+
+static int take_row(void *arg, const struct fabric_row *row)
+{
+	struct reconciler *r = arg;
+	struct reconcile_fab *f = fab_get(r, row->id);
+	if (!f)
+		return -ENOMEM;
+	row_take(f, row);
+	mark_dirty(r, f);
+	return 0;
 }
 
 /* Reads every fabric's row (at start, or after another process changed the store). */
 static void load_rows(struct reconciler *r)
 {
-	sqlite3_stmt *st =
-	    store_stmt(r->d.store, "SELECT f.id, " ROW_COLUMNS "FROM fabric f ORDER BY f.id");
-	if (!st)
-		return;
 	for (size_t i = 0; i < r->nfabs; i++)
 		r->fabs[i]->row_stale = true;
-	int step;
-	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-		struct reconcile_fab *f = fab_get(r, sqlite3_column_int64(st, 0));
-		if (!f)
-			break;
-		row_fill(f, st);
-		mark_dirty(r, f);
-	}
-	sqlite3_reset(st);
-	if (step != SQLITE_DONE)
+	if (fabric_rows_each(r->d.store, take_row, r) != 0)
 		return; /* tried again at the next update */
 	r->rows_stale = false;
 	/* Rows the walk did not meet are gone. */
@@ -228,11 +218,9 @@ void reconcile_add_fabric_names(struct reconciler *r, json_t *a, int64_t *ids, s
 			reconcile_add_name(a, name);
 			continue;
 		}
-		sqlite3_stmt *st = store_stmt(r->d.store, "SELECT name FROM fabric WHERE id = ?");
-		sqlite3_bind_int64(st, 1, ids[i]);
-		if (sqlite3_step(st) == SQLITE_ROW)
-			reconcile_add_name(a, (const char *)sqlite3_column_text(st, 0));
-		sqlite3_reset(st);
+		char stored[65];
+		if (fabric_name_get(r->d.store, ids[i], stored, sizeof(stored)) > 0)
+			reconcile_add_name(a, stored);
 	}
 }
 
@@ -477,28 +465,29 @@ static bool store_changes(struct reconciler *r, json_t *changes)
 	struct store_capture *cap = NULL;
 	void *cs = NULL;
 	size_t cs_len = 0;
-	if (r->d.replicate && store_capture_start(s, "fabric", &cap) < 0)
+	if (!hook_empty(&r->states_hook) && store_capture_start(s, "fabric", &cap) < 0)
 		return false;
 	if (store_begin_relaxed(s) < 0) {
 		store_capture_free(cap);
 		return false;
 	}
 	/* The batches that made these states, in the same transaction. */
-	if (r->journal_write)
-		rc = r->journal_write(r);
-	sqlite3_stmt *up = store_stmt(s, "UPDATE fabric SET state = ?, error = ?, updated = "
-	                                 "strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = ?");
+	rc = reconcile_journal_write(r);
+	struct fabric_state_change *v = calloc(json_array_size(changes) + 1, sizeof(*v));
+	if (!v)
+		rc = -ENOMEM;
 	json_array_foreach(changes, i, c)
 	{
-		const char *e = json_string_value(json_object_get(c, "error"));
-		sqlite3_bind_text(up, 1, json_string_value(json_object_get(c, "state")), -1,
-		                  SQLITE_TRANSIENT);
-		if (e[0])
-			sqlite3_bind_text(up, 2, e, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_int64(up, 3, json_integer_value(json_object_get(c, "id")));
-		if (rc == 0)
-			rc = store_step_done(up);
+		if (v)
+			v[i] = (struct fabric_state_change){
+				.id = json_integer_value(json_object_get(c, "id")),
+				.state = json_string_value(json_object_get(c, "state")),
+				.error = json_string_value(json_object_get(c, "error"))
+			};
 	}
+	if (rc == 0)
+		rc = fabric_states_write(s, v, json_array_size(changes));
+	free(v);
 	if (rc == 0 && cap)
 		rc = store_capture_take(cap, &cs, &cs_len);
 	store_capture_free(cap);
@@ -509,11 +498,9 @@ static bool store_changes(struct reconciler *r, json_t *changes)
 		store_rollback(s);
 	r->muted = false;
 	if (ok && cs)
-		r->d.replicate(r->d.replicate_arg, cs, cs_len);
-	else
-		free(cs);
-	if (r->journal_done)
-		r->journal_done(r);
+		reconcile_states_hook_call(&r->states_hook, cs, cs_len);
+	free(cs);
+	reconcile_journal_done(r);
 	return ok;
 }
 
@@ -541,7 +528,7 @@ static void take_touched_units(struct reconciler *r)
  * reconnects makes every fabric on it dirty), stores the ones that changed
  * (one transaction), and publishes them.
  */
-static void update_states(struct reconciler *r)
+bool reconcile_states_update(struct reconciler *r)
 {
 	struct reconcile_work t0 = reconcile_work_start();
 	json_t *changes = json_array();
@@ -587,8 +574,8 @@ static void update_states(struct reconciler *r)
 	}
 
 	/* Batches that ended are written before waiters hear settled: lists are current then. */
-	if (!json_array_size(changes) && r->journal_ended && r->journal_ended(r))
-		r->journal_flush(r);
+	if (!json_array_size(changes) && reconcile_journal_ended(r))
+		reconcile_journal_flush(r);
 	if (json_array_size(changes) && store_changes(r, changes)) {
 		size_t i;
 		json_t *c;
@@ -621,24 +608,13 @@ static void update_states(struct reconciler *r)
 	if (r->ndirty) {
 		/* More next time round the loop: whatever waits meanwhile gets its turn. */
 		reconcile_schedule_states(r);
-	} else {
-		if (r->check)
-			r->check(r);
-		if (r->nunsettled) {
-			struct timeval tick = { 0, STATES_TICK_MS * 1000 };
-			evtimer_add(r->ev_states, &tick);
-		}
+		return false;
 	}
-	events_publish(r->d.events, EVENTS_SETTLED, NULL);
-}
-
-void reconcile_states_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct metrics_loop l = metrics_loop_enter("reconcile");
-	(void)fd;
-	(void)what;
-	update_states(arg);
-	metrics_loop_leave(l);
+	if (r->nunsettled) {
+		struct timeval tick = { 0, STATES_TICK_MS * 1000 };
+		evtimer_add(r->ev_states, &tick);
+	}
+	return true;
 }
 
 void reconcile_schedule_states(struct reconciler *r)

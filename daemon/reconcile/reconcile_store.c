@@ -1,8 +1,9 @@
 /*
- * The reconciler's own rows in the store: one operation per batch (with its
- * pairs and the fabrics it touches), the copy of every unit's read-back
- * (actual_xc) and the ports whose link is down. All in short relaxed
- * transactions of their own: a restart recomputes them anyway.
+ * The reconciler's own records: one operation per batch (with its pairs and
+ * the fabrics it touches, through a journal written once per loop iteration
+ * or so), the copy of every unit's read-back and the ports whose link is
+ * down, written by the domain's operations.h and readback.h. All in short
+ * relaxed transactions of their own: a restart recomputes them anyway.
  */
 #include <errno.h>
 #include <event2/event.h>
@@ -10,9 +11,11 @@
 #include <string.h>
 
 #include "base/events.h"
+#include "domain/operations.h"
+#include "domain/readback.h"
 #include "log.h"
-#include "reconcile_internal.h"
-#include "state/store_sql.h"
+#include "reconcile_store.h"
+#include "state/store.h"
 
 /*
  * A list of cross-connects as JSON text ("[[1,2],[3,4]]"), printed directly:
@@ -53,62 +56,10 @@ static char *xcs_text(const struct plan_xc *v, size_t n)
 
 void reconcile_store_interrupted(struct reconciler *r)
 {
-	struct store *s = r->d.store;
-	if (store_begin(s) < 0)
-		return;
-	sqlite3_stmt *st = store_stmt(s, "UPDATE operation SET status = 'interrupted', "
-	                                 "error = 'the daemon stopped before the batch "
-	                                 "completed', ended = strftime('%Y-%m-%dT%H:%M:%fZ', "
-	                                 "'now') WHERE status = 'running'");
-	if (store_step_done(st) == 0)
-		store_commit(s);
-	else
-		store_rollback(s);
+	operations_interrupt_running(r->d.store);
 }
 
 /* ---- operations ---------------------------------------------------------- */
-
-/*
- * The fabrics whose circuits a batch touches: an addition is desired, so its
- * fabric is known; a removal belongs to the fabric that last desired it or,
- * when that is unknown (a stray or a change by hand), to the owners of its
- * ports. NULL when memory is short.
- */
-static json_t *batch_fabrics(struct reconciler *r, struct unit *u, const struct plan_batch *b)
-{
-	struct desired_set ds = reconcile_unit_desired(u);
-	int64_t *ids = malloc((b->nadd + 2 * b->ndel + 1) * sizeof(*ids));
-	json_t *names = json_array();
-	size_t n = 0;
-	if (!ids || !names) {
-		free(ids);
-		json_decref(names);
-		return NULL;
-	}
-	/* Looked up, not walked to: a small batch on a big unit costs its own size. */
-	for (size_t i = 0; ds.n && i < b->nadd; i++) {
-		const struct plan_xc *x = bsearch(&b->add[i], ds.xc, ds.n, sizeof(*x), plan_xc_cmp);
-		int64_t fabric = x ? ds.fabric[x - ds.xc] : 0;
-		if (fabric && (n == 0 || ids[n - 1] != fabric))
-			ids[n++] = fabric;
-	}
-	const char *last = NULL;
-	for (size_t i = 0; i < b->ndel; i++) {
-		const char *name =
-		    desired_former_owner(r->d.desired, u->id, b->del[i].a, b->del[i].b);
-		if (name) {
-			if (name != last)
-				reconcile_add_name(names, name);
-			last = name;
-		} else {
-			ids[n++] = reconcile_port_owner(u, b->del[i].a);
-			ids[n++] = reconcile_port_owner(u, b->del[i].b);
-		}
-	}
-	reconcile_add_fabric_names(r, names, ids, n);
-	free(ids);
-	return names;
-}
 
 /*
  * A batch's operation as the journal holds it until it is written: its row to
@@ -159,8 +110,6 @@ static struct reconcile_journal_entry *journal_push(struct reconciler *r, int64_
 
 int64_t reconcile_op_start(struct reconciler *r, struct unit *u, const struct plan_batch *b)
 {
-	json_decref(u->op_fabrics);
-	u->op_fabrics = batch_fabrics(r, u, b);
 	struct reconcile_journal_entry *e = journal_push(r, r->next_op_id);
 	char *adds = xcs_text(b->add, b->nadd), *dels = xcs_text(b->del, b->ndel);
 	if (!e || !adds || !dels) {
@@ -217,75 +166,32 @@ static const char *status_name(int status)
 
 static int journal_write(struct store *s, const struct reconcile_journal_entry *e)
 {
-	sqlite3_stmt *st;
-	int rc;
-	if (e->started) {
-		st =
-		    store_stmt(s, "INSERT INTO operation(id, ocs, trigger, nadds, ndeletes, "
-		                  "status, error, ended) VALUES (?, ?, ?, ?, ?, ?, ?, CASE WHEN ?8 "
-		                  "THEN strftime('%Y-%m-%dT%H:%M:%fZ', 'now') END)");
-		sqlite3_bind_int64(st, 1, e->id);
-		sqlite3_bind_text(st, 2, e->ocs, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 3, e->trigger, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 4, (sqlite3_int64)e->nadd);
-		sqlite3_bind_int64(st, 5, (sqlite3_int64)e->ndel);
-		sqlite3_bind_text(st, 6, e->finished ? status_name(e->status) : "running", -1,
-		                  SQLITE_STATIC);
-		if (e->err)
-			sqlite3_bind_text(st, 7, e->err, -1, SQLITE_STATIC);
-		sqlite3_bind_int(st, 8, e->finished);
-		rc = store_step_done(st);
-		st = store_stmt(s, "INSERT INTO operation_xc(operation_id, adds, deletes) "
-		                   "VALUES (?, ?, ?)");
-		sqlite3_bind_int64(st, 1, e->id);
-		sqlite3_bind_text(st, 2, e->adds, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 3, e->dels, -1, SQLITE_STATIC);
-		return rc ? rc : store_step_done(st);
-	}
-	st = store_stmt(s, "UPDATE operation SET status = ?, error = ?, "
-	                   "ended = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = ?");
-	sqlite3_bind_text(st, 1, status_name(e->status), -1, SQLITE_STATIC);
-	if (e->err)
-		sqlite3_bind_text(st, 2, e->err, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 3, e->id);
-	return store_step_done(st);
-}
-
-/* The names of the fabrics of a started batch, known when it started (its unit's). */
-static int journal_fabrics(struct store *s, const struct reconcile_journal_entry *e,
-                           const json_t *names)
-{
-	sqlite3_stmt *st =
-	    store_stmt(s, "INSERT INTO operation_fabric(operation_id, fabric) VALUES (?, ?)");
-	size_t i;
-	json_t *v;
-	int rc = 0;
-	json_array_foreach(names, i, v)
-	{
-		sqlite3_bind_int64(st, 1, e->id);
-		sqlite3_bind_text(st, 2, json_string_value(v), -1, SQLITE_STATIC);
-		if (rc == 0)
-			rc = store_step_done(st);
-	}
-	return rc;
+	const char *status = e->finished ? status_name(e->status) : "running";
+	if (!e->started)
+		return operations_end(s, e->id, status, e->err);
+	struct operations_row op = { .id = e->id,
+		                     .ocs = e->ocs,
+		                     .trigger = e->trigger,
+		                     .nadd = e->nadd,
+		                     .ndel = e->ndel,
+		                     .adds = e->adds,
+		                     .dels = e->dels,
+		                     .status = status,
+		                     .error = e->err,
+		                     .ended = e->finished,
+		                     .fabrics = e->names };
+	return operations_insert(s, &op);
 }
 
 int reconcile_journal_write(struct reconciler *r)
 {
 	struct store *s = r->d.store;
 	int rc = 0;
-	for (size_t i = 0; rc == 0 && i < r->njournal; i++) {
-		struct reconcile_journal_entry *e = &r->journal[i];
-		rc = journal_write(s, e);
-		if (rc == 0 && e->started)
-			rc = journal_fabrics(s, e, e->names);
-	}
-	if (r->njournal && rc == 0) {
-		/* Keep the history bounded. */
-		sqlite3_stmt *st = store_stmt(s, "DELETE FROM operation WHERE id <= ? - 10000");
-		sqlite3_bind_int64(st, 1, r->next_op_id - 1);
-		rc = store_step_done(st);
-	}
+	for (size_t i = 0; rc == 0 && i < r->njournal; i++)
+		rc = journal_write(s, &r->journal[i]);
+	/* Keep the history bounded. */
+	if (r->njournal && rc == 0)
+		rc = operations_prune(s, r->next_op_id - 1, 10000);
 	return rc;
 }
 
@@ -350,13 +256,7 @@ void reconcile_journal_cb(evutil_socket_t fd, short what, void *arg)
 
 int64_t reconcile_store_next_op(struct reconciler *r)
 {
-	sqlite3_stmt *st = store_stmt(r->d.store, "SELECT coalesce(max(id), 0) + 1 FROM operation");
-	int64_t id = 1;
-	if (st && sqlite3_step(st) == SQLITE_ROW)
-		id = sqlite3_column_int64(st, 0);
-	if (st)
-		sqlite3_reset(st);
-	return id;
+	return operations_next_id(r->d.store);
 }
 
 /* ---- the read-back copy -------------------------------------------------- */
@@ -376,31 +276,6 @@ void reconcile_actual_changed(struct reconciler *r, struct unit *u)
 		struct timeval sec = { 1, 0 };
 		evtimer_add(r->ev_flush, &sec);
 	}
-}
-
-/* Writes what u holds now over what was last written: only the rows that differ. */
-static int flush_unit(struct store *s, struct unit *u)
-{
-	sqlite3_stmt *del = store_stmt(s, "DELETE FROM actual_xc WHERE ocs_id = ? AND a = ? AND "
-	                                  "b = ?");
-	sqlite3_stmt *ins = store_stmt(s, "INSERT INTO actual_xc(ocs_id, a, b) VALUES (?, ?, ?)");
-	const struct plan_xc *old = u->flushed, *now = u->actual;
-	size_t on = u->nflushed, n = u->nactual, i = 0, j = 0;
-	int rc = 0;
-	while (rc == 0 && (i < on || j < n)) {
-		int c = i == on ? 1 : j == n ? -1 : plan_xc_cmp(&old[i], &now[j]);
-		if (c == 0) {
-			i++, j++;
-			continue;
-		}
-		sqlite3_stmt *st = c < 0 ? del : ins;
-		const struct plan_xc *x = c < 0 ? &old[i++] : &now[j++];
-		sqlite3_bind_int64(st, 1, u->id);
-		sqlite3_bind_int64(st, 2, x->a);
-		sqlite3_bind_int64(st, 3, x->b);
-		rc = store_step_done(st);
-	}
-	return rc;
 }
 
 static void flushed_copy(struct unit *u)
@@ -438,13 +313,11 @@ static bool flush_some(struct reconciler *r, double limit_us)
 	for (u = r->units; u && rc == 0 && reconcile_since(&t0) * 1e6 < limit_us; u = u->next) {
 		if (!u->actual_dirty)
 			continue;
-		if (!u->flushed) {
-			sqlite3_stmt *st = store_stmt(s, "DELETE FROM actual_xc WHERE ocs_id = ?");
-			sqlite3_bind_int64(st, 1, u->id);
-			rc = store_step_done(st);
-		}
+		if (!u->flushed)
+			rc = readback_clear(s, u->id);
 		if (rc == 0)
-			rc = flush_unit(s, u);
+			rc = readback_write(s, u->id, u->flushed, u->nflushed, u->actual,
+			                    u->nactual);
 		u->actual_dirty = rc < 0;
 		if (rc == 0)
 			flushed_copy(u);
@@ -495,33 +368,14 @@ void reconcile_flush_cb(evutil_socket_t fd, short what, void *arg)
  * until the first read-back: a unit unreachable after a restart may still
  * hold a deleted fabric's circuits.
  */
-void reconcile_store_last_known(struct reconciler *r, struct unit *u)
+int reconcile_store_last_known(struct reconciler *r, struct unit *u, struct plan_xc **held,
+                               size_t *n)
 {
-	sqlite3_stmt *st = store_stmt(r->d.store, "SELECT a, b FROM actual_xc WHERE ocs_id = ? "
-	                                          "ORDER BY a, b");
-	struct plan_xc *v = NULL;
-	size_t n = 0, cap = 0;
-	sqlite3_bind_int64(st, 1, u->id);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		int64_t a = sqlite3_column_int64(st, 0), b = sqlite3_column_int64(st, 1);
-		if (a < 1 || b <= a || b > u->ports)
-			continue;
-		if (n == cap) {
-			cap = cap ? 2 * cap : 256;
-			struct plan_xc *t = realloc(v, cap * sizeof(*t));
-			if (!t)
-				break;
-			v = t;
-		}
-		v[n++] = (struct plan_xc){ (uint32_t)a, (uint32_t)b };
-	}
-	sqlite3_reset(st);
-	if (!v)
-		v = malloc(sizeof(*v));
-	if (!v)
-		return;
-	reconcile_ports_set_actual(r, u, v, n, NULL, 0, NULL, 0);
-	/* What the store holds: the next write sends only what differs from it. */
+	return readback_load(r->d.store, u->id, u->ports, held, n);
+}
+
+void reconcile_store_flushed(struct unit *u)
+{
 	flushed_copy(u);
 }
 
@@ -529,19 +383,7 @@ void reconcile_store_last_known(struct reconciler *r, struct unit *u)
 
 void reconcile_store_port_state(struct reconciler *r, struct unit *u, uint32_t port, bool up)
 {
-	struct store *s = r->d.store;
-	if (store_begin_relaxed(s) < 0)
-		return;
-	sqlite3_stmt *st = store_stmt(s, up ? "DELETE FROM ocs_port_down WHERE ocs_id = ? AND "
-	                                      "port = ?"
-	                                    : "INSERT OR IGNORE INTO ocs_port_down(ocs_id, port) "
-	                                      "VALUES (?, ?)");
-	sqlite3_bind_int64(st, 1, u->id);
-	sqlite3_bind_int64(st, 2, port);
-	if (store_step_done(st) == 0)
-		store_commit(s);
-	else
-		store_rollback(s);
+	readback_port_link(r->d.store, u->id, port, up);
 	log_info("reconcile", "%s: port %u link %s", u->name, port, up ? "up" : "down");
 	events_publish(r->d.events, EVENTS_PORT_STATE,
 	               json_pack("{s:s, s:I, s:s}", "ocs", u->name, "port", (json_int_t)port,
@@ -550,12 +392,5 @@ void reconcile_store_port_state(struct reconciler *r, struct unit *u, uint32_t p
 
 json_t *reconcile_store_ports_down(struct reconciler *r, int64_t ocs_id)
 {
-	json_t *down = json_array();
-	sqlite3_stmt *st = store_stmt(r->d.store, "SELECT port FROM ocs_port_down WHERE ocs_id = ? "
-	                                          "ORDER BY port");
-	sqlite3_bind_int64(st, 1, ocs_id);
-	while (sqlite3_step(st) == SQLITE_ROW)
-		json_array_append_new(down, json_integer(sqlite3_column_int64(st, 0)));
-	sqlite3_reset(st);
-	return down;
+	return readback_ports_down(r->d.store, ocs_id);
 }

@@ -103,10 +103,11 @@ struct desired {
 	bool ocs_touched; /* the ocs table changed in the open transaction */
 	uint64_t units_version;
 
-	/* Circuits per fabric, kept with every change the listener hears. */
+	/* Circuits per fabric, kept with every change the listeners hear. */
 	struct counts counts;
 
-	struct desired_listener l;
+	struct desired_hooks hooks;
+	bool changed; /* the listeners heard of a change the changed hook has not told yet */
 };
 
 static void name_put(struct name *n)
@@ -234,12 +235,34 @@ static void count_add(struct counts *c, int64_t fabric, long delta)
 	}
 }
 
+static void note_owner(struct desired *d, int64_t ocs_id, uint32_t port, int64_t before,
+                       int64_t after)
+{
+	d->changed = true;
+	desired_owner_hook_call(&d->hooks.owner, ocs_id, port, before, after);
+}
+
+static void note_fabric(struct desired *d, int64_t fabric_id)
+{
+	d->changed = true;
+	desired_fabric_hook_call(&d->hooks.fabric, fabric_id);
+}
+
+/* One word per commit (or refresh) that changed anything: what a reconciler pass follows. */
+static void tell_changed(struct desired *d)
+{
+	if (!d->changed)
+		return;
+	d->changed = false;
+	desired_changed_hook_call(&d->hooks.changed, d);
+}
+
 static void notify_circuit(struct desired *d, int64_t ocs_id, struct plan_xc xc, int64_t fabric,
                            bool added)
 {
 	count_add(&d->counts, fabric, added ? 1 : -1);
-	if (d->l.circuit)
-		d->l.circuit(d->l.arg, ocs_id, xc, fabric, added);
+	d->changed = true;
+	desired_circuit_hook_call(&d->hooks.circuit, ocs_id, xc, fabric, added);
 }
 
 /*
@@ -581,8 +604,7 @@ static int set_owner(struct desired *d, const struct desired_port *p, int64_t fa
 	if (before == fabric)
 		return 0;
 	u->owner[p->port] = fabric;
-	if (d->l.owner)
-		d->l.owner(d->l.arg, p->ocs_id, p->port, before, fabric);
+	note_owner(d, p->ocs_id, p->port, before, fabric);
 	return 0;
 }
 
@@ -733,8 +755,8 @@ static int reload_owners(struct desired *d)
 			}
 			int64_t before = u->owner[p] < 0 ? -u->owner[p] - 1 : 0;
 			u->owner[p] = v[i].fabric;
-			if (before != v[i].fabric && d->l.owner)
-				d->l.owner(d->l.arg, u->ocs_id, p, before, v[i].fabric);
+			if (before != v[i].fabric)
+				note_owner(d, u->ocs_id, p, before, v[i].fabric);
 		}
 	}
 	/* Ports still holding a stashed owner lost it. */
@@ -745,8 +767,8 @@ static int reload_owners(struct desired *d)
 				continue;
 			int64_t before = -u->owner[p] - 1;
 			u->owner[p] = 0;
-			if (before && d->l.owner)
-				d->l.owner(d->l.arg, u->ocs_id, (uint32_t)p, before, 0);
+			if (before)
+				note_owner(d, u->ocs_id, (uint32_t)p, before, 0);
 		}
 	}
 	d->owners_stale = rc < 0;
@@ -801,8 +823,8 @@ static void notify_fabrics(struct desired *d)
 	if (n)
 		qsort(v, n, sizeof(*v), id_cmp);
 	for (size_t i = 0; i < n; i++)
-		if ((i == 0 || v[i] != v[i - 1]) && d->l.fabric)
-			d->l.fabric(d->l.arg, v[i]);
+		if (i == 0 || v[i] != v[i - 1])
+			note_fabric(d, v[i]);
 	d->ntouched_fabrics = 0;
 }
 
@@ -814,9 +836,10 @@ static void touch_fabric(struct desired *d, int64_t fabric)
 		d->fabrics_outside = true;
 }
 
-static void on_txn_end(void *arg, bool committed)
+static void on_txn_end(void *arg, struct store *s, bool committed)
 {
 	struct desired *d = arg;
+	(void)s;
 	if (committed && (d->nstages || d->touched || d->outside || d->stale)) {
 		int rc = 0;
 		if (d->broken || d->outside || d->stale || d->touched != d->expected) {
@@ -852,10 +875,13 @@ static void on_txn_end(void *arg, bool committed)
 		for (size_t i = 0; i < d->nstages; i++)
 			touch_fabric(d, d->stages[i].fabric);
 		notify_fabrics(d);
-		if (d->ocs_touched)
+		if (d->ocs_touched) {
 			d->units_version++;
+			d->changed = true;
+		}
 	}
 	stages_clear(d);
+	tell_changed(d);
 }
 
 static void on_update(void *arg, int op, const char *db, const char *table, sqlite3_int64 rowid)
@@ -874,9 +900,10 @@ static void on_update(void *arg, int op, const char *db, const char *table, sqli
 		return;
 	}
 	if (strcmp(table, "ocs") == 0) {
-		if (outside)
+		if (outside) {
 			d->units_version++;
-		else
+			d->changed = true;
+		} else
 			d->ocs_touched = true;
 		return;
 	}
@@ -1036,6 +1063,7 @@ void desired_refresh(struct desired *d)
 		log_info("store", "the store was changed by another process: reloading the "
 		                  "desired cross-connects");
 		d->units_version++;
+		d->changed = true;
 		d->fabrics_outside = true;
 	}
 	if ((d->stale || d->outside || other) && reload(d) == 0) {
@@ -1044,10 +1072,11 @@ void desired_refresh(struct desired *d)
 	}
 	if ((d->owners_stale || d->owners_outside || other) && reload_owners(d) == 0)
 		d->owners_outside = false;
-	if (d->fabrics_outside && d->l.fabric) {
+	if (d->fabrics_outside) {
 		d->fabrics_outside = false;
-		d->l.fabric(d->l.arg, 0);
+		note_fabric(d, 0);
 	}
+	tell_changed(d);
 }
 
 void desired_resync(struct desired *d)
@@ -1076,9 +1105,13 @@ int desired_open(struct store *s, struct desired **out)
 		return rc;
 	}
 	d->reloads = 0;
-	store_on_txn_end(s, on_txn_end, d);
-	sqlite3_update_hook(store_db(s), on_update, d);
-	store_preupdate_hook(s, on_preupdate, d);
+	d->changed = false;
+	if (store_txn_end_hook_add(store_txn_end_hook(s), on_txn_end, d) < 0 ||
+	    store_update_hook_add(store_update_hook(s), on_update, d) < 0 ||
+	    store_preupdate_hook_add(store_preupdate_hook(s), on_preupdate, d) < 0) {
+		desired_free(d);
+		return -ENOMEM;
+	}
 	*out = d;
 	return 0;
 }
@@ -1087,9 +1120,13 @@ void desired_free(struct desired *d)
 {
 	if (!d)
 		return;
-	store_on_txn_end(d->s, NULL, NULL);
-	sqlite3_update_hook(store_db(d->s), NULL, NULL);
-	store_preupdate_hook(d->s, NULL, NULL);
+	store_txn_end_hook_del(store_txn_end_hook(d->s), on_txn_end, d);
+	store_update_hook_del(store_update_hook(d->s), on_update, d);
+	store_preupdate_hook_del(store_preupdate_hook(d->s), on_preupdate, d);
+	hook_clear(&d->hooks.circuit);
+	hook_clear(&d->hooks.owner);
+	hook_clear(&d->hooks.fabric);
+	hook_clear(&d->hooks.changed);
 	stages_clear(d);
 	for (size_t i = 0; i < d->nunits; i++) {
 		free(d->units[i].xc);
@@ -1109,12 +1146,9 @@ void desired_free(struct desired *d)
 	free(d);
 }
 
-void desired_listen(struct desired *d, const struct desired_listener *l)
+struct desired_hooks *desired_hooks(struct desired *d)
 {
-	if (l)
-		d->l = *l;
-	else
-		memset(&d->l, 0, sizeof(d->l));
+	return &d->hooks;
 }
 
 struct desired_set desired_of(const struct desired *d, int64_t ocs_id)

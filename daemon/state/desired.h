@@ -35,6 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/hook.h"
 #include "plan_diff.h"
 
 struct store;
@@ -53,20 +54,34 @@ struct desired_port {
 	uint32_t port;  /**< its port the server's device port is cabled to */
 };
 
+/** Cross-connect xc of unit ocs_id became desired by fabric (added) or left. */
+HOOK_TYPE(desired_circuit, (int64_t ocs_id, struct plan_xc xc, int64_t fabric, bool added),
+          (ocs_id, xc, fabric, added))
+
+/** Port of unit ocs_id changed owner from before to after (fabric ids, 0: none). */
+HOOK_TYPE(desired_owner, (int64_t ocs_id, uint32_t port, int64_t before, int64_t after),
+          (ocs_id, port, before, after))
+
+/** The row of a fabric (0: of any fabric) may have changed: its state, plan, existence. */
+HOOK_TYPE(desired_fabric, (int64_t fabric_id), (fabric_id))
+
+/**
+ * A commit (or a refresh) changed what some unit should hold, whose port is
+ * whose, a fabric's row or the units themselves: once, after the others.
+ */
+HOOK_TYPE(desired_changed, (struct desired * d), (d))
+
 /**
  * Who hears the changes, called when a transaction that made them commits (or
  * from desired_refresh() for changes made outside one), after the mirror took
- * them: desired_of() already answers with the new state. Every callback may be
- * NULL; they must not write to the store.
+ * them: desired_of() already answers with the new state. Listeners must not
+ * write to the store.
  */
-struct desired_listener {
-	/** Cross-connect xc of unit ocs_id became desired by fabric (added) or left. */
-	void (*circuit)(void *arg, int64_t ocs_id, struct plan_xc xc, int64_t fabric, bool added);
-	/** Port of unit ocs_id changed owner from before to after (fabric ids, 0: none). */
-	void (*owner)(void *arg, int64_t ocs_id, uint32_t port, int64_t before, int64_t after);
-	/** The row of a fabric (0: of any fabric) may have changed: its state, plan, existence. */
-	void (*fabric)(void *arg, int64_t fabric_id);
-	void *arg; /**< passed to each callback */
+struct desired_hooks {
+	struct hook circuit; /**< desired_circuit listeners (the reconciler's bookkeeping) */
+	struct hook owner;   /**< desired_owner listeners */
+	struct hook fabric;  /**< desired_fabric listeners */
+	struct hook changed; /**< desired_changed listeners (a reconciler pass follows) */
 };
 
 /** A unit's desired cross-connects: valid until the next commit or desired_forget(). */
@@ -113,11 +128,8 @@ int desired_stage_members(struct desired *d, int64_t fabric_id, const int64_t *s
  */
 int desired_stage_delete(struct desired *d, int64_t fabric_id);
 
-/**
- * Sets who hears every change from now on (l is copied; NULL stops). One
- * listener: the reconciler.
- */
-void desired_listen(struct desired *d, const struct desired_listener *l);
+/** The hooks every change is told through (valid while d lives). */
+struct desired_hooks *desired_hooks(struct desired *d);
 
 /** The unit's desired cross-connects (an empty set for a unit with none). */
 struct desired_set desired_of(const struct desired *d, int64_t ocs_id);

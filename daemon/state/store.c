@@ -25,12 +25,11 @@ struct stmt_slot {
 
 struct store {
 	sqlite3 *db;
-	bool relaxed; /* the open transaction commits without fsync */
-	void (*txn_end)(void *arg, bool committed);
-	void *txn_end_arg;
+	bool relaxed;                    /* the open transaction commits without fsync */
+	struct hook txn_end;             /* store_txn_end listeners */
+	struct hook preupdate;           /* store_preupdate listeners */
+	struct hook update;              /* store_update listeners */
 	struct store_checkpointer *ckpt; /* NULL: SQLite checkpoints inside commits */
-	store_preupdate_fn preupdate;    /* the connection's pre-update hook, while not set aside */
-	void *preupdate_arg;
 	struct stmt_slot stmts[STMT_SLOTS];
 };
 
@@ -39,16 +38,38 @@ sqlite3 *store_db(struct store *s)
 	return s->db;
 }
 
-void store_preupdate_hook(struct store *s, store_preupdate_fn fn, void *arg)
+/* SQLite's one pre-update and update slots, shared out to the store's listeners. */
+static void on_preupdate(void *arg, sqlite3 *db, int op, const char *zdb, const char *table,
+                         sqlite3_int64 key1, sqlite3_int64 key2)
 {
-	s->preupdate = fn;
-	s->preupdate_arg = arg;
-	sqlite3_preupdate_hook(s->db, fn, arg);
+	struct store *s = arg;
+	store_preupdate_hook_call(&s->preupdate, db, op, zdb, table, key1, key2);
+}
+
+static void on_update(void *arg, int op, const char *zdb, const char *table, sqlite3_int64 rowid)
+{
+	struct store *s = arg;
+	store_update_hook_call(&s->update, op, zdb, table, rowid);
+}
+
+struct hook *store_preupdate_hook(struct store *s)
+{
+	return &s->preupdate;
+}
+
+struct hook *store_update_hook(struct store *s)
+{
+	return &s->update;
+}
+
+struct hook *store_txn_end_hook(struct store *s)
+{
+	return &s->txn_end;
 }
 
 void store_preupdate_aside(struct store *s, bool aside)
 {
-	sqlite3_preupdate_hook(s->db, aside ? NULL : s->preupdate, aside ? NULL : s->preupdate_arg);
+	sqlite3_preupdate_hook(s->db, aside ? NULL : on_preupdate, aside ? NULL : s);
 }
 
 static int exec_sql(struct store *s, const char *sql, char *err, size_t errlen)
@@ -167,6 +188,8 @@ int store_open(const char *path, struct store **out, char *err, size_t errlen)
 	rc = migrate(s, path, err, errlen);
 	if (rc < 0)
 		goto fail;
+	sqlite3_preupdate_hook(s->db, on_preupdate, s);
+	sqlite3_update_hook(s->db, on_update, s);
 	if (store_checkpointer_start(s->db, path, &s->ckpt) < 0)
 		log_warn("store", "%s: checkpoints stay inside commits (no checkpoint thread)",
 		         path);
@@ -191,6 +214,9 @@ void store_close(struct store *s)
 		sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
 		sqlite3_close(s->db);
 	}
+	hook_clear(&s->txn_end);
+	hook_clear(&s->preupdate);
+	hook_clear(&s->update);
 	free(s);
 }
 
@@ -283,8 +309,7 @@ int store_commit(struct store *s)
 	end_relaxed(s);
 	metrics_observe_commit((double)(t1.tv_sec - t0.tv_sec) +
 	                       (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
-	if (s->txn_end)
-		s->txn_end(s->txn_end_arg, true);
+	store_txn_end_hook_call(&s->txn_end, s, true);
 	return 0;
 }
 
@@ -293,14 +318,7 @@ void store_rollback(struct store *s)
 	if (sqlite3_get_autocommit(s->db) == 0)
 		exec_simple(s, "ROLLBACK");
 	end_relaxed(s);
-	if (s->txn_end)
-		s->txn_end(s->txn_end_arg, false);
-}
-
-void store_on_txn_end(struct store *s, void (*fn)(void *arg, bool committed), void *arg)
-{
-	s->txn_end = fn;
-	s->txn_end_arg = arg;
+	store_txn_end_hook_call(&s->txn_end, s, false);
 }
 
 bool store_in_txn(struct store *s)

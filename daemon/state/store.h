@@ -16,6 +16,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "base/hook.h"
+
 struct store;
 
 /**
@@ -51,12 +53,14 @@ void store_rollback(struct store *s);
 bool store_in_txn(struct store *s);
 
 /**
- * Called after every transaction ends: committed is true after a COMMIT that
- * succeeded, false after a ROLLBACK (or a COMMIT that failed and was rolled
- * back). One listener per store (the in-memory desired state, desired.h);
- * fn may use the store. NULL fn removes it.
+ * Every transaction's end: committed is true after a COMMIT that succeeded,
+ * false after a ROLLBACK (or a COMMIT that failed and was rolled back).
+ * Listeners (the in-memory desired state, desired.h) may use the store.
  */
-void store_on_txn_end(struct store *s, void (*fn)(void *arg, bool committed), void *arg);
+HOOK_TYPE(store_txn_end, (struct store * s, bool committed), (s, committed))
+
+/** The hook store_commit() and store_rollback() call (store_txn_end_hook_add() on it). */
+struct hook *store_txn_end_hook(struct store *s);
 
 /** Audit rows kept; older ones are pruned. */
 #define STORE_AUDIT_KEEP 100000

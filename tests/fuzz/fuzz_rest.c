@@ -194,11 +194,6 @@ static struct api_stream *t_stream_start(struct api_req *req, const char *conten
 	return &st->api;
 }
 
-static void on_commit(void *arg)
-{
-	reconcile_kick(arg);
-}
-
 static void remove_db(void)
 {
 	static const char *const suffix[] = { "", "-wal", "-shm", "-journal" };
@@ -275,9 +270,7 @@ static void world_up(void)
 		                  .desired = w.desired,
 		                  .reconciler = w.reconciler,
 		                  .units = &w.units,
-		                  .events = w.events,
-		                  .on_commit = on_commit,
-		                  .on_commit_arg = w.reconciler };
+		                  .events = w.events };
 	clock_gettime(CLOCK_MONOTONIC, &w.env.started);
 	turn_loop();
 }

@@ -142,9 +142,11 @@ struct fixture {
 	int commits;
 };
 
-static void on_commit(void *arg)
+/* What the reconciler hears: a commit changed what some unit should hold. */
+static void on_changed(void *arg, struct desired *d)
 {
 	struct fixture *f = arg;
+	(void)d;
 	f->commits++;
 }
 
@@ -174,9 +176,9 @@ static int setup(void **state)
 		                   .desired = f->desired,
 		                   .reconciler = f->reconciler,
 		                   .units = &f->units,
-		                   .events = f->events,
-		                   .on_commit = on_commit,
-		                   .on_commit_arg = f };
+		                   .events = f->events };
+	if (desired_changed_hook_add(&desired_hooks(f->desired)->changed, on_changed, f) < 0)
+		return -1;
 	*state = f;
 	return 0;
 }
@@ -276,10 +278,16 @@ static void test_write_commits_with_audit_and_hook(void **state)
 	    count(f,
 	          "SELECT count(*) FROM audit WHERE client = '192.0.2.7' AND path = '/v1/servers'"),
 	    1);
-	assert_int_equal(f->commits, 1);
+	/* A server of no fabric changes nothing the units hold: no pass follows. */
+	assert_int_equal(f->commits, 0);
 	/* The reply headers the transport sends: where the server lives, and its version. */
 	assert_string_equal(r->api.location, "/v1/servers/extra");
 	assert_string_equal(r->api.etag, "\"1\"");
+	done(r);
+	/* A fabric does: the state it changed tells (once per commit). */
+	r = run(f, "POST", "/v1/fabrics", "{\"name\": \"c\", \"servers\": [\"srv0\", \"srv1\"]}");
+	assert_int_equal(r->api.status, 201);
+	assert_int_equal(f->commits, 1);
 	done(r);
 }
 

@@ -36,7 +36,11 @@
 #include "log.h"
 #include "plan.h"
 #include "reconcile/reconcile.h"
-#include "reconcile/reconcile_internal.h"
+#include "reconcile/reconcile_audit.h"
+#include "reconcile/reconcile_core.h"
+#include "reconcile/reconcile_ports.h"
+#include "reconcile/reconcile_state.h"
+#include "reconcile/reconcile_store.h"
 #include "state/store_sql.h"
 #include "domain/topo.h"
 

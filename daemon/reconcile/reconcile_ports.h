@@ -1,0 +1,72 @@
+/*
+ * What reconcile_ports.c offers the other parts: per unit and port, what is
+ * held against what is desired, the next batch, the isolation check. It
+ * calls reconcile_state.h and reconcile_store.h. Private to daemon/reconcile/.
+ */
+#ifndef OFCD_RECONCILE_PORTS_H
+#define OFCD_RECONCILE_PORTS_H
+
+#include "reconcile_core.h"
+
+/**
+ * Allocates u's per-port arrays and sets its bookkeeping from what the
+ * desired state says of it now (owners, desired cross-connects); it holds
+ * nothing yet. Returns 0 or -ENOMEM.
+ */
+int reconcile_ports_init(struct reconciler *r, struct unit *u);
+
+/**
+ * Rebuilds u's bookkeeping from scratch: its cells dropped, its arrays
+ * cleared, then set again from the desired state and what u holds (the
+ * audit's repair).
+ */
+void reconcile_ports_rebuild(struct reconciler *r, struct unit *u);
+
+/** Frees u's per-port arrays and its cells. */
+void reconcile_ports_free(struct reconciler *r, struct unit *u);
+
+/**
+ * Makes xc of fabric desired on u (added) or no longer: the desired.h
+ * listener's circuit callback, for a unit that exists.
+ */
+void reconcile_ports_desired(struct reconciler *r, struct unit *u, struct plan_xc xc,
+                             int64_t fabric, bool added);
+
+/** Port of u changed owner: the desired.h listener's owner callback. */
+void reconcile_ports_owner(struct reconciler *r, struct unit *u, uint32_t port, int64_t before,
+                           int64_t after);
+
+/**
+ * Replaces what u holds by a read-back: actual[0..n) sorted and unique (taken
+ * over, malloc'd), one-way and foreign entries (copied). Only the
+ * cross-connects that differ from the previous read-back are looked at.
+ * Returns whether the held cross-connects changed.
+ */
+bool reconcile_ports_set_actual(struct reconciler *r, struct unit *u, struct plan_xc *actual,
+                                size_t n, const struct ocs_flow *partial, size_t npartial,
+                                const struct ocs_flow *foreign, size_t nforeign);
+
+/**
+ * The next batch for u from its bookkeeping alone: its stray cross-connects
+ * and one-way entries nobody desires are removed, its missing ones added,
+ * sorted, split as plan_diff() does (removals only when they exceed max_ops).
+ * Returns 0 or -ENOMEM.
+ */
+int reconcile_ports_batch(struct unit *u, size_t max_ops, struct plan_batch *b);
+
+/**
+ * Checks u's fresh read-back for cross-connects that join two fabrics (or a
+ * fabric and a port of none): each new one is logged, counted and published
+ * as EVENTS_ISOLATION_VIOLATION once; u->violations keeps the current ones.
+ * Costs the number of stray and foreign entries, not the unit's size.
+ */
+void reconcile_check_isolation(struct reconciler *r, struct unit *u);
+
+/**
+ * Why port of u may be joined to another port though nothing desires it, in
+ * why; false when it is free as far as ofcd knows (reconcile_port_joined()).
+ */
+bool reconcile_port_leftover(struct reconciler *r, struct unit *u, uint32_t port, char *why,
+                             size_t len);
+
+#endif
