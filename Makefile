@@ -222,10 +222,12 @@ integration: $(B)/ofcd $(B)/ofcd-agent $(B)/ofcctl
 fidelity: $(B)/ofcd
 	OFCD_BIN=$(abspath $(B)/ofcd) $(PYTHON) tests/fidelity/fidelity.py
 
-# Fails on a link cycle between modules, a lower layer using a higher one, or
-# SQL in the API layer (tools/check_deps.py).
+# Fails on a use against the USES table of layers and daemon/'s rooms (a call or an
+# include), SQL outside daemon/domain and daemon/state, or a link cycle between modules
+# (tools/check_deps.py); then shows each of those rules firing on trees of its own.
 check-deps: $(LIBS)
 	$(PYTHON) tools/check_deps.py $(B)/obj
+	$(PYTHON) -m pytest -p no:cacheprovider -q tests/tools
 
 # The example alert rules: valid, and each alert fires on what it is meant for.
 check-alerts:

@@ -184,6 +184,32 @@ static void fd_limit_check(const struct ofcd_config *cfg)
 		         (unsigned long long)rl.rlim_cur, cfg->max_connections, OFCD_SPARE_FDS);
 }
 
+/* The API's way to the cluster's log (struct api_cluster), through this member. */
+static int cluster_gate(void *arg, char *leader, size_t len)
+{
+	struct ofcd *d = arg;
+	return ha_gate(d->ha, leader, len);
+}
+
+static int cluster_append(void *arg, const void *data, size_t len, api_append_done done,
+                          void *done_arg)
+{
+	struct ofcd *d = arg;
+	return ha_append(d->ha, data, len, done, done_arg);
+}
+
+static void cluster_diverged(void *arg)
+{
+	struct ofcd *d = arg;
+	ha_diverged(d->ha);
+}
+
+static json_t *cluster_status(void *arg)
+{
+	struct ofcd *d = arg;
+	return ha_status_json(d->ha);
+}
+
 static void replicate_states(void *arg, const void *changeset, size_t len)
 {
 	struct ofcd *d = arg;
@@ -296,7 +322,12 @@ int ofcd_init(struct ofcd *d, struct ofcd_config *cfg, const char *config_path, 
 			log_error("cluster", "cannot join the cluster: %s", strerror(-rc));
 			return rc;
 		}
-		d->env.cluster = ha_api(d->ha);
+		d->cluster = (struct api_cluster){ .gate = cluster_gate,
+			                           .append = cluster_append,
+			                           .diverged = cluster_diverged,
+			                           .status = cluster_status,
+			                           .arg = d };
+		d->env.cluster = &d->cluster;
 	}
 	fd_limit_check(&d->cfg);
 	d->tls_mtime = tls_mtime(d);

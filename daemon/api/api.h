@@ -38,15 +38,6 @@ struct store;
  * What handlers work with: the daemon's parts, filled in by the composition
  * root (ofcd.c), which owns them; handlers only borrow. Loop thread only.
  */
-/** Whether this member takes writes now (struct api_cluster's gate). */
-enum api_write_gate {
-	API_WRITES_HERE,       /**< the leader, caught up and in touch with etcd */
-	API_WRITES_REDIRECT,   /**< another member leads: its advertise URL is given */
-	API_WRITES_NO_LEADER,  /**< no leader is known (an election is under way) */
-	API_WRITES_NO_QUORUM,  /**< etcd cannot be reached or has no quorum */
-	API_WRITES_CATCHING_UP /**< just elected: still applying the log */
-};
-
 /** Completion of api_cluster.append: rc 0 and the entry's revision, or -errno. */
 typedef void (*api_append_done)(void *arg, int rc, int64_t revision);
 
@@ -57,10 +48,13 @@ typedef void (*api_append_done)(void *arg, int rc, int64_t revision);
  */
 struct api_cluster {
 	/**
-	 * Whether this member takes writes now. For API_WRITES_REDIRECT, the
-	 * leader's advertise URL is written into leader (len bytes).
+	 * Whether this member takes writes now: 0 it does (it leads, caught up
+	 * and in touch with etcd); -EREMOTE another member leads, whose advertise
+	 * URL is written into leader (len bytes); -EAGAIN no leader is known (an
+	 * election is under way); -EHOSTUNREACH etcd cannot be reached or has no
+	 * quorum; -EINPROGRESS just elected, still applying the log.
 	 */
-	enum api_write_gate (*gate)(void *arg, char *leader, size_t len);
+	int (*gate)(void *arg, char *leader, size_t len);
 	/**
 	 * Appends a changeset (data, len bytes, borrowed until done) to the log,
 	 * guarded by this member's leadership; a large one goes in several

@@ -310,24 +310,24 @@ static bool refuse_here(struct api_req *req)
 {
 	char leader[256] = "";
 	switch (req->env->cluster->gate(req->env->cluster->arg, leader, sizeof(leader))) {
-	case API_WRITES_HERE:
+	case 0:
 		return false;
-	case API_WRITES_REDIRECT:
+	case -EREMOTE:
 		redirect(req, leader);
 		break;
-	case API_WRITES_NO_LEADER:
+	case -EAGAIN:
 		api_error(req, OFCD_E_NOT_LEADER, NULL,
 		          "this member does not lead and no leader is known yet (an election is "
 		          "under way): try again");
 		break;
-	case API_WRITES_NO_QUORUM:
+	case -EINPROGRESS:
+		api_error(req, OFCD_E_STORE, NULL,
+		          "this member was just elected and is still applying the log: try again");
+		break;
+	default:
 		api_error(req, OFCD_E_STORE, NULL,
 		          "the cluster's store (etcd) cannot be reached or has no quorum: nothing "
 		          "changed, try again");
-		break;
-	case API_WRITES_CATCHING_UP:
-		api_error(req, OFCD_E_STORE, NULL,
-		          "this member was just elected and is still applying the log: try again");
 		break;
 	}
 	return true;
@@ -340,8 +340,7 @@ static bool refuse_here(struct api_req *req)
 static bool wait_elsewhere(struct api_req *req)
 {
 	char leader[256] = "";
-	if (req->env->cluster->gate(req->env->cluster->arg, leader, sizeof(leader)) !=
-	    API_WRITES_REDIRECT)
+	if (req->env->cluster->gate(req->env->cluster->arg, leader, sizeof(leader)) != -EREMOTE)
 		return false;
 	redirect(req, leader);
 	return true;

@@ -63,14 +63,13 @@ struct append {
 	bool more;       /* a part of a change whose later parts follow it (done is on the last) */
 	bool sent;       /* sent at least once: a retry sends the very same entry */
 	bool unanswered; /* a try got no answer: it may be in the log */
-	api_append_done done;
+	ha_append_done done;
 	void *done_arg;
 	struct append *next;
 };
 
 struct ha {
 	struct ha_deps d;
-	struct api_cluster api;
 	struct cluster *cluster;
 	/*
 	 * Its own client for the log, members and trims: the election's lease
@@ -451,7 +450,7 @@ static struct append *split(const unsigned char *data, size_t len, struct append
  * -ENOMEM.
  */
 static int append_change(struct ha *h, const void *data, size_t len, void *owned,
-                         api_append_done done, void *done_arg)
+                         ha_append_done done, void *done_arg)
 {
 	if (len > HA_MAX_CHANGE)
 		return -EFBIG;
@@ -479,9 +478,9 @@ static int append_change(struct ha *h, const void *data, size_t len, void *owned
 	return 0;
 }
 
-static int api_append(void *arg, const void *data, size_t len, api_append_done done, void *done_arg)
+int ha_append(struct ha *h, const void *data, size_t len, ha_append_done done, void *done_arg)
 {
-	return append_change(arg, data, len, NULL, done, done_arg);
+	return append_change(h, data, len, NULL, done, done_arg);
 }
 
 /*
@@ -527,20 +526,19 @@ void ha_replicate_states(struct ha *h, const void *changeset, size_t len)
 	}
 }
 
-static enum api_write_gate api_gate(void *arg, char *leader, size_t len)
+int ha_gate(struct ha *h, char *leader, size_t len)
 {
-	struct ha *h = arg;
 	if (!cluster_in_touch(h->cluster))
-		return API_WRITES_NO_QUORUM;
+		return -EHOSTUNREACH;
 	if (h->state == HA_LEADING)
-		return API_WRITES_HERE;
+		return 0;
 	if (h->state == HA_CATCHING_UP)
-		return API_WRITES_CATCHING_UP;
+		return -EINPROGRESS;
 	const char *adv = cluster_leader_advertise(h->cluster);
 	if (h->left || !adv[0] || strcmp(cluster_leader_name(h->cluster), h->name) == 0)
-		return API_WRITES_NO_LEADER;
+		return -EAGAIN;
 	snprintf(leader, len, "%s", adv);
-	return API_WRITES_REDIRECT;
+	return -EREMOTE;
 }
 
 static void stop_leading(struct ha *h)
@@ -565,10 +563,10 @@ void ha_hand_over(struct ha *h, const char *why)
 	cluster_step_down(h->cluster, 3 * h->ttl_s); /* the role callback follows */
 }
 
-static void api_diverged(void *arg)
+void ha_diverged(struct ha *h)
 {
 	/* Another member, whose store took every entry, should lead meanwhile. */
-	ha_hand_over(arg, "it could not apply an entry it appended");
+	ha_hand_over(h, "it could not apply an entry it appended");
 }
 
 /* ---- snapshots ------------------------------------------------------------- */
@@ -788,11 +786,6 @@ json_t *ha_status_json(struct ha *h)
 	                 cluster_in_touch(h->cluster));
 }
 
-static json_t *api_status(void *arg)
-{
-	return ha_status_json(arg);
-}
-
 static void collect(void *arg, struct metrics_out *out)
 {
 	struct ha *h = arg;
@@ -832,11 +825,6 @@ int ha_start(const struct ha_deps *deps, struct ha **out)
 	if (!h)
 		return -ENOMEM;
 	h->d = *deps;
-	h->api = (struct api_cluster){ .gate = api_gate,
-		                       .append = api_append,
-		                       .diverged = api_diverged,
-		                       .status = api_status,
-		                       .arg = h };
 	snprintf(h->name, sizeof(h->name), "%s", cfg->cluster_name);
 	snprintf(h->advertise, sizeof(h->advertise), "%s", cfg->cluster_advertise);
 	snprintf(h->prefix, sizeof(h->prefix), "%s", cfg->cluster_prefix);
@@ -930,9 +918,4 @@ void ha_free(struct ha *h)
 struct hook *ha_role_hook(struct ha *h)
 {
 	return &h->role_hook;
-}
-
-const struct api_cluster *ha_api(struct ha *h)
-{
-	return &h->api;
 }

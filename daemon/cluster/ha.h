@@ -1,11 +1,11 @@
 /*
  * This daemon's part in a cluster of ofcd members ([cluster] section,
  * docs/ha.md). It ties together the election (cluster.c), the replication
- * log in etcd (replica.c, and the appends of api_dispatch.c's writes) and
+ * log in etcd (replica.c, and ha_append() of the API's writes) and
  * the reconciler's life:
  *
  *   follower: applies the log to its store as it grows; writes go to the
- *     leader (api_cluster's gate says where);
+ *     leader (ha_gate() says where);
  *   elected:  first applies whatever of the log it has not (catching up),
  *     then leads: takes writes, appends each to the log before it commits,
  *     and drives the OCS units (the lead callback, with the generation that
@@ -23,7 +23,8 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#include "api/api.h"
+#include <stddef.h>
+
 #include "base/config.h"
 #include "base/hook.h"
 
@@ -82,8 +83,36 @@ void ha_resign(struct ha *h, void (*done)(void *arg), void *arg);
 /** Stops everything; no callback afterwards. NULL is a no-op. */
 void ha_free(struct ha *h);
 
-/** The hooks api_dispatch() uses for writes (valid while h lives). */
-const struct api_cluster *ha_api(struct ha *h);
+/**
+ * Whether this member takes writes now: 0 it does (it leads, caught up and in
+ * touch with etcd); -EREMOTE another member leads, whose advertise URL is
+ * written into leader (len bytes); -EAGAIN no leader is known (an election is
+ * under way); -EHOSTUNREACH etcd cannot be reached or has no quorum;
+ * -EINPROGRESS just elected, still applying the log.
+ */
+int ha_gate(struct ha *h, char *leader, size_t len);
+
+/** Completion of ha_append(): rc 0 and the entry's revision, or -errno. */
+typedef void (*ha_append_done)(void *arg, int rc, int64_t revision);
+
+/**
+ * Appends a changeset (data, len bytes, borrowed until done) to the log,
+ * guarded by this member's leadership; a large one goes in several entries,
+ * which followers apply as one. done runs later on the loop, never from
+ * inside: 0 with the (last) entry's etcd revision once it is in the log,
+ * -ESTALE when this member no longer leads and it certainly is not, -EIO
+ * when etcd refused it (too large, out of space), or -ETIMEDOUT when nobody
+ * can say (an unanswered append is sent again until etcd answers). Returns
+ * 0, or -EFBIG (larger than the log takes), -ESTALE (not leading) or
+ * -ENOMEM; then done is not called.
+ */
+int ha_append(struct ha *h, const void *data, size_t len, ha_append_done done, void *done_arg);
+
+/**
+ * A change in the log could not be applied here: this member's store differs
+ * from the log, so it hands the leadership over and resynchronises.
+ */
+void ha_diverged(struct ha *h);
 
 /**
  * Sends a change of fabric states the leader's reconciler committed
