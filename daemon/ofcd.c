@@ -198,12 +198,6 @@ static int cluster_append(void *arg, const void *data, size_t len, api_append_do
 	return ha_append(d->ha, data, len, done, done_arg);
 }
 
-static void cluster_diverged(void *arg)
-{
-	struct ofcd *d = arg;
-	ha_diverged(d->ha);
-}
-
 static json_t *cluster_status(void *arg)
 {
 	struct ofcd *d = arg;
@@ -239,13 +233,20 @@ static int start_reconciler(struct ofcd *d, int64_t generation)
 	return rc;
 }
 
+/* Whether this member drives the units: what its cluster state is checked against. */
+static bool driving(void *arg)
+{
+	const struct ofcd *d = arg;
+	return d->reconciler != NULL;
+}
+
 /* Only the leader drives the units: the reconciler lives while this member leads. */
 static void on_role(void *arg, enum ha_change change, int64_t generation)
 {
 	struct ofcd *d = arg;
 	switch (change) {
 	case HA_NOW_LEADING:
-		/* Commits of the log applied as a follower were not staged: take them all. */
+		/* Whatever another process committed meanwhile (the mirror followed the log). */
 		desired_refresh(d->desired);
 		if (start_reconciler(d, generation) < 0)
 			ha_hand_over(d->ha, "its reconciler cannot start");
@@ -312,9 +313,12 @@ int ofcd_init(struct ofcd *d, struct ofcd_config *cfg, const char *config_path, 
 		return rc;
 	if (cluster) {
 		/* Only the leader drives the units: the reconciler starts when it leads. */
-		struct ha_deps hd = {
-			.base = d->base, .cfg = &d->cfg, .store = d->store, .events = d->events
-		};
+		struct ha_deps hd = { .base = d->base,
+			              .cfg = &d->cfg,
+			              .store = d->store,
+			              .events = d->events,
+			              .driving = driving,
+			              .arg = d };
 		rc = ha_start(&hd, &d->ha);
 		if (rc == 0)
 			rc = ha_role_hook_add(ha_role_hook(d->ha), on_role, d);
@@ -324,7 +328,6 @@ int ofcd_init(struct ofcd *d, struct ofcd_config *cfg, const char *config_path, 
 		}
 		d->cluster = (struct api_cluster){ .gate = cluster_gate,
 			                           .append = cluster_append,
-			                           .diverged = cluster_diverged,
 			                           .status = cluster_status,
 			                           .arg = d };
 		d->env.cluster = &d->cluster;

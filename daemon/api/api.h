@@ -56,23 +56,18 @@ struct api_cluster {
 	 */
 	int (*gate)(void *arg, char *leader, size_t len);
 	/**
-	 * Appends a changeset (data, len bytes, borrowed until done) to the log,
-	 * guarded by this member's leadership; a large one goes in several
-	 * entries, which followers apply as one. done runs later on the loop,
-	 * never from inside: 0 with the (last) entry's etcd revision once it is in
-	 * the log, -ESTALE when this member no longer leads and it certainly is
-	 * not, -EIO when etcd refused it (too large, out of space), or
-	 * -ETIMEDOUT when nobody can say (an unanswered append is sent
-	 * again until etcd answers). Returns 0, or -EFBIG (larger than the log
-	 * takes), -ESTALE (not leading) or -ENOMEM; then done is not called.
+	 * Proposes a write's changeset (data, len bytes, copied) to the log. done
+	 * runs later on the loop, never from inside: 0 with the change's etcd
+	 * revision once it is in the log and applied to this member's store, as
+	 * every member applies it; -EREMOTE in the log, but this member stopped
+	 * leading and its replica applies it in turn; -EPROTO in the log but not
+	 * applicable here (the member hands its leadership over); -ESTALE certainly
+	 * not in the log (no longer the leader); -EIO refused by etcd; -ETIMEDOUT
+	 * nobody can say. Returns 0, or -EFBIG (larger than the log takes), -ESTALE
+	 * (not leading) or -ENOMEM; then done is not called.
 	 */
 	int (*append)(void *arg, const void *data, size_t len, api_append_done done,
 	              void *done_arg);
-	/**
-	 * A change in the log could not be applied here: this member's store
-	 * differs from the log, so it must stop leading and resynchronise.
-	 */
-	void (*diverged)(void *arg);
 	/** GET /v1/cluster's body (new reference). */
 	json_t *(*status)(void *arg);
 	void *arg; /**< passed back to each */

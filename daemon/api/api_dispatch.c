@@ -405,19 +405,13 @@ static void on_appended(void *arg, int rc, int64_t revision)
 	struct api_req *req = w->req;
 	if (req)
 		req->replicating = false;
-	/* A member that stepped down meanwhile may have taken it from the log already. */
-	bool have = rc == 0 && store_applied_revision(env->store) >= revision;
-	int applied =
-	    rc == 0 && !have ? store_apply_changes(env->store, w->data, w->len, revision) : 0;
-
-	if (applied < 0) {
-		log_error("cluster",
-		          "the change at revision %lld is in the log but this member cannot apply "
-		          "it (%s): it stops leading",
-		          (long long)revision, strerror(-applied));
-		env->cluster->diverged(env->cluster->arg);
-	}
-	bool hold = req && rc == 0 && applied == 0 && w->held;
+	/*
+	 * 0: applied here like every member applies it, so the handler's hold
+	 * (?wait=) finds it in the store. -EREMOTE: in the log, but this member
+	 * stepped down and its replica applies it in turn: acknowledged, held no
+	 * longer.
+	 */
+	bool hold = req && rc == 0 && w->held;
 	if (hold) {
 		/* Back to the handler's own hold: its event replies. */
 		req->on_abort = w->held_abort;
@@ -427,7 +421,9 @@ static void on_appended(void *arg, int rc, int64_t revision)
 	}
 	if (req && !hold) {
 		release_hold(w, req);
-		if (applied < 0)
+		if (rc == -EREMOTE)
+			rc = 0;
+		else if (rc == -EPROTO)
 			api_error(
 			    req, OFCD_E_INTERNAL, NULL,
 			    "the change is in the cluster's log (revision %lld) but could not be "
@@ -442,7 +438,7 @@ static void on_appended(void *arg, int rc, int64_t revision)
 			api_error(req, OFCD_E_STORE, NULL,
 			          "the cluster's log did not take the change: nothing changed, try "
 			          "again");
-		if (rc < 0)
+		if (rc < 0 && rc != -EPROTO)
 			api_audit_refusal(req);
 		finish(req);
 	}

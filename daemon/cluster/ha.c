@@ -11,10 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "apply.h"
 #include "cluster.h"
 #include "etcd.h"
 #include "base/events.h"
 #include "log.h"
+#include "log_bundle.h"
 #include "log_part.h"
 #include "base/metrics.h"
 #include "replica.h"
@@ -36,11 +38,21 @@ struct logged {
 	int64_t revision;
 };
 
-enum ha_state {
-	HA_FOLLOWING,   /* following the log; writes go elsewhere */
-	HA_CATCHING_UP, /* elected: applying the rest of the log before leading */
-	HA_LEADING,     /* takes writes, drives the units */
+/*
+ * The member's whole HA state, one of these and nothing else (docs/ha.md
+ * draws it): enter() alone changes it, and checks what each state means.
+ */
+enum member_state {
+	MEMBER_FOLLOWING,   /* follows the log; writes go to the leader; drives nothing */
+	MEMBER_RESYNCING,   /* copies the leader's store: the log no longer reaches back to it */
+	MEMBER_CATCHING_UP, /* elected: applies the rest of the log before it leads */
+	MEMBER_LEADING,     /* takes writes, appends them, drives the units */
+	MEMBER_LEFT,        /* resigned for a graceful stop: neither leads nor follows */
+	MEMBER_STATES
 };
+
+static const char *const MEMBER_STATE_NAMES[MEMBER_STATES] = { "following", "resyncing",
+	                                                       "catching_up", "leading", "left" };
 
 /* What an entry of the log carries. */
 enum append_kind {
@@ -56,9 +68,12 @@ static const char *const APPEND_KIND_NAMES[APPEND_KINDS] = { "write", "part", "s
 struct append {
 	char key[224];
 	int64_t generation; /* the leadership it was made under, and must still be */
-	const void *data;
+	const void *data;   /* the entry's value: the whole change, or a part of it */
 	size_t len;
-	void *owned; /* data, when the append owns it (fabric states, parts) */
+	void *owned; /* data, when it is a part's frame (owned) */
+	/* The change (a bundle, owned), on the entry that completes it: what is applied here. */
+	void *change;
+	size_t change_len;
 	enum append_kind kind;
 	bool more;       /* a part of a change whose later parts follow it (done is on the last) */
 	bool sent;       /* sent at least once: a retry sends the very same entry */
@@ -84,7 +99,9 @@ struct ha {
 	char members_prefix[160];
 	unsigned ttl_s;
 
-	enum ha_state state;
+	enum member_state state;
+	uint64_t transitions[MEMBER_STATES][MEMBER_STATES]; /* by from and to */
+	uint64_t violations;                                /* invariants found broken */
 	int64_t generation; /* of this member's leadership, while it leads */
 	uint64_t seq;       /* entries appended in this leadership */
 	struct replica *replica;
@@ -105,8 +122,7 @@ struct ha {
 	unsigned log_keep;
 	char token[256];
 
-	bool resyncing; /* a snapshot is on its way */
-	struct evhttp_connection *snap_conn;
+	struct evhttp_connection *snap_conn; /* the snapshot's, while resyncing */
 
 	struct event *tick; /* publishes this member, reads the others */
 	bool publishing;    /* a put or range of the members is in flight */
@@ -114,17 +130,17 @@ struct ha {
 	uint64_t role_changes;
 	uint64_t appended[APPEND_KINDS]; /* entries this member sent to the log, by kind */
 	uint64_t states_along;           /* times the fabric states rode along with a write */
-	bool left;                       /* resigned (a graceful stop): neither leads nor follows */
 	struct hook role_hook;           /* ha_role listeners */
+	struct hook applied_hook;        /* apply_done listeners: every change applied */
 	void (*resigned)(void *arg);
 	void *resigned_arg;
 };
 
 static const char *state_role(const struct ha *h)
 {
-	return h->state == HA_LEADING       ? "leader"
-	       : h->state == HA_CATCHING_UP ? "candidate"
-	                                    : "follower";
+	return h->state == MEMBER_LEADING       ? "leader"
+	       : h->state == MEMBER_CATCHING_UP ? "candidate"
+	                                        : "follower";
 }
 
 static int64_t applied_revision(struct ha *h)
@@ -135,12 +151,86 @@ static int64_t applied_revision(struct ha *h)
 
 static void publish_role(struct ha *h)
 {
-	h->role_changes++;
 	const char *leader = cluster_leader_name(h->cluster);
 	events_publish(h->d.events, EVENTS_CLUSTER_ROLE,
 	               json_pack("{s:s, s:s, s:s?, s:I}", "self", h->name, "role", state_role(h),
 	                         "leader", leader[0] ? leader : NULL, "generation",
 	                         (json_int_t)cluster_generation(h->cluster)));
+}
+
+/* ---- the state machine ------------------------------------------------------ */
+
+/* What the state the member is in means; a breach is logged and counted (each one a bug). */
+static void check_state(struct ha *h)
+{
+	bool driving = h->d.driving && h->d.driving(h->d.arg);
+	const char *bad = NULL;
+	switch (h->state) {
+	case MEMBER_LEADING:
+		bad = h->replica                                   ? "a leader runs no replica"
+		      : cluster_role(h->cluster) != CLUSTER_LEADER ? "a leader holds the leader key"
+		      : h->generation != cluster_generation(h->cluster)
+		          ? "a leader's generation is its "
+		            "lease's"
+		      : !driving ? "a leader drives the units"
+		                 : NULL;
+		break;
+	case MEMBER_CATCHING_UP:
+		bad = driving         ? "a candidate drives no unit"
+		      : h->generation ? "a candidate has no generation yet"
+		      : cluster_role(h->cluster) != CLUSTER_LEADER
+		          ? "a candidate holds the leader key"
+		          : NULL;
+		break;
+	case MEMBER_RESYNCING:
+		bad = driving      ? "a member copying a snapshot drives no unit"
+		      : h->replica ? "a member copying a snapshot runs no replica"
+		                   : NULL;
+		break;
+	case MEMBER_FOLLOWING:
+	case MEMBER_LEFT:
+	default:
+		bad = driving                     ? "a follower drives no unit"
+		      : h->generation             ? "a follower has no generation"
+		      : h->pending && !h->sending ? "a follower sends nothing to the log"
+		                                  : NULL;
+		break;
+	}
+	if (!bad)
+		return;
+	h->violations++;
+	log_error("cluster", "%s is %s but an invariant is broken: %s", h->name,
+	          MEMBER_STATE_NAMES[h->state], bad);
+}
+
+static void leave_leading(struct ha *h);
+
+/*
+ * The one transition function: from the state the member is in to to, for
+ * why. It logs and counts the transition, stops or starts the driving of the
+ * units when leading ends or begins (the role hook), tells clients when the
+ * role changes, and checks the state it ends in.
+ */
+static void enter(struct ha *h, enum member_state to, const char *why)
+{
+	enum member_state from = h->state;
+	if (from == to)
+		return;
+	const char *role = state_role(h);
+	h->state = to;
+	h->transitions[from][to]++;
+	log_info("cluster", "%s: %s -> %s (%s)", h->name, MEMBER_STATE_NAMES[from],
+	         MEMBER_STATE_NAMES[to], why);
+	if (from == MEMBER_LEADING)
+		leave_leading(h);
+	if (strcmp(role, state_role(h)) != 0) {
+		h->role_changes++;
+		publish_role(h);
+	}
+	if (to == MEMBER_LEADING)
+		ha_role_hook_call(&h->role_hook, HA_NOW_LEADING, h->generation);
+	/* A listener may have moved it on already (a reconciler that cannot start). */
+	check_state(h);
 }
 
 /* ---- the log --------------------------------------------------------------- */
@@ -168,7 +258,7 @@ static void on_caught_up(void *arg, int rc)
 	if (rc == -ESTALE || rc == -EPROTO) {
 		replica_free(h->replica);
 		h->replica = NULL;
-		if (h->state == HA_CATCHING_UP) {
+		if (h->state == MEMBER_CATCHING_UP) {
 			/* Its store cannot become the log's: a member whose can should lead. */
 			ha_hand_over(h, "it cannot catch up with the log");
 			return;
@@ -183,17 +273,16 @@ static void on_caught_up(void *arg, int rc)
 		retry_later(h);
 		return;
 	}
-	if (h->state != HA_CATCHING_UP)
+	if (h->state != MEMBER_CATCHING_UP)
 		return; /* a follower goes on following */
 	replica_free(h->replica);
 	h->replica = NULL;
-	h->state = HA_LEADING;
 	h->generation = cluster_generation(h->cluster);
 	h->seq = 0;
-	log_info("cluster", "%s leads from revision %" PRId64 " (generation %" PRId64 ")", h->name,
+	char why[96];
+	snprintf(why, sizeof(why), "caught up at revision %" PRId64 ", generation %" PRId64,
 	         applied_revision(h), h->generation);
-	publish_role(h);
-	ha_role_hook_call(&h->role_hook, HA_NOW_LEADING, h->generation);
+	enter(h, MEMBER_LEADING, why);
 }
 
 static void on_stopped(void *arg, int rc)
@@ -207,14 +296,24 @@ static void on_stopped(void *arg, int rc)
 		retry_later(h);
 }
 
+/* The replica's changes go the one way every change goes (apply.h). */
+static int on_replica_apply(void *arg, int64_t revision, const void *change, size_t len)
+{
+	struct ha *h = arg;
+	return apply_change(h->d.store, revision, change, len, false, &h->applied_hook);
+}
+
 /* Follows the log (a follower) or reads the rest of it (just elected). */
 static void start_replica(struct ha *h)
 {
-	if (h->replica || h->state == HA_LEADING || h->left || h->resyncing)
+	if (h->replica || (h->state != MEMBER_FOLLOWING && h->state != MEMBER_CATCHING_UP))
 		return;
-	struct replica_cbs cbs = { .caught_up = on_caught_up, .stopped = on_stopped, .arg = h };
+	struct replica_cbs cbs = { .apply = on_replica_apply,
+		                   .caught_up = on_caught_up,
+		                   .stopped = on_stopped,
+		                   .arg = h };
 	if (replica_start(h->etcd, h->d.store, h->prefix, applied_revision(h),
-	                  h->state == HA_FOLLOWING, &cbs, &h->replica) < 0)
+	                  h->state == MEMBER_FOLLOWING, &cbs, &h->replica) < 0)
 		retry_later(h);
 }
 
@@ -253,6 +352,13 @@ static void forget_logged(struct ha *h, size_t n)
 	h->nlogged -= n;
 }
 
+static void append_free(struct append *a)
+{
+	free(a->owned);
+	free(a->change);
+	free(a);
+}
+
 static struct append *pop(struct ha *h)
 {
 	struct append *a = h->pending;
@@ -260,6 +366,24 @@ static struct append *pop(struct ha *h)
 	if (!h->pending)
 		h->pending_tail = NULL;
 	return a;
+}
+
+/*
+ * A change this member appended is in the log: while it leads it applies it
+ * as every member does (apply.h), in log order since one change is in
+ * etcd's hands at a time. One that stepped down meanwhile leaves it to its
+ * replica, which applies the log in order (-EREMOTE). A change it cannot
+ * apply means its store is not the log's: another member should lead.
+ */
+static int apply_own(struct ha *h, struct append *a, int64_t revision)
+{
+	if (h->state != MEMBER_LEADING || a->generation != h->generation)
+		return -EREMOTE;
+	if (apply_change(h->d.store, revision, a->change, a->change_len, true, &h->applied_hook) ==
+	    0)
+		return 0;
+	ha_hand_over(h, "it could not apply a change it appended");
+	return -EPROTO;
 }
 
 static void append_over(struct ha *h, int rc, int64_t revision)
@@ -273,17 +397,15 @@ static void append_over(struct ha *h, int rc, int64_t revision)
 		 * Its later parts are never sent, so the change is not in the log
 		 * (followers drop a change whose parts stop): the last part answers.
 		 */
-		free(a->owned);
-		free(a);
+		append_free(a);
 		a = pop(h);
 		rc = -ESTALE;
 	}
+	if (rc == 0 && !a->more)
+		rc = apply_own(h, a, revision);
 	if (a->done)
 		a->done(a->done_arg, rc, revision);
-	else if (rc == 0 && !a->more && h->state == HA_LEADING && a->generation == h->generation)
-		store_note_applied_revision(h->d.store, revision); /* committed here before */
-	free(a->owned);
-	free(a);
+	append_free(a);
 	if (h->pending && !h->sending) /* done() may have queued and sent one already */
 		send_append(h);
 }
@@ -303,7 +425,7 @@ static void on_append(int rc, const struct etcd_result *res, void *arg)
 		append_over(h, a->unanswered ? -ETIMEDOUT : -EIO, 0);
 		return;
 	}
-	if (rc < 0 && h->state != HA_LEADING) {
+	if (rc < 0 && h->state != MEMBER_LEADING) {
 		/* No answer, and no longer the leader: nobody can say now. */
 		log_warn("cluster", "appending %s: %s after stepping down: its outcome is unknown",
 		         a->key, res && res->error[0] ? res->error : strerror(-rc));
@@ -348,23 +470,29 @@ static void on_append(int rc, const struct etcd_result *res, void *arg)
 
 /*
  * A client's write takes the fabric states waiting for the log along, ahead
- * of its own change (they were committed here first): one Raft round for
- * both, and no round of their own for the next write to queue behind. Only
- * at the first send: a retry must send the very same entry.
+ * of its own changeset in the same change (they were committed here first):
+ * one Raft round for both, and no round of their own for the next write to
+ * queue behind. Two changesets applied in turn, never merged into one: a
+ * merge drops an insert that follows an update of the same key. Only at the
+ * first send: a retry must send the very same entry.
  */
 static void take_states_along(struct ha *h, struct append *a)
 {
-	void *both = NULL;
-	size_t both_len = 0;
-	if (a->kind != APPEND_WRITE || a->sent || !h->states || h->state != HA_LEADING ||
+	struct log_changeset v[LOG_BUNDLE_MAX];
+	if (a->kind != APPEND_WRITE || a->sent || !h->states || h->state != MEMBER_LEADING ||
 	    a->generation != h->generation || h->states_len + a->len > HA_MAX_ENTRY ||
-	    store_changes_combine(h->states, h->states_len, a->data, a->len, &both, &both_len) < 0)
+	    log_bundle_parse(a->change, a->change_len, v + 1, LOG_BUNDLE_MAX - 1) != 1)
 		return;
-	if (!both) /* they cancel out: nothing would be sent; keep them apart */
+	v[0] = (struct log_changeset){ LOG_STATES, h->states, h->states_len };
+	size_t len;
+	void *both = log_bundle_make(v, 2, &len);
+	if (!both)
 		return;
-	a->owned = both;
+	free(a->change);
+	a->change = both;
+	a->change_len = len;
 	a->data = both;
-	a->len = both_len;
+	a->len = len;
 	free(h->states);
 	h->states = NULL;
 	evtimer_del(h->states_timer);
@@ -411,8 +539,7 @@ static void free_appends(struct append *a)
 {
 	while (a) {
 		struct append *next = a->next;
-		free(a->owned);
-		free(a);
+		append_free(a);
 		a = next;
 	}
 }
@@ -444,34 +571,39 @@ static struct append *split(const unsigned char *data, size_t len, struct append
 }
 
 /*
- * Queues a change for the log, in one entry or in parts; done (or NULL) hears
- * the outcome. On success the queue frees owned (data, or NULL when the
- * caller keeps data until done). Returns 0, -EFBIG, -ESTALE (not leading) or
- * -ENOMEM.
+ * Queues a changeset of kind for the log as one change, in one entry or in
+ * parts; done (or NULL) hears the outcome. data is copied. Returns 0,
+ * -EFBIG, -ESTALE (not leading) or -ENOMEM.
  */
-static int append_change(struct ha *h, const void *data, size_t len, void *owned,
+static int append_change(struct ha *h, enum log_kind kind, const void *data, size_t len,
                          ha_append_done done, void *done_arg)
 {
 	if (len > HA_MAX_CHANGE)
 		return -EFBIG;
-	if (h->state != HA_LEADING)
+	if (h->state != MEMBER_LEADING)
 		return -ESTALE;
+	struct log_changeset one = { kind, data, len };
+	size_t change_len;
+	void *change = log_bundle_make(&one, 1, &change_len);
+	if (!change)
+		return -ENOMEM;
 	struct append *first, *last;
-	if (len > HA_MAX_ENTRY) {
-		first = split(data, len, &last);
-		if (first)
-			free(owned); /* the parts have their copies */
+	if (change_len > HA_MAX_ENTRY) {
+		first = split(change, change_len, &last);
 	} else {
 		first = last = calloc(1, sizeof(*first));
 		if (first) {
-			first->kind = done ? APPEND_WRITE : APPEND_STATES;
-			first->data = data;
-			first->len = len;
-			first->owned = owned;
+			first->kind = kind == LOG_WRITE ? APPEND_WRITE : APPEND_STATES;
+			first->data = change;
+			first->len = change_len;
 		}
 	}
-	if (!first)
+	if (!first) {
+		free(change);
 		return -ENOMEM;
+	}
+	last->change = change;
+	last->change_len = change_len;
 	last->done = done;
 	last->done_arg = done_arg;
 	enqueue(h, first, last);
@@ -480,7 +612,7 @@ static int append_change(struct ha *h, const void *data, size_t len, void *owned
 
 int ha_append(struct ha *h, const void *data, size_t len, ha_append_done done, void *done_arg)
 {
-	return append_change(h, data, len, NULL, done, done_arg);
+	return append_change(h, LOG_WRITE, data, len, done, done_arg);
 }
 
 /*
@@ -498,13 +630,14 @@ static void on_states_timer(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	void *cs = h->states;
 	h->states = NULL;
-	if (cs && append_change(h, cs, h->states_len, cs, NULL, NULL) < 0)
-		free(cs); /* best effort: the next states carry the news */
+	if (cs)
+		append_change(h, LOG_STATES, cs, h->states_len, NULL, NULL); /* best effort */
+	free(cs);
 }
 
 void ha_replicate_states(struct ha *h, const void *changeset, size_t len)
 {
-	if (h->state != HA_LEADING)
+	if (h->state != MEMBER_LEADING)
 		return;
 	void *next = NULL;
 	size_t next_len = len;
@@ -530,43 +663,33 @@ int ha_gate(struct ha *h, char *leader, size_t len)
 {
 	if (!cluster_in_touch(h->cluster))
 		return -EHOSTUNREACH;
-	if (h->state == HA_LEADING)
+	if (h->state == MEMBER_LEADING)
 		return 0;
-	if (h->state == HA_CATCHING_UP)
+	if (h->state == MEMBER_CATCHING_UP)
 		return -EINPROGRESS;
 	const char *adv = cluster_leader_advertise(h->cluster);
-	if (h->left || !adv[0] || strcmp(cluster_leader_name(h->cluster), h->name) == 0)
+	if (h->state == MEMBER_LEFT || !adv[0] ||
+	    strcmp(cluster_leader_name(h->cluster), h->name) == 0)
 		return -EAGAIN;
 	snprintf(leader, len, "%s", adv);
 	return -EREMOTE;
 }
 
-static void stop_leading(struct ha *h)
+/* What ending a leadership takes: the units are no longer driven, its bookkeeping goes. */
+static void leave_leading(struct ha *h)
 {
-	bool led = h->state == HA_LEADING;
+	ha_role_hook_call(&h->role_hook, HA_NOW_FOLLOWING, 0);
 	forget_logged(h, h->nlogged); /* a later leadership trims its own */
 	h->trimming = 0;
 	free(h->states);
 	h->states = NULL;
-	h->state = HA_FOLLOWING;
 	h->generation = 0;
-	replica_free(h->replica);
-	h->replica = NULL;
-	if (led)
-		ha_role_hook_call(&h->role_hook, HA_NOW_FOLLOWING, 0);
-	publish_role(h);
 }
 
 void ha_hand_over(struct ha *h, const char *why)
 {
 	log_warn("cluster", "%s hands the leadership over: %s", h->name, why);
 	cluster_step_down(h->cluster, 3 * h->ttl_s); /* the role callback follows */
-}
-
-void ha_diverged(struct ha *h)
-{
-	/* Another member, whose store took every entry, should lead meanwhile. */
-	ha_hand_over(h, "it could not apply an entry it appended");
 }
 
 /* ---- snapshots ------------------------------------------------------------- */
@@ -584,17 +707,17 @@ static void on_snapshot(struct evhttp_request *req, void *arg)
 	} else {
 		log_warn("cluster", "the leader answered %d to the snapshot request", status);
 	}
-	h->resyncing = false;
 	if (rc < 0) {
+		enter(h, MEMBER_FOLLOWING, "the snapshot could not be had; trying again");
 		struct timeval tv = { 1, 0 };
 		evtimer_add(h->retry, &tv); /* start_replica finds the log still too short */
 		return;
 	}
-	log_info("cluster",
-	         "%s restored a snapshot of the leader's store (%zu bytes, revision "
-	         "%" PRId64 ")",
-	         h->name, len, applied_revision(h));
 	ha_role_hook_call(&h->role_hook, HA_RESYNCED, 0);
+	char why[96];
+	snprintf(why, sizeof(why), "restored a snapshot of %zu bytes at revision %" PRId64, len,
+	         applied_revision(h));
+	enter(h, MEMBER_FOLLOWING, why);
 	start_replica(h);
 }
 
@@ -633,31 +756,38 @@ static void resync(struct ha *h)
 	    evhttp_make_request(h->snap_conn, req, EVHTTP_REQ_GET, "/v1/cluster/snapshot") < 0) {
 		/* No leader known yet (or no memory): try again soon. */
 		struct timeval tv = { 1, 0 };
-		h->resyncing = false;
+		if (h->snap_conn)
+			evhttp_connection_free(h->snap_conn);
+		h->snap_conn = NULL;
 		evtimer_add(h->retry, &tv);
 		return;
 	}
-	log_warn("cluster",
-	         "%s copies the leader's store: the log does not reach back to its "
-	         "revision %" PRId64,
-	         h->name, applied_revision(h));
-	h->resyncing = true;
+	char why[96];
+	snprintf(why, sizeof(why), "the log does not reach back to its revision %" PRId64,
+	         applied_revision(h));
+	enter(h, MEMBER_RESYNCING, why);
 }
 
 /* ---- role ---------------------------------------------------------------- */
 
+/* A copy of the leader's store under way is dropped: this member's role changed. */
+static void drop_snapshot(struct ha *h)
+{
+	if (h->snap_conn)
+		evhttp_connection_free(h->snap_conn);
+	h->snap_conn = NULL;
+}
+
 static void on_role(enum cluster_role role, void *arg)
 {
 	struct ha *h = arg;
-	if (role == CLUSTER_LEADER) {
-		replica_free(h->replica);
-		h->replica = NULL;
-		h->state = HA_CATCHING_UP;
-		publish_role(h);
-		start_replica(h);
+	if (h->state == MEMBER_LEFT)
 		return;
-	}
-	stop_leading(h);
+	replica_free(h->replica);
+	h->replica = NULL;
+	drop_snapshot(h);
+	enter(h, role == CLUSTER_LEADER ? MEMBER_CATCHING_UP : MEMBER_FOLLOWING,
+	      role == CLUSTER_LEADER ? "elected" : "another member leads, or none is known");
 	start_replica(h);
 }
 
@@ -697,7 +827,7 @@ static void on_trimmed(int rc, const struct etcd_result *res, void *arg)
 	if (h->trim_generation != h->generation)
 		return; /* an earlier leadership's: this one keeps its own count */
 	h->trimming = 0;
-	if (rc == 0 && res->succeeded && h->state == HA_LEADING && n <= h->nlogged)
+	if (rc == 0 && res->succeeded && h->state == MEMBER_LEADING && n <= h->nlogged)
 		forget_logged(h, n);
 }
 
@@ -708,7 +838,8 @@ static void on_trimmed(int rc, const struct etcd_result *res, void *arg)
  */
 static void trim(struct ha *h)
 {
-	if (h->state != HA_LEADING || h->trimming || h->nlogged <= h->log_keep + h->log_keep / 2)
+	if (h->state != MEMBER_LEADING || h->trimming ||
+	    h->nlogged <= h->log_keep + h->log_keep / 2)
 		return;
 	size_t n = h->nlogged - h->log_keep;
 	/*
@@ -791,13 +922,37 @@ static void collect(void *arg, struct metrics_out *out)
 	struct ha *h = arg;
 	metrics_family(out, "ofcd_cluster_leader", "gauge",
 	               "1 while this member leads the cluster (takes writes, drives the units)");
-	metrics_sample(out, "ofcd_cluster_leader", NULL, h->state == HA_LEADING);
+	metrics_sample(out, "ofcd_cluster_leader", NULL, h->state == MEMBER_LEADING);
 	metrics_family(out, "ofcd_cluster_etcd_reachable", "gauge",
 	               "1 while this member's lease renewals reach an etcd quorum");
 	metrics_sample(out, "ofcd_cluster_etcd_reachable", NULL, cluster_in_touch(h->cluster));
 	metrics_family(out, "ofcd_cluster_applied_revision", "gauge",
 	               "etcd revision of the last replicated change this member's store holds");
 	metrics_sample(out, "ofcd_cluster_applied_revision", NULL, (double)applied_revision(h));
+	metrics_family(out, "ofcd_cluster_state", "gauge",
+	               "1 for the state this member is in (docs/ha.md), 0 for the others");
+	for (int s = 0; s < MEMBER_STATES; s++) {
+		char label[48];
+		snprintf(label, sizeof(label), "state=\"%s\"", MEMBER_STATE_NAMES[s]);
+		metrics_sample(out, "ofcd_cluster_state", label, h->state == (enum member_state)s);
+	}
+	metrics_family(
+	    out, "ofcd_cluster_transitions_total", "counter",
+	    "transitions of this member's state, by the state left and the state entered");
+	for (int f = 0; f < MEMBER_STATES; f++)
+		for (int t = 0; t < MEMBER_STATES; t++) {
+			char label[80];
+			if (!h->transitions[f][t])
+				continue;
+			snprintf(label, sizeof(label), "from=\"%s\",to=\"%s\"",
+			         MEMBER_STATE_NAMES[f], MEMBER_STATE_NAMES[t]);
+			metrics_sample(out, "ofcd_cluster_transitions_total", label,
+			               (double)h->transitions[f][t]);
+		}
+	metrics_family(
+	    out, "ofcd_cluster_invariant_violations_total", "counter",
+	    "times this member found its state not meaning what it must (each one a bug)");
+	metrics_sample(out, "ofcd_cluster_invariant_violations_total", NULL, (double)h->violations);
 	metrics_family(out, "ofcd_cluster_role_changes_total", "counter",
 	               "times this member's role changed (leader, candidate, follower)");
 	metrics_sample(out, "ofcd_cluster_role_changes_total", NULL, (double)h->role_changes);
@@ -852,6 +1007,7 @@ int ha_start(const struct ha_deps *deps, struct ha **out)
 			                  .tv_usec = (suseconds_t)(h->ttl_s % 3) * 1000000 / 3 };
 		event_add(h->tick, &period);
 		rc = metrics_collector_add(collect, h);
+		apply_metrics_init();
 	}
 	if (rc < 0) {
 		ha_free(h);
@@ -877,8 +1033,9 @@ void ha_resign(struct ha *h, void (*done)(void *arg), void *arg)
 	event_del(h->retry);
 	replica_free(h->replica);
 	h->replica = NULL;
-	h->left = true;
-	cluster_resign(h->cluster, on_resigned, h); /* its role callback stops the leading */
+	drop_snapshot(h);
+	enter(h, MEMBER_LEFT, "the daemon stops");
+	cluster_resign(h->cluster, on_resigned, h);
 }
 
 void ha_free(struct ha *h)
@@ -892,8 +1049,7 @@ void ha_free(struct ha *h)
 		struct append *a = pop(h);
 		if (a->done)
 			a->done(a->done_arg, -ETIMEDOUT, 0);
-		free(a->owned);
-		free(a);
+		append_free(a);
 	}
 	etcd_client_free(h->etcd); /* no etcd answer comes any more */
 	cluster_free(h->cluster);
@@ -912,10 +1068,16 @@ void ha_free(struct ha *h)
 	if (h->snap_conn)
 		evhttp_connection_free(h->snap_conn);
 	hook_clear(&h->role_hook);
+	hook_clear(&h->applied_hook);
 	free(h);
 }
 
 struct hook *ha_role_hook(struct ha *h)
 {
 	return &h->role_hook;
+}
+
+struct hook *ha_applied_hook(struct ha *h)
+{
+	return &h->applied_hook;
 }

@@ -39,6 +39,9 @@ struct ha_deps {
 	const struct ofcd_config *cfg; /**< its [cluster] section is used (copied at start) */
 	struct store *store;           /**< the member's store, which the log is applied to */
 	struct events *events;         /**< role changes are published here */
+	/** Whether this member drives the OCS units now (checked against its state). */
+	bool (*driving)(void *arg);
+	void *arg; /**< passed back to driving */
 };
 
 /** What a member's listeners hear of its role (ha_role_hook()). */
@@ -96,23 +99,27 @@ int ha_gate(struct ha *h, char *leader, size_t len);
 typedef void (*ha_append_done)(void *arg, int rc, int64_t revision);
 
 /**
- * Appends a changeset (data, len bytes, borrowed until done) to the log,
- * guarded by this member's leadership; a large one goes in several entries,
- * which followers apply as one. done runs later on the loop, never from
- * inside: 0 with the (last) entry's etcd revision once it is in the log,
- * -ESTALE when this member no longer leads and it certainly is not, -EIO
- * when etcd refused it (too large, out of space), or -ETIMEDOUT when nobody
- * can say (an unanswered append is sent again until etcd answers). Returns
- * 0, or -EFBIG (larger than the log takes), -ESTALE (not leading) or
- * -ENOMEM; then done is not called.
+ * Appends a write's changeset (data, len bytes, copied) to the log as one
+ * change, guarded by this member's leadership; a large one goes in several
+ * entries, which followers apply as one. Once etcd has it, this member
+ * applies it like every other (apply.h). done runs later on the loop, never
+ * from inside: 0 with the (last) entry's etcd revision once it is in the log
+ * and applied here; -EREMOTE when it is in the log but this member stepped
+ * down meanwhile (its replica applies it in turn); -EPROTO when it is in the
+ * log but does not apply here (this member hands the leadership over); -ESTALE when this member no
+ * longer leads and it certainly is not in the log; -EIO when etcd refused it (too large, out of
+ * space); -ETIMEDOUT when nobody can say (an unanswered append is sent again until etcd answers).
+ * Returns 0, or -EFBIG (larger than the log takes), -ESTALE (not leading) or -ENOMEM; then done is
+ * not called.
  */
 int ha_append(struct ha *h, const void *data, size_t len, ha_append_done done, void *done_arg);
 
 /**
- * A change in the log could not be applied here: this member's store differs
- * from the log, so it hands the leadership over and resynchronises.
+ * The hook of every change of the log this member applies, its own as a
+ * leader and the log's as a follower (apply.h's apply_done; valid while h
+ * lives).
  */
-void ha_diverged(struct ha *h);
+struct hook *ha_applied_hook(struct ha *h);
 
 /**
  * Sends a change of fabric states the leader's reconciler committed

@@ -6,27 +6,14 @@
 
 static const char MAGIC[8] = { 'O', 'F', 'C', 'D', 'P', 'A', 'R', 'T' };
 
-static void put_be32(unsigned char *p, uint32_t v)
-{
-	p[0] = (unsigned char)(v >> 24);
-	p[1] = (unsigned char)(v >> 16);
-	p[2] = (unsigned char)(v >> 8);
-	p[3] = (unsigned char)v;
-}
-
-static uint32_t get_be32(const unsigned char *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
 void *log_part_make(uint32_t index, uint32_t count, const void *payload, size_t len)
 {
 	unsigned char *e = malloc(LOG_PART_HEADER + len);
 	if (!e)
 		return NULL;
 	memcpy(e, MAGIC, sizeof(MAGIC));
-	put_be32(e + 8, index);
-	put_be32(e + 12, count);
+	log_put_be32(e + 8, index);
+	log_put_be32(e + 12, count);
 	memcpy(e + LOG_PART_HEADER, payload, len);
 	return e;
 }
@@ -37,8 +24,8 @@ bool log_part_parse(const void *value, size_t len, uint32_t *index, uint32_t *co
 	const unsigned char *v = value;
 	if (len < LOG_PART_HEADER || memcmp(v, MAGIC, sizeof(MAGIC)) != 0)
 		return false;
-	*index = get_be32(v + 8);
-	*count = get_be32(v + 12);
+	*index = log_get_be32(v + 8);
+	*count = log_get_be32(v + 12);
 	if (*count == 0 || *index >= *count)
 		return false;
 	*payload = v + LOG_PART_HEADER;

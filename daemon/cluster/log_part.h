@@ -15,6 +15,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/** Writes v at p as 4 bytes, big-endian (the log's framing). */
+static inline void log_put_be32(unsigned char *p, uint32_t v)
+{
+	p[0] = (unsigned char)(v >> 24);
+	p[1] = (unsigned char)(v >> 16);
+	p[2] = (unsigned char)(v >> 8);
+	p[3] = (unsigned char)v;
+}
+
+/** The 4 bytes at p, big-endian. */
+static inline uint32_t log_get_be32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
 /** Bytes of a part's header. */
 #define LOG_PART_HEADER 16u
 

@@ -111,7 +111,7 @@ static int apply(struct replica *r, const struct etcd_kv *kvs, size_t n)
 		if (rc == 0)
 			continue;
 		if (rc > 0) {
-			rc = store_apply_changes(r->s, data, len, kvs[i].mod_revision);
+			rc = r->cbs.apply(r->cbs.arg, kvs[i].mod_revision, data, len);
 			log_part_reset(&r->parts);
 		}
 		if (rc == -ENOMEM)
@@ -120,7 +120,8 @@ static int apply(struct replica *r, const struct etcd_kv *kvs, size_t n)
 			log_error("replica",
 			          "cannot apply log entry %s (revision %lld): %s; following "
 			          "stops until a snapshot resync",
-			          kvs[i].key, (long long)kvs[i].mod_revision, strerror(-rc));
+			          kvs[i].key, (long long)kvs[i].mod_revision,
+			          rc == -EPROTO ? "it conflicts with this store" : strerror(-rc));
 			r->diverged = true;
 			return -EPROTO;
 		}

@@ -1,9 +1,10 @@
 /*
- * A follower's side of replication: reads the leader's log of changesets
- * under PREFIX/log/ in etcd (keys in append order), applies each one after
- * the revision it has applied to its own store (store_changes.h), then
- * watches the log and applies what is appended. A changeset that conflicts
- * stops it: the store has diverged and needs a snapshot.
+ * A follower's side of replication: reads the leader's log of changes under
+ * PREFIX/log/ in etcd (keys in append order), puts a change cut in parts
+ * back together (log_part.h), hands each change after the revision its store
+ * has applied to the apply callback (the member's one apply path, apply.h),
+ * then watches the log and hands over what is appended. A change that does
+ * not apply stops it: the store has diverged and needs a snapshot.
  *
  * Each entry's revision is recorded in the transaction that applies it
  * (store_applied_revision()), so a restart resumes from
@@ -13,14 +14,21 @@
 #define OFCD_REPLICA_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct etcd_client;
 struct store;
 struct replica;
 
-/** What a replica reports, on the loop; every member may be NULL. */
+/** What a replica reports, on the loop; every member but apply may be NULL. */
 struct replica_cbs {
+	/**
+	 * Applies change (len bytes, borrowed) of the log at revision to the
+	 * store: 0, or -errno (-EPROTO: it conflicts, following stops; -ENOMEM:
+	 * read again later).
+	 */
+	int (*apply)(void *arg, int64_t revision, const void *change, size_t len);
 	/**
 	 * The first read of the log is over: rc 0 when everything in it is applied
 	 * (and, when following, the watch is open), -EPROTO when an entry

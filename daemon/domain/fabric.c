@@ -80,19 +80,41 @@ static int check_joined(const struct fabric_ctx *c, const char *const *names,
 	return 0;
 }
 
+/*
+ * The id of a new fabric: past every id ever given (schema 011), so that no
+ * change naming a deleted fabric can land on a new one.
+ */
+static int64_t next_fabric_id(struct store *s)
+{
+	sqlite3_stmt *st = store_stmt(s, "INSERT INTO id_seq(name, last) VALUES ('fabric', "
+	                                 "(SELECT coalesce(max(id), 0) + 1 FROM fabric)) "
+	                                 "ON CONFLICT(name) DO UPDATE SET last = max(last, "
+	                                 "(SELECT coalesce(max(id), 0) FROM fabric)) + 1 "
+	                                 "RETURNING last");
+	int64_t id = -EIO;
+	if (st && sqlite3_step(st) == SQLITE_ROW)
+		id = sqlite3_column_int64(st, 0);
+	if (st && store_step_done(st) < 0)
+		id = -EIO;
+	return id;
+}
+
 static int64_t insert_fabric(struct store *s, const char *name, const struct plan_fabric *plan,
                              const int64_t *ids, size_t m)
 {
-	sqlite3_stmt *st = store_stmt(s, "INSERT INTO fabric(name, state, formula, planes, "
-	                                 "min_devices) VALUES (?, ?, ?, ?, ?)");
-	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, FABRIC_BASE_STATE, -1, SQLITE_STATIC);
-	sqlite3_bind_int(st, 3, plan->formula);
-	sqlite3_bind_int64(st, 4, plan->planes);
-	sqlite3_bind_int64(st, 5, plan->min_devices);
+	int64_t fid = next_fabric_id(s);
+	if (fid < 0)
+		return fid;
+	sqlite3_stmt *st = store_stmt(s, "INSERT INTO fabric(id, name, state, formula, planes, "
+	                                 "min_devices) VALUES (?, ?, ?, ?, ?, ?)");
+	sqlite3_bind_int64(st, 1, fid);
+	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, FABRIC_BASE_STATE, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 4, plan->formula);
+	sqlite3_bind_int64(st, 5, plan->planes);
+	sqlite3_bind_int64(st, 6, plan->min_devices);
 	if (store_step_done(st) < 0)
 		return -EIO;
-	int64_t fid = sqlite3_last_insert_rowid(store_db(s));
 	st = store_stmt(s, "INSERT INTO fabric_server(fabric_id, position, server_id) "
 	                   "VALUES (?, ?, ?)");
 	for (size_t i = 0; i < m; i++) {
@@ -103,28 +125,6 @@ static int64_t insert_fabric(struct store *s, const char *name, const struct pla
 			return -EIO;
 	}
 	return fid;
-}
-
-/* Tells the in-memory desired state which OCS ports the new fabric's servers are cabled to. */
-static int stage_members(struct desired *d, int64_t fid, const struct topo_input *in)
-{
-	size_t n = 0;
-	for (uint32_t i = 0; i < in->m; i++)
-		n += (size_t)in->servers[i].devices * in->servers[i].ports_per_device;
-	struct desired_port *v = malloc((n ? n : 1) * sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	n = 0;
-	for (uint32_t i = 0; i < in->m; i++) {
-		const struct plan_server *sv = &in->servers[i];
-		for (size_t k = 0; k < (size_t)sv->devices * sv->ports_per_device; k++)
-			if (sv->ports[k].ocs >= 0)
-				v[n++] = (struct desired_port){ in->ocs_ids[sv->ports[k].ocs],
-					                        sv->ports[k].ocs_port };
-	}
-	int rc = desired_stage_members(d, fid, in->server_ids, in->m, v, n);
-	free(v);
-	return rc;
 }
 
 int64_t fabric_create(const struct fabric_ctx *c, const char *name, const char *const *servers,
@@ -168,8 +168,7 @@ int64_t fabric_create(const struct fabric_ctx *c, const char *name, const char *
 		goto out;
 	}
 	rc = insert_fabric(s, name, &plan, ids, m);
-	if (rc < 0 || stage_members(c->desired, rc, &in) < 0 ||
-	    topo_plan_save(s, c->desired, rc, &in, &plan, FABRIC_BASE_STATE, false) < 0) {
+	if (rc < 0 || topo_plan_save(s, rc, &in, &plan, FABRIC_BASE_STATE, false) < 0) {
 		rc = ofcd_fail(e, -EIO, OFCD_E_STORE, NULL, NULL, "cannot store fabric %s", name);
 		goto out;
 	}
@@ -222,10 +221,6 @@ int fabric_delete(const struct fabric_ctx *c, const char *name, struct ofcd_erro
 	int64_t id = topo_fabric_id(c->store, name);
 	if (!id)
 		return ofcd_fail(e, -ENOENT, OFCD_E_NOT_FOUND, "name", NULL, "no fabric %s", name);
-	/* Staged first: the stage reads the fabric's name for the circuits that leave. */
-	if (desired_stage_delete(c->desired, id) < 0)
-		return ofcd_fail(e, -EIO, OFCD_E_STORE, NULL, NULL, "cannot delete fabric %s",
-		                 name);
 	sqlite3_stmt *st = store_stmt(c->store, "DELETE FROM fabric WHERE id = ?");
 	sqlite3_bind_int64(st, 1, id);
 	if (store_step_done(st) < 0)
@@ -260,7 +255,7 @@ int fabric_replan(const struct fabric_ctx *c, int64_t fabric_id, char *err, size
 		rc = -EINVAL;
 		goto out;
 	}
-	rc = topo_plan_save(s, c->desired, fabric_id, &in, &next, FABRIC_BASE_STATE, true);
+	rc = topo_plan_save(s, fabric_id, &in, &next, FABRIC_BASE_STATE, true);
 	if (rc < 0)
 		snprintf(err, errlen, "cannot store the new plan");
 out:

@@ -698,26 +698,12 @@ int topo_plan_load(struct store *s, int64_t fabric_id, const struct topo_input *
 	return rc;
 }
 
-int topo_plan_save(struct store *s, struct desired *desired, int64_t fabric_id,
-                   const struct topo_input *in, const struct plan_fabric *plan,
-                   const char *base_state, bool bump)
+int topo_plan_save(struct store *s, int64_t fabric_id, const struct topo_input *in,
+                   const struct plan_fabric *plan, const char *base_state, bool bump)
 {
-	struct desired_circuit *staged = malloc((plan->ncircuits + 1) * sizeof(*staged));
-	if (!staged)
-		return -ENOMEM;
-	for (size_t i = 0; i < plan->ncircuits; i++) {
-		const struct plan_circuit *c = &plan->circuits[i];
-		if (c->a.ocs < 0 || (uint32_t)c->a.ocs >= in->nocs) {
-			free(staged);
+	for (size_t i = 0; i < plan->ncircuits; i++)
+		if (plan->circuits[i].a.ocs < 0 || (uint32_t)plan->circuits[i].a.ocs >= in->nocs)
 			return -EINVAL;
-		}
-		staged[i] =
-		    (struct desired_circuit){ in->ocs_ids[c->a.ocs], c->a.ocs_port, c->b.ocs_port };
-	}
-	int rc = desired_stage_fabric(desired, fabric_id, staged, plan->ncircuits);
-	free(staged);
-	if (rc < 0)
-		return rc;
 
 	sqlite3_stmt *st = store_stmt(s, "DELETE FROM circuit WHERE fabric_id = ?");
 	sqlite3_bind_int64(st, 1, fabric_id);

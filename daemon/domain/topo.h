@@ -224,11 +224,10 @@ int topo_plan_load(struct store *s, int64_t fabric_id, const struct topo_input *
 /**
  * Replaces the stored plan of a fabric (circuits, missing pairs, counts),
  * sets its state to base_state (the reconciler takes it from there) and clears
- * its error; the new circuits are staged in desired (in the same transaction).
- * When bump is set the revision goes up by one. Returns 0 or -errno.
+ * its error. When bump is set the revision goes up by one. Returns 0 or
+ * -errno.
  */
-int topo_plan_save(struct store *s, struct desired *desired, int64_t fabric_id,
-                   const struct topo_input *in, const struct plan_fabric *plan,
-                   const char *base_state, bool bump);
+int topo_plan_save(struct store *s, int64_t fabric_id, const struct topo_input *in,
+                   const struct plan_fabric *plan, const char *base_state, bool bump);
 
 #endif

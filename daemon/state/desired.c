@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/metrics.h"
 #include "log.h"
 #include "store_sql.h"
 
@@ -40,8 +41,7 @@ struct counts {
 
 struct unit_set {
 	int64_t ocs_id;
-	struct counts per_fabric; /* its entries by fabric: a stage skips units it leaves alone */
-	struct plan_xc *xc;       /* sorted */
+	struct plan_xc *xc; /* sorted */
 	int64_t *fabric;
 	size_t n;
 	struct former *former; /* sorted by xc */
@@ -59,29 +59,47 @@ struct members {
 	size_t nports;
 };
 
-enum stage_kind { STAGE_CIRCUITS, STAGE_MEMBERS, STAGE_DROP };
-
-/* One staging call of the open transaction. */
-struct stage {
-	enum stage_kind kind;
+/* A circuit row inserted (added) or deleted in the open transaction. */
+struct row_change {
+	int64_t ocs_id;
+	struct plan_xc xc;
 	int64_t fabric;
+	bool added;
+	size_t seq; /* its place in the transaction: later changes win */
+};
+
+/* A membership row inserted or deleted in the open transaction. */
+struct member_change {
+	int64_t fabric;
+	int64_t server;
+	bool added;
+};
+
+/* A fabric row deleted in the open transaction: whose its leaving circuits were. */
+struct gone_fabric {
+	int64_t id;
 	char name[65];
-	struct desired_circuit *v; /* STAGE_CIRCUITS */
-	size_t n;
-	struct members m; /* STAGE_MEMBERS */
+};
+
+/* Where the columns the mirror reads sit in their tables' rows (PRAGMA table_info). */
+struct columns {
+	int circuit_fabric, circuit_ocs, circuit_a, circuit_b;
+	int member_fabric, member_server;
+	int cable_server;
+	int fabric_name;
 };
 
 struct desired {
 	struct store *s;
+	struct columns col;
 	struct unit_set *units;
 	size_t nunits;
-	struct stage *stages;
-	size_t nstages;
-	long expected; /* circuit row changes the stages account for */
-	long touched;  /* circuit row changes seen since the last transaction ended */
-	bool broken;   /* a stage was lost: the commit must reload */
-	bool outside;  /* circuits changed outside a transaction: reload at the next chance */
-	bool stale;    /* the last reload failed: not to be trusted until one succeeds */
+	/* The circuit rows the open transaction changed, in order. */
+	struct row_change *rows;
+	size_t nrows, caprows;
+	bool broken;  /* a change could not be kept (memory): the commit must reload */
+	bool outside; /* circuits changed outside a transaction: reload at the next chance */
+	bool stale;   /* the last reload failed: not to be trusted until one succeeds */
 	int64_t data_version; /* PRAGMA data_version at the last check (other processes' commits) */
 	uint64_t reloads;
 
@@ -90,9 +108,11 @@ struct desired {
 	size_t nfabrics;
 	int64_t *server_fabric;
 	size_t nserver_fabric;
-	long fs_expected;    /* fabric_server row changes the stages account for */
-	long fs_touched;     /* fabric_server row changes seen in the open transaction */
-	bool owners_broken;  /* a member's cable changed, or a stage was lost */
+	struct member_change *members; /* membership rows the open transaction changed */
+	size_t nmembers, capmembers;
+	struct gone_fabric *gone; /* fabric rows the open transaction deleted */
+	size_t ngone, capgone;
+	bool owners_broken;  /* a member's cable changed, or a change could not be kept */
 	bool owners_outside; /* the same outside a transaction: reload at the next chance */
 	bool owners_stale;   /* the last owner reload failed */
 
@@ -296,9 +316,12 @@ static void notify_diff(struct desired *d, int64_t ocs_id, const struct plan_xc 
  * left as it was and marked stale (the reconciler sends nothing while it is).
  * Former entries are kept; the listener hears what differs.
  */
-static int reload(struct desired *d)
+#define RELOADS_HELP                                                                               \
+	"Times the desired-state mirror read a whole table again instead of following the "        \
+	"rows a commit changed (writes outside a transaction, another process, memory)."
+
+static int load_circuits(struct desired *d)
 {
-	d->reloads++;
 	sqlite3_stmt *st = store_stmt(d->s, "SELECT ocs_id, a_ocs_port, b_ocs_port, fabric_id "
 	                                    "FROM circuit");
 	struct row *rows = NULL;
@@ -372,10 +395,6 @@ static int reload(struct desired *d)
 			u->xc = xc[k];
 			u->fabric = fab[k];
 			u->n = count[k];
-			free(u->per_fabric.v);
-			u->per_fabric = (struct counts){ 0 };
-			for (size_t i = 0; i < u->n; i++)
-				count_add(&u->per_fabric, u->fabric[i], 1);
 			formers_drop_desired(u);
 			notify_diff(d, u->ocs_id, oxc, ofab, on, u->xc, u->fabric, u->n);
 			free(oxc);
@@ -401,12 +420,12 @@ static int reload(struct desired *d)
 	return rc;
 }
 
-/* The first index in v[lo..hi) whose entry is above key (v sorted). */
-static size_t after(const struct plan_xc *v, size_t lo, size_t hi, const struct plan_xc *key)
+/* The first index in v[lo..hi) whose entry is not below key (v sorted). */
+static size_t lower(const struct plan_xc *v, size_t lo, size_t hi, const struct plan_xc *key)
 {
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (plan_xc_cmp(&v[mid], key) <= 0)
+		if (plan_xc_cmp(&v[mid], key) < 0)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -414,152 +433,205 @@ static size_t after(const struct plan_xc *v, size_t lo, size_t hi, const struct 
 	return lo;
 }
 
+/* What one cross-connect of a unit went from and to in a commit (fabric ids, 0: none). */
+struct net_change {
+	struct plan_xc xc;
+	int64_t before, after;
+};
+
 /*
- * Replaces the unit's entries of fabric by group[0..ng) (sorted rows of this
- * unit); the entries that leave become former entries named name.
+ * The former entries left (sorted by xc, one reference each to their name)
+ * merged into u's; the leaving ones win over an older former entry of the
+ * same cross-connect.
  */
-static int unit_replace(struct desired *d, struct unit_set *u, int64_t fabric, const char *name,
-                        const struct row *group, size_t ng)
+static int formers_merge(struct unit_set *u, struct former *left, size_t n)
 {
-	size_t nleft = count_of(&u->per_fabric, fabric);
-	if (u->per_fabric.unknown)
-		for (size_t i = nleft = 0; i < u->n; i++)
-			nleft += u->fabric[i] == fabric;
-	if (!nleft && !ng)
-		return 0;
-	size_t n = u->n - nleft + ng;
-	struct plan_xc *xc = malloc((n ? n : 1) * sizeof(*xc));
-	int64_t *fab = malloc((n ? n : 1) * sizeof(*fab));
-	struct former *former = malloc((u->nformer + nleft + 1) * sizeof(*former));
-	struct name *nm = nleft ? calloc(1, sizeof(*nm)) : NULL;
-	/* What the listener hears: the fabric's entries before and after. */
-	struct plan_xc *oldxc = malloc((nleft + ng + 1) * sizeof(*oldxc)), *newxc = oldxc + nleft;
-	int64_t *fabs = malloc((nleft > ng ? nleft : ng) * sizeof(*fabs) + sizeof(*fabs));
-	if (!xc || !fab || !former || (nleft && !nm) || !oldxc || !fabs) {
-		free(xc);
-		free(fab);
-		free(former);
-		free(nm);
-		free(oldxc);
-		free(fabs);
+	struct former *merged = malloc((u->nformer + n + 1) * sizeof(*merged));
+	if (!merged) {
+		/* The leaving ones stay unnamed. */
+		formers_put(left, n);
 		return -ENOMEM;
 	}
-	if (nm) {
-		nm->refs = 1; /* ours until the end: formers_drop_desired() may drop the others */
-		snprintf(nm->s, sizeof(nm->s), "%s", name);
+	size_t i = 0, j = 0, o = 0;
+	while (i < u->nformer || j < n) {
+		int c = i == u->nformer ? 1
+		        : j == n        ? -1
+		                        : plan_xc_cmp(&u->former[i].xc, &left[j].xc);
+		if (c == 0)
+			name_put(u->former[i++].fabric);
+		else if (c < 0)
+			merged[o++] = u->former[i++];
+		else
+			merged[o++] = left[j++];
 	}
+	free(u->former);
+	u->former = merged;
+	u->nformer = o;
+	formers_drop_desired(u);
+	return 0;
+}
 
-	/*
-	 * Merge the kept entries with the group, collecting the leaving ones
-	 * (sorted). Kept entries are copied in runs: a unit of thousands of
-	 * circuits costs a memory copy, not a walk, when a few change.
-	 */
-	size_t k = 0, g = 0, f = 0, o = 0, p = 0, gone = 0;
-	struct former *left = former + u->nformer; /* scratch after the old formers */
-	while (p < u->n || g < ng) {
-		/* The next leaving entry at or after p (found once, the scan only moves on). */
-		if (gone < p)
-			gone = p;
-		while (f < nleft && gone < u->n && u->fabric[gone] != fabric)
-			gone++;
-		size_t next_gone = f < nleft ? gone : u->n;
-		size_t at = g < ng ? after(u->xc, p, u->n, &group[g].xc) : u->n;
-		size_t stop = next_gone < at ? next_gone : at;
-		if (stop > p) {
-			memcpy(xc + k, u->xc + p, (stop - p) * sizeof(*xc));
-			memcpy(fab + k, u->fabric + p, (stop - p) * sizeof(*fab));
-			k += stop - p;
-			p = stop;
+/* The last fabric whose name unit_apply() looked up, and the name (one reference of its own). */
+struct name_cache {
+	int64_t fabric;
+	struct name *nm;
+};
+
+/*
+ * The name of fabric, a new reference (or NULL, out of memory): from its row
+ * deleted in this commit, else as stored (a re-plan).
+ */
+static struct name *name_of(const struct desired *d, int64_t fabric, struct name_cache *c)
+{
+	if (!c->nm || c->fabric != fabric) {
+		struct name *nm = calloc(1, sizeof(*nm));
+		if (!nm)
+			return NULL;
+		nm->refs = 1;
+		for (size_t i = 0; i < d->ngone && !nm->s[0]; i++)
+			if (d->gone[i].id == fabric)
+				snprintf(nm->s, sizeof(nm->s), "%s", d->gone[i].name);
+		sqlite3_stmt *st = nm->s[0] ? NULL
+		                            : store_stmt(d->s, "SELECT name FROM fabric "
+		                                               "WHERE id = ?");
+		if (st) {
+			sqlite3_bind_int64(st, 1, fabric);
+			if (sqlite3_step(st) == SQLITE_ROW)
+				snprintf(nm->s, sizeof(nm->s), "%s", sqlite3_column_text(st, 0));
+			sqlite3_reset(st);
 		}
-		if (at == stop && g < ng) {
-			xc[k] = group[g++].xc;
-			fab[k++] = fabric;
-		} else if (next_gone == stop && p < u->n) {
-			oldxc[f] = u->xc[p];
-			left[f++] = (struct former){ u->xc[p++], nm };
+		name_put(c->nm);
+		c->nm = nm;
+		c->fabric = fabric;
+	}
+	c->nm->refs++;
+	return c->nm;
+}
+
+/*
+ * Applies v[0..n) (sorted by xc) to u: one merge of u's sorted entries with
+ * the changes, the unchanged entries copied in runs (a unit of thousands of
+ * circuits costs a memory copy, not a walk, when a few change). Entries that
+ * leave become former entries named after their fabric. -EPROTO when u does
+ * not hold an entry a change removes (the mirror is not the table's: the
+ * caller reloads), or -ENOMEM.
+ */
+static int unit_apply(struct desired *d, struct unit_set *u, const struct net_change *v, size_t n)
+{
+	size_t nadd = 0, ndel = 0;
+	for (size_t i = 0; i < n; i++) {
+		nadd += v[i].after != 0;
+		ndel += v[i].before != 0;
+	}
+	if (ndel > u->n)
+		return -EPROTO;
+	size_t cap = u->n - ndel + nadd;
+	struct plan_xc *xc = malloc((cap ? cap : 1) * sizeof(*xc));
+	int64_t *fab = malloc((cap ? cap : 1) * sizeof(*fab));
+	struct former *left = malloc((ndel + 1) * sizeof(*left));
+	if (!xc || !fab || !left) {
+		free(xc);
+		free(fab);
+		free(left);
+		return -ENOMEM;
+	}
+	size_t p = 0, k = 0, nleft = 0;
+	for (size_t i = 0; i < n; i++) {
+		size_t at = lower(u->xc, p, u->n, &v[i].xc);
+		memcpy(xc + k, u->xc + p, (at - p) * sizeof(*xc));
+		memcpy(fab + k, u->fabric + p, (at - p) * sizeof(*fab));
+		k += at - p;
+		p = at;
+		if (v[i].before) {
+			if (p == u->n || plan_xc_cmp(&u->xc[p], &v[i].xc) != 0 ||
+			    u->fabric[p] != v[i].before) {
+				free(xc);
+				free(fab);
+				free(left);
+				return -EPROTO;
+			}
+			p++;
+		}
+		if (v[i].after) {
+			xc[k] = v[i].xc;
+			fab[k++] = v[i].after;
 		}
 	}
+	memcpy(xc + k, u->xc + p, (u->n - p) * sizeof(*xc));
+	memcpy(fab + k, u->fabric + p, (u->n - p) * sizeof(*fab));
+	k += u->n - p;
 	free(u->xc);
 	free(u->fabric);
 	u->xc = xc;
 	u->fabric = fab;
 	u->n = k;
-	count_add(&u->per_fabric, fabric, (long)ng - (long)f);
-	for (size_t i = 0; i < ng; i++)
-		newxc[i] = group[i].xc;
-	for (size_t i = 0; i < (nleft > ng ? nleft : ng); i++)
-		fabs[i] = fabric;
 
-	/* Former entries: the old ones merged with the leaving ones (which win). */
-	struct former *merged = malloc((u->nformer + f + 1) * sizeof(*merged));
-	if (!merged) {
-		/* Keep the old former entries; the leaving ones stay unnamed. */
-		free(former);
-		name_put(nm);
-	} else {
-		if (u->nformer)
-			memcpy(former, u->former, u->nformer * sizeof(*former));
-		size_t i = 0, j = 0;
-		while (i < u->nformer || j < f) {
-			int c = i == u->nformer ? 1
-			        : j == f        ? -1
-			                        : plan_xc_cmp(&former[i].xc, &left[j].xc);
-			if (c == 0)
-				name_put(former[i++].fabric);
-			else if (c < 0)
-				merged[o++] = former[i++];
-			else {
-				merged[o] = left[j++];
-				merged[o++].fabric->refs++;
-			}
-		}
-		free(former);
-		free(u->former);
-		u->former = merged;
-		u->nformer = o;
-		formers_drop_desired(u);
-		name_put(nm);
+	/* Whose the leaving entries were, then what the listeners hear, in xc order. */
+	struct name_cache cache = { 0, NULL };
+	for (size_t i = 0; i < n; i++) {
+		if (!v[i].before)
+			continue;
+		struct name *nm = name_of(d, v[i].before, &cache);
+		if (nm)
+			left[nleft++] = (struct former){ v[i].xc, nm };
 	}
-	notify_diff(d, u->ocs_id, oldxc, fabs, nleft, newxc, fabs, ng);
-	free(oldxc);
-	free(fabs);
+	name_put(cache.nm);
+	formers_merge(u, left, nleft);
+	free(left);
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].before)
+			notify_circuit(d, u->ocs_id, v[i].xc, v[i].before, false);
+		if (v[i].after)
+			notify_circuit(d, u->ocs_id, v[i].xc, v[i].after, true);
+	}
 	return 0;
 }
 
-static int apply_circuits(struct desired *d, const struct stage *st)
+static int change_cmp(const void *x, const void *y)
 {
-	struct row *rows = malloc((st->n ? st->n : 1) * sizeof(*rows));
-	if (!rows)
+	const struct row_change *a = x, *b = y;
+	if (a->ocs_id != b->ocs_id)
+		return a->ocs_id < b->ocs_id ? -1 : 1;
+	int c = plan_xc_cmp(&a->xc, &b->xc);
+	if (c)
+		return c;
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/*
+ * Applies the circuit rows the committed transaction changed, unit by unit:
+ * what each cross-connect went from (its first change) and to (its last),
+ * nothing for one that came back as it was. Returns 0, or -EPROTO / -ENOMEM
+ * (then the caller reloads).
+ */
+static int apply_rows(struct desired *d)
+{
+	if (!d->nrows)
+		return 0;
+	qsort(d->rows, d->nrows, sizeof(*d->rows), change_cmp);
+	struct net_change *v = malloc(d->nrows * sizeof(*v));
+	if (!v)
 		return -ENOMEM;
-	for (size_t i = 0; i < st->n; i++)
-		rows[i] =
-		    (struct row){ st->v[i].ocs_id, xc_of(st->v[i].a, st->v[i].b), st->fabric };
-	if (st->n)
-		qsort(rows, st->n, sizeof(*rows), row_cmp);
 	int rc = 0;
-	/* Units with new entries first (unit_get may move the array), then the rest. */
-	for (size_t i = 0; rc == 0 && i < st->n;) {
-		size_t j = i;
-		while (j < st->n && rows[j].ocs_id == rows[i].ocs_id)
-			j++;
-		rc = unit_get(d, rows[i].ocs_id) ? 0 : -ENOMEM;
-		i = j;
-	}
-	for (size_t k = 0; rc == 0 && k < d->nunits; k++) {
-		struct unit_set *u = &d->units[k];
-		size_t lo = 0, hi = st->n, j;
-		while (lo < hi) { /* first row of this unit */
-			size_t mid = (lo + hi) / 2;
-			if (rows[mid].ocs_id < u->ocs_id)
-				lo = mid + 1;
-			else
-				hi = mid;
+	for (size_t i = 0; rc == 0 && i < d->nrows;) {
+		int64_t ocs = d->rows[i].ocs_id;
+		size_t n = 0;
+		while (i < d->nrows && d->rows[i].ocs_id == ocs) {
+			size_t j = i;
+			while (j + 1 < d->nrows && d->rows[j + 1].ocs_id == ocs &&
+			       plan_xc_cmp(&d->rows[j + 1].xc, &d->rows[i].xc) == 0)
+				j++;
+			int64_t before = d->rows[i].added ? 0 : d->rows[i].fabric;
+			int64_t after = d->rows[j].added ? d->rows[j].fabric : 0;
+			if (before != after)
+				v[n++] = (struct net_change){ d->rows[i].xc, before, after };
+			i = j + 1;
 		}
-		for (j = lo; j < st->n && rows[j].ocs_id == u->ocs_id; j++)
-			;
-		rc = unit_replace(d, u, st->fabric, st->name, rows + lo, j - lo);
+		struct unit_set *u = n ? unit_get(d, ocs) : NULL;
+		if (n)
+			rc = u ? unit_apply(d, u, v, n) : -ENOMEM;
 	}
-	free(rows);
+	free(v);
 	return rc;
 }
 
@@ -680,7 +752,7 @@ static int push(void **v, size_t *n, size_t *cap, size_t size, const void *item)
  * Reads every fabric's members and their cabled ports from the store, all or
  * nothing, and tells the listener the owners that differ.
  */
-static int reload_owners(struct desired *d)
+static int load_owners(struct desired *d)
 {
 	sqlite3_stmt *st = store_stmt(d->s, "SELECT fs.fabric_id, fs.server_id, c.ocs_id, "
 	                                    "c.ocs_port FROM fabric_server fs LEFT JOIN cable c "
@@ -775,35 +847,40 @@ static int reload_owners(struct desired *d)
 	return rc;
 }
 
+/* Reads the circuits again: what the mirror could not follow. */
+static int reload(struct desired *d)
+{
+	d->reloads++;
+	metrics_counter_add("ofcd_desired_reloads_total", RELOADS_HELP, "what=\"circuits\"", 1);
+	return load_circuits(d);
+}
+
+/* Reads the port owners again. */
+static int reload_owners(struct desired *d)
+{
+	metrics_counter_add("ofcd_desired_reloads_total", RELOADS_HELP, "what=\"owners\"", 1);
+	return load_owners(d);
+}
+
 /* True when the server is in a fabric, or joins one in the open transaction. */
 static bool is_member(const struct desired *d, int64_t server)
 {
 	if (server >= 0 && (size_t)server < d->nserver_fabric && d->server_fabric[server])
 		return true;
-	for (size_t i = 0; i < d->nstages; i++)
-		for (size_t j = 0;
-		     d->stages[i].kind == STAGE_MEMBERS && j < d->stages[i].m.nservers; j++)
-			if (d->stages[i].m.servers[j] == server)
-				return true;
+	for (size_t i = 0; i < d->nmembers; i++)
+		if (d->members[i].added && d->members[i].server == server)
+			return true;
 	return false;
 }
 
 /* ---- transactions ---------------------------------------------------------- */
 
-static void stages_clear(struct desired *d)
+static void changes_clear(struct desired *d)
 {
-	for (size_t i = 0; i < d->nstages; i++) {
-		free(d->stages[i].v);
-		members_free(&d->stages[i].m);
-	}
-	free(d->stages);
-	d->stages = NULL;
-	d->nstages = 0;
-	d->expected = 0;
-	d->touched = 0;
+	d->nrows = 0;
+	d->nmembers = 0;
+	d->ngone = 0;
 	d->broken = false;
-	d->fs_expected = 0;
-	d->fs_touched = 0;
 	d->owners_broken = false;
 	d->ntouched_fabrics = 0;
 	d->ocs_touched = false;
@@ -815,7 +892,7 @@ static int id_cmp(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
-/* Tells the listener about every fabric row touched (each once), and forgets them. */
+/* Tells the listeners about every fabric row touched (each once), and forgets them. */
 static void notify_fabrics(struct desired *d)
 {
 	int64_t *v = d->touched_fabrics;
@@ -836,51 +913,109 @@ static void touch_fabric(struct desired *d, int64_t fabric)
 		d->fabrics_outside = true;
 }
 
+static int member_cmp(const void *x, const void *y)
+{
+	const struct member_change *a = x, *b = y;
+	return a->fabric < b->fabric ? -1 : a->fabric > b->fabric;
+}
+
+/* A new fabric's members: the OCS ports its servers are cabled to, as stored. */
+static int members_load(struct desired *d, struct members *m)
+{
+	sqlite3_stmt *st =
+	    store_stmt(d->s, "SELECT ocs_id, ocs_port FROM cable WHERE server_id = ?");
+	if (!st)
+		return -EIO;
+	size_t cap = 0;
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < m->nservers; i++) {
+		sqlite3_bind_int64(st, 1, m->servers[i]);
+		while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
+			struct desired_port p = { sqlite3_column_int64(st, 0),
+				                  (uint32_t)sqlite3_column_int64(st, 1) };
+			rc = push((void **)&m->ports, &m->nports, &cap, sizeof(p), &p);
+		}
+		sqlite3_reset(st);
+	}
+	return rc;
+}
+
+/*
+ * Applies the membership rows the committed transaction changed: a fabric
+ * whose rows all went leaves (its ports return to no fabric), one whose rows
+ * all came joins (its servers' cabled ports are read). Anything else (a
+ * fabric's members changed in place) returns -EAGAIN: the caller reloads.
+ */
+static int apply_members(struct desired *d)
+{
+	if (!d->nmembers)
+		return 0;
+	qsort(d->members, d->nmembers, sizeof(*d->members), member_cmp);
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < d->nmembers;) {
+		size_t j = i, added = 0;
+		while (j < d->nmembers && d->members[j].fabric == d->members[i].fabric)
+			added += d->members[j++].added;
+		int64_t fabric = d->members[i].fabric;
+		const struct members *known = members_find(d, fabric);
+		if (added == 0 && known && known->nservers == j - i) {
+			rc = members_drop(d, fabric);
+		} else if (added == j - i && !known) {
+			struct members m = { .fabric = fabric };
+			m.servers = malloc((j - i) * sizeof(*m.servers));
+			if (!m.servers)
+				rc = -ENOMEM;
+			for (size_t k = i; rc == 0 && k < j; k++)
+				m.servers[m.nservers++] = d->members[k].server;
+			if (rc == 0)
+				rc = members_load(d, &m);
+			if (rc == 0)
+				rc = members_add(d, &m);
+			members_free(&m);
+		} else {
+			rc = -EAGAIN;
+		}
+		i = j;
+	}
+	return rc;
+}
+
 static void on_txn_end(void *arg, struct store *s, bool committed)
 {
 	struct desired *d = arg;
 	(void)s;
-	if (committed && (d->nstages || d->touched || d->outside || d->stale)) {
-		int rc = 0;
-		if (d->broken || d->outside || d->stale || d->touched != d->expected) {
-			log_debug("store",
-			          "circuits changed outside a stage (%ld rows, %ld staged): "
-			          "reloading the desired cross-connects",
-			          d->touched, d->expected);
-			rc = -EAGAIN;
-		}
-		for (size_t i = 0; rc == 0 && i < d->nstages; i++)
-			if (d->stages[i].kind == STAGE_CIRCUITS)
-				rc = apply_circuits(d, &d->stages[i]);
-		if (rc < 0 && reload(d) == 0)
-			d->outside = false;
+	if (!committed) {
+		changes_clear(d);
+		return;
 	}
-	if (committed) {
-		int rc = 0;
-		if (d->owners_broken || d->owners_outside || d->owners_stale ||
-		    d->fs_touched != d->fs_expected) {
-			log_debug("store",
-			          "fabric members or their cables changed outside a stage: "
-			          "reloading the port owners");
-			rc = -EAGAIN;
-		}
-		for (size_t i = 0; rc == 0 && i < d->nstages; i++) {
-			if (d->stages[i].kind == STAGE_MEMBERS)
-				rc = members_add(d, &d->stages[i].m);
-			else if (d->stages[i].kind == STAGE_DROP)
-				rc = members_drop(d, d->stages[i].fabric);
-		}
-		if (rc < 0 && reload_owners(d) == 0)
-			d->owners_outside = false;
-		for (size_t i = 0; i < d->nstages; i++)
-			touch_fabric(d, d->stages[i].fabric);
-		notify_fabrics(d);
-		if (d->ocs_touched) {
-			d->units_version++;
-			d->changed = true;
+	if (d->nrows || d->outside || d->stale || d->broken) {
+		int rc = d->outside || d->stale || d->broken ? -EAGAIN : apply_rows(d);
+		if (rc < 0) {
+			log_debug("store", "the desired cross-connects are reloaded (%s)",
+			          rc == -EPROTO ? "a change did not fit the mirror"
+			          : d->outside  ? "circuits changed outside a transaction"
+			                        : "a change could not be kept");
+			if (reload(d) == 0)
+				d->outside = false;
 		}
 	}
-	stages_clear(d);
+	if (d->nmembers || d->owners_broken || d->owners_outside || d->owners_stale) {
+		int rc = d->owners_broken || d->owners_outside || d->owners_stale
+		             ? -EAGAIN
+		             : apply_members(d);
+		if (rc < 0) {
+			log_debug("store", "fabric members or their cables changed as the mirror "
+			                   "cannot follow: reloading the port owners");
+			if (reload_owners(d) == 0)
+				d->owners_outside = false;
+		}
+	}
+	notify_fabrics(d);
+	if (d->ocs_touched) {
+		d->units_version++;
+		d->changed = true;
+	}
+	changes_clear(d);
 	tell_changed(d);
 }
 
@@ -892,7 +1027,7 @@ static void on_update(void *arg, int op, const char *db, const char *table, sqli
 		return;
 	bool outside = sqlite3_get_autocommit(store_db(d->s));
 	if (strcmp(table, "fabric") == 0) {
-		/* The listener may read the store: told at commit, or at the next refresh. */
+		/* The listeners may read the store: told at commit, or at the next refresh. */
 		if (outside)
 			d->fabrics_outside = true;
 		else
@@ -903,45 +1038,107 @@ static void on_update(void *arg, int op, const char *db, const char *table, sqli
 		if (outside) {
 			d->units_version++;
 			d->changed = true;
-		} else
+		} else {
 			d->ocs_touched = true;
+		}
+	}
+}
+
+/* Keeps one changed circuit row of the open transaction (from its old or new values). */
+static void keep_row(struct desired *d, sqlite3 *db, bool added)
+{
+	sqlite3_value *f, *o, *a, *b;
+	int (*get)(sqlite3 *, int, sqlite3_value **) =
+	    added ? sqlite3_preupdate_new : sqlite3_preupdate_old;
+	if (get(db, d->col.circuit_fabric, &f) != SQLITE_OK ||
+	    get(db, d->col.circuit_ocs, &o) != SQLITE_OK ||
+	    get(db, d->col.circuit_a, &a) != SQLITE_OK ||
+	    get(db, d->col.circuit_b, &b) != SQLITE_OK) {
+		d->broken = true;
 		return;
 	}
-	if (strcmp(table, "circuit") != 0)
+	struct row_change c = { .ocs_id = sqlite3_value_int64(o),
+		                .xc = xc_of((uint32_t)sqlite3_value_int64(a),
+		                            (uint32_t)sqlite3_value_int64(b)),
+		                .fabric = sqlite3_value_int64(f),
+		                .added = added,
+		                .seq = d->nrows };
+	if (push((void **)&d->rows, &d->nrows, &d->caprows, sizeof(c), &c) < 0)
+		d->broken = true;
+}
+
+/* Keeps one changed membership row of the open transaction. */
+static void keep_member(struct desired *d, sqlite3 *db, bool added)
+{
+	sqlite3_value *f, *sv;
+	int (*get)(sqlite3 *, int, sqlite3_value **) =
+	    added ? sqlite3_preupdate_new : sqlite3_preupdate_old;
+	if (get(db, d->col.member_fabric, &f) != SQLITE_OK ||
+	    get(db, d->col.member_server, &sv) != SQLITE_OK) {
+		d->owners_broken = true;
 		return;
-	d->touched++;
-	/* No transaction will end for it, and a rollback must not forget it. */
-	if (outside)
-		d->outside = true;
+	}
+	struct member_change c = { sqlite3_value_int64(f), sqlite3_value_int64(sv), added };
+	if (push((void **)&d->members, &d->nmembers, &d->capmembers, sizeof(c), &c) < 0)
+		d->owners_broken = true;
 }
 
 /*
- * Membership rows are counted like circuit rows; a cable of a server in a
- * fabric changing (rare: a topology change on a server's unused port) moves
- * an owner, so the owners are reloaded.
+ * Every row about to change, whoever changes it (a handler, a replica
+ * applying the leader's changeset): circuit and membership rows are kept
+ * for the commit to apply; a cable of a server in a fabric changing (rare:
+ * a topology change on a member's port) moves an owner, so the owners are
+ * reloaded. A row changed outside any transaction is not kept: the next
+ * commit or refresh reloads instead.
  */
 static void on_preupdate(void *arg, sqlite3 *db, int op, const char *zdb, const char *table,
                          sqlite3_int64 key1, sqlite3_int64 key2)
 {
 	struct desired *d = arg;
-	(void)key1;
 	(void)key2;
 	if (strcmp(zdb, "main") != 0)
 		return;
 	bool outside = sqlite3_get_autocommit(db);
+	if (strcmp(table, "circuit") == 0) {
+		if (outside) {
+			d->outside = true;
+			return;
+		}
+		if (op != SQLITE_INSERT)
+			keep_row(d, db, false);
+		if (op != SQLITE_DELETE)
+			keep_row(d, db, true);
+		return;
+	}
+	if (strcmp(table, "fabric") == 0) {
+		/* Its name, for the circuits its deletion takes with it. */
+		sqlite3_value *v;
+		struct gone_fabric g = { .id = key1 };
+		if (op == SQLITE_DELETE && !outside &&
+		    sqlite3_preupdate_old(db, d->col.fabric_name, &v) == SQLITE_OK) {
+			snprintf(g.name, sizeof(g.name), "%s", (const char *)sqlite3_value_text(v));
+			push((void **)&d->gone, &d->ngone, &d->capgone, sizeof(g), &g);
+		}
+		return;
+	}
 	if (strcmp(table, "fabric_server") == 0) {
-		d->fs_touched++;
-		if (outside)
+		if (outside) {
 			d->owners_outside = true;
+			return;
+		}
+		if (op != SQLITE_INSERT)
+			keep_member(d, db, false);
+		if (op != SQLITE_DELETE)
+			keep_member(d, db, true);
 		return;
 	}
 	if (strcmp(table, "cable") != 0)
 		return;
 	sqlite3_value *v;
 	bool member = false;
-	if (op != SQLITE_INSERT && sqlite3_preupdate_old(db, 0, &v) == SQLITE_OK)
+	if (op != SQLITE_INSERT && sqlite3_preupdate_old(db, d->col.cable_server, &v) == SQLITE_OK)
 		member |= is_member(d, sqlite3_value_int64(v));
-	if (op != SQLITE_DELETE && sqlite3_preupdate_new(db, 0, &v) == SQLITE_OK)
+	if (op != SQLITE_DELETE && sqlite3_preupdate_new(db, d->col.cable_server, &v) == SQLITE_OK)
 		member |= is_member(d, sqlite3_value_int64(v));
 	if (member && outside)
 		d->owners_outside = true;
@@ -949,98 +1146,36 @@ static void on_preupdate(void *arg, sqlite3 *db, int op, const char *zdb, const 
 		d->owners_broken = true;
 }
 
-/* Circuit rows fabric has in the open transaction, as far as the stages know. */
-static size_t rows_now(const struct desired *d, int64_t fabric)
+/* The position of column name in table's rows, or -1. */
+static int column_of(struct store *s, const char *table, const char *name)
 {
-	for (size_t i = d->nstages; i-- > 0;)
-		if (d->stages[i].kind == STAGE_CIRCUITS && d->stages[i].fabric == fabric)
-			return d->stages[i].n;
-	return count_of(&d->counts, fabric);
+	char sql[128];
+	sqlite3_stmt *st = NULL;
+	int at = -1;
+	snprintf(sql, sizeof(sql), "SELECT cid FROM pragma_table_info('%s') WHERE name = '%s'",
+	         table, name);
+	if (sqlite3_prepare_v2(store_db(s), sql, -1, &st, NULL) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW)
+		at = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	return at;
 }
 
-/* Membership rows fabric has in the open transaction, as far as the stages know. */
-static size_t members_now(const struct desired *d, int64_t fabric)
+static int find_columns(struct desired *d)
 {
-	for (size_t i = d->nstages; i-- > 0;) {
-		if (d->stages[i].fabric != fabric || d->stages[i].kind == STAGE_CIRCUITS)
-			continue;
-		return d->stages[i].kind == STAGE_MEMBERS ? d->stages[i].m.nservers : 0;
-	}
-	const struct members *m = members_find(d, fabric);
-	return m ? m->nservers : 0;
-}
-
-static struct stage *stage_new(struct desired *d, enum stage_kind kind, int64_t fabric)
-{
-	struct stage *t = realloc(d->stages, (d->nstages + 1) * sizeof(*t));
-	if (!t)
-		return NULL;
-	d->stages = t;
-	struct stage *st = &d->stages[d->nstages++];
-	memset(st, 0, sizeof(*st));
-	st->kind = kind;
-	st->fabric = fabric;
-	return st;
-}
-
-int desired_stage_fabric(struct desired *d, int64_t fabric_id, const struct desired_circuit *v,
-                         size_t n)
-{
-	struct desired_circuit *copy = malloc((n ? n : 1) * sizeof(*copy));
-	size_t before = copy ? rows_now(d, fabric_id) : 0;
-	struct stage *st = copy ? stage_new(d, STAGE_CIRCUITS, fabric_id) : NULL;
-	if (!st) {
-		free(copy);
-		d->broken = true;
-		return -ENOMEM;
-	}
-	st->v = copy;
-	st->n = n;
-	if (n)
-		memcpy(copy, v, n * sizeof(*copy));
-	sqlite3_stmt *q = store_stmt(d->s, "SELECT name FROM fabric WHERE id = ?");
-	if (q) {
-		sqlite3_bind_int64(q, 1, fabric_id);
-		if (sqlite3_step(q) == SQLITE_ROW)
-			snprintf(st->name, sizeof(st->name), "%s", sqlite3_column_text(q, 0));
-		sqlite3_reset(q);
-	}
-	d->expected += (long)(before + n);
-	return 0;
-}
-
-int desired_stage_members(struct desired *d, int64_t fabric_id, const int64_t *servers,
-                          size_t nservers, const struct desired_port *v, size_t n)
-{
-	int64_t *s = malloc((nservers ? nservers : 1) * sizeof(*s));
-	struct desired_port *p = malloc((n ? n : 1) * sizeof(*p));
-	size_t before = members_now(d, fabric_id);
-	struct stage *st = s && p ? stage_new(d, STAGE_MEMBERS, fabric_id) : NULL;
-	if (!st) {
-		free(s);
-		free(p);
-		d->owners_broken = true;
-		return -ENOMEM;
-	}
-	if (nservers)
-		memcpy(s, servers, nservers * sizeof(*s));
-	if (n)
-		memcpy(p, v, n * sizeof(*p));
-	st->m = (struct members){ fabric_id, s, nservers, p, n };
-	/* A fabric's members are inserted once; any rows it had before go first. */
-	d->fs_expected += (long)(before + nservers);
-	return 0;
-}
-
-int desired_stage_delete(struct desired *d, int64_t fabric_id)
-{
-	size_t before = members_now(d, fabric_id);
-	int rc = desired_stage_fabric(d, fabric_id, NULL, 0);
-	if (rc < 0 || !stage_new(d, STAGE_DROP, fabric_id)) {
-		d->owners_broken = true;
-		return -ENOMEM;
-	}
-	d->fs_expected += (long)before;
+	struct columns *c = &d->col;
+	c->circuit_fabric = column_of(d->s, "circuit", "fabric_id");
+	c->circuit_ocs = column_of(d->s, "circuit", "ocs_id");
+	c->circuit_a = column_of(d->s, "circuit", "a_ocs_port");
+	c->circuit_b = column_of(d->s, "circuit", "b_ocs_port");
+	c->member_fabric = column_of(d->s, "fabric_server", "fabric_id");
+	c->member_server = column_of(d->s, "fabric_server", "server_id");
+	c->cable_server = column_of(d->s, "cable", "server_id");
+	c->fabric_name = column_of(d->s, "fabric", "name");
+	const int *v = &c->circuit_fabric;
+	for (size_t i = 0; i < sizeof(*c) / sizeof(int); i++)
+		if (v[i] < 0)
+			return -EIO;
 	return 0;
 }
 
@@ -1097,15 +1232,19 @@ int desired_open(struct store *s, struct desired **out)
 		return -ENOMEM;
 	d->s = s;
 	d->data_version = data_version(d);
-	int rc = reload(d);
+	int rc = find_columns(d);
 	if (rc == 0)
-		rc = reload_owners(d);
+		rc = load_circuits(d);
+	if (rc == 0)
+		rc = load_owners(d);
 	if (rc < 0) {
 		desired_free(d);
 		return rc;
 	}
-	d->reloads = 0;
 	d->changed = false;
+	/* Every counter shows from 0. */
+	metrics_counter_add("ofcd_desired_reloads_total", RELOADS_HELP, "what=\"circuits\"", 0);
+	metrics_counter_add("ofcd_desired_reloads_total", RELOADS_HELP, "what=\"owners\"", 0);
 	if (store_txn_end_hook_add(store_txn_end_hook(s), on_txn_end, d) < 0 ||
 	    store_update_hook_add(store_update_hook(s), on_update, d) < 0 ||
 	    store_preupdate_hook_add(store_preupdate_hook(s), on_preupdate, d) < 0) {
@@ -1127,14 +1266,15 @@ void desired_free(struct desired *d)
 	hook_clear(&d->hooks.owner);
 	hook_clear(&d->hooks.fabric);
 	hook_clear(&d->hooks.changed);
-	stages_clear(d);
+	free(d->rows);
+	free(d->members);
+	free(d->gone);
 	for (size_t i = 0; i < d->nunits; i++) {
 		free(d->units[i].xc);
 		free(d->units[i].fabric);
 		formers_put(d->units[i].former, d->units[i].nformer);
 		free(d->units[i].former);
 		free(d->units[i].owner);
-		free(d->units[i].per_fabric.v);
 	}
 	free(d->units);
 	for (size_t i = 0; i < d->nfabrics; i++)

@@ -1,25 +1,25 @@
 /*
  * The desired state of every OCS unit, in memory, and the feed of its
  * changes: a mirror of the store's circuit table (each unit's desired
- * cross-connects), of which fabric owns each OCS port (through cable and
+ * cross-connects) and of which fabric owns each OCS port (through cable and
  * membership), so that the reconciler never reads them back from SQLite after
  * a change, and learns of every change as a delta it can apply in time
- * proportional to the change (desired_listen).
+ * proportional to the change (desired_hooks()).
  *
- * A writer stages its change inside the store transaction that makes it
- * (desired_stage_fabric, desired_stage_members, desired_stage_delete); the
- * stage is applied when that transaction commits and dropped when it rolls
- * back (store_on_txn_end). Every row change of the circuit and fabric_server
- * tables is also counted (SQLite's update and pre-update hooks, which this
- * module owns): a commit whose count differs from what was staged, i.e. a
- * write path that did not stage, reloads that part of the mirror from the
- * store; so does a write outside any transaction, a cable change of a server
- * in a fabric, and desired_refresh() catches commits by other processes. A
- * reload tells the listener only what differs from the mirror it replaces.
- * Writers must not use INSERT OR REPLACE or upserts on the circuit table:
- * SQLite does not report the rows they replace. A reload that fails leaves
- * the mirror marked unusable (desired_usable()) until one succeeds, so the
- * reconciler never acts on a partial view.
+ * The mirror follows the rows themselves: the store's pre-update hook shows
+ * it every circuit and membership row a transaction inserts or deletes,
+ * whoever writes them (a request's handler, a cluster member applying a
+ * changeset of the replicated log); it keeps them, applies them when the
+ * transaction commits (a merge per unit touched) and drops them when it rolls
+ * back. Nobody stages anything and no write reloads the mirror. It reloads
+ * only what it cannot follow: rows written outside any transaction, a commit
+ * by another process (desired_refresh() checks PRAGMA data_version), a cable
+ * change of a server in a fabric, a change that does not fit what it holds,
+ * or memory that ran out; a reload tells the listeners only what differs from
+ * the mirror it replaces. Writers must not use INSERT OR REPLACE or upserts
+ * on the circuit table. A reload that fails leaves the mirror marked unusable
+ * (desired_usable()) until one succeeds, so the reconciler never acts on a
+ * partial view.
  *
  * Cross-connects that leave the desired state (their fabric was deleted or
  * re-planned) are remembered with their fabric's name until the unit is seen
@@ -41,14 +41,7 @@
 struct store;
 struct desired;
 
-/** One circuit as a writer stages it. */
-struct desired_circuit {
-	int64_t ocs_id; /**< OCS unit (ocs.id) */
-	uint32_t a;     /**< one OCS port */
-	uint32_t b;     /**< the other */
-};
-
-/** One OCS port of a fabric's member server, as a writer stages the membership. */
+/** One OCS port of a fabric's member server. */
 struct desired_port {
 	int64_t ocs_id; /**< OCS unit (ocs.id) */
 	uint32_t port;  /**< its port the server's device port is cabled to */
@@ -92,41 +85,14 @@ struct desired_set {
 };
 
 /**
- * Loads every circuit of the store and starts following its transactions
- * (installs the store's transaction listener and the connection's update
- * hook). Returns 0 and the mirror in *out, or -errno.
+ * Loads every circuit and membership of the store and starts following its
+ * transactions (listens to the store's transaction, pre-update and update
+ * hooks). Returns 0 and the mirror in *out, or -errno.
  */
 int desired_open(struct store *s, struct desired **out);
 
 /** Stops following the store and frees d. NULL is fine. */
 void desired_free(struct desired *d);
-
-/**
- * Stages, inside the open transaction, that fabric_id's circuits are now
- * v[0..n) (n = 0 when the fabric goes). Call it in the transaction that writes
- * the circuit rows, before the fabric row is deleted (its name is read to
- * remember whose the leaving cross-connects were). v is copied. Returns 0 or
- * -ENOMEM (then the commit reloads everything instead).
- */
-int desired_stage_fabric(struct desired *d, int64_t fabric_id, const struct desired_circuit *v,
-                         size_t n);
-
-/**
- * Stages, inside the open transaction, that fabric_id's nservers member
- * servers[] (the fabric_server rows the transaction inserts) are cabled to
- * the OCS ports v[0..n): from the commit on, the fabric owns those ports.
- * Arrays are copied. Returns 0 or -ENOMEM (then the commit reloads the owners
- * from the store instead).
- */
-int desired_stage_members(struct desired *d, int64_t fabric_id, const int64_t *servers,
-                          size_t nservers, const struct desired_port *v, size_t n);
-
-/**
- * Stages the deletion of fabric_id: its circuits leave (as
- * desired_stage_fabric() with none) and its ports return to no fabric. Call
- * it before the fabric row is deleted. Returns 0 or -ENOMEM.
- */
-int desired_stage_delete(struct desired *d, int64_t fabric_id);
 
 /** The hooks every change is told through (valid while d lives). */
 struct desired_hooks *desired_hooks(struct desired *d);
@@ -167,7 +133,7 @@ size_t desired_fabric_circuits(const struct desired *d, int64_t fabric_id);
  */
 uint64_t desired_units_version(const struct desired *d);
 
-/** Number of full reloads from the store since open (a write path that did not stage). */
+/** Number of full reloads of the circuits since open (what the mirror could not follow). */
 uint64_t desired_reloads(const struct desired *d);
 
 /**

@@ -5,6 +5,7 @@
 #include "store_changes.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,12 +96,13 @@ void store_capture_free(struct store_capture *c)
 	free(c);
 }
 
-/* The columns of fabric that are the leader's reconciler's (state, error, updated). */
+/* What an application of a changeset knows: the reconciler's columns, and what went wrong. */
 struct derived_cols {
 	struct store *s;
 	bool known; /* looked up: only a conflict on fabric needs them */
 	int n;
-	int col[4];
+	int col[4]; /* the columns of fabric that are the leader's reconciler's (state, ...) */
+	struct store_conflict *conflict; /* the first conflict that aborted it (the caller's) */
 };
 
 static bool is_derived(struct derived_cols *d, int col)
@@ -161,6 +163,33 @@ static bool changes_derived_only(sqlite3_changeset_iter *it, int ncol, struct de
 	return true;
 }
 
+static const char *kind_name(int kind)
+{
+	switch (kind) {
+	case SQLITE_CHANGESET_DATA:
+		return "a row differs from the change's old values";
+	case SQLITE_CHANGESET_NOTFOUND:
+		return "a row the change names is missing";
+	case SQLITE_CHANGESET_CONFLICT:
+		return "a row the change inserts is there already";
+	case SQLITE_CHANGESET_FOREIGN_KEY:
+		return "the change leaves a row whose parent is missing";
+	default:
+		return "a constraint fails";
+	}
+}
+
+/* Notes the first conflict that aborts the application, for the caller to tell. */
+static int abort_with(struct derived_cols *d, int kind, const char *table)
+{
+	if (d->conflict && !d->conflict->kind) {
+		d->conflict->kind = kind;
+		snprintf(d->conflict->table, sizeof(d->conflict->table), "%s", table);
+		snprintf(d->conflict->what, sizeof(d->conflict->what), "%s", kind_name(kind));
+	}
+	return SQLITE_CHANGESET_ABORT;
+}
+
 /*
  * Which differences between a changeset and this store are expected, and
  * what then wins. A row a DELETE names is gone already (a cascade of an
@@ -174,9 +203,17 @@ static bool changes_derived_only(sqlite3_changeset_iter *it, int ncol, struct de
 static int on_conflict(void *arg, int kind, sqlite3_changeset_iter *it)
 {
 	struct derived_cols *d = arg;
-	const char *table = "?";
-	int ncol, op, indirect;
-	sqlite3changeset_op(it, &table, &ncol, &op, &indirect);
+	const char *table = NULL;
+	int ncol = 0, op = 0, indirect = 0;
+	/*
+	 * A foreign key left dangling is told once, at the end, and names no row
+	 * (sqlite3changeset_op() gives no table then): always an abort.
+	 */
+	if (kind == SQLITE_CHANGESET_FOREIGN_KEY || kind == SQLITE_CHANGESET_CONSTRAINT ||
+	    sqlite3changeset_op(it, &table, &ncol, &op, &indirect) != SQLITE_OK || !table)
+		return abort_with(d, kind,
+		                  kind == SQLITE_CHANGESET_FOREIGN_KEY ? "(a foreign key)"
+		                                                       : "(a constraint)");
 	bool fabric = strcmp(table, "fabric") == 0;
 	if (strcmp(table, "audit") == 0)
 		return kind == SQLITE_CHANGESET_NOTFOUND ? SQLITE_CHANGESET_OMIT
@@ -186,9 +223,7 @@ static int on_conflict(void *arg, int kind, sqlite3_changeset_iter *it)
 		return SQLITE_CHANGESET_OMIT;
 	if (kind == SQLITE_CHANGESET_DATA && fabric && differs_in_derived_only(it, ncol, d))
 		return SQLITE_CHANGESET_REPLACE;
-	log_error("store", "replicated change conflicts with this store (table %s, kind %d)", table,
-	          kind);
-	return SQLITE_CHANGESET_ABORT;
+	return abort_with(d, kind, table);
 }
 
 /* Marks the transaction as applying a changeset (the schema's triggers stand aside) or done. */
@@ -204,8 +239,11 @@ static int set_applying(struct store *s, bool on, int64_t revision)
 	return st ? store_step_done(st) : -EIO;
 }
 
-int store_apply_changes(struct store *s, const void *data, size_t len, int64_t revision)
+int store_apply_changes(struct store *s, const struct store_changeset *v, size_t n,
+                        int64_t revision, struct store_conflict *conflict)
 {
+	if (conflict)
+		memset(conflict, 0, sizeof(*conflict));
 	if (store_in_txn(s))
 		return -EBUSY;
 	/* Durable in etcd already; a power cut takes the applied revision back with it. */
@@ -216,14 +254,19 @@ int store_apply_changes(struct store *s, const void *data, size_t len, int64_t r
 		store_rollback(s);
 		return -EIO;
 	}
-	struct derived_cols d = { .s = s };
+	struct derived_cols d = { .s = s, .conflict = conflict };
 	/*
 	 * No savepoint of its own: a failure rolls the whole transaction back
 	 * anyway, and a savepoint copies each page it first touches to a temporary
 	 * sub-journal file (a 4,096-server topology took 7 s instead of 1).
 	 */
-	rc = sqlite3changeset_apply_v2(store_db(s), (int)len, (void *)data, NULL, on_conflict, &d,
-	                               NULL, NULL, SQLITE_CHANGESETAPPLY_NOSAVEPOINT);
+	rc = SQLITE_OK;
+	for (size_t i = 0; rc == SQLITE_OK && i < n; i++)
+		rc = v[i].len > INT_MAX
+		         ? SQLITE_TOOBIG
+		         : sqlite3changeset_apply_v2(store_db(s), (int)v[i].len, (void *)v[i].data,
+		                                     NULL, on_conflict, &d, NULL, NULL,
+		                                     SQLITE_CHANGESETAPPLY_NOSAVEPOINT);
 	if (rc != SQLITE_OK) {
 		store_rollback(s);
 		return rc == SQLITE_ABORT || rc == SQLITE_CORRUPT || rc == SQLITE_MISUSE ? -EPROTO

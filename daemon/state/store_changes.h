@@ -43,19 +43,35 @@ int store_capture_take(struct store_capture *c, void **data, size_t *len);
 /** Stops recording and frees c; NULL is a no-op. */
 void store_capture_free(struct store_capture *c);
 
+/** One changeset to apply (borrowed). */
+struct store_changeset {
+	const void *data; /**< the changeset's bytes */
+	size_t len;       /**< how many */
+};
+
+/** What made store_apply_changes() abort, for the caller to tell. */
+struct store_conflict {
+	int kind; /**< SQLite's SQLITE_CHANGESET_* of the first conflict; 0: none (malformed) */
+	char table[64]; /**< the table it concerns ("(a foreign key)" when none is named) */
+	char what[80];  /**< the kind in words */
+};
+
 /**
- * Applies a changeset taken on another store with the same schema, in one
- * transaction of its own (so store_on_txn_end() listeners see it), and
- * records revision (the changeset's etcd revision) as the store's applied
- * revision in the same transaction when it is above 0. The differences a
- * replica may have (a row a cascade removed already, the reconciler's columns
- * of fabric, an audit id a local refusal took) resolve in the changeset's
- * favour; any other conflict (a row missing, present already or with other
- * values than the changeset's old ones) aborts it all: the replica has
- * diverged and needs a snapshot. Returns 0, -EPROTO on a conflict or a malformed changeset,
- * -EBUSY when a transaction is already open, or -EIO.
+ * Applies changesets v[0..n), taken on another store with the same schema,
+ * in order, in one transaction of its own (so the store's hooks and the
+ * desired mirror see every row), and records revision (their etcd revision)
+ * as the store's applied revision in the same transaction when it is above 0.
+ * The differences a replica may have (a row a cascade removed already, the
+ * reconciler's columns of fabric, an audit id a local refusal took) resolve
+ * in the changeset's favour; any other conflict (a row missing, present
+ * already or with other values than the changeset's old ones, a foreign key
+ * left dangling) aborts it all, described in *conflict (NULL: not wanted):
+ * the replica has diverged and needs a snapshot. Returns 0, -EPROTO on a
+ * conflict or a malformed changeset, -EBUSY when a transaction is already
+ * open, or -EIO.
  */
-int store_apply_changes(struct store *s, const void *data, size_t len, int64_t revision);
+int store_apply_changes(struct store *s, const struct store_changeset *v, size_t n,
+                        int64_t revision, struct store_conflict *conflict);
 
 /**
  * Records that the store holds the log up to revision (never lowers it): a

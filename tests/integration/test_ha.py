@@ -328,7 +328,11 @@ def test_member_behind_a_trimmed_log_copies_a_snapshot(tmp_path, etcd):
         late.start()
         want = names(leader)
         wait_for(lambda: names(late) == want, timeout=15)
-        assert "copies the leader's store" in late.log()
+        # Through the state machine's states, each transition logged and counted.
+        assert "following -> resyncing (the log does not reach back" in late.log()
+        assert "resyncing -> following (restored a snapshot" in late.log()
+        assert ('ofcd_cluster_transitions_total{from="resyncing",to="following"} 1'
+                in late.get("/metrics").text)
         assert late.cluster()["role"] == "follower"
         # And it follows the log from there.
         assert leader.post("/v1/fabrics", {"name": "g", "servers": ["s20", "s21"]}).status_code == 201

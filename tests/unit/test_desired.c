@@ -1,8 +1,10 @@
 /*
- * The in-memory desired state against a real store: staged changes applied on
- * commit and dropped on rollback, unstaged writes caught by a reload, former
- * owners of cross-connects that left, and the mirror equal to the table (and
- * each fabric's circuit count to its rows).
+ * The in-memory desired state against a real store: the rows a transaction
+ * changes applied on commit and dropped on rollback, whoever writes them (a
+ * handler, a changeset of the replicated log) and never by a reload; writes
+ * outside a transaction or by another process caught by one; port owners
+ * following memberships; former owners of cross-connects that left; and the
+ * mirror equal to the table (and each fabric's circuit count to its rows).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +20,13 @@
 #include "state/desired.h"
 #include "state/store_changes.h"
 #include "state/store_sql.h"
+
+/* One changeset applied as store_apply_changes() applies a change of the log. */
+static int apply1(struct store *s, const void *data, size_t len, int64_t revision)
+{
+	struct store_changeset one = { data, len };
+	return store_apply_changes(s, &one, 1, revision, NULL);
+}
 
 static char dir[] = "/tmp/ofcd-desired-XXXXXX";
 static char path[256];
@@ -68,12 +77,15 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* Writes fabric's circuits as topo_plan_save does, staging them when stage is set. */
-static void put(struct fixture *f, int64_t fabric, const struct desired_circuit *v, size_t n,
-                bool stage)
+/* One circuit as a test writes it. */
+struct circuit {
+	int64_t ocs_id;
+	uint32_t a, b;
+};
+
+/* Writes fabric's circuits as topo_plan_save does. */
+static void put(struct fixture *f, int64_t fabric, const struct circuit *v, size_t n)
 {
-	if (stage)
-		assert_int_equal(desired_stage_fabric(f->d, fabric, v, n), 0);
 	sqlite3_stmt *st = store_stmt(f->s, "DELETE FROM circuit WHERE fabric_id = ?");
 	sqlite3_bind_int64(st, 1, fabric);
 	assert_int_equal(store_step_done(st), 0);
@@ -121,14 +133,14 @@ static void assert_mirror(struct fixture *f)
 	}
 }
 
-static const struct desired_circuit f1_plan[] = { { 1, 5, 3 }, { 1, 1, 2 }, { 2, 4, 1 } };
+static const struct circuit f1_plan[] = { { 1, 5, 3 }, { 1, 1, 2 }, { 2, 4, 1 } };
 
 static void test_commit_applies(void **state)
 {
 	struct fixture *f = *state;
 	assert_int_equal(desired_of(f->d, 1).n, 0);
 	assert_int_equal(store_begin(f->s), 0);
-	put(f, 1, f1_plan, 3, true);
+	put(f, 1, f1_plan, 3);
 	/* Not before the commit. */
 	assert_int_equal(desired_of(f->d, 1).n, 0);
 	assert_int_equal(store_commit(f->s), 0);
@@ -147,11 +159,11 @@ static void test_rollback_drops(void **state)
 {
 	struct fixture *f = *state;
 	assert_int_equal(store_begin(f->s), 0);
-	put(f, 1, f1_plan, 3, true);
+	put(f, 1, f1_plan, 3);
 	store_rollback(f->s);
 	assert_int_equal(desired_of(f->d, 1).n, 0);
 	assert_int_equal(desired_of(f->d, 2).n, 0);
-	/* A later commit without stages changes nothing either. */
+	/* A later commit that touches no circuit changes nothing either. */
 	assert_int_equal(store_begin(f->s), 0);
 	exec(f->s, "UPDATE fabric SET state = 'applied' WHERE id = 1");
 	assert_int_equal(store_commit(f->s), 0);
@@ -159,23 +171,23 @@ static void test_rollback_drops(void **state)
 	assert_mirror(f);
 }
 
-static void test_unstaged_write_reloads(void **state)
+/* Two writers in one transaction, nobody staging anything: followed, not reloaded. */
+static void test_any_writer_is_followed(void **state)
 {
 	struct fixture *f = *state;
 	assert_int_equal(store_begin(f->s), 0);
-	put(f, 1, f1_plan, 3, true);
-	/* A second writer that does not stage: the counts disagree at commit. */
-	static const struct desired_circuit sneaky[] = { { 1, 7, 8 } };
-	put(f, 2, sneaky, 1, false);
+	put(f, 1, f1_plan, 3);
+	static const struct circuit other[] = { { 1, 7, 8 } };
+	put(f, 2, other, 1);
 	assert_int_equal(store_commit(f->s), 0);
-	assert_int_equal(desired_reloads(f->d), 1);
+	assert_int_equal(desired_reloads(f->d), 0);
 	assert_int_equal(desired_of(f->d, 1).n, 3);
 	assert_mirror(f);
-	/* Even a write outside any transaction is caught by the next commit. */
+	/* A write outside any transaction is caught by the next commit, by a reload. */
 	exec(f->s, "DELETE FROM circuit WHERE fabric_id = 2");
 	assert_int_equal(store_begin(f->s), 0);
 	assert_int_equal(store_commit(f->s), 0);
-	assert_int_equal(desired_reloads(f->d), 2);
+	assert_int_equal(desired_reloads(f->d), 1);
 	assert_mirror(f);
 }
 
@@ -213,9 +225,9 @@ static void test_replicated_changes(void **state)
 		unlink(p);
 	}
 
-	assert_int_equal(store_apply_changes(f->s, cs, len, 0), 0);
+	assert_int_equal(apply1(f->s, cs, len, 0), 0);
 	free(cs);
-	assert_true(desired_reloads(f->d) > reloads);
+	assert_int_equal(desired_reloads(f->d), reloads); /* followed row by row */
 	assert_mirror(f);
 	struct desired_set ds = desired_of(f->d, 2);
 	assert_int_equal(ds.n, 1);
@@ -228,16 +240,15 @@ static void test_delete_remembers_owner(void **state)
 {
 	struct fixture *f = *state;
 	assert_int_equal(store_begin(f->s), 0);
-	put(f, 1, f1_plan, 3, true);
+	put(f, 1, f1_plan, 3);
 	assert_int_equal(store_commit(f->s), 0);
 	assert_null(desired_former_owner(f->d, 1, 1, 2));
 
 	/* The fabric goes, its circuits with it (a cascade). */
 	assert_int_equal(store_begin(f->s), 0);
-	assert_int_equal(desired_stage_fabric(f->d, 1, NULL, 0), 0);
 	exec(f->s, "DELETE FROM fabric WHERE id = 1");
 	assert_int_equal(store_commit(f->s), 0);
-	assert_int_equal(desired_reloads(f->d), 0); /* the cascade was counted */
+	assert_int_equal(desired_reloads(f->d), 0); /* the cascade was followed */
 	assert_int_equal(desired_of(f->d, 1).n, 0);
 	assert_string_equal(desired_former_owner(f->d, 1, 1, 2), "f1");
 	assert_string_equal(desired_former_owner(f->d, 1, 5, 3), "f1");
@@ -259,15 +270,15 @@ static void test_replan_and_reuse(void **state)
 {
 	struct fixture *f = *state;
 	assert_int_equal(store_begin(f->s), 0);
-	put(f, 1, f1_plan, 3, true);
+	put(f, 1, f1_plan, 3);
 	assert_int_equal(store_commit(f->s), 0);
 
 	/* Re-planned: 1-2 stays, 3-5 leaves, 6-9 comes; f2 takes 3-5 in the same commit. */
-	static const struct desired_circuit f1_next[] = { { 1, 2, 1 }, { 1, 6, 9 }, { 2, 1, 4 } };
-	static const struct desired_circuit f2_plan[] = { { 1, 3, 5 } };
+	static const struct circuit f1_next[] = { { 1, 2, 1 }, { 1, 6, 9 }, { 2, 1, 4 } };
+	static const struct circuit f2_plan[] = { { 1, 3, 5 } };
 	assert_int_equal(store_begin(f->s), 0);
-	put(f, 1, f1_next, 3, true);
-	put(f, 2, f2_plan, 1, true);
+	put(f, 1, f1_next, 3);
+	put(f, 2, f2_plan, 1);
 	assert_int_equal(store_commit(f->s), 0);
 	assert_int_equal(desired_reloads(f->d), 0);
 	assert_mirror(f);
@@ -277,10 +288,10 @@ static void test_replan_and_reuse(void **state)
 	/* Desired again, so nobody's former entry. */
 	assert_null(desired_former_owner(f->d, 1, 3, 5));
 
-	/* Staging the same fabric twice in one transaction: the last one wins. */
+	/* The same fabric written twice in one transaction: the last one wins. */
 	assert_int_equal(store_begin(f->s), 0);
-	put(f, 1, f1_plan, 3, true);
-	put(f, 1, f1_next, 3, true);
+	put(f, 1, f1_plan, 3);
+	put(f, 1, f1_next, 3);
 	assert_int_equal(store_commit(f->s), 0);
 	assert_int_equal(desired_reloads(f->d), 0);
 	assert_mirror(f);
@@ -297,7 +308,7 @@ static void test_outside_writes(void **state)
 {
 	struct fixture *f = *state;
 	assert_int_equal(store_begin(f->s), 0);
-	put(f, 1, f1_plan, 3, true);
+	put(f, 1, f1_plan, 3);
 	assert_int_equal(store_commit(f->s), 0);
 
 	/* Outside any transaction; a rollback in between must not make the mirror forget it. */
@@ -342,12 +353,58 @@ static void test_outside_writes(void **state)
 	sqlite3_close(other);
 }
 
+/* Which fabric owns each port follows the membership rows, and a member's cable changing. */
+static void test_owners_follow_memberships(void **state)
+{
+	struct fixture *f = *state;
+	exec(f->s, "INSERT INTO server(id, name, devices, ports_per_device) VALUES (1, 's1', 1, "
+	           "2), (2, 's2', 1, 2);"
+	           "INSERT INTO cable(server_id, device, port, ocs_id, ocs_port) VALUES "
+	           "(1, 0, 0, 1, 11), (2, 0, 0, 1, 12), (2, 0, 1, 2, 7)");
+	desired_refresh(f->d);
+	uint64_t reloads = desired_reloads(f->d);
+	size_t n;
+	assert_int_equal(store_begin(f->s), 0);
+	exec(f->s, "INSERT INTO fabric_server(fabric_id, position, server_id) VALUES "
+	           "(1, 0, 1), (1, 1, 2)");
+	/* Not before the commit. */
+	const int64_t *own = desired_owners(f->d, 1, &n);
+	assert_true(n <= 11 || own[11] == 0);
+	assert_int_equal(store_commit(f->s), 0);
+	own = desired_owners(f->d, 1, &n);
+	assert_true(n > 12);
+	assert_int_equal(own[11], 1);
+	assert_int_equal(own[12], 1);
+	own = desired_owners(f->d, 2, &n);
+	assert_int_equal(own[7], 1);
+	/* The fabric goes: its ports go back to no fabric. */
+	assert_int_equal(store_begin(f->s), 0);
+	exec(f->s, "DELETE FROM fabric WHERE id = 1");
+	assert_int_equal(store_commit(f->s), 0);
+	own = desired_owners(f->d, 1, &n);
+	assert_int_equal(own[11], 0);
+	assert_int_equal(own[12], 0);
+	assert_int_equal(desired_reloads(f->d), reloads);
+	/* A member's cable moving: the owners are read again. */
+	assert_int_equal(store_begin(f->s), 0);
+	exec(f->s, "INSERT INTO fabric_server(fabric_id, position, server_id) VALUES (2, 0, 1)");
+	assert_int_equal(store_commit(f->s), 0);
+	assert_int_equal(desired_owners(f->d, 1, &n)[11], 2);
+	assert_int_equal(store_begin(f->s), 0);
+	exec(f->s, "UPDATE cable SET ocs_port = 21 WHERE server_id = 1");
+	assert_int_equal(store_commit(f->s), 0);
+	own = desired_owners(f->d, 1, &n);
+	assert_int_equal(own[11], 0);
+	assert_int_equal(own[21], 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_commit_applies, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rollback_drops, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_unstaged_write_reloads, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_any_writer_is_followed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_owners_follow_memberships, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_delete_remembers_owner, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_replan_and_reuse, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_outside_writes, setup, teardown),

@@ -292,7 +292,7 @@ static int64_t create_fabric(struct fixture *f, const char *name, const char *co
 		sqlite3_bind_int64(st, 3, ids[i]);
 		assert_int_equal(store_step_done(st), 0);
 	}
-	assert_int_equal(topo_plan_save(f->s, f->d, fid, &in, &plan, "pending", false), 0);
+	assert_int_equal(topo_plan_save(f->s, fid, &in, &plan, "pending", false), 0);
 	assert_int_equal(store_commit(f->s), 0);
 	plan_fabric_free(&plan);
 	topo_input_free(&in);
@@ -304,7 +304,6 @@ static int64_t create_fabric(struct fixture *f, const char *name, const char *co
 static void delete_fabric(struct fixture *f, int64_t fid)
 {
 	assert_int_equal(store_begin(f->s), 0);
-	assert_int_equal(desired_stage_fabric(f->d, fid, NULL, 0), 0);
 	sqlite3_stmt *st = store_stmt(f->s, "DELETE FROM fabric WHERE id = ?");
 	sqlite3_bind_int64(st, 1, fid);
 	assert_int_equal(store_step_done(st), 0);
@@ -640,12 +639,11 @@ static void test_deleted_fabric_removed(void **state)
 /* Fabric 'big' on unit o3 gets circuits (2i + shift + 1, 2i + shift + 2), i < BIG_CIRCUITS. */
 static void big_plan(struct fixture *f, int64_t fid, uint32_t shift)
 {
-	struct desired_circuit *v = calloc(BIG_CIRCUITS, sizeof(*v));
+	struct plan_xc *v = calloc(BIG_CIRCUITS, sizeof(*v));
 	assert_non_null(v);
 	for (uint32_t i = 0; i < BIG_CIRCUITS; i++)
-		v[i] = (struct desired_circuit){ 3, 2 * i + shift + 1, 2 * i + shift + 2 };
+		v[i] = (struct plan_xc){ 2 * i + shift + 1, 2 * i + shift + 2 };
 	assert_int_equal(store_begin(f->s), 0);
-	assert_int_equal(desired_stage_fabric(f->d, fid, v, BIG_CIRCUITS), 0);
 	sqlite3_stmt *st = store_stmt(f->s, "DELETE FROM circuit WHERE fabric_id = ?");
 	sqlite3_bind_int64(st, 1, fid);
 	assert_int_equal(store_step_done(st), 0);

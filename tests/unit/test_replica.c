@@ -15,6 +15,7 @@
 #include <cmocka.h>
 #include <event2/event.h>
 
+#include "cluster/apply.h"
 #include "cluster/etcd.h"
 #include "etcd_members.h"
 #include "cluster/log_part.h"
@@ -183,9 +184,16 @@ static int teardown(void **state)
 }
 
 struct seen {
-	int caught_up; /* 1 + rc once called */
-	int stopped;   /* 1 + rc once called */
+	struct store *s; /* the store the changes go to */
+	int caught_up;   /* 1 + rc once called */
+	int stopped;     /* 1 + rc once called */
 };
+
+/* The member's one apply path, as ha.c gives it to its replica. */
+static int on_apply(void *arg, int64_t revision, const void *change, size_t len)
+{
+	return apply_change(((struct seen *)arg)->s, revision, change, len, false, NULL);
+}
 
 static void on_caught_up(void *arg, int rc)
 {
@@ -201,10 +209,12 @@ static void test_follow(void **state)
 {
 	struct world *w = *state;
 	struct replica *r;
-	struct seen seen = { 0, 0 };
-	struct replica_cbs cbs = { .caught_up = on_caught_up, .stopped = on_stopped, .arg = &seen };
 	if (!w)
 		skip();
+	struct seen seen = { w->follower, 0, 0 };
+	struct replica_cbs cbs = {
+		.apply = on_apply, .caught_up = on_caught_up, .stopped = on_stopped, .arg = &seen
+	};
 	leader_write(
 	    w, "INSERT INTO server(id, name, devices, ports_per_device) VALUES (1, 's1', 8, 2)");
 	int64_t rev = leader_write(w, "INSERT INTO server(id, name, devices, ports_per_device) "
@@ -245,8 +255,10 @@ static void test_follow(void **state)
 static struct replica *follow(struct world *w, struct store *s, struct seen *seen)
 {
 	struct replica *r;
-	struct replica_cbs cbs = { .caught_up = on_caught_up, .stopped = on_stopped, .arg = seen };
-	*seen = (struct seen){ 0, 0 };
+	struct replica_cbs cbs = {
+		.apply = on_apply, .caught_up = on_caught_up, .stopped = on_stopped, .arg = seen
+	};
+	*seen = (struct seen){ s, 0, 0 };
 	assert_int_equal(replica_start(w->c, s, "/r", store_applied_revision(s), true, &cbs, &r),
 	                 0);
 	while (!seen->caught_up)

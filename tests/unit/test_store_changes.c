@@ -20,6 +20,13 @@ struct pair {
 	struct store *a, *b;
 };
 
+/* One changeset applied as store_apply_changes() applies a change of the log. */
+static int apply1(struct store *s, const void *data, size_t len, int64_t revision)
+{
+	struct store_changeset one = { data, len };
+	return store_apply_changes(s, &one, 1, revision, NULL);
+}
+
 static int setup(void **state)
 {
 	static struct pair p;
@@ -94,19 +101,19 @@ static void test_replicate(void **state)
 	                    &len);
 	assert_true(len > 0);
 	assert_int_equal(store_applied_revision(p->b), 0);
-	assert_int_equal(store_apply_changes(p->b, cs, len, 7), 0);
+	assert_int_equal(apply1(p->b, cs, len, 7), 0);
 	assert_int_equal(store_applied_revision(p->b), 7);
 	free(cs);
 	cs = captured(
 	    p->a, "UPDATE server SET devices = 16 WHERE id = 1; DELETE FROM server WHERE id = 2",
 	    &len);
-	assert_int_equal(store_apply_changes(p->b, cs, len, 9), 0);
+	assert_int_equal(apply1(p->b, cs, len, 9), 0);
 	assert_int_equal(store_applied_revision(p->b), 9);
 	assert_string_equal(servers(p->b), "1:s1:16;");
 	assert_string_equal(servers(p->b), servers(p->a));
 
 	/* Applied twice: the old values no longer match, so it is refused as a whole. */
-	assert_int_equal(store_apply_changes(p->b, cs, len, 10), -EPROTO);
+	assert_int_equal(apply1(p->b, cs, len, 10), -EPROTO);
 	assert_int_equal(store_applied_revision(p->b), 9); /* rolled back with the changeset */
 	assert_string_equal(servers(p->b), "1:s1:16;");
 	free(cs);
@@ -118,9 +125,9 @@ static void test_replicate(void **state)
 
 	/* Not applied inside another transaction. */
 	assert_int_equal(store_begin(p->b), 0);
-	assert_int_equal(store_apply_changes(p->b, "x", 1, 0), -EBUSY);
+	assert_int_equal(apply1(p->b, "x", 1, 0), -EBUSY);
 	store_rollback(p->b);
-	assert_int_equal(store_apply_changes(p->b, "garbage", 7, 0), -EPROTO);
+	assert_int_equal(apply1(p->b, "garbage", 7, 0), -EPROTO);
 }
 
 static int64_t count(struct store *s, const char *sql)
@@ -137,7 +144,7 @@ static void apply_captured(struct pair *p, const char *sql, int64_t revision)
 {
 	size_t len;
 	void *cs = captured(p->a, sql, &len);
-	assert_int_equal(store_apply_changes(p->b, cs, len, revision), 0);
+	assert_int_equal(apply1(p->b, cs, len, revision), 0);
 	free(cs);
 }
 
@@ -188,7 +195,7 @@ static void test_expected_differences(void **state)
 	exec(p->b, "UPDATE fabric SET formula = 9 WHERE id = 2");
 	size_t len;
 	void *del = captured(p->a, "DELETE FROM fabric WHERE id = 2", &len);
-	assert_int_equal(store_apply_changes(p->b, del, len, 7), -EPROTO);
+	assert_int_equal(apply1(p->b, del, len, 7), -EPROTO);
 	free(del);
 	assert_true(store_table_is_local("actual_xc"));
 	assert_false(store_table_is_local("fabric"));
@@ -207,7 +214,7 @@ static void test_combine(void **state)
 	void *c1 = captured(p->a, "UPDATE server SET devices = 3 WHERE id = 41", &l1);
 	void *c2 = captured(p->a, "UPDATE server SET devices = 5 WHERE id = 41", &l2);
 	assert_int_equal(store_changes_combine(c1, l1, c2, l2, &both, &l), 0);
-	assert_int_equal(store_apply_changes(p->b, both, l, 0), 0);
+	assert_int_equal(apply1(p->b, both, l, 0), 0);
 	assert_int_equal(count(p->b, "SELECT devices FROM server WHERE id = 41"), 5);
 	free(both);
 	assert_int_equal(store_changes_combine(c1, l1, "junk", 4, &both, &l), -EPROTO);

@@ -1,0 +1,52 @@
+#include "apply.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "base/metrics.h"
+#include "log.h"
+#include "state/store_changes.h"
+
+#define CONFLICTS_HELP                                                                             \
+	"Changes of the replicated log that did not apply cleanly to this member's store (it "     \
+	"copies a snapshot)."
+
+void apply_metrics_init(void)
+{
+	metrics_counter_add("ofcd_cluster_apply_conflicts_total", CONFLICTS_HELP, NULL, 0);
+}
+
+int apply_change(struct store *s, int64_t revision, const void *change, size_t len, bool own,
+                 struct hook *done)
+{
+	if (revision > 0 && store_applied_revision(s) >= revision)
+		return 0; /* taken from the log already, by this member as a follower */
+	struct log_changeset v[LOG_BUNDLE_MAX];
+	int n = log_bundle_parse(change, len, v, LOG_BUNDLE_MAX);
+	if (n < 0) {
+		log_error("cluster",
+		          "the change at revision %lld is not a change ofcd wrote: it "
+		          "cannot be applied",
+		          (long long)revision);
+		metrics_counter_add("ofcd_cluster_apply_conflicts_total", CONFLICTS_HELP, NULL, 1);
+		return -EPROTO;
+	}
+	struct store_changeset apply[LOG_BUNDLE_MAX];
+	size_t k = 0;
+	for (int i = 0; i < n; i++)
+		if (!(own && v[i].kind == LOG_STATES))
+			apply[k++] = (struct store_changeset){ v[i].data, v[i].len };
+	struct store_conflict conflict;
+	int rc = store_apply_changes(s, apply, k, revision, &conflict);
+	if (rc == -EPROTO) {
+		log_error("cluster",
+		          "the change at revision %lld conflicts with this store (table %s: %s): "
+		          "this member stops applying the log and copies a snapshot",
+		          (long long)revision, conflict.kind ? conflict.table : "?",
+		          conflict.kind ? conflict.what : "not a changeset");
+		metrics_counter_add("ofcd_cluster_apply_conflicts_total", CONFLICTS_HELP, NULL, 1);
+	}
+	if (rc == 0 && done)
+		apply_done_hook_call(done, revision, v, (size_t)n, own);
+	return rc;
+}
