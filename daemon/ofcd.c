@@ -210,6 +210,13 @@ static void replicate_states(void *arg, const void *changeset, size_t len)
 	ha_replicate_states(d->ha, changeset, len);
 }
 
+/* The cluster's fence in time, asked before every send to a unit. */
+static bool may_drive(void *arg)
+{
+	const struct ofcd *d = arg;
+	return ha_may_drive(d->ha);
+}
+
 static int start_reconciler(struct ofcd *d, int64_t generation)
 {
 	struct reconcile_deps deps = { .base = d->base,
@@ -217,7 +224,9 @@ static int start_reconciler(struct ofcd *d, int64_t generation)
 		                       .desired = d->desired,
 		                       .events = d->events,
 		                       .audit_interval_s = d->cfg.audit_interval_s,
-		                       .master_generation = generation };
+		                       .master_generation = generation,
+		                       .may_send = d->ha ? may_drive : NULL,
+		                       .may_send_arg = d };
 	int rc = reconcile_init(&deps, &d->reconciler);
 	if (rc == 0 && d->ha)
 		rc = reconcile_states_hook_add(reconcile_states_hook(d->reconciler),

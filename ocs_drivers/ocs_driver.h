@@ -119,6 +119,17 @@ struct ocs_open_params {
 	 * sim (in-process, a single daemon by construction): ignored.
 	 */
 	uint64_t master_generation;
+	/**
+	 * Fencing in time: asked right before any byte goes to the unit (a batch,
+	 * a read-back, a role request, a keep-alive); while it says false nothing
+	 * is sent, what waits is held and asked about again, and the daemon
+	 * closes the instance once it stops leading. A leader that wakes past its
+	 * lease's deadline sends nothing, whatever work was pending (docs/ha.md).
+	 * NULL: always. openflow: checked at every write to the socket; sim
+	 * (in-process, a single daemon by construction): ignored.
+	 */
+	bool (*may_send)(void *arg);
+	void *may_send_arg; /**< passed back to may_send */
 };
 
 /** Fault injection, for drivers that support it (sim). */

@@ -139,7 +139,17 @@ struct of_unit {
 	char addr_str[80]; /* the switch's address, for messages */
 
 	struct evconnlistener *listener;
-	struct bufferevent *bev;
+	struct bufferevent *bev; /* reads; what is sent goes through out */
+	/*
+	 * What waits to be sent, written to the socket only after may_send said
+	 * yes (see flush_out()): never the bufferevent's own output, which libevent
+	 * writes whenever the socket is ready, asked or not.
+	 */
+	struct evbuffer *out;
+	struct event *out_ready; /* the socket can take more of out */
+	struct event *out_held;  /* may_send said no: ask again shortly */
+	bool (*may_send)(void *arg);
+	void *may_send_arg;
 	enum of_state state;
 	struct event *retry_timer;
 	uint32_t backoff_ms;
@@ -333,8 +343,15 @@ static int rflow_cmp(const void *x, const void *y)
 	return 0;
 }
 
+static void out_reset(struct of_unit *u);
+
 static void unit_free(struct of_unit *u)
 {
+	out_reset(u);
+	if (u->out)
+		evbuffer_free(u->out);
+	if (u->out_held)
+		event_free(u->out_held);
 	if (u->bev)
 		bufferevent_free(u->bev);
 	if (u->listener)
@@ -405,6 +422,7 @@ static void drop(struct of_unit *u, const char *reason)
 {
 	char msg[sizeof(u->err) + 32];
 
+	out_reset(u);
 	if (u->bev) {
 		bufferevent_free(u->bev);
 		u->bev = NULL;
@@ -422,24 +440,91 @@ static void drop(struct of_unit *u, const char *reason)
 	report(u, OCS_CONN_DOWN, reason);
 }
 
+/* How long held bytes wait before may_send is asked again. */
+#define OF_HOLD_MS 20
+
+static void out_ready_cb(evutil_socket_t fd, short what, void *arg);
+
+/*
+ * Sends what out holds, when this daemon may send now (ocs_open_params'
+ * may_send, asked right before the write): straight to the socket, so that
+ * nothing held a moment ago goes out later unasked. What the socket does not
+ * take waits for it to be writable and is asked about again then; what is
+ * held is asked about again in OF_HOLD_MS (the daemon closes the instance
+ * when it stops leading, which drops it).
+ */
+static void flush_out(struct of_unit *u)
+{
+	if (!u->bev || !evbuffer_get_length(u->out))
+		return;
+	if (u->may_send && !u->may_send(u->may_send_arg)) {
+		arm_ms(u->out_held, OF_HOLD_MS);
+		return;
+	}
+	evutil_socket_t fd = bufferevent_getfd(u->bev);
+	if (evbuffer_write(u->out, fd) < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
+	    errno != EINTR)
+		return; /* the read side sees the connection fail */
+	if (!evbuffer_get_length(u->out))
+		return;
+	if (u->out_ready && event_get_fd(u->out_ready) != fd) {
+		event_free(u->out_ready);
+		u->out_ready = NULL;
+	}
+	if (!u->out_ready)
+		u->out_ready = event_new(u->base, fd, EV_WRITE, out_ready_cb, u);
+	if (u->out_ready)
+		event_add(u->out_ready, NULL);
+}
+
+static void out_ready_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	flush_out(arg);
+}
+
+static void out_held_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	flush_out(arg);
+}
+
+/* Forgets what was not sent (the connection is gone) and the events that would send it. */
+static void out_reset(struct of_unit *u)
+{
+	if (u->out)
+		evbuffer_drain(u->out, evbuffer_get_length(u->out));
+	if (u->out_ready) {
+		event_free(u->out_ready);
+		u->out_ready = NULL;
+	}
+	if (u->out_held)
+		evtimer_del(u->out_held);
+}
+
 static int send_bytes(struct of_unit *u, const void *buf, size_t len)
 {
-	return bufferevent_write(u->bev, buf, len) < 0 ? -ENOMEM : 0;
+	if (evbuffer_add(u->out, buf, len) < 0)
+		return -ENOMEM;
+	flush_out(u);
+	return 0;
 }
 
 static int send_simple(struct of_unit *u, uint8_t type, uint32_t xid, const void *body,
                        size_t body_len)
 {
-	struct evbuffer *out = bufferevent_get_output(u->bev);
 	uint8_t hdr[OF13_HDR_LEN];
 
 	if (body_len > OF13_MAX_LEN - OF13_HDR_LEN)
 		return -EMSGSIZE;
 	of13_encode_header(hdr, sizeof(hdr), type, (uint16_t)(OF13_HDR_LEN + body_len), xid);
-	if (evbuffer_add(out, hdr, sizeof(hdr)) < 0)
+	if (evbuffer_add(u->out, hdr, sizeof(hdr)) < 0)
 		return -ENOMEM;
-	if (body_len && evbuffer_add(out, body, body_len) < 0)
+	if (body_len && evbuffer_add(u->out, body, body_len) < 0)
 		return -ENOMEM;
+	flush_out(u);
 	return 0;
 }
 
@@ -490,11 +575,11 @@ static void handle_hello(struct of_unit *u, const struct of13_hdr *h, const uint
 		                      OF13_ET_HELLO_FAILED, OF13_HFC_INCOMPATIBLE, text,
 		                      sizeof(text) - 1);
 		/*
-		 * Best effort, straight to the socket: drop() discards what the
-		 * bufferevent has not written, and its output cannot be flushed
-		 * from here. Only when our HELLO is out, to keep the order.
+		 * Best effort, straight to the socket: drop() discards what was
+		 * not written. Only when our HELLO is out, to keep the order.
 		 */
-		if (n > 0 && !evbuffer_get_length(bufferevent_get_output(u->bev)))
+		if (n > 0 && !evbuffer_get_length(u->out) &&
+		    (!u->may_send || u->may_send(u->may_send_arg)))
 			send(bufferevent_getfd(u->bev), hello_failed, (size_t)n,
 			     MSG_DONTWAIT | MSG_NOSIGNAL);
 		snprintf(reason, sizeof(reason),
@@ -989,6 +1074,7 @@ static struct bufferevent *new_bev(struct of_unit *u, evutil_socket_t fd)
 	if (!bev)
 		return NULL;
 	bufferevent_setcb(bev, read_cb, NULL, event_cb, u);
+	/* Writing too: the socket's connect completion comes as a write event. */
 	bufferevent_enable(bev, EV_READ | EV_WRITE);
 	return bev;
 }
@@ -1089,13 +1175,17 @@ static int of_open(struct event_base *base, const struct ocs_open_params *params
 		u->ev = *ev;
 	u->ports = params->ports;
 	u->generation = params->master_generation;
+	u->may_send = params->may_send;
+	u->may_send_arg = params->may_send_arg;
 	u->backoff_ms = OF_BACKOFF_MIN_MS;
 	u->next_xid = 1;
 	format_addr((struct sockaddr *)&u->addr, u->addr_str, sizeof(u->addr_str));
 	r = -ENOMEM;
 	u->retry_timer = evtimer_new(base, retry_cb, u);
 	u->keepalive = evtimer_new(base, keepalive_cb, u);
-	if (!u->retry_timer || !u->keepalive) {
+	u->out = evbuffer_new();
+	u->out_held = evtimer_new(base, out_held_cb, u);
+	if (!u->retry_timer || !u->keepalive || !u->out || !u->out_held) {
 		snprintf(err, errlen, "openflow: out of memory");
 		goto out;
 	}
@@ -1226,8 +1316,8 @@ static int of_apply(struct ocs_handle *h, const struct ocs_batch *batch, ocs_app
 		memcpy(copy + batch->ndel, batch->add, batch->nadd * sizeof(*copy));
 	len = 2 * batch->ndel * OF13_FLOW_DEL_LEN + 2 * batch->nadd * OF13_FLOW_ADD_LEN +
 	      (1 + mid) * OF13_HDR_LEN;
-	/* encode straight into the socket's output buffer: one contiguous extent, no copy */
-	out = bufferevent_get_output(u->bev);
+	/* encode straight into the output buffer: one contiguous extent, no copy */
+	out = u->out;
 	if (evbuffer_reserve_space(out, (ev_ssize_t)len, &vec, 1) != 1 || vec.iov_len < len) {
 		free(copy);
 		return -ENOMEM;
@@ -1248,6 +1338,7 @@ static int of_apply(struct ocs_handle *h, const struct ocs_batch *batch, ocs_app
 	u->ndel = batch->ndel;
 	u->nxc = nxc;
 	u->nerrors = 0;
+	flush_out(u);
 	return 0;
 }
 

@@ -245,11 +245,19 @@ static bool holds_lease(const struct cluster *c)
 
 static bool renewal_overdue(struct cluster *c)
 {
-	if (!holds_lease(c) || c->phase == PH_RESIGNED ||
-	    since(&c->last_renewed) < c->ttl_s * 2.0 / 3.0)
+	double late = since(&c->last_renewed) - c->ttl_s * 2.0 / 3.0;
+	if (!holds_lease(c) || c->phase == PH_RESIGNED || late < 0)
 		return false;
+	/* When, on the wall clock, it stopped driving units: what a switch's log can be read against. */
+	struct timespec wall;
+	clock_gettime(CLOCK_REALTIME, &wall);
+	double deadline = (double)wall.tv_sec + (double)wall.tv_nsec / 1e9 - late;
+	char why[128];
+	snprintf(why, sizeof(why),
+	         "the lease could not be renewed in time (its deadline passed at %.3f, %.0f ms ago)",
+	         deadline, late * 1e3);
 	c->lease = 0;
-	restart(c, PH_GRANT, "the lease could not be renewed in time");
+	restart(c, PH_GRANT, why);
 	return true;
 }
 
@@ -435,6 +443,11 @@ int64_t cluster_revision(const struct cluster *c)
 bool cluster_in_touch(const struct cluster *c)
 {
 	return holds_lease(c) && since(&c->last_renewed) < c->ttl_s * 2.0 / 3.0;
+}
+
+bool cluster_may_drive(const struct cluster *c)
+{
+	return c->role == CLUSTER_LEADER && cluster_in_touch(c);
 }
 
 int64_t cluster_lease(const struct cluster *c)

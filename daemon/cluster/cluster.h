@@ -90,6 +90,15 @@ int64_t cluster_revision(const struct cluster *c);
  */
 bool cluster_in_touch(const struct cluster *c);
 
+/**
+ * True while this member leads and its lease's last confirmed renewal was
+ * sent less than two thirds of the TTL ago, on the monotonic clock, as of
+ * this call: the fence in time every send to a unit asks right before it
+ * goes. A member that wakes from a freeze past that point gets false before
+ * its deadline timer even runs.
+ */
+bool cluster_may_drive(const struct cluster *c);
+
 /** The lease this member holds now (0: none), for keys that must vanish with it. */
 int64_t cluster_lease(const struct cluster *c);
 

@@ -1072,6 +1072,11 @@ void ha_free(struct ha *h)
 	free(h);
 }
 
+bool ha_may_drive(const struct ha *h)
+{
+	return h->state == MEMBER_LEADING && cluster_may_drive(h->cluster);
+}
+
 struct hook *ha_role_hook(struct ha *h)
 {
 	return &h->role_hook;

@@ -83,6 +83,14 @@ void ha_hand_over(struct ha *h, const char *why);
  */
 void ha_resign(struct ha *h, void (*done)(void *arg), void *arg);
 
+/**
+ * Whether this member may send anything to an OCS unit now: it leads and its
+ * lease is live on the monotonic clock (cluster_may_drive()). Asked right
+ * before every send; a frozen leader that wakes past its deadline sends
+ * nothing, whatever work was pending.
+ */
+bool ha_may_drive(const struct ha *h);
+
 /** Stops everything; no callback afterwards. NULL is a no-op. */
 void ha_free(struct ha *h);
 

@@ -91,8 +91,24 @@ static void on_retry(evutil_socket_t fd, short what, void *arg)
 	metrics_loop_leave(l);
 }
 
+/*
+ * Whether this daemon may send to units now (a cluster leader whose lease is
+ * live); when not, the pass comes back in a moment, by which time the member
+ * has renewed its lease or stopped leading (and freed this reconciler).
+ */
+static bool may_send(struct reconciler *r)
+{
+	if (!r->d.may_send || r->d.may_send(r->d.may_send_arg))
+		return true;
+	struct timeval soon = { 0, 100 * 1000 };
+	event_add(r->ev_pass, &soon);
+	return false;
+}
+
 static void start_read(struct unit *u)
 {
+	if (!may_send(u->r))
+		return;
 	u->busy = true;
 	int rc = u->ops->read(u->h, on_read, u);
 	if (rc < 0) {
@@ -298,7 +314,9 @@ static void unit_open(struct reconciler *r, struct unit *u)
 	struct ocs_open_params p = { .name = u->name,
 		                     .endpoint = u->endpoint,
 		                     .ports = u->ports,
-		                     .master_generation = (uint64_t)r->d.master_generation };
+		                     .master_generation = (uint64_t)r->d.master_generation,
+		                     .may_send = r->d.may_send,
+		                     .may_send_arg = r->d.may_send_arg };
 	struct ocs_events ev = { .conn_state = on_conn_state,
 		                 .port_state = on_port_state,
 		                 .arg = u };
@@ -520,7 +538,7 @@ static json_t *batch_fabrics(struct reconciler *r, struct unit *u, const struct 
 static void drive(struct unit *u)
 {
 	struct reconciler *r = u->r;
-	if (!u->h || u->conn != OCS_CONN_UP || u->busy || u->retry_pending)
+	if (!u->h || u->conn != OCS_CONN_UP || u->busy || u->retry_pending || !may_send(r))
 		return;
 	if (!u->have_actual) {
 		start_read(u);

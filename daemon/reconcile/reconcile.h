@@ -58,6 +58,14 @@ struct reconcile_deps {
 	 */
 	int64_t master_generation;
 	/**
+	 * A cluster leader's fence in time (ha_may_drive()): asked before every
+	 * batch or read-back is started, and by the drivers before every write,
+	 * so that a leader that wakes past its lease's deadline sends nothing.
+	 * NULL: always (a single daemon).
+	 */
+	bool (*may_send)(void *arg);
+	void *may_send_arg; /**< passed back to may_send */
+	/**
 	 * Check mode (tests): after every state update, the whole bookkeeping is
 	 * recomputed from scratch and compared (reconcile_audit_all()), so any
 	 * drift of the incremental path shows at once.

@@ -508,6 +508,17 @@ static struct name *name_of(const struct desired *d, int64_t fabric, struct name
 	return c->nm;
 }
 
+/* Copies u's entries [from, to) to xc and fab; returns how many. */
+static size_t copy_run(struct plan_xc *xc, int64_t *fab, const struct unit_set *u, size_t from,
+                       size_t to)
+{
+	if (to > from) {
+		memcpy(xc, u->xc + from, (to - from) * sizeof(*xc));
+		memcpy(fab, u->fabric + from, (to - from) * sizeof(*fab));
+	}
+	return to - from;
+}
+
 /*
  * Applies v[0..n) (sorted by xc) to u: one merge of u's sorted entries with
  * the changes, the unchanged entries copied in runs (a unit of thousands of
@@ -538,9 +549,7 @@ static int unit_apply(struct desired *d, struct unit_set *u, const struct net_ch
 	size_t p = 0, k = 0, nleft = 0;
 	for (size_t i = 0; i < n; i++) {
 		size_t at = lower(u->xc, p, u->n, &v[i].xc);
-		memcpy(xc + k, u->xc + p, (at - p) * sizeof(*xc));
-		memcpy(fab + k, u->fabric + p, (at - p) * sizeof(*fab));
-		k += at - p;
+		k += copy_run(xc + k, fab + k, u, p, at);
 		p = at;
 		if (v[i].before) {
 			if (p == u->n || plan_xc_cmp(&u->xc[p], &v[i].xc) != 0 ||
@@ -557,9 +566,7 @@ static int unit_apply(struct desired *d, struct unit_set *u, const struct net_ch
 			fab[k++] = v[i].after;
 		}
 	}
-	memcpy(xc + k, u->xc + p, (u->n - p) * sizeof(*xc));
-	memcpy(fab + k, u->fabric + p, (u->n - p) * sizeof(*fab));
-	k += u->n - p;
+	k += copy_run(xc + k, fab + k, u, p, u->n);
 	free(u->xc);
 	free(u->fabric);
 	u->xc = xc;
