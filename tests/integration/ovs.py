@@ -251,6 +251,15 @@ class Lab:
     def thaw_vswitchd(self):
         os.kill(self.vswitchd_pid, signal.SIGCONT)
 
+    def appctl(self, *args, timeout=30):
+        """ovs-appctl to this lab's ovs-vswitchd (vlog/set, ...)."""
+        target = os.path.join(self.dir, f"ovs-vswitchd.{self.vswitchd_pid}.ctl")
+        return run(["ovs-appctl", "-t", target, *args], env=self.env, timeout=timeout).stdout
+
+    def vswitchd_log(self):
+        with open(os.path.join(self.dir, "ovs-vswitchd.log"), errors="replace") as f:
+            return f.read()
+
     def vsctl(self, *args, timeout=60):
         return run(["ovs-vsctl", f"--db=unix:{self.dir}/db.sock", *args], env=self.env, timeout=timeout).stdout
 

@@ -71,8 +71,7 @@ def test_epilog_deletes_without_wait_keep_every_member_alive(tmp_path, etcd):
             assert m.proc.poll() is None, f"{m.name} died: " + m.log()[-2000:]
         rev = leader.cluster()["applied_revision"]
         for m in members:
-            wait_for(lambda m=m: m.cluster()["applied_revision"] >= rev, 10,
-                     f"{m.name} applied the log")
+            wait_for(lambda m=m: m.cluster()["applied_revision"] >= rev, timeout=10)
         for t in REPLICATED:
             want = rows(leader, t)
             for m in members:
