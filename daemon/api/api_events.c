@@ -43,32 +43,34 @@ static void on_event(void *arg, const struct events_msg *msg)
 	char *text = NULL;
 	if (!wanted(c, msg->data))
 		return;
-	if (asprintf(&text, "id: %s-%llu\nevent: %s\ndata: %s\n\n", events_instance(c->bus),
-	             msg->id, msg->name, events_msg_json(msg)) < 0)
+	/* An event without an id (a member's own) leaves the client's last id as it was. */
+	int rc = msg->id
+	             ? asprintf(&text, "id: %s-%llu\nevent: %s\ndata: %s\n\n", msg->instance,
+	                        msg->id, msg->name, events_msg_json(msg))
+	             : asprintf(&text, "event: %s\ndata: %s\n\n", msg->name, events_msg_json(msg));
+	if (rc < 0)
 		return;
 	api_stream_write(c->stream, text, strlen(text));
 	free(text);
 }
 
 /*
- * Where a reconnecting client left off: Last-Event-ID "INSTANCE-N" of this
- * run replays what followed N from the bus's history; anything else (another
- * run, an id older than the history, garbage) gets a `reset` event instead,
- * telling the client to read the state again before following the stream.
+ * Where a reconnecting client left off: Last-Event-ID "INSTANCE-N" of an
+ * event this member still keeps (its own, or in a cluster its leader's,
+ * which every member publishes under the leader's id) replays what followed
+ * it; anything else (another run, an id older than the history, garbage)
+ * gets a `reset` event instead, telling the client to read the state again
+ * before following the stream.
  */
 static void resume(struct sse_client *c, const char *last)
 {
+	if (events_replay(c->bus, last, EVENTS_PUBLIC, on_event, c) == 0)
+		return;
+	/* A restart shows as an id of another instance than this bus's. */
 	const char *instance = events_instance(c->bus);
 	size_t n = strlen(instance);
-	const char *reason = "restart";
-	if (strncmp(last, instance, n) == 0 && last[n] == '-') {
-		char *end;
-		unsigned long long after = strtoull(last + n + 1, &end, 10);
-		if (last[n + 1] >= '0' && last[n + 1] <= '9' && !*end &&
-		    events_replay(c->bus, after, EVENTS_PUBLIC, on_event, c) == 0)
-			return;
-		reason = "history";
-	}
+	const char *reason =
+	    strncmp(last, instance, n) == 0 && last[n] == '-' ? "history" : "restart";
 	char *text = NULL;
 	if (asprintf(&text, "event: reset\ndata: {\"reason\":\"%s\"}\n\n", reason) >= 0)
 		api_stream_write(c->stream, text, strlen(text));

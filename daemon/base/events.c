@@ -18,15 +18,18 @@ struct events_sub {
 /* A public event kept for replay. */
 struct kept {
 	enum events_kind kind;
+	char instance[EVENTS_INSTANCE_MAX];
 	unsigned long long id;
 	json_t *data; /* reference held by the ring */
 };
 
 struct events {
 	struct events_sub *subs; /* in subscription order */
-	char instance[24];
-	struct kept ring[EVENTS_HISTORY]; /* event id i lives at i % EVENTS_HISTORY */
+	char instance[EVENTS_INSTANCE_MAX];
+	struct kept ring[EVENTS_HISTORY]; /* the n-th event kept lives at n % EVENTS_HISTORY */
+	unsigned long long kept;          /* events kept so far */
 	unsigned long long next_id;
+	unsigned own;   /* kinds published without an id (events_set_own) */
 	int delivering; /* > 0 while callbacks run: unsubscribing only marks */
 	bool has_gone;
 };
@@ -74,20 +77,56 @@ const char *events_instance(const struct events *ev)
 	return ev->instance;
 }
 
-int events_replay(struct events *ev, unsigned long long after, unsigned mask, events_fn fn,
-                  void *arg)
+void events_set_instance(struct events *ev, const char *instance)
 {
-	unsigned long long last = ev->next_id - 1;
-	unsigned long long oldest = last >= EVENTS_HISTORY ? last - EVENTS_HISTORY + 1 : 1;
-	if (after > last || after + 1 < oldest)
+	snprintf(ev->instance, sizeof(ev->instance), "%s", instance);
+	ev->next_id = 1;
+}
+
+void events_set_own(struct events *ev, unsigned mask)
+{
+	ev->own = mask;
+}
+
+enum events_kind events_kind_of(const char *name)
+{
+	for (int k = 0; k < EVENTS_KIND_COUNT; k++)
+		if (strcmp(kind_names[k], name) == 0)
+			return (enum events_kind)k;
+	return EVENTS_KIND_COUNT;
+}
+
+int events_replay(struct events *ev, const char *last, unsigned mask, events_fn fn, void *arg)
+{
+	/* "INSTANCE-ID": the instance is hex or "g" and digits, never a '-'. */
+	const char *dash = strrchr(last, '-');
+	char *end;
+	if (!dash || dash == last || (size_t)(dash - last) >= EVENTS_INSTANCE_MAX ||
+	    dash[1] < '0' || dash[1] > '9')
 		return -ERANGE;
-	for (unsigned long long id = after + 1; id <= last; id++) {
-		struct kept *k = &ev->ring[id % EVENTS_HISTORY];
+	unsigned long long after = strtoull(dash + 1, &end, 10);
+	if (*end)
+		return -ERANGE;
+	unsigned long long oldest = ev->kept > EVENTS_HISTORY ? ev->kept - EVENTS_HISTORY : 0;
+	unsigned long long n = ev->kept;
+	/* The newest first: a client that reconnects is usually close behind. */
+	while (n > oldest) {
+		const struct kept *k = &ev->ring[(n - 1) % EVENTS_HISTORY];
+		if (k->id == after && strlen(k->instance) == (size_t)(dash - last) &&
+		    strncmp(k->instance, last, (size_t)(dash - last)) == 0)
+			break;
+		n--;
+	}
+	if (n == oldest)
+		return -ERANGE;
+	for (; n < ev->kept; n++) {
+		struct kept *k = &ev->ring[n % EVENTS_HISTORY];
 		if (!(mask & EVENTS_BIT(k->kind)))
 			continue;
 		struct msg m = { .pub = { .kind = k->kind,
 			                  .name = events_kind_name(k->kind),
-			                  .id = id,
+			                  .id = k->id,
+			                  .instance = k->instance,
 			                  .data = k->data } };
 		fn(arg, &m.pub);
 		free(m.json);
@@ -168,19 +207,21 @@ static void add_time(json_t *data)
 	json_object_set_new(data, "time", json_string(when));
 }
 
-void events_publish(struct events *ev, enum events_kind kind, json_t *data)
+/* Keeps an event with an id for replay and delivers it; data stolen. */
+static void deliver(struct events *ev, enum events_kind kind, const char *instance,
+                    unsigned long long id, json_t *data)
 {
-	struct msg m = { .pub = { .kind = kind, .name = events_kind_name(kind) } };
-	if (!data)
-		data = json_object();
-	add_time(data);
-	m.pub.data = data;
-	/* Internal kinds take no id and are not kept: a stream's ids stay without gaps. */
-	if (EVENTS_BIT(kind) & EVENTS_PUBLIC) {
-		m.pub.id = ev->next_id++;
-		struct kept *k = &ev->ring[m.pub.id % EVENTS_HISTORY];
+	struct msg m = { .pub = { .kind = kind,
+		                  .name = events_kind_name(kind),
+		                  .id = id,
+		                  .instance = id ? instance : "",
+		                  .data = data } };
+	if (id) {
+		struct kept *k = &ev->ring[ev->kept++ % EVENTS_HISTORY];
 		json_decref(k->data);
-		*k = (struct kept){ .kind = kind, .id = m.pub.id, .data = json_incref(data) };
+		*k = (struct kept){ .kind = kind, .id = id, .data = json_incref(data) };
+		snprintf(k->instance, sizeof(k->instance), "%s", instance);
+		m.pub.instance = k->instance;
 	}
 	ev->delivering++;
 	for (struct events_sub *s = ev->subs; s; s = s->next)
@@ -191,4 +232,20 @@ void events_publish(struct events *ev, enum events_kind kind, json_t *data)
 		sweep(ev);
 	free(m.json);
 	json_decref(data);
+}
+
+void events_publish(struct events *ev, enum events_kind kind, json_t *data)
+{
+	if (!data)
+		data = json_object();
+	add_time(data);
+	/* Internal and own kinds take no id and are not kept: a stream's ids stay without gaps. */
+	bool numbered = EVENTS_BIT(kind) & EVENTS_PUBLIC & ~ev->own;
+	deliver(ev, kind, ev->instance, numbered ? ev->next_id++ : 0, data);
+}
+
+void events_publish_as(struct events *ev, enum events_kind kind, const char *instance,
+                       unsigned long long id, json_t *data)
+{
+	deliver(ev, kind, instance, id, data ? data : json_object());
 }

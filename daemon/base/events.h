@@ -33,12 +33,20 @@ enum events_kind {
 /** Every kind streamed to clients. */
 #define EVENTS_PUBLIC (EVENTS_BIT(EVENTS_SETTLED) - 1u)
 
+/** Longest instance tag, with its NUL. */
+#define EVENTS_INSTANCE_MAX 24
+
 /** One event as subscribers see it; valid during the callback only. */
 struct events_msg {
 	enum events_kind kind; /**< what happened */
 	const char *name;      /**< its stream name ("fabric_state", ...) */
-	unsigned long long id; /**< public kinds: increasing per bus, from 1; internal: 0 */
-	json_t *data;          /**< the event's object, with "time" (borrowed; do not change) */
+	/**
+	 * Its id is "INSTANCE-ID": id increases from 1 within an instance; 0 for an
+	 * event that has none (internal kinds, and a cluster member's own ones).
+	 */
+	unsigned long long id;
+	const char *instance; /**< the instance of its id ("" when it has none) */
+	json_t *data;         /**< the event's object, with "time" (borrowed; do not change) */
 };
 
 /** Called for every published event of a subscribed kind. */
@@ -54,20 +62,33 @@ typedef void (*events_fn)(void *arg, const struct events_msg *msg);
 int events_new(struct events **out);
 
 /**
- * A tag that differs between two buses (two runs of the daemon, even within
- * the same second): event ids are unique only together with it, so a client
- * that reconnects can tell a restart from a gap.
+ * The tag of the ids this bus gives now: it differs between two buses (two
+ * runs of the daemon, even within the same second), so a client that
+ * reconnects can tell a restart from a gap.
  */
 const char *events_instance(const struct events *ev);
 
 /**
- * Calls fn, in order, for every public event of a kind in mask still kept
- * whose id is above after. Returns 0, or -ERANGE when some event above after
- * is no longer kept (or after is an id this bus never gave): the caller
- * missed events it cannot be given.
+ * Gives ids under instance (at most EVENTS_INSTANCE_MAX - 1 characters) from
+ * now on, starting again from 1: a cluster leader's leadership ("g" and its
+ * generation), whose ids its followers publish its events under too.
  */
-int events_replay(struct events *ev, unsigned long long after, unsigned mask, events_fn fn,
-                  void *arg);
+void events_set_instance(struct events *ev, const char *instance);
+
+/**
+ * The kinds in mask are this bus's own from now on: published without an id
+ * and not kept for replay (a cluster member's role: the other members'
+ * streams do not have it, and ids must mean the same on every member).
+ */
+void events_set_own(struct events *ev, unsigned mask);
+
+/**
+ * Calls fn, in order, for every event of a kind in mask still kept that was
+ * published after the one whose id is last ("INSTANCE-ID", as a stream
+ * shows it). Returns 0, or -ERANGE when that event is no longer kept, or was
+ * never published here: the caller missed events it cannot be given.
+ */
+int events_replay(struct events *ev, const char *last, unsigned mask, events_fn fn, void *arg);
 
 /** Frees the bus. Every subscriber must have left. NULL is fine. */
 void events_free(struct events *ev);
@@ -86,6 +107,18 @@ void events_unsubscribe(struct events *ev, struct events_sub *sub);
  * gives an empty object) to every subscriber of that kind.
  */
 void events_publish(struct events *ev, enum events_kind kind, json_t *data);
+
+/**
+ * Publishes an event that another bus published first, under its id
+ * (instance, id; id above 0) and with its data (stolen, "time" kept): a
+ * cluster follower's copy of its leader's event, so that a client can resume
+ * a stream of one member on another.
+ */
+void events_publish_as(struct events *ev, enum events_kind kind, const char *instance,
+                       unsigned long long id, json_t *data);
+
+/** The kind named name ("fabric_state", ...), or EVENTS_KIND_COUNT. */
+enum events_kind events_kind_of(const char *name);
 
 /** The compact JSON text of msg->data (cached per event, owned by the bus). */
 const char *events_msg_json(const struct events_msg *msg);

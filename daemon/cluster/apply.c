@@ -34,7 +34,7 @@ int apply_change(struct store *s, int64_t revision, const void *change, size_t l
 	struct store_changeset apply[LOG_BUNDLE_MAX];
 	size_t k = 0;
 	for (int i = 0; i < n; i++)
-		if (!(own && v[i].kind == LOG_STATES))
+		if (v[i].kind == LOG_WRITE || (!own && v[i].kind == LOG_STATES))
 			apply[k++] = (struct store_changeset){ v[i].data, v[i].len };
 	struct store_conflict conflict;
 	int rc = store_apply_changes(s, apply, k, revision, &conflict);

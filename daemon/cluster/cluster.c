@@ -248,14 +248,16 @@ static bool renewal_overdue(struct cluster *c)
 	double late = since(&c->last_renewed) - c->ttl_s * 2.0 / 3.0;
 	if (!holds_lease(c) || c->phase == PH_RESIGNED || late < 0)
 		return false;
-	/* When, on the wall clock, it stopped driving units: what a switch's log can be read against. */
+	/* When, on the wall clock, it stopped driving units: what a switch's log can be read
+	 * against. */
 	struct timespec wall;
 	clock_gettime(CLOCK_REALTIME, &wall);
 	double deadline = (double)wall.tv_sec + (double)wall.tv_nsec / 1e9 - late;
 	char why[128];
-	snprintf(why, sizeof(why),
-	         "the lease could not be renewed in time (its deadline passed at %.3f, %.0f ms ago)",
-	         deadline, late * 1e3);
+	snprintf(
+	    why, sizeof(why),
+	    "the lease could not be renewed in time (its deadline passed at %.3f, %.0f ms ago)",
+	    deadline, late * 1e3);
 	c->lease = 0;
 	restart(c, PH_GRANT, why);
 	return true;

@@ -112,6 +112,8 @@ struct ha {
 	struct event *retry_append;
 	void *states; /* fabric-state changes waiting to go to the log, merged into one */
 	size_t states_len;
+	json_t *events; /* the events published while leading, waiting to go with them */
+	struct events_sub *shipping; /* the leader's own bus, for them */
 	struct event *states_timer;
 
 	struct logged *logged; /* this leadership's entries in the log, oldest first */
@@ -204,6 +206,7 @@ static void check_state(struct ha *h)
 }
 
 static void leave_leading(struct ha *h);
+static void on_shipped(void *arg, const struct events_msg *msg);
 
 /*
  * The one transition function: from the state the member is in to to, for
@@ -227,8 +230,15 @@ static void enter(struct ha *h, enum member_state to, const char *why)
 		h->role_changes++;
 		publish_role(h);
 	}
-	if (to == MEMBER_LEADING)
+	if (to == MEMBER_LEADING) {
+		/* Its events' ids are its leadership's, which its followers publish them under. */
+		char instance[EVENTS_INSTANCE_MAX];
+		snprintf(instance, sizeof(instance), "g%" PRId64, h->generation);
+		events_set_instance(h->d.events, instance);
+		h->shipping = events_subscribe(
+		    h->d.events, EVENTS_PUBLIC & ~EVENTS_BIT(EVENTS_CLUSTER_ROLE), on_shipped, h);
 		ha_role_hook_call(&h->role_hook, HA_NOW_LEADING, h->generation);
+	}
 	/* A listener may have moved it on already (a reconciler that cannot start). */
 	check_state(h);
 }
@@ -469,6 +479,103 @@ static void on_append(int rc, const struct etcd_result *res, void *arg)
 }
 
 /*
+ * Fabric states are the followers' view only (a new leader derives them
+ * again): they go to the log merged, at most every STATES_DELAY_MS, behind
+ * the writes that came meanwhile rather than ahead of them, with the events
+ * the leader published meanwhile. A follower may show a state, and publish
+ * an event, a little late.
+ */
+#define STATES_DELAY_MS 20
+
+/* Events kept for the log beyond this go in an entry of their own at once. */
+#define EVENTS_MAX_BYTES (256u * 1024u)
+
+/* Sends what rides along within STATES_DELAY_MS, unless a write takes it first. */
+static void riders_wait(struct ha *h)
+{
+	if (!evtimer_pending(h->states_timer, NULL)) {
+		struct timeval tv = { 0, STATES_DELAY_MS * 1000 };
+		evtimer_add(h->states_timer, &tv);
+	}
+}
+
+/*
+ * What waits to ride along, as changesets v (at most two): the fabric states
+ * and the events, whose JSON text goes to *events (malloc'd, the caller's).
+ */
+static size_t riders(struct ha *h, struct log_changeset *v, char **events)
+{
+	size_t n = 0;
+	if (h->states)
+		v[n++] = (struct log_changeset){ LOG_STATES, h->states, h->states_len };
+	*events = json_array_size(h->events) ? json_dumps(h->events, JSON_COMPACT) : NULL;
+	if (*events)
+		v[n++] = (struct log_changeset){ LOG_EVENTS, *events, strlen(*events) };
+	return n;
+}
+
+/* What rode along is on its way: forgotten here. */
+static void riders_gone(struct ha *h)
+{
+	free(h->states);
+	h->states = NULL;
+	json_array_clear(h->events);
+	evtimer_del(h->states_timer);
+}
+
+/*
+ * Every event the leader publishes, but a member's own (its role), goes to
+ * the log with the states, under the id the leader gave it: every member
+ * publishes it under that id (on_applied()), so that a client can resume a
+ * stream of one member on another.
+ */
+static void on_shipped(void *arg, const struct events_msg *msg)
+{
+	struct ha *h = arg;
+	if (!msg->id || h->state != MEMBER_LEADING)
+		return;
+	json_t *e = json_pack("{s:s, s:s, s:I, s:O}", "kind", msg->name, "instance", msg->instance,
+	                      "id", (json_int_t)msg->id, "data", msg->data);
+	if (e)
+		json_array_append_new(h->events, e);
+	riders_wait(h);
+	/* A burst (a unit's flapping ports) goes at once rather than piling up. */
+	char *text = json_array_size(h->events) > 256 ? json_dumps(h->events, JSON_COMPACT) : NULL;
+	if (text && strlen(text) > EVENTS_MAX_BYTES)
+		event_active(h->states_timer, 0, 0);
+	free(text);
+}
+
+/* A follower publishes the events of the leader's changes it applies, under their ids. */
+static void on_applied(void *arg, int64_t revision, const struct log_changeset *v, size_t n,
+                       bool own)
+{
+	struct ha *h = arg;
+	(void)revision;
+	for (size_t i = 0; i < n && !own; i++) {
+		if (v[i].kind != LOG_EVENTS)
+			continue;
+		json_t *all = json_loadb(v[i].data, v[i].len, 0, NULL);
+		size_t k;
+		json_t *e;
+		json_array_foreach(all, k, e)
+		{
+			const char *name = json_string_value(json_object_get(e, "kind"));
+			enum events_kind kind = name ? events_kind_of(name) : EVENTS_KIND_COUNT;
+			const char *instance = json_string_value(json_object_get(e, "instance"));
+			json_int_t id = json_integer_value(json_object_get(e, "id"));
+			json_t *data = json_object_get(e, "data");
+			if (kind == EVENTS_KIND_COUNT || !(EVENTS_BIT(kind) & EVENTS_PUBLIC) ||
+			    !instance || id <= 0 || !json_is_object(data))
+				continue;
+			events_publish_as(h->d.events, kind, instance, (unsigned long long)id,
+			                  json_incref(data));
+		}
+		json_decref(all);
+	}
+}
+
+/*
  * A client's write takes the fabric states waiting for the log along, ahead
  * of its own changeset in the same change (they were committed here first):
  * one Raft round for both, and no round of their own for the next write to
@@ -479,23 +586,29 @@ static void on_append(int rc, const struct etcd_result *res, void *arg)
 static void take_states_along(struct ha *h, struct append *a)
 {
 	struct log_changeset v[LOG_BUNDLE_MAX];
-	if (a->kind != APPEND_WRITE || a->sent || !h->states || h->state != MEMBER_LEADING ||
-	    a->generation != h->generation || h->states_len + a->len > HA_MAX_ENTRY ||
-	    log_bundle_parse(a->change, a->change_len, v + 1, LOG_BUNDLE_MAX - 1) != 1)
+	char *events = NULL;
+	if (a->kind != APPEND_WRITE || a->sent || h->state != MEMBER_LEADING ||
+	    a->generation != h->generation)
 		return;
-	v[0] = (struct log_changeset){ LOG_STATES, h->states, h->states_len };
-	size_t len;
-	void *both = log_bundle_make(v, 2, &len);
-	if (!both)
+	size_t n = riders(h, v, &events);
+	size_t len = a->len;
+	for (size_t i = 0; i < n; i++)
+		len += v[i].len;
+	if (!n || len > HA_MAX_ENTRY ||
+	    log_bundle_parse(a->change, a->change_len, v + n, LOG_BUNDLE_MAX - n) != 1) {
+		free(events);
+		return;
+	}
+	void *all = log_bundle_make(v, n + 1, &len);
+	free(events);
+	if (!all)
 		return;
 	free(a->change);
-	a->change = both;
+	a->change = all;
 	a->change_len = len;
-	a->data = both;
+	a->data = all;
 	a->len = len;
-	free(h->states);
-	h->states = NULL;
-	evtimer_del(h->states_timer);
+	riders_gone(h);
 	h->states_along++;
 }
 
@@ -571,20 +684,22 @@ static struct append *split(const unsigned char *data, size_t len, struct append
 }
 
 /*
- * Queues a changeset of kind for the log as one change, in one entry or in
- * parts; done (or NULL) hears the outcome. data is copied. Returns 0,
+ * Queues changesets v[0..n) for the log as one change, in one entry or in
+ * parts; done (or NULL) hears the outcome. They are copied. Returns 0,
  * -EFBIG, -ESTALE (not leading) or -ENOMEM.
  */
-static int append_change(struct ha *h, enum log_kind kind, const void *data, size_t len,
-                         ha_append_done done, void *done_arg)
+static int append_bundle(struct ha *h, const struct log_changeset *v, size_t n, ha_append_done done,
+                         void *done_arg)
 {
+	size_t len = 0;
+	for (size_t i = 0; i < n; i++)
+		len += v[i].len;
 	if (len > HA_MAX_CHANGE)
 		return -EFBIG;
 	if (h->state != MEMBER_LEADING)
 		return -ESTALE;
-	struct log_changeset one = { kind, data, len };
 	size_t change_len;
-	void *change = log_bundle_make(&one, 1, &change_len);
+	void *change = log_bundle_make(v, n, &change_len);
 	if (!change)
 		return -ENOMEM;
 	struct append *first, *last;
@@ -593,7 +708,7 @@ static int append_change(struct ha *h, enum log_kind kind, const void *data, siz
 	} else {
 		first = last = calloc(1, sizeof(*first));
 		if (first) {
-			first->kind = kind == LOG_WRITE ? APPEND_WRITE : APPEND_STATES;
+			first->kind = done ? APPEND_WRITE : APPEND_STATES;
 			first->data = change;
 			first->len = change_len;
 		}
@@ -612,27 +727,22 @@ static int append_change(struct ha *h, enum log_kind kind, const void *data, siz
 
 int ha_append(struct ha *h, const void *data, size_t len, ha_append_done done, void *done_arg)
 {
-	return append_change(h, LOG_WRITE, data, len, done, done_arg);
+	struct log_changeset one = { LOG_WRITE, data, len };
+	return append_bundle(h, &one, 1, done, done_arg);
 }
-
-/*
- * Fabric states are the followers' view only (a new leader derives them
- * again): they go to the log merged, at most every STATES_DELAY_MS, behind
- * the writes that came meanwhile rather than ahead of them. A follower may
- * show a state a little late.
- */
-#define STATES_DELAY_MS 20
 
 static void on_states_timer(evutil_socket_t fd, short what, void *arg)
 {
 	struct ha *h = arg;
 	(void)fd;
 	(void)what;
-	void *cs = h->states;
-	h->states = NULL;
-	if (cs)
-		append_change(h, LOG_STATES, cs, h->states_len, NULL, NULL); /* best effort */
-	free(cs);
+	struct log_changeset v[LOG_BUNDLE_MAX];
+	char *events = NULL;
+	size_t n = riders(h, v, &events);
+	if (n)
+		append_bundle(h, v, n, NULL, NULL); /* best effort: the next carry what follows */
+	free(events);
+	riders_gone(h);
 }
 
 void ha_replicate_states(struct ha *h, const void *changeset, size_t len)
@@ -653,10 +763,7 @@ void ha_replicate_states(struct ha *h, const void *changeset, size_t len)
 	free(h->states);
 	h->states = next;
 	h->states_len = next_len;
-	if (!evtimer_pending(h->states_timer, NULL)) {
-		struct timeval tv = { 0, STATES_DELAY_MS * 1000 };
-		evtimer_add(h->states_timer, &tv);
-	}
+	riders_wait(h);
 }
 
 int ha_gate(struct ha *h, char *leader, size_t len)
@@ -679,6 +786,9 @@ int ha_gate(struct ha *h, char *leader, size_t len)
 static void leave_leading(struct ha *h)
 {
 	ha_role_hook_call(&h->role_hook, HA_NOW_FOLLOWING, 0);
+	events_unsubscribe(h->d.events, h->shipping);
+	h->shipping = NULL;
+	json_array_clear(h->events);
 	forget_logged(h, h->nlogged); /* a later leadership trims its own */
 	h->trimming = 0;
 	free(h->states);
@@ -993,9 +1103,14 @@ int ha_start(const struct ha_deps *deps, struct ha **out)
 	h->retry = evtimer_new(deps->base, on_retry, h);
 	h->retry_append = evtimer_new(deps->base, on_retry_append, h);
 	h->states_timer = evtimer_new(deps->base, on_states_timer, h);
+	h->events = json_array();
+	/* A member's role is its own: the others' streams do not have it (events.h). */
+	events_set_own(deps->events, EVENTS_BIT(EVENTS_CLUSTER_ROLE));
 	h->tick = event_new(deps->base, -1, EV_PERSIST, on_tick, h);
-	int rc =
-	    h->members && h->retry && h->retry_append && h->states_timer && h->tick ? 0 : -ENOMEM;
+	int rc = h->members && h->retry && h->retry_append && h->states_timer && h->tick &&
+	                 h->events && apply_done_hook_add(&h->applied_hook, on_applied, h) == 0
+	             ? 0
+	             : -ENOMEM;
 	/* A large entry or a long catch-up may take a while to travel. */
 	if (rc == 0)
 		rc = etcd_client_new(deps->base, cfg->cluster_endpoints, cfg->cluster_nendpoints,
@@ -1060,6 +1175,8 @@ void ha_free(struct ha *h)
 	if (h->states_timer)
 		event_free(h->states_timer);
 	free(h->states);
+	events_unsubscribe(h->d.events, h->shipping);
+	json_decref(h->events);
 	if (h->tick)
 		event_free(h->tick);
 	json_decref(h->members);

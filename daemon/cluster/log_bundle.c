@@ -59,7 +59,8 @@ int log_bundle_parse(const void *data, size_t len, struct log_changeset *v, size
 		unsigned kind = p[at];
 		size_t size = log_get_be32(p + at + 1);
 		at += ITEM;
-		if ((kind != LOG_WRITE && kind != LOG_STATES) || size > len - at)
+		if ((kind != LOG_WRITE && kind != LOG_STATES && kind != LOG_EVENTS) ||
+		    size > len - at)
 			return -EPROTO;
 		v[i] = (struct log_changeset){ (enum log_kind)kind, p + at, size };
 		at += size;

@@ -2,7 +2,8 @@
  * What one change of the replicated log carries: one or more changesets,
  * applied in order in one transaction, each marked as a client's write or as
  * the leader's fabric states (which the leader committed before it sent
- * them, so it skips them when it applies its own change). Framed as
+ * them, so it skips them when it applies its own change), and the events
+ * the leader published meanwhile. Framed as
  * "OFCDBNDL", the number of changesets, then each as its kind (1 byte), its
  * length (32-bit big-endian) and its bytes. A change that is a bare
  * changeset (an older ofcd's; SQLite changesets start with 'T') is one write.
@@ -18,6 +19,11 @@
 enum log_kind {
 	LOG_WRITE = 1,  /**< a client's write: every member applies it */
 	LOG_STATES = 2, /**< the leader's fabric states: its followers apply them */
+	/**
+	 * The events the leader published meanwhile, as JSON ([{"kind", "id",
+	 * "instance", "data"}]): its followers publish them under the same ids.
+	 */
+	LOG_EVENTS = 3,
 };
 
 /** One changeset of a change (data borrowed). */

@@ -103,6 +103,18 @@ class Etcd:
         import base64
         return [base64.b64decode(kv["key"]).decode() for kv in r.json().get("kvs", [])]
 
+    def values(self, prefix):
+        """{key: value bytes} of the keys under prefix."""
+        import base64
+        end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+        r = self._any("/v3/kv/range", {"key": self.b64(prefix), "range_end": self.b64(end)})
+        return {base64.b64decode(kv["key"]).decode(): base64.b64decode(kv.get("value", ""))
+                for kv in r.json().get("kvs", [])}
+
+    def parts(self, prefix):
+        """The keys under prefix whose entries are parts of a large change (log_part.h)."""
+        return sorted(k for k, v in self.values(prefix).items() if v.startswith(b"OFCDPART"))
+
     def revision(self):
         r = self._any("/v3/kv/range", {"key": self.b64("/probe")})
         return int(r.json()["header"]["revision"])

@@ -1,7 +1,10 @@
 """A cluster under a scheduler's ordinary traffic: a job's fabric created, then deleted
 without ?wait= (what a Slurm epilog does), on one keep-alive connection, again and
 again. Every member stays alive and holds the same tables as the leader."""
+import json
 import os
+import socket
+import threading
 import time
 
 import pytest
@@ -84,3 +87,105 @@ def test_epilog_deletes_without_wait_keep_every_member_alive(tmp_path, etcd):
             assert metric(text, "ofcd_cluster_invariant_violations_total") == 0
             assert metric(text, 'ofcd_desired_reloads_total{what="circuits"}') == 0, m.name
             assert metric(text, 'ofcd_desired_reloads_total{what="owners"}') == 0, m.name
+
+
+class Stream:
+    """One client of GET /v1/events on a member, read in a thread of its own (a plain
+    socket, which close() can stop at once; HTTP/1.0, so the stream comes unchunked)."""
+
+    def __init__(self, member, last=None):
+        self.events = []
+        self.stop = threading.Event()
+        self.sock = socket.create_connection(("127.0.0.1", member.port), timeout=5)
+        extra = f"Last-Event-ID: {last}\r\n" if last else ""
+        self.sock.sendall(f"GET /v1/events HTTP/1.0\r\nHost: 127.0.0.1\r\n{extra}\r\n".encode())
+        self.sock.settimeout(0.2)
+        self.t = threading.Thread(target=self._read, daemon=True)
+        self.t.start()
+
+    def _read(self):
+        buf, cur, body = b"", {}, False
+        while not self.stop.is_set():
+            try:
+                data = self.sock.recv(65536)
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            if not data:
+                return
+            buf += data
+            while b"\n" in buf:
+                raw, buf = buf.split(b"\n", 1)
+                line = raw.decode(errors="replace").rstrip("\r")
+                if not body:
+                    body = line == ""  # the end of the reply's headers
+                    continue
+                if line == "":
+                    if cur:
+                        self.events.append(cur)
+                    cur = {}
+                elif ": " in line and not line.startswith(":"):
+                    key, _, value = line.partition(": ")
+                    cur[key] = value
+
+    def numbered(self):
+        """The events with an id: (id, kind, data without its time)."""
+        out = []
+        for e in list(self.events):
+            if "id" in e and "event" in e:
+                data = json.loads(e["data"])
+                data.pop("time", None)
+                out.append((e["id"], e["event"], data))
+        return out
+
+    def close(self):
+        self.stop.set()
+        self.t.join(timeout=5)
+        self.sock.close()
+
+
+def test_every_member_publishes_the_same_events(tmp_path, etcd):
+    """Fabric states and operations show on every member's stream under the leader's ids,
+    and a client resumes a stream of one member on another with Last-Event-ID."""
+    with running_members(tmp_path, etcd) as members:
+        leader = wait_leader(members)
+        assert leader.put("/v1/topology", topo16()).status_code == 200
+        streams = {m.name: Stream(m) for m in members}
+        try:
+            for i in range(3):
+                r = leader.post("/v1/fabrics?wait=10",
+                                {"name": f"e{i}", "servers": [f"s{2 * i}", f"s{2 * i + 1}"]})
+                assert r.status_code == 201 and r.json()["state"] == "applied", r.text
+
+            def applied_everywhere():
+                return all(sum(1 for _, kind, d in s.numbered() if kind == "fabric_state"
+                               and d.get("state") == "applied") >= 3 for s in streams.values())
+            wait_for(applied_everywhere, timeout=15)
+            want = [e for e in streams[leader.name].numbered()
+                    if e[1] in ("fabric_state", "operation")]
+            assert want and all(e[0].startswith("g") for e in want)
+            for name, s in streams.items():
+                got = [e for e in s.numbered() if e[1] in ("fabric_state", "operation")]
+                assert got[:len(want)] == want, name
+            # A member's own role changes carry no id: the others do not have them.
+            assert all("id" not in e for s in streams.values() for e in s.events
+                       if e.get("event") == "cluster_role")
+        finally:
+            for s in streams.values():
+                s.close()
+        # Resumed on a follower after the leader's first event: the rest, same ids.
+        follower = next(m for m in members if m is not leader)
+        resumed = Stream(follower, last=want[0][0])
+        try:
+            wait_for(lambda: len(resumed.numbered()) >= len(want) - 1, timeout=10)
+            assert resumed.numbered()[:len(want) - 1] == want[1:]
+            assert all(e.get("event") != "reset" for e in resumed.events)
+        finally:
+            resumed.close()
+        # An id no member kept: told to read the state again.
+        stale = Stream(follower, last="g1-999999")
+        try:
+            wait_for(lambda: any(e.get("event") == "reset" for e in stale.events), timeout=10)
+        finally:
+            stale.close()
