@@ -42,8 +42,8 @@ int apply_change(struct store *s, int64_t revision, const void *change, size_t l
 		log_error("cluster",
 		          "the change at revision %lld conflicts with this store (table %s: %s): "
 		          "this member stops applying the log and copies a snapshot",
-		          (long long)revision, conflict.kind ? conflict.table : "?",
-		          conflict.kind ? conflict.what : "not a changeset");
+		          (long long)revision, conflict.table[0] ? conflict.table : "?",
+		          conflict.what[0] ? conflict.what : "not a changeset");
 		metrics_counter_add("ofcd_cluster_apply_conflicts_total", CONFLICTS_HELP, NULL, 1);
 	}
 	if (rc == 0 && done)

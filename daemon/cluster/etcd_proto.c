@@ -405,10 +405,11 @@ static int parse_body(const json_t *root, struct etcd_result *out)
 	if (!json_is_object(root))
 		return -EPROTO;
 	if (err) {
+		/* The gateway's message, else its error, else something to log. */
 		const char *m = json_string_value(json_object_get(root, "message"));
-		if (!m)
+		if (!m || !*m)
 			m = json_string_value(err);
-		snprintf(out->error, sizeof(out->error), "%s", m ? m : "(no message)");
+		snprintf(out->error, sizeof(out->error), "%s", m && *m ? m : "(no message)");
 		return -EIO;
 	}
 	if (msg && !json_is_object(msg))

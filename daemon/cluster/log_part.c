@@ -60,7 +60,8 @@ int log_part_add(struct log_part_buf *b, uint32_t index, uint32_t count, const v
 		b->data = d;
 		b->cap = cap;
 	}
-	memcpy(b->data + b->len, payload, len);
+	if (len)
+		memcpy(b->data + b->len, payload, len);
 	b->len += len;
 	b->count = count;
 	b->next = index + 1;

@@ -246,6 +246,16 @@ int store_apply_changes(struct store *s, const struct store_changeset *v, size_t
 		memset(conflict, 0, sizeof(*conflict));
 	if (store_in_txn(s))
 		return -EBUSY;
+	for (size_t i = 0; i < n; i++) {
+		char why[80];
+		if (store_changeset_check(s, v[i].data, v[i].len, why, sizeof(why)) == 0)
+			continue;
+		if (conflict) {
+			snprintf(conflict->table, sizeof(conflict->table), "(not a changeset)");
+			snprintf(conflict->what, sizeof(conflict->what), "%s", why);
+		}
+		return -EPROTO;
+	}
 	/* Durable in etcd already; a power cut takes the applied revision back with it. */
 	int rc = store_begin_relaxed(s);
 	if (rc < 0)
@@ -269,8 +279,18 @@ int store_apply_changes(struct store *s, const struct store_changeset *v, size_t
 		                                     SQLITE_CHANGESETAPPLY_NOSAVEPOINT);
 	if (rc != SQLITE_OK) {
 		store_rollback(s);
-		return rc == SQLITE_ABORT || rc == SQLITE_CORRUPT || rc == SQLITE_MISUSE ? -EPROTO
-		                                                                         : -EIO;
+		/* Only the store failing is worth a retry: anything else is the change's doing. */
+		int primary = rc & 0xff;
+		if (primary == SQLITE_NOMEM)
+			return -ENOMEM;
+		if (primary == SQLITE_IOERR || primary == SQLITE_FULL || primary == SQLITE_BUSY ||
+		    primary == SQLITE_LOCKED || primary == SQLITE_CANTOPEN || primary == SQLITE_READONLY)
+			return -EIO;
+		if (conflict && !conflict->table[0]) {
+			snprintf(conflict->table, sizeof(conflict->table), "(the change)");
+			snprintf(conflict->what, sizeof(conflict->what), "%s", sqlite3_errstr(rc));
+		}
+		return -EPROTO;
 	}
 	if (set_applying(s, false, revision) < 0) {
 		store_rollback(s);

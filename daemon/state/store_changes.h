@@ -49,6 +49,16 @@ struct store_changeset {
 	size_t len;       /**< how many */
 };
 
+/**
+ * Walks a changeset (data, len bytes) as SQLite's format lays it out, before
+ * SQLite is given it: every table one of this store's, with as many columns;
+ * every record an insert, delete or update of as many values, each inside
+ * the bytes given. SQLite's own reader trusts its input (a corrupted length
+ * sends it far, or round forever). Returns 0, or -EPROTO with the reason in
+ * why (whylen bytes).
+ */
+int store_changeset_check(struct store *s, const void *data, size_t len, char *why, size_t whylen);
+
 /** What made store_apply_changes() abort, for the caller to tell. */
 struct store_conflict {
 	int kind; /**< SQLite's SQLITE_CHANGESET_* of the first conflict; 0: none (malformed) */
@@ -65,7 +75,8 @@ struct store_conflict {
  * reconciler's columns of fabric, an audit id a local refusal took) resolve
  * in the changeset's favour; any other conflict (a row missing, present
  * already or with other values than the changeset's old ones, a foreign key
- * left dangling) aborts it all, described in *conflict (NULL: not wanted):
+ * left dangling), or a changeset store_changeset_check() refuses, aborts it
+ * all, described in *conflict (NULL: not wanted):
  * the replica has diverged and needs a snapshot. Returns 0, -EPROTO on a
  * conflict or a malformed changeset, -EBUSY when a transaction is already
  * open, or -EIO.

@@ -27,7 +27,7 @@
  * Checked: every request is answered (or suspended), never with a 5xx; an
  * error reply has the documented shape; no transaction is left open; after
  * the last request the in-memory desired state (desired.c) equals the
- * circuit table it mirrors.
+ * circuit table and the port owners it mirrors (mirror.h).
  * Endpoints that would open real sockets (the openflow driver's "tcp:" and
  * "ptcp:") are left out: fuzz_openflow covers that driver.
  */
@@ -46,6 +46,7 @@
 #include "state/desired.h"
 #include "base/events.h"
 #include "fuzz.h"
+#include "mirror.h"
 #include "log.h"
 #include "reconcile/reconcile.h"
 #include "state/store_sql.h"
@@ -388,48 +389,6 @@ static void check_reply(const struct api_req *a)
 	}
 }
 
-/* The mirror of the circuit table, unit by unit, against the table itself. */
-static void check_mirror(void)
-{
-	sqlite3 *sql = store_db(w.store);
-	sqlite3_stmt *units = NULL, *rows = NULL;
-	int rc = sqlite3_prepare_v2(sql, "SELECT id FROM ocs UNION SELECT ocs_id FROM circuit", -1,
-	                            &units, NULL);
-	rc |= sqlite3_prepare_v2(sql,
-	                         "SELECT min(a_ocs_port, b_ocs_port), max(a_ocs_port, b_ocs_port), "
-	                         "fabric_id FROM circuit WHERE ocs_id = ? ORDER BY 1, 2",
-	                         -1, &rows, NULL);
-	if (rc != SQLITE_OK || !desired_usable(w.desired)) {
-		fprintf(stderr, "fuzz_rest: cannot read the circuit table: %s\n",
-		        sqlite3_errmsg(sql));
-		abort();
-	}
-	while (sqlite3_step(units) == SQLITE_ROW) {
-		int64_t ocs = sqlite3_column_int64(units, 0);
-		struct desired_set set = desired_of(w.desired, ocs);
-		size_t n = 0;
-		sqlite3_reset(rows);
-		sqlite3_bind_int64(rows, 1, ocs);
-		for (; sqlite3_step(rows) == SQLITE_ROW; n++) {
-			if (n >= set.n || set.xc[n].a != (uint32_t)sqlite3_column_int64(rows, 0) ||
-			    set.xc[n].b != (uint32_t)sqlite3_column_int64(rows, 1) ||
-			    set.fabric[n] != sqlite3_column_int64(rows, 2)) {
-				fprintf(stderr, "fuzz_rest: unit %lld: circuit %zu differs\n",
-				        (long long)ocs, n);
-				abort();
-			}
-		}
-		if (n != set.n) {
-			fprintf(stderr,
-			        "fuzz_rest: unit %lld: %zu circuits in memory, %zu stored\n",
-			        (long long)ocs, set.n, n);
-			abort();
-		}
-	}
-	sqlite3_finalize(units);
-	sqlite3_finalize(rows);
-}
-
 static void run_one(char *text, size_t len)
 {
 	struct fuzz_req *r = calloc(1, sizeof(*r));
@@ -500,7 +459,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		run_one(p, len);
 		p = sep ? sep + 4 : NULL;
 	}
-	check_mirror();
+	mirror_check("fuzz_rest", w.store, w.desired);
 	world_down();
 	free(text);
 	return 0;

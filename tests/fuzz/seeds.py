@@ -3,9 +3,12 @@
 
 The seeds come from the unit tests' vectors: the OpenFlow messages of
 tests/unit/test_of13.c (read from its byte arrays), the configuration texts of
-tests/unit/test_config.c and test_rdma.c and the inventory of test_rdma.c (read
-from their string literals), and requests in the shape of test_dispatch.c and
-the integration tests. Inputs of past crashes (crash-*) sit beside the seeds
+tests/unit/test_config.c and test_rdma.c, the inventory of test_rdma.c and the
+etcd gateway replies of test_etcd_proto.c (read from their string literals),
+requests in the shape of test_dispatch.c and the integration tests, and the
+log's framing (log_part.h, log_bundle.h). The replica's seeds are real
+changesets, which only the daemon's code can make: fuzz_replica writes them
+(OFCD_FUZZ_SEEDS=tests/fuzz/corpus/replica build/fuzz/fuzz_replica). Inputs of past crashes (crash-*) sit beside the seeds
 and are left alone. Run it again after changing those tests:
     python3 tests/fuzz/seeds.py
 """
@@ -284,7 +287,43 @@ def config_seeds():
     return sorted(set(seeds))
 
 
+def etcd_seeds():
+    """The gateway replies of test_etcd_proto.c, and a watch stream of three lines."""
+    replies = [t for t in c_strings(source("tests/unit/test_etcd_proto.c"))
+               if t.lstrip().startswith("{")]
+    stream = "\0".join(r for r in replies if '"result"' in r)
+    return sorted(set(replies)) + ([stream] if stream else [])
+
+
+def bundle(*items):
+    """A change of the log (log_bundle.h): (kind, bytes) changesets."""
+    out = b"OFCDBNDL" + struct.pack(">I", len(items))
+    for kind, data in items:
+        out += bytes([kind]) + struct.pack(">I", len(data)) + data
+    return out
+
+
+def part(index, count, data):
+    return b"OFCDPART" + struct.pack(">II", index, count) + data
+
+
+def entries(*values):
+    """The fuzz_log input: each entry as a 2-byte length and its bytes."""
+    return b"".join(struct.pack(">H", len(v)) + v for v in values)
+
+
+def log_seeds():
+    write_ = bundle((1, b"T\x02\x00\x01circuit\x00" + bytes(20)))
+    both = bundle((2, b"T\x01fabric\x00" + bytes(12)), (3, b'[{"kind":"operation"}]'),
+                  (1, b"T" + bytes(30)))
+    return [entries(write_), entries(both), entries(part(0, 2, both[:20]), part(1, 2, both[20:])),
+            entries(part(0, 3, both[:10]), part(1, 3, both[10:30]), write_),
+            entries(part(1, 2, b"late"), b"T" + bytes(8))]
+
+
 def main():
+    write("etcd", etcd_seeds())
+    write("log", log_seeds())
     write("of13", of13_seeds())
     write("openflow", openflow_seeds())
     write("rest", rest_seeds())

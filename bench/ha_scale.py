@@ -1,0 +1,171 @@
+"""A replicated write costs what it changes (issue 24): cluster create p50 at 130, 2,050 and
+8,194 servers, against the cluster's own figure at 130 and a bare guarded etcd txn of the same
+size in the same run; the CPU a follower spends applying a 1-circuit change.
+
+For each N: three ofcd on one three-member etcd (tests/integration/ha_lab.py), a topology of N
+servers of 8 devices x 8 ports on 16 sim units (plane-per-ocs), all but two servers carved into
+64-server fabrics, then PAIRS creates of a 2-server fabric (1 circuit) and deletes without
+?wait=, on one keep-alive connection to the leader: p50 and p99 of the create. Beside them, in
+the same run, PAIRS bare txns through etcd's JSON gateway like an append of the same size (a
+put guarded by the create revision of a key, value as large as the create's log entry). Each
+follower's CPU time (/proc/PID/stat, utime + stime) over those pairs, divided by the changes
+it applied, is its apply cost per change; a single ofcd on the same N gives the single-node
+create p50 for scale.
+
+Usage: python3 bench/ha_scale.py BUILD_DIR [N ...]   (default 130 2050 8194)
+"""
+import base64
+import json
+import os
+import pathlib
+import shutil
+import signal
+import statistics
+import sys
+import tempfile
+import time
+
+BUILD = sys.argv[1] if len(sys.argv) > 1 else "build"
+SIZES = [int(a) for a in sys.argv[2:]] or [130, 2050, 8194]
+os.environ["OFCD_BIN"] = os.path.abspath(os.path.join(BUILD, "ofcd"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
+                                "integration"))
+
+from benchlib import Client  # noqa: E402
+from ha_lab import ETCD_BIN, Etcd, make_members, topology, wait_for, wait_leader  # noqa: E402
+
+PAIRS = 200
+WARMUP = 20
+CARVE = 64
+
+
+def percentile(v, p):
+    v = sorted(v)
+    return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
+
+
+def cpu_s(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def carve(c, n):
+    """All but two servers in 64-server fabrics (the last one smaller)."""
+    names = [f"s{i}" for i in range(2, n)]
+    for k in range(0, len(names), CARVE):
+        part = names[k:k + CARVE]
+        if len(part) < 2:
+            break
+        status, text = c.call("POST", "/v1/fabrics", {"name": f"bulk{k // CARVE}", "servers": part})
+        assert status == 201, text[:200]
+
+
+def creates(c, label, n, lat):
+    for i in range(n):
+        t0 = time.perf_counter()
+        status, text = c.call("POST", "/v1/fabrics", {"name": f"{label}{i}", "servers": ["s0", "s1"]})
+        lat.append(time.perf_counter() - t0)
+        assert status == 201, text[:200]
+        status, text = c.call("DELETE", f"/v1/fabrics/{label}{i}")
+        assert status in (200, 202), text[:200]
+
+
+def last_entry_len(etcd, prefix):
+    """Bytes of the newest entry of the log (the value of its last key)."""
+    keys = etcd.keys(prefix)
+    v = etcd.values(prefix)
+    return len(v[keys[-1]]) if keys else 0
+
+
+def bare_txns(etcd, n, size, lat, label):
+    """Guarded puts like an append, through the same gateway, on one keep-alive connection."""
+    import urllib.parse
+    u = urllib.parse.urlsplit(etcd.client[0])
+    c = Client(u.port)
+    guard = f"/bench/leader{label}"  # created here: the put's revision is its create revision
+    status, text = c.call("POST", "/v3/kv/put", {"key": Etcd.b64(guard), "value": Etcd.b64("x")})
+    rev = json.loads(text)["header"]["revision"]
+    value = base64.b64encode(b"x" * size).decode()
+    for i in range(n):
+        body = {"compare": [{"key": Etcd.b64(guard), "target": "CREATE",
+                             "result": "EQUAL", "create_revision": rev}],
+                "success": [{"request_put": {"key": Etcd.b64(f"/bench/log{label}/{i:08d}"),
+                                             "value": value}}]}
+        t0 = time.perf_counter()
+        status, text = c.call("POST", "/v3/kv/txn", body)
+        lat.append(time.perf_counter() - t0)
+        assert json.loads(text).get("succeeded"), text
+    c.close()
+
+
+def one_size(etcd, root, n):
+    prefix = f"/ofcd/scale{n}"
+    members = make_members(root / f"m{n}", etcd, ttl=10, prefix=prefix)
+    try:
+        for m in members:
+            m.start()
+        leader = wait_leader(members, timeout=30)
+        r = leader.put("/v1/topology", topology(n, 8, 8, 16), validate=False, timeout=600)
+        assert r.status_code == 200, r.text[:200]
+        c = Client(leader.port)
+        carve(c, n)
+        rev = leader.cluster()["applied_revision"]
+        for m in members:
+            wait_for(lambda m=m: m.cluster()["applied_revision"] >= rev, timeout=600, step=0.2)
+        creates(c, "warm", WARMUP, [])
+        followers = [m for m in members if m is not leader]
+        applied0 = {m.name: m.cluster()["applied_revision"] for m in followers}
+        cpu0 = {m.name: cpu_s(m.proc.pid) for m in followers}
+        rev0 = etcd.revision()
+        lat = []
+        creates(c, "p", PAIRS, lat)
+        rev = leader.cluster()["applied_revision"]
+        for m in followers:
+            wait_for(lambda m=m: m.cluster()["applied_revision"] >= rev, timeout=60)
+        changes = (etcd.revision() - rev0)
+        apply_ms = [(cpu_s(m.proc.pid) - cpu0[m.name]) / max(changes, 1) * 1e3 for m in followers]
+        size = last_entry_len(etcd, prefix + "/log/")
+        bare = []
+        bare_txns(etcd, PAIRS, size, bare, n)
+        c.close()
+        return {
+            "p50": statistics.median(lat) * 1e3, "p99": percentile(lat, 99) * 1e3,
+            "bare50": statistics.median(bare) * 1e3, "entry": size, "changes": changes,
+            "apply_ms": max(apply_ms),
+            "reloads": sum(float(line.split()[-1]) for m in members
+                           for line in m.get("/metrics").text.splitlines()
+                           if line.startswith("ofcd_desired_reloads_total")),
+        }
+    finally:
+        for m in members:
+            if m.proc and m.proc.poll() is None:
+                m.stop(sig=signal.SIGKILL)
+
+
+def main():
+    if not os.access(ETCD_BIN, os.X_OK):
+        print(f"ha_scale: skipped, {ETCD_BIN} not installed")
+        return
+    root = pathlib.Path(tempfile.mkdtemp(prefix="ofcd-bench-hascale-"))
+    etcd = Etcd(args=["--max-request-bytes", str(8 << 20), "--quota-backend-bytes",
+                      str(8 << 30)])
+    try:
+        etcd.start()
+        base = None
+        for n in SIZES:
+            x = one_size(etcd, root, n)
+            base = base or x["p50"]
+            print(f"ha_scale_{n}: cluster create p50 {x['p50']:.2f} ms, p99 {x['p99']:.2f} ms "
+                  f"({x['p50'] / base:.2f} x the first size's); bare guarded etcd txn of "
+                  f"{x['entry']} bytes p50 {x['bare50']:.2f} ms (create / bare "
+                  f"{x['p50'] / x['bare50']:.2f}); follower apply {x['apply_ms']:.3f} ms of CPU "
+                  f"per change ({x['changes']} etcd revisions); desired reloads "
+                  f"{x['reloads']:.0f} ({PAIRS} creates of a 2-server fabric)", flush=True)
+    finally:
+        etcd.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
