@@ -101,7 +101,9 @@ def bare_txns(etcd, n, size, lat, label):
 
 def one_size(etcd, root, n):
     prefix = f"/ofcd/scale{n}"
-    members = make_members(root / f"m{n}", etcd, ttl=10, prefix=prefix)
+    # The topology PUT holds the leader's loop (about 8 s at 8,192 servers): the lease must
+    # outlast it three times over (docs/ha.md).
+    members = make_members(root / f"m{n}", etcd, ttl=10 if n < 4000 else 40, prefix=prefix)
     try:
         for m in members:
             m.start()

@@ -21,5 +21,9 @@ for py in bench/rest_*.py; do
 done
 echo "== HA: failover after kill -9 of the leader (lease_ttl 1, 2); fabric create, cluster vs single node"
 /usr/bin/python3 bench/ha.py "$B"
+echo "== HA: a replicated 1-circuit change at 130, 2,050 and 8,194 servers; follower apply cost"
+/usr/bin/python3 bench/ha_scale.py "$B"
+echo "== HA: the randomized workload with 120 faults injected"
+/usr/bin/python3 bench/ha_jepsen.py "$B" 120
 echo "== crash loops: ofcd and ofcd-agent killed with SIGKILL, 200 times each"
 /usr/bin/python3 bench/crashloop.py "$B"
