@@ -117,7 +117,6 @@ def one_size(etcd, root, n):
             wait_for(lambda m=m: m.cluster()["applied_revision"] >= rev, timeout=600, step=0.2)
         creates(c, "warm", WARMUP, [])
         followers = [m for m in members if m is not leader]
-        applied0 = {m.name: m.cluster()["applied_revision"] for m in followers}
         cpu0 = {m.name: cpu_s(m.proc.pid) for m in followers}
         rev0 = etcd.revision()
         lat = []

@@ -27,13 +27,13 @@ counted an invariant broken or a change that did not apply, and the units conver
 import collections
 import random
 import signal
-import sqlite3
 import threading
 import time
 
 import requests
 
-from ha_lab import Etcd, make_members, wait_for, wait_leader
+from crashloop import Key
+from ha_lab import Etcd, assert_same_tables, make_members, wait_for, wait_leader
 
 WORKERS = 3
 SERVERS_PER_WORKER = 6
@@ -41,25 +41,7 @@ DEVICES = 4
 UNITS = 2
 TTL = 1
 REQUEST_TIMEOUT = 6
-REPLICATED = ("ocs", "server", "cable", "device_fault", "fabric", "fabric_server", "circuit",
-              "missing_pair", "id_seq")
 FAULTS = ("kill_leader", "freeze_leader", "kill_etcd", "lose_quorum", "follower_behind")
-
-
-class Key:
-    """One key of the model: the states it may be in, given what was asked and answered."""
-
-    def __init__(self, state):
-        self.allowed = {state}
-
-    def acked(self, state):
-        self.allowed = {state}
-
-    def unknown(self, state):
-        self.allowed.add(state)
-
-    def known(self):
-        return next(iter(self.allowed)) if len(self.allowed) == 1 else None
 
 
 def topology(extra=()):
@@ -314,25 +296,6 @@ class Faults:
         late.start()
 
 
-def rows(member, table):
-    db = sqlite3.connect(f"file:{member.store}?mode=ro", uri=True, timeout=10)
-    try:
-        cols = [c[1] for c in db.execute(f"PRAGMA table_info({table})")]
-        keep = [c for c in cols if not (table == "fabric" and c in ("state", "error", "updated"))]
-        if not keep:
-            return []  # a table this store does not have
-        return sorted(db.execute(f"SELECT {', '.join(keep)} FROM {table}").fetchall())
-    finally:
-        db.close()
-
-
-def metric(member, name):
-    for line in member.get("/metrics").text.splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[-1])
-    return None
-
-
 def check(leader, members, workers, topologist):
     fabrics = {f["name"]: frozenset(f["servers"])
                for f in leader.get("/v1/fabrics").json()["fabrics"]}
@@ -343,22 +306,17 @@ def check(leader, members, workers, topologist):
             assert got in key.allowed, f"fabric {name}: {got} not in {key.allowed}"
         for server, key in w.devices.items():
             got = leader.get(f"/v1/servers/{server}").json()["device_info"][w.k % DEVICES]["state"]
-            assert got in key.allowed, f"{server} device {w.k % DEVICES}: {got} not in {key.allowed}"
+            assert got in key.allowed, \
+                f"{server} device {w.k % DEVICES}: {got} not in {key.allowed}"
     for name, key in topologist.servers.items():
         assert (name in servers) in key.allowed, f"server {name} not in {key.allowed}"
     mine = {n for w in workers for n in w.fabrics}
     assert set(fabrics) <= mine, f"fabrics nobody made: {set(fabrics) - mine}"
-    rev = leader.cluster()["applied_revision"]
-    for m in members:
-        wait_for(lambda m=m: m.cluster()["applied_revision"] >= rev, timeout=30)
-    for t in REPLICATED:
-        want = rows(leader, t)
-        for m in members:
-            assert rows(m, t) == want, f"{m.name}: table {t} differs from the leader's"
+    assert_same_tables(leader, members)
     for m in members:
         assert m.proc.poll() is None, f"{m.name} died"
-        assert metric(m, "ofcd_cluster_invariant_violations_total") == 0, m.name
-        assert metric(m, "ofcd_cluster_apply_conflicts_total") == 0, m.name
+        assert m.metric("ofcd_cluster_invariant_violations_total") == 0, m.name
+        assert m.metric("ofcd_cluster_apply_conflicts_total") == 0, m.name
 
 
 def converged(leader):

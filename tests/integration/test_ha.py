@@ -15,7 +15,7 @@ import pytest
 import requests
 
 from conftest import Daemon, error_of
-from ha_lab import (Etcd, Member, make_members, running_members, topology, wait_for,
+from ha_lab import (Etcd, make_members, running_members, topology, wait_for,
                     wait_leader, ETCD_BIN)
 
 OFCCTL_BIN = os.environ.get("OFCCTL_BIN", os.path.join(os.path.dirname(__file__), "../../build/ofcctl"))

@@ -7,7 +7,6 @@ import time
 
 import requests
 
-from conftest import Daemon
 from test_topology import make_cluster
 
 

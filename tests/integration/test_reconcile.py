@@ -114,7 +114,6 @@ def test_states_progress_with_delay(sim):
 
 def test_failed_batches_then_recovery(sim):
     fault(sim, "ocs0", kind="fail_batches", count=3)
-    seen = []
     f = sim.post("/v1/fabrics?wait=20", {"name": "f", "servers": ["srv0", "srv1", "srv2"]}).json()
     assert f["state"] == "applied", f
     ops = sim.get("/v1/operations?ocs=ocs0").json()["operations"]
@@ -155,7 +154,7 @@ def test_disconnect(sim):
 
 
 def test_drift_repaired_by_audit(sim):
-    f = sim.post("/v1/fabrics?wait=10", {"name": "a", "servers": ["srv0", "srv1", "srv2", "srv3"]}).json()
+    sim.post("/v1/fabrics?wait=10", {"name": "a", "servers": ["srv0", "srv1", "srv2", "srv3"]})
     x, y = sim.get("/v1/ocs/ocs0/cross-connects").json()["desired"][0]
     drift = lambda n: f"ofcd_drift_repairs_total {n}\n" in sim.get("/metrics").text
     fault(sim, "ocs0", kind="clear_xc", a=x, b=y)
@@ -302,7 +301,7 @@ def test_servers_not_reused_while_old_circuits_remain(sim):
     for u in ("ocs0", "ocs1"):
         fault(sim, u, kind="delay", count=0)
     for name, servers in (("b", ["srv0", "srv1"]), ("c", ["srv2", "srv3"])):
-        r = sim.post(f"/v1/fabrics?wait=10", {"name": name, "servers": servers})
+        r = sim.post("/v1/fabrics?wait=10", {"name": name, "servers": servers})
         assert r.status_code == 201 and r.json()["state"] == "applied", r.text
     for u in ("ocs0", "ocs1"):
         x = sim.get(f"/v1/ocs/{u}/cross-connects").json()

@@ -8,8 +8,8 @@ import time
 import pytest
 import requests
 
-from conftest import ADMIN, OFCD_AGENT_BIN, OFCD_BIN, Daemon, free_port
-from test_agent import AGENT0, AGENT_TOKENS, Agent, cluster, device_state, wait_for
+from conftest import ADMIN, OFCD_AGENT_BIN, OFCD_BIN, Daemon
+from test_agent import AGENT_TOKENS, Agent, cluster, device_state, wait_for
 
 
 def openssl(*args, cwd):

@@ -2,8 +2,6 @@
 import itertools
 import json
 
-import pytest
-
 from conftest import error_of
 
 
