@@ -38,34 +38,13 @@ static bool varint(const unsigned char **p, const unsigned char *end, uint64_t *
 	return false;
 }
 
-/* Most columns a table of this store has. */
-#define MAX_COLUMNS 64
-
-/*
- * How many columns table has here (0: no such table), and where each stands
- * in its primary key (pk[i]: 1 for the first key column, ..., 0 for none), as
- * a changeset's header lists them.
- */
-static int columns(struct store *s, const char *table, unsigned char pk[MAX_COLUMNS])
-{
-	sqlite3_stmt *st = store_stmt(s, "SELECT pk FROM pragma_table_info(?) ORDER BY cid");
-	int n = 0;
-	if (!st)
-		return 0;
-	sqlite3_bind_text(st, 1, table, -1, SQLITE_TRANSIENT);
-	while (sqlite3_step(st) == SQLITE_ROW && n < MAX_COLUMNS)
-		pk[n++] = (unsigned char)sqlite3_column_int(st, 0);
-	sqlite3_reset(st);
-	return n;
-}
-
 /*
  * One row of ncol values. Undefined values are allowed in an UPDATE only,
  * never in a primary key column of its old row (key_defined: SQLite reads
  * them without looking).
  */
-static bool record(const unsigned char **p, const unsigned char *end, uint64_t ncol,
-                   bool update, const unsigned char *pk, bool key_defined)
+static bool record(const unsigned char **p, const unsigned char *end, uint64_t ncol, bool update,
+                   const unsigned char *pk, bool key_defined)
 {
 	for (uint64_t c = 0; c < ncol; c++) {
 		if (*p == end)
@@ -103,7 +82,7 @@ int store_changeset_check(struct store *s, const void *data, size_t len, char *w
 	const unsigned char *p = data, *end = p + len;
 	uint64_t ncol = 0;
 	char table[64] = "";
-	unsigned char pk[MAX_COLUMNS];
+	const unsigned char *pk = NULL;
 	if (len == 0)
 		return 0; /* nothing changed: SQLite takes that */
 	while (p < end) {
@@ -111,7 +90,7 @@ int store_changeset_check(struct store *s, const void *data, size_t len, char *w
 			p++;
 			const unsigned char *name;
 			const unsigned char *flags;
-			if (!varint(&p, end, &ncol) || ncol == 0 || ncol > MAX_COLUMNS ||
+			if (!varint(&p, end, &ncol) || ncol == 0 || ncol > STORE_MAX_COLUMNS ||
 			    ncol > (uint64_t)(end - p))
 				goto bad_header;
 			flags = p;
@@ -123,13 +102,16 @@ int store_changeset_check(struct store *s, const void *data, size_t len, char *w
 				goto bad_header;
 			memcpy(table, name, (size_t)(p - name) + 1);
 			p++;
-			int have = columns(s, table, pk);
-			if ((uint64_t)have != ncol || memcmp(flags, pk, (size_t)ncol) != 0) {
+			const struct store_table *t = store_table(s, table);
+			int have = t ? t->ncol : 0;
+			if ((uint64_t)have != ncol || memcmp(flags, t->pk, (size_t)ncol) != 0) {
 				snprintf(why, whylen,
-				         "table %s: %llu columns or its key differ from this store's (%d)",
+				         "table %s: %llu columns or its key differ from this "
+				         "store's (%d)",
 				         table, (unsigned long long)ncol, have);
 				return -EPROTO;
 			}
+			pk = t->pk;
 			continue;
 		}
 		if (!table[0])
@@ -144,7 +126,8 @@ int store_changeset_check(struct store *s, const void *data, size_t len, char *w
 	}
 	return 0;
 bad_header:
-	snprintf(why, whylen, "a malformed table header at byte %zu", (size_t)(p - (const unsigned char *)data));
+	snprintf(why, whylen, "a malformed table header at byte %zu",
+	         (size_t)(p - (const unsigned char *)data));
 	return -EPROTO;
 bad_record:
 	snprintf(why, whylen, "table %s: a malformed row at byte %zu", table,

@@ -15,8 +15,10 @@
 #include "base/metrics.h"
 #include "store_checkpoint.h"
 #include "store_migrations.h"
+#include "store_table.h"
 
-#define STMT_SLOTS 512 /* power of two, well above the number of distinct statements */
+#define STMT_SLOTS  512 /* power of two, well above the number of distinct statements */
+#define TABLE_SLOTS 64  /* above the number of tables */
 
 struct stmt_slot {
 	const char *sql;
@@ -31,6 +33,8 @@ struct store {
 	struct hook update;              /* store_update listeners */
 	struct store_checkpointer *ckpt; /* NULL: SQLite checkpoints inside commits */
 	struct stmt_slot stmts[STMT_SLOTS];
+	struct store_table *tables[TABLE_SLOTS]; /* store_table()'s, in the order first asked */
+	int ntables;
 };
 
 sqlite3 *store_db(struct store *s)
@@ -207,6 +211,9 @@ void store_close(struct store *s)
 	store_checkpointer_stop(s->ckpt);
 	for (size_t i = 0; i < STMT_SLOTS; i++)
 		sqlite3_finalize(s->stmts[i].st);
+	/* After the statements: their cache holds these tables' SQL by address. */
+	for (int i = 0; i < s->ntables; i++)
+		store_table_free(s->tables[i]);
 	if (s->db) {
 		if (sqlite3_get_autocommit(s->db) == 0)
 			sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
@@ -244,6 +251,20 @@ sqlite3_stmt *store_stmt(struct store *s, const char *sql)
 	}
 	log_error("store", "statement cache full");
 	return NULL;
+}
+
+const struct store_table *store_table(struct store *s, const char *table)
+{
+	for (int i = 0; i < s->ntables; i++)
+		if (strcmp(s->tables[i]->name, table) == 0)
+			return s->tables[i];
+	if (s->ntables == TABLE_SLOTS)
+		return NULL;
+	/* Only tables that exist are kept: any name may come from a corrupted changeset. */
+	struct store_table *t = store_table_build(s->db, table);
+	if (t)
+		s->tables[s->ntables++] = t;
+	return t;
 }
 
 int store_step_done(sqlite3_stmt *st)

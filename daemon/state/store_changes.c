@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "changeset_apply.h"
 #include "log.h"
 #include "store_sql.h"
 
@@ -96,136 +97,6 @@ void store_capture_free(struct store_capture *c)
 	free(c);
 }
 
-/* What an application of a changeset knows: the reconciler's columns, and what went wrong. */
-struct derived_cols {
-	struct store *s;
-	bool known; /* looked up: only a conflict on fabric needs them */
-	int n;
-	int col[4]; /* the columns of fabric that are the leader's reconciler's (state, ...) */
-	struct store_conflict *conflict; /* the first conflict that aborted it (the caller's) */
-};
-
-static bool is_derived(struct derived_cols *d, int col)
-{
-	if (!d->known) {
-		sqlite3_stmt *st = store_stmt(d->s, "SELECT cid FROM pragma_table_info('fabric') "
-		                                    "WHERE name IN ('state', 'error', 'updated')");
-		while (st && d->n < 4 && sqlite3_step(st) == SQLITE_ROW)
-			d->col[d->n++] = sqlite3_column_int(st, 0);
-		if (st)
-			sqlite3_reset(st);
-		d->known = true;
-	}
-	for (int i = 0; i < d->n; i++)
-		if (d->col[i] == col)
-			return true;
-	return false;
-}
-
-static bool same_value(sqlite3_value *a, sqlite3_value *b)
-{
-	int t = sqlite3_value_type(a);
-	if (t != sqlite3_value_type(b))
-		return false;
-	if (t == SQLITE_NULL)
-		return true;
-	if (t == SQLITE_INTEGER)
-		return sqlite3_value_int64(a) == sqlite3_value_int64(b);
-	if (t == SQLITE_FLOAT)
-		return sqlite3_value_double(a) == sqlite3_value_double(b);
-	int n = sqlite3_value_bytes(a);
-	return n == sqlite3_value_bytes(b) &&
-	       memcmp(sqlite3_value_blob(a), sqlite3_value_blob(b), (size_t)n) == 0;
-}
-
-/* A fabric row that differs from the changeset's old values only in the reconciler's columns. */
-static bool differs_in_derived_only(sqlite3_changeset_iter *it, int ncol, struct derived_cols *d)
-{
-	for (int i = 0; i < ncol; i++) {
-		sqlite3_value *old = NULL, *cur = NULL;
-		if (sqlite3changeset_old(it, i, &old) != SQLITE_OK || !old ||
-		    sqlite3changeset_conflict(it, i, &cur) != SQLITE_OK || !cur)
-			continue;
-		if (!is_derived(d, i) && !same_value(old, cur))
-			return false;
-	}
-	return true;
-}
-
-/* An UPDATE of fabric that changes only the reconciler's columns. */
-static bool changes_derived_only(sqlite3_changeset_iter *it, int ncol, struct derived_cols *d)
-{
-	for (int i = 0; i < ncol; i++) {
-		sqlite3_value *v = NULL;
-		if (sqlite3changeset_new(it, i, &v) == SQLITE_OK && v && !is_derived(d, i))
-			return false;
-	}
-	return true;
-}
-
-static const char *kind_name(int kind)
-{
-	switch (kind) {
-	case SQLITE_CHANGESET_DATA:
-		return "a row differs from the change's old values";
-	case SQLITE_CHANGESET_NOTFOUND:
-		return "a row the change names is missing";
-	case SQLITE_CHANGESET_CONFLICT:
-		return "a row the change inserts is there already";
-	case SQLITE_CHANGESET_FOREIGN_KEY:
-		return "the change leaves a row whose parent is missing";
-	default:
-		return "a constraint fails";
-	}
-}
-
-/* Notes the first conflict that aborts the application, for the caller to tell. */
-static int abort_with(struct derived_cols *d, int kind, const char *table)
-{
-	if (d->conflict && !d->conflict->kind) {
-		d->conflict->kind = kind;
-		snprintf(d->conflict->table, sizeof(d->conflict->table), "%s", table);
-		snprintf(d->conflict->what, sizeof(d->conflict->what), "%s", kind_name(kind));
-	}
-	return SQLITE_CHANGESET_ABORT;
-}
-
-/*
- * Which differences between a changeset and this store are expected, and
- * what then wins. A row a DELETE names is gone already (a cascade of an
- * earlier row of the same changeset): the end is the same. fabric's state,
- * error and updated are the leader's reconciler's and travel apart, merged
- * and late: a fabric row may differ there, and the changeset wins; a change
- * of only those of a fabric this store no longer has is moot. The audit
- * trail is the leader's: an id a refusal audited here took gives way. Any
- * other difference means this store is not the leader's: stop.
- */
-static int on_conflict(void *arg, int kind, sqlite3_changeset_iter *it)
-{
-	struct derived_cols *d = arg;
-	const char *table = NULL;
-	int ncol = 0, op = 0, indirect = 0;
-	/*
-	 * A foreign key left dangling is told once, at the end, and names no row
-	 * (sqlite3changeset_op() gives no table then): always an abort.
-	 */
-	if (kind == SQLITE_CHANGESET_FOREIGN_KEY || kind == SQLITE_CHANGESET_CONSTRAINT ||
-	    sqlite3changeset_op(it, &table, &ncol, &op, &indirect) != SQLITE_OK || !table)
-		return abort_with(d, kind,
-		                  kind == SQLITE_CHANGESET_FOREIGN_KEY ? "(a foreign key)"
-		                                                       : "(a constraint)");
-	bool fabric = strcmp(table, "fabric") == 0;
-	if (strcmp(table, "audit") == 0)
-		return kind == SQLITE_CHANGESET_NOTFOUND ? SQLITE_CHANGESET_OMIT
-		                                         : SQLITE_CHANGESET_REPLACE;
-	if (kind == SQLITE_CHANGESET_NOTFOUND &&
-	    (op == SQLITE_DELETE || (fabric && changes_derived_only(it, ncol, d))))
-		return SQLITE_CHANGESET_OMIT;
-	if (kind == SQLITE_CHANGESET_DATA && fabric && differs_in_derived_only(it, ncol, d))
-		return SQLITE_CHANGESET_REPLACE;
-	return abort_with(d, kind, table);
-}
-
 /* Marks the transaction as applying a changeset (the schema's triggers stand aside) or done. */
 static int set_applying(struct store *s, bool on, int64_t revision)
 {
@@ -264,33 +135,12 @@ int store_apply_changes(struct store *s, const struct store_changeset *v, size_t
 		store_rollback(s);
 		return -EIO;
 	}
-	struct derived_cols d = { .s = s, .conflict = conflict };
-	/*
-	 * No savepoint of its own: a failure rolls the whole transaction back
-	 * anyway, and a savepoint copies each page it first touches to a temporary
-	 * sub-journal file (a 4,096-server topology took 7 s instead of 1).
-	 */
-	rc = SQLITE_OK;
-	for (size_t i = 0; rc == SQLITE_OK && i < n; i++)
-		rc = v[i].len > INT_MAX
-		         ? SQLITE_TOOBIG
-		         : sqlite3changeset_apply_v2(store_db(s), (int)v[i].len, (void *)v[i].data,
-		                                     NULL, on_conflict, &d, NULL, NULL,
-		                                     SQLITE_CHANGESETAPPLY_NOSAVEPOINT);
-	if (rc != SQLITE_OK) {
+	rc = 0;
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		rc = changeset_apply(s, v[i].data, v[i].len, conflict);
+	if (rc < 0) {
 		store_rollback(s);
-		/* Only the store failing is worth a retry: anything else is the change's doing. */
-		int primary = rc & 0xff;
-		if (primary == SQLITE_NOMEM)
-			return -ENOMEM;
-		if (primary == SQLITE_IOERR || primary == SQLITE_FULL || primary == SQLITE_BUSY ||
-		    primary == SQLITE_LOCKED || primary == SQLITE_CANTOPEN || primary == SQLITE_READONLY)
-			return -EIO;
-		if (conflict && !conflict->table[0]) {
-			snprintf(conflict->table, sizeof(conflict->table), "(the change)");
-			snprintf(conflict->what, sizeof(conflict->what), "%s", sqlite3_errstr(rc));
-		}
-		return -EPROTO;
+		return rc;
 	}
 	if (set_applying(s, false, revision) < 0) {
 		store_rollback(s);

@@ -62,7 +62,7 @@ int store_changeset_check(struct store *s, const void *data, size_t len, char *w
 /** What made store_apply_changes() abort, for the caller to tell. */
 struct store_conflict {
 	int kind; /**< SQLite's SQLITE_CHANGESET_* of the first conflict; 0: none (malformed) */
-	char table[64]; /**< the table it concerns ("(a foreign key)" when none is named) */
+	char table[64]; /**< the table it concerns ("(not a changeset)" when malformed) */
 	char what[80];  /**< the kind in words */
 };
 
@@ -76,7 +76,9 @@ struct store_conflict {
  * in the changeset's favour; any other conflict (a row missing, present
  * already or with other values than the changeset's old ones, a foreign key
  * left dangling), or a changeset store_changeset_check() refuses, aborts it
- * all, described in *conflict (NULL: not wanted):
+ * all, described in *conflict (NULL: not wanted). The rows go in with the
+ * store's own prepared statements (changeset_apply.h), in the changeset's
+ * order, a row a constraint refuses again after the others:
  * the replica has diverged and needs a snapshot. Returns 0, -EPROTO on a
  * conflict or a malformed changeset, -EBUSY when a transaction is already
  * open, or -EIO.

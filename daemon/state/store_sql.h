@@ -51,6 +51,41 @@ int store_schema_version(struct store *s);
  */
 sqlite3_stmt *store_stmt(struct store *s, const char *sql);
 
+/** Most columns a table of this store has. */
+#define STORE_MAX_COLUMNS 64
+
+/**
+ * A table of this store as a changeset names it: its columns, which of them
+ * form its primary key, and the SQL of the statements that apply one row of
+ * a change to it (run through store_stmt(), which keeps them prepared by the
+ * addresses of these strings). Values are bound by column: column i (from 0,
+ * in the table's order) at ?(i+1), or, in update, at ?(4i+1) .. ?(4i+4).
+ */
+struct store_table {
+	char name[64];                       /**< the table's name */
+	int ncol;                            /**< how many columns it has */
+	unsigned char pk[STORE_MAX_COLUMNS]; /**< column i's place in the key (1, 2...), 0: none */
+	const char *column[STORE_MAX_COLUMNS]; /**< column i's name */
+	const char *insert;                    /**< INSERT of a row of every column */
+	const char *delete_row; /**< DELETE of the row whose every column IS its value */
+	const char *delete_key; /**< DELETE of the row with that key (only key columns bound) */
+	const char *select_key; /**< SELECT of every column of the row with that key */
+	/**
+	 * UPDATE of the row whose key columns are ?(4i+4); a column outside the
+	 * key is set to ?(4i+2) where ?(4i+1) is true, and must be IS ?(4i+4)
+	 * where ?(4i+3) is true. NULL when every column is in the key.
+	 */
+	const char *update;
+};
+
+/**
+ * The table named table in this store, looked up on first use and kept,
+ * unchanged, until store_close(): the schema changes only with the
+ * migrations in store_open() (a snapshot restored is of the same version).
+ * The store owns it. NULL: no such table, or out of memory. Loop thread.
+ */
+const struct store_table *store_table(struct store *s, const char *table);
+
 /** Runs a statement until SQLITE_DONE and resets it. Returns 0 or -EIO. */
 int store_step_done(sqlite3_stmt *st);
 

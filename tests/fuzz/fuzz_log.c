@@ -48,7 +48,8 @@ static void bundle(const uint8_t *change, size_t len)
 	void *again = log_bundle_make(v, (size_t)n, &again_len);
 	if (!again)
 		return;
-	check(log_bundle_parse(again, again_len, w, LOG_BUNDLE_MAX) == n, "a remade bundle differs");
+	check(log_bundle_parse(again, again_len, w, LOG_BUNDLE_MAX) == n,
+	      "a remade bundle differs");
 	for (int i = 0; i < n; i++)
 		check(w[i].kind == v[i].kind && w[i].len == v[i].len &&
 		          (v[i].len == 0 || memcmp(w[i].data, v[i].data, v[i].len) == 0),
@@ -74,16 +75,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			expected = 0;
 			bundle(data, len);
 		} else {
-			check(index < count && n == len - LOG_PART_HEADER, "a part's header misread");
+			check(index < count && n == len - LOG_PART_HEADER,
+			      "a part's header misread");
 			uint32_t before = parts.next;
 			int rc = log_part_add(&parts, index, count, slice, n);
-			check(rc == 1 || rc == 0 || rc == -EPROTO || rc == -ENOMEM, "an unexpected answer");
+			check(rc == 1 || rc == 0 || rc == -EPROTO || rc == -ENOMEM,
+			      "an unexpected answer");
 			if (index == 0)
 				expected = 0; /* a new change: whatever was under way is dropped */
 			if (rc == -EPROTO) {
 				expected = 0;
 			} else if (rc >= 0) {
-				check(index == 0 || index == before, "a part out of order accepted");
+				check(index == 0 || index == before,
+				      "a part out of order accepted");
 				expected += n;
 				check(parts.len == expected, "slices lost or doubled");
 			}

@@ -165,7 +165,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	const char *tmp = getenv("TMPDIR");
 	static char dir[256];
 	snprintf(dir, sizeof(dir), "%s/ofcd-fuzz-replica-XXXXXX",
-	         tmp ? tmp : access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
+	         tmp                             ? tmp
+	         : access("/dev/shm", W_OK) == 0 ? "/dev/shm"
+	                                         : "/tmp");
 	char path[300], err[256];
 	if (!mkdtemp(dir))
 		fail("cannot make a directory");

@@ -29,10 +29,11 @@ static void mirror_check(const char *who, struct store *s, struct desired *d)
 	                         "SELECT min(a_ocs_port, b_ocs_port), max(a_ocs_port, b_ocs_port), "
 	                         "fabric_id FROM circuit WHERE ocs_id = ? ORDER BY 1, 2",
 	                         -1, &rows, NULL);
-	rc |= sqlite3_prepare_v2(sql,
-	                         "SELECT c.ocs_port, fs.fabric_id FROM cable c JOIN fabric_server fs "
-	                         "ON fs.server_id = c.server_id WHERE c.ocs_id = ?",
-	                         -1, &owners, NULL);
+	rc |=
+	    sqlite3_prepare_v2(sql,
+	                       "SELECT c.ocs_port, fs.fabric_id FROM cable c JOIN fabric_server fs "
+	                       "ON fs.server_id = c.server_id WHERE c.ocs_id = ?",
+	                       -1, &owners, NULL);
 	if (rc != SQLITE_OK || !desired_usable(d)) {
 		fprintf(stderr, "%s: cannot read the store: %s\n", who, sqlite3_errmsg(sql));
 		abort();
@@ -61,7 +62,8 @@ static void mirror_check(const char *who, struct store *s, struct desired *d)
 		for (; sqlite3_step(owners) == SQLITE_ROW; stored++) {
 			int64_t p = sqlite3_column_int64(owners, 0);
 			if (p < 0 || (size_t)p >= nown || own[p] != sqlite3_column_int64(owners, 1))
-				mirror_fail(who, "a port's owner differs", (long long)ocs, (size_t)p);
+				mirror_fail(who, "a port's owner differs", (long long)ocs,
+				            (size_t)p);
 		}
 		if (stored != held)
 			mirror_fail(who, "ports owned in memory and stored differ in number",

@@ -8,6 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* SQLite declares its changeset conflict kinds only with these. */
+#define SQLITE_ENABLE_SESSION
+#define SQLITE_ENABLE_PREUPDATE_HOOK
+
 #include <cmocka.h>
 #include <errno.h>
 #include <unistd.h>
@@ -201,6 +205,68 @@ static void test_expected_differences(void **state)
 	assert_false(store_table_is_local("fabric"));
 }
 
+/*
+ * Rows in the changeset's order, which is by table: a row whose parent or
+ * whose name comes free later in the same change goes in on a later pass;
+ * one that never can aborts the change, told as a conflict.
+ */
+static void test_order_and_constraints(void **state)
+{
+	struct pair *p = *state;
+	struct store_conflict conflict;
+	apply_captured(
+	    p,
+	    "INSERT INTO server(id, name, devices, ports_per_device) VALUES (61, 's61', 2, "
+	    "1), (62, 's62', 2, 1);"
+	    "INSERT INTO fabric(id, name, state, formula, planes, min_devices) VALUES "
+	    "(10, 'old', 'pending', 1, 1, 1);"
+	    "INSERT INTO fabric_server(fabric_id, position, server_id) VALUES (10, 0, 61)",
+	    20);
+	/* fabric_server is touched first: its new row comes before the fabric it belongs to. */
+	apply_captured(
+	    p,
+	    "DELETE FROM fabric_server WHERE fabric_id = 10;"
+	    "DELETE FROM fabric WHERE id = 10;"
+	    "INSERT INTO fabric(id, name, state, formula, planes, min_devices) VALUES "
+	    "(11, 'old', 'pending', 1, 1, 1);"
+	    "INSERT INTO fabric_server(fabric_id, position, server_id) VALUES (11, 0, 61)",
+	    21);
+	assert_int_equal(count(p->b, "SELECT fabric_id FROM fabric_server WHERE server_id = 61"),
+	                 11);
+	assert_int_equal(count(p->b, "SELECT id FROM fabric WHERE name = 'old'"), 11);
+	assert_int_equal(store_applied_revision(p->b), 21);
+
+	/* This store lost the fabric a new row names: nothing clears that. */
+	apply_captured(p,
+	               "INSERT INTO fabric(id, name, state, formula, planes, min_devices) VALUES "
+	               "(12, 'gone', 'pending', 1, 1, 1)",
+	               22);
+	exec(p->b, "DELETE FROM fabric WHERE id = 12");
+	size_t len;
+	void *cs = captured(
+	    p->a, "INSERT INTO missing_pair(fabric_id, a_pos, b_pos) VALUES (12, 0, 1)", &len);
+	struct store_changeset one = { cs, len };
+	assert_int_equal(store_apply_changes(p->b, &one, 1, 23, &conflict), -EPROTO);
+	assert_int_equal(conflict.kind, SQLITE_CHANGESET_FOREIGN_KEY);
+	assert_string_equal(conflict.table, "missing_pair");
+	assert_int_equal(count(p->b, "SELECT count(*) FROM missing_pair"), 0);
+	assert_int_equal(store_applied_revision(p->b), 22);
+	free(cs);
+
+	/* A row it inserts is here already, with other values: a divergence. */
+	exec(p->b,
+	     "INSERT INTO server(id, name, devices, ports_per_device) VALUES (63, 'x63', 2, 1)");
+	cs = captured(
+	    p->a,
+	    "INSERT INTO server(id, name, devices, ports_per_device) VALUES (63, 's63', 2, 1)",
+	    &len);
+	one = (struct store_changeset){ cs, len };
+	assert_int_equal(store_apply_changes(p->b, &one, 1, 24, &conflict), -EPROTO);
+	assert_int_equal(conflict.kind, SQLITE_CHANGESET_CONFLICT);
+	assert_string_equal(conflict.table, "server");
+	free(cs);
+}
+
 /* Two changes merged travel as one, with the effect of both in order. */
 static void test_combine(void **state)
 {
@@ -275,7 +341,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_replicate),    cmocka_unit_test(test_expected_differences),
 		cmocka_unit_test(test_combine),      cmocka_unit_test(test_snapshot_restore),
-		cmocka_unit_test(test_unreplicated),
+		cmocka_unit_test(test_unreplicated), cmocka_unit_test(test_order_and_constraints),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
