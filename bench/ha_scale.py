@@ -7,10 +7,10 @@ servers of 8 devices x 8 ports on 16 sim units (plane-per-ocs), all but two serv
 64-server fabrics, then PAIRS creates of a 2-server fabric (1 circuit) and deletes without
 ?wait=, on one keep-alive connection to the leader: p50 and p99 of the create. Beside them, in
 the same run, PAIRS bare txns through etcd's JSON gateway like an append of the same size (a
-put guarded by the create revision of a key, value as large as the create's log entry). Each
-follower's CPU time (/proc/PID/stat, utime + stime) over those pairs, divided by the changes
-it applied, is its apply cost per change; a single ofcd on the same N gives the single-node
-create p50 for scale.
+put guarded by the create revision of a key, value as large as the create's log entry), then
+as many again while two watches on the other etcd members follow them, as the followers
+follow the log. Each follower's CPU time (/proc/PID/stat, utime + stime) over those pairs,
+divided by the changes it applied, is its apply cost per change.
 
 Usage: python3 bench/ha_scale.py BUILD_DIR [N ...]   (default 130 2050 8194)
 """
@@ -23,7 +23,10 @@ import signal
 import statistics
 import sys
 import tempfile
+import threading
 import time
+
+import requests
 
 BUILD = sys.argv[1] if len(sys.argv) > 1 else "build"
 SIZES = [int(a) for a in sys.argv[2:]] or [130, 2050, 8194]
@@ -78,25 +81,57 @@ def last_entry_len(etcd, prefix):
     return len(v[keys[-1]]) if keys else 0
 
 
-def bare_txns(etcd, n, size, lat, label):
-    """Guarded puts like an append, through the same gateway, on one keep-alive connection."""
+class Watcher(threading.Thread):
+    """A watch on a prefix through another member's gateway, read to its end, as a follower's."""
+
+    def __init__(self, url, prefix):
+        super().__init__(daemon=True)
+        end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+        self.r = requests.post(url + "/v3/watch", stream=True, timeout=60,
+                               json={"create_request": {"key": Etcd.b64(prefix),
+                                                        "range_end": Etcd.b64(end)}})
+        self.events = 0
+
+    def run(self):
+        try:
+            for line in self.r.iter_lines():
+                self.events += line.count(b'"kv"')
+        except (requests.RequestException, AttributeError):
+            pass  # closed at the end
+
+    def close(self):
+        self.r.close()
+
+
+def bare_txns(etcd, n, size, lat, label, watched=False):
+    """Guarded puts like an append, through the same gateway, on one keep-alive connection;
+    watched: while two watches (on the other members) follow them, as the followers do."""
     import urllib.parse
     u = urllib.parse.urlsplit(etcd.client[0])
     c = Client(u.port)
-    guard = f"/bench/leader{label}"  # created here: the put's revision is its create revision
+    # Created here, once per call: the put's revision is its create revision.
+    guard = f"/bench/leader{label}{'w' if watched else ''}"
     status, text = c.call("POST", "/v3/kv/put", {"key": Etcd.b64(guard), "value": Etcd.b64("x")})
     rev = json.loads(text)["header"]["revision"]
     value = base64.b64encode(b"x" * size).decode()
+    log = f"/bench/log{label}{'w' if watched else ''}/"
+    watchers = [Watcher(url, log) for url in etcd.client[1:3]] if watched else []
+    for w in watchers:
+        w.start()
     for i in range(n):
         body = {"compare": [{"key": Etcd.b64(guard), "target": "CREATE",
                              "result": "EQUAL", "create_revision": rev}],
-                "success": [{"request_put": {"key": Etcd.b64(f"/bench/log{label}/{i:08d}"),
+                "success": [{"request_put": {"key": Etcd.b64(f"{log}{i:08d}"),
                                              "value": value}}]}
         t0 = time.perf_counter()
         status, text = c.call("POST", "/v3/kv/txn", body)
         lat.append(time.perf_counter() - t0)
         assert json.loads(text).get("succeeded"), text
     c.close()
+    if watchers:
+        wait_for(lambda: all(w.events >= n for w in watchers), timeout=30)
+    for w in watchers:
+        w.close()
 
 
 def one_size(etcd, root, n):
@@ -127,12 +162,14 @@ def one_size(etcd, root, n):
         changes = (etcd.revision() - rev0)
         apply_ms = [(cpu_s(m.proc.pid) - cpu0[m.name]) / max(changes, 1) * 1e3 for m in followers]
         size = last_entry_len(etcd, prefix + "/log/")
-        bare = []
+        bare, watched = [], []
         bare_txns(etcd, PAIRS, size, bare, n)
+        bare_txns(etcd, PAIRS, size, watched, n, watched=True)
         c.close()
         return {
             "p50": statistics.median(lat) * 1e3, "p99": percentile(lat, 99) * 1e3,
             "bare50": statistics.median(bare) * 1e3, "entry": size, "changes": changes,
+            "watched50": statistics.median(watched) * 1e3,
             "apply_ms": max(apply_ms),
             "reloads": sum(float(line.split()[-1]) for m in members
                            for line in m.get("/metrics").text.splitlines()
@@ -160,7 +197,8 @@ def main():
             print(f"ha_scale_{n}: cluster create p50 {x['p50']:.2f} ms, p99 {x['p99']:.2f} ms "
                   f"({x['p50'] / base:.2f} x the first size's); bare guarded etcd txn of "
                   f"{x['entry']} bytes p50 {x['bare50']:.2f} ms (create / bare "
-                  f"{x['p50'] / x['bare50']:.2f}); follower apply {x['apply_ms']:.3f} ms of CPU "
+                  f"{x['p50'] / x['bare50']:.2f}; watched by two, p50 {x['watched50']:.2f} ms, "
+                  f"create / watched {x['p50'] / x['watched50']:.2f}); follower apply {x['apply_ms']:.3f} ms of CPU "
                   f"per change ({x['changes']} etcd revisions); desired reloads "
                   f"{x['reloads']:.0f} ({PAIRS} creates of a 2-server fabric)", flush=True)
     finally:
