@@ -67,11 +67,16 @@ def carve(c, n):
 def creates(c, label, n, lat):
     for i in range(n):
         t0 = time.perf_counter()
-        status, text = c.call("POST", "/v1/fabrics", {"name": f"{label}{i}", "servers": ["s0", "s1"]})
+        status, text = c.call("POST", "/v1/fabrics",
+                              {"name": f"{label}{i}", "servers": ["s0", "s1"]})
         lat.append(time.perf_counter() - t0)
         assert status == 201, text[:200]
         status, text = c.call("DELETE", f"/v1/fabrics/{label}{i}")
         assert status in (200, 202), text[:200]
+
+
+def etcd_cpu_s(etcd):
+    return sum(cpu_s(p.pid) for p in etcd.procs if p and p.poll() is None)
 
 
 def last_entry_len(etcd, prefix):
@@ -152,25 +157,31 @@ def one_size(etcd, root, n):
             wait_for(lambda m=m: m.cluster()["applied_revision"] >= rev, timeout=600, step=0.2)
         creates(c, "warm", WARMUP, [])
         followers = [m for m in members if m is not leader]
-        cpu0 = {m.name: cpu_s(m.proc.pid) for m in followers}
+        cpu0 = {m.name: cpu_s(m.proc.pid) for m in members}
+        etcd0 = etcd_cpu_s(etcd)
         rev0 = etcd.revision()
         lat = []
         creates(c, "p", PAIRS, lat)
         rev = leader.cluster()["applied_revision"]
         for m in followers:
             wait_for(lambda m=m: m.cluster()["applied_revision"] >= rev, timeout=60)
-        changes = (etcd.revision() - rev0)
-        apply_ms = [(cpu_s(m.proc.pid) - cpu0[m.name]) / max(changes, 1) * 1e3 for m in followers]
+        changes = max(etcd.revision() - rev0, 1)
+        etcd_ms = (etcd_cpu_s(etcd) - etcd0) / changes * 1e3
+        apply_ms = [(cpu_s(m.proc.pid) - cpu0[m.name]) / changes * 1e3 for m in followers]
+        leader_ms = (cpu_s(leader.proc.pid) - cpu0[leader.name]) / changes * 1e3
         size = last_entry_len(etcd, prefix + "/log/")
         bare, watched = [], []
+        etcd0 = etcd_cpu_s(etcd)
         bare_txns(etcd, PAIRS, size, bare, n)
+        bare_etcd_ms = (etcd_cpu_s(etcd) - etcd0) / PAIRS * 1e3
         bare_txns(etcd, PAIRS, size, watched, n, watched=True)
         c.close()
         return {
             "p50": statistics.median(lat) * 1e3, "p99": percentile(lat, 99) * 1e3,
             "bare50": statistics.median(bare) * 1e3, "entry": size, "changes": changes,
             "watched50": statistics.median(watched) * 1e3,
-            "apply_ms": max(apply_ms),
+            "apply_ms": max(apply_ms), "leader_ms": leader_ms, "etcd_ms": etcd_ms,
+            "bare_etcd_ms": bare_etcd_ms,
             "reloads": sum(float(line.split()[-1]) for m in members
                            for line in m.get("/metrics").text.splitlines()
                            if line.startswith("ofcd_desired_reloads_total")),
@@ -198,9 +209,13 @@ def main():
                   f"({x['p50'] / base:.2f} x the first size's); bare guarded etcd txn of "
                   f"{x['entry']} bytes p50 {x['bare50']:.2f} ms (create / bare "
                   f"{x['p50'] / x['bare50']:.2f}; watched by two, p50 {x['watched50']:.2f} ms, "
-                  f"create / watched {x['p50'] / x['watched50']:.2f}); follower apply {x['apply_ms']:.3f} ms of CPU "
-                  f"per change ({x['changes']} etcd revisions); desired reloads "
-                  f"{x['reloads']:.0f} ({PAIRS} creates of a 2-server fabric)", flush=True)
+                  f"create / watched {x['p50'] / x['watched50']:.2f}); follower apply "
+                  f"{x['apply_ms']:.3f} ms of CPU per change ({x['changes']} etcd revisions); "
+                  f"desired reloads {x['reloads']:.0f} ({PAIRS} creates of a 2-server fabric)",
+                  flush=True)
+            print(f"ha_scale_{n}_cpu: per change, leader {x['leader_ms']:.2f} ms, each follower "
+                  f"{x['apply_ms']:.2f} ms, the three etcd {x['etcd_ms']:.2f} ms (a bare txn: "
+                  f"{x['bare_etcd_ms']:.2f} ms), on {os.cpu_count()} CPUs", flush=True)
     finally:
         etcd.stop()
         shutil.rmtree(root, ignore_errors=True)

@@ -41,6 +41,17 @@ def circuits(member, name):
     return pairs
 
 
+def stop_all(members, etcd, lab):
+    """Stops what a test started, frozen members included, whatever got started."""
+    for m in members or ():
+        if m.proc and m.proc.poll() is None:
+            m.proc.send_signal(signal.SIGCONT)
+        m.stop(sig=signal.SIGKILL)
+    if etcd:
+        etcd.stop()
+    lab.close()
+
+
 def test_new_leader_fences_the_old_one_at_the_switch(tmp_path):
     reason = ovs.unavailable()
     if reason:
@@ -92,14 +103,7 @@ def test_new_leader_fences_the_old_one_at_the_switch(tmp_path):
         # It follows the new leader's log like any follower.
         wait_for(lambda: [f["name"] for f in old.get("/v1/fabrics").json()["fabrics"]] == ["fb"])
     finally:
-        if members:
-            for m in members:
-                if m.proc and m.proc.poll() is None:
-                    m.proc.send_signal(signal.SIGCONT)
-                m.stop(sig=signal.SIGKILL)
-        if etcd:
-            etcd.stop()
-        lab.close()
+        stop_all(members, etcd, lab)
 
 
 VCONN_RX = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})Z\|\d+\|vconn\|DBG\|tcp:127\.0\.0\.1:(\d+): "
@@ -223,11 +227,4 @@ def test_woken_leader_sends_nothing_past_its_deadline(tmp_path):
             text = m.get("/metrics").text
             assert "ofcd_cluster_invariant_violations_total 0" in text
     finally:
-        if members:
-            for m in members:
-                if m.proc and m.proc.poll() is None:
-                    m.proc.send_signal(signal.SIGCONT)
-                m.stop(sig=signal.SIGKILL)
-        if etcd:
-            etcd.stop()
-        lab.close()
+        stop_all(members, etcd, lab)
