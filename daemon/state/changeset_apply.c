@@ -14,7 +14,12 @@
  * each statement: a row a constraint refuses (its parent comes later in
  * the changeset, a name another row holds until its delete) is tried again
  * after the others, pass after pass while any goes in; once none does,
- * that is the conflict.
+ * that is the conflict. Row by row with immediate checks cannot pass a
+ * parent that leaves before another row takes its key over (SQLite's
+ * session lists a table's rows in hash order, not the order of the
+ * writes): when a foreign key refused any of the rows left, the caller
+ * runs the change again with the checks at the end, as SQLite's applier
+ * always does; that costs the expiry, but only on such changes.
  */
 /* The session extension's API is declared only with these defined. */
 #define SQLITE_ENABLE_SESSION
@@ -47,6 +52,8 @@ struct apply {
 	int refused_kind;                      /* how: _CONSTRAINT, or _FOREIGN_KEY */
 	const struct store_table *later_table; /* the first row kept for later in this pass */
 	int later_kind;
+	const struct store_table
+	    *later_fk; /* the first table of a row a foreign key refused, in this pass */
 	size_t *later; /* which rows a constraint refused in this pass (places in the changeset) */
 	size_t nlater, cap;
 };
@@ -341,6 +348,8 @@ static int keep_for_later(struct apply *a, size_t row)
 		a->later_table = a->refused;
 		a->later_kind = a->refused_kind;
 	}
+	if (!a->later_fk && a->refused_kind == SQLITE_CHANGESET_FOREIGN_KEY)
+		a->later_fk = a->refused;
 	if (a->nlater == a->cap) {
 		size_t cap = a->cap ? 2 * a->cap : 16;
 		size_t *p = realloc(a->later, cap * sizeof(*p));
@@ -363,6 +372,7 @@ static int pass(struct apply *a, const void *data, size_t len, const size_t *onl
 	size_t row = 0, next = 0;
 	int rc = 0;
 	a->nlater = 0;
+	a->later_fk = NULL;
 	if (sqlite3changeset_start(&it, (int)len, (void *)data) != SQLITE_OK)
 		return stop(a, 0, "(not a changeset)", "it cannot be read");
 	while (rc == 0 && (!only || next < n) && sqlite3changeset_next(it) == SQLITE_ROW) {
@@ -384,7 +394,8 @@ static int pass(struct apply *a, const void *data, size_t len, const size_t *onl
 	return rc;
 }
 
-int changeset_apply(struct store *s, const void *data, size_t len, struct store_conflict *conflict)
+int changeset_apply(struct store *s, const void *data, size_t len, bool fk_deferred,
+                    struct store_conflict *conflict)
 {
 	struct apply a = { .s = s, .conflict = conflict };
 	size_t *tried = NULL;
@@ -400,8 +411,12 @@ int changeset_apply(struct store *s, const void *data, size_t len, struct store_
 		a.later = NULL;
 		a.cap = 0;
 		rc = pass(&a, data, len, tried, n);
-		if (rc == 0 && a.nlater == n)
+		if (rc == 0 && a.nlater == n && a.later_fk && !fk_deferred) {
+			stop(&a, SQLITE_CHANGESET_FOREIGN_KEY, a.later_fk->name, NULL);
+			rc = -EAGAIN;
+		} else if (rc == 0 && a.nlater == n) {
 			rc = stop(&a, a.later_kind, a.later_table->name, NULL);
+		}
 	}
 	free(tried);
 	free(a.later);

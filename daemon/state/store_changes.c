@@ -110,6 +110,55 @@ static int set_applying(struct store *s, bool on, int64_t revision)
 	return st ? store_step_done(st) : -EIO;
 }
 
+/* Foreign keys a change deferred and left dangling at its end. */
+static bool deferred_fks_dangle(struct store *s)
+{
+	int cur = 0, high = 0;
+	sqlite3_db_status(store_db(s), SQLITE_DBSTATUS_DEFERRED_FKS, &cur, &high, 0);
+	return cur > 0;
+}
+
+/*
+ * store_apply_changes()'s transaction, with the foreign keys checked at each
+ * row, or at the end when fk_refused (what the first try with them at each
+ * row was refused: changeset_apply()'s -EAGAIN) is given. conflict: not NULL.
+ */
+static int apply_all(struct store *s, const struct store_changeset *v, size_t n, int64_t revision,
+                     const struct store_conflict *fk_refused, struct store_conflict *conflict)
+{
+	bool fk_deferred = fk_refused != NULL;
+	/* Durable in etcd already; a power cut takes the applied revision back with it. */
+	int rc = store_begin_relaxed(s);
+	if (rc < 0)
+		return rc;
+	/* COMMIT and ROLLBACK switch it off again. */
+	if (fk_deferred && sqlite3_exec(store_db(s), "PRAGMA defer_foreign_keys = ON", NULL, NULL,
+	                                NULL) != SQLITE_OK) {
+		store_rollback(s);
+		return -EIO;
+	}
+	if (set_applying(s, true, 0) < 0) {
+		store_rollback(s);
+		return -EIO;
+	}
+	rc = 0;
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		rc = changeset_apply(s, v[i].data, v[i].len, fk_deferred, conflict);
+	if (rc == 0 && fk_deferred && deferred_fks_dangle(s)) {
+		*conflict = *fk_refused;
+		rc = -EPROTO;
+	}
+	if (rc < 0) {
+		store_rollback(s);
+		return rc;
+	}
+	if (set_applying(s, false, revision) < 0) {
+		store_rollback(s);
+		return -EIO;
+	}
+	return store_commit(s);
+}
+
 int store_apply_changes(struct store *s, const struct store_changeset *v, size_t n,
                         int64_t revision, struct store_conflict *conflict)
 {
@@ -127,26 +176,15 @@ int store_apply_changes(struct store *s, const struct store_changeset *v, size_t
 		}
 		return -EPROTO;
 	}
-	/* Durable in etcd already; a power cut takes the applied revision back with it. */
-	int rc = store_begin_relaxed(s);
-	if (rc < 0)
-		return rc;
-	if (set_applying(s, true, 0) < 0) {
-		store_rollback(s);
-		return -EIO;
+	struct store_conflict first = { 0 }, again = { 0 }, *why = &first;
+	int rc = apply_all(s, v, n, revision, NULL, &first);
+	if (rc == -EAGAIN) {
+		rc = apply_all(s, v, n, revision, &first, &again);
+		why = &again;
 	}
-	rc = 0;
-	for (size_t i = 0; rc == 0 && i < n; i++)
-		rc = changeset_apply(s, v[i].data, v[i].len, conflict);
-	if (rc < 0) {
-		store_rollback(s);
-		return rc;
-	}
-	if (set_applying(s, false, revision) < 0) {
-		store_rollback(s);
-		return -EIO;
-	}
-	return store_commit(s);
+	if (conflict)
+		*conflict = *why;
+	return rc;
 }
 
 int store_note_applied_revision(struct store *s, int64_t revision)

@@ -78,10 +78,11 @@ struct store_conflict {
  * left dangling), or a changeset store_changeset_check() refuses, aborts it
  * all, described in *conflict (NULL: not wanted). The rows go in with the
  * store's own prepared statements (changeset_apply.h), in the changeset's
- * order, a row a constraint refuses again after the others:
- * the replica has diverged and needs a snapshot. Returns 0, -EPROTO on a
- * conflict or a malformed changeset, -EBUSY when a transaction is already
- * open, or -EIO.
+ * order, a row a constraint refuses again after the others, and the whole
+ * again with the foreign keys checked at the end when one of them refused
+ * a row left over. Any conflict means the replica has diverged and needs a
+ * snapshot. Returns 0, -EPROTO on a conflict or a malformed changeset,
+ * -EBUSY when a transaction is already open, or -EIO.
  */
 int store_apply_changes(struct store *s, const struct store_changeset *v, size_t n,
                         int64_t revision, struct store_conflict *conflict);

@@ -267,6 +267,47 @@ static void test_order_and_constraints(void **state)
 	free(cs);
 }
 
+/*
+ * A name moves to another row while a child keeps naming it: no row order
+ * passes with the foreign keys checked at each row, so it goes in with them
+ * checked at the end. A child this store alone holds still refuses it.
+ */
+static void test_parent_taken_over(void **state)
+{
+	struct pair *p = *state;
+	struct store_conflict conflict;
+	apply_captured(p,
+	               "INSERT INTO switch(id, name) VALUES (3, 'sw3'), (4, 'sw4'), (5, 'sw5');"
+	               "INSERT INTO server(id, name, devices, ports_per_device, switch) VALUES "
+	               "(70, 's70', 2, 1, 'sw3')",
+	               30);
+	apply_captured(p,
+	               "UPDATE server SET switch = NULL WHERE id = 70;"
+	               "DELETE FROM switch WHERE id = 3;"
+	               "UPDATE switch SET name = 'sw3' WHERE id = 4;"
+	               "UPDATE server SET switch = 'sw3' WHERE id = 70",
+	               31);
+	assert_int_equal(count(p->b, "SELECT id FROM switch WHERE name = 'sw3'"), 4);
+	assert_int_equal(count(p->b, "SELECT count(*) FROM switch"), 2);
+	assert_int_equal(store_applied_revision(p->b), 31);
+
+	/* Only the child differs: the trigger's bump of its switch is taken back. */
+	exec(p->b, "INSERT INTO server(id, name, devices, ports_per_device, switch) VALUES "
+	           "(72, 's72', 2, 1, 'sw5');"
+	           "UPDATE switch SET revision = revision - 1 WHERE id = 5");
+	size_t len;
+	void *cs = captured(p->a, "DELETE FROM switch WHERE id = 5", &len);
+	struct store_changeset one = { cs, len };
+	assert_int_equal(store_apply_changes(p->b, &one, 1, 32, &conflict), -EPROTO);
+	assert_int_equal(conflict.kind, SQLITE_CHANGESET_FOREIGN_KEY);
+	assert_string_equal(conflict.table, "switch");
+	assert_int_equal(count(p->b, "SELECT count(*) FROM switch WHERE id = 5"), 1);
+	assert_int_equal(store_applied_revision(p->b), 31);
+	free(cs);
+	/* The retry's PRAGMA ended with its transaction: checks are immediate again. */
+	assert_int_equal(count(p->b, "PRAGMA defer_foreign_keys"), 0);
+}
+
 /* Two changes merged travel as one, with the effect of both in order. */
 static void test_combine(void **state)
 {
@@ -339,9 +380,13 @@ static void test_unreplicated(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_replicate),    cmocka_unit_test(test_expected_differences),
-		cmocka_unit_test(test_combine),      cmocka_unit_test(test_snapshot_restore),
-		cmocka_unit_test(test_unreplicated), cmocka_unit_test(test_order_and_constraints),
+		cmocka_unit_test(test_replicate),
+		cmocka_unit_test(test_expected_differences),
+		cmocka_unit_test(test_combine),
+		cmocka_unit_test(test_snapshot_restore),
+		cmocka_unit_test(test_unreplicated),
+		cmocka_unit_test(test_order_and_constraints),
+		cmocka_unit_test(test_parent_taken_over),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
