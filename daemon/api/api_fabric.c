@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "api_handlers.h"
+#include "base/events.h"
 #include "domain/fabric.h"
 #include "domain/topo.h"
 #include "wait.h"
@@ -186,6 +187,20 @@ void api_fabric_delete(struct api_req *req)
 	wait_fabric(req, req->params[0], WAIT_REMOVED, wait);
 }
 
+void api_publish_device_states(struct api_req *req, const char *server, json_t *changes)
+{
+	size_t i;
+	json_t *c;
+	json_array_foreach(changes, i, c)
+	{
+		if (json_is_true(json_object_get(c, "changed")))
+			events_publish(req->env->events, EVENTS_DEVICE_STATE,
+			               json_pack("{s:s, s:O, s:O}", "server", server, "device",
+			                         json_object_get(c, "device"), "state",
+			                         json_object_get(c, "state")));
+	}
+}
+
 void api_device_put(struct api_req *req)
 {
 	static const char *const members[] = { "state", NULL };
@@ -226,6 +241,10 @@ void api_device_put(struct api_req *req)
 		api_fail(req, &e);
 		return;
 	}
+	json_t *change = json_pack("[{s:I, s:s, s:b}]", "device", (json_int_t)index, "state",
+	                           states[state], "changed", changed);
+	api_publish_device_states(req, req->params[0], change);
+	json_decref(change);
 	json_t *fabrics = json_array();
 	if (fabric)
 		json_array_append_new(fabrics, fabric);

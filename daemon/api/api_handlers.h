@@ -81,6 +81,12 @@ void api_fabric_get(struct api_req *req);
 void api_fabric_put(struct api_req *req);
 void api_fabric_delete(struct api_req *req);
 void api_device_put(struct api_req *req);
+/**
+ * Publishes a device_state event for each entry of changes ({"device",
+ * "state", "changed"}, borrowed) whose state changed, on server. Call once
+ * the change is carried out. Loop thread.
+ */
+void api_publish_device_states(struct api_req *req, const char *server, json_t *changes);
 
 /* api_inventory.c */
 /** PUT /v1/servers/{name}/inventory: stores an agent's report, fails/restores devices. */

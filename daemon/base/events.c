@@ -47,6 +47,7 @@ static const char *const kind_names[EVENTS_KIND_COUNT] = {
 	[EVENTS_PORT_STATE] = "port_state",
 	[EVENTS_DRIFT] = "drift",
 	[EVENTS_ISOLATION_VIOLATION] = "isolation_violation",
+	[EVENTS_DEVICE_STATE] = "device_state",
 	[EVENTS_CLUSTER_ROLE] = "cluster_role",
 	[EVENTS_SETTLED] = "settled",
 };

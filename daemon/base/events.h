@@ -22,6 +22,7 @@ enum events_kind {
 	EVENTS_PORT_STATE,          /**< an OCS port went up or down: "port_state" */
 	EVENTS_DRIFT,               /**< a unit held something else than last read: "drift" */
 	EVENTS_ISOLATION_VIOLATION, /**< a unit joins two tenants: "isolation_violation" */
+	EVENTS_DEVICE_STATE,        /**< a server's device failed or came back: "device_state" */
 	EVENTS_CLUSTER_ROLE,        /**< this cluster member's role changed: "cluster_role" */
 	/** Internal: fabric states or units' sync may have changed (re-check a condition). */
 	EVENTS_SETTLED,

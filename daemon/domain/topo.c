@@ -137,6 +137,19 @@ json_t *topo_ocs_list(struct store *s)
 	return a;
 }
 
+/* "2,5" (group_concat of device_fault, ascending) as [2, 5]; NULL as []. */
+static json_t *failed_devices(sqlite3_stmt *st, int col)
+{
+	json_t *a = json_array();
+	const char *p = (const char *)sqlite3_column_text(st, col);
+	while (p && *p) {
+		char *end;
+		json_array_append_new(a, json_integer(strtoll(p, &end, 10)));
+		p = *end == ',' ? end + 1 : end + strlen(end);
+	}
+	return a;
+}
+
 static json_t *server_row(sqlite3_stmt *st)
 {
 	json_t *fab = sqlite3_column_type(st, 6) == SQLITE_NULL
@@ -145,12 +158,12 @@ static json_t *server_row(sqlite3_stmt *st)
 	json_t *sw = sqlite3_column_type(st, 8) == SQLITE_NULL
 	                 ? json_null()
 	                 : json_string((const char *)sqlite3_column_text(st, 8));
-	return json_pack("{s:s, s:I, s:I, s:b, s:s, s:b, s:o, s:o}", "name",
+	return json_pack("{s:s, s:I, s:I, s:b, s:s, s:b, s:o, s:o, s:o}", "name",
 	                 sqlite3_column_text(st, 1), "devices",
 	                 (json_int_t)sqlite3_column_int64(st, 2), "ports_per_device",
 	                 (json_int_t)sqlite3_column_int64(st, 3), "p2p", sqlite3_column_int(st, 4),
 	                 "intra", sqlite3_column_text(st, 5), "offload", sqlite3_column_int(st, 7),
-	                 "switch", sw, "fabric", fab);
+	                 "switch", sw, "fabric", fab, "failed_devices", failed_devices(st, 9));
 }
 
 static json_t *server_devices(struct store *s, int64_t id, uint32_t devices)
@@ -188,8 +201,9 @@ static json_t *server_devices(struct store *s, int64_t id, uint32_t devices)
 json_t *topo_server_json(struct store *s, int64_t id, bool detail)
 {
 	static const char sql[] = "SELECT s.id, s.name, s.devices, s.ports_per_device, s.p2p, "
-	                          "s.intra, f.name, s.offload, "
-	                          "s.switch "
+	                          "s.intra, f.name, s.offload, s.switch, "
+	                          "(SELECT group_concat(device) FROM (SELECT device FROM "
+	                          "device_fault WHERE server_id = s.id ORDER BY device)) "
 	                          "FROM server s LEFT JOIN fabric_server fs ON fs.server_id = s.id "
 	                          "LEFT JOIN fabric f ON f.id = fs.fabric_id WHERE s.id = ?";
 	sqlite3_stmt *st = store_stmt(s, sql);
@@ -211,8 +225,9 @@ json_t *topo_server_json(struct store *s, int64_t id, bool detail)
 json_t *topo_server_list(struct store *s)
 {
 	static const char sql[] = "SELECT s.id, s.name, s.devices, s.ports_per_device, s.p2p, "
-	                          "s.intra, f.name, s.offload, "
-	                          "s.switch "
+	                          "s.intra, f.name, s.offload, s.switch, "
+	                          "(SELECT group_concat(device) FROM (SELECT device FROM "
+	                          "device_fault WHERE server_id = s.id ORDER BY device)) "
 	                          "FROM server s LEFT JOIN fabric_server fs ON fs.server_id = s.id "
 	                          "LEFT JOIN fabric f ON f.id = fs.fabric_id ORDER BY s.id";
 	sqlite3_stmt *st = store_stmt(s, sql);

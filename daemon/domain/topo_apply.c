@@ -281,7 +281,11 @@ json_t *topo_json(struct store *s)
 	/* Fabric membership is not topology: PUT refuses it, so GET leaves it out. */
 	json_t *servers = topo_server_list(s), *v;
 	size_t i;
-	json_array_foreach(servers, i, v) json_object_del(v, "fabric");
+	json_array_foreach(servers, i, v)
+	{
+		json_object_del(v, "fabric");
+		json_object_del(v, "failed_devices");
+	}
 	return json_pack("{s:o, s:o, s:o, s:o}", "ocs", topo_ocs_list(s), "switches",
 	                 topo_switch_list(s, false), "servers", servers, "wiring", w);
 }

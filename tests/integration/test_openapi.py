@@ -124,13 +124,22 @@ def test_event_data_match_the_document(make_daemon):
     assert opened.wait(5)
     assert d.post("/v1/fabrics?wait=10", {"name": "job-a", "servers": FIVE}).status_code == 201
     assert d.put("/v1/servers/srv1/devices/0", {"state": "failed"}).status_code == 200
+    assert d.put("/v1/servers/srv1/devices/5", {"state": "failed"}).status_code == 200
+    # Both views name the failed devices; the topology, a document to PUT back, does not.
+    servers = {s["name"]: s for s in d.get("/v1/servers").json()["servers"]}
+    assert servers["srv1"]["failed_devices"] == [0, 5] and servers["srv2"]["failed_devices"] == []
+    assert d.get("/v1/servers/srv1").json()["failed_devices"] == [0, 5]
+    assert all("failed_devices" not in s for s in d.get("/v1/topology").json()["servers"])
+    assert d.put("/v1/servers/srv1/devices/5", {"state": "ok"}).status_code == 200
     assert d.delete("/v1/fabrics/job-a?wait=10").json()["state"] == "removed"
     d.post("/v1/ocs/ocs0/faults", {"kind": "set_xc", "a": 60, "b": 61})
     wait_for("drift")
     d.post("/v1/ocs/ocs0/faults", {"kind": "disconnect"})
     wait_for("ocs_connection")
     kinds = {k for k, _ in seen}
-    assert {"fabric_state", "operation", "ocs_connection", "drift"} <= kinds, kinds
+    assert {"fabric_state", "operation", "ocs_connection", "drift", "device_state"} <= kinds, kinds
+    devices = [(e["server"], e["device"], e["state"]) for k, e in seen if k == "device_state"]
+    assert devices == [("srv1", 0, "failed"), ("srv1", 5, "failed"), ("srv1", 5, "ok")]
     events = openapi_check.DOC["components"]["schemas"]["Event"]["properties"]
     for kind, data in list(seen):
         openapi_check.assert_valid(events[kind], data, f"event {kind}")
