@@ -292,12 +292,14 @@ install: $(B)/ofcd $(B)/ofcd-agent $(B)/ofcctl
 	else echo "after installing: systemd-sysusers && chgrp ofcd $(SYSCONFDIR)/ofcd/ofcd.ini"; fi
 	install -D -m 644 schema/ofcd.example.ini $(DESTDIR)$(PREFIX)/share/doc/ofcd/ofcd.example.ini
 	install -D -m 644 packaging/agent.ini $(DESTDIR)$(PREFIX)/share/doc/ofcd/agent.example.ini
-	@# The Slurm prolog and epilog read their settings from their own directory (docs/slurm.md).
+	@# The Slurm programs read their settings from their own directory (docs/slurm.md).
 	install -d $(DESTDIR)$(SYSCONFDIR)/ofcd/slurm
-	install -m 755 packaging/slurm/ofcd-prolog packaging/slurm/ofcd-epilog \
+	install -m 755 packaging/slurm/ofcd-prolog packaging/slurm/ofcd-slurm \
 		$(DESTDIR)$(SYSCONFDIR)/ofcd/slurm/
 	sed 's|@BINDIR@|$(PREFIX)/bin|g; s|@SYSCONFDIR@|$(SYSCONFDIR)|g' packaging/slurm/ofcd-slurm.conf \
 		> $(DESTDIR)$(SYSCONFDIR)/ofcd/slurm/ofcd-slurm.conf
+	for u in packaging/slurm/*.service packaging/slurm/*.timer; do \
+		sed 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' $$u > $(DESTDIR)$(UNITDIR)/$$(basename $$u); done
 	install -D -m 644 packaging/prometheus/ofcd-alerts.yml $(DESTDIR)$(PREFIX)/share/doc/ofcd/ofcd-alerts.yml
 
 format:

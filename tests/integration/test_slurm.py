@@ -1,8 +1,10 @@
 """Slurm jobs get their fabric: a real slurmctld, eight slurmd (srv0..srv7, one port each, all on
 loopback), munged with a private key and socket, and ofcd on the demo topology, with
-packaging/slurm/ofcd-prolog and ofcd-epilog as PrologSlurmctld and EpilogSlurmctld."""
+packaging/slurm/ofcd-prolog as PrologSlurmctld and ofcd-slurm's collector and health pass run
+as a site's timer and service would."""
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -66,7 +68,6 @@ KillWait=2
 SlurmctldDebug=info
 SlurmdDebug=info
 PrologSlurmctld={d}/scripts/ofcd-prolog
-EpilogSlurmctld={d}/scripts/ofcd-epilog
 NodeName=srv[0-7] NodeHostname=localhost NodeAddr=127.0.0.1 Port=[{ports}] CPUs=1 State=UNKNOWN
 PartitionName=all Nodes=srv[0-7] Default=YES MaxTime=INFINITE State=UP
 """
@@ -109,12 +110,12 @@ class Cluster:
         self.ofcd = Daemon(d / "ofcd", args=("--demo",)).start()
         self.url = self.ofcd.url("")
 
-        # The prolog and epilog as installed: the scripts with their settings next to them.
-        for s in ("ofcd-prolog", "ofcd-epilog"):
+        # The programs as installed: with their settings next to them.
+        for s in ("ofcd-prolog", "ofcd-slurm"):
             shutil.copy(os.path.join(SCRIPTS, s), d / "scripts" / s)
         (d / "scripts" / "ofcd-slurm.conf").write_text(
             f"OFCCTL={OFCCTL_BIN}\nOFCCTL_URL={self.url}\nSLURM_CONF={d}/slurm.conf\n"
-            "OFCD_CREATE_WAIT=20\nOFCD_DELETE_WAIT=20\n")
+            f"OFCD_CREATE_WAIT=20\nOFCD_DELETE_WAIT=20\nOFCD_STATE_DIR={d}/ofcd-slurm\n")
         (d / "job.sh").write_text(JOB)
         (d / "job.sh").chmod(0o755)
 
@@ -187,9 +188,22 @@ class Cluster:
         got = json.loads((self.out / f"{job}.json").read_text())
         return got, (self.out / f"{job}.nodes").read_text().split()
 
-    def wait_fabric_gone(self, job):
-        self.wait_for(lambda: self.ofcd.get(f"/v1/fabrics/slurm-{job}").status_code == 404,
-                      f"removal of slurm-{job}", timeout=20)
+    def slurm_tool(self, command):
+        """ofcd-slurm COMMAND as its timer or service runs it."""
+        p = self.run(str(self.d / "scripts" / "ofcd-slurm"), command, env=self.env)
+        assert p.returncode == 0, p.stderr
+        return p
+
+    def wait_fabric_gone(self, *jobs):
+        """The collector deletes finished jobs' fabrics (there is no epilog)."""
+        for job in jobs:
+            assert self.ofcd.get(f"/v1/fabrics/slurm-{job}").status_code == 200
+        self.slurm_tool("gc")
+        for job in jobs:
+            assert self.ofcd.get(f"/v1/fabrics/slurm-{job}").status_code == 404
+
+    def fabric_names(self):
+        return {f["name"] for f in self.ofcd.get("/v1/fabrics").json()["fabrics"]}
 
     def stop(self):
         # Nothing may outlive the test: any job left is cancelled first.
@@ -239,26 +253,31 @@ def test_two_jobs_at_once_get_disjoint_fabrics(cluster):
         assert fa["state"] == fb["state"] == "applied"
         assert fa["servers"] == na and fb["servers"] == nb
         assert (len(na), len(nb)) == (3, 4) and not set(na) & set(nb)
-        names = {f["name"] for f in cluster.ofcd.get("/v1/fabrics").json()["fabrics"]}
-        assert names == {f"slurm-{a}", f"slurm-{b}"}
+        assert cluster.fabric_names() == {f"slurm-{a}", f"slurm-{b}"}
     finally:
         hold.touch()
     for j in (a, b):
         assert cluster.wait_job(j) == "COMPLETED"
-        cluster.wait_fabric_gone(j)
+    cluster.wait_fabric_gone(a, b)
 
 
 def test_nodes_held_by_another_fabric_fail_the_prolog(cluster):
+    """A fabric Slurm did not make is an operator's: the prolog refuses its nodes and keeps
+    the site's own AdminComment beside its reason."""
     ofcctl = [OFCCTL_BIN, "--url", cluster.url]
     assert cluster.run(*ofcctl, "fabric", "create", "by-hand", "srv[0-7]", "--wait", "10").returncode == 0
     try:
-        job, state = cluster.sbatch("-N", "2", "--no-requeue")
+        job, _ = cluster.sbatch("-N", "2", "--no-requeue", "--hold", wait=False)
+        assert cluster.run("scontrol", "update", f"JobId={job}", "AdminComment=site: rack 4").returncode == 0
+        assert cluster.run("scontrol", "release", str(job)).returncode == 0
+        state = cluster.wait_job(job)
         info = cluster.job(job)
         assert state == "CANCELLED"
         # The job never ran: no output from its script, not even the file Slurm opens for it.
         assert not (cluster.out / f"{job}.json").exists() and not (cluster.out / f"{job}.log").exists()
-        assert "409 in_use: " in info["AdminComment"] and "already in fabric by-hand" in info["AdminComment"]
-        assert "setting admin_comment to ofcd-prolog: 409 in_use: " in cluster.ctld_log()
+        reason = "ofcd-prolog: node srv0 is in fabric by-hand, which Slurm did not make"
+        assert info["AdminComment"] == f"site: rack 4; {reason}"
+        assert f"setting admin_comment to site: rack 4; {reason}" in cluster.ctld_log()
         assert cluster.ofcd.get(f"/v1/fabrics/slurm-{job}").status_code == 404
     finally:
         assert cluster.run(*ofcctl, "fabric", "delete", "by-hand", "--wait", "10").returncode == 0
@@ -299,3 +318,163 @@ def test_infeasible_job_is_cancelled_with_the_planners_message(cluster):
         cluster.wait_fabric_gone(job)
     finally:
         assert cluster.ofcd.put("/v1/topology", topo).status_code == 200
+
+
+def test_job_that_ends_while_ofcd_is_away_blocks_nothing(cluster):
+    """ofcd restarts while a job ends: its fabric stays, the next job on its nodes takes them
+    over at once (its prolog deletes the ended job's fabric), and the collector removes the
+    rest."""
+    hold = cluster.d / "release-away"
+    a, _ = cluster.sbatch("-N", "4", wait=False, hold=hold)
+    cluster.wait_for(lambda: (cluster.out / f"{a}.json").exists(), "job a running")
+    cluster.ofcd.stop()
+    try:
+        hold.touch()
+        assert cluster.wait_job(a) == "COMPLETED"
+    finally:
+        cluster.ofcd.start()
+    assert f"slurm-{a}" in cluster.fabric_names()
+    b, state = cluster.sbatch("-N", "8")
+    assert state == "COMPLETED", cluster.job(b).get("AdminComment")
+    fabric, nodes = cluster.fabric(b)
+    assert fabric["state"] == "applied" and len(nodes) == 8
+    assert f"slurm-{a}" not in cluster.fabric_names()
+    cluster.wait_fabric_gone(b)
+
+
+def test_gc_removes_a_leaked_fabric_and_spares_running_jobs(cluster):
+    """A fabric whose job was cancelled or is gone leaks until the collector runs; a running
+    job's fabric, and fabrics Slurm did not make, are left alone."""
+    hold = cluster.d / "release-gc"
+    ofcctl = [OFCCTL_BIN, "--url", cluster.url]
+    a, _ = cluster.sbatch("-N", "2", wait=False, hold=hold)
+    try:
+        cluster.wait_for(lambda: (cluster.out / f"{a}.json").exists(), "job a running")
+        # A job id Slurm never had, and a fabric an operator made.
+        assert cluster.run(*ofcctl, "fabric", "create", "slurm-999999", "srv6").returncode == 0
+        assert cluster.run(*ofcctl, "fabric", "create", "by-hand", "srv7").returncode == 0
+        cluster.slurm_tool("gc")
+        assert cluster.fabric_names() == {f"slurm-{a}", "by-hand"}
+    finally:
+        hold.touch()
+        cluster.run(*ofcctl, "fabric", "delete", "by-hand")
+    assert cluster.wait_job(a) == "COMPLETED"
+    cluster.wait_fabric_gone(a)
+
+
+def test_queued_job_starts_when_the_first_ends(cluster):
+    """A job queued behind another starts when the first ends, not at the scheduler's next
+    periodic pass (60 s with sched/builtin): no EpilogSlurmctld holds it back."""
+    hold = cluster.d / "release-queue"
+    a, _ = cluster.sbatch("-N", "8", wait=False, hold=hold)
+    cluster.wait_for(lambda: (cluster.out / f"{a}.json").exists(), "job a running")
+    b, _ = cluster.sbatch("-N", "8", wait=False)
+    assert cluster.job(b)["JobState"] == "PENDING"
+    hold.touch()
+    assert cluster.wait_job(a) == "COMPLETED" and cluster.wait_job(b) == "COMPLETED"
+    ended = time.mktime(time.strptime(cluster.job(a)["EndTime"], "%Y-%m-%dT%H:%M:%S"))
+    started = time.mktime(time.strptime(cluster.job(b)["StartTime"], "%Y-%m-%dT%H:%M:%S"))
+    # Seconds, as Slurm records them; the pass it would otherwise wait for is 60 s away.
+    assert started - ended <= 15, (started - ended, cluster.logs())
+    assert cluster.fabric(b)[0]["state"] == "applied"
+    cluster.wait_fabric_gone(b)
+
+
+def test_jobs_that_need_no_fabric_run_while_ofcd_is_away(cluster):
+    """A one-node job, and one that opts out with --comment ofcd=off, need no fabric: with no
+    fabric left on their nodes they start without asking ofcd; ofcd=on asks for one even for
+    a single node."""
+    cluster.slurm_tool("gc")
+    cluster.ofcd.stop()
+    try:
+        one, state = cluster.sbatch("-N", "1")
+        assert state == "COMPLETED", cluster.job(one).get("AdminComment")
+        off, state = cluster.sbatch("-N", "3", "--comment", "ofcd=off")
+        assert state == "COMPLETED", cluster.job(off).get("AdminComment")
+    finally:
+        cluster.ofcd.start()
+    assert cluster.fabric_names() == set()
+    on, state = cluster.sbatch("-N", "1", "--comment", "ofcd=on")
+    assert state == "COMPLETED" and cluster.fabric(on)[0]["servers"] == cluster.fabric(on)[1]
+    # A fabric left on a node: now even a one-node job needs ofcd to clear it first.
+    cluster.ofcd.stop()
+    try:
+        left, state = cluster.sbatch("-N", "1", "-w", cluster.fabric(on)[1][0], "--no-requeue")
+        assert state == "CANCELLED"
+        assert "cannot reach the daemon" in cluster.job(left)["AdminComment"]
+    finally:
+        cluster.ofcd.start()
+    cluster.wait_fabric_gone(on)
+
+
+def test_failed_devices_drain_the_node_and_repair_resumes_it(cluster):
+    """The health pass drains a node whose device failed, with the device in the reason, and
+    resumes it once repaired; a node an admin drained stays drained."""
+    ofcctl = [OFCCTL_BIN, "--url", cluster.url]
+
+    def node(n):
+        state, reason = cluster.run("sinfo", "-h", "-n", n, "-o", "%T|%E",
+                                    env=cluster.env).stdout.strip().split("|")
+        return f"{state.rstrip('*~#')}|{reason}"
+
+    assert cluster.run(*ofcctl, "device", "fail", "srv5", "2").returncode == 0
+    assert cluster.run(*ofcctl, "device", "fail", "srv5", "6").returncode == 0
+    assert cluster.run("scontrol", "update", "NodeName=srv6", "State=DRAIN",
+                       "Reason=maintenance", env=cluster.env).returncode == 0
+    try:
+        cluster.slurm_tool("health-once")
+        assert node("srv5") == "drained|ofcd: devices 2,6 of srv5 failed"
+        assert node("srv6") == "drained|maintenance"
+        # Drained: a job of all eight nodes waits rather than failing on a broken node.
+        assert cluster.run(*ofcctl, "device", "ok", "srv5", "2").returncode == 0
+        cluster.slurm_tool("health-once")
+        assert node("srv5") == "drained|ofcd: device 6 of srv5 failed"
+        assert cluster.run(*ofcctl, "device", "ok", "srv5", "6").returncode == 0
+        cluster.slurm_tool("health-once")
+        assert node("srv5") == "idle|none"
+        assert node("srv6") == "drained|maintenance"
+    finally:
+        cluster.run(*ofcctl, "device", "ok", "srv5", "2")
+        cluster.run(*ofcctl, "device", "ok", "srv5", "6")
+        cluster.run("scontrol", "update", "NodeName=srv5,srv6", "State=RESUME", env=cluster.env)
+
+
+def test_health_service_follows_events(cluster):
+    """As its service runs it: a device failure drains the node within moments, through the
+    event stream, long before the periodic pass."""
+    ofcctl = [OFCCTL_BIN, "--url", cluster.url]
+    conf = cluster.d / "scripts" / "ofcd-slurm.conf"
+    text = conf.read_text()
+    conf.write_text(text + "OFCD_HEALTH_PERIOD=3600\n")
+    log = open(cluster.d / "log" / "health.out", "w")
+
+    def connections():
+        text = cluster.ofcd.get("/metrics").text
+        return int(re.search(r"^ofcd_http_open_connections (\d+)$", text, re.M).group(1))
+
+    before = connections()
+    svc = subprocess.Popen([str(cluster.d / "scripts" / "ofcd-slurm"), "health"], env=cluster.env,
+                           stdout=log, stderr=subprocess.STDOUT)
+    try:
+        # Its first pass is done and its event stream open: one connection more, steadily.
+        seen = []
+
+        def following():
+            seen.append(connections() == before + 1)
+            time.sleep(0.2)
+            return seen[-3:] == [True] * 3
+
+        cluster.wait_for(following, "the health service following events")
+        assert cluster.run(*ofcctl, "device", "fail", "srv3", "1").returncode == 0
+        cluster.wait_for(lambda: "ofcd: device 1 of srv3 failed" in cluster.run(
+            "sinfo", "-h", "-n", "srv3", "-o", "%E", env=cluster.env).stdout, "srv3 drained")
+        assert cluster.run(*ofcctl, "device", "ok", "srv3", "1").returncode == 0
+        cluster.wait_for(lambda: cluster.run("sinfo", "-h", "-n", "srv3", "-o", "%T", env=cluster.env)
+                         .stdout.strip().rstrip("*~#") == "idle", "srv3 resumed")
+    finally:
+        svc.terminate()
+        svc.wait(timeout=10)
+        log.close()
+        conf.write_text(text)
+        cluster.run(*ofcctl, "device", "ok", "srv3", "1")
+        cluster.run("scontrol", "update", "NodeName=srv3", "State=RESUME", env=cluster.env)
