@@ -298,6 +298,8 @@ install: $(B)/ofcd $(B)/ofcd-agent $(B)/ofcctl
 		$(DESTDIR)$(SYSCONFDIR)/ofcd/slurm/
 	sed 's|@BINDIR@|$(PREFIX)/bin|g; s|@SYSCONFDIR@|$(SYSCONFDIR)|g' packaging/slurm/ofcd-slurm.conf \
 		> $(DESTDIR)$(SYSCONFDIR)/ofcd/slurm/ofcd-slurm.conf
+	sed 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' packaging/slurm/job_submit.lua \
+		> $(DESTDIR)$(SYSCONFDIR)/ofcd/slurm/job_submit.lua
 	for u in packaging/slurm/*.service packaging/slurm/*.timer; do \
 		sed 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' $$u > $(DESTDIR)$(UNITDIR)/$$(basename $$u); done
 	install -D -m 644 packaging/prometheus/ofcd-alerts.yml $(DESTDIR)$(PREFIX)/share/doc/ofcd/ofcd-alerts.yml

@@ -51,8 +51,10 @@ SlurmctldLogFile={d}/log/slurmctld.log
 SlurmdLogFile={d}/log/slurmd.%n.log
 # Nothing listens beyond loopback; jobs start as soon as they are submitted.
 CommunicationParameters=NoInAddrAny,NoCtldInAddrAny
-SchedulerType=sched/builtin
+# Heterogeneous jobs need the backfill scheduler.
+SchedulerType=sched/backfill
 SchedulerParameters=batch_sched_delay=0
+JobSubmitPlugins=lua
 # Whole nodes per job: every job gets a fabric of its own servers.
 SelectType=select/linear
 ProctrackType=proctrack/pgid
@@ -116,6 +118,9 @@ class Cluster:
         (d / "scripts" / "ofcd-slurm.conf").write_text(
             f"OFCCTL={OFCCTL_BIN}\nOFCCTL_URL={self.url}\nSLURM_CONF={d}/slurm.conf\n"
             f"OFCD_CREATE_WAIT=20\nOFCD_DELETE_WAIT=20\nOFCD_STATE_DIR={d}/ofcd-slurm\n")
+        # job_submit.lua next to slurm.conf, reading the settings above.
+        lua = open(os.path.join(SCRIPTS, "job_submit.lua")).read()
+        (d / "job_submit.lua").write_text(lua.replace("@SYSCONFDIR@/ofcd/slurm", f"{d}/scripts"))
         (d / "job.sh").write_text(JOB)
         (d / "job.sh").chmod(0o755)
 
@@ -305,6 +310,7 @@ def test_infeasible_job_is_cancelled_with_the_planners_message(cluster):
         s["devices"] = 4
     assert cluster.ofcd.put("/v1/topology", small).status_code == 200
     try:
+        # Before the collector has noted the new limit: the prolog refuses it.
         job, state = cluster.sbatch("-N", "5")  # requeueing allowed: the prolog turns it off
         info = cluster.job(job)
         assert state == "CANCELLED" and info["Restarts"] == "0" and info["Requeue"] == "0"
@@ -312,12 +318,20 @@ def test_infeasible_job_is_cancelled_with_the_planners_message(cluster):
         assert msg in info["AdminComment"]
         assert f"setting admin_comment to ofcd-prolog: {msg}" in cluster.ctld_log()
         assert not (cluster.out / f"{job}.json").exists()
+        # After: job_submit.lua refuses it at once, saying why; ofcd=off still goes in.
+        cluster.slurm_tool("gc")
+        p = cluster.run("sbatch", "--parsable", "-N", "5", str(cluster.d / "job.sh"))
+        assert p.returncode != 0 and p.stdout == ""
+        assert "ofcd: no fabric joins 5 nodes on this cluster (at most 4" in p.stderr
+        off, state = cluster.sbatch("-N", "5", "--comment", "ofcd=off")
+        assert state == "COMPLETED" and not cluster.fabric_names()
         # A smaller job still fits the same servers.
         job, state = cluster.sbatch("-N", "4")
         assert state == "COMPLETED" and cluster.fabric(job)[0]["state"] == "applied"
         cluster.wait_fabric_gone(job)
     finally:
         assert cluster.ofcd.put("/v1/topology", topo).status_code == 200
+        cluster.slurm_tool("gc")
 
 
 def test_job_that_ends_while_ofcd_is_away_blocks_nothing(cluster):
@@ -478,3 +492,16 @@ def test_health_service_follows_events(cluster):
         conf.write_text(text)
         cluster.run(*ofcctl, "device", "ok", "srv3", "1")
         cluster.run("scontrol", "update", "NodeName=srv3", "State=RESUME", env=cluster.env)
+
+
+def test_heterogeneous_job_gets_one_fabric(cluster):
+    """The components of a heterogeneous job share one fabric, of all their nodes, named
+    after the job; none of their own."""
+    job, state = cluster.sbatch("-N", "2", ":", "-N", "3")
+    assert state == "COMPLETED", cluster.logs()
+    fabric, first = cluster.fabric(job)
+    assert fabric["name"] == f"slurm-{job}" and fabric["state"] == "applied"
+    assert len(fabric["servers"]) == 5 and set(first) < set(fabric["servers"])
+    assert len(fabric["links"]) == 10
+    assert cluster.fabric_names() == {f"slurm-{job}"}
+    cluster.wait_fabric_gone(job)
