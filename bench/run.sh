@@ -25,5 +25,7 @@ echo "== HA: a replicated 1-circuit change at 130, 2,050 and 8,194 servers; foll
 /usr/bin/python3 bench/ha_scale.py "$B"
 echo "== HA: the randomized workload with 120 faults injected"
 /usr/bin/python3 bench/ha_jepsen.py "$B" 120
+echo "== Slurm: job turnover with ofcd's programs vs without (a real slurmctld, eight slurmd)"
+/usr/bin/python3 bench/slurm_turnover.py "$B"
 echo "== crash loops: ofcd and ofcd-agent killed with SIGKILL, 200 times each"
 /usr/bin/python3 bench/crashloop.py "$B"

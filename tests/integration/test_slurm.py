@@ -377,8 +377,8 @@ def test_gc_removes_a_leaked_fabric_and_spares_running_jobs(cluster):
 
 
 def test_queued_job_starts_when_the_first_ends(cluster):
-    """A job queued behind another starts when the first ends, not at the scheduler's next
-    periodic pass (60 s with sched/builtin): no EpilogSlurmctld holds it back."""
+    """A job queued behind another starts when the first ends: its prolog takes the ended
+    job's nodes over, where the earlier epilog's delete made it fail and wait for a requeue."""
     hold = cluster.d / "release-queue"
     a, _ = cluster.sbatch("-N", "8", wait=False, hold=hold)
     cluster.wait_for(lambda: (cluster.out / f"{a}.json").exists(), "job a running")
@@ -388,7 +388,7 @@ def test_queued_job_starts_when_the_first_ends(cluster):
     assert cluster.wait_job(a) == "COMPLETED" and cluster.wait_job(b) == "COMPLETED"
     ended = time.mktime(time.strptime(cluster.job(a)["EndTime"], "%Y-%m-%dT%H:%M:%S"))
     started = time.mktime(time.strptime(cluster.job(b)["StartTime"], "%Y-%m-%dT%H:%M:%S"))
-    # Seconds, as Slurm records them; the pass it would otherwise wait for is 60 s away.
+    # Seconds, as Slurm records them; a requeue would put it minutes later.
     assert started - ended <= 15, (started - ended, cluster.logs())
     assert cluster.fabric(b)[0]["state"] == "applied"
     cluster.wait_fabric_gone(b)
