@@ -364,7 +364,12 @@ def test_gc_removes_a_leaked_fabric_and_spares_running_jobs(cluster):
     a, _ = cluster.sbatch("-N", "2", wait=False, hold=hold)
     try:
         cluster.wait_for(lambda: (cluster.out / f"{a}.json").exists(), "job a running")
-        # A job id Slurm never had, and a fabric an operator made.
+        # A job cancelled while its prolog ran (slurmctld kills it: the fabric it made stays),
+        # a job id Slurm never had, and a fabric an operator made.
+        cancelled, _ = cluster.sbatch("-N", "2", "--hold", wait=False)
+        assert cluster.run("scancel", str(cancelled)).returncode == 0
+        assert cluster.wait_job(cancelled) == "CANCELLED"
+        assert cluster.run(*ofcctl, "fabric", "create", f"slurm-{cancelled}", "srv[4-5]").returncode == 0
         assert cluster.run(*ofcctl, "fabric", "create", "slurm-999999", "srv6").returncode == 0
         assert cluster.run(*ofcctl, "fabric", "create", "by-hand", "srv7").returncode == 0
         cluster.slurm_tool("gc")
