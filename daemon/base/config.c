@@ -267,6 +267,15 @@ static const struct cfgtab_key config_keys[] = {
 	  .what = "a file path",
 	  .doc = "PEM private key of `tls_cert` (readable by the service only)" },
 	{ .section = "http",
+	  .key = "tls_priorities",
+	  .type = CFGTAB_STRING,
+	  CFG(tls_priorities),
+	  .what = "a GnuTLS priority string",
+	  .def = "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-CIPHER-ALL:+AES-128-GCM:+AES-256-GCM:"
+	         "+CHACHA20-POLY1305",
+	  .doc = "the TLS versions and cipher suites HTTPS offers; the default is TLS 1.2 and 1.3 "
+	         "with AEAD ciphers only (no CBC, no TLS 1.0 or 1.1)" },
+	{ .section = "http",
 	  .key = "allow_plaintext_tokens",
 	  .type = CFGTAB_BOOL,
 	  CFG(allow_plaintext_tokens),

@@ -35,8 +35,9 @@ struct ofcd_config {
 	unsigned max_connections_per_ip; /**< [http] max_connections_per_ip */
 	unsigned request_timeout_s; /**< [http] request_timeout: a request must arrive within */
 	unsigned idle_timeout_s;    /**< [http] idle_timeout: keep-alive between requests */
-	char tls_cert[512]; /**< [http] tls_cert: PEM certificate chain, "" for plain HTTP */
-	char tls_key[512];  /**< [http] tls_key: its PEM private key, "" for plain HTTP */
+	char tls_cert[512];       /**< [http] tls_cert: PEM certificate chain, "" for plain HTTP */
+	char tls_key[512];        /**< [http] tls_key: its PEM private key, "" for plain HTTP */
+	char tls_priorities[512]; /**< [http] tls_priorities: GnuTLS priority string of HTTPS */
 	bool allow_plaintext_tokens; /**< [http] allow_plaintext_tokens off loopback without TLS */
 
 	char store_path[512]; /**< [store] path of the SQLite file */

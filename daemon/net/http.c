@@ -736,10 +736,39 @@ static size_t on_unescape(void *cls, struct MHD_Connection *conn, char *s)
 	return MHD_http_unescape(s);
 }
 
+/*
+ * libmicrohttpd's warnings are mostly about a client's connection (aborted,
+ * refused, a TLS handshake that failed): whoever opens connections controls
+ * how many there are. All are counted; at most HTTP_WARN_BURST are logged per
+ * HTTP_WARN_WINDOW_S seconds, then how many were not.
+ */
+#define HTTP_WARN_BURST    10
+#define HTTP_WARN_WINDOW_S 10
+
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
+	static time_t window;
+	static unsigned logged, dropped;
 	char msg[512];
+	struct timespec now;
 	(void)cls;
+	metrics_counter_add("ofcd_http_warnings_total",
+	                    "Warnings of the HTTP library (libmicrohttpd), most about a client's "
+	                    "connection; logged at most 10 per 10 s",
+	                    NULL, 1);
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (now.tv_sec - window >= HTTP_WARN_WINDOW_S) {
+		if (dropped)
+			log_warn("http", "%u more HTTP warnings in the last %d s were not logged",
+			         dropped, HTTP_WARN_WINDOW_S);
+		window = now.tv_sec;
+		logged = dropped = 0;
+	}
+	if (logged >= HTTP_WARN_BURST) {
+		dropped++;
+		return;
+	}
+	logged++;
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	size_t n = strlen(msg);
 	while (n && msg[n - 1] == '\n')
@@ -839,6 +868,7 @@ int http_start(struct api_env *env, struct http_server **out, char *err, size_t 
 	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
 	struct MHD_OptionItem tls[] = { { MHD_OPTION_END, 0, NULL },
 		                        { MHD_OPTION_END, 0, NULL },
+		                        { MHD_OPTION_END, 0, NULL },
 		                        { MHD_OPTION_END, 0, NULL } };
 	if (h->cfg->tls_cert[0]) {
 		if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
@@ -856,6 +886,9 @@ int http_start(struct api_env *env, struct http_server **out, char *err, size_t 
 		flags |= MHD_USE_TLS;
 		tls[0] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0, h->tls_cert };
 		tls[1] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_KEY, 0, h->tls_key };
+		/* MHD only reads it (gnutls_priority_init()). */
+		tls[2] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_PRIORITIES, 0,
+			                          (void *)h->cfg->tls_priorities };
 	}
 	h->mhd = MHD_start_daemon(
 	    flags, 0, NULL, NULL, on_access, h, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h,
@@ -868,7 +901,8 @@ int http_start(struct api_env *env, struct http_server **out, char *err, size_t 
 	if (!h->mhd) {
 		snprintf(err, errlen, "cannot start the HTTP server (libmicrohttpd)%s",
 		         h->tls_cert
-		             ? ": are [http] tls_cert and tls_key a certificate and its key?"
+		             ? ": are [http] tls_cert and tls_key a certificate and its key, "
+		               "and tls_priorities a GnuTLS priority string?"
 		             : "");
 		rc = -EIO;
 		goto fail;

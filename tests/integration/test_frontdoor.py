@@ -275,3 +275,39 @@ def test_closed_event_streams_are_noticed(daemon):
         assert wait_for(lambda: open_connections(daemon) <= 1, 2), open_connections(daemon)
         time.sleep(0.5)
         assert cpu_seconds(daemon.proc.pid) - cpu < 0.2
+
+
+def closed_by_peer(s):
+    try:
+        return s.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        return False
+    except ConnectionResetError:
+        return True
+
+
+def test_refused_connections_cannot_flood_the_log(tmp_path):
+    """Every connection refused at the per-address limit is a warning of the HTTP library:
+    all are counted, ten are logged per ten seconds."""
+    d = with_http(Daemon(tmp_path), "max_connections_per_ip = 4\n").start()
+    try:
+        socks = [socket.create_connection(("127.0.0.1", d.port)) for _ in range(60)]
+        try:
+            # The daemon closes the 56 it refuses; the four it kept wait for a request.
+            wait_for(lambda: sum(map(closed_by_peer, socks)) >= 56)
+        finally:
+            for s in socks:
+                s.close()
+        def metrics_text():
+            try:  # refused too until the daemon has seen the four close
+                return requests.get(d.url("/metrics"), timeout=2).text
+            except requests.ConnectionError:
+                return None
+
+        metrics = wait_for(metrics_text)
+        warnings = [l for l in metrics.splitlines() if l.startswith("ofcd_http_warnings_total ")]
+        assert warnings and float(warnings[0].split()[1]) >= 56, warnings
+        logged = d.log().count("warn http: Server reached connection limit")
+        assert 1 <= logged <= 10, logged
+    finally:
+        d.stop()

@@ -1,6 +1,7 @@
 """HTTPS: the daemon serves TLS with a certificate made here (openssl), the host agent
 reports over it and checks the certificate, and bearer tokens never cross a non-loopback
 plain-HTTP listener unless the configuration says so, at start and on reload."""
+import re
 import signal
 import subprocess
 import time
@@ -202,3 +203,47 @@ def test_agent_tls_configuration(tmp_path):
     r = subprocess.run([OFCD_AGENT_BIN, "-c", str(cfg), "--check-config"], capture_output=True,
                        text=True)
     assert r.returncode == 1 and "https://HOST:PORT" in r.stderr
+
+
+def negotiated(port, *args):
+    """The cipher suite openssl s_client agrees on with the daemon, or None. The client
+    offers everything (security level 0), so a refusal is the server's."""
+    p = subprocess.run(["openssl", "s_client", "-connect", f"127.0.0.1:{port}", *args],
+                       input="", capture_output=True, text=True, timeout=20)
+    m = re.search(r"Cipher is (\S+)", p.stdout)
+    return None if not m or m.group(1) == "(NONE)" else m.group(1)
+
+
+OLD = ("-cipher", "DEFAULT@SECLEVEL=0")
+CBC = ("-tls1_2", "-cipher", "ECDHE-RSA-AES128-SHA256:ECDHE-RSA-AES128-SHA:AES128-SHA@SECLEVEL=0")
+
+
+def test_tls_12_and_aead_only_by_default(tmp_path, pki):
+    for sub in ("default", "normal"):
+        (tmp_path / sub).mkdir()
+    d = TlsDaemon(tmp_path / "default", pki).start()
+    try:
+        assert negotiated(d.port, "-tls1", *OLD) is None
+        assert negotiated(d.port, "-tls1_1", *OLD) is None
+        assert negotiated(d.port, *CBC) is None
+        assert "GCM" in negotiated(d.port, "-tls1_2")
+        assert negotiated(d.port, "-tls1_3") in ("TLS_AES_256_GCM_SHA384", "TLS_AES_128_GCM_SHA256",
+                                                 "TLS_CHACHA20_POLY1305_SHA256")
+        assert d.get("/v1/health").status_code == 200
+    finally:
+        assert d.stop() == 0
+    # The same client gets TLS 1.0 and CBC where the priorities allow them: the refusals
+    # above are the server's.
+    old = with_http(TlsDaemon(tmp_path / "normal", pki), "tls_priorities = NORMAL\n").start()
+    try:
+        assert negotiated(old.port, "-tls1", *OLD) is not None
+        assert negotiated(old.port, *CBC) is not None
+    finally:
+        assert old.stop() == 0
+
+
+def test_bad_tls_priorities_stop_the_start(tmp_path, pki):
+    d = with_http(TlsDaemon(tmp_path, pki), "tls_priorities = NORMAL:+NO-SUCH-THING\n")
+    d.start(wait=False)
+    assert d.proc.wait(timeout=10) != 0
+    assert "tls_priorities a GnuTLS priority string" in d.log()
