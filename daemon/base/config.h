@@ -35,6 +35,8 @@ struct ofcd_config {
 	unsigned max_connections_per_ip; /**< [http] max_connections_per_ip */
 	unsigned request_timeout_s; /**< [http] request_timeout: a request must arrive within */
 	unsigned idle_timeout_s;    /**< [http] idle_timeout: keep-alive between requests */
+	unsigned header_timeout_s;  /**< [http] header_timeout: a whole header must arrive within */
+	unsigned body_min_rate;     /**< [http] body_min_rate: bytes/s a body must average */
 	char tls_cert[512];       /**< [http] tls_cert: PEM certificate chain, "" for plain HTTP */
 	char tls_key[512];        /**< [http] tls_key: its PEM private key, "" for plain HTTP */
 	char tls_priorities[512]; /**< [http] tls_priorities: GnuTLS priority string of HTTPS */

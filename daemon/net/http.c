@@ -39,6 +39,8 @@ struct http_server {
 	bool closed_in_run;
 	struct http_req *suspended;  /* doubly linked list of suspended requests */
 	struct http_stream *streams; /* doubly linked list of open streams */
+	struct http_conn *conns;     /* doubly linked list of open connections */
+	struct event *ev_deadline;   /* every second: cut clients past their deadline */
 	char *tls_cert, *tls_key;    /* PEM text read at start; MHD uses it while it runs */
 };
 
@@ -55,6 +57,13 @@ struct http_conn {
 	struct event *ev_closed;    /* the peer closed its side */
 	struct http_req *req;       /* request in progress, or NULL */
 	struct http_stream *stream; /* stream being sent, or NULL */
+	int fd;                     /* its socket, -1 if unknown */
+	/* What it is receiving, since when, and the header's deadline (see on_deadline_tick()). */
+	enum { CONN_HEADER, CONN_BODY, CONN_OTHER } phase;
+	struct timespec since;
+	unsigned header_limit_s;
+	size_t body_bytes; /* received in CONN_BODY */
+	struct http_conn *next, *prev;
 };
 
 struct http_stream {
@@ -99,6 +108,17 @@ struct http_req {
 	struct http_conn *c;        /* its connection, NULL once that is gone */
 	struct http_req *next, *prev;
 };
+
+/* The connection now receives a header (within limit_s seconds), a body, or nothing. */
+static void conn_phase(struct http_conn *c, int phase, unsigned limit_s)
+{
+	if (!c)
+		return;
+	c->phase = phase;
+	c->header_limit_s = limit_s;
+	c->body_bytes = 0;
+	clock_gettime(CLOCK_MONOTONIC, &c->since);
+}
 
 static const char *method_name(const char *m)
 {
@@ -503,6 +523,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 		r->c = ci ? ci->socket_context : NULL;
 		if (r->c)
 			r->c->req = r;
+		conn_phase(r->c, CONN_BODY, 0);
 		set_timeout(conn, h->cfg->request_timeout_s);
 		clock_gettime(CLOCK_MONOTONIC, &r->t0);
 		snprintf(r->method, sizeof(r->method), "%s", method_name(method));
@@ -510,8 +531,10 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 		r->api.path = r->path;
 		peer_address(conn, r->client, sizeof(r->client));
 		r->api.client = r->client[0] ? r->client : NULL;
-		if (!check_headers(r, url))
+		if (!check_headers(r, url)) {
+			conn_phase(r->c, CONN_OTHER, 0);
 			return refuse_early(r);
+		}
 		return MHD_YES;
 	}
 	if (r->state == REQ_READY)
@@ -519,12 +542,15 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 	if (r->state != REQ_RECEIVING)
 		return MHD_YES;
 	if (*upload_data_size) {
+		if (r->c)
+			r->c->body_bytes += *upload_data_size;
 		add_body(r, upload_data, *upload_data_size);
 		/* MHD takes no reply while it hands over body data: an oversized chunked
 		 * body is discarded as it arrives and answered 413 at its end. */
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
+	conn_phase(r->c, CONN_OTHER, 0);
 	if (parse_body(r)) {
 		r->in_dispatch = true;
 		api_dispatch(&r->api);
@@ -628,8 +654,11 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		log_debug("http", "%s %s -> %u (%.3f ms)", r->method, r->path, r->api.status,
 		          s * 1e3);
 	}
-	if (r->c)
+	if (r->c) {
 		r->c->req = NULL;
+		/* A kept-alive connection's next header: within the idle timeout, bytes or not. */
+		conn_phase(r->c, CONN_HEADER, h->cfg->idle_timeout_s);
+	}
 	if (r->stream) /* never handed to MHD */
 		stream_free(r->stream);
 	json_decref(r->api.body);
@@ -672,6 +701,44 @@ static void on_peer_closed(evutil_socket_t fd, short what, void *arg)
 	evtimer_add(c->h->ev_timer, &now);
 }
 
+/*
+ * MHD's timeout counts from the last byte, so a client sending one byte a
+ * second holds its connection for ever. Here the whole header must arrive
+ * within [http] header_timeout of the connection (a kept-alive one's next
+ * header within idle_timeout of the last reply), and a body at
+ * body_min_rate bytes a second on average once header_timeout has passed, or
+ * the connection is cut (its socket shut down: MHD then closes it). Streams
+ * and requests waiting for their reply have no deadline here.
+ */
+static void on_deadline_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct http_server *h = arg;
+	struct timespec now;
+	(void)fd;
+	(void)what;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	for (struct http_conn *c = h->conns; c; c = c->next) {
+		double age = (double)(now.tv_sec - c->since.tv_sec) +
+		             (double)(now.tv_nsec - c->since.tv_nsec) / 1e9;
+		double grace = h->cfg->header_timeout_s;
+		const char *cut = NULL;
+		if (c->phase == CONN_HEADER && age > c->header_limit_s)
+			cut = "phase=\"header\"";
+		else if (c->phase == CONN_BODY && age > grace &&
+		         (double)c->body_bytes < (double)h->cfg->body_min_rate * (age - grace))
+			cut = "phase=\"body\"";
+		if (!cut || c->fd < 0)
+			continue;
+		metrics_counter_add(
+		    "ofcd_http_deadline_cuts_total",
+		    "Connections cut for sending a header or a body too slowly "
+		    "([http] header_timeout, body_min_rate), by what they were sending",
+		    cut, 1);
+		c->phase = CONN_OTHER;
+		shutdown(c->fd, SHUT_RDWR);
+	}
+}
+
 static struct http_conn *conn_new(struct http_server *h, struct MHD_Connection *conn)
 {
 	struct http_conn *c = calloc(1, sizeof(*c));
@@ -681,6 +748,12 @@ static struct http_conn *conn_new(struct http_server *h, struct MHD_Connection *
 		return NULL;
 	c->h = h;
 	c->conn = conn;
+	c->fd = ci ? ci->connect_fd : -1;
+	conn_phase(c, CONN_HEADER, h->cfg->header_timeout_s);
+	c->next = h->conns;
+	if (h->conns)
+		h->conns->prev = c;
+	h->conns = c;
 	if (ci)
 		c->ev_closed =
 		    event_new(h->env->base, ci->connect_fd,
@@ -702,6 +775,12 @@ static void conn_free(struct http_conn *c)
 		c->stream->c = NULL;
 	if (c->ev_closed)
 		event_free(c->ev_closed);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		c->h->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
 	free(c);
 }
 
@@ -915,7 +994,10 @@ int http_start(struct api_env *env, struct http_server **out, char *err, size_t 
 	}
 	h->ev_epoll = event_new(env->base, info->epoll_fd, EV_READ | EV_PERSIST, on_mhd_ready, h);
 	h->ev_timer = evtimer_new(env->base, on_mhd_ready, h);
-	if (!h->ev_epoll || !h->ev_timer || event_add(h->ev_epoll, NULL) < 0) {
+	h->ev_deadline = event_new(env->base, -1, EV_PERSIST, on_deadline_tick, h);
+	struct timeval second = { 1, 0 };
+	if (!h->ev_epoll || !h->ev_timer || !h->ev_deadline || event_add(h->ev_epoll, NULL) < 0 ||
+	    event_add(h->ev_deadline, &second) < 0) {
 		snprintf(err, errlen, "cannot register the HTTP server with the event loop");
 		rc = -ENOMEM;
 		goto fail;
@@ -980,6 +1062,8 @@ void http_destroy(struct http_server *h)
 		event_free(h->ev_epoll);
 	if (h->ev_timer)
 		event_free(h->ev_timer);
+	if (h->ev_deadline)
+		event_free(h->ev_deadline);
 	if (h->mhd)
 		MHD_stop_daemon(h->mhd);
 	else if (h->listen_fd >= 0)

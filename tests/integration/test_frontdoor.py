@@ -311,3 +311,72 @@ def test_refused_connections_cannot_flood_the_log(tmp_path):
         assert 1 <= logged <= 10, logged
     finally:
         d.stop()
+
+
+def trickle_until_cut(socks, payload, step=0.3, timeout=15):
+    """Sends payload one byte per step on each socket until the daemon cuts it; the sockets
+    it cut. A socket still open at timeout is not cut."""
+    cut = set()
+    deadline = time.monotonic() + timeout
+    i = 0
+    while len(cut) < len(socks) and time.monotonic() < deadline:
+        for k, s in enumerate(socks):
+            if k in cut:
+                continue
+            try:
+                s.send(payload[i % len(payload):i % len(payload) + 1])
+            except OSError:
+                cut.add(k)
+                continue
+            if closed_by_peer(s):
+                cut.add(k)
+        i += 1
+        time.sleep(step)
+    return cut
+
+
+def cuts(d, phase):
+    text = requests.get(d.url("/metrics"), timeout=2).text
+    for line in text.splitlines():
+        if line.startswith(f'ofcd_http_deadline_cuts_total{{phase="{phase}"}} '):
+            return float(line.split()[1])
+    return 0.0
+
+
+def test_a_header_trickled_byte_by_byte_is_cut(tmp_path):
+    """Each byte used to restart request_timeout: a client sending one a second held its slot
+    for ever. The whole header has header_timeout, bytes or not; a header sent in pieces
+    within it is served."""
+    d = with_http(Daemon(tmp_path), "header_timeout = 2\nrequest_timeout = 30\n").start()
+    try:
+        socks = [socket.create_connection(("127.0.0.1", d.port)) for _ in range(5)]
+        header = b"GET /v1/health HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 200
+        try:
+            assert trickle_until_cut(socks, header) == set(range(5))
+        finally:
+            for s in socks:
+                s.close()
+        assert cuts(d, "header") == 5
+        with socket.create_connection(("127.0.0.1", d.port)) as s:
+            for part in (b"GET /v1/health HT", b"TP/1.1\r\nHost: x\r\n", b"\r\n"):
+                s.sendall(part)
+                time.sleep(0.4)
+            assert s.recv(64).startswith(b"HTTP/1.1 200")
+    finally:
+        d.stop()
+
+
+def test_a_body_trickled_byte_by_byte_is_cut(tmp_path):
+    d = with_http(Daemon(tmp_path), "header_timeout = 1\nbody_min_rate = 100\n").start()
+    try:
+        s = socket.create_connection(("127.0.0.1", d.port))
+        try:
+            s.sendall(b"POST /v1/plan HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      b"Content-Length: 100000\r\n\r\n")
+            assert trickle_until_cut([s], b'{"servers": 4, ') == {0}
+        finally:
+            s.close()
+        assert cuts(d, "body") == 1
+        assert health_ok(d.port)
+    finally:
+        d.stop()
