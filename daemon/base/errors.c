@@ -28,6 +28,7 @@ static const struct {
 	[OFCD_E_NOT_LEADER] = { 503, "not_leader" },
 	[OFCD_E_CHANGE_TOO_LARGE] = { 413, "change_too_large" },
 	[OFCD_E_OUTCOME_UNKNOWN] = { 504, "outcome_unknown" },
+	[OFCD_E_BAD_REQUEST] = { 400, "bad_request" },
 };
 
 const char *ofcd_err_code(enum ofcd_err err)

@@ -32,6 +32,7 @@ enum ofcd_err {
 	OFCD_E_NOT_LEADER,    /**< 503: a cluster member that does not lead, and no leader known */
 	OFCD_E_CHANGE_TOO_LARGE, /**< 413: a change larger than the cluster's log takes */
 	OFCD_E_OUTCOME_UNKNOWN,  /**< 504: the cluster's log did not say whether it took a change */
+	OFCD_E_BAD_REQUEST,      /**< 400: the request's framing is ambiguous or malformed */
 	OFCD_E__COUNT
 };
 

@@ -103,6 +103,7 @@ struct http_req {
 	char *body;
 	size_t body_len;
 	bool too_large;
+	bool close_after;           /* its framing was refused: take no further request */
 	bool in_dispatch;           /* the handler runs: a resume now is sent when it returns */
 	struct http_stream *stream; /* set when the reply is a stream */
 	struct http_conn *c;        /* its connection, NULL once that is gone */
@@ -364,7 +365,7 @@ static enum MHD_Result send_reply(struct http_req *r)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
 		                        "Bearer realm=\"ofcd\"");
 	/* A client whose body was dropped may still be writing: take no further request. */
-	if (r->h->quiesced || r->too_large)
+	if (r->h->quiesced || r->too_large || r->close_after)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
 	enum MHD_Result ret = MHD_queue_response(r->conn, a->status, resp);
 	MHD_destroy_response(resp);
@@ -383,13 +384,70 @@ static unsigned long long linger_limit(const struct ofcd_config *cfg)
  * (api_begin): its own limits. Sets an error reply when the request must stop
  * here.
  */
-static bool check_headers(struct http_req *r, const char *url)
+/* What check_framing() counts of a request's headers. */
+struct framing {
+	unsigned content_length, transfer_encoding, host;
+	bool chunked_only; /* every Transfer-Encoding is exactly "chunked" */
+	const char *bad_name;
+};
+
+static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                    const char *value)
+{
+	struct framing *f = cls;
+	(void)kind;
+	if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0)
+		f->content_length++;
+	else if (strcasecmp(key, MHD_HTTP_HEADER_HOST) == 0)
+		f->host++;
+	else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0) {
+		f->transfer_encoding++;
+		f->chunked_only = f->chunked_only && value && strcasecmp(value, "chunked") == 0;
+	}
+	if (!f->bad_name && strpbrk(key, " \t"))
+		f->bad_name = key;
+	return MHD_YES;
+}
+
+/*
+ * RFC 9112's framing, strictly: where a request ends must not be in doubt,
+ * or a proxy in front that reads it otherwise sees two requests in one
+ * (request smuggling). MHD 0.9.75 accepts these; a refusal also closes the
+ * connection. (Folded header lines and bare LF line ends are unfolded and
+ * accepted by MHD before this sees the headers.)
+ */
+static bool check_framing(struct http_req *r, const char *version)
+{
+	struct framing f = { .chunked_only = true };
+	const char *why = NULL;
+	MHD_get_connection_values(r->conn, MHD_HEADER_KIND, count_header, &f);
+	if (f.content_length && f.transfer_encoding)
+		why = "Content-Length and Transfer-Encoding together";
+	else if (f.content_length > 1)
+		why = "Content-Length more than once";
+	else if (f.transfer_encoding && (f.transfer_encoding > 1 || !f.chunked_only))
+		why = "a Transfer-Encoding other than a single \"chunked\"";
+	else if (f.host != 1 && strcmp(version, MHD_HTTP_VERSION_1_1) == 0)
+		why = f.host ? "Host more than once" : "no Host header";
+	else if (f.bad_name)
+		why = "a space or tab in a header name";
+	if (!why)
+		return true;
+	r->close_after = true;
+	api_error(&r->api, OFCD_E_BAD_REQUEST, NULL,
+	          "malformed request: %s; the connection is closed", why);
+	return false;
+}
+
+static bool check_headers(struct http_req *r, const char *url, const char *version)
 {
 	struct http_server *h = r->h;
 	struct api_req *a = &r->api;
 	const struct ofcd_config *cfg = h->cfg;
 
 	snprintf(r->path, sizeof(r->path), "%s", url);
+	if (!check_framing(r, version))
+		return false;
 	if (!api_begin(a, r->params, sizeof(r->params), r->allow, sizeof(r->allow)))
 		return false;
 	if (h->open > cfg->max_connections && a->route->role != AUTH_NONE) {
@@ -408,7 +466,12 @@ static bool check_headers(struct http_req *r, const char *url)
 		 * instead of the reply (nginx's lingering close does the same). Only a
 		 * body too large even to drop is refused at once.
 		 */
-		if (v > linger_limit(cfg)) {
+		/* A client that waits for "100 Continue" sends nothing more until told. */
+		const char *expect =
+		    MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
+		bool waits = expect && strcasecmp(expect, "100-continue") == 0;
+		if (v > linger_limit(cfg) || (waits && v > cfg->max_body)) {
+			r->close_after = waits;
 			api_error(a, OFCD_E_BODY_TOO_LARGE, NULL,
 			          "request body over the limit of %zu bytes", cfg->max_body);
 			return false;
@@ -505,7 +568,6 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 {
 	struct http_server *h = cls;
 	struct http_req *r = *con_cls;
-	(void)version;
 
 	if (!r) {
 		r = calloc(1, sizeof(*r));
@@ -531,7 +593,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 		r->api.path = r->path;
 		peer_address(conn, r->client, sizeof(r->client));
 		r->api.client = r->client[0] ? r->client : NULL;
-		if (!check_headers(r, url)) {
+		if (!check_headers(r, url, version)) {
 			conn_phase(r->c, CONN_OTHER, 0);
 			return refuse_early(r);
 		}
