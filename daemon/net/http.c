@@ -104,6 +104,7 @@ struct http_req {
 	size_t body_len;
 	bool too_large;
 	bool close_after;           /* its framing was refused: take no further request */
+	bool refused;               /* the reply is set: its body is read and dropped first */
 	bool in_dispatch;           /* the handler runs: a resume now is sent when it returns */
 	struct http_stream *stream; /* set when the reply is a stream */
 	struct http_conn *c;        /* its connection, NULL once that is gone */
@@ -480,6 +481,16 @@ static bool check_headers(struct http_req *r, const char *url, const char *versi
 	return true;
 }
 
+/* A request with no body, or a Content-Length within max_body (not chunked). */
+static bool small_body(struct http_req *r)
+{
+	const char *te = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+	                                             MHD_HTTP_HEADER_TRANSFER_ENCODING);
+	const char *cl =
+	    MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	return !te && (!cl || strtoull(cl, NULL, 10) <= r->h->cfg->max_body);
+}
+
 static void add_body(struct http_req *r, const char *data, size_t len)
 {
 	size_t max = r->h->cfg->max_body;
@@ -594,6 +605,16 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 		peer_address(conn, r->client, sizeof(r->client));
 		r->api.client = r->client[0] ? r->client : NULL;
 		if (!check_headers(r, url, version)) {
+			/*
+			 * MHD closes a connection answered before its request is read
+			 * whole: a refusal (401, 404, ...) of a request with no body,
+			 * or a body within max_body, is sent once that is read (and
+			 * dropped), so a client may try again on the same connection.
+			 */
+			if (!r->close_after && r->api.status != 413 && small_body(r)) {
+				r->refused = true;
+				return MHD_YES;
+			}
 			conn_phase(r->c, CONN_OTHER, 0);
 			return refuse_early(r);
 		}
@@ -606,13 +627,16 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 	if (*upload_data_size) {
 		if (r->c)
 			r->c->body_bytes += *upload_data_size;
-		add_body(r, upload_data, *upload_data_size);
+		if (!r->refused)
+			add_body(r, upload_data, *upload_data_size);
 		/* MHD takes no reply while it hands over body data: an oversized chunked
 		 * body is discarded as it arrives and answered 413 at its end. */
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
 	conn_phase(r->c, CONN_OTHER, 0);
+	if (r->refused)
+		return refuse_early(r);
 	if (parse_body(r)) {
 		r->in_dispatch = true;
 		api_dispatch(&r->api);

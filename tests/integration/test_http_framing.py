@@ -85,3 +85,18 @@ def test_a_body_that_will_be_refused_is_not_asked_for(daemon):
         first = s.recv(65536)
     assert first.startswith(b"HTTP/1.1 413 "), first[:80]
     assert b"100 Continue" not in first and b'"body_too_large"' in first
+
+
+@pytest.mark.parametrize("request_", [
+    b"GET /v1/fabrics HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"POST /v1/ocs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}",
+])
+def test_a_refusal_keeps_the_connection(auth_daemon, request_):
+    """A 401 (and any refusal of a request read whole) leaves the connection open: a client
+    that adds its token next pays no new connection, nor a new TLS handshake."""
+    with socket.create_connection(("127.0.0.1", auth_daemon.port), timeout=10) as s:
+        s.sendall(request_)
+        first = s.recv(65536)
+        assert first.startswith(b"HTTP/1.1 401 ") and b"Connection: close" not in first
+        s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert s.recv(65536).startswith(b"HTTP/1.1 200 ")
