@@ -343,7 +343,13 @@ int ofcd_init(struct ofcd *d, struct ofcd_config *cfg, const char *config_path, 
 	}
 	fd_limit_check(&d->cfg);
 	d->tls_mtime = tls_mtime(d);
-	rc = http_start(&d->env, &d->http, err, sizeof(err));
+	rc = http_start(&d->env, false, &d->http, err, sizeof(err));
+	if (rc == 0 && d->cfg.admin_listen_host[0]) {
+		rc = http_start(&d->env, true, &d->probes, err, sizeof(err));
+		if (rc == 0)
+			log_info("daemon", "probes and scrapes also on %s:%u (HTTP)",
+			         d->cfg.admin_listen_host, http_port(d->probes));
+	}
 	if (rc < 0) {
 		log_error("http", "%s", err);
 		return rc;
@@ -382,6 +388,8 @@ int ofcd_run(struct ofcd *d)
 
 void ofcd_destroy(struct ofcd *d)
 {
+	http_destroy(d->probes);
+	d->probes = NULL;
 	http_destroy(d->http);
 	d->http = NULL;
 	ha_free(d->ha);

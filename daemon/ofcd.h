@@ -33,6 +33,7 @@ struct ofcd {
 	struct store *store;           /**< desired state (owned) */
 	struct desired *desired;       /**< the store's circuits in memory (owned) */
 	struct http_server *http;      /**< REST server (owned) */
+	struct http_server *probes;    /**< [http] admin_listen's server, or NULL (owned) */
 	struct reconciler *reconciler; /**< keeps OCS units equal to the plans (owned) */
 	struct domain_units units;     /**< the reconciler's answers to the domain (env.units) */
 	struct events *events;         /**< the event bus (owned) */

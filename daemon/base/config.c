@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int parse_listen(void *c, const char *key, const char *value, char *err, size_t errlen)
+/* HOST:PORT into host (hostsz bytes, zeroed first: a reload compares it byte by byte). */
+static int parse_host_port(const char *value, char *host_out, size_t hostsz, uint16_t *port_out,
+                           char *err, size_t errlen)
 {
-	struct ofcd_config *cfg = c;
-	(void)key;
 	const char *colon = strrchr(value, ':');
 	if (!colon || colon == value)
 		goto bad;
@@ -27,19 +27,35 @@ static int parse_listen(void *c, const char *key, const char *value, char *err, 
 	} else if (memchr(host, ':', hostlen)) {
 		goto bad; /* a bare IPv6 address is ambiguous with the port */
 	}
-	if (hostlen >= sizeof(cfg->listen_host))
+	if (hostlen >= hostsz)
 		goto bad;
 	unsigned long long port;
 	if (cfgtab_uint(colon + 1, 0, 65535, &port, err, errlen) < 0)
 		goto bad;
-	/* Zeroed first: the reload compares the field byte by byte. */
-	memset(cfg->listen_host, 0, sizeof(cfg->listen_host));
-	memcpy(cfg->listen_host, host, hostlen);
-	cfg->listen_port = (uint16_t)port;
+	memset(host_out, 0, hostsz);
+	memcpy(host_out, host, hostlen);
+	*port_out = (uint16_t)port;
 	return 0;
 bad:
 	snprintf(err, errlen, "expected HOST:PORT (IPv6 as [ADDR]:PORT), got \"%s\"", value);
 	return -EINVAL;
+}
+
+static int parse_listen(void *c, const char *key, const char *value, char *err, size_t errlen)
+{
+	struct ofcd_config *cfg = c;
+	(void)key;
+	return parse_host_port(value, cfg->listen_host, sizeof(cfg->listen_host), &cfg->listen_port,
+	                       err, errlen);
+}
+
+static int parse_admin_listen(void *c, const char *key, const char *value, char *err,
+                              size_t errlen)
+{
+	struct ofcd_config *cfg = c;
+	(void)key;
+	return parse_host_port(value, cfg->admin_listen_host, sizeof(cfg->admin_listen_host),
+	                       &cfg->admin_listen_port, err, errlen);
 }
 
 static int parse_token(void *c, const char *key, const char *value, char *err, size_t errlen)
@@ -207,6 +223,15 @@ static const struct cfgtab_key config_keys[] = {
 	  .def = "127.0.0.1:8470",
 	  .doc = "address and port of the REST API (IPv6 as `[ADDR]:PORT`); a non-loopback "
 	         "address needs [auth] tokens" },
+	{ .section = "http",
+	  .key = "admin_listen",
+	  .type = CFGTAB_CUSTOM,
+	  CFGTAB_SPAN(struct ofcd_config, admin_listen_host, admin_listen_port),
+	  .parse = parse_admin_listen,
+	  .what = "HOST:PORT",
+	  .doc = "a second listener, plain HTTP, for probes and scrapes only (the routes that need "
+	         "no token: `/v1/health`, `/metrics`, ...): its own 32 connections, so that they "
+	         "answer whatever clients do to `listen`; unset, none" },
 	{ .section = "http",
 	  .key = "max_body",
 	  .type = CFGTAB_UINT,

@@ -28,6 +28,7 @@ struct http_server {
 	struct api_env *env;
 	const struct ofcd_config *cfg;
 	bool quiesced; /* stopping: every reply closes its connection */
+	bool probes_only; /* [http] admin_listen: only the routes that need no token */
 	struct MHD_Daemon *mhd;
 	int listen_fd;
 	unsigned port;
@@ -451,6 +452,13 @@ static bool check_headers(struct http_req *r, const char *url, const char *versi
 		return false;
 	if (!api_begin(a, r->params, sizeof(r->params), r->allow, sizeof(r->allow)))
 		return false;
+	if (h->probes_only && a->route->role != AUTH_NONE) {
+		api_error(a, OFCD_E_NOT_FOUND, NULL,
+		          "%s is served on [http] listen; [http] admin_listen serves the routes that "
+		          "need no token only",
+		          r->path);
+		return false;
+	}
 	if (h->open > cfg->max_connections && a->route->role != AUTH_NONE) {
 		api_error(a, OFCD_E_OVERLOADED, NULL,
 		          "all %u connections are in use; try again later", cfg->max_connections);
@@ -941,7 +949,8 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 	log_warn("http", "%s", msg);
 }
 
-static int bind_listener(const struct ofcd_config *cfg, int *fd_out, char *err, size_t errlen)
+static int bind_listener(const char *listen_host, unsigned listen_port, int *fd_out, char *err,
+                         size_t errlen)
 {
 	struct addrinfo hints = { .ai_family = AF_UNSPEC,
 		                  .ai_socktype = SOCK_STREAM,
@@ -950,10 +959,10 @@ static int bind_listener(const struct ofcd_config *cfg, int *fd_out, char *err, 
 	char port[8];
 	int fd = -1, one = 1, rc;
 
-	snprintf(port, sizeof(port), "%u", cfg->listen_port);
-	rc = getaddrinfo(cfg->listen_host, port, &hints, &res);
+	snprintf(port, sizeof(port), "%u", listen_port);
+	rc = getaddrinfo(listen_host, port, &hints, &res);
 	if (rc != 0) {
-		snprintf(err, errlen, "[http] listen: cannot resolve %s: %s", cfg->listen_host,
+		snprintf(err, errlen, "[http] listen: cannot resolve %s: %s", listen_host,
 		         gai_strerror(rc));
 		return -EINVAL;
 	}
@@ -961,8 +970,8 @@ static int bind_listener(const struct ofcd_config *cfg, int *fd_out, char *err, 
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
 	    bind(fd, res->ai_addr, res->ai_addrlen) < 0 || listen(fd, 1024) < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "[http] listen: cannot listen on %s:%u: %s", cfg->listen_host,
-		         cfg->listen_port, strerror(errno));
+		snprintf(err, errlen, "[http] listen: cannot listen on %s:%u: %s", listen_host,
+		         listen_port, strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		freeaddrinfo(res);
@@ -1008,7 +1017,11 @@ static void free_secret(char *s)
 	free(s);
 }
 
-int http_start(struct api_env *env, struct http_server **out, char *err, size_t errlen)
+/* Connections of the probe listener ([http] admin_listen), from all addresses and from one. */
+#define HTTP_PROBE_CONNECTIONS 32
+
+int http_start(struct api_env *env, bool probes_only, struct http_server **out, char *err,
+               size_t errlen)
 {
 	struct http_server *h = calloc(1, sizeof(*h));
 	int rc;
@@ -1019,7 +1032,11 @@ int http_start(struct api_env *env, struct http_server **out, char *err, size_t 
 	h->env = env;
 	h->cfg = env->cfg;
 	h->listen_fd = -1;
-	rc = bind_listener(h->cfg, &h->listen_fd, err, errlen);
+	h->probes_only = probes_only;
+	rc = probes_only ? bind_listener(h->cfg->admin_listen_host, h->cfg->admin_listen_port,
+	                                 &h->listen_fd, err, errlen)
+	                 : bind_listener(h->cfg->listen_host, h->cfg->listen_port, &h->listen_fd,
+	                                 err, errlen);
 	if (rc < 0)
 		goto fail;
 
@@ -1035,7 +1052,7 @@ int http_start(struct api_env *env, struct http_server **out, char *err, size_t 
 		                        { MHD_OPTION_END, 0, NULL },
 		                        { MHD_OPTION_END, 0, NULL },
 		                        { MHD_OPTION_END, 0, NULL } };
-	if (h->cfg->tls_cert[0]) {
+	if (h->cfg->tls_cert[0] && !probes_only) {
 		if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
 			snprintf(err, errlen,
 			         "[http] tls_cert: this libmicrohttpd has no TLS support");
@@ -1060,8 +1077,10 @@ int http_start(struct api_env *env, struct http_server **out, char *err, size_t 
 	    MHD_OPTION_UNESCAPE_CALLBACK, on_unescape, h, MHD_OPTION_LISTEN_SOCKET, h->listen_fd,
 	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_NOTIFY_CONNECTION,
 	    on_connection, h, MHD_OPTION_CONNECTION_LIMIT,
-	    h->cfg->max_connections + HTTP_PROBE_RESERVE, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-	    h->cfg->max_connections_per_ip, MHD_OPTION_CONNECTION_TIMEOUT,
+	    probes_only ? HTTP_PROBE_CONNECTIONS : h->cfg->max_connections + HTTP_PROBE_RESERVE,
+	    MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+	    probes_only ? HTTP_PROBE_CONNECTIONS : h->cfg->max_connections_per_ip,
+	    MHD_OPTION_CONNECTION_TIMEOUT,
 	    h->cfg->request_timeout_s, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
 	if (!h->mhd) {
 		snprintf(err, errlen, "cannot start the HTTP server (libmicrohttpd)%s",

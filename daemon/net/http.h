@@ -18,12 +18,15 @@ struct api_env;
 struct http_server;
 
 /**
- * Binds [http] listen of env->cfg and starts serving on env->base, handing
- * every parsed request to api_dispatch() with env (borrowed: it must outlive
- * the server). Returns 0 or -errno with a message in err. The server is owned
- * by the caller (http_destroy).
+ * Binds [http] listen of env->cfg (probes_only: [http] admin_listen, plain
+ * HTTP, its own few connections, only the routes that need no token) and
+ * starts serving on env->base, handing every parsed request to
+ * api_dispatch() with env (borrowed: it must outlive the server). Returns 0 or
+ * -errno with a message in err. The server is owned by the caller
+ * (http_destroy).
  */
-int http_start(struct api_env *env, struct http_server **out, char *err, size_t errlen);
+int http_start(struct api_env *env, bool probes_only, struct http_server **out, char *err,
+               size_t errlen);
 
 /** Stops accepting new connections (the listening socket is closed). */
 void http_quiesce(struct http_server *h);

@@ -7,7 +7,7 @@ import pytest
 
 import requests
 
-from conftest import Daemon, wait_for
+from conftest import Daemon, free_port, wait_for
 
 
 def with_http(d, lines):
@@ -380,3 +380,32 @@ def test_a_body_trickled_byte_by_byte_is_cut(tmp_path):
         assert health_ok(d.port)
     finally:
         d.stop()
+
+
+def test_probes_answer_on_admin_listen_while_listen_is_full(tmp_path):
+    """Idle connections from many addresses take every slot of [http] listen, the 8 kept
+    for probes too; health and metrics still answer on [http] admin_listen, which serves
+    nothing else."""
+    admin = free_port()
+    d = with_http(Daemon(tmp_path), "max_connections = 8\nmax_connections_per_ip = 4\n"
+                  f"admin_listen = 127.0.0.1:{admin}\n").start()
+    socks = []
+    try:
+        for a in range(2, 7):  # 5 addresses, 4 connections each: 20 > 8 + 8
+            for _ in range(4):
+                s = socket.socket()
+                s.bind((f"127.0.0.{a}", 0))
+                s.connect(("127.0.0.1", d.port))
+                socks.append(s)
+        wait_for(lambda: not health_ok(d.port, timeout=0.5))
+        r = requests.get(f"http://127.0.0.1:{admin}/v1/health", timeout=2)
+        assert r.status_code == 200 and r.json()["status"] == "ok"
+        assert "ofcd_http_open_connections" in requests.get(f"http://127.0.0.1:{admin}/metrics",
+                                                            timeout=2).text
+        r = requests.get(f"http://127.0.0.1:{admin}/v1/fabrics", timeout=2)
+        assert r.status_code == 404 and "admin_listen" in r.json()["error"]["message"]
+    finally:
+        for s in socks:
+            s.close()
+        d.stop()
+    assert "probes and scrapes also on 127.0.0.1:" in d.log()
