@@ -27,5 +27,7 @@ echo "== HA: the randomized workload with 120 faults injected"
 /usr/bin/python3 bench/ha_jepsen.py "$B" 120
 echo "== Slurm: job turnover with ofcd's programs vs without (a real slurmctld, eight slurmd)"
 /usr/bin/python3 bench/slurm_turnover.py "$B"
+echo "== front door: memory held for 250 stalled event streams"
+/usr/bin/python3 bench/sse_memory.py "$B"
 echo "== crash loops: ofcd and ofcd-agent killed with SIGKILL, 200 times each"
 /usr/bin/python3 bench/crashloop.py "$B"

@@ -49,8 +49,7 @@ static int parse_listen(void *c, const char *key, const char *value, char *err, 
 	                       err, errlen);
 }
 
-static int parse_admin_listen(void *c, const char *key, const char *value, char *err,
-                              size_t errlen)
+static int parse_admin_listen(void *c, const char *key, const char *value, char *err, size_t errlen)
 {
 	struct ofcd_config *cfg = c;
 	(void)key;

@@ -28,12 +28,12 @@
 struct ofcd_config {
 	char source[512]; /**< file it came from, or "(built-in)" */
 
-	char listen_host[256];    /**< [http] listen, host part ("127.0.0.1", "::1", "0.0.0.0") */
-	uint16_t listen_port;     /**< [http] listen, port part */
-	char admin_listen_host[256]; /**< [http] admin_listen, host part; "" when off */
-	uint16_t admin_listen_port;  /**< [http] admin_listen, port part */
-	size_t max_body;          /**< [http] max_body, bytes */
-	unsigned max_connections; /**< [http] max_connections */
+	char listen_host[256]; /**< [http] listen, host part ("127.0.0.1", "::1", "0.0.0.0") */
+	uint16_t listen_port;  /**< [http] listen, port part */
+	char admin_listen_host[256];     /**< [http] admin_listen, host part; "" when off */
+	uint16_t admin_listen_port;      /**< [http] admin_listen, port part */
+	size_t max_body;                 /**< [http] max_body, bytes */
+	unsigned max_connections;        /**< [http] max_connections */
 	unsigned max_connections_per_ip; /**< [http] max_connections_per_ip */
 	unsigned request_timeout_s; /**< [http] request_timeout: a request must arrive within */
 	unsigned idle_timeout_s;    /**< [http] idle_timeout: keep-alive between requests */

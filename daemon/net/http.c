@@ -3,10 +3,12 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <event2/event.h>
+#include <malloc.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +29,7 @@
 struct http_server {
 	struct api_env *env;
 	const struct ofcd_config *cfg;
-	bool quiesced; /* stopping: every reply closes its connection */
+	bool quiesced;    /* stopping: every reply closes its connection */
 	bool probes_only; /* [http] admin_listen: only the routes that need no token */
 	struct MHD_Daemon *mhd;
 	int listen_fd;
@@ -41,11 +43,16 @@ struct http_server {
 	struct http_req *suspended;  /* doubly linked list of suspended requests */
 	struct http_stream *streams; /* doubly linked list of open streams */
 	struct http_conn *conns;     /* doubly linked list of open connections */
+	size_t streams_queued;       /* bytes queued for all streams */
 	struct event *ev_deadline;   /* every second: cut clients past their deadline */
 	char *tls_cert, *tls_key;    /* PEM text read at start; MHD uses it while it runs */
 };
 
 #define STREAM_MAX_QUEUED (1024 * 1024)
+/* Queued for all streams together: 64 stalled clients, not 1,024, reach it. */
+#define STREAMS_MAX_QUEUED (64u * 1024 * 1024)
+/* A stream's buffer above this is given back once drained. */
+#define STREAM_KEEP_BUFFER (64 * 1024)
 
 /*
  * One TCP connection, so the daemon notices a client that went away (its FIN
@@ -112,6 +119,57 @@ struct http_req {
 	struct http_req *next, *prev;
 };
 
+/*
+ * Warnings about clients' connections (libmicrohttpd's: refused at a limit,
+ * aborted, a failed handshake; ours: a stream dropped for a slow client):
+ * whoever opens connections controls how many there are. All are counted;
+ * at most CLIENT_WARN_BURST are logged per CLIENT_WARN_WINDOW_S seconds,
+ * then how many were not.
+ */
+#define CLIENT_WARN_BURST    10
+#define CLIENT_WARN_WINDOW_S 10
+
+static void client_warn_v(const char *fmt, va_list ap)
+{
+	static time_t window;
+	static unsigned logged, dropped;
+	char msg[512];
+	struct timespec now;
+	metrics_counter_add("ofcd_http_warnings_total",
+	                    "Warnings about clients' connections (refused at a limit, aborted, a "
+	                    "failed TLS handshake, a stream dropped for a slow client); logged at "
+	                    "most 10 per 10 s",
+	                    NULL, 1);
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (now.tv_sec - window >= CLIENT_WARN_WINDOW_S) {
+		if (dropped)
+			log_warn("http",
+			         "%u more warnings about clients in the last %d s were not logged",
+			         dropped, CLIENT_WARN_WINDOW_S);
+		window = now.tv_sec;
+		logged = dropped = 0;
+	}
+	if (logged >= CLIENT_WARN_BURST) {
+		dropped++;
+		return;
+	}
+	logged++;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	size_t n = strlen(msg);
+	while (n && msg[n - 1] == '\n')
+		msg[--n] = '\0';
+	log_warn("http", "%s", msg);
+}
+
+static void client_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void client_warn(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	client_warn_v(fmt, ap);
+	va_end(ap);
+}
+
 /* The connection now receives a header (within limit_s seconds), a body, or nothing. */
 static void conn_phase(struct http_conn *c, int phase, unsigned limit_s)
 {
@@ -167,6 +225,22 @@ static void on_mhd_ready(evutil_socket_t fd, short what, void *arg)
 	metrics_loop_leave(l);
 }
 
+/*
+ * Frees a stream's buffer and what it still held. glibc keeps freed heap
+ * memory for reuse: after many large buffers it is handed back to the system
+ * (malloc_trim), or a burst of stalled streams would stay in the RSS.
+ */
+static void stream_drop_buffer(struct http_stream *st)
+{
+	bool large = st->cap > STREAM_KEEP_BUFFER;
+	st->h->streams_queued -= st->len;
+	free(st->buf);
+	st->buf = NULL;
+	st->len = st->cap = 0;
+	if (large)
+		malloc_trim(0);
+}
+
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
 	struct http_stream *st = cls;
@@ -176,6 +250,9 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 		memcpy(buf, st->buf, n);
 		memmove(st->buf, st->buf + n, st->len - n);
 		st->len -= n;
+		st->h->streams_queued -= n;
+		if (!st->len && st->cap > STREAM_KEEP_BUFFER)
+			stream_drop_buffer(st);
 		return (ssize_t)n;
 	}
 	if (st->ending)
@@ -199,7 +276,7 @@ static void stream_free(void *cls)
 		st->c->stream = NULL;
 	if (st->on_close)
 		st->on_close(st->arg);
-	free(st->buf);
+	stream_drop_buffer(st);
 	free(st);
 }
 
@@ -254,13 +331,12 @@ static int stream_write(struct api_stream *s, const char *data, size_t len)
 	struct http_stream *st = (struct http_stream *)s;
 	if (st->ending)
 		return -EPIPE;
-	if (st->len + len > STREAM_MAX_QUEUED) {
-		log_warn("http", "event stream client too slow: %zu bytes queued, dropping it",
-		         st->len);
+	if (st->len + len > STREAM_MAX_QUEUED || st->h->streams_queued + len > STREAMS_MAX_QUEUED) {
+		client_warn("event stream client too slow: %zu bytes queued (%zu for all), "
+		            "dropping it",
+		            st->len, st->h->streams_queued);
 		/* Drop what it did not read: a slow client must not pin its queue. */
-		free(st->buf);
-		st->buf = NULL;
-		st->len = st->cap = 0;
+		stream_drop_buffer(st);
 		stream_end(s);
 		return -ENOBUFS;
 	}
@@ -276,6 +352,7 @@ static int stream_write(struct api_stream *s, const char *data, size_t len)
 	}
 	memcpy(st->buf + st->len, data, len);
 	st->len += len;
+	st->h->streams_queued += len;
 	stream_wake(st);
 	return 0;
 }
@@ -453,10 +530,11 @@ static bool check_headers(struct http_req *r, const char *url, const char *versi
 	if (!api_begin(a, r->params, sizeof(r->params), r->allow, sizeof(r->allow)))
 		return false;
 	if (h->probes_only && a->route->role != AUTH_NONE) {
-		api_error(a, OFCD_E_NOT_FOUND, NULL,
-		          "%s is served on [http] listen; [http] admin_listen serves the routes that "
-		          "need no token only",
-		          r->path);
+		api_error(
+		    a, OFCD_E_NOT_FOUND, NULL,
+		    "%s is served on [http] listen; [http] admin_listen serves the routes that "
+		    "need no token only",
+		    r->path);
 		return false;
 	}
 	if (h->open > cfg->max_connections && a->route->role != AUTH_NONE) {
@@ -909,44 +987,10 @@ static size_t on_unescape(void *cls, struct MHD_Connection *conn, char *s)
 	return MHD_http_unescape(s);
 }
 
-/*
- * libmicrohttpd's warnings are mostly about a client's connection (aborted,
- * refused, a TLS handshake that failed): whoever opens connections controls
- * how many there are. All are counted; at most HTTP_WARN_BURST are logged per
- * HTTP_WARN_WINDOW_S seconds, then how many were not.
- */
-#define HTTP_WARN_BURST    10
-#define HTTP_WARN_WINDOW_S 10
-
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
-	static time_t window;
-	static unsigned logged, dropped;
-	char msg[512];
-	struct timespec now;
 	(void)cls;
-	metrics_counter_add("ofcd_http_warnings_total",
-	                    "Warnings of the HTTP library (libmicrohttpd), most about a client's "
-	                    "connection; logged at most 10 per 10 s",
-	                    NULL, 1);
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	if (now.tv_sec - window >= HTTP_WARN_WINDOW_S) {
-		if (dropped)
-			log_warn("http", "%u more HTTP warnings in the last %d s were not logged",
-			         dropped, HTTP_WARN_WINDOW_S);
-		window = now.tv_sec;
-		logged = dropped = 0;
-	}
-	if (logged >= HTTP_WARN_BURST) {
-		dropped++;
-		return;
-	}
-	logged++;
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	size_t n = strlen(msg);
-	while (n && msg[n - 1] == '\n')
-		msg[--n] = '\0';
-	log_warn("http", "%s", msg);
+	client_warn_v(fmt, ap);
 }
 
 static int bind_listener(const char *listen_host, unsigned listen_port, int *fd_out, char *err,
@@ -1080,8 +1124,8 @@ int http_start(struct api_env *env, bool probes_only, struct http_server **out, 
 	    probes_only ? HTTP_PROBE_CONNECTIONS : h->cfg->max_connections + HTTP_PROBE_RESERVE,
 	    MHD_OPTION_PER_IP_CONNECTION_LIMIT,
 	    probes_only ? HTTP_PROBE_CONNECTIONS : h->cfg->max_connections_per_ip,
-	    MHD_OPTION_CONNECTION_TIMEOUT,
-	    h->cfg->request_timeout_s, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
+	    MHD_OPTION_CONNECTION_TIMEOUT, h->cfg->request_timeout_s, MHD_OPTION_ARRAY, tls,
+	    MHD_OPTION_END);
 	if (!h->mhd) {
 		snprintf(err, errlen, "cannot start the HTTP server (libmicrohttpd)%s",
 		         h->tls_cert
