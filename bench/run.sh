@@ -29,5 +29,7 @@ echo "== Slurm: job turnover with ofcd's programs vs without (a real slurmctld, 
 /usr/bin/python3 bench/slurm_turnover.py "$B"
 echo "== front door: memory held for 250 stalled event streams"
 /usr/bin/python3 bench/sse_memory.py "$B"
+echo "== front door: health while 1,140 slow connections from 19 addresses hold the listener"
+/usr/bin/python3 bench/frontdoor_attack.py "$B"
 echo "== crash loops: ofcd and ofcd-agent killed with SIGKILL, 200 times each"
 /usr/bin/python3 bench/crashloop.py "$B"
