@@ -14,8 +14,10 @@
 
 struct client {
 	CURL *curl;
-	char *base;  /* the URL without a trailing '/' */
-	char *token; /* bearer secret, or NULL */
+	char *base;   /* the URL without a trailing '/' */
+	char *token;  /* bearer secret, or NULL */
+	char *cacert; /* CA file, or NULL for the system's */
+	bool insecure;
 	char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -29,7 +31,8 @@ struct sink {
 	bool too_big;
 };
 
-struct client *client_new(const char *url, const char *token, char *err, size_t errlen)
+struct client *client_new(const char *url, const char *token, const struct client_tls *tls,
+                          char *err, size_t errlen)
 {
 	static bool global_done;
 	struct client *c = calloc(1, sizeof(*c));
@@ -44,7 +47,10 @@ struct client *client_new(const char *url, const char *token, char *err, size_t 
 	c->curl = curl_easy_init();
 	c->base = strdup(url);
 	c->token = token ? strdup(token) : NULL;
-	if (!c->curl || !c->base || (token && !c->token)) {
+	bool cacert = tls && tls->cacert && tls->cacert[0];
+	c->cacert = cacert ? strdup(tls->cacert) : NULL;
+	c->insecure = tls && tls->insecure;
+	if (!c->curl || !c->base || (token && !c->token) || (cacert && !c->cacert)) {
 		client_free(c);
 		goto nomem;
 	}
@@ -64,6 +70,7 @@ void client_free(struct client *c)
 	if (c->curl)
 		curl_easy_cleanup(c->curl);
 	free(c->base);
+	free(c->cacert);
 	if (c->token) {
 		/* The secret does not outlive its use in this process's memory. */
 		explicit_bzero(c->token, strlen(c->token));
@@ -146,6 +153,12 @@ static struct curl_slist *setup(struct client *c, const char *path, struct sink 
 	if (c->token) {
 		curl_easy_setopt(c->curl, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
 		curl_easy_setopt(c->curl, CURLOPT_XOAUTH2_BEARER, c->token);
+	}
+	if (c->cacert)
+		curl_easy_setopt(c->curl, CURLOPT_CAINFO, c->cacert);
+	if (c->insecure) {
+		curl_easy_setopt(c->curl, CURLOPT_SSL_VERIFYPEER, 0L);
+		curl_easy_setopt(c->curl, CURLOPT_SSL_VERIFYHOST, 0L);
 	}
 	curl_easy_setopt(c->curl, CURLOPT_USERAGENT, "ofcctl/" OFCD_VERSION);
 	curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);

@@ -9,6 +9,7 @@
 #define OFCCTL_CLIENT_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 /** A reply body past this size is refused as a broken daemon. */
@@ -27,12 +28,20 @@ struct client_reply {
 /** Receives a streamed body chunk by chunk; a non-zero return stops the stream. */
 typedef int (*client_chunk_fn)(const char *data, size_t n, void *arg);
 
+/** How the client checks an HTTPS daemon's certificate. */
+struct client_tls {
+	const char *cacert; /**< PEM file of the CAs to trust; NULL or "" for the system's */
+	bool insecure;      /**< check nothing (a test daemon's self-signed certificate) */
+};
+
 /**
  * A client for the daemon at url ("http://host:port", optionally with a path
  * prefix), sending "Authorization: Bearer token" when token is not NULL (the
- * string is copied). NULL with the reason in err on failure.
+ * string is copied), checking an HTTPS daemon as tls says (NULL: against the
+ * system's CAs; copied). NULL with the reason in err on failure.
  */
-struct client *client_new(const char *url, const char *token, char *err, size_t errlen);
+struct client *client_new(const char *url, const char *token, const struct client_tls *tls,
+                          char *err, size_t errlen);
 
 /** Frees the client and closes its connection; NULL is fine. */
 void client_free(struct client *c);

@@ -51,6 +51,7 @@ static const struct command commands[] = {
 enum {
 	L_URL = 256,
 	L_TOKEN_FILE,
+	L_CACERT,
 	L_WAIT,
 	L_SERVERS,
 	L_DEVICES,
@@ -64,6 +65,8 @@ enum {
 static const struct option long_options[] = {
 	{ "url", required_argument, NULL, L_URL },
 	{ "token-file", required_argument, NULL, L_TOKEN_FILE },
+	{ "cacert", required_argument, NULL, L_CACERT },
+	{ "insecure", no_argument, NULL, 'k' },
 	{ "output", required_argument, NULL, 'o' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
@@ -86,7 +89,8 @@ static const char *const opt_names[] = { "--wait",    "--servers",
 
 static void print_usage(FILE *f)
 {
-	fprintf(f, "usage: ofcctl [--url URL] [--token-file FILE] [-o table|json] COMMAND\n\n"
+	fprintf(f, "usage: ofcctl [--url URL] [--token-file FILE] [--cacert FILE] [-k|--insecure]\n"
+	           "              [-o table|json] COMMAND\n\n"
 	           "commands:\n");
 	for (size_t i = 0; i < NCOMMANDS; i++)
 		fprintf(f, "  %s%s%s\n", commands[i].words, commands[i].args[0] ? " " : "",
@@ -94,7 +98,10 @@ static void print_usage(FILE *f)
 	fprintf(f,
 	        "\nHOSTLIST: names or Slurm host lists such as srv[0-4,7],gpu[01-03].\n"
 	        "The daemon is --url, else $OFCCTL_URL, else url in ~/.config/ofcctl.ini or\n"
-	        "%s, else %s. Exit codes: 0 done, 1 refused by the daemon,\n"
+	        "%s, else %s. An https daemon's certificate is checked against\n"
+	        "--cacert, else $OFCCTL_CACERT, $CURL_CA_BUNDLE, $SSL_CERT_FILE, cacert in the\n"
+	        "files, else the system's CAs; --insecure checks nothing.\n"
+	        "Exit codes: 0 done, 1 refused by the daemon,\n"
 	        "2 usage, 3 --wait ended before the state asked for, 4 daemon unreachable or 5xx.\n"
 	        "See ofcctl(1).\n",
 	        OFCCTL_SYSTEM_INI, SETTINGS_DEFAULT_URL);
@@ -164,16 +171,16 @@ static int check_args(const struct command *cmd, const struct cmd_args *a)
 }
 
 /* Connects to the daemon the settings name and runs the command. */
-static int run(const struct command *cmd, struct cmd_ctx *ctx, const char *url,
-               const char *token_file)
+static int run(const struct command *cmd, struct cmd_ctx *ctx, const struct settings_flags *flags)
 {
 	struct settings s;
 	char err[1024], *token = NULL;
-	if (settings_resolve(&s, url, token_file, err, sizeof(err)))
+	if (settings_resolve(&s, flags, err, sizeof(err)))
 		return cmd_fail(CMD_USAGE, "%s", err);
 	if (s.token_file[0] && settings_read_token(s.token_file, &token, err, sizeof(err)))
 		return cmd_fail(CMD_USAGE, "%s", err);
-	ctx->client = client_new(s.url, token, err, sizeof(err));
+	struct client_tls tls = { .cacert = s.cacert, .insecure = s.insecure };
+	ctx->client = client_new(s.url, token, &tls, err, sizeof(err));
 	if (token) {
 		explicit_bzero(token, strlen(token));
 		free(token);
@@ -191,11 +198,11 @@ int main(int argc, char **argv)
 {
 	struct cmd_ctx ctx = { .format = OUT_TABLE };
 	struct cmd_args *a = &ctx.args;
-	const char *url = NULL, *token_file = NULL;
+	struct settings_flags flags = { 0 };
 	bool num_ok = true;
 	int opt, li = 0;
 
-	while ((opt = getopt_long(argc, argv, "ho:V", long_options, &li)) != -1) {
+	while ((opt = getopt_long(argc, argv, "ho:Vk", long_options, &li)) != -1) {
 		switch (opt) {
 		case 'h':
 			print_usage(stdout);
@@ -212,10 +219,16 @@ int main(int argc, char **argv)
 				return cmd_usage("-o takes table or json, got \"%s\"", optarg);
 			break;
 		case L_URL:
-			url = optarg;
+			flags.url = optarg;
 			break;
 		case L_TOKEN_FILE:
-			token_file = optarg;
+			flags.token_file = optarg;
+			break;
+		case L_CACERT:
+			flags.cacert = optarg;
+			break;
+		case 'k':
+			flags.insecure = true;
 			break;
 		case L_WAIT:
 			a->wait = optarg;
@@ -272,5 +285,5 @@ int main(int argc, char **argv)
 		print_command_usage(cmd);
 		return CMD_USAGE;
 	}
-	return run(cmd, &ctx, url, token_file);
+	return run(cmd, &ctx, &flags);
 }

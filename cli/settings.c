@@ -23,10 +23,20 @@ static int on_key(void *user, const char *section, const char *name, const char 
 		snprintf(l->err, sizeof(l->err), "unknown section [%s]", section);
 		return 0;
 	}
+	if (strcmp(name, "insecure") == 0) {
+		if (strcmp(value, "true") != 0 && strcmp(value, "false") != 0) {
+			snprintf(l->err, sizeof(l->err), "[ofcctl] insecure: true or false");
+			return 0;
+		}
+		l->s->insecure = strcmp(value, "true") == 0;
+		return 1;
+	}
 	if (strcmp(name, "url") == 0)
 		dst = l->s->url;
 	else if (strcmp(name, "token_file") == 0)
 		dst = l->s->token_file;
+	else if (strcmp(name, "cacert") == 0)
+		dst = l->s->cacert;
 	else {
 		snprintf(l->err, sizeof(l->err), "[ofcctl] %s: unknown key", name);
 		return 0;
@@ -74,8 +84,8 @@ static int take(char *dst, const char *value, const char *what, char *err, size_
 	return 0;
 }
 
-int settings_resolve(struct settings *s, const char *flag_url, const char *flag_token_file,
-                     char *err, size_t errlen)
+int settings_resolve(struct settings *s, const struct settings_flags *flags, char *err,
+                     size_t errlen)
 {
 	char user[SETTINGS_LEN] = "";
 	const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
@@ -91,12 +101,22 @@ int settings_resolve(struct settings *s, const char *flag_url, const char *flag_
 		return rc;
 	if (user[0] && (rc = load_file(s, user, err, errlen)))
 		return rc;
-	if ((rc = take(s->url, getenv("OFCCTL_URL"), "OFCCTL_URL", err, errlen)) ||
+	/* curl's own variables, below ofcctl's. */
+	if ((rc = take(s->cacert, getenv("SSL_CERT_FILE"), "SSL_CERT_FILE", err, errlen)) ||
+	    (rc = take(s->cacert, getenv("CURL_CA_BUNDLE"), "CURL_CA_BUNDLE", err, errlen)) ||
+	    (rc = take(s->url, getenv("OFCCTL_URL"), "OFCCTL_URL", err, errlen)) ||
 	    (rc = take(s->token_file, getenv("OFCCTL_TOKEN_FILE"), "OFCCTL_TOKEN_FILE", err,
 	               errlen)) ||
-	    (rc = take(s->url, flag_url, "--url", err, errlen)) ||
-	    (rc = take(s->token_file, flag_token_file, "--token-file", err, errlen)))
+	    (rc = take(s->cacert, getenv("OFCCTL_CACERT"), "OFCCTL_CACERT", err, errlen)) ||
+	    (rc = take(s->url, flags->url, "--url", err, errlen)) ||
+	    (rc = take(s->token_file, flags->token_file, "--token-file", err, errlen)) ||
+	    (rc = take(s->cacert, flags->cacert, "--cacert", err, errlen)))
 		return rc;
+	const char *insecure = getenv("OFCCTL_INSECURE");
+	if (insecure && insecure[0])
+		s->insecure = strcmp(insecure, "0") != 0 && strcmp(insecure, "false") != 0;
+	if (flags->insecure)
+		s->insecure = true;
 	if (!s->url[0]) {
 		snprintf(err, errlen, "the daemon's URL is empty");
 		return -EINVAL;

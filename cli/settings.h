@@ -1,19 +1,25 @@
 /*
- * Where ofcctl finds its daemon and its token. Each setting comes from the
- * first of: the command-line flag, the environment (OFCCTL_URL,
- * OFCCTL_TOKEN_FILE), the user's file ($XDG_CONFIG_HOME/ofcctl.ini, by
- * default ~/.config/ofcctl.ini), the system file (OFCCTL_SYSTEM_INI), the
- * built-in default (SETTINGS_DEFAULT_URL, no token). The files are INI:
+ * Where ofcctl finds its daemon, its token and the CA that signed the
+ * daemon's certificate. Each setting comes from the first of: the
+ * command-line flag, the environment (OFCCTL_URL, OFCCTL_TOKEN_FILE,
+ * OFCCTL_CACERT, OFCCTL_INSECURE; then CURL_CA_BUNDLE and SSL_CERT_FILE for
+ * the CA, as curl reads them), the user's file ($XDG_CONFIG_HOME/ofcctl.ini,
+ * by default ~/.config/ofcctl.ini), the system file (OFCCTL_SYSTEM_INI), the
+ * built-in default (SETTINGS_DEFAULT_URL, no token, the system's CAs,
+ * certificates checked). The files are INI:
  *
  *     [ofcctl]
- *     url = http://ofcd.example:8470
+ *     url = https://ofcd.example:8470
  *     token_file = /etc/ofcd/ofcctl.token
+ *     cacert = /etc/ofcd/tls/ca.pem
+ *     insecure = false
  *
  * Single-threaded (reads the environment).
  */
 #ifndef OFCCTL_SETTINGS_H
 #define OFCCTL_SETTINGS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #ifndef OFCCTL_SYSTEM_INI
@@ -30,16 +36,26 @@
 struct settings {
 	char url[SETTINGS_LEN];        /**< the daemon's base URL */
 	char token_file[SETTINGS_LEN]; /**< file holding the bearer token; "" for none */
+	char cacert[SETTINGS_LEN];     /**< PEM file of the CAs to trust; "" for the system's */
+	bool insecure;                 /**< do not check the daemon's certificate */
+};
+
+/** What the command line said (NULL, false: not given). */
+struct settings_flags {
+	const char *url;        /**< --url */
+	const char *token_file; /**< --token-file */
+	const char *cacert;     /**< --cacert */
+	bool insecure;          /**< --insecure, -k */
 };
 
 /**
- * Resolves s from flag_url and flag_token_file (NULL when not given), the
- * environment and the files. A missing file is skipped; an unreadable one,
- * an unknown section or key, or a value too long is -EINVAL with
- * "FILE:LINE: reason" in err.
+ * Resolves s from the flags, the environment and the files. A missing file
+ * is skipped; an unreadable one, an unknown section or key, a value too long
+ * or an insecure that is not true or false is -EINVAL with "FILE:LINE:
+ * reason" in err.
  */
-int settings_resolve(struct settings *s, const char *flag_url, const char *flag_token_file,
-                     char *err, size_t errlen);
+int settings_resolve(struct settings *s, const struct settings_flags *flags, char *err,
+                     size_t errlen);
 
 /**
  * Reads the token from path: its first line, without surrounding white

@@ -1,6 +1,7 @@
 """HTTPS: the daemon serves TLS with a certificate made here (openssl), the host agent
 reports over it and checks the certificate, and bearer tokens never cross a non-loopback
 plain-HTTP listener unless the configuration says so, at start and on reload."""
+import os
 import re
 import signal
 import subprocess
@@ -11,6 +12,9 @@ import requests
 
 from conftest import ADMIN, OFCD_AGENT_BIN, OFCD_BIN, Daemon
 from test_agent import AGENT_TOKENS, Agent, cluster, device_state, wait_for
+
+OFCCTL_BIN = os.path.abspath(os.environ.get(
+    "OFCCTL_BIN", os.path.join(os.path.dirname(__file__), "../../build/ofcctl")))
 
 
 def openssl(*args, cwd):
@@ -247,3 +251,40 @@ def test_bad_tls_priorities_stop_the_start(tmp_path, pki):
     d.start(wait=False)
     assert d.proc.wait(timeout=10) != 0
     assert "tls_priorities a GnuTLS priority string" in d.log()
+
+
+def test_ofcctl_checks_the_daemon_against_the_ca_it_is_given(tmp_path, pki):
+    """ofcctl trusts the system's CAs unless told another (--cacert, OFCCTL_CACERT, curl's
+    CURL_CA_BUNDLE and SSL_CERT_FILE, cacert in its file); --insecure checks nothing."""
+    (tmp_path / "d").mkdir()
+    d = TlsDaemon(tmp_path / "d", pki).start()
+    ca, other = str(pki / "ca.pem"), str(pki / "other-ca.pem")
+    home = tmp_path / "home"
+    home.mkdir()
+    base = {k: v for k, v in os.environ.items()
+            if not k.startswith("OFCCTL") and k not in ("SSL_CERT_FILE", "CURL_CA_BUNDLE")}
+    base.update(HOME=str(home), XDG_CONFIG_HOME=str(home))
+
+    def health(*args, **env):
+        return subprocess.run([OFCCTL_BIN, "--url", d.url(""), *args, "health"],
+                              env=dict(base, **env), capture_output=True, text=True, timeout=20)
+
+    try:
+        p = health()
+        assert p.returncode == 4 and "certificate" in p.stderr, p.stderr
+        assert health("--cacert", ca).returncode == 0
+        assert health("--cacert", other).returncode == 4
+        assert health(OFCCTL_CACERT=ca).returncode == 0
+        assert health(CURL_CA_BUNDLE=ca).returncode == 0
+        assert health(SSL_CERT_FILE=ca).returncode == 0
+        # The option wins over the environment.
+        assert health("--cacert", ca, OFCCTL_CACERT=other).returncode == 0
+        assert health("--insecure").returncode == 0 and health("-k").returncode == 0
+        assert health(OFCCTL_INSECURE="1").returncode == 0
+        (home / "ofcctl.ini").write_text(f"[ofcctl]\ncacert = {ca}\n")
+        assert health().returncode == 0
+        (home / "ofcctl.ini").write_text("[ofcctl]\ninsecure = maybe\n")
+        p = health()
+        assert p.returncode == 2 and "insecure: true or false" in p.stderr
+    finally:
+        assert d.stop() == 0
