@@ -105,7 +105,7 @@ BENCH_BIN    := $(patsubst bench/%.c,$(B)/bench/%,$(BENCH_SRC))
 LIBS_FUZZ    := $(foreach l,$(LAYERS),$(B)/fuzz/lib$(l).a)
 FUZZ_BIN     := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(FUZZ_SRC))
 
-.PHONY: all run test unit unit-san ovs integration fidelity check-deps check-alerts config-doc bench \
+.PHONY: all run test test-under-load unit unit-san ovs integration fidelity check-deps check-alerts config-doc bench \
 	install clean format browser lint-openapi screenshots fuzz fuzz-smoke
 all: $(B)/ofcd $(B)/ofcd-agent $(B)/ofcctl
 
@@ -235,6 +235,11 @@ check-alerts:
 	promtool test rules tests/prometheus/ofcd-alerts.test.yml
 
 test: check-deps check-alerts unit unit-san ovs fuzz-smoke integration fidelity lint-openapi browser
+
+# make test with two CPU-bound workers beside it (stress-ng), as on a busy machine.
+test-under-load: $(B)/config.mk
+	@stress-ng --cpu 2 --quiet & pid=$$!; \
+	$(MAKE) test; rc=$$?; kill $$pid; wait $$pid 2>/dev/null; exit $$rc
 
 # Each fuzzer over its committed corpus (seeds and the inputs of past crashes),
 # then for FUZZ_SECONDS more; new inputs go to build/fuzz/corpus, crashes to

@@ -7,7 +7,7 @@ libibverbs-dev ibverbs-providers libsystemd-dev libinih-dev libcmocka-dev python
 python3-requests python3-yaml python3-jsonschema python3-simgrid sqlite3 curl iproute2 iputils-ping
 openvswitch-switch wrk nginx-light chromium fonts-dejavu-core
 libcurl4-openssl-dev slurmctld slurmd slurm-client munge prometheus clang libclang-rt-14-dev
-etcd-server etcd-client"
+etcd-server etcd-client stress-ng bash-completion"
 # Node.js and npm run the browser tests and the OpenAPI linter (tests/browser/);
 # a machine that already has them from elsewhere keeps its own.
 command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"

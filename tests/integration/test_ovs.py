@@ -27,7 +27,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import ovs  # noqa: E402
-from conftest import OFCD_BIN, Daemon  # noqa: E402
+from conftest import OFCD_BIN, Daemon, wait_for  # noqa: E402
 
 AUDIT = 2  # [reconcile] audit_interval, seconds
 BIG = 64  # servers in the big fabric: BIG*(BIG-1)/2 circuits on ocs2
@@ -385,14 +385,26 @@ def test_d_sigkill_mid_apply_then_restart(env):
     # the data plane does not need the controller: fa's circuits carry traffic with ofcd dead
     env.assert_circuits_ping(["fa"])
 
-    # (3) the big fabric on ocs2, killed as soon as its batch is in flight
+    # (3) the big fabric on ocs2, killed while its batch is in flight and part of it taken:
+    # the switch is frozen until the operation is seen running (its batch takes 35-170 ms
+    # otherwise, too short to be sure of seeing on a busy machine), then runs 20 ms
     env.d.start()
+    # Connected and read back first: a frozen switch would hold the handshake instead.
+    wait_for(lambda: env.d.get("/v1/ocs/ocs2").json()["connection"] ==
+             {"state": "connected", "last_error": None, "in_sync": True}, timeout=20)
     before = max([o["id"] for o in env.operations("ocs2")] or [0])
-    r = env.d.post("/v1/fabrics", {"name": "big", "servers": BIG_SERVERS})
-    assert r.status_code == 201, r.text
-    big = r.json()
-    killed["ocs2"] = wait_running(env, ("ocs2",), after=before, poll=0.002)["ocs2"][0]
-    env.d.stop(signal.SIGKILL)
+    env.lab.freeze_vswitchd()
+    try:
+        r = env.d.post("/v1/fabrics", {"name": "big", "servers": BIG_SERVERS})
+        assert r.status_code == 201, r.text
+        big = r.json()
+        killed["ocs2"] = wait_running(env, ("ocs2",), after=before)["ocs2"][0]
+        env.lab.thaw_vswitchd()
+        time.sleep(0.02)
+        env.lab.freeze_vswitchd()
+        env.d.stop(signal.SIGKILL)
+    finally:
+        env.lab.thaw_vswitchd()
     wait_disconnected(env, "ocs2")
     nflows = len(env.lab.circuit_flows("ocs2"))
     held["ocs2"] = settled_whole_circuits(env.lab, "ocs2")
