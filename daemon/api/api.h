@@ -197,9 +197,9 @@ struct api_req {
 	 */
 	bool replicating;
 	/**
-	 * Set by a handler that holds its request: called once the request's
-	 * change is committed (on a cluster member, after the log took it),
-	 * before the reconciler hears of it. NULL: none.
+	 * Set by a handler: called once the request's change is committed (on a
+	 * cluster member, after the log took it), before the reconciler hears of
+	 * it; never for a change rolled back or refused. NULL: none.
 	 */
 	void (*committed)(struct api_req *req);
 	api_abort_fn on_abort; /**< called if it must end early */

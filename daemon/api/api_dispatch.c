@@ -215,7 +215,7 @@ void api_dispatch(struct api_req *req)
 		api_audit_refusal(req);
 		return;
 	}
-	if (req->suspended && req->committed)
+	if (req->committed)
 		req->committed(req);
 }
 
@@ -420,6 +420,8 @@ static void on_appended(void *arg, int rc, int64_t revision)
 			req->committed(req);
 	}
 	if (req && !hold) {
+		if (rc == 0 && req->committed)
+			req->committed(req);
 		release_hold(w, req);
 		if (rc == -EREMOTE)
 			rc = 0;

@@ -187,18 +187,25 @@ void api_fabric_delete(struct api_req *req)
 	wait_fabric(req, req->params[0], WAIT_REMOVED, wait);
 }
 
-void api_publish_device_states(struct api_req *req, const char *server, json_t *changes)
+static void publish_device_state(struct api_req *req, json_t *server, json_t *change)
 {
+	if (json_is_true(json_object_get(change, "changed")))
+		events_publish(req->env->events, EVENTS_DEVICE_STATE,
+		               json_pack("{s:O, s:O, s:O}", "server", server, "device",
+		                         json_object_get(change, "device"), "state",
+		                         json_object_get(change, "state")));
+}
+
+void api_publish_device_states(struct api_req *req)
+{
+	json_t *server = json_object_get(req->reply, "server");
+	json_t *changes = json_object_get(req->reply, "changes"), *c;
 	size_t i;
-	json_t *c;
-	json_array_foreach(changes, i, c)
-	{
-		if (json_is_true(json_object_get(c, "changed")))
-			events_publish(req->env->events, EVENTS_DEVICE_STATE,
-			               json_pack("{s:s, s:O, s:O}", "server", server, "device",
-			                         json_object_get(c, "device"), "state",
-			                         json_object_get(c, "state")));
-	}
+	if (!json_is_string(server))
+		return;
+	if (!changes)
+		publish_device_state(req, server, req->reply);
+	json_array_foreach(changes, i, c) publish_device_state(req, server, c);
 }
 
 void api_device_put(struct api_req *req)
@@ -241,10 +248,7 @@ void api_device_put(struct api_req *req)
 		api_fail(req, &e);
 		return;
 	}
-	json_t *change = json_pack("[{s:I, s:s, s:b}]", "device", (json_int_t)index, "state",
-	                           states[state], "changed", changed);
-	api_publish_device_states(req, req->params[0], change);
-	json_decref(change);
+	req->committed = api_publish_device_states;
 	json_t *fabrics = json_array();
 	if (fabric)
 		json_array_append_new(fabrics, fabric);
