@@ -199,6 +199,7 @@ static int check_if_match(struct api_req *req, const char *current)
 {
 	const char *h = api_header(req, "If-Match");
 	bool match = false;
+	snprintf(req->etag_before, sizeof(req->etag_before), "%s", current ? current : "");
 	if (!h)
 		return 0;
 	h += strspn(h, " \t");

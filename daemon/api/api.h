@@ -187,6 +187,12 @@ struct api_req {
 	 */
 	char etag[40];
 	char location[512]; /**< see etag (also a 307's URL on the leader) */
+	/**
+	 * The object's tag before a write, as api_if_match() found it ("" when
+	 * there was none or the handler did not look): a replace that leaves the
+	 * tag as it was changed nothing (api_change.h).
+	 */
+	char etag_before[40];
 
 	/* Suspension, see api_suspend(). */
 	bool suspended; /**< waiting for an event to reply */

@@ -2,8 +2,9 @@
  * The request's policy and its unit of work: route → authenticate → query and
  * media type (api_begin), then begin → handler → audit → commit (api_dispatch).
  * The transport (http.c) only moves bytes; who may ask what, what a request
- * changes, and when that change is final, is decided here. Who must hear of a
- * change hears it from the state it changed (desired.h's hooks), not from here.
+ * changes, and when that change is final, is decided here. The reconciler
+ * hears of a change from the state it changed (desired.h's hooks); watchers
+ * hear of it from the events published here once it is final (api_change.h).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include <strings.h>
 
 #include "api.h"
+#include "api_change.h"
 #include "base/config.h"
 #include "log.h"
 #include "state/store.h"
@@ -207,14 +209,17 @@ void api_dispatch(struct api_req *req)
 		api_audit_refusal(req);
 		return;
 	}
+	json_t *changes = api_changes_of(req);
 	if (store_audit(st, token_name(req), req->client, req->method, req->path, req->status) <
 	        0 ||
 	    store_commit(st) < 0) {
+		json_decref(changes);
 		store_rollback(st);
 		fail_commit(req);
 		api_audit_refusal(req);
 		return;
 	}
+	api_changes_publish(env->events, changes);
 	if (req->committed)
 		req->committed(req);
 }
@@ -235,6 +240,7 @@ struct api_write {
 	struct api_req *req; /* NULL once the client went away */
 	void *data;          /* the changeset */
 	size_t len;
+	json_t *changes; /* its events (api_change.h), published once the log took it */
 	/* A handler that suspended its request itself (?wait=) gets it back afterwards. */
 	bool held;
 	api_abort_fn held_abort;
@@ -394,6 +400,7 @@ static void write_free(struct api_write *w)
 {
 	if (w->env->writes.current == w)
 		w->env->writes.current = NULL;
+	json_decref(w->changes);
 	free(w->data);
 	free(w);
 }
@@ -411,6 +418,11 @@ static void on_appended(void *arg, int rc, int64_t revision)
 	 * stepped down and its replica applies it in turn: acknowledged, held no
 	 * longer.
 	 */
+	/* Even when its client went away: the change was made, watchers must hear of it. */
+	if (rc == 0) {
+		api_changes_publish(env->events, w->changes);
+		w->changes = NULL;
+	}
 	bool hold = req && rc == 0 && w->held;
 	if (hold) {
 		/* Back to the handler's own hold: its event replies. */
@@ -486,6 +498,7 @@ static void run_write(struct api_req *req)
 	}
 	w->env = env;
 	w->req = req;
+	w->changes = api_changes_of(req);
 	w->held = req->suspended;
 	w->held_abort = req->on_abort;
 	w->held_arg = req->wait_arg;

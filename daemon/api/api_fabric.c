@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "api_handlers.h"
-#include "base/events.h"
 #include "domain/fabric.h"
 #include "domain/topo.h"
 #include "wait.h"
@@ -187,27 +186,6 @@ void api_fabric_delete(struct api_req *req)
 	wait_fabric(req, req->params[0], WAIT_REMOVED, wait);
 }
 
-static void publish_device_state(struct api_req *req, json_t *server, json_t *change)
-{
-	if (json_is_true(json_object_get(change, "changed")))
-		events_publish(req->env->events, EVENTS_DEVICE_STATE,
-		               json_pack("{s:O, s:O, s:O}", "server", server, "device",
-		                         json_object_get(change, "device"), "state",
-		                         json_object_get(change, "state")));
-}
-
-void api_publish_device_states(struct api_req *req)
-{
-	json_t *server = json_object_get(req->reply, "server");
-	json_t *changes = json_object_get(req->reply, "changes"), *c;
-	size_t i;
-	if (!json_is_string(server))
-		return;
-	if (!changes)
-		publish_device_state(req, server, req->reply);
-	json_array_foreach(changes, i, c) publish_device_state(req, server, c);
-}
-
 void api_device_put(struct api_req *req)
 {
 	static const char *const members[] = { "state", NULL };
@@ -248,7 +226,6 @@ void api_device_put(struct api_req *req)
 		api_fail(req, &e);
 		return;
 	}
-	req->committed = api_publish_device_states;
 	json_t *fabrics = json_array();
 	if (fabric)
 		json_array_append_new(fabrics, fabric);

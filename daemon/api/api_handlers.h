@@ -81,13 +81,6 @@ void api_fabric_get(struct api_req *req);
 void api_fabric_put(struct api_req *req);
 void api_fabric_delete(struct api_req *req);
 void api_device_put(struct api_req *req);
-/**
- * Publishes, once req's change is committed, a device_state event for each
- * device the reply says changed: {"server", "changes": [{"device", "state",
- * "changed"}]} (an inventory report) or {"server", "device", "state",
- * "changed"} (one device). Set as req->committed by the device routes.
- */
-void api_publish_device_states(struct api_req *req);
 
 /* api_inventory.c */
 /** PUT /v1/servers/{name}/inventory: stores an agent's report, fails/restores devices. */

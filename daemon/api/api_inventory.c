@@ -43,7 +43,6 @@ void api_inventory_put(struct api_req *req)
 		                      (json_int_t)interval);
 		json_object_update(o, result);
 		json_decref(result);
-		req->committed = api_publish_device_states;
 		api_reply(req, 200, o);
 	}
 	rdma_inventory_free(&inv);

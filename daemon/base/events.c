@@ -49,6 +49,8 @@ static const char *const kind_names[EVENTS_KIND_COUNT] = {
 	[EVENTS_ISOLATION_VIOLATION] = "isolation_violation",
 	[EVENTS_DEVICE_STATE] = "device_state",
 	[EVENTS_CLUSTER_ROLE] = "cluster_role",
+	[EVENTS_FABRIC] = "fabric",
+	[EVENTS_TOPOLOGY] = "topology",
 	[EVENTS_SETTLED] = "settled",
 };
 

@@ -24,6 +24,8 @@ enum events_kind {
 	EVENTS_ISOLATION_VIOLATION, /**< a unit joins two tenants: "isolation_violation" */
 	EVENTS_DEVICE_STATE,        /**< a server's device failed or came back: "device_state" */
 	EVENTS_CLUSTER_ROLE,        /**< this cluster member's role changed: "cluster_role" */
+	EVENTS_FABRIC,              /**< a fabric was created, replaced or deleted: "fabric" */
+	EVENTS_TOPOLOGY,            /**< a unit, server, switch or the wiring changed: "topology" */
 	/** Internal: fabric states or units' sync may have changed (re-check a condition). */
 	EVENTS_SETTLED,
 	EVENTS_KIND_COUNT

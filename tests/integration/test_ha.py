@@ -62,11 +62,29 @@ def test_standalone_cluster_view(daemon):
         "applied_revision": 0, "etcd_reachable": False}
 
 
+def follow_events(member, got, opened):
+    """Appends (event, data) of member's stream to got until the member stops."""
+    try:
+        with requests.get(member.url("/v1/events"), stream=True, timeout=30) as r:
+            opened.set()
+            kind = None
+            for line in r.iter_lines(decode_unicode=True):
+                if line.startswith("event: "):
+                    kind = line[7:]
+                elif line.startswith("data: "):
+                    got.append((kind, json.loads(line[6:])))
+    except requests.RequestException:
+        pass  # the fixture stops the members
+
+
 def test_one_leader_and_writes_through_a_follower(cluster):
     leader = wait_leader(cluster)
     view = leader.cluster()
     assert view["self"] == leader.name and view["role"] == "leader" and view["etcd_reachable"]
     f = followers(cluster, leader)[0]
+    events, opened = [], threading.Event()
+    threading.Thread(target=follow_events, args=(f, events, opened), daemon=True).start()
+    assert opened.wait(10)
     # A follower sends writes to the leader, query included: curl -L and ofcctl follow.
     r = f.put("/v1/topology", topology(8))
     assert r.status_code == 200, r.text
@@ -114,6 +132,11 @@ def test_one_leader_and_writes_through_a_follower(cluster):
     time.sleep(0.3)
     for m in cluster:
         assert names(m) == ["job"]
+    # A follower's stream tells every change the leader made, as the leader's does.
+    changes = [("topology", "topology", "updated"), ("fabric", "job", "created"),
+               ("fabric", "job2", "created"), ("fabric", "job2", "deleted")]
+    wait_for(lambda: [(k, e.get("fabric", e.get("resource")), e["change"])
+                      for k, e in list(events) if k in ("fabric", "topology")] == changes)
 
 
 def log_metrics(m):

@@ -131,7 +131,18 @@ def test_event_data_match_the_document(make_daemon):
     assert d.get("/v1/servers/srv1").json()["failed_devices"] == [0, 5]
     assert all("failed_devices" not in s for s in d.get("/v1/topology").json()["servers"])
     assert d.put("/v1/servers/srv1/devices/5", {"state": "ok"}).status_code == 200
+    # A replace by what it was changes nothing and says nothing.
+    assert d.put("/v1/fabrics/job-a", {"servers": FIVE}).status_code == 200
     assert d.delete("/v1/fabrics/job-a?wait=10").json()["state"] == "removed"
+    unit = d.get("/v1/ocs/ocs0").json()
+    body = {k: unit[k] for k in ("name", "driver", "ports", "endpoint") if k in unit}
+    assert d.put("/v1/ocs/ocs0", body).status_code == 200
+    server = {"name": "extra", "devices": 1, "ports_per_device": 1}
+    assert d.post("/v1/servers", server).status_code == 201
+    assert d.delete("/v1/servers/extra").status_code == 200
+    wiring = d.get("/v1/wiring")
+    assert d.put("/v1/wiring", {"rule": wiring.json()["rule"]},
+                 headers={"If-Match": wiring.headers["ETag"]}).status_code == 200
     d.post("/v1/ocs/ocs0/faults", {"kind": "set_xc", "a": 60, "b": 61})
     wait_for("drift")
     d.post("/v1/ocs/ocs0/faults", {"kind": "disconnect"})
@@ -140,6 +151,12 @@ def test_event_data_match_the_document(make_daemon):
     assert {"fabric_state", "operation", "ocs_connection", "drift", "device_state"} <= kinds, kinds
     devices = [(e["server"], e["device"], e["state"]) for k, e in seen if k == "device_state"]
     assert devices == [("srv1", 0, "failed"), ("srv1", 5, "failed"), ("srv1", 5, "ok")]
+    fabrics = [(e["fabric"], e["change"], e.get("revision")) for k, e in seen if k == "fabric"]
+    # Each device change re-planned the fabric; the PUT that confirmed it made no event.
+    assert fabrics == [("job-a", "created", 1), ("job-a", "updated", 2), ("job-a", "updated", 3),
+                       ("job-a", "updated", 4), ("job-a", "deleted", None)]
+    topology = [(e["resource"], e.get("name"), e["change"]) for k, e in seen if k == "topology"]
+    assert topology == [("server", "extra", "created"), ("server", "extra", "deleted")]
     events = openapi_check.DOC["components"]["schemas"]["Event"]["properties"]
     for kind, data in list(seen):
         openapi_check.assert_valid(events[kind], data, f"event {kind}")
