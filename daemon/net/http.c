@@ -38,8 +38,8 @@ struct http_server {
 	struct event *ev_timer; /* follows MHD_get_timeout() */
 	size_t inflight;
 	unsigned open; /* connections open now */
-	/* A connection closed during MHD_run: run it once more (see schedule_run). */
-	bool closed_in_run;
+	/* MHD_run must run again at once, whatever MHD's timeout says (see run_soon()). */
+	bool run_again;
 	struct http_req *suspended;  /* doubly linked list of suspended requests */
 	struct http_stream *streams; /* doubly linked list of open streams */
 	struct http_conn *conns;     /* doubly linked list of open connections */
@@ -126,6 +126,12 @@ struct http_req {
  * at most CLIENT_WARN_BURST are logged per CLIENT_WARN_WINDOW_S seconds,
  * then how many were not.
  */
+#define HELP_WARNINGS                                                                              \
+	"Warnings about clients' connections (refused at a limit, aborted, a failed TLS "          \
+	"handshake, a stream dropped for a slow client); logged at most 10 per 10 s"
+#define HELP_CUTS                                                                                  \
+	"Connections cut for sending a header or a body too slowly ([http] header_timeout, "       \
+	"body_min_rate), by what they were sending"
 #define CLIENT_WARN_BURST    10
 #define CLIENT_WARN_WINDOW_S 10
 
@@ -135,11 +141,7 @@ static void client_warn_v(const char *fmt, va_list ap)
 	static unsigned logged, dropped;
 	char msg[512];
 	struct timespec now;
-	metrics_counter_add("ofcd_http_warnings_total",
-	                    "Warnings about clients' connections (refused at a limit, aborted, a "
-	                    "failed TLS handshake, a stream dropped for a slow client); logged at "
-	                    "most 10 per 10 s",
-	                    NULL, 1);
+	metrics_counter_add("ofcd_http_warnings_total", HELP_WARNINGS, NULL, 1);
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	if (now.tv_sec - window >= CLIENT_WARN_WINDOW_S) {
 		if (dropped)
@@ -201,8 +203,8 @@ static const char *method_name(const char *m)
 static void schedule_run(struct http_server *h)
 {
 	MHD_UNSIGNED_LONG_LONG ms;
-	if (h->closed_in_run) {
-		h->closed_in_run = false;
+	if (h->run_again) {
+		h->run_again = false;
 		struct timeval now = { 0, 0 };
 		evtimer_add(h->ev_timer, &now);
 	} else if (MHD_get_timeout(h->mhd, &ms) == MHD_YES) {
@@ -212,6 +214,20 @@ static void schedule_run(struct http_server *h)
 	} else {
 		evtimer_del(h->ev_timer);
 	}
+}
+
+/*
+ * Runs MHD once more as soon as the loop is free: a resumed connection has
+ * something to send. Called from inside MHD_run (an event published by a
+ * request's handler wakes a stream), a bare timer would be reset by the
+ * schedule_run() that follows, and the stream would wait for the next
+ * activity of any connection (seconds, or the 15 s keep-alive comment).
+ */
+static void run_soon(struct http_server *h)
+{
+	struct timeval now = { 0, 0 };
+	h->run_again = true;
+	evtimer_add(h->ev_timer, &now);
 }
 
 static void on_mhd_ready(evutil_socket_t fd, short what, void *arg)
@@ -292,8 +308,7 @@ static void stream_wake(struct http_stream *st)
 		return;
 	st->suspended = false;
 	MHD_resume_connection(st->conn);
-	struct timeval now = { 0, 0 };
-	evtimer_add(st->h->ev_timer, &now);
+	run_soon(st->h);
 }
 
 static void stream_end(struct api_stream *s);
@@ -763,9 +778,8 @@ static void req_resume(struct api_req *req)
 	unlink_suspended(r);
 	r->state = REQ_READY;
 	MHD_resume_connection(r->conn);
-	/* Run MHD soon even if the resume signal's edge was already consumed. */
-	struct timeval now = { 0, 0 };
-	evtimer_add(r->h->ev_timer, &now);
+	/* Even if the resume signal's edge was already consumed. */
+	run_soon(r->h);
 }
 
 static const char *req_query(struct api_req *req, const char *key)
@@ -851,7 +865,6 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 static void on_peer_closed(evutil_socket_t fd, short what, void *arg)
 {
 	struct http_conn *c = arg;
-	struct timeval now = { 0, 0 };
 	struct pollfd p = { .fd = fd, .events = POLLRDHUP };
 	/*
 	 * Woken by data as well: a reset (a client closing with unread data) is
@@ -870,7 +883,7 @@ static void on_peer_closed(evutil_socket_t fd, short what, void *arg)
 		stream_end(&c->stream->api);
 	else if (c->req && c->req->state == REQ_SUSPENDED)
 		MHD_resume_connection(c->conn);
-	evtimer_add(c->h->ev_timer, &now);
+	run_soon(c->h);
 }
 
 /*
@@ -901,11 +914,7 @@ static void on_deadline_tick(evutil_socket_t fd, short what, void *arg)
 			cut = "phase=\"body\"";
 		if (!cut || c->fd < 0)
 			continue;
-		metrics_counter_add(
-		    "ofcd_http_deadline_cuts_total",
-		    "Connections cut for sending a header or a body too slowly "
-		    "([http] header_timeout, body_min_rate), by what they were sending",
-		    cut, 1);
+		metrics_counter_add("ofcd_http_deadline_cuts_total", HELP_CUTS, cut, 1);
 		c->phase = CONN_OTHER;
 		shutdown(c->fd, SHUT_RDWR);
 	}
@@ -967,7 +976,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 		return;
 	}
 	h->open--;
-	h->closed_in_run = true;
+	h->run_again = true;
 	conn_free(*socket_context);
 	*socket_context = NULL;
 	metrics_connections(-1);
@@ -990,6 +999,12 @@ static size_t on_unescape(void *cls, struct MHD_Connection *conn, char *s)
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	(void)cls;
+	/*
+	 * A stream's end that its client did not stay for (an event stream
+	 * closed by its reader): a client leaving, not a warning.
+	 */
+	if (strncmp(fmt, "Failed to send the footers", 26) == 0)
+		return;
 	client_warn_v(fmt, ap);
 }
 
@@ -1077,6 +1092,10 @@ int http_start(struct api_env *env, bool probes_only, struct http_server **out, 
 	h->cfg = env->cfg;
 	h->listen_fd = -1;
 	h->probes_only = probes_only;
+	/* Every counter shown from 0, so the first increase is an increase to alert on. */
+	metrics_counter_add("ofcd_http_warnings_total", HELP_WARNINGS, NULL, 0);
+	metrics_counter_add("ofcd_http_deadline_cuts_total", HELP_CUTS, "phase=\"header\"", 0);
+	metrics_counter_add("ofcd_http_deadline_cuts_total", HELP_CUTS, "phase=\"body\"", 0);
 	rc = probes_only ? bind_listener(h->cfg->admin_listen_host, h->cfg->admin_listen_port,
 	                                 &h->listen_fd, err, errlen)
 	                 : bind_listener(h->cfg->listen_host, h->cfg->listen_port, &h->listen_fd,

@@ -814,6 +814,7 @@ int reconcile_init(const struct reconcile_deps *d, struct reconciler **out)
 	/* Every counter shown from 0, so the first increase is an increase to alert on. */
 	metrics_counter_add("ofcd_drift_repairs_total", RECONCILE_HELP_DRIFT, NULL, 0);
 	metrics_counter_add("ofcd_isolation_violations_total", RECONCILE_HELP_ISOLATION, NULL, 0);
+	metrics_counter_add("ofcd_reconcile_audit_mismatches_total", RECONCILE_HELP_AUDIT, NULL, 0);
 	metrics_counter_add("ofcd_reconcile_batches_total", RECONCILE_HELP_BATCHES,
 	                    "result=\"succeeded\"", 0);
 	metrics_counter_add("ofcd_reconcile_batches_total", RECONCILE_HELP_BATCHES,

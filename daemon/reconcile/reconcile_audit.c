@@ -186,10 +186,8 @@ static void report(struct reconciler *r, const struct unit *u, unsigned bad, con
 	          "audit: %s: %u differences from a full recomputation (first: %s); "
 	          "rebuilt",
 	          u ? u->name : "fabrics", bad, first);
-	metrics_counter_add("ofcd_reconcile_audit_mismatches_total",
-	                    "Differences the audit found between the reconciler's incremental "
-	                    "bookkeeping and a full recomputation (each one a bug, repaired).",
-	                    NULL, bad);
+	metrics_counter_add("ofcd_reconcile_audit_mismatches_total", RECONCILE_HELP_AUDIT, NULL,
+	                    bad);
 	r->audit_mismatches += bad;
 }
 

@@ -76,6 +76,9 @@ struct reconcile_xcset {
 #define RECONCILE_HELP_ISOLATION                                                                   \
 	"Cross-connects found joining two fabrics (or a fabric and no fabric)."
 #define RECONCILE_HELP_BATCHES "Batches sent to OCS units by result."
+#define RECONCILE_HELP_AUDIT                                                                       \
+	"Differences the audit found between the reconciler's incremental bookkeeping and a "      \
+	"full recomputation (each one a bug, repaired)."
 
 /**
  * One OCS unit of the topology and its driver instance. Owned by the

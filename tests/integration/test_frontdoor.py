@@ -121,6 +121,19 @@ def test_events_resume_with_last_event_id_and_reset_after_restart(tmp_path):
         d.stop()
 
 
+def test_an_event_a_request_makes_reaches_streams_while_its_connection_stays_open(tmp_path):
+    """The event is published while the HTTP library serves the request: the stream it wakes
+    was left parked until some connection did something (seconds, or the 15 s comment)."""
+    daemon = Daemon(tmp_path, args=["--demo"]).start()
+    session = requests.Session()
+    session.get(daemon.url("/v1/health"))  # the connection the write will use, kept open
+    seen = read_events(daemon, until="device_state", timeout=10, then=lambda: session.put(
+        daemon.url("/v1/servers/srv1/devices/0"), json={"state": "failed"}))
+    assert "event: device_state" in seen, seen
+    session.close()
+    daemon.stop()
+
+
 def test_probe_reserve_beyond_max_connections(tmp_path):
     d = with_http(Daemon(tmp_path), "max_connections = 4\n").start()
     try:
@@ -275,6 +288,9 @@ def test_closed_event_streams_are_noticed(daemon):
         assert wait_for(lambda: open_connections(daemon) <= 1, 2), open_connections(daemon)
         time.sleep(0.5)
         assert cpu_seconds(daemon.proc.pid) - cpu < 0.2
+    # A reader leaving its stream is no warning (it was one per stream, in every log).
+    assert " warn " not in daemon.log(), daemon.log()
+    assert "ofcd_http_warnings_total 0" in daemon.get("/metrics").text
 
 
 def closed_by_peer(s):

@@ -1,6 +1,7 @@
 """What operators alert on, from /metrics: units connected and in sync, fabrics per
 state, build info, process metrics, counters from 0, streams outside the latency
 histogram; the output passes promtool check metrics."""
+import os
 import re
 import subprocess
 import time
@@ -33,7 +34,14 @@ def test_promtool_accepts_the_metrics(daemon):
 
 def test_counters_from_zero_and_process_metrics(daemon):
     s = samples(daemon)
+    # Every counter api.md names is there from the start (but a cluster member's own).
+    with open(os.path.join(os.path.dirname(__file__), "../../docs/api.md")) as f:
+        documented = set(re.findall(r"ofcd_[a-z_]+_total", f.read()))
+    shown = {name for name, _ in s}
+    assert not {c for c in documented - shown if not c.startswith("ofcd_cluster_")}
     for key in (("ofcd_drift_repairs_total", ""), ("ofcd_isolation_violations_total", ""),
+                ("ofcd_reconcile_audit_mismatches_total", ""), ("ofcd_http_warnings_total", ""),
+                ("ofcd_http_deadline_cuts_total", 'phase="header"'),
                 ("ofcd_reconcile_batches_total", 'result="succeeded"'),
                 ("ofcd_reconcile_batches_total", 'result="failed"')):
         assert s[key] == 0, key
