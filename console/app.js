@@ -4,6 +4,7 @@
 // what changed, and it re-fetches what an event concerns (no polling).
 
 import { ApiError, EventStream, getBlob, getJson, setToken, token } from './api.js';
+import { badge, h, table } from './dom.js';
 import { FabricPicture, FAIL, PALETTE, unitsOf } from './picture.js';
 
 const EVENTS_KEPT = 200;
@@ -31,32 +32,7 @@ const state = {
   selection: null, // what was clicked in the picture
 };
 
-// ---- small DOM helpers -----------------------------------------------------
-
-function h(tag, attrs, ...children) {
-  const el = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs || {})) {
-    if (v === undefined || v === null || v === false) continue;
-    if (k === 'class') el.className = v;
-    else if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
-    else if (k === 'style') Object.assign(el.style, v);
-    else el.setAttribute(k, v === true ? '' : v);
-  }
-  for (const c of children.flat(Infinity)) {
-    if (c === null || c === undefined || c === false) continue;
-    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
-  }
-  return el;
-}
-
-function badge(text, kind) {
-  return h('span', { class: `badge ${kind || text}` }, text);
-}
-
-function table(headers, rows, attrs) {
-  return h('table', attrs || {}, h('thead', {}, h('tr', {}, headers.map((x) => h('th', {}, x)))),
-    h('tbody', {}, rows));
-}
+// ---- small helpers ---------------------------------------------------------
 
 function time(t) {
   return t ? t.replace('T', ' ').replace(/\.\d+Z$/, 'Z') : '';
@@ -547,16 +523,20 @@ function unitView(r) {
     flows('Foreign entries (not made by ofcd, never deleted)', xc.foreign));
 }
 
+// An error gets a row of its own under its operation, across the columns:
+// in a column, a long one made the table wider than the fabric page's panel.
 function operationsTable(ops, short) {
   if (!ops.length) return h('p', { class: 'hint' }, 'none');
-  const rows = ops.map((o) => h('tr', { 'data-op': o.id },
+  const headers = short ? ['id', 'unit', 'changes', 'status', 'started']
+    : ['id', 'unit', 'trigger', 'changes', 'status', 'fabrics', 'started'];
+  const rows = ops.map((o) => [h('tr', { 'data-op': o.id, class: o.error ? 'has-error' : '' },
     h('td', { class: 'num' }, o.id), h('td', {}, o.ocs), short ? '' : h('td', {}, o.trigger),
     h('td', { class: 'num' }, `+${o.nadds} −${o.ndeletes}`), h('td', {}, badge(o.status)),
     short ? '' : h('td', {}, o.fabrics.join(', ')),
-    h('td', {}, short ? time(o.started).slice(11) : time(o.started)),
-    h('td', { class: 'why' }, o.error || '')));
-  return table(short ? ['id', 'unit', 'changes', 'status', 'started', 'error']
-    : ['id', 'unit', 'trigger', 'changes', 'status', 'fabrics', 'started', 'error'], rows, { class: 'ops' });
+    h('td', {}, short ? time(o.started).slice(11) : time(o.started))),
+  o.error ? h('tr', { class: 'op-error', 'data-op-error': o.id },
+    h('td', { class: 'why', colspan: headers.length }, o.error)) : '']);
+  return table(headers, rows, { class: 'ops' });
 }
 
 function eventSummary(type, d) {

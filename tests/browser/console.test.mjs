@@ -167,3 +167,35 @@ test('with tokens: the page asks for one, keeps it for the tab and sends it', as
     await page.context().close();
   });
 });
+
+test('a long operation error wraps: the fabric page does not overflow at 1400 and 1024 px', async () => {
+  await withDaemon({}, async (d) => {
+    assert.equal((await d.req('POST', 'v1/fabrics?wait=10', { name: 'job-a', servers: FIVE })).status, 201);
+    // No unit fails with so long a message on demand: the operations' reply is given one.
+    const long = `OCS unit ocs0: apply: ${'refused/'.repeat(30)} and a sentence that goes on ${'and on '.repeat(30)}`;
+    for (const width of [1400, 1024]) {
+      const page = await openPage(browser, { viewport: { width, height: 800 } });
+      await page.route(/\/v1\/operations\?/, async (route) => {
+        const r = await route.fetch();
+        const body = await r.json();
+        for (const o of body.operations) Object.assign(o, { status: 'failed', error: long });
+        await route.fulfill({ response: r, json: body });
+      });
+      await page.goto(`${d.url}#/fabrics/job-a`);
+      await page.waitForSelector('#panel table.ops tr.op-error');
+      const m = await page.evaluate(() => {
+        const panel = document.querySelector('#panel');
+        return {
+          page: document.documentElement.scrollWidth,
+          window: window.innerWidth,
+          panel: panel.scrollWidth,
+          panelBox: panel.clientWidth,
+        };
+      });
+      assert.ok(m.page <= m.window, `${width} px: the page is ${m.page} px wide`);
+      assert.ok(m.panel <= m.panelBox, `${width} px: the panel holds ${m.panel} px in ${m.panelBox}`);
+      assert.deepEqual(page.problems, []);
+      await page.context().close();
+    }
+  });
+});
