@@ -9,9 +9,6 @@ import { FabricPicture, FAIL, PALETTE, unitsOf } from './picture.js';
 
 const EVENTS_KEPT = 200;
 const SYNC_ROWS_SHOWN = 300; // rows in sync shown for a unit; drift rows are always shown
-// Server detail requests in flight at once: a browser opens 6 connections to a
-// host, and the event stream holds one.
-const DETAIL_FETCHES = 5;
 
 const state = {
   live: 'connecting',
@@ -20,7 +17,7 @@ const state = {
   ocs: new Map(), // name -> GET v1/ocs/{name}
   xc: new Map(), // name -> GET v1/ocs/{name}/cross-connects
   servers: [], // GET v1/servers
-  failed: new Map(), // server -> [failed device indexes] (from GET v1/servers/{name})
+  failed: new Map(), // server -> [failed device indexes] (GET v1/servers, device_state events)
   wiring: [], // GET v1/wiring links
   fabrics: [], // GET v1/fabrics
   fabricErrors: new Map(), // fabric -> error of a failed fabric
@@ -82,17 +79,26 @@ async function loadFabrics() {
   render();
 }
 
+function fabricGone(name) {
+  state.fabric = null;
+  state.fabricGone = name;
+  render();
+}
+
 async function loadFabric(name) {
-  if (!state.fabrics.some((f) => f.name === name)) {
-    state.fabric = null;
-    state.fabricGone = name;
-    render();
-    return;
+  if (!state.fabrics.some((f) => f.name === name)) return fabricGone(name);
+  let fabric;
+  let ops;
+  try {
+    [fabric, ops] = await Promise.all([
+      getJson(`v1/fabrics/${encodeURIComponent(name)}`),
+      getJson(`v1/operations?fabric=${encodeURIComponent(name)}&limit=20`),
+    ]);
+  } catch (e) {
+    // Deleted between the list and this read.
+    if (e instanceof ApiError && e.status === 404 && route().fabric === name) return fabricGone(name);
+    throw e;
   }
-  const [fabric, ops] = await Promise.all([
-    getJson(`v1/fabrics/${encodeURIComponent(name)}`),
-    getJson(`v1/operations?fabric=${encodeURIComponent(name)}&limit=20`),
-  ]);
   if (route().fabric !== name) return;
   const revised = !state.fabric || state.fabric.name !== name ||
     state.fabric.revision !== fabric.revision;
@@ -101,41 +107,36 @@ async function loadFabric(name) {
   state.fabricOps = ops.operations;
   if (fabric.error) state.fabricErrors.set(name, fabric.error);
   // A new revision follows a device's failure or return: its servers' devices changed.
-  if (revised) await loadDetails(fabric.servers);
+  if (revised) await loadServers();
   render();
 }
 
+// The list names each server's failed devices: one request for all of them.
 async function loadServers() {
-  const [{ servers }, wiring] = await Promise.all([getJson('v1/servers'), getJson('v1/wiring')]);
+  const { servers } = await getJson('v1/servers');
   state.servers = servers;
-  state.wiring = wiring.links;
+  state.failed = new Map(servers.map((s) => [s.name, s.failed_devices || []]));
   render();
 }
 
-// The failed devices of each server, a few requests at a time.
-async function loadDetails(names) {
-  const queue = [...names];
-  const worker = async () => {
-    while (queue.length) {
-      const name = queue.shift();
-      try {
-        const s = await getJson(`v1/servers/${encodeURIComponent(name)}`);
-        state.failed.set(name, s.device_info.filter((d) => d.state === 'failed').map((d) => d.index));
-      } catch (e) {
-        if (!(e instanceof ApiError && e.status === 404)) throw e;
-        state.failed.delete(name);
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: DETAIL_FETCHES }, worker));
+async function loadWiring() {
+  state.wiring = (await getJson('v1/wiring')).links;
   render();
 }
 
 async function loadUnit(name) {
-  const [unit, xc] = await Promise.all([
-    getJson(`v1/ocs/${encodeURIComponent(name)}`),
-    getJson(`v1/ocs/${encodeURIComponent(name)}/cross-connects`),
-  ]);
+  let unit;
+  let xc;
+  try {
+    [unit, xc] = await Promise.all([
+      getJson(`v1/ocs/${encodeURIComponent(name)}`),
+      getJson(`v1/ocs/${encodeURIComponent(name)}/cross-connects`),
+    ]);
+  } catch (e) {
+    // Deleted since the event that named it.
+    if (e instanceof ApiError && e.status === 404) return forgetUnit(name);
+    throw e;
+  }
   state.ocs.set(name, unit);
   state.xc.set(name, xc);
   render();
@@ -144,8 +145,14 @@ async function loadUnit(name) {
 async function loadUnits() {
   const { ocs } = await getJson('v1/ocs');
   const names = new Set(ocs.map((u) => u.name));
-  for (const n of [...state.ocs.keys()]) if (!names.has(n)) state.ocs.delete(n);
+  for (const n of [...state.ocs.keys()]) if (!names.has(n)) forgetUnit(n);
   await Promise.all(ocs.map((u) => loadUnit(u.name)));
+}
+
+function forgetUnit(name) {
+  state.ocs.delete(name);
+  state.xc.delete(name);
+  render();
 }
 
 async function loadOperations() {
@@ -156,10 +163,9 @@ async function loadOperations() {
 /** Everything, as after a (re)connection of the event stream. */
 async function loadAll() {
   state.error = null;
-  await Promise.all([loadFabrics(), loadServers(), loadUnits(), loadOperations()]);
+  await Promise.all([loadFabrics(), loadServers(), loadWiring(), loadUnits(), loadOperations()]);
   const r = route();
   if (r.fabric) await loadFabric(r.fabric);
-  await loadDetails(state.servers.map((s) => s.name));
 }
 
 // ---- events ----------------------------------------------------------------
@@ -203,10 +209,57 @@ function onEvent(type, data, id) {
   case 'isolation_violation':
     soon(`unit:${data.ocs}`, () => loadUnit(data.ocs));
     break;
+  case 'device_state':
+    // Shown at once; the list read again after it, in case one read before
+    // the change answers after the event. A fabric's re-plan follows as fabric_state.
+    setDeviceState(data.server, data.device, data.state);
+    soon('servers', loadServers);
+    break;
+  case 'fabric':
+    // Created, updated or deleted: the list, and the servers' membership.
+    soon('fabrics', loadFabrics);
+    soon('servers', loadServers);
+    if (data.name === shown) soon('fabric', () => loadFabricAfterList(shown));
+    break;
+  case 'topology':
+    onTopology(data);
+    break;
   default:
     break;
   }
   render();
+}
+
+function setDeviceState(server, device, s) {
+  const failed = (state.failed.get(server) || []).filter((d) => d !== device);
+  if (s === 'failed') failed.push(device);
+  state.failed.set(server, failed.sort((a, b) => a - b));
+}
+
+// A topology change names what changed; the cables may change with units and
+// servers (a deleted one's go with it), so the wiring is read again too.
+function onTopology({ resource, name, change }) {
+  switch (resource) {
+  case 'ocs':
+    if (name && change === 'deleted') forgetUnit(name);
+    else if (name) soon(`unit:${name}`, () => loadUnit(name));
+    else soon('units', loadUnits);
+    soon('wiring', loadWiring);
+    break;
+  case 'server':
+  case 'switch': // servers name theirs
+    soon('servers', loadServers);
+    soon('wiring', loadWiring);
+    break;
+  case 'wiring':
+    soon('wiring', loadWiring);
+    break;
+  default: // 'topology': all of it was put at once
+    soon('units', loadUnits);
+    soon('servers', loadServers);
+    soon('wiring', loadWiring);
+    break;
+  }
 }
 
 // After the list: a deleted fabric is then known gone without asking for it.

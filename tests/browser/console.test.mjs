@@ -94,6 +94,9 @@ test('a device failure and a fabric deletion show without a reload, through the 
     const failMs = await within(page, 5000, () =>
       /srv1: device 0/.test(document.querySelector('#failed-devices').textContent));
     assert.equal(await page.evaluate(() => window.ofcdConsole.picture.failed.srv1[0]), 0);
+    // The device_state event shows first; the re-plan's revision is read after it.
+    // Deleting before that read would make it a 404, which the browser logs.
+    await within(page, 5000, () => /revision 2/.test(document.querySelector('#panel').textContent));
 
     // Asynchronous since the contract change: 202 "removing".
     assert.equal((await d.req('DELETE', 'v1/fabrics/job-a')).status, 202);
