@@ -1,14 +1,17 @@
 // The ofcd web console: the cluster, the fabrics (as a list and as a
-// picture), an OCS unit's desired and held cross-connects, and the live
-// events and operations. It reads the REST API only; GET v1/events tells it
-// what changed, and it re-fetches what an event concerns (no polling).
+// picture), an OCS unit's desired and held cross-connects, the whole cabling,
+// and the live events and operations. It reads the REST API only; GET
+// v1/events tells it what changed, and it re-fetches what an event concerns
+// (no polling).
 
 import { ApiError, EventStream, getBlob, getJson, setToken, token } from './api.js';
-import { badge, h, table } from './dom.js';
+import { cablingView } from './cabling.js';
+import { badge, h, matcher, table } from './dom.js';
 import { FabricPicture, FAIL, PALETTE, unitsOf } from './picture.js';
 
 const EVENTS_KEPT = 200;
 const SYNC_ROWS_SHOWN = 300; // rows in sync shown for a unit; drift rows are always shown
+const FILTERED_VIEWS = ['cluster', 'fabrics', 'cabling']; // views with a search box
 
 const state = {
   live: 'connecting',
@@ -283,12 +286,53 @@ const stream = new EventStream({
 
 // ---- routing and rendering -------------------------------------------------
 
+function decode(x) {
+  try {
+    return decodeURIComponent(x);
+  } catch {
+    return x; // a hand-typed '%': as it is
+  }
+}
+
+// #/VIEW[/NAME][?q=FILTER]: the filter rides in the hash, so a link shares it.
 function route() {
-  const parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
-  if (parts[0] === 'fabrics' && parts[1]) return { view: 'fabric', fabric: parts[1] };
-  if (parts[0] === 'ocs' && parts[1]) return { view: 'unit', unit: parts[1] };
-  if (['fabrics', 'events'].includes(parts[0])) return { view: parts[0] };
-  return { view: 'cluster' };
+  const [path, query] = location.hash.replace(/^#\/?/, '').split('?');
+  const q = new URLSearchParams(query || '').get('q') || '';
+  const parts = path.split('/').map(decode);
+  if (parts[0] === 'fabrics' && parts[1]) return { view: 'fabric', fabric: parts[1], q };
+  if (parts[0] === 'ocs' && parts[1]) return { view: 'unit', unit: parts[1], q };
+  if (['fabrics', 'events', 'cabling'].includes(parts[0])) return { view: parts[0], q };
+  return { view: 'cluster', q };
+}
+
+// The search box, one element kept across redraws so that typing keeps its focus.
+const filterBox = h('input', {
+  id: 'filter', type: 'search', placeholder: 'Filter: server, unit, fabric, port',
+  'aria-label': 'Filter', autocomplete: 'off', oninput: onFilter,
+});
+const filterBar = h('div', { class: 'filter' }, filterBox);
+
+function onFilter() {
+  const path = location.hash.split('?')[0] || '#/cluster';
+  const q = filterBox.value.trim() ? `?q=${encodeURIComponent(filterBox.value)}` : '';
+  // Replaced, not pushed: one history entry per view, not per keystroke.
+  history.replaceState(null, '', path + q);
+  render();
+}
+
+// Puts body in the view, under the search box for the views that have one.
+function mount(view, r, body) {
+  if (!FILTERED_VIEWS.includes(r.view)) {
+    view.replaceChildren(body);
+    return;
+  }
+  if (filterBox.value !== r.q && document.activeElement !== filterBox) filterBox.value = r.q;
+  if (view.firstChild === filterBar) {
+    while (filterBar.nextSibling) filterBar.nextSibling.remove();
+    view.append(body);
+  } else {
+    view.replaceChildren(filterBar, body);
+  }
 }
 
 // Redraws are coalesced, and spaced by twice what the last one cost: a view of
@@ -336,8 +380,12 @@ function drawView() {
     return;
   }
   picture = null;
-  const body = { cluster: clusterView, fabrics: fabricsView, events: eventsView, unit: unitView }[r.view](r);
-  view.replaceChildren(body);
+  const views = { cluster: clusterView, fabrics: fabricsView, events: eventsView, unit: unitView, cabling };
+  mount(view, r, views[r.view](r));
+}
+
+function cabling(r) {
+  return cablingView(state, r.q, { colour: fabricColour, redraw: render });
 }
 
 // Ports of each server in use: cabled ports whose OCS port holds a circuit now.
@@ -354,11 +402,18 @@ function portUsage() {
   return usage;
 }
 
-function clusterView() {
+// "(3 of 8)" when a filter hides some, "(8)" otherwise.
+function shownOf(shown, all) {
+  return shown < all ? `(${shown} of ${all})` : `(${all})`;
+}
+
+function clusterView(r) {
+  const match = matcher(r.q);
   const usage = portUsage();
   const cabledOn = new Map();
   for (const l of state.wiring) cabledOn.set(l.ocs, (cabledOn.get(l.ocs) || 0) + 1);
-  const units = [...state.ocs.values()].sort((a, b) => a.name.localeCompare(b.name));
+  const units = [...state.ocs.values()].sort((a, b) => a.name.localeCompare(b.name))
+    .filter((u) => match(u.name));
   const unitRows = units.map((u) => {
     const xc = state.xc.get(u.name) || {};
     const c = u.connection || { state: 'down', in_sync: false };
@@ -376,7 +431,8 @@ function clusterView() {
   });
   const inFabrics = state.servers.filter((s) => s.fabric).length;
   const withFailed = state.servers.filter((s) => (state.failed.get(s.name) || []).length).length;
-  const tiles = state.servers.map((s) => {
+  const shown = state.servers.filter((s) => match(s.name, s.fabric || ''));
+  const tiles = shown.map((s) => {
     const u = usage.get(s.name) || { cabled: 0, used: 0 };
     const total = s.devices * s.ports_per_device;
     const bad = (state.failed.get(s.name) || []).length;
@@ -398,10 +454,10 @@ function clusterView() {
     return tile;
   });
   return h('div', { class: 'cluster' },
-    h('h2', {}, `OCS units (${units.length})`),
+    h('h2', {}, `OCS units ${shownOf(units.length, state.ocs.size)}`),
     table(['unit', 'driver', 'ports', 'connection', 'state', 'cabled ports', 'ports in circuits',
       'ports down', 'foreign entries'], unitRows, { class: 'units' }),
-    h('h2', {}, `Servers (${state.servers.length})`),
+    h('h2', {}, `Servers ${shownOf(shown.length, state.servers.length)}`),
     h('p', { class: 'summary' },
       `${inFabrics} in fabrics · ${withFailed} with failed devices · ` +
       `${state.servers.filter((s) => s.stale).length} stale. Bar: `,
@@ -410,8 +466,10 @@ function clusterView() {
     h('div', { class: 'tiles' }, tiles));
 }
 
-function fabricsView() {
-  const rows = state.fabrics.map((f) => h('tr', { 'data-fabric': f.name },
+function fabricsView(r) {
+  const match = matcher(r.q);
+  const shown = state.fabrics.filter((f) => match(f.name, f.state, ...(f.servers || [])));
+  const rows = shown.map((f) => h('tr', { 'data-fabric': f.name },
     h('td', {}, h('span', { class: 'swatch', style: { background: fabricColour(f.name) } }),
       h('a', { href: `#/fabrics/${encodeURIComponent(f.name)}` }, f.name)),
     h('td', {}, badge(f.state)),
@@ -421,11 +479,12 @@ function fabricsView() {
     h('td', { class: 'num' }, f.missing),
     h('td', { class: 'num' }, f.min_devices),
     h('td', { class: 'why' }, state.fabricErrors.get(f.name) || '')));
+  const none = state.fabrics.length ? 'No fabric matches the filter.' : 'No fabric yet: POST /v1/fabrics creates one.';
   return h('div', {},
-    h('h2', {}, `Fabrics (${state.fabrics.length})`),
-    state.fabrics.length ? table(['fabric', 'state', 'revision', 'servers', 'circuits', 'missing pairs',
+    h('h2', {}, `Fabrics ${shownOf(shown.length, state.fabrics.length)}`),
+    shown.length ? table(['fabric', 'state', 'revision', 'servers', 'circuits', 'missing pairs',
       'devices per server', 'error'], rows, { class: 'fabrics' })
-      : h('p', { class: 'empty' }, 'No fabric yet: POST /v1/fabrics creates one.'));
+      : h('p', { class: 'empty' }, none));
 }
 
 function linkText(l) {
@@ -637,6 +696,7 @@ function start() {
   window.addEventListener('hashchange', () => {
     state.selection = null;
     const r = route();
+    filterBox.value = r.q; // another view, or a link: its filter, even while typing
     if (r.fabric) loadFabric(r.fabric).catch(failed);
     if (r.unit) loadUnit(r.unit).catch(failed);
     render();

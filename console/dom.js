@@ -1,4 +1,4 @@
-// Small DOM helpers shared by the console's views.
+// Small DOM helpers shared by the console's views, and the row filter.
 
 /** An element with attributes (on* are listeners, style an object) and children. */
 export function h(tag, attrs, ...children) {
@@ -26,4 +26,18 @@ export function table(headers, rows, attrs) {
   return h('div', { class: 'scroll' },
     h('table', attrs || {}, h('thead', {}, h('tr', {}, headers.map((x) => h('th', {}, x)))),
       h('tbody', {}, rows)));
+}
+
+/**
+ * The filter typed in a view's search box: every word of it must occur in a
+ * row's text, case aside ("srv1 ocs0" narrows to srv1's cables on ocs0).
+ * Returns a test of a list of texts.
+ */
+export function matcher(query) {
+  const words = (query || '').toLowerCase().split(/\s+/).filter(Boolean);
+  if (!words.length) return () => true;
+  return (...texts) => {
+    const hay = texts.join(' ').toLowerCase();
+    return words.every((w) => hay.includes(w));
+  };
 }
