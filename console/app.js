@@ -1,16 +1,17 @@
 // The ofcd web console: the cluster, the fabrics (as a list and as a
-// picture), an OCS unit's desired and held cross-connects, and the live
-// events and operations. It reads the REST API only; GET v1/events tells it
-// what changed, and it re-fetches what an event concerns (no polling).
+// picture), an OCS unit's desired and held cross-connects, the whole cabling,
+// and the live events and operations. It reads the REST API only; GET
+// v1/events tells it what changed, and it re-fetches what an event concerns
+// (no polling).
 
 import { ApiError, EventStream, getBlob, getJson, setToken, token } from './api.js';
+import { cablingView } from './cabling.js';
+import { badge, h, matcher, table } from './dom.js';
 import { FabricPicture, FAIL, PALETTE, unitsOf } from './picture.js';
 
 const EVENTS_KEPT = 200;
 const SYNC_ROWS_SHOWN = 300; // rows in sync shown for a unit; drift rows are always shown
-// Server detail requests in flight at once: a browser opens 6 connections to a
-// host, and the event stream holds one.
-const DETAIL_FETCHES = 5;
+const FILTERED_VIEWS = ['cluster', 'fabrics', 'cabling']; // views with a search box
 
 const state = {
   live: 'connecting',
@@ -19,7 +20,7 @@ const state = {
   ocs: new Map(), // name -> GET v1/ocs/{name}
   xc: new Map(), // name -> GET v1/ocs/{name}/cross-connects
   servers: [], // GET v1/servers
-  failed: new Map(), // server -> [failed device indexes] (from GET v1/servers/{name})
+  failed: new Map(), // server -> [failed device indexes] (GET v1/servers, device_state events)
   wiring: [], // GET v1/wiring links
   fabrics: [], // GET v1/fabrics
   fabricErrors: new Map(), // fabric -> error of a failed fabric
@@ -31,32 +32,7 @@ const state = {
   selection: null, // what was clicked in the picture
 };
 
-// ---- small DOM helpers -----------------------------------------------------
-
-function h(tag, attrs, ...children) {
-  const el = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs || {})) {
-    if (v === undefined || v === null || v === false) continue;
-    if (k === 'class') el.className = v;
-    else if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
-    else if (k === 'style') Object.assign(el.style, v);
-    else el.setAttribute(k, v === true ? '' : v);
-  }
-  for (const c of children.flat(Infinity)) {
-    if (c === null || c === undefined || c === false) continue;
-    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
-  }
-  return el;
-}
-
-function badge(text, kind) {
-  return h('span', { class: `badge ${kind || text}` }, text);
-}
-
-function table(headers, rows, attrs) {
-  return h('table', attrs || {}, h('thead', {}, h('tr', {}, headers.map((x) => h('th', {}, x)))),
-    h('tbody', {}, rows));
-}
+// ---- small helpers ---------------------------------------------------------
 
 function time(t) {
   return t ? t.replace('T', ' ').replace(/\.\d+Z$/, 'Z') : '';
@@ -106,17 +82,26 @@ async function loadFabrics() {
   render();
 }
 
+function fabricGone(name) {
+  state.fabric = null;
+  state.fabricGone = name;
+  render();
+}
+
 async function loadFabric(name) {
-  if (!state.fabrics.some((f) => f.name === name)) {
-    state.fabric = null;
-    state.fabricGone = name;
-    render();
-    return;
+  if (!state.fabrics.some((f) => f.name === name)) return fabricGone(name);
+  let fabric;
+  let ops;
+  try {
+    [fabric, ops] = await Promise.all([
+      getJson(`v1/fabrics/${encodeURIComponent(name)}`),
+      getJson(`v1/operations?fabric=${encodeURIComponent(name)}&limit=20`),
+    ]);
+  } catch (e) {
+    // Deleted between the list and this read.
+    if (e instanceof ApiError && e.status === 404 && route().fabric === name) return fabricGone(name);
+    throw e;
   }
-  const [fabric, ops] = await Promise.all([
-    getJson(`v1/fabrics/${encodeURIComponent(name)}`),
-    getJson(`v1/operations?fabric=${encodeURIComponent(name)}&limit=20`),
-  ]);
   if (route().fabric !== name) return;
   const revised = !state.fabric || state.fabric.name !== name ||
     state.fabric.revision !== fabric.revision;
@@ -125,41 +110,36 @@ async function loadFabric(name) {
   state.fabricOps = ops.operations;
   if (fabric.error) state.fabricErrors.set(name, fabric.error);
   // A new revision follows a device's failure or return: its servers' devices changed.
-  if (revised) await loadDetails(fabric.servers);
+  if (revised) await loadServers();
   render();
 }
 
+// The list names each server's failed devices: one request for all of them.
 async function loadServers() {
-  const [{ servers }, wiring] = await Promise.all([getJson('v1/servers'), getJson('v1/wiring')]);
+  const { servers } = await getJson('v1/servers');
   state.servers = servers;
-  state.wiring = wiring.links;
+  state.failed = new Map(servers.map((s) => [s.name, s.failed_devices || []]));
   render();
 }
 
-// The failed devices of each server, a few requests at a time.
-async function loadDetails(names) {
-  const queue = [...names];
-  const worker = async () => {
-    while (queue.length) {
-      const name = queue.shift();
-      try {
-        const s = await getJson(`v1/servers/${encodeURIComponent(name)}`);
-        state.failed.set(name, s.device_info.filter((d) => d.state === 'failed').map((d) => d.index));
-      } catch (e) {
-        if (!(e instanceof ApiError && e.status === 404)) throw e;
-        state.failed.delete(name);
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: DETAIL_FETCHES }, worker));
+async function loadWiring() {
+  state.wiring = (await getJson('v1/wiring')).links;
   render();
 }
 
 async function loadUnit(name) {
-  const [unit, xc] = await Promise.all([
-    getJson(`v1/ocs/${encodeURIComponent(name)}`),
-    getJson(`v1/ocs/${encodeURIComponent(name)}/cross-connects`),
-  ]);
+  let unit;
+  let xc;
+  try {
+    [unit, xc] = await Promise.all([
+      getJson(`v1/ocs/${encodeURIComponent(name)}`),
+      getJson(`v1/ocs/${encodeURIComponent(name)}/cross-connects`),
+    ]);
+  } catch (e) {
+    // Deleted since the event that named it.
+    if (e instanceof ApiError && e.status === 404) return forgetUnit(name);
+    throw e;
+  }
   state.ocs.set(name, unit);
   state.xc.set(name, xc);
   render();
@@ -168,8 +148,14 @@ async function loadUnit(name) {
 async function loadUnits() {
   const { ocs } = await getJson('v1/ocs');
   const names = new Set(ocs.map((u) => u.name));
-  for (const n of [...state.ocs.keys()]) if (!names.has(n)) state.ocs.delete(n);
+  for (const n of [...state.ocs.keys()]) if (!names.has(n)) forgetUnit(n);
   await Promise.all(ocs.map((u) => loadUnit(u.name)));
+}
+
+function forgetUnit(name) {
+  state.ocs.delete(name);
+  state.xc.delete(name);
+  render();
 }
 
 async function loadOperations() {
@@ -180,10 +166,9 @@ async function loadOperations() {
 /** Everything, as after a (re)connection of the event stream. */
 async function loadAll() {
   state.error = null;
-  await Promise.all([loadFabrics(), loadServers(), loadUnits(), loadOperations()]);
+  await Promise.all([loadFabrics(), loadServers(), loadWiring(), loadUnits(), loadOperations()]);
   const r = route();
   if (r.fabric) await loadFabric(r.fabric);
-  await loadDetails(state.servers.map((s) => s.name));
 }
 
 // ---- events ----------------------------------------------------------------
@@ -227,10 +212,57 @@ function onEvent(type, data, id) {
   case 'isolation_violation':
     soon(`unit:${data.ocs}`, () => loadUnit(data.ocs));
     break;
+  case 'device_state':
+    // Shown at once; the list read again after it, in case one read before
+    // the change answers after the event. A fabric's re-plan follows as fabric_state.
+    setDeviceState(data.server, data.device, data.state);
+    soon('servers', loadServers);
+    break;
+  case 'fabric':
+    // Created, updated or deleted: the list, and the servers' membership.
+    soon('fabrics', loadFabrics);
+    soon('servers', loadServers);
+    if (data.name === shown) soon('fabric', () => loadFabricAfterList(shown));
+    break;
+  case 'topology':
+    onTopology(data);
+    break;
   default:
     break;
   }
   render();
+}
+
+function setDeviceState(server, device, s) {
+  const failed = (state.failed.get(server) || []).filter((d) => d !== device);
+  if (s === 'failed') failed.push(device);
+  state.failed.set(server, failed.sort((a, b) => a - b));
+}
+
+// A topology change names what changed; the cables may change with units and
+// servers (a deleted one's go with it), so the wiring is read again too.
+function onTopology({ resource, name, change }) {
+  switch (resource) {
+  case 'ocs':
+    if (name && change === 'deleted') forgetUnit(name);
+    else if (name) soon(`unit:${name}`, () => loadUnit(name));
+    else soon('units', loadUnits);
+    soon('wiring', loadWiring);
+    break;
+  case 'server':
+  case 'switch': // servers name theirs
+    soon('servers', loadServers);
+    soon('wiring', loadWiring);
+    break;
+  case 'wiring':
+    soon('wiring', loadWiring);
+    break;
+  default: // 'topology': all of it was put at once
+    soon('units', loadUnits);
+    soon('servers', loadServers);
+    soon('wiring', loadWiring);
+    break;
+  }
 }
 
 // After the list: a deleted fabric is then known gone without asking for it.
@@ -254,12 +286,53 @@ const stream = new EventStream({
 
 // ---- routing and rendering -------------------------------------------------
 
+function decode(x) {
+  try {
+    return decodeURIComponent(x);
+  } catch {
+    return x; // a hand-typed '%': as it is
+  }
+}
+
+// #/VIEW[/NAME][?q=FILTER]: the filter rides in the hash, so a link shares it.
 function route() {
-  const parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
-  if (parts[0] === 'fabrics' && parts[1]) return { view: 'fabric', fabric: parts[1] };
-  if (parts[0] === 'ocs' && parts[1]) return { view: 'unit', unit: parts[1] };
-  if (['fabrics', 'events'].includes(parts[0])) return { view: parts[0] };
-  return { view: 'cluster' };
+  const [path, query] = location.hash.replace(/^#\/?/, '').split('?');
+  const q = new URLSearchParams(query || '').get('q') || '';
+  const parts = path.split('/').map(decode);
+  if (parts[0] === 'fabrics' && parts[1]) return { view: 'fabric', fabric: parts[1], q };
+  if (parts[0] === 'ocs' && parts[1]) return { view: 'unit', unit: parts[1], q };
+  if (['fabrics', 'events', 'cabling'].includes(parts[0])) return { view: parts[0], q };
+  return { view: 'cluster', q };
+}
+
+// The search box, one element kept across redraws so that typing keeps its focus.
+const filterBox = h('input', {
+  id: 'filter', type: 'search', placeholder: 'Filter: server, unit, fabric, port',
+  'aria-label': 'Filter', autocomplete: 'off', oninput: onFilter,
+});
+const filterBar = h('div', { class: 'filter' }, filterBox);
+
+function onFilter() {
+  const path = location.hash.split('?')[0] || '#/cluster';
+  const q = filterBox.value.trim() ? `?q=${encodeURIComponent(filterBox.value)}` : '';
+  // Replaced, not pushed: one history entry per view, not per keystroke.
+  history.replaceState(null, '', path + q);
+  render();
+}
+
+// Puts body in the view, under the search box for the views that have one.
+function mount(view, r, body) {
+  if (!FILTERED_VIEWS.includes(r.view)) {
+    view.replaceChildren(body);
+    return;
+  }
+  if (filterBox.value !== r.q && document.activeElement !== filterBox) filterBox.value = r.q;
+  if (view.firstChild === filterBar) {
+    while (filterBar.nextSibling) filterBar.nextSibling.remove();
+    view.append(body);
+  } else {
+    view.replaceChildren(filterBar, body);
+  }
 }
 
 // Redraws are coalesced, and spaced by twice what the last one cost: a view of
@@ -307,8 +380,12 @@ function drawView() {
     return;
   }
   picture = null;
-  const body = { cluster: clusterView, fabrics: fabricsView, events: eventsView, unit: unitView }[r.view](r);
-  view.replaceChildren(body);
+  const views = { cluster: clusterView, fabrics: fabricsView, events: eventsView, unit: unitView, cabling };
+  mount(view, r, views[r.view](r));
+}
+
+function cabling(r) {
+  return cablingView(state, r.q, { colour: fabricColour, redraw: render });
 }
 
 // Ports of each server in use: cabled ports whose OCS port holds a circuit now.
@@ -325,11 +402,18 @@ function portUsage() {
   return usage;
 }
 
-function clusterView() {
+// "(3 of 8)" when a filter hides some, "(8)" otherwise.
+function shownOf(shown, all) {
+  return shown < all ? `(${shown} of ${all})` : `(${all})`;
+}
+
+function clusterView(r) {
+  const match = matcher(r.q);
   const usage = portUsage();
   const cabledOn = new Map();
   for (const l of state.wiring) cabledOn.set(l.ocs, (cabledOn.get(l.ocs) || 0) + 1);
-  const units = [...state.ocs.values()].sort((a, b) => a.name.localeCompare(b.name));
+  const units = [...state.ocs.values()].sort((a, b) => a.name.localeCompare(b.name))
+    .filter((u) => match(u.name));
   const unitRows = units.map((u) => {
     const xc = state.xc.get(u.name) || {};
     const c = u.connection || { state: 'down', in_sync: false };
@@ -347,7 +431,8 @@ function clusterView() {
   });
   const inFabrics = state.servers.filter((s) => s.fabric).length;
   const withFailed = state.servers.filter((s) => (state.failed.get(s.name) || []).length).length;
-  const tiles = state.servers.map((s) => {
+  const shown = state.servers.filter((s) => match(s.name, s.fabric || ''));
+  const tiles = shown.map((s) => {
     const u = usage.get(s.name) || { cabled: 0, used: 0 };
     const total = s.devices * s.ports_per_device;
     const bad = (state.failed.get(s.name) || []).length;
@@ -369,10 +454,10 @@ function clusterView() {
     return tile;
   });
   return h('div', { class: 'cluster' },
-    h('h2', {}, `OCS units (${units.length})`),
+    h('h2', {}, `OCS units ${shownOf(units.length, state.ocs.size)}`),
     table(['unit', 'driver', 'ports', 'connection', 'state', 'cabled ports', 'ports in circuits',
       'ports down', 'foreign entries'], unitRows, { class: 'units' }),
-    h('h2', {}, `Servers (${state.servers.length})`),
+    h('h2', {}, `Servers ${shownOf(shown.length, state.servers.length)}`),
     h('p', { class: 'summary' },
       `${inFabrics} in fabrics · ${withFailed} with failed devices · ` +
       `${state.servers.filter((s) => s.stale).length} stale. Bar: `,
@@ -381,8 +466,10 @@ function clusterView() {
     h('div', { class: 'tiles' }, tiles));
 }
 
-function fabricsView() {
-  const rows = state.fabrics.map((f) => h('tr', { 'data-fabric': f.name },
+function fabricsView(r) {
+  const match = matcher(r.q);
+  const shown = state.fabrics.filter((f) => match(f.name, f.state, ...(f.servers || [])));
+  const rows = shown.map((f) => h('tr', { 'data-fabric': f.name },
     h('td', {}, h('span', { class: 'swatch', style: { background: fabricColour(f.name) } }),
       h('a', { href: `#/fabrics/${encodeURIComponent(f.name)}` }, f.name)),
     h('td', {}, badge(f.state)),
@@ -392,11 +479,12 @@ function fabricsView() {
     h('td', { class: 'num' }, f.missing),
     h('td', { class: 'num' }, f.min_devices),
     h('td', { class: 'why' }, state.fabricErrors.get(f.name) || '')));
+  const none = state.fabrics.length ? 'No fabric matches the filter.' : 'No fabric yet: POST /v1/fabrics creates one.';
   return h('div', {},
-    h('h2', {}, `Fabrics (${state.fabrics.length})`),
-    state.fabrics.length ? table(['fabric', 'state', 'revision', 'servers', 'circuits', 'missing pairs',
+    h('h2', {}, `Fabrics ${shownOf(shown.length, state.fabrics.length)}`),
+    shown.length ? table(['fabric', 'state', 'revision', 'servers', 'circuits', 'missing pairs',
       'devices per server', 'error'], rows, { class: 'fabrics' })
-      : h('p', { class: 'empty' }, 'No fabric yet: POST /v1/fabrics creates one.'));
+      : h('p', { class: 'empty' }, none));
 }
 
 function linkText(l) {
@@ -547,16 +635,20 @@ function unitView(r) {
     flows('Foreign entries (not made by ofcd, never deleted)', xc.foreign));
 }
 
+// An error gets a row of its own under its operation, across the columns:
+// in a column, a long one made the table wider than the fabric page's panel.
 function operationsTable(ops, short) {
   if (!ops.length) return h('p', { class: 'hint' }, 'none');
-  const rows = ops.map((o) => h('tr', { 'data-op': o.id },
+  const headers = short ? ['id', 'unit', 'changes', 'status', 'started']
+    : ['id', 'unit', 'trigger', 'changes', 'status', 'fabrics', 'started'];
+  const rows = ops.map((o) => [h('tr', { 'data-op': o.id, class: o.error ? 'has-error' : '' },
     h('td', { class: 'num' }, o.id), h('td', {}, o.ocs), short ? '' : h('td', {}, o.trigger),
     h('td', { class: 'num' }, `+${o.nadds} −${o.ndeletes}`), h('td', {}, badge(o.status)),
     short ? '' : h('td', {}, o.fabrics.join(', ')),
-    h('td', {}, short ? time(o.started).slice(11) : time(o.started)),
-    h('td', { class: 'why' }, o.error || '')));
-  return table(short ? ['id', 'unit', 'changes', 'status', 'started', 'error']
-    : ['id', 'unit', 'trigger', 'changes', 'status', 'fabrics', 'started', 'error'], rows, { class: 'ops' });
+    h('td', {}, short ? time(o.started).slice(11) : time(o.started))),
+  o.error ? h('tr', { class: 'op-error', 'data-op-error': o.id },
+    h('td', { class: 'why', colspan: headers.length }, o.error)) : '']);
+  return table(headers, rows, { class: 'ops' });
 }
 
 function eventSummary(type, d) {
@@ -604,6 +696,7 @@ function start() {
   window.addEventListener('hashchange', () => {
     state.selection = null;
     const r = route();
+    filterBox.value = r.q; // another view, or a link: its filter, even while typing
     if (r.fabric) loadFabric(r.fabric).catch(failed);
     if (r.unit) loadUnit(r.unit).catch(failed);
     render();

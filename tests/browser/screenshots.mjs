@@ -49,6 +49,10 @@ try {
   await page.waitForSelector('#selection');
   await shot('fabric');
 
+  await page.goto(`${d.url}#/cabling?q=srv1`);
+  await page.waitForSelector('table.cabling tr.bad');
+  await shot('cabling');
+
   await page.goto(`${d.url}#/ocs/ocs1`);
   await page.waitForSelector('tr.drift[data-pair="60-61"]');
   await shot('unit');
