@@ -196,8 +196,7 @@ function onEvent(type, data, id) {
     break;
   }
   case 'operation':
-    // Batches follow every change of the circuits, also a fabric's creation
-    // or deletion, which has no event of its own.
+    // Batches follow every change of the circuits.
     soon('operations', loadOperations);
     soon('fabrics', loadFabrics);
     soon('servers', loadServers);
@@ -222,7 +221,7 @@ function onEvent(type, data, id) {
     // Created, updated or deleted: the list, and the servers' membership.
     soon('fabrics', loadFabrics);
     soon('servers', loadServers);
-    if (data.name === shown) soon('fabric', () => loadFabricAfterList(shown));
+    if (data.fabric === shown) soon('fabric', () => loadFabricAfterList(shown));
     break;
   case 'topology':
     onTopology(data);

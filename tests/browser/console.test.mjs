@@ -112,6 +112,27 @@ test('a device failure and a fabric deletion show without a reload, through the 
   });
 });
 
+test('units and servers created and deleted show without a reload, through topology events', async () => {
+  await withDaemon({}, async (d) => {
+    const page = await openPage(browser);
+    await page.goto(`${d.url}#/cluster`);
+    await page.waitForSelector('.units tr[data-ocs="ocs1"]');
+    await page.waitForFunction(() => document.querySelector('#live').textContent === 'live');
+    // Neither makes an operation: the topology event is all the console hears.
+    const unit = { name: 'ocs9', driver: 'sim', ports: 16, endpoint: '' };
+    assert.equal((await d.req('POST', 'v1/ocs', unit)).status, 201);
+    assert.equal((await d.req('POST', 'v1/servers', { name: 'extra', devices: 2 })).status, 201);
+    await within(page, 5000, () => document.querySelector('.units tr[data-ocs="ocs9"]') !== null);
+    await within(page, 5000, () => document.querySelector('.tile[data-server="extra"]') !== null);
+    assert.equal((await d.req('DELETE', 'v1/ocs/ocs9')).status, 200);
+    assert.equal((await d.req('DELETE', 'v1/servers/extra')).status, 200);
+    await within(page, 5000, () => document.querySelector('.units tr[data-ocs="ocs9"]') === null);
+    await within(page, 5000, () => document.querySelector('.tile[data-server="extra"]') === null);
+    assert.deepEqual(page.problems, []);
+    await page.context().close();
+  });
+});
+
 test('the cluster, a unit with drift highlighted, and the events', async () => {
   // Audits every second; failing batches keep a hand-made cross-connect in place.
   const extra = '[debug]\nfaults = true\n[reconcile]\naudit_interval = 1\n';
