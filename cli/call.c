@@ -85,6 +85,16 @@ int cmd_call(struct cmd_ctx *c, const char *method, const char *path, const char
 	return cmd_send(c, &q, r);
 }
 
+int cmd_get_show(struct cmd_ctx *c, const char *path, cmd_show_fn table, cmd_show_fn wide)
+{
+	struct client_reply r = { 0 };
+	int rc = cmd_call(c, "GET", path, NULL, 0, &r);
+	if (rc == CMD_OK)
+		rc = cmd_print(c, &r, table, wide);
+	client_reply_free(&r);
+	return rc;
+}
+
 char *cmd_path(struct cmd_ctx *c, const char *before, const char *name, const char *after)
 {
 	char *esc = client_escape(c->client, name), *path = NULL;

@@ -61,13 +61,3 @@ bool cmd_print_doc(struct cmd_ctx *c, const json_t *v)
 	free(s);
 	return true;
 }
-
-int cmd_get_show(struct cmd_ctx *c, const char *path, cmd_show_fn table, cmd_show_fn wide)
-{
-	struct client_reply r = { 0 };
-	int rc = cmd_call(c, "GET", path, NULL, 0, &r);
-	if (rc == CMD_OK)
-		rc = cmd_print(c, &r, table, wide);
-	client_reply_free(&r);
-	return rc;
-}
