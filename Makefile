@@ -2,7 +2,8 @@
 #
 #   make          build build/ofcd (the controller), build/ofcd-agent (the host agent) and
 #                 build/ofcctl (the command-line client)
-#   make run      set up, build and start the daemon on the embedded default with a demo topology
+#   make run      set up, build build/ofcctl and start the daemon on the embedded default with
+#                 a demo topology
 #   make test     set up, build and run every test (layering check, alert rules, unit,
 #                 unit under ASan+UBSan, integration, the cost model's fidelity against
 #                 SimGrid, the OpenAPI lint, the console in Chromium)
@@ -76,7 +77,7 @@ COMMON_SRC  := $(sort $(wildcard common/*.c))
 DAEMON_SRC  := $(sort $(filter-out daemon/main.c,$(wildcard daemon/*.c daemon/*/*.c))) $(B)/gen/migrations.c \
                $(B)/gen/console.c $(B)/gen/openapi.c
 AGENT_SRC   := $(sort $(filter-out agent/main.c,$(wildcard agent/*.c)))
-CLI_SRC     := $(sort $(filter-out cli/main.c,$(wildcard cli/*.c)))
+CLI_SRC     := $(sort $(filter-out cli/main.c,$(wildcard cli/*.c))) $(B)/gen/completion.c
 UNIT_SRC    := $(sort $(wildcard tests/unit/test_*.c))
 BENCH_SRC   := $(sort $(wildcard bench/*.c))
 FUZZ_SRC    := $(sort $(wildcard tests/fuzz/fuzz_*.c))
@@ -121,6 +122,11 @@ $(B)/gen/console.c: $(CONSOLE) console/embed.sh
 $(B)/gen/openapi.json: docs/openapi.yaml tools/openapi_json.py | $(B)/config.mk
 	@mkdir -p $(@D)
 	$(PYTHON) tools/openapi_json.py $< > $@.tmp && mv $@.tmp $@
+
+# ofcctl prints the completion script it is installed with (ofcctl completion bash).
+$(B)/gen/completion.c: packaging/ofcctl.bash-completion cli/embed.sh
+	@mkdir -p $(@D)
+	sh cli/embed.sh ofcctl_completion_bash $< > $@.tmp && mv $@.tmp $@
 
 $(B)/gen/openapi.c: $(B)/gen/openapi.json console/embed.sh
 	sh console/embed.sh console_openapi $< > $@.tmp && mv $@.tmp $@
@@ -199,7 +205,7 @@ $(B)/bench/%: $(B)/obj/bench/%.o $(LIBS)
 $(B)/fuzz/fuzz_%: $(B)/fuzz/obj/tests/fuzz/fuzz_%.o $(LIBS_FUZZ)
 	$(FUZZ_CC) $(FUZZFLAGS) -fsanitize=fuzzer -o $@ $^ $(PKG_LIBS)
 
-run: $(B)/ofcd
+run: $(B)/ofcd $(B)/ofcctl
 	@mkdir -p var
 	$(B)/ofcd --demo
 

@@ -6,10 +6,7 @@
 #include <string.h>
 
 #include "cmd.h"
-#include "table.h"
-
-/* Time for the daemon to answer, on top of any ?wait= it was asked to hold the reply. */
-#define REPLY_TIMEOUT_MS 30000L
+#include "yaml.h"
 
 /* The daemon's ?wait= range (docs/api.md). */
 #define WAIT_MAX_S 60.0
@@ -40,30 +37,6 @@ int cmd_fail(int code, const char *fmt, ...)
 	return rc;
 }
 
-int cmd_print_rows(const json_t *list, const char *const *head, const char *const *keys,
-                   size_t ncols)
-{
-	struct table t;
-	const json_t *e;
-	size_t i;
-	table_init(&t, ncols, head);
-	json_array_foreach(list, i, e)
-	{
-		for (size_t k = 0; k < ncols; k++)
-			table_json(&t, json_object_get(e, keys[k]));
-	}
-	int rc = table_print(&t, stdout);
-	table_free(&t);
-	return rc ? CMD_UNREACHABLE : CMD_OK;
-}
-
-void cmd_print_body(const struct client_reply *r)
-{
-	fwrite(r->body, 1, r->len, stdout);
-	if (r->len && r->body[r->len - 1] != '\n')
-		putchar('\n');
-}
-
 int cmd_report(struct cmd_ctx *c, int rc, const char *err, const struct client_reply *r)
 {
 	if (rc)
@@ -71,11 +44,16 @@ int cmd_report(struct cmd_ctx *c, int rc, const char *err, const struct client_r
 	if (r->status >= 200 && r->status < 300)
 		return CMD_OK;
 	int code = r->status >= 400 && r->status < 500 ? CMD_REFUSED : CMD_UNREACHABLE;
-	if (c->format == OUT_JSON)
-		cmd_print_body(r);
 	json_t *e = json_object_get(r->json, "error");
 	const char *ecode = json_string_value(json_object_get(e, "code"));
 	const char *msg = json_string_value(json_object_get(e, "message"));
+	if ((c->args.given & OPT_IGNORE_NOT_FOUND) && r->status == 404 && ecode &&
+	    strcmp(ecode, "not_found") == 0)
+		return CMD_OK;
+	if (c->format == OUT_JSON)
+		cmd_print_body(r);
+	else if (c->format == OUT_YAML && r->json)
+		yaml_print(stdout, r->json);
 	if (ecode && msg)
 		return cmd_fail(code, "%ld %s: %s", r->status, ecode, msg);
 	/* Not ofcd's error shape (a proxy in between): the first line of what came back. */
@@ -84,23 +62,35 @@ int cmd_report(struct cmd_ctx *c, int rc, const char *err, const struct client_r
 	                len ? r->body : "no error message");
 }
 
-int cmd_call(struct cmd_ctx *c, const char *method, const char *path, const char *body,
-             double wait_s, struct client_reply *r)
+int cmd_send(struct cmd_ctx *c, struct client_req *q, struct client_reply *r)
 {
 	char err[512] = "";
-	long timeout = REPLY_TIMEOUT_MS + (long)(wait_s * 1000);
-	int rc = client_request(c->client, method, path, body, timeout, r, err, sizeof(err));
+	if (!q->timeout_ms && !q->fn)
+		q->timeout_ms = CMD_REPLY_TIMEOUT_MS;
+	int rc = client_send(c->client, q, r, err, sizeof(err));
 	return cmd_report(c, rc, err, r);
 }
 
-int cmd_get_show(struct cmd_ctx *c, const char *path, cmd_show_fn show)
+int cmd_call(struct cmd_ctx *c, const char *method, const char *path, const char *body,
+             double wait_s, struct client_reply *r)
+{
+	struct client_req q = {
+		.method = method,
+		.path = path,
+		.body = body,
+		.timeout_ms = CMD_REPLY_TIMEOUT_MS + (long)(wait_s * 1000),
+	};
+	if ((c->args.given & OPT_IF_MATCH) && strcmp(method, "GET") != 0)
+		q.if_match = c->args.if_match;
+	return cmd_send(c, &q, r);
+}
+
+int cmd_get_show(struct cmd_ctx *c, const char *path, cmd_show_fn table, cmd_show_fn wide)
 {
 	struct client_reply r = { 0 };
 	int rc = cmd_call(c, "GET", path, NULL, 0, &r);
-	if (rc == CMD_OK && c->format == OUT_JSON)
-		cmd_print_body(&r);
-	else if (rc == CMD_OK)
-		rc = show(r.json);
+	if (rc == CMD_OK)
+		rc = cmd_print(c, &r, table, wide);
 	client_reply_free(&r);
 	return rc;
 }
@@ -114,6 +104,17 @@ char *cmd_path(struct cmd_ctx *c, const char *before, const char *name, const ch
 	if (!path)
 		cmd_fail(CMD_UNREACHABLE, "out of memory");
 	return path;
+}
+
+int cmd_add_query(struct cmd_ctx *c, char **p, const char *name, const char *value)
+{
+	char *esc = client_escape(c->client, value), *np = NULL;
+	if (esc && asprintf(&np, "%s%c%s=%s", *p, strchr(*p, '?') ? '&' : '?', name, esc) < 0)
+		np = NULL;
+	free(esc);
+	free(*p);
+	*p = np;
+	return np ? 0 : -ENOMEM;
 }
 
 int cmd_wait_param(struct cmd_ctx *c, char *buf, size_t len, double *seconds)

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "version.h"
 
@@ -27,6 +28,7 @@ struct sink {
 	struct client_reply *r;
 	client_chunk_fn fn; /* NULL: collect everything */
 	void *arg;
+	const volatile sig_atomic_t *stop;
 	bool cancelled;
 	bool too_big;
 };
@@ -61,6 +63,12 @@ struct client *client_new(const char *url, const char *token, const struct clien
 nomem:
 	snprintf(err, errlen, "out of memory");
 	return NULL;
+}
+
+struct client *client_clone(const struct client *c, char *err, size_t errlen)
+{
+	struct client_tls tls = { .cacert = c->cacert, .insecure = c->insecure };
+	return client_new(c->base, c->token, &tls, err, errlen);
 }
 
 void client_free(struct client *c)
@@ -128,16 +136,57 @@ static size_t on_data(char *data, size_t size, size_t nmemb, void *user)
 	return n;
 }
 
-/* The options every request shares; the handle was reset before. */
-static struct curl_slist *setup(struct client *c, const char *path, struct sink *k,
-                                const char *accept, bool has_body)
+/* Keeps the ETag of the last response: a redirect's own headers come first. */
+static size_t on_header(char *data, size_t size, size_t nmemb, void *user)
 {
-	struct curl_slist *h = NULL, *t;
-	char *url = malloc(strlen(c->base) + strlen(path) + 1);
+	struct sink *k = user;
+	size_t n = size * nmemb;
+	if (n >= 5 && strncmp(data, "HTTP/", 5) == 0)
+		k->r->etag[0] = '\0';
+	else if (n > 5 && strncasecmp(data, "etag:", 5) == 0) {
+		const char *v = data + 5, *end = data + n;
+		while (v < end && (*v == ' ' || *v == '\t'))
+			v++;
+		while (end > v && strchr(" \t\r\n", end[-1]))
+			end--;
+		snprintf(k->r->etag, sizeof(k->r->etag), "%.*s", (int)(end - v), v);
+	}
+	return n;
+}
+
+static int on_progress(void *user, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow)
+{
+	const struct sink *k = user;
+	(void)dltotal;
+	(void)dlnow;
+	(void)ultotal;
+	(void)ulnow;
+	return k->stop && *k->stop;
+}
+
+/* Appends "name: value" to the header list *h; false when out of memory. */
+static bool add_header(struct curl_slist **h, const char *name, const char *value)
+{
+	char *line = NULL;
+	if (asprintf(&line, "%s: %s", name, value) < 0)
+		return false;
+	struct curl_slist *t = curl_slist_append(*h, line);
+	free(line);
+	if (t)
+		*h = t;
+	return t != NULL;
+}
+
+/* The options every request shares; the handle was reset before. */
+static struct curl_slist *setup(struct client *c, const struct client_req *q, struct sink *k)
+{
+	struct curl_slist *h = NULL;
+	char *url = malloc(strlen(c->base) + strlen(q->path) + 1);
 	if (!url)
 		return NULL;
 	strcpy(url, c->base);
-	strcat(url, path);
+	strcat(url, q->path);
 	curl_easy_setopt(c->curl, CURLOPT_URL, url); /* libcurl copies it */
 	free(url);
 	curl_easy_setopt(c->curl, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -166,18 +215,22 @@ static struct curl_slist *setup(struct client *c, const char *path, struct sink 
 	curl_easy_setopt(c->curl, CURLOPT_ERRORBUFFER, c->errbuf);
 	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, k);
+	curl_easy_setopt(c->curl, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(c->curl, CURLOPT_HEADERDATA, k);
+	if (k->stop) {
+		curl_easy_setopt(c->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+		curl_easy_setopt(c->curl, CURLOPT_XFERINFODATA, k);
+		curl_easy_setopt(c->curl, CURLOPT_NOPROGRESS, 0L);
+	}
 	c->errbuf[0] = '\0';
 
-	/* No "Expect: 100-continue" round trip before a large topology. */
-	t = curl_slist_append(h, "Expect:");
-	if (t)
-		h = t;
-	t = t ? curl_slist_append(h, accept) : NULL;
-	if (t)
-		h = t;
-	if (t && has_body)
-		t = curl_slist_append(h, "Content-Type: application/json");
-	if (!t) {
+	/* "Expect:" empty: no 100-continue round trip before a large topology. */
+	h = curl_slist_append(NULL, "Expect:");
+	bool ok = h && add_header(&h, "Accept", q->accept ? q->accept : "application/json") &&
+	          (!q->body || add_header(&h, "Content-Type", "application/json")) &&
+	          (!q->if_match || add_header(&h, "If-Match", q->if_match)) &&
+	          (!q->last_event_id || add_header(&h, "Last-Event-ID", q->last_event_id));
+	if (!ok) {
 		curl_slist_free_all(h);
 		return NULL;
 	}
@@ -185,7 +238,7 @@ static struct curl_slist *setup(struct client *c, const char *path, struct sink 
 	return h;
 }
 
-/* Runs the prepared transfer and turns its outcome into 0 / -EIO / -ECANCELED. */
+/* Runs the prepared transfer and turns its outcome into 0 / -EIO / -ECANCELED / -EINTR. */
 static int perform(struct client *c, struct sink *k, char *err, size_t errlen)
 {
 	struct client_reply *r = k->r;
@@ -195,6 +248,8 @@ static int perform(struct client *c, struct sink *k, char *err, size_t errlen)
 		cc = cc == CURLE_OK ? CURLE_OUT_OF_MEMORY : cc;
 	if (k->cancelled)
 		return -ECANCELED;
+	if (cc == CURLE_ABORTED_BY_CALLBACK && k->stop && *k->stop)
+		return -EINTR;
 	if (k->too_big) {
 		snprintf(err, errlen, "the reply is over %u bytes or memory ran out",
 		         CLIENT_MAX_BODY);
@@ -208,12 +263,13 @@ static int perform(struct client *c, struct sink *k, char *err, size_t errlen)
 	return 0;
 }
 
-int client_request(struct client *c, const char *method, const char *path, const char *body,
-                   long timeout_ms, struct client_reply *r, char *err, size_t errlen)
+int client_send(struct client *c, const struct client_req *q, struct client_reply *r, char *err,
+                size_t errlen)
 {
-	struct sink k = { .c = c, .r = r };
+	const char *method = q->method ? q->method : "GET";
+	struct sink k = { .c = c, .r = r, .fn = q->fn, .arg = q->arg, .stop = q->stop };
 	curl_easy_reset(c->curl);
-	struct curl_slist *h = setup(c, path, &k, "Accept: application/json", body != NULL);
+	struct curl_slist *h = setup(c, q, &k);
 	if (!h) {
 		snprintf(err, errlen, "out of memory");
 		return -EIO;
@@ -221,29 +277,13 @@ int client_request(struct client *c, const char *method, const char *path, const
 	/* POST is what a body implies; anything else but GET is named. */
 	if (strcmp(method, "GET") == 0)
 		curl_easy_setopt(c->curl, CURLOPT_HTTPGET, 1L);
-	else if (strcmp(method, "POST") != 0 || !body)
+	else if (strcmp(method, "POST") != 0 || !q->body)
 		curl_easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST, method);
-	if (body) {
-		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, body);
-		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
+	if (q->body) {
+		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, q->body);
+		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(q->body));
 	}
-	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, timeout_ms);
-	int rc = perform(c, &k, err, errlen);
-	curl_slist_free_all(h);
-	return rc;
-}
-
-int client_stream(struct client *c, const char *path, client_chunk_fn fn, void *arg,
-                  struct client_reply *r, char *err, size_t errlen)
-{
-	struct sink k = { .c = c, .r = r, .fn = fn, .arg = arg };
-	curl_easy_reset(c->curl);
-	struct curl_slist *h = setup(c, path, &k, "Accept: text/event-stream", false);
-	if (!h) {
-		snprintf(err, errlen, "out of memory");
-		return -EIO;
-	}
-	curl_easy_setopt(c->curl, CURLOPT_HTTPGET, 1L);
+	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, q->timeout_ms);
 	int rc = perform(c, &k, err, errlen);
 	curl_slist_free_all(h);
 	return rc;

@@ -9,6 +9,7 @@
 #define OFCCTL_CLIENT_H
 
 #include <jansson.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -19,10 +20,11 @@ struct client;
 
 /** What the daemon answered. Zero it before use; client_reply_free releases it. */
 struct client_reply {
-	long status;  /**< HTTP status of the last response (after redirects) */
-	char *body;   /**< the body as received, NUL-terminated (malloc'd; "" when none) */
-	size_t len;   /**< bytes in body */
-	json_t *json; /**< body parsed as JSON, or NULL when it is not JSON */
+	long status;    /**< HTTP status of the last response (after redirects) */
+	char *body;     /**< the body as received, NUL-terminated (malloc'd; "" when none) */
+	size_t len;     /**< bytes in body */
+	json_t *json;   /**< body parsed as JSON, or NULL when it is not JSON */
+	char etag[128]; /**< the last response's ETag header as sent (quotes kept), "" when none */
 };
 
 /** Receives a streamed body chunk by chunk; a non-zero return stops the stream. */
@@ -43,30 +45,45 @@ struct client_tls {
 struct client *client_new(const char *url, const char *token, const struct client_tls *tls,
                           char *err, size_t errlen);
 
+/**
+ * A second client for the same daemon, token and TLS settings, with a
+ * connection of its own (to send requests while c follows a stream). NULL
+ * with the reason in err on failure; free it with client_free.
+ */
+struct client *client_clone(const struct client *c, char *err, size_t errlen);
+
 /** Frees the client and closes its connection; NULL is fine. */
 void client_free(struct client *c);
 
 /** s escaped for one URL path segment or query value; malloc'd (caller frees), NULL on ENOMEM. */
 char *client_escape(struct client *c, const char *s);
 
-/**
- * Sends method path (e.g. "GET", "/v1/fabrics") with body (JSON text, or
- * NULL for none) and waits for the reply, at most timeout_ms in all. Returns
- * 0 when a reply arrived, whatever its status, with it in r; -EIO when the
- * daemon could not be reached or the exchange broke, with the reason in err.
- */
-int client_request(struct client *c, const char *method, const char *path, const char *body,
-                   long timeout_ms, struct client_reply *r, char *err, size_t errlen);
+/** One request; members left zero take the defaults said. */
+struct client_req {
+	const char *method;        /**< "GET", "PUT", ...; NULL: GET */
+	const char *path;          /**< e.g. "/v1/fabrics", query included */
+	const char *body;          /**< JSON text to send, or NULL for none */
+	const char *accept;        /**< Accept header; NULL: application/json */
+	const char *if_match;      /**< If-Match header, sent as is; NULL: none */
+	const char *last_event_id; /**< Last-Event-ID header; NULL: none */
+	long timeout_ms;           /**< longest the whole exchange may take; 0: no limit */
+	/** Receives the body of a 200 reply as it arrives instead of collecting it; NULL: collect.
+	 */
+	client_chunk_fn fn;
+	void *arg; /**< passed to fn */
+	/** Checked while waiting (at least once a second): non-zero ends the exchange. */
+	const volatile sig_atomic_t *stop;
+};
 
 /**
- * GETs path and hands the body to fn as it arrives while the status is 200,
- * with no overall time limit (an event stream). Any other status collects the
- * body into r as client_request does. Returns 0 when the reply ended, -EIO
- * (reason in err) when the daemon could not be reached or the stream broke,
- * or -ECANCELED when fn stopped it; r->status is set in every case a reply began.
+ * Sends q and waits for the reply. Returns 0 when a reply arrived and ended,
+ * whatever its status, with it in r (a body handed to q->fn is not in r);
+ * -EIO when the daemon could not be reached or the exchange broke, with the
+ * reason in err; -ECANCELED when q->fn stopped it; -EINTR when *q->stop
+ * ended it. r->status is set in every case a reply began.
  */
-int client_stream(struct client *c, const char *path, client_chunk_fn fn, void *arg,
-                  struct client_reply *r, char *err, size_t errlen);
+int client_send(struct client *c, const struct client_req *q, struct client_reply *r, char *err,
+                size_t errlen);
 
 /** Frees what r holds and zeroes it. */
 void client_reply_free(struct client_reply *r);

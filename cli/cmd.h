@@ -7,7 +7,10 @@
 #ifndef OFCCTL_CMD_H
 #define OFCCTL_CMD_H
 
+#include <stdbool.h>
+
 #include "client.h"
+#include "settings.h"
 
 /** The exit codes ofcctl promises to scripts (docs: ofcctl(1)). */
 enum cmd_exit {
@@ -18,55 +21,114 @@ enum cmd_exit {
 	CMD_UNREACHABLE = 4, /**< no answer from the daemon, or a 5xx */
 };
 
-/** -o: tables for people or the daemon's JSON for scripts. */
+/** Time for the daemon to answer, on top of any ?wait= it was asked to hold the reply. */
+#define CMD_REPLY_TIMEOUT_MS 30000L
+
+/** -o: tables for people, or the daemon's JSON (or the same as YAML) for scripts. */
 enum out_format {
-	OUT_TABLE,
-	OUT_JSON,
+	OUT_TABLE, /**< tables and "key: value" blocks (the default) */
+	OUT_WIDE,  /**< the tables with every column the reply has */
+	OUT_JSON,  /**< the daemon's JSON as it came */
+	OUT_YAML,  /**< the same document as YAML (yaml.h) */
 };
 
 /** The options a command may take; each command of the table lists its own. */
 enum cmd_opt {
-	OPT_WAIT = 1u << 0,    /**< --wait SECONDS */
-	OPT_SERVERS = 1u << 1, /**< --servers N */
-	OPT_DEVICES = 1u << 2, /**< --devices D */
-	OPT_PORTS = 1u << 3,   /**< --ports-per-device P */
-	OPT_FORMULA = 1u << 4, /**< --formula auto|1|3 */
-	OPT_FABRIC = 1u << 5,  /**< --fabric NAME */
-	OPT_OCS = 1u << 6,     /**< --ocs NAME */
-	OPT_LIMIT = 1u << 7,   /**< --limit N */
+	OPT_WAIT = 1u << 0,              /**< --wait SECONDS */
+	OPT_SERVERS = 1u << 1,           /**< --servers N */
+	OPT_DEVICES = 1u << 2,           /**< --devices D */
+	OPT_PORTS_PER_DEVICE = 1u << 3,  /**< --ports-per-device P */
+	OPT_FORMULA = 1u << 4,           /**< --formula auto|1|3 */
+	OPT_FABRIC = 1u << 5,            /**< --fabric NAME */
+	OPT_OCS = 1u << 6,               /**< --ocs NAME */
+	OPT_LIMIT = 1u << 7,             /**< --limit N */
+	OPT_WATCH = 1u << 8,             /**< --watch, -w */
+	OPT_FILE = 1u << 9,              /**< --file, -f FILE|- */
+	OPT_FORCE = 1u << 10,            /**< --force */
+	OPT_IGNORE_NOT_FOUND = 1u << 11, /**< --ignore-not-found */
+	OPT_IF_MATCH = 1u << 12,         /**< --if-match REV */
+	OPT_SINCE = 1u << 13,            /**< --since ID|TIME */
+	OPT_PORTS = 1u << 14,            /**< --ports N (an OCS unit's) */
+	OPT_DRIVER = 1u << 15,           /**< --driver NAME */
+	OPT_ENDPOINT = 1u << 16,         /**< --endpoint ADDRESS */
+	OPT_P2P = 1u << 17,              /**< --p2p */
+	OPT_INTRA = 1u << 18,            /**< --intra full-mesh|two-groups */
+	OPT_OFFLOAD = 1u << 19,          /**< --offload */
+	OPT_SWITCH = 1u << 20,           /**< --switch NAME */
+	OPT_AGGREGATING = 1u << 21,      /**< --aggregating */
+	OPT_BUFFER = 1u << 22,           /**< --buffer B */
+	OPT_WINDOW = 1u << 23,           /**< --window W */
 };
 
-/** The command line of one command, parsed. */
+/** Room for an If-Match value: a tag the daemon gives is far shorter. */
+#define CMD_TAG_LEN 130
+
+/** The command line of one command, parsed; the strings point into argv of main. */
 struct cmd_args {
-	unsigned given;      /**< the OPT_* bits present */
-	const char *wait;    /**< --wait, as given (checked by cmd_wait_param) */
-	long servers;        /**< --servers */
-	long devices;        /**< --devices */
-	long ports;          /**< --ports-per-device */
-	const char *formula; /**< --formula */
-	const char *fabric;  /**< --fabric */
-	const char *ocs;     /**< --ocs */
-	long limit;          /**< --limit */
-	int argc;            /**< positional words after the command's own name */
-	char **argv;         /**< those words (argv of main) */
+	unsigned given;             /**< the OPT_* bits present */
+	const char *wait;           /**< --wait, as given (checked by cmd_wait_param) */
+	long servers;               /**< --servers */
+	long devices;               /**< --devices */
+	long ports_per_device;      /**< --ports-per-device */
+	const char *formula;        /**< --formula */
+	const char *fabric;         /**< --fabric */
+	const char *ocs;            /**< --ocs */
+	long limit;                 /**< --limit */
+	const char *file;           /**< --file */
+	char if_match[CMD_TAG_LEN]; /**< --if-match as an entity tag: 3 becomes "3" */
+	const char *since;          /**< --since */
+	long ports;                 /**< --ports */
+	const char *driver;         /**< --driver */
+	const char *endpoint;       /**< --endpoint */
+	const char *intra;          /**< --intra */
+	const char *sw;             /**< --switch */
+	long buffer;                /**< --buffer */
+	long window;                /**< --window */
+	int argc;                   /**< positional words after the command's own name */
+	char **argv;                /**< those words (argv of main) */
 };
 
 /** What a command runs with. */
 struct cmd_ctx {
-	struct client *client;  /**< connected to the daemon */
+	struct client *client;  /**< connected to the daemon (NULL for a command that needs none) */
 	enum out_format format; /**< -o */
 	struct cmd_args args;   /**< its command line */
 };
+
+/** What cmd_parse_options found besides options and exit codes. */
+enum {
+	CMD_OPTIONS_HELP = -1, /**< --help: the caller prints the usage */
+	CMD_OPTIONS_DONE = -2, /**< --version, answered: nothing more to do */
+};
+
+/**
+ * Parses the options of argv (getopt_long, so they may come before, between
+ * and after the command's words) into ctx->format, ctx->args and flags, and
+ * moves the other words to the end of argv, from *first on. Returns CMD_OK,
+ * CMD_USAGE after a message naming the bad option or value, or one of
+ * CMD_OPTIONS_HELP and CMD_OPTIONS_DONE (options.c).
+ */
+int cmd_parse_options(int argc, char **argv, struct cmd_ctx *ctx, struct settings_flags *flags,
+                      int *first);
+
+/** The long name ("--wait") of one OPT_* bit, for messages. */
+const char *cmd_option_name(unsigned bit);
 
 /** A command's entry point: returns an enum cmd_exit value. */
 typedef int (*cmd_fn)(struct cmd_ctx *c);
 
 /**
- * Sends one request (body is JSON text or NULL). wait_s is the longest the
+ * Sends q (with no time limit given and no fn, the usual one) and reports
+ * the outcome as cmd_report does. Returns CMD_OK on a 2xx reply, with it in
+ * r; the caller frees r in every case.
+ */
+int cmd_send(struct cmd_ctx *c, struct client_req *q, struct client_reply *r);
+
+/**
+ * Sends one request (body is JSON text or NULL), with --if-match when the
+ * command was given it and the method is not GET. wait_s is the longest the
  * daemon may hold the reply (added to the usual time limit). On a 2xx reply
- * returns CMD_OK with it in r. Otherwise prints "ofcctl: STATUS CODE:
- * MESSAGE" on stderr (with -o json the daemon's body also goes to stdout)
- * and returns CMD_REFUSED for a 4xx, CMD_UNREACHABLE for anything else. The
+ * returns CMD_OK with it in r. Otherwise reports as cmd_report does. The
  * caller frees r in every case.
  */
 int cmd_call(struct cmd_ctx *c, const char *method, const char *path, const char *body,
@@ -74,7 +136,11 @@ int cmd_call(struct cmd_ctx *c, const char *method, const char *path, const char
 
 /**
  * Turns the outcome of a client call (its return rc, err when rc is not 0,
- * the reply r) into an exit code, reporting failures as cmd_call does.
+ * the reply r) into an exit code. A failure is reported as "ofcctl: STATUS
+ * CODE: MESSAGE" on stderr (with -o json or yaml the daemon's body also goes
+ * to stdout, in that form), CMD_REFUSED for a 4xx, CMD_UNREACHABLE for
+ * anything else; but with --ignore-not-found a 404 not_found is CMD_OK,
+ * silently (r->status tells it).
  */
 int cmd_report(struct cmd_ctx *c, int rc, const char *err, const struct client_reply *r);
 
@@ -82,10 +148,24 @@ int cmd_report(struct cmd_ctx *c, int rc, const char *err, const struct client_r
 typedef int (*cmd_show_fn)(const json_t *reply);
 
 /**
- * The read commands' whole job: GET path, then print the body unchanged
- * (-o json) or through show (tables). Returns an enum cmd_exit value.
+ * Prints a reply in the form -o asks: the body unchanged (json), as YAML,
+ * through wide (-o wide; NULL: through table) or table. Returns an enum
+ * cmd_exit value.
  */
-int cmd_get_show(struct cmd_ctx *c, const char *path, cmd_show_fn show);
+int cmd_print(struct cmd_ctx *c, const struct client_reply *r, cmd_show_fn table, cmd_show_fn wide);
+
+/**
+ * For a document ofcctl builds itself: prints v as one line of compact JSON
+ * (-o json) or as YAML and returns true; returns false in the table forms,
+ * which the caller prints.
+ */
+bool cmd_print_doc(struct cmd_ctx *c, const json_t *v);
+
+/**
+ * The read commands' whole job: GET path, then print the reply as cmd_print
+ * does. Returns an enum cmd_exit value.
+ */
+int cmd_get_show(struct cmd_ctx *c, const char *path, cmd_show_fn table, cmd_show_fn wide);
 
 /** Prints the reply body unchanged to stdout (-o json), with a final newline if it lacks one. */
 void cmd_print_body(const struct client_reply *r);
@@ -111,11 +191,50 @@ int cmd_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 char *cmd_path(struct cmd_ctx *c, const char *before, const char *name, const char *after);
 
 /**
+ * Appends "?name=value" (or "&name=value" after the first), value escaped,
+ * to the malloc'd path *p, replacing it. 0, or -ENOMEM with *p freed and NULL.
+ */
+int cmd_add_query(struct cmd_ctx *c, char **p, const char *name, const char *value);
+
+/**
  * Checks --wait (0 to 60 seconds, decimals allowed: the daemon's range) and
  * writes "?wait=S" into buf, or "" when --wait was not given. CMD_OK or
  * CMD_USAGE after a message; *seconds gets the value (0 when absent).
  */
 int cmd_wait_param(struct cmd_ctx *c, char *buf, size_t len, double *seconds);
+
+/**
+ * Reads a whole file, or standard input for "-" (malloc'd, NUL-terminated;
+ * the caller frees it); NULL with the reason in err.
+ */
+char *cmd_read_file(const char *path, char *err, size_t errlen);
+
+/**
+ * Reads a JSON object or array from a file or "-" into *out (the caller
+ * decrefs it). CMD_OK, or CMD_USAGE after a message naming the file and, for
+ * bad JSON, the line and column.
+ */
+int cmd_read_json(const char *path, json_t **out);
+
+/** What a --watch follows: the answer to re-read and the events that call for it. */
+struct watch_spec {
+	const char *path;         /**< the GET that gives the answer printed */
+	const char *fabric;       /**< the stream's ?fabric=, or NULL for every event */
+	const char *const *kinds; /**< event types that call for a re-read, NULL-terminated */
+	const char *resource;     /**< what is watched: "fabric", "ocs" or "server" */
+	const char *name;         /**< the one object watched, or NULL for a list */
+	cmd_show_fn table;        /**< prints it for -o table */
+	cmd_show_fn wide;         /**< prints it for -o wide (NULL: table) */
+};
+
+/**
+ * --watch: prints the answer of w->path, then follows GET /v1/events and
+ * prints it again whenever an event concerns it and it changed; a dropped
+ * stream is resumed with Last-Event-ID, and after a reset (events lost) the
+ * answer is read again. Returns CMD_OK on SIGINT or SIGTERM or once the
+ * watched object is deleted, or the exit code of a refusal (watch.c).
+ */
+int cmd_watch(struct cmd_ctx *c, const struct watch_spec *w);
 
 /* The commands, one per table entry in main.c (cmd_fabric.c). */
 int cmd_fabric_create(struct cmd_ctx *c);
@@ -137,9 +256,32 @@ int cmd_server_get(struct cmd_ctx *c);
 int cmd_device_fail(struct cmd_ctx *c);
 int cmd_device_ok(struct cmd_ctx *c);
 
+/* cmd_topology.c */
+int cmd_wiring_get(struct cmd_ctx *c);
+int cmd_wiring_put(struct cmd_ctx *c);
+
 /* cmd_daemon.c */
 int cmd_operations(struct cmd_ctx *c);
 int cmd_events(struct cmd_ctx *c);
 int cmd_health(struct cmd_ctx *c);
+
+/* cmd_cluster.c */
+int cmd_version(struct cmd_ctx *c);
+int cmd_cluster_status(struct cmd_ctx *c);
+int cmd_cluster_members(struct cmd_ctx *c);
+int cmd_cluster_snapshot_save(struct cmd_ctx *c);
+int cmd_audit(struct cmd_ctx *c);
+int cmd_completion(struct cmd_ctx *c);
+
+/* cmd_resource.c */
+int cmd_apply(struct cmd_ctx *c);
+int cmd_ocs_create(struct cmd_ctx *c);
+int cmd_ocs_delete(struct cmd_ctx *c);
+int cmd_server_create(struct cmd_ctx *c);
+int cmd_server_delete(struct cmd_ctx *c);
+int cmd_switch_list(struct cmd_ctx *c);
+int cmd_switch_get(struct cmd_ctx *c);
+int cmd_switch_create(struct cmd_ctx *c);
+int cmd_switch_delete(struct cmd_ctx *c);
 
 #endif

@@ -122,11 +122,7 @@ static int judge_state(struct cmd_ctx *c, const json_t *f, double wait_s)
 /* Prints a fabric reply in the chosen form and judges its state. */
 static int fabric_reply(struct cmd_ctx *c, const struct client_reply *r, double wait_s)
 {
-	int rc = CMD_OK;
-	if (c->format == OUT_JSON)
-		cmd_print_body(r);
-	else
-		rc = print_fabric(r->json);
+	int rc = cmd_print(c, r, print_fabric, NULL);
 	return rc ? rc : judge_state(c, r->json, wait_s);
 }
 
@@ -189,10 +185,29 @@ static int fabric_named_call(struct cmd_ctx *c, const char *method, struct clien
 	return rc;
 }
 
+/* What changes a fabric's view: its own events, and the operations that carry its circuits. */
+static const char *const fabric_events[] = { "fabric", "fabric_state", "operation", NULL };
+
 int cmd_fabric_get(struct cmd_ctx *c)
 {
 	struct client_reply r = { 0 };
 	double wait_s;
+	if (c->args.given & OPT_WATCH) {
+		if (c->args.given & OPT_WAIT)
+			return cmd_usage("--wait and --watch exclude each other");
+		char *path = cmd_path(c, "/v1/fabrics/", c->args.argv[0], "");
+		if (!path)
+			return CMD_UNREACHABLE;
+		const struct watch_spec w = { .path = path,
+			                      .fabric = c->args.argv[0],
+			                      .kinds = fabric_events,
+			                      .resource = "fabric",
+			                      .name = c->args.argv[0],
+			                      .table = print_fabric };
+		int rc = cmd_watch(c, &w);
+		free(path);
+		return rc;
+	}
 	int rc = fabric_named_call(c, "GET", &r, &wait_s);
 	if (rc == CMD_OK)
 		rc = fabric_reply(c, &r, wait_s);
@@ -205,11 +220,10 @@ int cmd_fabric_delete(struct cmd_ctx *c)
 	struct client_reply r = { 0 };
 	double wait_s;
 	int rc = fabric_named_call(c, "DELETE", &r, &wait_s);
-	if (rc == CMD_OK) {
+	/* --ignore-not-found: nothing to delete, nothing to say. */
+	if (rc == CMD_OK && r.status != 404) {
 		const char *state = json_string_value(json_object_get(r.json, "state"));
-		if (c->format == OUT_JSON)
-			cmd_print_body(&r);
-		else
+		if (!cmd_print_doc(c, r.json))
 			printf("fabric %s: %s\n", c->args.argv[0], state ? state : "?");
 		/* removing after a wait: the units still hold some of its circuits. */
 		if ((c->args.given & OPT_WAIT) && (!state || strcmp(state, "removed") != 0))
@@ -220,21 +234,24 @@ int cmd_fabric_delete(struct cmd_ctx *c)
 	return rc;
 }
 
-static int show_fabrics(const json_t *reply)
+/* The fabric list; wide adds the devices each server needs and a failed fabric's error. */
+static int fabrics_table(const json_t *reply, bool wide)
 {
-	static const char *const head[] = { "NAME",     "STATE",   "REVISION",
-		                            "CIRCUITS", "MISSING", "SERVERS" };
+	static const char *const head[] = { "NAME",    "STATE",       "REVISION", "CIRCUITS",
+		                            "MISSING", "MIN_DEVICES", "ERROR",    "SERVERS" };
+	static const char *const keys[] = { "name",    "state",       "revision", "circuits",
+		                            "missing", "min_devices", "error" };
+	static const char *const narrow[] = { "NAME",     "STATE",   "REVISION",
+		                              "CIRCUITS", "MISSING", "SERVERS" };
+	size_t nkeys = wide ? 7 : 5;
 	struct table t;
 	const json_t *f;
 	size_t i;
-	table_init(&t, 6, head);
+	table_init(&t, nkeys + 1, wide ? head : narrow);
 	json_array_foreach(json_object_get(reply, "fabrics"), i, f)
 	{
-		table_json(&t, json_object_get(f, "name"));
-		table_json(&t, json_object_get(f, "state"));
-		table_json(&t, json_object_get(f, "revision"));
-		table_json(&t, json_object_get(f, "circuits"));
-		table_json(&t, json_object_get(f, "missing"));
+		for (size_t k = 0; k < nkeys; k++)
+			table_json(&t, json_object_get(f, keys[k]));
 		servers_cell(&t, json_object_get(f, "servers"));
 	}
 	int rc = table_print(&t, stdout) ? CMD_UNREACHABLE : CMD_OK;
@@ -242,9 +259,56 @@ static int show_fabrics(const json_t *reply)
 	return rc;
 }
 
+static int show_fabrics(const json_t *reply)
+{
+	return fabrics_table(reply, false);
+}
+
+static int show_fabrics_wide(const json_t *reply)
+{
+	return fabrics_table(reply, true);
+}
+
 int cmd_fabric_list(struct cmd_ctx *c)
 {
-	return cmd_get_show(c, "/v1/fabrics", show_fabrics);
+	const struct watch_spec w = { .path = "/v1/fabrics",
+		                      .kinds = fabric_events,
+		                      .resource = "fabric",
+		                      .table = show_fabrics,
+		                      .wide = show_fabrics_wide };
+	if (c->args.given & OPT_WATCH)
+		return cmd_watch(c, &w);
+	return cmd_get_show(c, w.path, show_fabrics, show_fabrics_wide);
+}
+
+/* The plan's figures, then its links. */
+static int show_plan(const json_t *reply)
+{
+	static const char *const keys[] = { "servers", "devices",     "ports_per_device", "formula",
+		                            "planes",  "min_devices", "feasible" };
+	static const char *const head[] = { "PLANE", "A", "DEVICE", "PORT", "B", "DEVICE", "PORT" };
+	char buf[256];
+	struct table t;
+	const json_t *l;
+	size_t i;
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		table_kv(keys[i], "%s",
+		         table_text(json_object_get(reply, keys[i]), buf, sizeof(buf)));
+	table_init(&t, 7, head);
+	json_array_foreach(json_object_get(reply, "links"), i, l)
+	{
+		table_json(&t, json_object_get(l, "plane"));
+		for (int end = 0; end < 2; end++) {
+			const json_t *e = json_object_get(l, end ? "b" : "a");
+			table_json(&t, json_object_get(e, "server"));
+			table_json(&t, json_object_get(e, "device"));
+			table_json(&t, json_object_get(e, "port"));
+		}
+	}
+	putchar('\n');
+	int rc = table_print(&t, stdout) ? CMD_UNREACHABLE : CMD_OK;
+	table_free(&t);
+	return rc;
 }
 
 int cmd_plan(struct cmd_ctx *c)
@@ -255,8 +319,8 @@ int cmd_plan(struct cmd_ctx *c)
 		return cmd_usage("plan needs --servers and --devices");
 	json_t *req = json_pack("{s:I, s:I}", "servers", (json_int_t)a->servers, "devices",
 	                        (json_int_t)a->devices);
-	if (req && (a->given & OPT_PORTS))
-		json_object_set_new(req, "ports_per_device", json_integer(a->ports));
+	if (req && (a->given & OPT_PORTS_PER_DEVICE))
+		json_object_set_new(req, "ports_per_device", json_integer(a->ports_per_device));
 	if (req && (a->given & OPT_FORMULA))
 		json_object_set_new(req, "formula", json_string(a->formula));
 	char *body = req ? json_dumps(req, JSON_COMPACT) : NULL;
@@ -265,36 +329,8 @@ int cmd_plan(struct cmd_ctx *c)
 		return cmd_fail(CMD_UNREACHABLE, "out of memory");
 	int rc = cmd_call(c, "POST", "/v1/plan", body, 0, &r);
 	free(body);
-	if (rc == CMD_OK && c->format == OUT_JSON) {
-		cmd_print_body(&r);
-	} else if (rc == CMD_OK) {
-		static const char *const keys[] = { "servers", "devices", "ports_per_device",
-			                            "formula", "planes",  "min_devices",
-			                            "feasible" };
-		static const char *const head[] = { "PLANE", "A",      "DEVICE", "PORT",
-			                            "B",     "DEVICE", "PORT" };
-		char buf[256];
-		struct table t;
-		const json_t *l;
-		size_t i;
-		for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-			table_kv(keys[i], "%s",
-			         table_text(json_object_get(r.json, keys[i]), buf, sizeof(buf)));
-		table_init(&t, 7, head);
-		json_array_foreach(json_object_get(r.json, "links"), i, l)
-		{
-			table_json(&t, json_object_get(l, "plane"));
-			for (int end = 0; end < 2; end++) {
-				const json_t *e = json_object_get(l, end ? "b" : "a");
-				table_json(&t, json_object_get(e, "server"));
-				table_json(&t, json_object_get(e, "device"));
-				table_json(&t, json_object_get(e, "port"));
-			}
-		}
-		putchar('\n');
-		rc = table_print(&t, stdout) ? CMD_UNREACHABLE : CMD_OK;
-		table_free(&t);
-	}
+	if (rc == CMD_OK)
+		rc = cmd_print(c, &r, show_plan, NULL);
 	client_reply_free(&r);
 	return rc;
 }

@@ -7,19 +7,40 @@
 #include "cmd.h"
 #include "table.h"
 
+/* The server list; wide adds the failed devices. */
+static const char *const list_head[] = { "NAME",    "DEVICES", "PORTS/DEVICE", "P2P",   "INTRA",
+	                                 "OFFLOAD", "SWITCH",  "FABRIC",       "STALE", "FAILED" };
+static const char *const list_keys[] = { "name",  "devices",       "ports_per_device", "p2p",
+	                                 "intra", "offload",       "switch",           "fabric",
+	                                 "stale", "failed_devices" };
+
 static int show_servers(const json_t *reply)
 {
-	static const char *const head[] = { "NAME",    "DEVICES", "PORTS/DEVICE", "P2P",  "INTRA",
-		                            "OFFLOAD", "SWITCH",  "FABRIC",       "STALE" };
-	static const char *const keys[] = { "name",   "devices", "ports_per_device",
-		                            "p2p",    "intra",   "offload",
-		                            "switch", "fabric",  "stale" };
-	return cmd_print_rows(json_object_get(reply, "servers"), head, keys, 9);
+	return cmd_print_rows(json_object_get(reply, "servers"), list_head, list_keys, 9);
 }
+
+static int show_servers_wide(const json_t *reply)
+{
+	return cmd_print_rows(json_object_get(reply, "servers"), list_head, list_keys, 10);
+}
+
+/*
+ * What changes a server's view: the topology, its devices, the units its
+ * ports are cabled to, and a fabric taking or releasing it.
+ */
+static const char *const server_events[] = { "topology",   "device_state", "ocs_connection",
+	                                     "port_state", "fabric",       NULL };
 
 int cmd_server_list(struct cmd_ctx *c)
 {
-	return cmd_get_show(c, "/v1/servers", show_servers);
+	const struct watch_spec w = { .path = "/v1/servers",
+		                      .kinds = server_events,
+		                      .resource = "server",
+		                      .table = show_servers,
+		                      .wide = show_servers_wide };
+	if (c->args.given & OPT_WATCH)
+		return cmd_watch(c, &w);
+	return cmd_get_show(c, w.path, show_servers, show_servers_wide);
 }
 
 /* One server: its settings, its inventory's heartbeat, then a row per device. */
@@ -72,15 +93,48 @@ int cmd_server_get(struct cmd_ctx *c)
 	char *path = cmd_path(c, "/v1/servers/", c->args.argv[0], "");
 	if (!path)
 		return CMD_UNREACHABLE;
-	int rc = cmd_get_show(c, path, show_server);
+	const struct watch_spec w = { .path = path,
+		                      .kinds = server_events,
+		                      .resource = "server",
+		                      .name = c->args.argv[0],
+		                      .table = show_server };
+	int rc =
+	    c->args.given & OPT_WATCH ? cmd_watch(c, &w) : cmd_get_show(c, path, show_server, NULL);
 	free(path);
 	return rc;
 }
 
-/* PUT /v1/servers/SERVER/devices/INDEX {"state": state}, then the fabrics it re-planned. */
-static int device_put(struct cmd_ctx *c, const char *state)
+/* A device's new state, then the fabrics it re-planned. */
+static int show_device(const json_t *reply)
 {
 	static const char *const head[] = { "FABRIC", "STATE", "REVISION", "MISSING" };
+	const json_t *f;
+	size_t i;
+	struct table t;
+	printf("%s device %" JSON_INTEGER_FORMAT ": %s (%s)\n",
+	       json_string_value(json_object_get(reply, "server")),
+	       json_integer_value(json_object_get(reply, "device")),
+	       json_string_value(json_object_get(reply, "state")),
+	       json_is_true(json_object_get(reply, "changed")) ? "changed" : "unchanged");
+	if (!json_array_size(json_object_get(reply, "fabrics")))
+		return CMD_OK;
+	putchar('\n');
+	table_init(&t, 4, head);
+	json_array_foreach(json_object_get(reply, "fabrics"), i, f)
+	{
+		table_json(&t, json_object_get(f, "name"));
+		table_json(&t, json_object_get(f, "state"));
+		table_json(&t, json_object_get(f, "revision"));
+		table_cell(&t, "%zu", json_array_size(json_object_get(f, "missing")));
+	}
+	int rc = table_print(&t, stdout) ? CMD_UNREACHABLE : CMD_OK;
+	table_free(&t);
+	return rc;
+}
+
+/* PUT /v1/servers/SERVER/devices/INDEX {"state": state}. */
+static int device_put(struct cmd_ctx *c, const char *state)
+{
 	struct client_reply r = { 0 };
 	const char *index = c->args.argv[1];
 	char *end, after[64];
@@ -96,30 +150,8 @@ static int device_put(struct cmd_ctx *c, const char *state)
 	snprintf(body, sizeof(body), "{\"state\":\"%s\"}", state);
 	int rc = cmd_call(c, "PUT", path, body, 0, &r);
 	free(path);
-	if (rc == CMD_OK && c->format == OUT_JSON) {
-		cmd_print_body(&r);
-	} else if (rc == CMD_OK) {
-		const json_t *f;
-		size_t i;
-		struct table t;
-		printf("%s device %ld: %s (%s)\n", c->args.argv[0], v,
-		       json_string_value(json_object_get(r.json, "state")),
-		       json_is_true(json_object_get(r.json, "changed")) ? "changed" : "unchanged");
-		if (json_array_size(json_object_get(r.json, "fabrics"))) {
-			putchar('\n');
-			table_init(&t, 4, head);
-			json_array_foreach(json_object_get(r.json, "fabrics"), i, f)
-			{
-				table_json(&t, json_object_get(f, "name"));
-				table_json(&t, json_object_get(f, "state"));
-				table_json(&t, json_object_get(f, "revision"));
-				table_cell(&t, "%zu",
-				           json_array_size(json_object_get(f, "missing")));
-			}
-			rc = table_print(&t, stdout) ? CMD_UNREACHABLE : CMD_OK;
-			table_free(&t);
-		}
-	}
+	if (rc == CMD_OK)
+		rc = cmd_print(c, &r, show_device, NULL);
 	client_reply_free(&r);
 	return rc;
 }

@@ -1,4 +1,4 @@
-/* topology get|put and ocs list|get|cross-connects: the optical side of the cluster. */
+/* topology get|put, wiring get|put and ocs list|get|cross-connects: the optical side. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,9 +6,6 @@
 
 #include "cmd.h"
 #include "table.h"
-
-/* Topology files are read whole; the daemon's own body limit is far below this. */
-#define TOPOLOGY_MAX (64u << 20)
 
 static int print_ocs_list(const json_t *list)
 {
@@ -43,69 +40,104 @@ static int show_topology(const json_t *reply)
 	return rc;
 }
 
-int cmd_topology_get(struct cmd_ctx *c)
+/* GET path and print it; in the table forms the version to give --if-match follows. */
+static int get_versioned(struct cmd_ctx *c, const char *path, cmd_show_fn show)
 {
-	return cmd_get_show(c, "/v1/topology", show_topology);
+	struct client_reply r = { 0 };
+	int rc = cmd_call(c, "GET", path, NULL, 0, &r);
+	if (rc == CMD_OK)
+		rc = cmd_print(c, &r, show, NULL);
+	if (rc == CMD_OK && (c->format == OUT_TABLE || c->format == OUT_WIDE))
+		table_kv("version", "%s", r.etag[0] ? r.etag : "-");
+	client_reply_free(&r);
+	return rc;
 }
 
-/* Reads a whole file, or standard input for "-"; malloc'd and NUL-terminated. */
-static char *read_all(const char *path, char *err, size_t errlen)
+int cmd_topology_get(struct cmd_ctx *c)
 {
-	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
-	char *buf = NULL;
-	size_t len = 0, cap = 0;
-	if (!f) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return NULL;
+	return get_versioned(c, "/v1/topology", show_topology);
+}
+
+/*
+ * PUT FILE to path, which replaces what is there as a whole: only if it is
+ * still the version --if-match names or, without it, the version a GET just
+ * before saw, unless --force. what names it in messages; done prints the
+ * reply in the table forms.
+ */
+static int put_whole(struct cmd_ctx *c, const char *path, const char *what, cmd_show_fn done)
+{
+	struct client_reply r = { 0 };
+	struct client_req q = { .method = "PUT", .path = path };
+	char err[512], tag[sizeof(r.etag)] = "";
+	int rc = CMD_OK;
+	if ((c->args.given & OPT_FORCE) && (c->args.given & OPT_IF_MATCH))
+		return cmd_usage("--force and --if-match exclude each other");
+	char *body = cmd_read_file(c->args.argv[0], err, sizeof(err));
+	if (!body)
+		return cmd_usage("%s", err);
+	if (c->args.given & OPT_IF_MATCH) {
+		q.if_match = c->args.if_match;
+	} else if (!(c->args.given & OPT_FORCE)) {
+		rc = cmd_call(c, "GET", path, NULL, 0, &r);
+		snprintf(tag, sizeof(tag), "%s", r.etag);
+		client_reply_free(&r);
+		q.if_match = tag[0] ? tag : NULL;
 	}
-	for (;;) {
-		if (len + 1 >= cap) {
-			char *nb = cap >= TOPOLOGY_MAX ? NULL : realloc(buf, cap ? cap * 2 : 65536);
-			if (!nb) {
-				snprintf(err, errlen, "%s: too large or out of memory", path);
-				free(buf);
-				buf = NULL;
-				break;
-			}
-			buf = nb;
-			cap = cap ? cap * 2 : 65536;
-		}
-		size_t got = fread(buf + len, 1, cap - len - 1, f);
-		len += got;
-		if (got == 0) {
-			if (ferror(f)) {
-				snprintf(err, errlen, "%s: read error", path);
-				free(buf);
-				buf = NULL;
-			}
-			break;
-		}
-	}
-	if (buf)
-		buf[len] = '\0';
-	if (f != stdin)
-		fclose(f);
-	return buf;
+	q.body = body;
+	if (rc == CMD_OK)
+		rc = cmd_send(c, &q, &r);
+	if (rc == CMD_OK)
+		rc = cmd_print(c, &r, done, NULL);
+	else if (r.status == 412)
+		fprintf(stderr, "ofcctl: the %s changed since it was read: read it again%s\n", what,
+		        c->args.given & OPT_IF_MATCH ? "" : " and retry, or use --force");
+	free(body);
+	client_reply_free(&r);
+	return rc;
+}
+
+static int show_topology_put(const json_t *reply)
+{
+	printf("topology: %zu OCS units, %zu servers, %zu switches\n",
+	       json_array_size(json_object_get(reply, "ocs")),
+	       json_array_size(json_object_get(reply, "servers")),
+	       json_array_size(json_object_get(reply, "switches")));
+	return CMD_OK;
 }
 
 int cmd_topology_put(struct cmd_ctx *c)
 {
-	struct client_reply r = { 0 };
-	char err[512];
-	char *body = read_all(c->args.argv[0], err, sizeof(err));
-	if (!body)
-		return cmd_usage("%s", err);
-	int rc = cmd_call(c, "PUT", "/v1/topology", body, 0, &r);
-	free(body);
-	if (rc == CMD_OK && c->format == OUT_JSON)
-		cmd_print_body(&r);
-	else if (rc == CMD_OK)
-		printf("topology: %zu OCS units, %zu servers, %zu switches\n",
-		       json_array_size(json_object_get(r.json, "ocs")),
-		       json_array_size(json_object_get(r.json, "servers")),
-		       json_array_size(json_object_get(r.json, "switches")));
-	client_reply_free(&r);
-	return rc;
+	return put_whole(c, "/v1/topology", "topology", show_topology_put);
+}
+
+/* The wiring: its rule (or none), then every cable. */
+static int show_wiring(const json_t *reply)
+{
+	static const char *const head[] = { "SERVER", "DEVICE", "PORT", "OCS", "OCS_PORT" };
+	static const char *const keys[] = { "server", "device", "port", "ocs", "ocs_port" };
+	char buf[256];
+	table_kv("rule", "%s", table_text(json_object_get(reply, "rule"), buf, sizeof(buf)));
+	table_kv("links", "%zu", json_array_size(json_object_get(reply, "links")));
+	putchar('\n');
+	return cmd_print_rows(json_object_get(reply, "links"), head, keys, 5);
+}
+
+int cmd_wiring_get(struct cmd_ctx *c)
+{
+	return get_versioned(c, "/v1/wiring", show_wiring);
+}
+
+static int show_wiring_put(const json_t *reply)
+{
+	const char *rule = json_string_value(json_object_get(reply, "rule"));
+	printf("wiring: %zu links%s%s\n", json_array_size(json_object_get(reply, "links")),
+	       rule ? ", rule " : "", rule ? rule : "");
+	return CMD_OK;
+}
+
+int cmd_wiring_put(struct cmd_ctx *c)
+{
+	return put_whole(c, "/v1/wiring", "wiring", show_wiring_put);
 }
 
 static int show_ocs_list(const json_t *reply)
@@ -113,9 +145,18 @@ static int show_ocs_list(const json_t *reply)
 	return print_ocs_list(json_object_get(reply, "ocs"));
 }
 
+/* What changes an OCS unit's view: the topology and the units' live side. */
+static const char *const ocs_events[] = { "topology", "device_state", "ocs_connection",
+	                                  "port_state", NULL };
+
 int cmd_ocs_list(struct cmd_ctx *c)
 {
-	return cmd_get_show(c, "/v1/ocs", show_ocs_list);
+	const struct watch_spec w = {
+		.path = "/v1/ocs", .kinds = ocs_events, .resource = "ocs", .table = show_ocs_list
+	};
+	if (c->args.given & OPT_WATCH)
+		return cmd_watch(c, &w);
+	return cmd_get_show(c, w.path, show_ocs_list, NULL);
 }
 
 static int show_ocs(const json_t *o)
@@ -140,7 +181,13 @@ int cmd_ocs_get(struct cmd_ctx *c)
 	char *path = cmd_path(c, "/v1/ocs/", c->args.argv[0], "");
 	if (!path)
 		return CMD_UNREACHABLE;
-	int rc = cmd_get_show(c, path, show_ocs);
+	const struct watch_spec w = { .path = path,
+		                      .kinds = ocs_events,
+		                      .resource = "ocs",
+		                      .name = c->args.argv[0],
+		                      .table = show_ocs };
+	int rc =
+	    c->args.given & OPT_WATCH ? cmd_watch(c, &w) : cmd_get_show(c, path, show_ocs, NULL);
 	free(path);
 	return rc;
 }
@@ -198,7 +245,7 @@ int cmd_ocs_cross_connects(struct cmd_ctx *c)
 	char *path = cmd_path(c, "/v1/ocs/", c->args.argv[0], "/cross-connects");
 	if (!path)
 		return CMD_UNREACHABLE;
-	int rc = cmd_get_show(c, path, show_cross_connects);
+	int rc = cmd_get_show(c, path, show_cross_connects, NULL);
 	free(path);
 	return rc;
 }

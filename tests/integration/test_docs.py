@@ -6,7 +6,9 @@ An example is a code block (indented or fenced) holding `$ curl ...` commands, e
 followed by the output it shows, or bare `curl ...` lines whose output is not shown
 (they must then succeed and answer no error). `localhost:8470` is rewritten to the test
 daemon; commands run with bash in a scratch directory holding a link to docs/, so
-`docs/examples/...` files are found and files the examples write stay out of the tree.
+`docs/examples/...` files are found and files the examples write stay out of the tree, and
+`build/ofcctl` (OFCCTL_BIN), which finds the test daemon in OFCCTL_URL. A command's output
+is what it writes to standard output and standard error, in order.
 
 Outputs compare up to what changes from run to run: times, uptimes, the Date header.
 In a JSON output `...` stands for more members or elements, and "..." for any value;
@@ -30,11 +32,12 @@ import pytest
 from conftest import Daemon
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
+OFCCTL_BIN = os.environ.get("OFCCTL_BIN", os.path.join(ROOT, "build/ofcctl"))
 # The reader's path: the README, then the reference, then the rest; one daemon throughout.
 DOCS = ["README.md", "docs/api.md", "docs/operations.md", "docs/architecture.md",
         "docs/cost-model.md"]
 # Words that start a shell command: a block with one must run, or say why not.
-COMMANDS = {"curl", "make", "sudo", "sudoedit", "systemctl", "journalctl", "ovs-vsctl",
+COMMANDS = {"curl", "build/ofcctl", "ofcctl", "make", "sudo", "sudoedit", "systemctl", "journalctl", "ovs-vsctl",
             "ovs-ofctl", "ofcd", "ofcd-agent", "sqlite3", "ibv_devinfo", "openssl",
             "promtool", "rm", "install", "^C"}
 # Members whose values change from run to run: only their type is compared.
@@ -286,9 +289,12 @@ def match_output(shown, got):
 
 def run(cmd, port, cwd):
     cmd = cmd.replace("localhost:8470", f"127.0.0.1:{port}")
-    p = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], cwd=cwd, capture_output=True,
-                       text=True, timeout=60)
-    return p.returncode, p.stdout, p.stderr
+    # ofcctl finds the test daemon, and no settings of the user running the tests.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OFCCTL_")}
+    env.update(OFCCTL_URL=f"http://127.0.0.1:{port}", HOME=str(cwd), XDG_CONFIG_HOME=str(cwd))
+    p = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], cwd=cwd, env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
+    return p.returncode, p.stdout
 
 
 def test_blocks_are_found():
@@ -298,6 +304,7 @@ def test_blocks_are_found():
     cmds = [c for b in found["docs/api.md"] for c, _ in examples(b)]
     assert any("-d '{\"aggregation\": \"none\"" in c and "\n" in c for c in cmds)
     assert all(complete(c) for c in cmds)
+    assert any(c.startswith("build/ofcctl ") for b in found["README.md"] for c, _ in examples(b))
 
 
 def test_unmarked_command_blocks():
@@ -311,6 +318,8 @@ def test_docs_run(tmp_path):
     work = tmp_path / "work"
     work.mkdir()
     (work / "docs").symlink_to(os.path.join(ROOT, "docs"))
+    (work / "build").mkdir()
+    (work / "build" / "ofcctl").symlink_to(os.path.abspath(OFCCTL_BIN))
     dump = os.environ.get("OFCD_DOCS_DUMP")
     failures = []
     try:
@@ -319,11 +328,11 @@ def test_docs_run(tmp_path):
                 if b.norun:
                     continue
                 for cmd, shown in examples(b):
-                    rc, out, err = run(cmd, d.port, work)
+                    rc, out = run(cmd, d.port, work)
                     if dump:
-                        print(f"\n=== {b.where()}\n$ {cmd}\n{out}{err}")
+                        print(f"\n=== {b.where()}\n$ {cmd}\n{out}")
                     if rc != 0:
-                        failures.append(f"{b.where()}: `{cmd}` exited {rc}: {err.strip()}")
+                        failures.append(f"{b.where()}: `{cmd}` exited {rc}: {out.strip()}")
                         continue
                     if shown is None:
                         try:

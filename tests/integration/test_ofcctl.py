@@ -1,13 +1,19 @@
-"""ofcctl against a real daemon: every command in both output forms, the exit codes, host lists,
-tokens, redirects, an unreachable daemon, and where the URL and token come from."""
+"""ofcctl against a real daemon: every command in its output forms, the exit codes, host lists,
+tokens, redirects, an unreachable daemon, where the URL and token come from, --watch, and the
+bash completion in a real bash."""
 import http.server
 import json
 import os
+import re
+import signal
+import sqlite3
+import stat
 import subprocess
 import threading
 import time
 
 import pytest
+import yaml
 
 from conftest import ADMIN, READER, Daemon, free_port
 
@@ -195,18 +201,33 @@ def test_wait_outcomes_exit_3(ctl, demo):
     (["fabric", "create", "a", "srv[1,x]"], "bad host list: bad range"),
     (["fabric", "create", "a", "srv0", "--wait", "61"], "--wait must be a number of seconds from 0 to 60"),
     (["fabric", "delete", "a", "--wait", "soon"], "--wait must be"),
-    (["-o", "yaml", "health"], "-o takes table or json"),
+    (["-o", "xml", "health"], "-o takes table, wide, json or yaml, got \"xml\""),
     (["plan", "--servers", "3"], "plan needs --servers and --devices"),
     (["plan", "--servers", "x", "--devices", "3"], "--servers needs a whole number"),
     (["device", "fail", "srv0", "1.5"], "device index must be a whole number"),
     (["device", "fail", "srv0", "one"], "device index must be a whole number"),
     (["topology", "put", "/nonexistent/topo.json"], "No such file"),
-    (["--bogus", "health"], "unrecognized option"),
+    (["--bogus", "health"], "unrecognized option \"--bogus\""),
+    (["fabric", "list", "-x"], "unrecognized option \"-x\""),
+    (["health", "--wait"], "option --wait needs a value"),
+    (["fabric", "list", "--force"], "fabric list does not take --force"),
+    (["switch", "list", "-w"], "switch list does not take --watch"),
+    (["fabric", "get", "a", "-w", "--wait", "1"], "--wait and --watch exclude each other"),
+    (["fabric", "delete", "a", "--if-match", ""], "--if-match takes a tag"),
+    (["ocs", "create", "o", "--ports", "many"], "--ports needs a whole number, got \"many\""),
+    (["ocs", "create", "o", "-f", "/nonexistent.json"], "No such file"),
+    (["topology", "put", "-", "--force", "--if-match", "1"], "--force and --if-match exclude each other"),
+    (["apply", "/nonexistent.json"], "No such file"),
+    (["cluster", "snapshot", "save", "/nonexistent/dir/x.db"], "No such file"),
+    (["cluster", "snapshot"], "unknown command \"cluster snapshot\""),
+    (["completion", "zsh"], "no script for shell \"zsh\""),
 ])
 def test_usage_exit_2(ctl, demo, args, why):
-    p = ctl(*args)
+    p = ctl(*args, stdin="{}")
     assert p.returncode == 2, (p.stdout, p.stderr)
     assert why in p.stderr
+    # Messages name the program as ofcctl, not as it was called (build/ofcctl).
+    assert p.stderr.startswith(("ofcctl: ", "usage: ofcctl")) and "build/" not in p.stderr
     assert p.stdout == ""
     assert demo.get("/v1/fabrics").json()["fabrics"] == []
 
@@ -239,7 +260,8 @@ def test_topology_ocs_servers(ctl, demo, tmp_path):
     blocks = p.stdout.split("\n\n")
     assert rows(blocks[0]) == [["NAME", "DRIVER", "PORTS", "ENDPOINT"], ["ocs0", "sim", "64", "-"], ["ocs1", "sim", "64", "-"]]
     assert len(rows(blocks[1])) == 9 and rows(blocks[1])[1][0] == "srv0"
-    assert kv(blocks[-1]) == {"wiring": "rule plane-per-ocs"}
+    # The version to give --if-match follows: the topology's ETag.
+    assert kv(blocks[-1]) == {"wiring": "rule plane-per-ocs", "version": demo.get("/v1/topology").headers["ETag"]}
     p = ctl("-o", "json", "topology", "get")
     assert p.stdout == demo.get("/v1/topology").text
     # Round trip: what get prints (-o json), put takes, from a file or standard input.
@@ -506,3 +528,479 @@ def test_url_and_token_sources(tmp_path):
         assert "unknown section [other]" in ctl("health").stderr
     finally:
         d.stop()
+
+
+# ---- output forms -------------------------------------------------------------------------
+
+def test_yaml_is_the_json(ctl, demo):
+    """-o yaml prints the daemon's JSON as YAML: a YAML reader gets the same document."""
+    assert ctl("fabric", "create", "y", "srv[0-2]", "--wait", "10").returncode == 0
+    demo.put("/v1/servers/srv1/devices/2", {"state": "failed"})
+    for args in (["fabric", "list"], ["fabric", "get", "y"], ["topology", "get"], ["wiring", "get"],
+                 ["server", "list"], ["server", "get", "srv1"], ["ocs", "get", "ocs0"],
+                 ["ocs", "cross-connects", "ocs0"], ["operations"], ["cluster", "status"],
+                 ["plan", "--servers", 3, "--devices", 3], ["switch", "list"]):
+        js, ya = ctl("-o", "json", *args), ctl("-o", "yaml", *args)
+        assert js.returncode == ya.returncode == 0, (args, ya.stderr)
+        assert yaml.safe_load(ya.stdout) == json.loads(js.stdout), args
+    # A refusal's body goes to stdout in the form asked, the message to stderr.
+    p = ctl("-o", "yaml", "fabric", "get", "nosuch")
+    assert p.returncode == 1 and yaml.safe_load(p.stdout)["error"]["code"] == "not_found"
+    assert p.stderr == "ofcctl: 404 not_found: no fabric nosuch\n"
+
+
+class Canned(http.server.ThreadingHTTPServer):
+    """Answers every GET with one canned JSON body."""
+
+    def __init__(self, body):
+        data = json.dumps(body).encode()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *a):
+                pass
+
+        super().__init__(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    def url(self):
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+def test_yaml_quotes_what_needs_it(tmp_path):
+    """Strings a YAML reader would take for something else come back as the same strings."""
+    strings = ["yes", "No", "on", "null", "~", "", " lead", "trail ", "a: b", "#x", "- x", "1.5", "0x10",
+               "1e3", "2026-11-21", "12:30", ".inf", "y", "-", "*ref", "&a", "!tag", "%d", "@", "`",
+               "{}", "[a]", "a,b", "'q'", '"dq"', "back\\slash", "tab\there", "line\nbreak", "cr\r",
+               "nel\u0085", "ls\u2028", "bom\ufeff", "del\x7f", "bell\x07", "é", "漢字", "😀",
+               "plain", "/v1/fabrics", "srv-0.a_b"]
+    body = {"strings": strings, "keys": {s: i for i, s in enumerate(strings)},
+            "numbers": [0, -7, 2 ** 53, 0.1, 1e20, -2.5e-10, 3.0, 1e-300, 123456789.125], "flags": [True, False, None],
+            "empty": {"o": {}, "a": []}, "nested": [[1, [2, []]], [{"a": [{}]}], {"k": [[]]}]}
+    srv = Canned(body)
+    try:
+        p = Ctl(tmp_path, srv.url())("-o", "yaml", "health")
+        assert p.returncode == 0, p.stderr
+        assert yaml.safe_load(p.stdout) == body, p.stdout
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+def test_wide_adds_columns(ctl, demo):
+    assert ctl("fabric", "create", "w", "srv[0-1]", "--wait", "10").returncode == 0
+    demo.put("/v1/servers/srv3/devices/4", {"state": "failed"})
+    t = rows(ctl("-o", "wide", "fabric", "list").stdout)
+    assert t == [["NAME", "STATE", "REVISION", "CIRCUITS", "MISSING", "MIN_DEVICES", "ERROR", "SERVERS"],
+                 ["w", "applied", "1", "1", "0", "1", "-", "srv[0-1]"]]
+    t = rows(ctl("-o", "wide", "server", "list").stdout)
+    assert t[0][-1] == "FAILED" and t[4] == ["srv3", "8", "1", "no", "full-mesh", "no", "-", "-", "no", "4"]
+    assert rows(ctl("server", "list").stdout)[0][-1] == "STALE"
+    demo.post("/v1/switches", {"name": "sw", "offload": True})
+    assert rows(ctl("-o", "wide", "switch", "list").stdout) == [
+        ["NAME", "AGGREGATING", "OFFLOAD", "BUFFER", "WINDOW", "SERVERS"], ["sw", "no", "yes", "-", "-", "-"]]
+    # Where the reply has nothing more, wide is the table.
+    assert ctl("-o", "wide", "ocs", "list").stdout == ctl("ocs", "list").stdout
+
+
+# ---- version, cluster, audit -----------------------------------------------------------------
+
+def test_version(ctl, demo, tmp_path):
+    server = demo.get("/v1/health").json()["version"]
+    client = ctl("--version").stdout.split()[1]
+    p = ctl("version")
+    assert p.returncode == 0 and kv(p.stdout) == {"client": client, "server": server}
+    p = ctl("-o", "json", "version")
+    assert json.loads(p.stdout) == {"client": client, "server": server}
+    # No daemon: the client's version all the same, exit 4.
+    dead = f"http://127.0.0.1:{free_port()}"
+    p = ctl("--url", dead, "version")
+    assert p.returncode == 4 and kv(p.stdout) == {"client": client, "server": "-"}
+    assert p.stderr.startswith("ofcctl: cannot reach the daemon: ")
+    p = ctl("--url", dead, "-o", "json", "version")
+    assert p.returncode == 4 and json.loads(p.stdout) == {"client": client, "server": None}
+
+
+def test_cluster_and_snapshot(ctl, demo, tmp_path):
+    p = ctl("cluster", "status")
+    assert p.returncode == 0
+    assert kv(p.stdout) == {"self": "-", "role": "standalone", "leader": "-", "generation": "0",
+                            "revision": "0", "applied_revision": "0", "etcd_reachable": "no",
+                            "members": "0"}
+    assert ctl("-o", "json", "cluster", "status").stdout == demo.get("/v1/cluster").text
+    p = ctl("cluster", "members")
+    assert p.returncode == 0 and rows(p.stdout) == [["NAME", "ROLE", "APPLIED_REVISION", "ADVERTISE"]]
+    assert json.loads(ctl("-o", "json", "cluster", "members").stdout) == {"members": []}
+
+    assert ctl("fabric", "create", "keep", "srv[0-1]", "--wait", "10").returncode == 0
+    f = tmp_path / "backup.db"
+    f.write_text("an older backup")
+    p = ctl("cluster", "snapshot", "save", f)
+    assert p.returncode == 0, p.stderr
+    size = f.stat().st_size
+    assert p.stdout == f"snapshot saved to {f} ({size} bytes)\n"
+    assert stat.S_IMODE(f.stat().st_mode) == 0o600 and not (tmp_path / "backup.db.tmp").exists()
+    db = sqlite3.connect(f)
+    try:
+        assert db.execute("PRAGMA quick_check").fetchone() == ("ok",)
+        assert db.execute("SELECT name FROM fabric").fetchall() == [("keep",)]
+    finally:
+        db.close()
+    p = ctl("-o", "json", "cluster", "snapshot", "save", tmp_path / "b2.db")
+    assert json.loads(p.stdout) == {"file": str(tmp_path / "b2.db"), "bytes": (tmp_path / "b2.db").stat().st_size}
+
+
+def test_snapshot_needs_admin(tmp_path):
+    d = Daemon(tmp_path, tokens=True, args=("--demo",)).start()
+    try:
+        reader = tmp_path / "reader.token"
+        reader.write_text(READER)
+        f = tmp_path / "s.db"
+        p = Ctl(tmp_path, d.url(""))("--token-file", reader, "cluster", "snapshot", "save", f)
+        assert p.returncode == 1 and p.stderr.startswith("ofcctl: 403 forbidden: ")
+        assert not f.exists() and not (tmp_path / "s.db.tmp").exists()
+    finally:
+        d.stop()
+
+
+def test_audit(ctl, demo):
+    assert ctl("fabric", "create", "a1", "srv0").returncode == 0
+    assert ctl("fabric", "create", "a1", "srv1").returncode == 1
+    p = ctl("audit")
+    t = rows(p.stdout)
+    assert t[0] == ["ID", "AT", "TOKEN", "CLIENT", "METHOD", "PATH", "STATUS"]
+    assert [r[4:] for r in t[-2:]] == [["POST", "/v1/fabrics", "201"], ["POST", "/v1/fabrics", "409"]]
+    last = t[-2][0]
+    p = ctl("-o", "json", "audit", "--since", last, "--limit", 5)
+    assert p.stdout == demo.get(f"/v1/audit?since={last}&limit=5").text
+    assert [a["status"] for a in json.loads(p.stdout)["audit"]] == [409]
+    p = ctl("audit", "--since", "yesterday")
+    assert p.returncode == 1 and "400 invalid_field" in p.stderr
+
+
+# ---- OCS units, servers, switches, apply ---------------------------------------------------------
+
+def test_create_and_delete(ctl, demo, tmp_path):
+    p = ctl("ocs", "create", "ocs2", "--ports", 16)
+    assert (p.returncode, p.stdout) == (0, "ocs ocs2 created\n"), p.stderr
+    assert demo.get("/v1/ocs/ocs2").json()["ports"] == 16
+    f = tmp_path / "ocs3.json"
+    f.write_text(json.dumps({"driver": "sim", "ports": 8, "endpoint": "sim"}))
+    p = ctl("-o", "json", "ocs", "create", "ocs3", "-f", f, "--ports", 12)
+    assert p.returncode == 0 and json.loads(p.stdout) == {"name": "ocs3", "driver": "sim", "ports": 12, "endpoint": "sim"}
+    p = ctl("ocs", "create", "ocs3", "--ports", 12)
+    assert p.returncode == 1 and p.stderr.startswith("ofcctl: 409 conflict: ")
+    p = ctl("ocs", "create", "ocs4", "-f", "-", stdin='{"name": "other", "ports": 4}')
+    assert p.returncode == 2 and "its name is not the one given" in p.stderr
+
+    p = ctl("switch", "create", "agg", "--aggregating", "--buffer", 64, "--window", 32)
+    assert (p.returncode, p.stdout) == (0, "switch agg created\n"), p.stderr
+    p = ctl("switch", "create", "bad", "--aggregating", "--buffer", 8, "--window", 32)
+    assert p.returncode == 1 and "422 unprocessable" in p.stderr
+    p = ctl("server", "create", "srv8", "--devices", 4, "--ports-per-device", 2, "--p2p", "--intra",
+            "two-groups", "--offload", "--switch", "agg")
+    assert p.returncode == 0, p.stderr
+    assert {k: v for k, v in demo.get("/v1/servers/srv8").json().items()
+            if k in ("devices", "ports_per_device", "p2p", "intra", "offload", "switch")} == {
+        "devices": 4, "ports_per_device": 2, "p2p": True, "intra": "two-groups", "offload": True, "switch": "agg"}
+    p = ctl("switch", "get", "agg")
+    assert kv(p.stdout) == {"name": "agg", "aggregating": "yes", "offload": "no", "buffer": "64",
+                            "window": "32", "servers": "srv8"}
+    assert ctl("-o", "json", "switch", "get", "agg").stdout == demo.get("/v1/switches/agg").text
+    assert rows(ctl("switch", "list").stdout)[1] == ["agg", "yes", "no", "64", "32"]
+    assert ctl("-o", "json", "switch", "list").stdout == demo.get("/v1/switches").text
+
+    # A switch servers reach: refused, exit 1; then in order.
+    p = ctl("switch", "delete", "agg")
+    assert p.returncode == 1 and "409 in_use" in p.stderr
+    # --if-match: only the version named; a bare revision is quoted as the daemon's tags are.
+    rev = demo.get("/v1/servers/srv8").headers["ETag"].strip('"')
+    p = ctl("server", "delete", "srv8", "--if-match", int(rev) + 1)
+    assert p.returncode == 1
+    assert p.stderr == (f'ofcctl: 412 precondition_failed: If-Match "{int(rev) + 1}" does not match the '
+                        f'current version "{rev}": read it again\n')
+    p = ctl("server", "delete", "srv8", "--if-match", rev)
+    assert (p.returncode, p.stdout) == (0, "server srv8 deleted\n"), p.stderr
+    p = ctl("-o", "json", "switch", "delete", "agg", "--if-match", "*")
+    assert p.returncode == 0 and json.loads(p.stdout) == {"deleted": "agg"}
+    assert ctl("ocs", "delete", "ocs2").stdout == "ocs ocs2 deleted\n"
+    assert ctl("ocs", "delete", "ocs3", "--force").returncode == 0
+
+    # Gone: 404 is exit 1, unless --ignore-not-found (silently 0).
+    for kind, name in (("ocs", "ocs2"), ("server", "srv8"), ("switch", "agg"), ("fabric", "none")):
+        p = ctl(kind, "delete", name)
+        assert p.returncode == 1 and "404 not_found" in p.stderr
+        for form in ("table", "json"):
+            p = ctl("-o", form, kind, "delete", name, "--ignore-not-found")
+            assert (p.returncode, p.stdout, p.stderr) == (0, "", ""), (kind, form)
+    # Not any refusal: a server in a fabric stays, exit 1.
+    assert ctl("fabric", "create", "f", "srv0", "--wait", "10").returncode == 0
+    p = ctl("server", "delete", "srv0", "--ignore-not-found")
+    assert p.returncode == 1 and "409 in_use" in p.stderr
+    p = ctl("fabric", "delete", "f", "--if-match", 7)
+    assert p.returncode == 1 and "412 precondition_failed" in p.stderr
+    assert ctl("fabric", "delete", "f", "--if-match", 1, "--wait", "10").returncode == 0
+
+
+def test_apply(ctl, demo, tmp_path):
+    docs = [{"kind": "ocs", "name": "ocs5", "ports": 32},
+            {"kind": "server", "name": "srv9", "devices": 2},
+            {"kind": "switch", "name": "sw1", "offload": True},
+            {"kind": "fabric", "name": "fa", "servers": ["srv0", "srv1"]}]
+    f = tmp_path / "all.json"
+    f.write_text(json.dumps(docs))
+    p = ctl("apply", f)
+    assert (p.returncode, p.stdout) == (0, "ocs/ocs5 created\nserver/srv9 created\nswitch/sw1 created\n"
+                                           "fabric/fa created\n"), p.stderr
+    # Again: the same state, exit 0.
+    p = ctl("apply", f)
+    assert (p.returncode, p.stdout) == (0, "ocs/ocs5 unchanged\nserver/srv9 unchanged\nswitch/sw1 unchanged\n"
+                                           "fabric/fa unchanged\n"), p.stderr
+    p = ctl("-o", "json", "apply", "-", stdin=json.dumps(docs[1]))
+    assert p.returncode == 0 and json.loads(p.stdout) == {"kind": "server", "name": "srv9", "result": "unchanged"}
+    p = ctl("-o", "yaml", "apply", f)
+    assert list(yaml.safe_load_all(p.stdout))[3] == {"kind": "fabric", "name": "fa", "result": "unchanged"}
+    assert demo.get("/v1/fabrics/fa").json()["servers"] == ["srv0", "srv1"]
+    # Other values than stored: the daemon's conflict, exit 1, nothing changed; the first failure stops.
+    p = ctl("apply", "-", stdin=json.dumps([{"kind": "ocs", "name": "ocs5", "ports": 64}, docs[1]]))
+    assert p.returncode == 1 and p.stdout == ""
+    assert p.stderr.startswith("ofcctl: 409 conflict: OCS unit ocs5 exists with ports 32, not 64")
+    assert demo.get("/v1/ocs/ocs5").json()["ports"] == 32
+    for doc, why in (({"name": "x"}, "kind must be fabric, ocs, server or switch"),
+                     ({"kind": "rack", "name": "x"}, "kind must be"),
+                     ({"kind": "ocs", "ports": 4}, "name must be a string"),
+                     ([1], "[0]: not a JSON object"),
+                     ("{", "standard input:1:1: ")):
+        p = ctl("apply", "-", stdin=doc if isinstance(doc, str) else json.dumps(doc))
+        assert p.returncode == 2 and why in p.stderr, (doc, p.stderr)
+
+
+def test_topology_and_wiring_if_match(ctl, demo, tmp_path):
+    p = ctl("wiring", "get")
+    assert p.returncode == 0
+    head, links = p.stdout.split("\n\n")
+    wiring = demo.get("/v1/wiring")
+    assert kv(head) == {"rule": "plane-per-ocs", "links": str(len(wiring.json()["links"]))}
+    assert rows(links)[0] == ["SERVER", "DEVICE", "PORT", "OCS", "OCS_PORT"]
+    assert rows(links)[1] == ["srv0", "0", "0", "ocs0", "1"] and len(rows(links)) == 1 + 64 + 1
+    assert kv(links.splitlines()[-1]) == {"version": wiring.headers["ETag"]}
+    assert ctl("-o", "json", "wiring", "get").stdout == wiring.text
+    f = tmp_path / "w.json"
+    f.write_text(json.dumps({"rule": "plane-per-ocs"}))
+    p = ctl("wiring", "put", f)
+    assert (p.returncode, p.stdout) == (0, f"wiring: 64 links, rule plane-per-ocs\n"), p.stderr
+    p = ctl("wiring", "put", f, "--if-match", '"0123"')
+    assert p.returncode == 1 and "412 precondition_failed" in p.stderr
+    assert "ofcctl: the wiring changed since it was read: read it again\n" in p.stderr
+    assert ctl("wiring", "put", f, "--if-match", wiring.headers["ETag"]).returncode == 0
+    assert ctl("wiring", "put", f, "--force").returncode == 0
+
+    topo = demo.get("/v1/topology")
+    (tmp_path / "t.json").write_text(topo.text)
+    p = ctl("topology", "put", tmp_path / "t.json", "--if-match", "1")
+    assert p.returncode == 1 and p.stderr.startswith('ofcctl: 412 precondition_failed: If-Match "1" does not match')
+    assert ctl("topology", "put", tmp_path / "t.json", "--if-match", topo.headers["ETag"]).returncode == 0
+    assert ctl("topology", "put", tmp_path / "t.json", "--force").returncode == 0
+
+
+def test_topology_put_sends_the_version_it_read(tmp_path):
+    """Without --if-match, topology put sends the ETag of a GET made just before."""
+    seen = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def answer(self, status, body, etag):
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("ETag", etag)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self):
+            self.answer(200, {"ocs": [], "servers": [], "switches": [], "wiring": {"rule": "plane-per-ocs"}},
+                        '"abc"')
+
+        def do_PUT(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            seen.append(self.headers.get("If-Match"))
+            self.answer(200, {"ocs": [], "servers": [], "switches": []}, '"abc"')
+
+        def log_message(self, *a):
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        ctl = Ctl(tmp_path, f"http://127.0.0.1:{srv.server_address[1]}")
+        assert ctl("topology", "put", "-", stdin="{}").returncode == 0
+        assert ctl("topology", "put", "-", "--force", stdin="{}").returncode == 0
+        assert ctl("wiring", "put", "-", "--if-match", "7", stdin="{}").returncode == 0
+        assert seen == ['"abc"', None, '"7"']
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+# ---- --watch --------------------------------------------------------------------------------
+
+class Watch:
+    """An ofcctl --watch running in the background, its output read line by line."""
+
+    def __init__(self, ctl, *args):
+        self.p = subprocess.Popen([OFCCTL_BIN, "--url", ctl.url, *map(str, args)], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, env=ctl.env())
+        self.lines = []
+        self.lock = threading.Lock()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.p.stdout:
+            with self.lock:
+                self.lines.append(line)
+
+    def wait_for(self, pred, timeout=10):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            with self.lock:
+                if any(pred(l) for l in self.lines):
+                    return list(self.lines)
+            time.sleep(0.05)
+        raise AssertionError(f"not seen in {self.lines}")
+
+    def wait_text(self, pred, timeout=10):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            with self.lock:
+                if pred("".join(self.lines)):
+                    return
+            time.sleep(0.05)
+        raise AssertionError(f"not seen in {self.lines}")
+
+    def end(self, sig=signal.SIGINT):
+        if self.p.poll() is None:
+            self.p.send_signal(sig)
+        rc = self.p.wait(timeout=10)
+        return rc, "".join(self.lines), self.p.stderr.read()
+
+    def kill(self):
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait()
+
+
+def test_watch_fabrics(ctl, demo):
+    # Not there: a refusal ends the watch at once, exit 1.
+    p = ctl("fabric", "get", "wf", "--watch")
+    assert (p.returncode, p.stderr) == (1, "ofcctl: 404 not_found: no fabric wf\n")
+    table = Watch(ctl, "fabric", "list", "-w")
+    js = None
+    try:
+        table.wait_for(lambda l: l.startswith("NAME"))
+        assert ctl("fabric", "create", "wf", "srv[0-2]", "--wait", "10").returncode == 0
+        table.wait_for(lambda l: re.match(r"wf\s+applied\s+1\s+3\s+0\s+srv\[0-2\]", l))
+        js = Watch(ctl, "-o", "json", "fabric", "get", "wf", "--watch")
+        js.wait_for(lambda l: json.loads(l)["revision"] == 1)
+        demo.put("/v1/servers/srv1/devices/0", {"state": "failed"})
+        js.wait_for(lambda l: json.loads(l)["revision"] == 2 and json.loads(l)["state"] == "applied")
+        table.wait_for(lambda l: re.match(r"wf\s+applied\s+2\s", l))
+        # Deleted: the watch of the fabric says so and ends by itself, exit 0.
+        assert ctl("fabric", "delete", "wf").returncode == 0
+        assert js.p.wait(timeout=10) == 0
+        rc, out, err = js.end()
+        docs = [json.loads(l) for l in out.splitlines()]
+        assert err == "ofcctl: fabric wf deleted\n"
+        assert all(d["name"] == "wf" for d in docs) and docs[-1]["revision"] == 2
+        table.wait_text(lambda t: "wf" not in t.split("\n\n")[-1])
+        rc, out, err = table.end()
+        assert rc == 0 and err == ""
+        # The list printed again at each change (the last without wf), never twice the same in a row.
+        prints = out.split("\n\n")
+        assert all(p.startswith("NAME") for p in prints) and all(a != b for a, b in zip(prints, prints[1:]))
+        assert "wf" not in prints[-1]
+    finally:
+        table.kill()
+        if js:
+            js.kill()
+
+
+def test_watch_resumes_after_restart(ctl, demo):
+    """A dropped stream is resumed; a daemon that restarted says reset: the answer is read again."""
+    w = Watch(ctl, "-o", "yaml", "server", "get", "srv2", "-w")
+    sigterm = Watch(ctl, "ocs", "list", "-w")
+    try:
+        w.wait_for(lambda l: l.startswith("failed_devices: []"))
+        sigterm.wait_for(lambda l: l.startswith("ocs1"))
+        demo.restart()
+        demo.put("/v1/servers/srv2/devices/5", {"state": "failed"})
+        w.wait_for(lambda l: l.startswith("failed_devices:") and "[]" not in l or l.strip() == "- 5")
+        rc, out, err = w.end()
+        assert rc == 0 and "ofcctl: lost the event stream" in err and "reconnecting" in err
+        docs = list(yaml.safe_load_all(out))
+        assert docs[0]["failed_devices"] == [] and docs[-1]["failed_devices"] == [5]
+        assert sigterm.end(signal.SIGTERM)[0] == 0
+    finally:
+        w.kill()
+        sigterm.kill()
+
+
+# ---- completion -------------------------------------------------------------------------------
+
+COMPLETION = os.path.join(os.path.dirname(__file__), "../../packaging/ofcctl.bash-completion")
+
+
+def test_completion_is_the_packaged_script_and_knows_everything(ctl):
+    p = ctl("completion", "bash", url=False)
+    assert p.returncode == 0 and p.stdout == open(COMPLETION).read()
+    script = p.stdout
+    # Every command word and option of the usage is in it.
+    usage = ctl("--help").stdout
+    commands = usage.split("commands:\n", 1)[1].split("\n\n", 1)[0]
+    for line in commands.splitlines():
+        for word in line.split():
+            if re.fullmatch(r"[a-z][a-z-]+", word):
+                assert re.search(rf"\b{word}\b", script), word
+    for opt in set(re.findall(r"(?<![\w-])--?[a-z][a-z0-9-]*", usage)):
+        assert re.search(rf"(?<![\w-]){re.escape(opt)}(?![\w-])", script), opt
+
+
+@pytest.mark.parametrize("helpers", [True, False], ids=["bash-completion", "plain-bash"])
+def test_completion_in_bash(ctl, demo, tmp_path, helpers):
+    """Real bash: the script completes partial command lines, names from the daemon included."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir(exist_ok=True)
+    if not (bindir / "ofcctl").exists():
+        (bindir / "ofcctl").symlink_to(os.path.abspath(OFCCTL_BIN))
+    assert ctl("fabric", "create", "cf", "srv[0-1]", "--wait", "10").returncode == 0
+    lines = [["ofcctl", "fab"], ["ofcctl", "fabric", ""], ["ofcctl", "cl"], ["ofcctl", "ocs", "c"],
+             ["ofcctl", "-o", ""], ["ofcctl", "--url", ctl.url, "fabric", "get", ""],
+             ["ofcctl", "--url", ctl.url, "ocs", "delete", "oc"],
+             ["ofcctl", "server", "delete", "--i"], ["ofcctl", "fabric", "list", "-"],
+             ["ofcctl", "cluster", "snapshot", ""], ["ofcctl", "completion", ""],
+             ["ofcctl", "server", "create", "x", "--intra", ""]]
+    script = "\n".join([
+        "source /usr/share/bash-completion/bash_completion" if helpers else "",
+        f"source <({OFCCTL_BIN} completion bash)",
+        "try() {",
+        '  COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}',
+        '  COMPREPLY=(); _ofcctl ofcctl "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"',
+        '  echo "${COMPREPLY[*]}"',
+        "}",
+        "declare -F _init_completion >/dev/null && echo helpers || echo none",
+    ] + ["try " + " ".join(f"'{w}'" for w in line) for line in lines])
+    env = ctl.env({"PATH": f"{bindir}:{os.environ['PATH']}"})
+    p = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, timeout=30)
+    assert p.returncode == 0, p.stderr
+    out = p.stdout.splitlines()
+    assert out[0] == ("helpers" if helpers else "none")
+    assert [sorted(o.split()) for o in out[1:]] == [
+        ["fabric"], ["create", "delete", "get", "list"], ["cluster"], ["create", "cross-connects"],
+        ["json", "table", "wide", "yaml"], ["cf"], ["ocs0", "ocs1"],
+        ["--if-match", "--ignore-not-found", "--insecure"],
+        sorted("--url --token-file --cacert --insecure -o --output --help --version -w --watch".split()),
+        ["save"], ["bash"], ["full-mesh", "two-groups"]]
