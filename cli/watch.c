@@ -56,9 +56,9 @@ static const struct {
 	const char *resource; /* NULL: the data's own "resource" member says */
 	const char *member;
 } about[] = {
-	{ "fabric", "fabric", "name" }, { "fabric_state", "fabric", "fabric" },
-	{ "topology", NULL, "name" },   { "ocs_connection", "ocs", "ocs" },
-	{ "port_state", "ocs", "ocs" }, { "device_state", "server", "server" },
+	{ "fabric", "fabric", "fabric" }, { "fabric_state", "fabric", "fabric" },
+	{ "topology", NULL, "name" },     { "ocs_connection", "ocs", "ocs" },
+	{ "port_state", "ocs", "ocs" },   { "device_state", "server", "server" },
 };
 
 static enum action judge(const struct watch_spec *w, const char *event, const json_t *data)

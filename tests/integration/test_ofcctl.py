@@ -361,7 +361,8 @@ def test_events(tmp_path, ctl, demo):
         assert all(l.split()[0].endswith("Z") for l in lines)
         lines = read_until(js, lambda l: json.loads(l)["data"].get("state") == "applied")
         events = [json.loads(l) for l in lines]
-        assert {e["event"] for e in events} <= {"operation", "fabric_state"}
+        assert {e["event"] for e in events} <= {"fabric", "operation", "fabric_state"}
+        assert events[0]["event"] == "fabric" and events[0]["data"]["change"] == "created"
         assert all(e["data"].get("fabric", "e") == "e" and "other" not in e["data"].get("fabrics", []) for e in events)
         # Ids are INSTANCE-N: the daemon's run, then the event's number in it.
         assert len({e["id"].rsplit("-", 1)[0] for e in events}) == 1
