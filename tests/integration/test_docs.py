@@ -29,17 +29,20 @@ import subprocess
 
 import pytest
 
-from conftest import Daemon
+from conftest import OFCD_BIN, Daemon
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
 OFCCTL_BIN = os.environ.get("OFCCTL_BIN", os.path.join(ROOT, "build/ofcctl"))
 # The reader's path: the README, then the reference, then the rest; one daemon throughout.
 DOCS = ["README.md", "docs/api.md", "docs/operations.md", "docs/architecture.md",
         "docs/cost-model.md"]
+# The documents whose examples need more than one daemon (a cluster, Slurm): their commands
+# are marked norun, their configuration examples are checked (test_config_examples_check).
+ALL_DOCS = DOCS + ["docs/ha.md", "docs/slurm.md"]
 # Words that start a shell command: a block with one must run, or say why not.
 COMMANDS = {"curl", "build/ofcctl", "ofcctl", "make", "sudo", "sudoedit", "systemctl", "journalctl", "ovs-vsctl",
             "ovs-ofctl", "ofcd", "ofcd-agent", "sqlite3", "ibv_devinfo", "openssl",
-            "promtool", "rm", "install", "^C"}
+            "promtool", "rm", "install", "^C", "sbatch", "srun", "scontrol", "cp", "etcdctl"}
 # Members whose values change from run to run: only their type is compared.
 VOLATILE = {"time", "created", "updated", "started", "ended", "heartbeat", "uptime_s", "at"}
 MORE = "\u0001more"  # stands for `...`: more members or elements
@@ -308,8 +311,8 @@ def test_blocks_are_found():
 
 
 def test_unmarked_command_blocks():
-    bad = [b.where() for doc in DOCS for b in blocks(doc)
-           if not b.norun and is_command_block(b) and not examples(b)]
+    bad = [b.where() for doc in ALL_DOCS for b in blocks(doc)
+           if not b.norun and is_command_block(b) and not (doc in DOCS and examples(b))]
     assert not bad, f"shell commands that neither run nor say why not (<!-- norun: why -->): {bad}"
 
 
@@ -362,3 +365,30 @@ def test_docs_run(tmp_path):
 ])
 def test_patterns(shown, got, ok):
     assert (match(pattern(shown), json.loads(got)) is None) == ok
+
+SECRET = "doc-example-secret-0123456789abcdef"
+
+
+def config_examples():
+    """(where, text) of each block that is a piece of ofcd.ini: it names one of its sections."""
+    sections = {"http", "store", "auth", "cluster", "reconcile", "log", "planner", "debug"}
+    for doc in ALL_DOCS:
+        for b in blocks(doc):
+            heads = {m.group(1) for m in (re.match(r"\[([a-z]+)\]\s*$", l) for l in b.lines) if m}
+            if heads and heads <= sections:
+                yield b.where(), "\n".join(b.lines) + "\n"
+
+
+def test_config_examples_check(tmp_path):
+    """A configuration example is one ofcd takes (a role that did not exist made it exit 1):
+    `...` and SECRET-... placeholders stand for the operator's own secrets."""
+    found = list(config_examples())
+    assert len(found) >= 3, found
+    for where, text in found:
+        text = re.sub(r"(:|= *)(\.\.\.|SECRET[A-Z0-9-]*)", lambda m: m.group(1) + SECRET, text)
+        path = tmp_path / "example.ini"
+        path.write_text(text)
+        p = subprocess.run([OFCD_BIN, "--check-config", "-c", str(path)], capture_output=True,
+                           text=True, timeout=30)
+        assert p.returncode == 0, f"{where}: {p.stdout}{p.stderr}\n{text}"
+
