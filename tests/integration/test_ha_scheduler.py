@@ -132,11 +132,11 @@ def test_every_member_publishes_the_same_events(tmp_path, etcd):
                 return all(sum(1 for _, kind, d in s.numbered() if kind == "fabric_state"
                                and d.get("state") == "applied") >= 3 for s in streams.values())
             wait_for(applied_everywhere, timeout=15)
-            want = [e for e in streams[leader.name].numbered()
-                    if e[1] in ("fabric_state", "operation")]
+            kinds = ("fabric", "fabric_state", "operation")
+            want = [e for e in streams[leader.name].numbered() if e[1] in kinds]
             assert want and all(e[0].startswith("g") for e in want)
             for name, s in streams.items():
-                got = [e for e in s.numbered() if e[1] in ("fabric_state", "operation")]
+                got = [e for e in s.numbered() if e[1] in kinds]
                 assert got[:len(want)] == want, name
             # A member's own role changes carry no id: the others do not have them.
             assert all("id" not in e for s in streams.values() for e in s.events
@@ -148,8 +148,11 @@ def test_every_member_publishes_the_same_events(tmp_path, etcd):
         follower = next(m for m in members if m is not leader)
         resumed = Stream(follower, last=want[0][0])
         try:
-            wait_for(lambda: len(resumed.numbered()) >= len(want) - 1, timeout=10)
-            assert resumed.numbered()[:len(want) - 1] == want[1:]
+            def rest():
+                return [e for e in resumed.numbered() if e[1] in kinds]
+
+            wait_for(lambda: len(rest()) >= len(want) - 1, timeout=10)
+            assert rest()[:len(want) - 1] == want[1:]
             assert all(e.get("event") != "reset" for e in resumed.events)
         finally:
             resumed.close()

@@ -169,7 +169,7 @@ def test_drift_repaired_by_audit(sim):
     assert len(audits) == 2
     # Each audit also recomputed the reconciler's bookkeeping from scratch: it never differed.
     time.sleep(1.5)
-    assert "ofcd_reconcile_audit_mismatches_total" not in sim.get("/metrics").text
+    assert "\nofcd_reconcile_audit_mismatches_total 0\n" in sim.get("/metrics").text
     assert "ofcd_reconcile_work_cpu_seconds_total" in sim.get("/metrics").text
 
 
