@@ -1,5 +1,6 @@
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,4 +133,21 @@ int cmd_wait_param(struct cmd_ctx *c, char *buf, size_t len, double *seconds)
 	*seconds = s;
 	snprintf(buf, len, "?wait=%.3f", s);
 	return CMD_OK;
+}
+
+static volatile sig_atomic_t stop_asked;
+
+static void on_stop_signal(int sig)
+{
+	(void)sig;
+	stop_asked = 1;
+}
+
+const volatile sig_atomic_t *cmd_stop_on_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_stop_signal };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	return &stop_asked;
 }

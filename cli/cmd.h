@@ -9,6 +9,8 @@
 
 #include <stdbool.h>
 
+#include <signal.h>
+
 #include "client.h"
 #include "settings.h"
 
@@ -177,6 +179,14 @@ void cmd_print_body(const struct client_reply *r);
  */
 int cmd_print_rows(const json_t *list, const char *const *head, const char *const *keys,
                    size_t ncols);
+
+/**
+ * Makes SIGINT and SIGTERM set the flag returned instead of ending ofcctl
+ * (without SA_RESTART, so a wait is cut short): the commands that follow a
+ * stream (events, --watch) pass it as client_req.stop and end with exit 0.
+ * Static storage; main thread.
+ */
+const volatile sig_atomic_t *cmd_stop_on_signals(void);
 
 /** Prints "ofcctl: MESSAGE" on stderr and returns CMD_USAGE (main then prints the usage line). */
 int cmd_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -111,12 +111,16 @@ int cmd_events(struct cmd_ctx *c)
 	if (!path ||
 	    ((c->args.given & OPT_FABRIC) && cmd_add_query(c, &path, "fabric", c->args.fabric)))
 		return cmd_fail(CMD_UNREACHABLE, "out of memory");
-	struct client_req q = {
-		.path = path, .accept = "text/event-stream", .fn = on_chunk, .arg = &e
-	};
+	struct client_req q = { .path = path,
+		                .accept = "text/event-stream",
+		                .fn = on_chunk,
+		                .arg = &e,
+		                .stop = cmd_stop_on_signals() };
 	sse_init(&e.sse, on_event, &e);
 	int rc = client_send(c->client, &q, &r, err, sizeof(err));
-	if (rc == -ECANCELED)
+	if (rc == -EINTR)
+		rc = CMD_OK; /* asked to stop: the stream was what was wanted */
+	else if (rc == -ECANCELED)
 		rc = cmd_fail(CMD_UNREACHABLE, "the event stream broke: %s",
 		              e.err == -E2BIG ? "an event over 1 MiB" : "out of memory");
 	else

@@ -21,14 +21,8 @@
 #define RETRY_FIRST_MS 200
 #define RETRY_MAX_MS   5000
 
-/* Set by SIGINT and SIGTERM: the watch ends, exit 0. */
-static volatile sig_atomic_t stop;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	stop = 1;
-}
+/* Set by SIGINT and SIGTERM (cmd_stop_on_signals()): the watch ends, exit 0. */
+static const volatile sig_atomic_t *stop;
 
 struct watch {
 	struct cmd_ctx *c;
@@ -126,7 +120,7 @@ static void reread(struct watch *wt)
 	struct client_reply r = { 0 };
 	struct client_req q = { .path = wt->w->path,
 		                .timeout_ms = CMD_REPLY_TIMEOUT_MS,
-		                .stop = &stop };
+		                .stop = stop };
 	char err[512] = "";
 	int rc = client_send(wt->reader, &q, &r, err, sizeof(err));
 	wt->stale = false;
@@ -187,14 +181,14 @@ static int follow(struct watch *wt, const char *path)
 {
 	long delay = RETRY_FIRST_MS;
 	bool warned = false;
-	while (wt->end < 0 && !stop) {
+	while (wt->end < 0 && !*stop) {
 		struct client_reply r = { 0 };
 		struct client_req q = { .path = path,
 			                .accept = "text/event-stream",
 			                .last_event_id = wt->last_id[0] ? wt->last_id : NULL,
 			                .fn = on_chunk,
 			                .arg = wt,
-			                .stop = &stop };
+			                .stop = stop };
 		char err[512] = "";
 		wt->opened = false;
 		sse_init(&wt->sse, on_event, wt);
@@ -207,7 +201,7 @@ static int follow(struct watch *wt, const char *path)
 		else if (rc == 0 && r.status >= 400 && r.status < 500)
 			wt->end = cmd_report(wt->c, rc, err, &r);
 		client_reply_free(&r);
-		if (wt->end >= 0 || stop)
+		if (wt->end >= 0 || *stop)
 			break;
 		if (wt->opened) {
 			delay = RETRY_FIRST_MS;
@@ -226,7 +220,6 @@ static int follow(struct watch *wt, const char *path)
 int cmd_watch(struct cmd_ctx *c, const struct watch_spec *w)
 {
 	struct watch wt = { .c = c, .w = w, .end = -1 };
-	struct sigaction sa = { .sa_handler = on_signal };
 	struct client_reply r = { 0 };
 	char err[512];
 	char *path = strdup("/v1/events");
@@ -248,10 +241,7 @@ int cmd_watch(struct cmd_ctx *c, const struct watch_spec *w)
 	else if (!(wt.reader = client_clone(c->client, err, sizeof(err))))
 		rc = cmd_fail(CMD_UNREACHABLE, "%s", err);
 	if (rc == CMD_OK) {
-		/* No SA_RESTART: the pause between reconnections ends at once. */
-		sigemptyset(&sa.sa_mask);
-		sigaction(SIGINT, &sa, NULL);
-		sigaction(SIGTERM, &sa, NULL);
+		stop = cmd_stop_on_signals(); /* the pause between reconnections ends at once */
 		rc = follow(&wt, path);
 	}
 	client_free(wt.reader);

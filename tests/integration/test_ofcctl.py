@@ -367,9 +367,12 @@ def test_events(tmp_path, ctl, demo):
         # Ids are INSTANCE-N: the daemon's run, then the event's number in it.
         assert len({e["id"].rsplit("-", 1)[0] for e in events}) == 1
         assert all(int(e["id"].rsplit("-", 1)[1]) > 0 for e in events)
+        # Stopped by the reader (^C, or its service manager): exit 0, as at the stream's end.
+        table.send_signal(signal.SIGINT)
+        assert table.wait(timeout=10) == 0
         # The stream ends with the daemon: exit 0.
         demo.stop()
-        assert table.wait(timeout=10) == 0 and js.wait(timeout=10) == 0
+        assert js.wait(timeout=10) == 0
     finally:
         for p in (table, js):
             if p.poll() is None:
