@@ -28,6 +28,10 @@ static const char *const algorithm_names[COLL_ALGORITHM__COUNT] = {
 	[COLL_ALG_PLANE_RELAYED] = "plane-relayed",
 	[COLL_ALG_NIC_OFFLOAD] = "nic-offload",
 	[COLL_ALG_INA] = "in-network-aggregation",
+	[COLL_ALG_HYPERX_DIM] = "hyperx-dim-ordered",
+	[COLL_ALG_HYPERX_A2A] = "hyperx-dim-ordered-a2a",
+	[COLL_ALG_TORUS_RING] = "torus-ring",
+	[COLL_ALG_TORUS_A2A] = "torus-dim-ordered-a2a",
 };
 
 const char *coll_collective_name(enum coll_collective c)
@@ -112,8 +116,12 @@ int coll_params_validate(const struct coll_params *p, struct coll_error *err)
 		return -EINVAL;
 	}
 	if (p->aggregating_switch)
-		return coll_ina_check_window(p->window, p->switch_buffer, err);
-	return 0;
+		rc = coll_ina_check_window(p->window, p->switch_buffer, err);
+	if (!rc && (unsigned)p->shape.topology >= COLL_TOPOLOGY__COUNT) {
+		coll_err_set(err, "shape", "unknown topology %d", (int)p->shape.topology);
+		rc = -EINVAL;
+	}
+	return rc;
 }
 
 /* Which algorithms each collective offers, in the order the selector lists them. */
@@ -123,15 +131,19 @@ static int applies(enum coll_collective c, enum coll_algorithm a)
 	case COLL_ALLREDUCE:
 		return a == COLL_ALG_RING || a == COLL_ALG_BIDIR_RING || a == COLL_ALG_RHD ||
 		       a == COLL_ALG_FULL_MESH_DIRECT || a == COLL_ALG_CUBE_300 ||
-		       a == COLL_ALG_CUBE_400 || a == COLL_ALG_NIC_OFFLOAD || a == COLL_ALG_INA;
+		       a == COLL_ALG_CUBE_400 || a == COLL_ALG_NIC_OFFLOAD || a == COLL_ALG_INA ||
+		       a == COLL_ALG_HYPERX_DIM || a == COLL_ALG_TORUS_RING;
 	case COLL_ALLGATHER:
 		return a == COLL_ALG_RING || a == COLL_ALG_RECURSIVE_DOUBLING ||
-		       a == COLL_ALG_FULL_MESH_DIRECT;
+		       a == COLL_ALG_FULL_MESH_DIRECT || a == COLL_ALG_HYPERX_DIM ||
+		       a == COLL_ALG_TORUS_RING;
 	case COLL_BROADCAST:
 		return a == COLL_ALG_BINOMIAL_TREE || a == COLL_ALG_FULL_MESH_DIRECT ||
-		       a == COLL_ALG_SCATTER_ALLGATHER;
+		       a == COLL_ALG_SCATTER_ALLGATHER || a == COLL_ALG_HYPERX_DIM ||
+		       a == COLL_ALG_TORUS_RING;
 	case COLL_ALLTOALL:
-		return a == COLL_ALG_DIRECT || a == COLL_ALG_PLANE_RELAYED;
+		return a == COLL_ALG_DIRECT || a == COLL_ALG_PLANE_RELAYED ||
+		       a == COLL_ALG_HYPERX_A2A || a == COLL_ALG_TORUS_A2A;
 	default:
 		return 0;
 	}
@@ -208,6 +220,7 @@ int coll_generate(enum coll_collective c, enum coll_algorithm a, uint32_t server
                   struct coll_error *err)
 {
 	uint32_t root = p ? p->root : 0;
+	struct coll_params def;
 	uint64_t P;
 	int rc;
 
@@ -216,7 +229,17 @@ int coll_generate(enum coll_collective c, enum coll_algorithm a, uint32_t server
 		return -EINVAL;
 	}
 	memset(out, 0, sizeof(*out));
+	if (!p) {
+		coll_params_default(&def);
+		p = &def;
+	}
 	rc = coll_fit_shape(c, a, servers, devices, err);
+	if (!rc && c == COLL_BROADCAST && root >= servers) {
+		coll_err_set(err, "root", "root %u is not one of the %u servers", root, servers);
+		rc = -EINVAL;
+	}
+	if (!rc)
+		rc = coll_shape_fit(c, a, servers, p, err);
 	if (rc)
 		return rc;
 	if (a == COLL_ALG_NIC_OFFLOAD || a == COLL_ALG_INA) {
@@ -226,11 +249,8 @@ int coll_generate(enum coll_collective c, enum coll_algorithm a, uint32_t server
 		             algorithm_names[a]);
 		return -EOPNOTSUPP;
 	}
-	if (c == COLL_BROADCAST && root >= servers) {
-		coll_err_set(err, "root", "root %u is not one of the %u servers", root, servers);
-		return -EINVAL;
-	}
-	P = c == COLL_ALLTOALL ? (uint64_t)servers * devices : servers;
+	/* The shape algorithms have one participant per server, all-to-all included. */
+	P = c == COLL_ALLTOALL && !coll_is_shape_alg(a) ? (uint64_t)servers * devices : servers;
 	if (P > COLL_MAX_PARTICIPANTS ||
 	    (c == COLL_ALLTOALL && P > COLL_MAX_ALLTOALL_PARTICIPANTS)) {
 		coll_err_set(err, NULL,
@@ -240,7 +260,10 @@ int coll_generate(enum coll_collective c, enum coll_algorithm a, uint32_t server
 		             COLL_MAX_ALLTOALL_PARTICIPANTS);
 		return -E2BIG;
 	}
-	switch (c) {
+	switch (coll_is_shape_alg(a) ? COLL_COLLECTIVE__COUNT : c) {
+	case COLL_COLLECTIVE__COUNT:
+		rc = coll_gen_shape(c, a, p, servers, devices, bytes, out);
+		break;
 	case COLL_ALLREDUCE:
 		rc = coll_gen_allreduce(a, servers, bytes, out);
 		break;
@@ -257,5 +280,7 @@ int coll_generate(enum coll_collective c, enum coll_algorithm a, uint32_t server
 	if (rc)
 		coll_err_set(err, NULL, "%s",
 		             rc == -ENOMEM ? "out of memory" : "schedule too large");
+	else
+		out->shape = p->shape; /* the checker holds the transfers to its circuits */
 	return rc;
 }
