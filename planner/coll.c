@@ -1,68 +1,11 @@
 /*
- * Names, parameters, which algorithm fits which size, and the generator dispatch.
+ * Parameters, which algorithm fits which size, and the generator dispatch.
  */
 #include "coll_internal.h"
 
 #include <errno.h>
 #include <math.h>
 #include <string.h>
-
-static const char *const collective_names[COLL_COLLECTIVE__COUNT] = {
-	[COLL_ALLREDUCE] = "allreduce",
-	[COLL_ALLGATHER] = "allgather",
-	[COLL_ALLTOALL] = "alltoall",
-	[COLL_BROADCAST] = "broadcast",
-};
-
-static const char *const algorithm_names[COLL_ALGORITHM__COUNT] = {
-	[COLL_ALG_RING] = "ring",
-	[COLL_ALG_BIDIR_RING] = "bidirectional-ring",
-	[COLL_ALG_RHD] = "recursive-halving-doubling",
-	[COLL_ALG_RECURSIVE_DOUBLING] = "recursive-doubling",
-	[COLL_ALG_FULL_MESH_DIRECT] = "full-mesh-direct",
-	[COLL_ALG_CUBE_300] = "cube-300",
-	[COLL_ALG_CUBE_400] = "cube-400",
-	[COLL_ALG_BINOMIAL_TREE] = "binomial-tree",
-	[COLL_ALG_SCATTER_ALLGATHER] = "scatter-allgather",
-	[COLL_ALG_DIRECT] = "direct",
-	[COLL_ALG_PLANE_RELAYED] = "plane-relayed",
-	[COLL_ALG_NIC_OFFLOAD] = "nic-offload",
-	[COLL_ALG_INA] = "in-network-aggregation",
-	[COLL_ALG_HYPERX_DIM] = "hyperx-dim-ordered",
-	[COLL_ALG_HYPERX_A2A] = "hyperx-dim-ordered-a2a",
-	[COLL_ALG_TORUS_RING] = "torus-ring",
-	[COLL_ALG_TORUS_A2A] = "torus-dim-ordered-a2a",
-};
-
-const char *coll_collective_name(enum coll_collective c)
-{
-	return (unsigned)c < COLL_COLLECTIVE__COUNT ? collective_names[c] : NULL;
-}
-
-const char *coll_algorithm_name(enum coll_algorithm a)
-{
-	return (unsigned)a < COLL_ALGORITHM__COUNT ? algorithm_names[a] : NULL;
-}
-
-int coll_collective_from_name(const char *name, enum coll_collective *c)
-{
-	for (unsigned i = 0; name && i < COLL_COLLECTIVE__COUNT; i++)
-		if (!strcmp(name, collective_names[i])) {
-			*c = (enum coll_collective)i;
-			return 0;
-		}
-	return -EINVAL;
-}
-
-int coll_algorithm_from_name(const char *name, enum coll_algorithm *a)
-{
-	for (unsigned i = 0; name && i < COLL_ALGORITHM__COUNT; i++)
-		if (!strcmp(name, algorithm_names[i])) {
-			*a = (enum coll_algorithm)i;
-			return 0;
-		}
-	return -EINVAL;
-}
 
 void coll_params_default(struct coll_params *p)
 {
@@ -158,8 +101,8 @@ int coll_fit_shape(enum coll_collective c, enum coll_algorithm a, uint32_t serve
 	}
 	if ((unsigned)a >= COLL_ALGORITHM__COUNT || !applies(c, a)) {
 		coll_err_set(err, "algorithm", "%s is not an algorithm for %s",
-		             (unsigned)a < COLL_ALGORITHM__COUNT ? algorithm_names[a] : "?",
-		             collective_names[c]);
+		             (unsigned)a < COLL_ALGORITHM__COUNT ? coll_algorithm_name(a) : "?",
+		             coll_collective_name(c));
 		return -EINVAL;
 	}
 	if (servers > COLL_MAX_SERVERS || devices > COLL_MAX_DEVICES) {
@@ -180,7 +123,7 @@ int coll_fit_shape(enum coll_collective c, enum coll_algorithm a, uint32_t serve
 	}
 	if (servers < 2) {
 		coll_err_set(err, "servers", "%s needs at least 2 servers, got %u",
-		             collective_names[c], servers);
+		             coll_collective_name(c), servers);
 		return -EINVAL;
 	}
 	switch (a) {
@@ -196,7 +139,7 @@ int coll_fit_shape(enum coll_collective c, enum coll_algorithm a, uint32_t serve
 	case COLL_ALG_RECURSIVE_DOUBLING:
 		if (!coll_is_pow2(servers)) {
 			coll_err_set(err, NULL, "%s needs a power-of-two number of servers, got %u",
-			             algorithm_names[a], servers);
+			             coll_algorithm_name(a), servers);
 			return -EDOM;
 		}
 		return 0;
@@ -206,7 +149,7 @@ int coll_fit_shape(enum coll_collective c, enum coll_algorithm a, uint32_t serve
 			coll_err_set(err, NULL,
 			             "%s needs exactly 8 servers (the vertices of a cube), "
 			             "got %u",
-			             algorithm_names[a], servers);
+			             coll_algorithm_name(a), servers);
 			return -EDOM;
 		}
 		return 0;
@@ -246,7 +189,7 @@ int coll_generate(enum coll_collective c, enum coll_algorithm a, uint32_t server
 		coll_err_set(err, "algorithm",
 		             "%s runs in the NICs or the switch: priced, not "
 		             "scheduled round by round",
-		             algorithm_names[a]);
+		             coll_algorithm_name(a));
 		return -EOPNOTSUPP;
 	}
 	/* The shape algorithms have one participant per server, all-to-all included. */

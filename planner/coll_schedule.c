@@ -12,18 +12,6 @@
 /* 4 Mi words (32 MiB) of chunk state: far above what 256 servers or 64 devices need. */
 #define CHECK_MAX_WORDS (1ull << 22)
 
-void coll_err_set(struct coll_error *err, const char *field, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err)
-		return;
-	err->field = field;
-	va_start(ap, fmt);
-	vsnprintf(err->reason, sizeof(err->reason), fmt, ap);
-	va_end(ap);
-}
-
 uint64_t coll_chunk_size(uint64_t bytes, uint32_t n, uint32_t c)
 {
 	return bytes / n + (c < bytes % n ? 1 : 0);

@@ -9,27 +9,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const topology_names[COLL_TOPOLOGY__COUNT] = {
-	[COLL_TOPO_FULL_MESH] = "full-mesh",
-	[COLL_TOPO_HYPERX] = "hyperx",
-	[COLL_TOPO_TORUS] = "torus",
-};
-
-const char *coll_topology_name(enum coll_topology t)
-{
-	return (unsigned)t < COLL_TOPOLOGY__COUNT ? topology_names[t] : NULL;
-}
-
-int coll_topology_from_name(const char *name, enum coll_topology *t)
-{
-	for (unsigned i = 0; name && i < COLL_TOPOLOGY__COUNT; i++)
-		if (!strcmp(name, topology_names[i])) {
-			*t = (enum coll_topology)i;
-			return 0;
-		}
-	return -EINVAL;
-}
-
 static int is_mesh(const struct coll_shape *sh)
 {
 	return !sh || sh->topology == COLL_TOPO_FULL_MESH;
@@ -47,13 +26,13 @@ int coll_shape_validate(const struct coll_shape *sh, uint32_t servers, struct co
 	}
 	if (sh->dims < 1 || sh->dims > COLL_MAX_DIMS) {
 		coll_err_set(err, "shape", "a %s has 1 to %u dimensions, got %u",
-		             topology_names[sh->topology], COLL_MAX_DIMS, sh->dims);
+		             coll_topology_name(sh->topology), COLL_MAX_DIMS, sh->dims);
 		return -EINVAL;
 	}
 	for (uint32_t i = 0; i < sh->dims; i++) {
 		if (!sh->k[i]) {
 			coll_err_set(err, "shape", "dimension %u of the %s has size 0", i,
-			             topology_names[sh->topology]);
+			             coll_topology_name(sh->topology));
 			return -EINVAL;
 		}
 		prod *= sh->k[i];
@@ -62,7 +41,7 @@ int coll_shape_validate(const struct coll_shape *sh, uint32_t servers, struct co
 	}
 	if (prod != servers) {
 		coll_err_set(err, "shape", "the %s's dimensions make %llu%s servers, not %u",
-		             topology_names[sh->topology], (unsigned long long)prod,
+		             coll_topology_name(sh->topology), (unsigned long long)prod,
 		             prod > UINT32_MAX ? " or more" : "", servers);
 		return -EINVAL;
 	}
