@@ -10,7 +10,9 @@
  * nodes). "bytes" is q: for allreduce and broadcast the size of the data on each server, for
  * allgather the size of the gathered result (each server contributes bytes / servers), for
  * all-to-all the send buffer of each device (one block of bytes / (servers * devices) per
- * destination device).
+ * destination device). The HyperX and torus algorithms are server-level, all-to-all included:
+ * there a server carries its devices' buffers, devices * bytes, one block per destination server
+ * (docs/cost-model.md, "Collectives over HyperX and torus fabrics").
  */
 #ifndef OFCD_COLL_H
 #define OFCD_COLL_H
@@ -196,7 +198,9 @@ int coll_algorithm_from_name(const char *name, enum coll_algorithm *a);
  * or COLL_MAX_DEVICES, a NULL @est) or an algorithm that does not apply to @c; -EDOM when it does
  * not fit this size or these capabilities (a cube on 6 servers, recursive halving on 12, more
  * circuits than ports, no offload NIC, ...); -ENOBUFS as coll_params_validate(). @err says why and
- * may be NULL.
+ * may be NULL. On a HyperX or torus @p->shape, -EINVAL (field "shape") when it does not fit
+ * @servers, and -EDOM when the algorithm exchanges over a pair the shape does not join or is a
+ * shape algorithm of the other topology.
  */
 int coll_predict(enum coll_collective c, enum coll_algorithm a, uint64_t bytes, uint32_t servers,
                  uint32_t devices, const struct coll_params *p, struct coll_estimate *est,
@@ -228,6 +232,9 @@ int coll_select(enum coll_collective c, uint64_t bytes, uint32_t servers, uint32
  * @c); -EDOM (does not fit this size: e.g. a cube needs exactly 8 servers); -EOPNOTSUPP
  * (nic-offload and in-network-aggregation are priced, not scheduled); -E2BIG (more than
  * COLL_MAX_PARTICIPANTS, or more than 64 for all-to-all); -ENOMEM. @err may be NULL.
+ * @p->shape: the schedule's shape (the checker holds its transfers to the shape's circuits);
+ * an algorithm that needs a pair the shape lacks is -EDOM, as in coll_predict(). The shape
+ * algorithms have one participant per server (all-to-all too, of devices * bytes).
  */
 int coll_generate(enum coll_collective c, enum coll_algorithm a, uint32_t servers, uint32_t devices,
                   uint64_t bytes, const struct coll_params *p, struct coll_schedule *out,
