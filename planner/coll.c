@@ -1,64 +1,11 @@
 /*
- * Names, parameters, which algorithm fits which size, and the generator dispatch.
+ * Parameters, which algorithm fits which size, and the generator dispatch.
  */
 #include "coll_internal.h"
 
 #include <errno.h>
 #include <math.h>
 #include <string.h>
-
-static const char *const collective_names[COLL_COLLECTIVE__COUNT] = {
-	[COLL_ALLREDUCE] = "allreduce",
-	[COLL_ALLGATHER] = "allgather",
-	[COLL_ALLTOALL] = "alltoall",
-	[COLL_BROADCAST] = "broadcast",
-};
-
-static const char *const algorithm_names[COLL_ALGORITHM__COUNT] = {
-	[COLL_ALG_RING] = "ring",
-	[COLL_ALG_BIDIR_RING] = "bidirectional-ring",
-	[COLL_ALG_RHD] = "recursive-halving-doubling",
-	[COLL_ALG_RECURSIVE_DOUBLING] = "recursive-doubling",
-	[COLL_ALG_FULL_MESH_DIRECT] = "full-mesh-direct",
-	[COLL_ALG_CUBE_300] = "cube-300",
-	[COLL_ALG_CUBE_400] = "cube-400",
-	[COLL_ALG_BINOMIAL_TREE] = "binomial-tree",
-	[COLL_ALG_SCATTER_ALLGATHER] = "scatter-allgather",
-	[COLL_ALG_DIRECT] = "direct",
-	[COLL_ALG_PLANE_RELAYED] = "plane-relayed",
-	[COLL_ALG_NIC_OFFLOAD] = "nic-offload",
-	[COLL_ALG_INA] = "in-network-aggregation",
-};
-
-const char *coll_collective_name(enum coll_collective c)
-{
-	return (unsigned)c < COLL_COLLECTIVE__COUNT ? collective_names[c] : NULL;
-}
-
-const char *coll_algorithm_name(enum coll_algorithm a)
-{
-	return (unsigned)a < COLL_ALGORITHM__COUNT ? algorithm_names[a] : NULL;
-}
-
-int coll_collective_from_name(const char *name, enum coll_collective *c)
-{
-	for (unsigned i = 0; name && i < COLL_COLLECTIVE__COUNT; i++)
-		if (!strcmp(name, collective_names[i])) {
-			*c = (enum coll_collective)i;
-			return 0;
-		}
-	return -EINVAL;
-}
-
-int coll_algorithm_from_name(const char *name, enum coll_algorithm *a)
-{
-	for (unsigned i = 0; name && i < COLL_ALGORITHM__COUNT; i++)
-		if (!strcmp(name, algorithm_names[i])) {
-			*a = (enum coll_algorithm)i;
-			return 0;
-		}
-	return -EINVAL;
-}
 
 void coll_params_default(struct coll_params *p)
 {
@@ -112,8 +59,12 @@ int coll_params_validate(const struct coll_params *p, struct coll_error *err)
 		return -EINVAL;
 	}
 	if (p->aggregating_switch)
-		return coll_ina_check_window(p->window, p->switch_buffer, err);
-	return 0;
+		rc = coll_ina_check_window(p->window, p->switch_buffer, err);
+	if (!rc && (unsigned)p->shape.topology >= COLL_TOPOLOGY__COUNT) {
+		coll_err_set(err, "shape", "unknown topology %d", (int)p->shape.topology);
+		rc = -EINVAL;
+	}
+	return rc;
 }
 
 /* Which algorithms each collective offers, in the order the selector lists them. */
@@ -123,15 +74,19 @@ static int applies(enum coll_collective c, enum coll_algorithm a)
 	case COLL_ALLREDUCE:
 		return a == COLL_ALG_RING || a == COLL_ALG_BIDIR_RING || a == COLL_ALG_RHD ||
 		       a == COLL_ALG_FULL_MESH_DIRECT || a == COLL_ALG_CUBE_300 ||
-		       a == COLL_ALG_CUBE_400 || a == COLL_ALG_NIC_OFFLOAD || a == COLL_ALG_INA;
+		       a == COLL_ALG_CUBE_400 || a == COLL_ALG_NIC_OFFLOAD || a == COLL_ALG_INA ||
+		       a == COLL_ALG_HYPERX_DIM || a == COLL_ALG_TORUS_RING;
 	case COLL_ALLGATHER:
 		return a == COLL_ALG_RING || a == COLL_ALG_RECURSIVE_DOUBLING ||
-		       a == COLL_ALG_FULL_MESH_DIRECT;
+		       a == COLL_ALG_FULL_MESH_DIRECT || a == COLL_ALG_HYPERX_DIM ||
+		       a == COLL_ALG_TORUS_RING;
 	case COLL_BROADCAST:
 		return a == COLL_ALG_BINOMIAL_TREE || a == COLL_ALG_FULL_MESH_DIRECT ||
-		       a == COLL_ALG_SCATTER_ALLGATHER;
+		       a == COLL_ALG_SCATTER_ALLGATHER || a == COLL_ALG_HYPERX_DIM ||
+		       a == COLL_ALG_TORUS_RING;
 	case COLL_ALLTOALL:
-		return a == COLL_ALG_DIRECT || a == COLL_ALG_PLANE_RELAYED;
+		return a == COLL_ALG_DIRECT || a == COLL_ALG_PLANE_RELAYED ||
+		       a == COLL_ALG_HYPERX_A2A || a == COLL_ALG_TORUS_A2A;
 	default:
 		return 0;
 	}
@@ -146,8 +101,8 @@ int coll_fit_shape(enum coll_collective c, enum coll_algorithm a, uint32_t serve
 	}
 	if ((unsigned)a >= COLL_ALGORITHM__COUNT || !applies(c, a)) {
 		coll_err_set(err, "algorithm", "%s is not an algorithm for %s",
-		             (unsigned)a < COLL_ALGORITHM__COUNT ? algorithm_names[a] : "?",
-		             collective_names[c]);
+		             (unsigned)a < COLL_ALGORITHM__COUNT ? coll_algorithm_name(a) : "?",
+		             coll_collective_name(c));
 		return -EINVAL;
 	}
 	if (servers > COLL_MAX_SERVERS || devices > COLL_MAX_DEVICES) {
@@ -168,7 +123,7 @@ int coll_fit_shape(enum coll_collective c, enum coll_algorithm a, uint32_t serve
 	}
 	if (servers < 2) {
 		coll_err_set(err, "servers", "%s needs at least 2 servers, got %u",
-		             collective_names[c], servers);
+		             coll_collective_name(c), servers);
 		return -EINVAL;
 	}
 	switch (a) {
@@ -184,7 +139,7 @@ int coll_fit_shape(enum coll_collective c, enum coll_algorithm a, uint32_t serve
 	case COLL_ALG_RECURSIVE_DOUBLING:
 		if (!coll_is_pow2(servers)) {
 			coll_err_set(err, NULL, "%s needs a power-of-two number of servers, got %u",
-			             algorithm_names[a], servers);
+			             coll_algorithm_name(a), servers);
 			return -EDOM;
 		}
 		return 0;
@@ -194,7 +149,7 @@ int coll_fit_shape(enum coll_collective c, enum coll_algorithm a, uint32_t serve
 			coll_err_set(err, NULL,
 			             "%s needs exactly 8 servers (the vertices of a cube), "
 			             "got %u",
-			             algorithm_names[a], servers);
+			             coll_algorithm_name(a), servers);
 			return -EDOM;
 		}
 		return 0;
@@ -208,6 +163,7 @@ int coll_generate(enum coll_collective c, enum coll_algorithm a, uint32_t server
                   struct coll_error *err)
 {
 	uint32_t root = p ? p->root : 0;
+	struct coll_params def;
 	uint64_t P;
 	int rc;
 
@@ -216,21 +172,28 @@ int coll_generate(enum coll_collective c, enum coll_algorithm a, uint32_t server
 		return -EINVAL;
 	}
 	memset(out, 0, sizeof(*out));
+	if (!p) {
+		coll_params_default(&def);
+		p = &def;
+	}
 	rc = coll_fit_shape(c, a, servers, devices, err);
+	if (!rc && c == COLL_BROADCAST && root >= servers) {
+		coll_err_set(err, "root", "root %u is not one of the %u servers", root, servers);
+		rc = -EINVAL;
+	}
+	if (!rc)
+		rc = coll_shape_fit(c, a, servers, p, err);
 	if (rc)
 		return rc;
 	if (a == COLL_ALG_NIC_OFFLOAD || a == COLL_ALG_INA) {
 		coll_err_set(err, "algorithm",
 		             "%s runs in the NICs or the switch: priced, not "
 		             "scheduled round by round",
-		             algorithm_names[a]);
+		             coll_algorithm_name(a));
 		return -EOPNOTSUPP;
 	}
-	if (c == COLL_BROADCAST && root >= servers) {
-		coll_err_set(err, "root", "root %u is not one of the %u servers", root, servers);
-		return -EINVAL;
-	}
-	P = c == COLL_ALLTOALL ? (uint64_t)servers * devices : servers;
+	/* The shape algorithms have one participant per server, all-to-all included. */
+	P = c == COLL_ALLTOALL && !coll_is_shape_alg(a) ? (uint64_t)servers * devices : servers;
 	if (P > COLL_MAX_PARTICIPANTS ||
 	    (c == COLL_ALLTOALL && P > COLL_MAX_ALLTOALL_PARTICIPANTS)) {
 		coll_err_set(err, NULL,
@@ -240,7 +203,10 @@ int coll_generate(enum coll_collective c, enum coll_algorithm a, uint32_t server
 		             COLL_MAX_ALLTOALL_PARTICIPANTS);
 		return -E2BIG;
 	}
-	switch (c) {
+	switch (coll_is_shape_alg(a) ? COLL_COLLECTIVE__COUNT : c) {
+	case COLL_COLLECTIVE__COUNT:
+		rc = coll_gen_shape(c, a, p, servers, devices, bytes, out);
+		break;
 	case COLL_ALLREDUCE:
 		rc = coll_gen_allreduce(a, servers, bytes, out);
 		break;
@@ -257,5 +223,7 @@ int coll_generate(enum coll_collective c, enum coll_algorithm a, uint32_t server
 	if (rc)
 		coll_err_set(err, NULL, "%s",
 		             rc == -ENOMEM ? "out of memory" : "schedule too large");
+	else
+		out->shape = p->shape; /* the checker holds the transfers to its circuits */
 	return rc;
 }

@@ -10,7 +10,9 @@
  * nodes). "bytes" is q: for allreduce and broadcast the size of the data on each server, for
  * allgather the size of the gathered result (each server contributes bytes / servers), for
  * all-to-all the send buffer of each device (one block of bytes / (servers * devices) per
- * destination device).
+ * destination device). The HyperX and torus algorithms are server-level, all-to-all included:
+ * there a server carries its devices' buffers, devices * bytes, one block per destination server
+ * (docs/cost-model.md, "Collectives over HyperX and torus fabrics").
  */
 #ifndef OFCD_COLL_H
 #define OFCD_COLL_H
@@ -36,6 +38,14 @@ enum coll_algorithm {
 	COLL_ALG_PLANE_RELAYED,      /**< "plane-relayed": document 002 (all-to-all) */
 	COLL_ALG_NIC_OFFLOAD,        /**< "nic-offload": document 003 (allreduce, priced only) */
 	COLL_ALG_INA,                /**< "in-network-aggregation": document 004 (priced only) */
+	COLL_ALG_HYPERX_DIM,         /**< "hyperx-dim-ordered": a full mesh per line, dimension by
+	                                  dimension (allreduce, allgather, broadcast; HyperX) */
+	COLL_ALG_HYPERX_A2A,         /**< "hyperx-dim-ordered-a2a": all-to-all relayed dimension by
+	                                  dimension, each hop a line's full mesh (HyperX) */
+	COLL_ALG_TORUS_RING,         /**< "torus-ring": bidirectional rings per dimension
+	                                  (allreduce, allgather; torus) */
+	COLL_ALG_TORUS_A2A,          /**< "torus-dim-ordered-a2a": all-to-all relayed along each
+	                                  dimension's ring both ways, dimension by dimension */
 	COLL_ALGORITHM__COUNT
 };
 
@@ -76,6 +86,12 @@ enum coll_reduce_op {
  * server to and from it. NULL means the document 000 plan: formula 1 for an odd number of servers,
  * 3 for an even one, one port per device, so the device of both ends is the plane
  * (coll_plan_circuit_device()) [NULL].
+ * @shape:              the circuits the fabric has (struct coll_shape); the product of its
+ *                      dimensions must be the number of servers priced. On a HyperX or torus
+ *                      shape an algorithm is eligible only where every pair of servers it
+ *                      exchanges with is joined, the shape algorithms (hyperx-*, torus-*) only
+ *                      on their own shape, and ports_per_server 0 means the shape's circuits per
+ *                      server [full mesh].
  */
 struct coll_params {
 	double alpha_us;
@@ -93,6 +109,7 @@ struct coll_params {
 	uint32_t window;
 	uint32_t root;
 	const uint32_t *circuit_device;
+	struct coll_shape shape;
 };
 
 /**
@@ -118,7 +135,7 @@ struct coll_estimate {
 };
 
 /** Most candidates a collective has. */
-#define COLL_MAX_CANDIDATES 8
+#define COLL_MAX_CANDIDATES 12
 
 /**
  * One candidate of a selection.
@@ -181,7 +198,9 @@ int coll_algorithm_from_name(const char *name, enum coll_algorithm *a);
  * or COLL_MAX_DEVICES, a NULL @est) or an algorithm that does not apply to @c; -EDOM when it does
  * not fit this size or these capabilities (a cube on 6 servers, recursive halving on 12, more
  * circuits than ports, no offload NIC, ...); -ENOBUFS as coll_params_validate(). @err says why and
- * may be NULL.
+ * may be NULL. On a HyperX or torus @p->shape, -EINVAL (field "shape") when it does not fit
+ * @servers, and -EDOM when the algorithm exchanges over a pair the shape does not join or is a
+ * shape algorithm of the other topology.
  */
 int coll_predict(enum coll_collective c, enum coll_algorithm a, uint64_t bytes, uint32_t servers,
                  uint32_t devices, const struct coll_params *p, struct coll_estimate *est,
@@ -193,7 +212,11 @@ int coll_predict(enum coll_collective c, enum coll_algorithm a, uint64_t bytes, 
  *              cube-300, cube-400, nic-offload, in-network-aggregation;
  *   allgather: ring, recursive-doubling, full-mesh-direct;
  *   broadcast: binomial-tree, full-mesh-direct, scatter-allgather;
- *   alltoall:  direct, plane-relayed.
+ *   alltoall:  direct, plane-relayed;
+ * then, when @p->shape is a HyperX or torus, the shape algorithms of @c: hyperx-dim-ordered
+ * and torus-ring (allreduce, allgather, broadcast), hyperx-dim-ordered-a2a and
+ * torus-dim-ordered-a2a (alltoall), each eligible only on its own topology (torus-ring never
+ * for broadcast, with the reason). A full mesh lists exactly the candidates above.
  * @p NULL means defaults. Returns 0 with @sel filled; -EINVAL / -ENOBUFS for bad arguments or
  * parameters (then @sel is not usable); -ENOENT when no candidate is eligible (@sel filled,
  * chosen -1). @err may be NULL.
@@ -209,6 +232,9 @@ int coll_select(enum coll_collective c, uint64_t bytes, uint32_t servers, uint32
  * @c); -EDOM (does not fit this size: e.g. a cube needs exactly 8 servers); -EOPNOTSUPP
  * (nic-offload and in-network-aggregation are priced, not scheduled); -E2BIG (more than
  * COLL_MAX_PARTICIPANTS, or more than 64 for all-to-all); -ENOMEM. @err may be NULL.
+ * @p->shape: the schedule's shape (the checker holds its transfers to the shape's circuits);
+ * an algorithm that needs a pair the shape lacks is -EDOM, as in coll_predict(). The shape
+ * algorithms have one participant per server (all-to-all too, of devices * bytes).
  */
 int coll_generate(enum coll_collective c, enum coll_algorithm a, uint32_t servers, uint32_t devices,
                   uint64_t bytes, const struct coll_params *p, struct coll_schedule *out,
@@ -245,6 +271,79 @@ uint32_t coll_plan_circuit_device(uint32_t servers, uint32_t a, uint32_t b);
  */
 int coll_alltoall_counts(enum coll_algorithm a, uint32_t servers, uint32_t devices, uint64_t *inter,
                          uint64_t *intra);
+
+/** "full-mesh", "hyperx", "torus"; NULL when out of range. */
+const char *coll_topology_name(enum coll_topology t);
+
+/** Parse a topology name into @t. Returns 0 or -EINVAL. */
+int coll_topology_from_name(const char *name, enum coll_topology *t);
+
+/**
+ * Check shape @sh against @servers: a known topology; for HyperX and torus 1..COLL_MAX_DIMS
+ * dimensions of at least 1 whose product is @servers. Returns 0 or -EINVAL with @err->field
+ * "shape" (@err may be NULL). A NULL @sh is the full mesh.
+ */
+int coll_shape_validate(const struct coll_shape *sh, uint32_t servers, struct coll_error *err);
+
+/**
+ * Circuits per server of shape @sh (valid for @servers): servers - 1 for a full mesh, the sum
+ * of (k[i] - 1) for HyperX, of the neighbours per dimension (0, 1 or 2) for a torus.
+ */
+uint32_t coll_shape_degree(const struct coll_shape *sh, uint32_t servers);
+
+/** Traffic a job runs, for choosing a fabric shape (coll_profile_shapes()). */
+enum coll_traffic {
+	COLL_TRAFFIC_ALLREDUCE = 0, /**< "allreduce" */
+	COLL_TRAFFIC_ALLTOALL,      /**< "alltoall" */
+	COLL_TRAFFIC_MIXED,         /**< "mixed": one of each, both of COLL_PROFILE_BYTES */
+	COLL_TRAFFIC__COUNT
+};
+
+/**
+ * Size each collective of a traffic profile is priced at: 64 MiB, large enough that every
+ * shape's price is set by its bandwidth (the alpha terms stay under a few percent) and the
+ * size of a typical gradient bucket or expert-parallel exchange (docs/cost-model.md).
+ */
+#define COLL_PROFILE_BYTES (64ull << 20)
+
+/** Parse "allreduce", "alltoall" or "mixed" into @t. Returns 0 or -EINVAL. */
+int coll_traffic_from_name(const char *name, enum coll_traffic *t);
+
+/** The name parsed by coll_traffic_from_name(); NULL when out of range. */
+const char *coll_traffic_name(enum coll_traffic t);
+
+/**
+ * The price of one candidate shape for a traffic profile. Plain data, owned by the caller.
+ * @eligible:     every collective of the profile has an eligible algorithm on the shape.
+ * @predicted_us: the sum of those collectives' best prices (0 when not eligible).
+ * @allreduce_us, @alltoall_us: each part's best price (0 when not part of the profile or
+ *                none is eligible).
+ * @allreduce, @alltoall: the algorithm of each part (COLL_ALGORITHM__COUNT when none).
+ * @reason:       why not eligible (the first part with no algorithm, and why), or "".
+ */
+struct coll_shape_price {
+	bool eligible;
+	double predicted_us;
+	double allreduce_us;
+	double alltoall_us;
+	enum coll_algorithm allreduce;
+	enum coll_algorithm alltoall;
+	char reason[COLL_REASON_LEN];
+};
+
+/**
+ * Price traffic profile @t on each of @nshapes candidate shapes of @servers servers of
+ * @devices devices, each with the best eligible algorithm of coll_select() at
+ * COLL_PROFILE_BYTES: the allreduce, the all-to-all, or both summed (mixed). @p (NULL:
+ * defaults) gives the parameters; its shape is ignored, each of @shapes used instead.
+ * @out (caller-owned, @nshapes entries) gets each shape's price; @best, when not NULL, the
+ * index of the cheapest eligible shape (the first on a tie), or -1. Returns 0; -EINVAL (bad
+ * arguments, parameters or a shape that does not fit @servers, with @err->field); -ENOENT when
+ * no shape is eligible (@out filled); -ENOMEM. @err may be NULL. Pure, any thread.
+ */
+int coll_profile_shapes(enum coll_traffic t, const struct coll_shape *shapes, uint32_t nshapes,
+                        uint32_t servers, uint32_t devices, const struct coll_params *p,
+                        struct coll_shape_price *out, int *best, struct coll_error *err);
 
 /**
  * Check that an aggregation window fits the switch buffer (document 004). Returns 0; -EINVAL

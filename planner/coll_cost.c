@@ -215,9 +215,12 @@ int coll_predict(enum coll_collective c, enum coll_algorithm a, uint64_t bytes, 
 		             "(aggregating_switch is false)");
 		return -EDOM;
 	}
+	rc = coll_shape_fit(c, a, servers, p, err);
+	if (rc)
+		return rc;
 	/* All-to-all runs on the plan's circuits: without a map of them, the plan must exist. */
 	uint32_t need = plan_min_devices(servers, 1, PLAN_FORMULA_AUTO);
-	if (c == COLL_ALLTOALL && !p->circuit_device && devices < need) {
+	if (c == COLL_ALLTOALL && !coll_is_shape_alg(a) && !p->circuit_device && devices < need) {
 		coll_err_set(err, "devices",
 		             "the document 000 plan of %u servers needs %u devices per server, "
 		             "they have %u",
@@ -225,7 +228,10 @@ int coll_predict(enum coll_collective c, enum coll_algorithm a, uint64_t bytes, 
 		return -EDOM;
 	}
 	r = rates_of(p);
-	switch (c) {
+	switch (coll_is_shape_alg(a) ? COLL_COLLECTIVE__COUNT : c) {
+	case COLL_COLLECTIVE__COUNT:
+		coll_price_shape(c, a, p, n, servers, devices, est);
+		break;
 	case COLL_ALLREDUCE:
 		price_allreduce(a, p, &r, n, servers, est);
 		break;
@@ -245,7 +251,7 @@ int coll_predict(enum coll_collective c, enum coll_algorithm a, uint64_t bytes, 
 		break;
 	}
 	est->scheduled = a != COLL_ALG_NIC_OFFLOAD && a != COLL_ALG_INA;
-	ports = p->ports_per_server ? p->ports_per_server : servers - 1;
+	ports = p->ports_per_server ? p->ports_per_server : coll_shape_degree(&p->shape, servers);
 	if (est->circuits > ports) {
 		coll_err_set(err, "ports_per_server",
 		             "%s needs %u circuits per server, a server "
@@ -357,6 +363,22 @@ static void describe(enum coll_algorithm a, const struct coll_params *p, char *b
 		                           : "ring among the offload NICs",
 		         segment_of(p));
 		break;
+	case COLL_ALG_HYPERX_DIM:
+		snprintf(buf, len,
+		         "dimension by dimension, each line's full mesh in one round each way");
+		break;
+	case COLL_ALG_HYPERX_A2A:
+		snprintf(buf, len,
+		         "blocks relayed dimension by dimension, each hop one round over a line's "
+		         "full mesh");
+		break;
+	case COLL_ALG_TORUS_RING:
+		snprintf(buf, len, "dimension by dimension, a ring each way around each dimension");
+		break;
+	case COLL_ALG_TORUS_A2A:
+		snprintf(buf, len,
+		         "blocks relayed dimension by dimension, the shorter way around each ring");
+		break;
 	default:
 		snprintf(buf, len, "window %u of switch buffer %u, segments of %u bytes", p->window,
 		         p->switch_buffer, segment_of(p));
@@ -382,11 +404,21 @@ static const enum coll_algorithm candidates_alltoall[] = {
 	COLL_ALG_DIRECT,
 	COLL_ALG_PLANE_RELAYED,
 };
+/* Listed after the others only on a HyperX or torus, so a full mesh's list is unchanged. */
+static const enum coll_algorithm candidates_shape[] = {
+	COLL_ALG_HYPERX_DIM,
+	COLL_ALG_TORUS_RING,
+};
+static const enum coll_algorithm candidates_shape_alltoall[] = {
+	COLL_ALG_HYPERX_A2A,
+	COLL_ALG_TORUS_A2A,
+};
 
 int coll_select(enum coll_collective c, uint64_t bytes, uint32_t servers, uint32_t devices,
                 const struct coll_params *p, struct coll_selection *sel, struct coll_error *err)
 {
 	const enum coll_algorithm *list;
+	enum coll_algorithm all[COLL_MAX_CANDIDATES];
 	struct coll_params def;
 	uint32_t n;
 	int rc;
@@ -423,10 +455,21 @@ int coll_select(enum coll_collective c, uint64_t bytes, uint32_t servers, uint32
 		coll_err_set(err, "collective", "unknown collective %d", (int)c);
 		return -EINVAL;
 	}
+	memcpy(all, list, n * sizeof(*list));
+	if (p->shape.topology != COLL_TOPO_FULL_MESH) {
+		const enum coll_algorithm *more =
+		    c == COLL_ALLTOALL ? candidates_shape_alltoall : candidates_shape;
+
+		all[n++] = more[0];
+		all[n++] = more[1];
+	}
+	list = all;
 	/* Errors common to every candidate (parameters, size) fail the whole request. */
 	rc = coll_params_validate(p, err);
 	if (!rc)
 		rc = coll_fit_shape(c, list[0], servers, devices, err);
+	if (!rc)
+		rc = coll_shape_validate(&p->shape, servers, err);
 	if (!rc && c == COLL_BROADCAST && p->root >= servers) {
 		coll_err_set(err, "root", "root %u is not one of the %u servers", p->root, servers);
 		rc = -EINVAL;

@@ -137,4 +137,75 @@ int coll_ring_ag_step(struct coll_schedule *s, const uint32_t *order, uint32_t n
  */
 int coll_rd_allgather(struct coll_schedule *s, uint32_t M, uint32_t *scratch);
 
+/**
+ * A shape as a grid: M servers, @dims dimensions of @k, server s at coordinate
+ * (s / stride[i]) % k[i]. A full mesh is one dimension of M (a single line).
+ */
+struct coll_grid {
+	uint32_t M, dims;
+	uint32_t k[COLL_MAX_DIMS];
+	uint32_t stride[COLL_MAX_DIMS];
+};
+
+/** The grid of shape @sh (NULL or valid for @servers). */
+void coll_grid_of(const struct coll_shape *sh, uint32_t servers, struct coll_grid *g);
+
+/** Coordinate @i of server @s. */
+static inline uint32_t coll_grid_coord(const struct coll_grid *g, uint32_t s, uint32_t i)
+{
+	return s / g->stride[i] % g->k[i];
+}
+
+/** Server @s with coordinate @i set to @v. */
+static inline uint32_t coll_grid_move(const struct coll_grid *g, uint32_t s, uint32_t i, uint32_t v)
+{
+	return s - coll_grid_coord(g, s, i) * g->stride[i] + v * g->stride[i];
+}
+
+/** "3 x 4 HyperX", "full mesh", ... into @buf, for reasons. */
+void coll_shape_describe(const struct coll_shape *sh, uint32_t servers, char *buf, size_t len);
+
+/** Whether @a is one of the algorithms for HyperX or torus shapes. */
+static inline int coll_is_shape_alg(enum coll_algorithm a)
+{
+	return a == COLL_ALG_HYPERX_DIM || a == COLL_ALG_HYPERX_A2A || a == COLL_ALG_TORUS_RING ||
+	       a == COLL_ALG_TORUS_A2A;
+}
+
+/**
+ * Whether algorithm @a for @c fits the circuits of @p->shape on @servers servers: the shape
+ * is valid (-EINVAL, field "shape"); a shape algorithm runs on its own topology and size
+ * (-EDOM); any other algorithm exchanges only with servers the shape joins (-EDOM naming the
+ * first pair that is not). A full mesh fits every algorithm but the shape ones.
+ */
+int coll_shape_fit(enum coll_collective c, enum coll_algorithm a, uint32_t servers,
+                   const struct coll_params *p, struct coll_error *err);
+
+/**
+ * Price shape algorithm @a for @c on @p->shape (valid, fitting): rounds, messages, circuits
+ * and time for @n bytes (all-to-all: @n per device, @devices per server, carried per server).
+ */
+void coll_price_shape(enum coll_collective c, enum coll_algorithm a, const struct coll_params *p,
+                      double n, uint32_t servers, uint32_t devices, struct coll_estimate *e);
+
+/** Generators of the shape algorithms into @s (one participant per server). */
+int coll_gen_shape(enum coll_collective c, enum coll_algorithm a, const struct coll_params *p,
+                   uint32_t servers, uint32_t devices, uint64_t bytes, struct coll_schedule *s);
+
+/** All-to-all of @bytes per server on grid @g (hyperx-dim-ordered-a2a, torus-dim-ordered-a2a). */
+int coll_gen_shape_a2a(enum coll_algorithm a, const struct coll_grid *g, uint64_t bytes,
+                       struct coll_schedule *s);
+
+/** Rounds of the torus all-to-all along a ring of @k: clockwise steps floor(k/2). */
+static inline uint32_t coll_torus_cw(uint32_t k)
+{
+	return k / 2;
+}
+
+/** Counter-clockwise steps of the torus all-to-all along a ring of @k: floor((k-1)/2). */
+static inline uint32_t coll_torus_ccw(uint32_t k)
+{
+	return (k - 1) / 2;
+}
+
 #endif

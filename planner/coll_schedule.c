@@ -12,18 +12,6 @@
 /* 4 Mi words (32 MiB) of chunk state: far above what 256 servers or 64 devices need. */
 #define CHECK_MAX_WORDS (1ull << 22)
 
-void coll_err_set(struct coll_error *err, const char *field, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err)
-		return;
-	err->field = field;
-	va_start(ap, fmt);
-	vsnprintf(err->reason, sizeof(err->reason), fmt, ap);
-	va_end(ap);
-}
-
 uint64_t coll_chunk_size(uint64_t bytes, uint32_t n, uint32_t c)
 {
 	return bytes / n + (c < bytes % n ? 1 : 0);
@@ -159,6 +147,8 @@ static int check_shape(const struct coll_schedule *s, struct coll_error *err)
 		             s->servers, s->devices, s->participants);
 		return -EINVAL;
 	}
+	if (coll_shape_validate(&s->shape, s->servers, err))
+		return -EINVAL;
 	if ((s->nchunks && !s->chunks) || (s->nrounds && !s->rounds) ||
 	    (s->ntransfers && !s->transfers) || (s->nrefs && !s->chunk_refs)) {
 		coll_err_set(err, NULL, "schedule arrays missing");
@@ -260,6 +250,12 @@ static int check_circuit(struct check *k, uint32_t r, uint32_t i)
 
 	if (a == b)
 		return 0;
+	if (!coll_shape_has_circuit(&s->shape, s->servers, a, b)) {
+		char what[64];
+
+		coll_shape_describe(&s->shape, s->servers, what, sizeof(what));
+		return fail_at(k, r, i, "no circuit joins servers %u and %u in the %s", a, b, what);
+	}
 	if (k->circ[key] != r + 1) {
 		k->circ[key] = r + 1;
 		k->ncirc[key] = 0;

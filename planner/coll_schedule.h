@@ -31,6 +31,42 @@ enum coll_collective {
 	COLL_COLLECTIVE__COUNT
 };
 
+/** Most dimensions of a HyperX or torus shape. */
+#define COLL_MAX_DIMS 4u
+
+/** How the fabric's circuits join its servers. */
+enum coll_topology {
+	COLL_TOPO_FULL_MESH = 0, /**< "full-mesh": one circuit per pair of servers (document 000) */
+	COLL_TOPO_HYPERX,        /**< "hyperx": a grid whose every line is a full mesh */
+	COLL_TOPO_TORUS,         /**< "torus": a grid joining each server to its +-1 neighbours */
+	COLL_TOPOLOGY__COUNT
+};
+
+/**
+ * The shape of a fabric's circuits. The servers form a grid k[0] x k[1] x ... (dimension 0
+ * fastest): server s has coordinate i (s / (k[0] ... k[i-1])) mod k[i]. HyperX joins every
+ * two servers that differ in exactly one coordinate (each line a full mesh of k[i]); torus
+ * joins each server to the servers one step either way on each dimension, wrapping around
+ * (a dimension of 2 gives one neighbour, of 1 none). One circuit per joined pair.
+ * Plain data, owned by whoever holds it; all-zero is the full mesh.
+ * @topology: COLL_TOPO_FULL_MESH ignores @dims and @k.
+ * @dims:     1..COLL_MAX_DIMS for HyperX and torus.
+ * @k:        size of each dimension (>= 1); the product of k[0..dims) is the number of
+ *            servers. Entries from @dims on are ignored.
+ */
+struct coll_shape {
+	enum coll_topology topology;
+	uint32_t dims;
+	uint32_t k[COLL_MAX_DIMS];
+};
+
+/**
+ * Whether servers @a and @b (both < @servers, a != b) of shape @sh are joined by a circuit.
+ * A NULL @sh or a full mesh joins every pair. @sh must be valid for @servers
+ * (coll_shape_validate() in coll.h); pure, any thread.
+ */
+bool coll_shape_has_circuit(const struct coll_shape *sh, uint32_t servers, uint32_t a, uint32_t b);
+
 /** What a transfer does at its destination. */
 enum coll_op {
 	COLL_OP_COPY = 0, /**< the destination's copy of each chunk is replaced by the source's */
@@ -97,6 +133,10 @@ struct coll_round {
  *                          from coll.h, or -1 for a hand-built schedule.
  * @servers, @devices:      shape; @participants == @servers * @devices.
  * @bytes:                  per-participant data size the schedule was generated for.
+ * @shape:                  the circuits transfers between servers may use: the full mesh
+ *                          (all-zero, what coll_schedule_init() leaves) unless a generator for
+ *                          a HyperX or torus fabric sets it; the checker fails a transfer
+ *                          between two servers the shape does not join.
  * @circuit_load:           most transfers one circuit direction may carry in one round. Two
  *                          servers are joined by one circuit (document 000), so every transfer
  *                          between them, whichever devices it joins, shares it; the generators
@@ -115,6 +155,7 @@ struct coll_schedule {
 	uint32_t devices;
 	uint32_t participants;
 	uint64_t bytes;
+	struct coll_shape shape;
 	uint32_t circuit_load;
 	uint32_t nchunks;
 	struct coll_chunk *chunks;
@@ -197,7 +238,7 @@ static inline const uint32_t *coll_transfer_chunks(const struct coll_schedule *s
  * already present (it would be counted twice). It fails when a round uses one link direction
  * (src->dst) twice, when the transfers between two servers in one round (which share the one
  * circuit joining them) outnumber @circuit_load, when a transfer sends a chunk its source does
- * not hold, when one chunk
+ * not hold, when a transfer joins two servers that @shape does not join, when one chunk
  * of one participant is both copied into and written otherwise in one round, on any index out
  * of range, and when a transfer's bytes are not the sum of its chunks. At the end every
  * participant named by a chunk's dest (all for COLL_EVERY) must hold the complete chunk:
