@@ -230,7 +230,7 @@ fidelity: $(B)/ofcd
 
 # The cost model on HyperX and torus fabrics against SimGrid (tests/fidelity/fidelity_shapes.py),
 # from the planner alone (build/fidelity/shape_schedule prints its selections and schedules in
-# the routes' format) while the daemon serves full meshes only; not part of make test yet.
+# the routes' format) while the daemon serves full meshes only.
 $(B)/fidelity/shape_schedule: tests/fidelity/shape_schedule.c $(B)/libplanner.a
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(PLANNER_CPP) $(CFLAGS) -o $@ $^ -lm
@@ -250,7 +250,8 @@ check-alerts:
 	promtool check rules packaging/prometheus/ofcd-alerts.yml
 	promtool test rules tests/prometheus/ofcd-alerts.test.yml
 
-test: check-deps check-alerts unit unit-san ovs fuzz-smoke integration fidelity lint-openapi browser
+test: check-deps check-alerts unit unit-san ovs fuzz-smoke integration fidelity fidelity-shapes \
+      lint-openapi browser
 
 # make test with two CPU-bound workers beside it (stress-ng), as on a busy machine.
 test-under-load: $(B)/config.mk
