@@ -352,7 +352,7 @@ struct plan_circuit {
 	struct plan_end b; /**< higher-numbered server's end */
 };
 
-/** A pair of servers without a circuit; a < b. */
+/** A pair of servers without a circuit (an edge of the shape); a < b. */
 struct plan_pair {
 	uint32_t a; /**< lower server index */
 	uint32_t b; /**< higher server index */
@@ -363,13 +363,18 @@ struct plan_fabric {
 	uint32_t servers;              /**< M */
 	uint32_t devices;              /**< N: fewest devices of any server */
 	uint32_t ports_per_device;     /**< P: fewest ports per device of any server */
-	int formula;                   /**< formula of the policy: 1 or 3 (auto) */
-	uint32_t planes;               /**< R */
+	int formula;                   /**< formula of a full mesh: 1 or 3 (auto); 0 for a HyperX
+	                                    or torus (each HyperX line uses 1 for odd k, 3 for
+	                                    even k; a torus line, plan_ring_dst()) */
+	uint32_t planes;               /**< R: plan_shape_planes_total() of the shape */
 	uint32_t min_devices;          /**< n = ceil(R / P) */
 	struct plan_circuit *circuits; /**< owned; sorted by plane, a.server, a.device, a.port */
 	size_t ncircuits;              /**< number of circuits */
 	struct plan_pair *missing;     /**< owned; pairs without a circuit, sorted; NULL if none */
 	size_t nmissing;               /**< number of missing pairs (> 0: the fabric is degraded) */
+	struct plan_shape shape;       /**< the shape planned (a full mesh of M for the entry
+	                                    points without a shape); all zero (topology AUTO) in
+	                                    a plan the caller built without one */
 };
 
 /**
@@ -420,5 +425,66 @@ void plan_fabric_free(struct plan_fabric *plan);
  */
 int plan_verify(const struct plan_server *servers, uint32_t m, const struct plan_fabric *plan,
                 char *why, size_t len);
+
+/* ---- cabled plan of a shape (HyperX, torus; a full mesh as well) ---------- */
+
+/*
+ * The shaped entry points generalise the three above: shape NULL means the
+ * full mesh of m servers, and then each behaves exactly as its unshaped
+ * counterpart (which is how those are implemented). With a shape (checked with
+ * plan_shape_check(); m up to PLAN_MAX_SHAPED_SERVERS):
+ *
+ *  - every line of dimension i is laid out on planes first_plane[i].. of its
+ *    servers: on plane first_plane[i] + d, the server at position j of the
+ *    line is joined to the one at plan_formula1_dst()/plan_formula3_dst()
+ *    (HyperX: formula 1 for odd k, 3 for even k) or plan_ring_dst() (torus)
+ *    of (k[i], j, d); device plane / P, port plane % P as for a full mesh;
+ *  - a policy circuit the cabling cannot carry is relocated exactly as in
+ *    plan_fabric_compute() (lowest free healthy slot of a on an OCS unit where
+ *    b has one), edges taken in increasing (a, b) order, or listed missing;
+ *  - missing lists edges of the shape only (pairs in one line; on a torus,
+ *    neighbours on one ring).
+ *
+ * Time and memory are linear in the circuits (plus the servers' slots): one
+ * bit per (line, position, position) of each HyperX dimension, never M^2.
+ */
+
+/**
+ * Plan a fabric of m servers laid out as shape (NULL: the full mesh). Scalars
+ * as plan_fabric_compute(), with planes = plan_shape_planes_total(shape) and
+ * formula 0 for a HyperX or torus; out->shape is a copy of the shape.
+ * Returns 0 (free with plan_fabric_free()); -EINVAL for bad arguments or a
+ * shape that is not one of m servers (out untouched); -EDOM when the servers'
+ * fewest devices cannot hold the shape's planes, with the scalar fields and
+ * shape of *out filled and no arrays; -ENOMEM.
+ */
+int plan_fabric_compute_shape(const struct plan_server *servers, uint32_t m,
+                              const struct plan_shape *shape, struct plan_fabric *out);
+
+/**
+ * Least-disruption re-plan of a shaped fabric: as plan_fabric_replan(), every
+ * circuit of prev that joins an edge of shape and whose two ends still work is
+ * kept exactly; every other edge is relocated or listed missing. A circuit of
+ * prev that is not an edge of shape (prev laid out in another shape) is
+ * dropped, so re-planning into a new shape keeps what the two shapes share.
+ * shape NULL: the full mesh. Returns 0, -EINVAL, -ENOMEM.
+ */
+int plan_fabric_replan_shape(const struct plan_server *servers, uint32_t m,
+                             const struct plan_shape *shape, const struct plan_fabric *prev,
+                             struct plan_fabric *out);
+
+/**
+ * Check a shaped plan: the shape itself (plan_shape_check(): product, planes,
+ * the diameter and degree it claims), the plan's own shape when it has one
+ * (topology not AUTO) equal to it; every edge of the shape joined by exactly
+ * one circuit or listed missing once (so every server has exactly the degree
+ * the shape claims, counting its missing edges); no circuit or missing pair
+ * that is not an edge ("not in one line"); and every check of plan_verify()
+ * on the circuits (ports used once, one OCS unit, healthy, cabled as stated).
+ * shape NULL: the full mesh, i.e. plan_verify(). O(circuits + edges / 8 +
+ * slots / 8). Returns 0, -EINVAL with a reason in why, or -ENOMEM.
+ */
+int plan_verify_shape(const struct plan_server *servers, uint32_t m, const struct plan_shape *shape,
+                      const struct plan_fabric *plan, char *why, size_t len);
 
 #endif
