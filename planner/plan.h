@@ -15,6 +15,11 @@
  * A verifier for each layer checks the invariants; the daemon runs it on every
  * plan before storing or returning it.
  *
+ * Past what a full mesh holds (devices * ports_per_device + 1 servers), a fabric
+ * is laid out as a shape (struct plan_shape: a HyperX or torus grid whose lines
+ * each use the policy, or a ring layout, on planes of their own), chosen with
+ * plan_shape_choose() and planned with the *_shape() entry points.
+ *
  * Vocabulary. Plane k (0 <= k < R) uses device k / P, port k % P of every
  * server. A server's slot is device * ports_per_device + port, its index into
  * its port table. Servers of a fabric are numbered 0..M-1 by their position in
