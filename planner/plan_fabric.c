@@ -5,11 +5,16 @@
  *
  * Both entry points work the same way: first decide which circuits stay (the
  * policy's links in plan_fabric_compute(), the previous plan's working circuits
- * in plan_fabric_replan()), marking their device ports used and their pairs
- * covered; then walk every pair (a, b) in increasing order and relocate each
- * uncovered one. Walking the pair bitmap rather than a list of "broken" pairs
- * means nothing can be forgotten: whatever the previous plan looked like, every
- * pair ends up with a circuit or in missing.
+ * in plan_fabric_replan()), marking their device ports used and their edges
+ * covered; then walk every edge (a, b) of the shape in increasing order and
+ * relocate each uncovered one. Walking the edge bitmap rather than a list of
+ * "broken" pairs means nothing can be forgotten: whatever the previous plan
+ * looked like, every edge ends up with a circuit or in missing.
+ *
+ * The edges are the pairs the shape joins (struct plan_grid): every pair for a
+ * full mesh, whose edge bitmap is the old M x M pair bitmap; the pairs of each
+ * line for a HyperX; ring neighbours for a torus. The unshaped entry points
+ * are the shaped ones with the full mesh of M.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -47,9 +52,12 @@ struct pool {
 struct fab {
 	const struct plan_server *srv;
 	uint32_t m;
-	size_t *off;    /* m + 1 entries: global index of each server's slot 0 */
-	uint64_t *used; /* by global slot index */
-	uint64_t *pairs;
+	struct plan_grid g;
+	size_t *off;     /* m + 1 entries: global index of each server's slot 0 */
+	uint64_t *used;  /* by global slot index */
+	uint64_t *edges; /* by edge bit (plan_grid) */
+	uint32_t *up;    /* room for plan_grid_up() */
+	size_t *upbit;
 	struct plan_circuit *c;
 	size_t nc;
 	struct plan_pair *miss;
@@ -59,9 +67,9 @@ struct fab {
 	bool pool_built;
 };
 
-static int check_servers(const struct plan_server *servers, uint32_t m)
+static int check_servers(const struct plan_server *servers, uint32_t m, uint32_t maxm)
 {
-	if (!servers || m < 1 || m > PLAN_MAX_SERVERS)
+	if (!servers || m < 1 || m > maxm)
 		return -EINVAL;
 	for (uint32_t i = 0; i < m; i++) {
 		const struct plan_server *s = &servers[i];
@@ -73,10 +81,22 @@ static int check_servers(const struct plan_server *servers, uint32_t m)
 	return 0;
 }
 
-/* Scalar fields shared by compute and re-plan. */
-static void fill_scalars(const struct plan_server *servers, uint32_t m, struct plan_fabric *out)
+/* The shape to plan: shape (checked against m), or the full mesh of m. */
+static int resolve_shape(uint32_t m, const struct plan_shape *shape, struct plan_shape *out)
 {
-	uint32_t n = UINT32_MAX, p = UINT32_MAX;
+	if (!shape)
+		return plan_shape_make(PLAN_TOPO_FULL_MESH, &m, 1, out, NULL, 0);
+	if (plan_shape_check(shape, m, NULL, 0))
+		return -EINVAL;
+	*out = *shape;
+	return 0;
+}
+
+/* Scalar fields shared by compute and re-plan. */
+static void fill_scalars(const struct plan_server *servers, uint32_t m, const struct plan_shape *sh,
+                         struct plan_fabric *out)
+{
+	uint32_t n = UINT32_MAX, p = UINT32_MAX, r = plan_shape_planes_total(sh);
 
 	for (uint32_t i = 0; i < m; i++) {
 		if (servers[i].devices < n)
@@ -88,16 +108,20 @@ static void fill_scalars(const struct plan_server *servers, uint32_t m, struct p
 	out->servers = m;
 	out->devices = n;
 	out->ports_per_device = p;
-	out->formula = plan_formula_resolve(m, PLAN_FORMULA_AUTO);
-	out->planes = plan_planes(m, PLAN_FORMULA_AUTO);
-	out->min_devices = plan_min_devices(m, p, PLAN_FORMULA_AUTO);
+	out->formula =
+	    sh->topology == PLAN_TOPO_FULL_MESH ? plan_formula_resolve(m, PLAN_FORMULA_AUTO) : 0;
+	out->planes = r;
+	out->min_devices = r / p + (r % p != 0);
+	out->shape = *sh;
 }
 
 static void fab_release(struct fab *f)
 {
 	free(f->off);
 	free(f->used);
-	free(f->pairs);
+	free(f->edges);
+	free(f->up);
+	free(f->upbit);
 	free(f->c);
 	free(f->miss);
 	free(f->pool.ent);
@@ -105,13 +129,16 @@ static void fab_release(struct fab *f)
 	free(f->pool.gfirst);
 }
 
-static int fab_init(struct fab *f, const struct plan_server *servers, uint32_t m)
+static int fab_init(struct fab *f, const struct plan_server *servers, uint32_t m,
+                    const struct plan_shape *sh)
 {
-	size_t npairs = (size_t)m * (m - 1) / 2;
+	size_t nedges;
 
 	memset(f, 0, sizeof(*f));
 	f->srv = servers;
 	f->m = m;
+	plan_grid_init(&f->g, sh);
+	nedges = f->g.nedges;
 	f->off = malloc((m + 1) * sizeof(*f->off));
 	if (!f->off)
 		return -ENOMEM;
@@ -120,10 +147,12 @@ static int fab_init(struct fab *f, const struct plan_server *servers, uint32_t m
 		f->off[i + 1] =
 		    f->off[i] + (size_t)servers[i].devices * servers[i].ports_per_device;
 	f->used = plan_bits_new(f->off[m]);
-	f->pairs = plan_bits_new((size_t)m * m);
-	if (npairs)
-		f->c = malloc(npairs * sizeof(*f->c));
-	if (!f->used || !f->pairs || (npairs && !f->c))
+	f->edges = plan_bits_new(f->g.base[f->g.dims]);
+	f->up = malloc((plan_grid_kmax(&f->g) + 1) * sizeof(*f->up));
+	f->upbit = malloc((plan_grid_kmax(&f->g) + 1) * sizeof(*f->upbit));
+	if (nedges)
+		f->c = malloc(nedges * sizeof(*f->c));
+	if (!f->used || !f->edges || !f->up || !f->upbit || (nedges && !f->c))
 		return -ENOMEM;
 	return 0;
 }
@@ -147,7 +176,8 @@ static bool port_usable(const struct plan_port *p)
 	return p->healthy && p->ocs >= 0;
 }
 
-static void keep(struct fab *f, const struct plan_circuit *c)
+/* Keep circuit c of edge bit `edge` (uncovered so far, its ports free). */
+static void keep(struct fab *f, const struct plan_circuit *c, size_t edge)
 {
 	const struct plan_server *sa = &f->srv[c->a.server], *sb = &f->srv[c->b.server];
 
@@ -155,7 +185,7 @@ static void keep(struct fab *f, const struct plan_circuit *c)
 	             f->off[c->a.server] + (size_t)c->a.device * sa->ports_per_device + c->a.port);
 	plan_bit_set(f->used,
 	             f->off[c->b.server] + (size_t)c->b.device * sb->ports_per_device + c->b.port);
-	plan_bit_set(f->pairs, plan_pair_index(f->m, c->a.server, c->b.server));
+	plan_bit_set(f->edges, edge);
 	f->c[f->nc++] = *c;
 }
 
@@ -223,8 +253,8 @@ static int add_missing(struct fab *f, uint32_t a, uint32_t b)
 	return 0;
 }
 
-/* Move pair (a, b), a < b, to free ports on a common OCS unit, or list it missing. */
-static int relocate(struct fab *f, uint32_t a, uint32_t b)
+/* Move edge (a, b), a < b, to free ports on a common OCS unit, or list it missing. */
+static int relocate(struct fab *f, uint32_t a, uint32_t b, size_t edge)
 {
 	struct pool *pl = &f->pool;
 	struct pool_grp *best_a = NULL, *best_b = NULL;
@@ -265,7 +295,7 @@ static int relocate(struct fab *f, uint32_t a, uint32_t b)
 	sb = pl->ent[best_b->head++].slot;
 	plan_bit_set(f->used, f->off[a] + sa);
 	plan_bit_set(f->used, f->off[b] + sb);
-	plan_bit_set(f->pairs, plan_pair_index(f->m, a, b));
+	plan_bit_set(f->edges, edge);
 	f->c[f->nc++] = (struct plan_circuit){
 		.plane = sa,
 		.a = make_end(f, a, sa),
@@ -277,12 +307,14 @@ static int relocate(struct fab *f, uint32_t a, uint32_t b)
 static int fill_uncovered(struct fab *f)
 {
 	for (uint32_t a = 0; a < f->m; a++) {
-		for (uint32_t b = a + 1; b < f->m; b++) {
+		uint32_t n = plan_grid_up(&f->g, a, f->up, f->upbit);
+
+		for (uint32_t i = 0; i < n; i++) {
 			int ret;
 
-			if (plan_bit_get(f->pairs, plan_pair_index(f->m, a, b)))
+			if (plan_bit_get(f->edges, f->upbit[i]))
 				continue;
-			ret = relocate(f, a, b);
+			ret = relocate(f, a, f->up[i], f->upbit[i]);
 			if (ret)
 				return ret;
 		}
@@ -328,7 +360,8 @@ static void fab_finish(struct fab *f, struct plan_fabric *out)
 }
 
 /* Lay policy link (k, s, t) onto the cabling; keep it when both ports can carry it. */
-static void try_policy_link(struct fab *f, uint32_t p, uint32_t k, uint32_t s, uint32_t t)
+static void try_policy_link(struct fab *f, uint32_t p, uint32_t k, uint32_t s, uint32_t t,
+                            size_t edge)
 {
 	const struct plan_server *ss = &f->srv[s], *st = &f->srv[t];
 	uint32_t slot_s = (k / p) * ss->ports_per_device + k % p;
@@ -341,37 +374,66 @@ static void try_policy_link(struct fab *f, uint32_t p, uint32_t k, uint32_t s, u
 	c.plane = k;
 	c.a = make_end(f, s, slot_s);
 	c.b = make_end(f, t, slot_t);
-	keep(f, &c);
+	keep(f, &c, edge);
 }
 
-int plan_fabric_compute(const struct plan_server *servers, uint32_t m, struct plan_fabric *out)
+/*
+ * The policy of every line: on plane first_plane[i] + d, position j of a line of
+ * dimension i joins position t (formula 1/3 of k[i], or the ring layout). Plane
+ * by plane, server by server, so the circuits come out sorted when the
+ * dimensions' planes are in order (always, for the shapes the planner makes).
+ */
+static void lay_policy(struct fab *f, const struct plan_shape *sh, uint32_t p)
 {
+	const struct plan_grid *g = &f->g;
+
+	for (uint32_t i = 0; i < g->dims; i++) {
+		uint32_t k = g->k[i], stride = g->stride[i];
+		int formula = plan_formula_resolve(k, PLAN_FORMULA_AUTO);
+
+		for (uint32_t d = 0; d < sh->planes[i]; d++) {
+			uint32_t plane = sh->first_plane[i] + d;
+
+			for (uint32_t s = 0; s < f->m; s++) {
+				uint32_t j = plan_grid_coord(g, s, i);
+				uint32_t t =
+				    g->ring ? plan_ring_dst(k, j, d) : plan_dst(k, formula, j, d);
+
+				if (t <= j)
+					continue;
+				try_policy_link(
+				    f, p, plane, s, s + (t - j) * stride,
+				    plan_grid_edge_at(g, i, plan_grid_line(g, s, i), j, t));
+			}
+		}
+	}
+}
+
+int plan_fabric_compute_shape(const struct plan_server *servers, uint32_t m,
+                              const struct plan_shape *shape, struct plan_fabric *out)
+{
+	struct plan_shape sh;
 	struct plan_fabric res;
 	struct fab f;
 	int ret;
 
 	if (!out)
 		return -EINVAL;
-	ret = check_servers(servers, m);
+	ret = check_servers(servers, m, shape ? PLAN_MAX_SHAPED_SERVERS : PLAN_MAX_SERVERS);
+	if (!ret)
+		ret = resolve_shape(m, shape, &sh);
 	if (ret)
 		return ret;
-	fill_scalars(servers, m, &res);
+	fill_scalars(servers, m, &sh, &res);
 	if (res.min_devices > res.devices) {
 		*out = res;
 		return -EDOM;
 	}
 
-	ret = fab_init(&f, servers, m);
+	ret = fab_init(&f, servers, m, &sh);
 	if (ret)
 		goto out;
-	for (uint32_t k = 0; k < res.planes; k++) {
-		for (uint32_t s = 0; s < m; s++) {
-			uint32_t t = plan_dst(m, res.formula, s, k);
-
-			if (t > s)
-				try_policy_link(&f, res.ports_per_device, k, s, t);
-		}
-	}
+	lay_policy(&f, &sh, res.ports_per_device);
 	ret = fill_uncovered(&f);
 	if (ret)
 		goto out;
@@ -380,6 +442,11 @@ int plan_fabric_compute(const struct plan_server *servers, uint32_t m, struct pl
 out:
 	fab_release(&f);
 	return ret;
+}
+
+int plan_fabric_compute(const struct plan_server *servers, uint32_t m, struct plan_fabric *out)
+{
+	return plan_fabric_compute_shape(servers, m, NULL, out);
 }
 
 /* Is end e of a previous circuit still the same working, unused port? */
@@ -417,27 +484,32 @@ static int check_prev(const struct plan_fabric *prev, uint32_t m)
 	return 0;
 }
 
-int plan_fabric_replan(const struct plan_server *servers, uint32_t m,
-                       const struct plan_fabric *prev, struct plan_fabric *out)
+int plan_fabric_replan_shape(const struct plan_server *servers, uint32_t m,
+                             const struct plan_shape *shape, const struct plan_fabric *prev,
+                             struct plan_fabric *out)
 {
+	struct plan_shape sh;
 	struct plan_fabric res;
 	struct fab f;
 	int ret;
 
 	if (!out)
 		return -EINVAL;
-	ret = check_servers(servers, m);
+	ret = check_servers(servers, m, shape ? PLAN_MAX_SHAPED_SERVERS : PLAN_MAX_SERVERS);
 	if (!ret)
 		ret = check_prev(prev, m);
+	if (!ret)
+		ret = resolve_shape(m, shape, &sh);
 	if (ret)
 		return ret;
-	fill_scalars(servers, m, &res);
+	fill_scalars(servers, m, &sh, &res);
 
-	ret = fab_init(&f, servers, m);
+	ret = fab_init(&f, servers, m, &sh);
 	if (ret)
 		goto out;
 	for (size_t i = 0; i < prev->ncircuits; i++) {
 		struct plan_circuit c = prev->circuits[i];
+		size_t edge;
 
 		if (c.a.server > c.b.server) {
 			struct plan_end e = c.a;
@@ -445,11 +517,15 @@ int plan_fabric_replan(const struct plan_server *servers, uint32_t m,
 			c.a = c.b;
 			c.b = e;
 		}
+		/* not an edge of this shape: prev was laid out in another one; drop it */
+		edge = plan_grid_edge(&f.g, c.a.server, c.b.server);
+		if (edge == SIZE_MAX)
+			continue;
 		/* a port taken by an earlier circuit of prev means prev was corrupt: relocate */
 		if (c.a.ocs != c.b.ocs || !prev_end_ok(&f, &c.a) || !prev_end_ok(&f, &c.b) ||
-		    plan_bit_get(f.pairs, plan_pair_index(m, c.a.server, c.b.server)))
+		    plan_bit_get(f.edges, edge))
 			continue;
-		keep(&f, &c);
+		keep(&f, &c, edge);
 	}
 	ret = fill_uncovered(&f);
 	if (ret)
@@ -459,6 +535,12 @@ int plan_fabric_replan(const struct plan_server *servers, uint32_t m,
 out:
 	fab_release(&f);
 	return ret;
+}
+
+int plan_fabric_replan(const struct plan_server *servers, uint32_t m,
+                       const struct plan_fabric *prev, struct plan_fabric *out)
+{
+	return plan_fabric_replan_shape(servers, m, NULL, prev, out);
 }
 
 void plan_fabric_free(struct plan_fabric *plan)

@@ -2,7 +2,9 @@
  * Plan verifiers: the independent check the daemon runs on every plan before
  * storing or returning it. Written against the invariants, not against the
  * planner's algorithm, so a planner bug cannot hide behind the same mistake.
- * Flat bitmaps keep it O(circuits + M^2 / 8): no per-pair searching.
+ * Flat bitmaps keep it O(circuits + edges / 8): no per-pair searching (for a
+ * full mesh the edges are the M^2 pairs; for a HyperX, one bit per pair of
+ * positions of each line; for a torus, one per ring position).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -45,6 +47,31 @@ static void first_uncovered(const uint64_t *pairs, uint32_t m, uint32_t *a, uint
 	}
 	*a = 0;
 	*b = 0;
+}
+
+/* First edge (a, b) of the grid not set in the edge bitmap; 0, 0 when none (or ENOMEM). */
+static void first_uncovered_edge(const struct plan_grid *g, const uint64_t *edges, uint32_t *a,
+                                 uint32_t *b)
+{
+	uint32_t *up = malloc((plan_grid_kmax(g) + 1) * sizeof(*up));
+	size_t *bit = malloc((plan_grid_kmax(g) + 1) * sizeof(*bit));
+
+	*a = 0;
+	*b = 0;
+	for (uint32_t i = 0; up && bit && i < g->m; i++) {
+		uint32_t n = plan_grid_up(g, i, up, bit);
+
+		for (uint32_t j = 0; j < n; j++) {
+			if (!plan_bit_get(edges, bit[j])) {
+				*a = i;
+				*b = up[j];
+				goto out;
+			}
+		}
+	}
+out:
+	free(up);
+	free(bit);
 }
 
 int plan_policy_verify(const struct plan_policy *pol, char *why, size_t len)
@@ -203,12 +230,20 @@ static void ocs_set_free(struct ocs_set *s)
 struct vctx {
 	const struct plan_server *srv;
 	uint32_t m;
+	struct plan_grid g;
+	const char *shape; /* "HyperX 32x32", for the reasons */
 	size_t *off;
 	uint64_t *used;
-	uint64_t *pairs;
+	uint64_t *edges;
 	char *why;
 	size_t len;
 };
+
+/* The reason two servers are not an edge of the shape (never said of a full mesh). */
+static const char *not_edge(const struct vctx *v)
+{
+	return v->g.ring ? "are not neighbours on one ring of the" : "are not in one line of the";
+}
 
 static int check_end(struct vctx *v, size_t i, const char *side, const struct plan_end *e)
 {
@@ -244,6 +279,7 @@ static int check_end(struct vctx *v, size_t i, const char *side, const struct pl
 
 static int check_circuit(struct vctx *v, size_t i, const struct plan_circuit *c)
 {
+	size_t edge;
 	int ret;
 
 	if (c->a.server >= v->m || c->b.server >= v->m)
@@ -257,6 +293,10 @@ static int check_circuit(struct vctx *v, size_t i, const struct plan_circuit *c)
 		return fail(v->why, v->len,
 		            "circuit %zu: a.server %u is not lower than b.server %u", i,
 		            c->a.server, c->b.server);
+	edge = plan_grid_edge(&v->g, c->a.server, c->b.server);
+	if (edge == SIZE_MAX)
+		return fail(v->why, v->len, "circuit %zu: servers %u and %u %s %s", i, c->a.server,
+		            c->b.server, not_edge(v), v->shape);
 	if (c->a.ocs != c->b.ocs)
 		return fail(v->why, v->len, "circuit %zu: ends on different OCS units (%d and %d)",
 		            i, c->a.ocs, c->b.ocs);
@@ -265,7 +305,7 @@ static int check_circuit(struct vctx *v, size_t i, const struct plan_circuit *c)
 		ret = check_end(v, i, "b", &c->b);
 	if (ret)
 		return ret;
-	if (plan_bit_test_set(v->pairs, plan_pair_index(v->m, c->a.server, c->b.server)))
+	if (plan_bit_test_set(v->edges, edge))
 		return fail(v->why, v->len, "circuit %zu: servers %u and %u are joined twice", i,
 		            c->a.server, c->b.server);
 	return 0;
@@ -276,11 +316,17 @@ static int check_missing(struct vctx *v, const struct plan_pair *miss, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		const struct plan_pair *p = &miss[i];
 
+		size_t edge;
+
 		if (p->a >= p->b || p->b >= v->m)
 			return fail(v->why, v->len,
 			            "missing %zu: (%u, %u) is not a pair a < b < %u of the fabric",
 			            i, p->a, p->b, v->m);
-		if (!plan_bit_test_set(v->pairs, plan_pair_index(v->m, p->a, p->b)))
+		edge = plan_grid_edge(&v->g, p->a, p->b);
+		if (edge == SIZE_MAX)
+			return fail(v->why, v->len, "missing %zu: servers %u and %u %s %s", i, p->a,
+			            p->b, not_edge(v), v->shape);
+		if (!plan_bit_test_set(v->edges, edge))
 			continue;
 		for (size_t j = 0; j < i; j++)
 			if (miss[j].a == p->a && miss[j].b == p->b)
@@ -326,20 +372,54 @@ static int check_ocs_ports(const struct plan_fabric *plan, char *why, size_t len
 	return ret;
 }
 
-int plan_verify(const struct plan_server *servers, uint32_t m, const struct plan_fabric *plan,
-                char *why, size_t len)
+/* The plan's own shape, when it states one, is the fabric's. */
+static int check_plan_shape(const struct plan_fabric *plan, const struct plan_shape *sh, char *why,
+                            size_t len)
+{
+	const struct plan_shape *ps = &plan->shape;
+	char a[64], b[64];
+	bool same = ps->topology == sh->topology && ps->dims == sh->dims;
+
+	if (ps->topology == PLAN_TOPO_AUTO)
+		return 0;
+	for (uint32_t i = 0; same && i < sh->dims && i < PLAN_MAX_DIMS; i++)
+		same = ps->k[i] == sh->k[i] && ps->planes[i] == sh->planes[i] &&
+		       ps->first_plane[i] == sh->first_plane[i];
+	if (same && ps->diameter == sh->diameter && ps->degree == sh->degree)
+		return 0;
+	return fail(why, len, "the plan is laid out as the %s, the fabric as the %s",
+	            plan_shape_format(ps, a, sizeof(a)), plan_shape_format(sh, b, sizeof(b)));
+}
+
+int plan_verify_shape(const struct plan_server *servers, uint32_t m, const struct plan_shape *shape,
+                      const struct plan_fabric *plan, char *why, size_t len)
 {
 	struct vctx v = { .srv = servers, .m = m, .why = why, .len = len };
-	size_t npairs;
+	uint32_t maxm = shape ? PLAN_MAX_SHAPED_SERVERS : PLAN_MAX_SERVERS;
+	struct plan_shape sh;
+	char name[64];
 	int ret;
 
 	if (!plan || !servers)
 		return fail(why, len, "no plan or no servers");
-	if (m < 1 || m > PLAN_MAX_SERVERS)
-		return fail(why, len, "%u servers is outside 1..%u", m, PLAN_MAX_SERVERS);
+	if (m < 1 || m > maxm)
+		return fail(why, len, "%u servers is outside 1..%u", m, maxm);
 	if (plan->servers != m)
 		return fail(why, len, "plan is for %u servers, the fabric has %u", plan->servers,
 		            m);
+	if (shape) {
+		ret = plan_shape_check(shape, m, why, len);
+		if (ret)
+			return ret;
+		sh = *shape;
+	} else if (plan_shape_make(PLAN_TOPO_FULL_MESH, &m, 1, &sh, why, len)) {
+		return -EINVAL;
+	}
+	ret = check_plan_shape(plan, &sh, why, len);
+	if (ret)
+		return ret;
+	plan_grid_init(&v.g, &sh);
+	v.shape = plan_shape_format(&sh, name, sizeof(name));
 	if ((plan->ncircuits && !plan->circuits) || (plan->nmissing && !plan->missing))
 		return fail(why, len, "plan states entries it does not hold");
 	for (uint32_t i = 0; i < m; i++)
@@ -348,10 +428,9 @@ int plan_verify(const struct plan_server *servers, uint32_t m, const struct plan
 		    (servers[i].devices && !servers[i].ports))
 			return fail(why, len, "server %u: bad device or port count", i);
 
-	npairs = (size_t)m * (m - 1) / 2;
-	if (plan->ncircuits > npairs || plan->nmissing > npairs)
+	if (plan->ncircuits > v.g.nedges || plan->nmissing > v.g.nedges)
 		return fail(why, len, "%zu circuits and %zu missing pairs for %zu pairs",
-		            plan->ncircuits, plan->nmissing, npairs);
+		            plan->ncircuits, plan->nmissing, v.g.nedges);
 
 	v.off = malloc((m + 1) * sizeof(*v.off));
 	if (!v.off)
@@ -360,8 +439,8 @@ int plan_verify(const struct plan_server *servers, uint32_t m, const struct plan
 	for (uint32_t i = 0; i < m; i++)
 		v.off[i + 1] = v.off[i] + (size_t)servers[i].devices * servers[i].ports_per_device;
 	v.used = plan_bits_new(v.off[m]);
-	v.pairs = plan_bits_new((size_t)m * m);
-	if (!v.used || !v.pairs) {
+	v.edges = plan_bits_new(v.g.base[v.g.dims]);
+	if (!v.used || !v.edges) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -374,11 +453,11 @@ int plan_verify(const struct plan_server *servers, uint32_t m, const struct plan
 	ret = check_missing(&v, plan->missing, plan->nmissing);
 	if (ret)
 		goto out;
-	/* every entry set a distinct pair bit, so a short count means a gap */
-	if (plan->ncircuits + plan->nmissing != npairs) {
+	/* every entry set a distinct edge bit, so a short count means a gap */
+	if (plan->ncircuits + plan->nmissing != v.g.nedges) {
 		uint32_t a, b;
 
-		first_uncovered(v.pairs, m, &a, &b);
+		first_uncovered_edge(&v.g, v.edges, &a, &b);
 		ret =
 		    fail(why, len, "servers %u and %u are neither joined nor listed missing", a, b);
 		goto out;
@@ -389,6 +468,12 @@ int plan_verify(const struct plan_server *servers, uint32_t m, const struct plan
 out:
 	free(v.off);
 	free(v.used);
-	free(v.pairs);
+	free(v.edges);
 	return ret;
+}
+
+int plan_verify(const struct plan_server *servers, uint32_t m, const struct plan_fabric *plan,
+                char *why, size_t len)
+{
+	return plan_verify_shape(servers, m, NULL, plan, why, len);
 }
