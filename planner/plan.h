@@ -196,7 +196,7 @@ struct plan_shape {
 	uint32_t degree; /**< circuits per server (links of a server, all dimensions) */
 };
 
-/** "auto", "full_mesh", "hyperx", "torus"; "?" out of range. Static string. */
+/** "auto", "full-mesh", "hyperx", "torus" (the API's names); "?" out of range. Static string. */
 const char *plan_topology_name(enum plan_topology t);
 
 /** Parses a topology name as plan_topology_name() writes it; returns 0 or -EINVAL. */

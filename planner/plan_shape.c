@@ -35,7 +35,7 @@ const char *plan_topology_name(enum plan_topology t)
 	case PLAN_TOPO_AUTO:
 		return "auto";
 	case PLAN_TOPO_FULL_MESH:
-		return "full_mesh";
+		return "full-mesh";
 	case PLAN_TOPO_HYPERX:
 		return "hyperx";
 	case PLAN_TOPO_TORUS:

@@ -30,7 +30,7 @@
 /* ---- parameters ---------------------------------------------------------- */
 
 /* The cluster constants come from [cost], so stage transfers and collectives agree. */
-static void base_params(const struct ofcd_config *cfg, struct coll_params *p)
+void api_cost_params(const struct ofcd_config *cfg, struct coll_params *p)
 {
 	coll_params_default(p);
 	p->alpha_us = cfg->cost.inter_latency_us;
@@ -42,7 +42,7 @@ static void base_params(const struct ofcd_config *cfg, struct coll_params *p)
 static void fab_params(const struct ofcd_config *cfg, const struct fabric_view *f,
                        struct coll_params *p)
 {
-	base_params(cfg, p);
+	api_cost_params(cfg, p);
 	/*
 	 * The planner reads 0 as "a full interconnection"; a member without any
 	 * circuit is given 1 instead, and the schedule check against the stored
@@ -366,7 +366,7 @@ void api_collective_select(struct api_req *req)
 	if (f.name[0])
 		fab_params(req->env->cfg, &f, &p);
 	else
-		base_params(req->env->cfg, &p);
+		api_cost_params(req->env->cfg, &p);
 	if (params_read(req, body, &p, &window_given) < 0)
 		goto out;
 	/*

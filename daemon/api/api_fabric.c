@@ -36,13 +36,73 @@ static int view_parse(struct api_req *req, bool *summary)
 }
 
 /*
- * The body of a create: {"name", "servers"} (for a PUT the name is the
- * path's, api_put_body()). Fills *name and *names (malloc'd, pointing into
- * the body); returns their count, or 0 after replying 400.
+ * "topology" (auto, full-mesh, hyperx, torus; a full mesh when absent),
+ * "shape" (the grid, e.g. [32, 32]) and "traffic" (allreduce, alltoall, mixed:
+ * what an auto choice prices the candidates for). 0, or -EINVAL after 400.
  */
-static size_t parse_fabric(struct api_req *req, bool put, const char **name, const char ***names)
+static int parse_layout(struct api_req *req, json_t *body, struct fabric_layout *l)
 {
-	static const char *const members[] = { "name", "servers", NULL };
+	static const char *const topologies[] = { "auto", "full-mesh", "hyperx", "torus", NULL };
+	static const char *const traffics[] = { "allreduce", "alltoall", "mixed", NULL };
+	int topology = 1, traffic = -1;
+	json_t *shape = json_object_get(body, "shape"), *k;
+	size_t i;
+
+	*l = FABRIC_LAYOUT_FULL_MESH;
+	if (api_get_enum(req, body, NULL, "topology", false, topologies, &topology) < 0 ||
+	    api_get_enum(req, body, NULL, "traffic", false, traffics, &traffic) < 0)
+		return -EINVAL;
+	/* The enum's order is the API's: auto, full-mesh, hyperx, torus. */
+	static const enum plan_topology of[] = { PLAN_TOPO_AUTO, PLAN_TOPO_FULL_MESH,
+		                                 PLAN_TOPO_HYPERX, PLAN_TOPO_TORUS };
+	l->topology = of[topology];
+	l->traffic = traffic < 0 ? -1
+	                         : (int[]){ COLL_TRAFFIC_ALLREDUCE, COLL_TRAFFIC_ALLTOALL,
+		                            COLL_TRAFFIC_MIXED }[traffic];
+	l->given = json_object_get(body, "topology") || shape;
+	if (traffic >= 0 && l->topology != PLAN_TOPO_AUTO) {
+		api_error(req, OFCD_E_INVALID_FIELD, "traffic",
+		          "traffic only guides \"topology\": \"auto\"");
+		return -EINVAL;
+	}
+	if (!shape)
+		return 0;
+	if (!json_is_array(shape) || json_array_size(shape) < 1 ||
+	    json_array_size(shape) > PLAN_MAX_DIMS) {
+		api_error(req, OFCD_E_INVALID_FIELD, "shape",
+		          "shape must be an array of 1 to %d sizes, one per dimension",
+		          PLAN_MAX_DIMS);
+		return -EINVAL;
+	}
+	json_array_foreach(shape, i, k)
+	{
+		json_int_t v = json_integer_value(k);
+		if (!json_is_integer(k) || v < 1 || v > PLAN_MAX_SHAPED_SERVERS) {
+			api_error(req, OFCD_E_INVALID_FIELD, "shape",
+			          "shape[%zu] must be an integer from 1 to %d", i,
+			          PLAN_MAX_SHAPED_SERVERS);
+			return -EINVAL;
+		}
+		l->k[i] = (uint32_t)v;
+	}
+	l->ndims = (uint32_t)json_array_size(shape);
+	/* A grid alone is a HyperX unless the topology says otherwise. */
+	if (!json_object_get(body, "topology"))
+		l->topology = PLAN_TOPO_HYPERX;
+	return 0;
+}
+
+/*
+ * The body of a create: {"name", "servers", "topology"?, "shape"?,
+ * "traffic"?} (for a PUT the name is the path's, api_put_body()). Fills
+ * *name, *names (malloc'd, pointing into the body) and *l; returns the count
+ * of names, or 0 after replying 400.
+ */
+static size_t parse_fabric(struct api_req *req, bool put, const char **name, const char ***names,
+                           struct fabric_layout *l)
+{
+	static const char *const members[] = { "name",   "servers",  "topology?",
+		                               "shape?", "traffic?", NULL };
 	json_t *body = put ? api_put_body(req) : api_body_object(req);
 	char f[32];
 	size_t i;
@@ -50,13 +110,15 @@ static size_t parse_fabric(struct api_req *req, bool put, const char **name, con
 
 	*names = NULL;
 	if (!body || api_check_members(req, body, NULL, members) < 0 ||
-	    api_get_name(req, body, NULL, "name", true, name) < 0)
+	    api_get_name(req, body, NULL, "name", true, name) < 0 || parse_layout(req, body, l) < 0)
 		return 0;
+	/* A full mesh's own limit is the planner's refusal, naming the devices it lacks. */
 	json_t *servers = json_object_get(body, "servers");
 	size_t m = json_array_size(servers);
-	if (!json_is_array(servers) || m < 1 || m > PLAN_MAX_SERVERS) {
+	if (!json_is_array(servers) || m < 1 || m > PLAN_MAX_SHAPED_SERVERS) {
 		api_error(req, OFCD_E_INVALID_FIELD, "servers",
-		          "servers must be an array of 1 to %d server names", PLAN_MAX_SERVERS);
+		          "servers must be an array of 1 to %d server names",
+		          PLAN_MAX_SHAPED_SERVERS);
 		return 0;
 	}
 	*names = calloc(m, sizeof(**names));
@@ -103,9 +165,13 @@ void api_fabric_create(struct api_req *req)
 
 	if (wait_parse(req, &wait) < 0 || view_parse(req, &summary) < 0)
 		return;
-	size_t m = parse_fabric(req, false, &name, &names);
+	struct fabric_layout layout;
+	struct coll_params price;
+	size_t m = parse_fabric(req, false, &name, &names, &layout);
+	api_cost_params(req->env->cfg, &price);
+	layout.price = &price;
 	if (m) {
-		int64_t fid = fabric_create(&c, name, names, m, &e);
+		int64_t fid = fabric_create(&c, name, names, m, &layout, &e);
 		if (fid < 0)
 			api_fail(req, &e);
 		else
@@ -125,10 +191,14 @@ void api_fabric_put(struct api_req *req)
 
 	if (wait_parse(req, &wait) < 0 || view_parse(req, &summary) < 0)
 		return;
-	size_t m = parse_fabric(req, true, &name, &names);
+	struct fabric_layout layout;
+	struct coll_params price;
+	size_t m = parse_fabric(req, true, &name, &names, &layout);
+	api_cost_params(req->env->cfg, &price);
+	layout.price = &price;
 	if (m &&
 	    api_if_match(req, topo_fabric_revision(c.store, topo_fabric_id(c.store, name))) == 0) {
-		int64_t fid = fabric_put(&c, name, names, m, &created, &e);
+		int64_t fid = fabric_put(&c, name, names, m, &layout, &created, &e);
 		if (fid < 0)
 			api_fail(req, &e);
 		else

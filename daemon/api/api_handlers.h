@@ -9,6 +9,8 @@
 
 #include "api.h"
 
+struct coll_params;
+
 /* api_core.c */
 void api_health(struct api_req *req);
 void api_metrics(struct api_req *req);
@@ -81,6 +83,8 @@ void api_fabric_get(struct api_req *req);
 void api_fabric_put(struct api_req *req);
 void api_fabric_delete(struct api_req *req);
 void api_device_put(struct api_req *req);
+/** The cost model's parameters of the cluster ([cost]), for pricing anything. */
+void api_cost_params(const struct ofcd_config *cfg, struct coll_params *p);
 
 /* api_inventory.c */
 /** PUT /v1/servers/{name}/inventory: stores an agent's report, fails/restores devices. */

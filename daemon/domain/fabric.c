@@ -100,20 +100,30 @@ static int64_t next_fabric_id(struct store *s)
 }
 
 static int64_t insert_fabric(struct store *s, const char *name, const struct plan_fabric *plan,
+                             const struct plan_shape *shape, const json_t *choice,
                              const int64_t *ids, size_t m)
 {
 	int64_t fid = next_fabric_id(s);
+	char grid[64];
 	if (fid < 0)
 		return fid;
+	char *choice_text = choice ? json_dumps(choice, JSON_COMPACT) : NULL;
 	sqlite3_stmt *st = store_stmt(s, "INSERT INTO fabric(id, name, state, formula, planes, "
-	                                 "min_devices) VALUES (?, ?, ?, ?, ?, ?)");
+	                                 "min_devices, topology, shape, choice) "
+	                                 "VALUES (?, ?, ?, ?, ?, ?, ?, nullif(?, ''), ?)");
 	sqlite3_bind_int64(st, 1, fid);
 	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, FABRIC_BASE_STATE, -1, SQLITE_STATIC);
 	sqlite3_bind_int(st, 4, plan->formula);
 	sqlite3_bind_int64(st, 5, plan->planes);
 	sqlite3_bind_int64(st, 6, plan->min_devices);
-	if (store_step_done(st) < 0)
+	sqlite3_bind_text(st, 7, plan_topology_name(shape->topology), -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 8, fabric_layout_grid(shape, grid, sizeof(grid)), -1,
+	                  SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 9, choice_text, -1, SQLITE_TRANSIENT);
+	int rc = store_step_done(st);
+	free(choice_text);
+	if (rc < 0)
 		return -EIO;
 	st = store_stmt(s, "INSERT INTO fabric_server(fabric_id, position, server_id) "
 	                   "VALUES (?, ?, ?)");
@@ -127,12 +137,44 @@ static int64_t insert_fabric(struct store *s, const char *name, const struct pla
 	return fid;
 }
 
+/* The fewest devices and ports per device of the fabric's servers: what every plane needs. */
+static void least_ports(const struct topo_input *in, uint32_t *n, uint32_t *p)
+{
+	*n = *p = 0;
+	for (uint32_t i = 0; i < in->m; i++) {
+		if (i == 0 || in->servers[i].devices < *n)
+			*n = in->servers[i].devices;
+		if (i == 0 || in->servers[i].ports_per_device < *p)
+			*p = in->servers[i].ports_per_device;
+	}
+}
+
+/*
+ * The shape the fabric gets. A full mesh asked for (the default) is planned
+ * as it always was, so its refusal keeps naming the devices it lacks.
+ */
+static int choose_shape(const struct topo_input *in, const struct fabric_layout *l,
+                        struct plan_shape *shape, json_t **choice, struct ofcd_error *e)
+{
+	uint32_t n, p, m = in->m;
+	*choice = NULL;
+	if (l->topology == PLAN_TOPO_FULL_MESH && !l->ndims)
+		return plan_shape_make(PLAN_TOPO_FULL_MESH, &m, 1, shape, NULL, 0) < 0
+		           ? ofcd_fail(e, -EINVAL, OFCD_E_INVALID_FIELD, "servers", NULL,
+		                       "a full mesh holds at most %d servers", PLAN_MAX_SERVERS)
+		           : 0;
+	least_ports(in, &n, &p);
+	return fabric_layout_choose(l, m, n, p, shape, choice, e);
+}
+
 int64_t fabric_create(const struct fabric_ctx *c, const char *name, const char *const *servers,
-                      size_t m, struct ofcd_error *e)
+                      size_t m, const struct fabric_layout *layout, struct ofcd_error *e)
 {
 	struct store *s = c->store;
 	struct topo_input in = { 0 };
 	struct plan_fabric plan = { 0 };
+	struct plan_shape shape;
+	json_t *choice = NULL;
 	char why[256];
 	int64_t rc;
 
@@ -152,7 +194,11 @@ int64_t fabric_create(const struct fabric_ctx *c, const char *name, const char *
 	rc = check_joined(c, servers, &in, e);
 	if (rc < 0)
 		goto out;
-	rc = plan_fabric_compute(in.servers, in.m, &plan);
+	rc = choose_shape(&in, layout, &shape, &choice, e);
+	if (rc < 0)
+		goto out;
+	const struct plan_shape *shaped = shape.topology == PLAN_TOPO_FULL_MESH ? NULL : &shape;
+	rc = plan_fabric_compute_shape(in.servers, in.m, shaped, &plan);
 	if (rc == -EDOM) {
 		rc = fabric_infeasible(e, (uint32_t)m, plan.min_devices, plan.devices);
 		goto out;
@@ -161,33 +207,64 @@ int64_t fabric_create(const struct fabric_ctx *c, const char *name, const char *
 		rc = ofcd_fail(e, rc, OFCD_E_INTERNAL, NULL, NULL, "planning failed (%d)", (int)rc);
 		goto out;
 	}
-	if (plan_verify(in.servers, in.m, &plan, why, sizeof(why)) < 0) {
+	if (plan_verify_shape(in.servers, in.m, shaped, &plan, why, sizeof(why)) < 0) {
 		log_error("planner", "fabric %s: plan failed verification: %s", name, why);
 		rc = ofcd_fail(e, -EINVAL, OFCD_E_INTERNAL, NULL, NULL,
 		               "the plan failed verification: %s", why);
 		goto out;
 	}
-	rc = insert_fabric(s, name, &plan, ids, m);
+	rc = insert_fabric(s, name, &plan, &shape, choice, ids, m);
 	if (rc < 0 || topo_plan_save(s, rc, &in, &plan, FABRIC_BASE_STATE, false) < 0) {
 		rc = ofcd_fail(e, -EIO, OFCD_E_STORE, NULL, NULL, "cannot store fabric %s", name);
 		goto out;
 	}
-	log_info("planner", "fabric %s: %u servers, %zu circuits, %zu pairs missing", name,
-	         (unsigned)m, plan.ncircuits, plan.nmissing);
+	log_info("planner", "fabric %s: %s, %u servers, %zu circuits, %zu pairs missing", name,
+	         plan_shape_format(&shape, why, sizeof(why)), (unsigned)m, plan.ncircuits,
+	         plan.nmissing);
 out:
+	json_decref(choice);
 	plan_fabric_free(&plan);
 	topo_input_free(&in);
 	free(ids);
 	return rc;
 }
 
+/* The shape a stored fabric of m servers was laid out as. */
+static int stored_shape(struct store *s, int64_t fabric_id, uint32_t m, struct plan_shape *out)
+{
+	sqlite3_stmt *st = store_stmt(s, "SELECT topology, shape FROM fabric WHERE id = ?");
+	int rc = -ENOENT;
+	sqlite3_bind_int64(st, 1, fabric_id);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		rc = fabric_layout_load((const char *)sqlite3_column_text(st, 0),
+		                        (const char *)sqlite3_column_text(st, 1), m, out);
+	sqlite3_reset(st);
+	return rc;
+}
+
+/* Whether the stored fabric id is laid out as l asks (anything, when l names nothing). */
+static bool same_layout(struct store *s, int64_t id, const struct fabric_layout *l, size_t m)
+{
+	struct plan_shape stored;
+	if (!l->given)
+		return true;
+	if (stored_shape(s, id, (uint32_t)m, &stored) < 0)
+		return false;
+	if (l->topology != PLAN_TOPO_AUTO && l->topology != stored.topology)
+		return false;
+	if (!l->ndims)
+		return true;
+	return l->ndims == stored.dims && memcmp(l->k, stored.k, l->ndims * sizeof(l->k[0])) == 0;
+}
+
 int64_t fabric_put(const struct fabric_ctx *c, const char *name, const char *const *servers,
-                   size_t m, bool *created, struct ofcd_error *e)
+                   size_t m, const struct fabric_layout *layout, bool *created,
+                   struct ofcd_error *e)
 {
 	int64_t id = topo_fabric_id(c->store, name);
 	*created = !id;
 	if (!id)
-		return fabric_create(c, name, servers, m, e);
+		return fabric_create(c, name, servers, m, layout, e);
 	/* A retry of the create that succeeded, or someone else's fabric of that name. */
 	sqlite3_stmt *st = store_stmt(c->store, "SELECT sv.name FROM fabric_server fs JOIN server "
 	                                        "sv ON sv.id = fs.server_id WHERE fs.fabric_id = ? "
@@ -206,6 +283,12 @@ int64_t fabric_put(const struct fabric_ctx *c, const char *name, const char *con
 	sqlite3_reset(st);
 	if (same && n == m) {
 		json_decref(stored);
+		if (!same_layout(c->store, id, layout, m))
+			return ofcd_fail(e, -EEXIST, OFCD_E_CONFLICT, "topology", NULL,
+			                 "fabric %s exists with another topology or shape: a PUT "
+			                 "only creates or confirms; delete it first or choose "
+			                 "another name",
+			                 name);
 		return id;
 	}
 	return ofcd_fail(e, -EEXIST, OFCD_E_CONFLICT, "servers",
@@ -246,12 +329,21 @@ int fabric_replan(const struct fabric_ctx *c, int64_t fabric_id, char *err, size
 		topo_input_free(&in);
 		return rc;
 	}
-	rc = plan_fabric_replan(in.servers, in.m, &prev, &next);
+	struct plan_shape shape;
+	rc = stored_shape(s, fabric_id, in.m, &shape);
+	if (rc < 0) {
+		snprintf(err, errlen, "cannot read the fabric's topology and shape");
+		goto out_prev;
+	}
+	/* The same shape as before: a re-plan moves circuits, it never redraws the fabric. */
+	const struct plan_shape *shaped = shape.topology == PLAN_TOPO_FULL_MESH ? NULL : &shape;
+	prev.shape = shape;
+	rc = plan_fabric_replan_shape(in.servers, in.m, shaped, &prev, &next);
 	if (rc < 0) {
 		snprintf(err, errlen, "re-planning failed (%d)", rc);
 		goto out_prev;
 	}
-	if (plan_verify(in.servers, in.m, &next, err, errlen) < 0) {
+	if (plan_verify_shape(in.servers, in.m, shaped, &next, err, errlen) < 0) {
 		rc = -EINVAL;
 		goto out;
 	}

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "base/errors.h"
+#include "fabric_layout.h"
 
 struct desired;
 struct domain_units;
@@ -40,22 +41,27 @@ int fabric_infeasible(struct ofcd_error *e, uint32_t servers, uint32_t min_devic
 
 /**
  * Creates fabric name over the m servers named (in position order; names
- * already checked for form): refused when the name is taken (409), a server
- * is unknown (422), listed twice (400), in another fabric or still joined to
- * another server by some unit (409), or when the plan is infeasible (422).
- * Fields are named "servers[i]". Returns the fabric's row id or -errno.
+ * already checked for form), laid out as layout asks (fabric_layout.h):
+ * refused when the name is taken (409), a server is unknown (422), listed
+ * twice (400), in another fabric or still joined to another server by some
+ * unit (409), when the layout asked for is not one of m servers (400) or
+ * when nothing fits the servers' ports (422). Fields are named "servers[i]",
+ * "topology" or "shape". Returns the fabric's row id or -errno.
  */
 int64_t fabric_create(const struct fabric_ctx *c, const char *name, const char *const *servers,
-                      size_t m, struct ofcd_error *e);
+                      size_t m, const struct fabric_layout *layout, struct ofcd_error *e);
 
 /**
  * PUT of a fabric: creates it as fabric_create() does (*created set), or
  * confirms the stored fabric of that name when it has the same servers in
- * the same order; other servers are 409 conflict on "servers" with the
- * stored ones as details. Returns the fabric's row id or -errno with e set.
+ * the same order (and, when layout->given, the same topology and shape);
+ * other servers are 409 conflict on "servers" with the stored ones as
+ * details, another layout 409 on "topology". Returns the fabric's row id or
+ * -errno with e set.
  */
 int64_t fabric_put(const struct fabric_ctx *c, const char *name, const char *const *servers,
-                   size_t m, bool *created, struct ofcd_error *e);
+                   size_t m, const struct fabric_layout *layout, bool *created,
+                   struct ofcd_error *e);
 
 /** Deletes the named fabric (404 when unknown). Returns 0 or -errno with e set. */
 int fabric_delete(const struct fabric_ctx *c, const char *name, struct ofcd_error *e);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fabric_layout.h"
 #include "state/desired.h"
 #include "state/store_sql.h"
 
@@ -309,11 +310,32 @@ json_t *topo_fabric_failed_devices(struct store *s, int64_t id)
 	return failed;
 }
 
+/*
+ * Adds a fabric's layout to its view f (m servers); a shaped fabric's lines
+ * each have their own formula.
+ */
+static void add_layout(json_t *f, sqlite3_stmt *st, int col, uint32_t m)
+{
+	struct plan_shape shape;
+	const char *topology = (const char *)sqlite3_column_text(st, col);
+	if (fabric_layout_load(topology, (const char *)sqlite3_column_text(st, col + 1), m,
+	                       &shape) < 0)
+		return;
+	fabric_layout_json(f, &shape,
+	                   col + 2 < sqlite3_column_count(st)
+	                       ? (const char *)sqlite3_column_text(st, col + 2)
+	                       : NULL);
+	if (shape.topology != PLAN_TOPO_FULL_MESH)
+		json_object_set_new(f, "formula", json_string("per-line"));
+}
+
 json_t *topo_fabric_json(struct store *s, int64_t id)
 {
 	sqlite3_stmt *st =
-	    store_stmt(s, "SELECT name, state, revision, formula, planes, "
-	                  "min_devices, created, updated, error FROM fabric WHERE id = ?");
+	    store_stmt(s, "SELECT name, state, revision, formula, planes, min_devices, created, "
+	                  "updated, error, topology, shape, choice, (SELECT count(*) FROM "
+	                  "fabric_server fs WHERE fs.fabric_id = fabric.id) FROM fabric "
+	                  "WHERE id = ?");
 	json_t *f = NULL;
 	if (!st)
 		return NULL;
@@ -330,6 +352,7 @@ json_t *topo_fabric_json(struct store *s, int64_t id)
 		if (sqlite3_column_type(st, 8) != SQLITE_NULL)
 			json_object_set_new(f, "error",
 			                    json_string((const char *)sqlite3_column_text(st, 8)));
+		add_layout(f, st, 9, (uint32_t)sqlite3_column_int64(st, 12));
 	}
 	sqlite3_reset(st);
 	if (!f)
@@ -388,7 +411,7 @@ int topo_fabric_state(struct store *s, const char *name, char *buf, size_t len)
 #define SUMMARY_COLUMNS                                                                            \
 	"f.name, f.state, f.revision, f.min_devices, f.formula, f.planes, f.created, f.updated, "  \
 	"f.error, (SELECT count(*) FROM fabric_server fs WHERE fs.fabric_id = f.id), "             \
-	"(SELECT count(*) FROM missing_pair m WHERE m.fabric_id = f.id) "
+	"(SELECT count(*) FROM missing_pair m WHERE m.fabric_id = f.id), f.topology, f.shape "
 
 /* ncircuits < 0: counted from the in-memory desired state d. */
 static json_t *summary_row(const struct desired *d, sqlite3_stmt *st, int64_t ncircuits)
@@ -409,6 +432,8 @@ static json_t *summary_row(const struct desired *d, sqlite3_stmt *st, int64_t nc
 	if (f && sqlite3_column_type(st, 9) != SQLITE_NULL)
 		json_object_set_new(f, "error",
 		                    json_string((const char *)sqlite3_column_text(st, 9)));
+	if (f)
+		add_layout(f, st, 12, (uint32_t)sqlite3_column_int64(st, 10));
 	return f;
 }
 

@@ -56,7 +56,8 @@ static void fabric(const char *name, const char *const *servers, size_t m)
 {
 	struct fabric_ctx c = { .store = store, .desired = mirror };
 	struct ofcd_error e = { 0 };
-	if (store_begin(store) < 0 || fabric_create(&c, name, servers, m, &e) < 0 ||
+	if (store_begin(store) < 0 ||
+	    fabric_create(&c, name, servers, m, &FABRIC_LAYOUT_FULL_MESH, &e) < 0 ||
 	    store_commit(store) < 0)
 		fail("cannot create the base fabrics");
 	ofcd_error_clear(&e);
@@ -82,7 +83,7 @@ static void w_create(void)
 	static const char *const s[] = { "srv4", "srv5", "srv6" };
 	struct fabric_ctx c = { .store = store, .desired = mirror };
 	struct ofcd_error e = { 0 };
-	fabric_create(&c, "f3", s, 3, &e);
+	fabric_create(&c, "f3", s, 3, &FABRIC_LAYOUT_FULL_MESH, &e);
 	ofcd_error_clear(&e);
 }
 

@@ -810,7 +810,7 @@ static void random_create(struct fixture *f, uint64_t *seed, struct live *v, siz
 		return;
 	snprintf(l.name, sizeof(l.name), "r%u", serial);
 	assert_int_equal(store_begin(f->s), 0);
-	int64_t id = fabric_create(&c, l.name, l.servers, l.m, &e);
+	int64_t id = fabric_create(&c, l.name, l.servers, l.m, &FABRIC_LAYOUT_FULL_MESH, &e);
 	ofcd_error_clear(&e);
 	/* A server still joined by a unit is refused (409): nothing happened. */
 	if (write_txn(f, id > 0)) {
