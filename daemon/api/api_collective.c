@@ -20,6 +20,7 @@
 #include "log.h"
 #include "base/config.h"
 #include "domain/fabric.h"
+#include "domain/fabric_layout.h"
 #include "domain/fabric_view.h"
 #include "plan.h"
 #include "domain/topo.h"
@@ -49,6 +50,8 @@ static void fab_params(const struct ofcd_config *cfg, const struct fabric_view *
 	 * circuits (fab_check_candidates) then refuses what it cannot carry.
 	 */
 	p->ports_per_server = f->min_degree ? f->min_degree : 1;
+	/* A HyperX or torus fabric joins only its lines: the cost model prices what it has. */
+	p->shape = fabric_layout_coll_shape(&f->shape);
 	/* All-to-all is priced on the devices the stored circuits really end on. */
 	p->circuit_device = f->circuit_device;
 	p->offload = f->m > 0 && f->offload;

@@ -12,7 +12,7 @@
 /* Candidates an auto choice shows: the best few are what an operator compares. */
 #define CHOICE_SHOWN 8
 
-static struct coll_shape coll_shape_of(const struct plan_shape *s)
+struct coll_shape fabric_layout_coll_shape(const struct plan_shape *s)
 {
 	struct coll_shape c = { 0 };
 	if (s->topology == PLAN_TOPO_FULL_MESH)
@@ -80,7 +80,7 @@ static int choose_auto(const struct fabric_layout *l, uint32_t m, uint32_t n, ui
 	struct coll_params defaults;
 	coll_params_default(&defaults);
 	for (size_t i = 0; i < priced; i++)
-		cs[i] = coll_shape_of(&cand[i]);
+		cs[i] = fabric_layout_coll_shape(&cand[i]);
 	bool have_prices =
 	    priced > 0 &&
 	    coll_profile_shapes(traffic, cs, (uint32_t)priced, m, n ? n : 1,

@@ -40,6 +40,9 @@ struct fabric_layout {
 int fabric_layout_choose(const struct fabric_layout *l, uint32_t m, uint32_t n, uint32_t p,
                          struct plan_shape *out, json_t **choice, struct ofcd_error *e);
 
+/** The cost model's description of shape s (coll.h): what the collectives may use. */
+struct coll_shape fabric_layout_coll_shape(const struct plan_shape *s);
+
 /**
  * The grid of a shape as stored and shown, "32x16x16", into buf (len bytes);
  * "" for a full mesh. Returns buf.

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fabric_layout.h"
 #include "state/store_sql.h"
 #include "topo.h"
 
@@ -97,14 +98,15 @@ static int load_circuits(struct store *s, int64_t id, struct fabric_view *v, boo
 	sqlite3_reset(st);
 	if (step != SQLITE_DONE)
 		return -EIO;
-	v->min_degree = m > 1 ? (uint32_t)m - 1 : 0;
+	/* Circuits are only ever laid between servers the layout joins. */
+	v->min_degree = v->shape.degree;
 	for (size_t a = 0; a < m; a++) {
 		uint32_t deg = 0;
 		for (size_t b = 0; b < m; b++)
 			deg += v->pair[a * m + b] >= 0;
 		if (deg < v->min_degree)
 			v->min_degree = deg;
-		v->missing += (m - 1) - deg;
+		v->missing += deg < v->shape.degree ? v->shape.degree - deg : 0;
 	}
 	v->missing /= 2;
 	return 0;
@@ -112,7 +114,10 @@ static int load_circuits(struct store *s, int64_t id, struct fabric_view *v, boo
 
 int fabric_view_load(struct store *s, int64_t fabric_id, bool details, struct fabric_view *v)
 {
-	sqlite3_stmt *st = store_stmt(s, "SELECT name, revision FROM fabric WHERE id = ?");
+	sqlite3_stmt *st =
+	    store_stmt(s, "SELECT name, revision, topology, shape, (SELECT count(*) FROM "
+	                  "fabric_server fs WHERE fs.fabric_id = fabric.id) FROM fabric "
+	                  "WHERE id = ?");
 	int rc;
 
 	memset(v, 0, sizeof(*v));
@@ -125,7 +130,12 @@ int fabric_view_load(struct store *s, int64_t fabric_id, bool details, struct fa
 	}
 	snprintf(v->name, sizeof(v->name), "%s", sqlite3_column_text(st, 0));
 	v->revision = sqlite3_column_int64(st, 1);
+	rc = fabric_layout_load((const char *)sqlite3_column_text(st, 2),
+	                        (const char *)sqlite3_column_text(st, 3),
+	                        (uint32_t)sqlite3_column_int64(st, 4), &v->shape);
 	sqlite3_reset(st);
+	if (rc < 0)
+		return -EIO;
 	rc = load_members(s, fabric_id, v);
 	if (!rc)
 		rc = load_circuits(s, fabric_id, v, details);

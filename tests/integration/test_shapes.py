@@ -129,3 +129,27 @@ def test_bad_layouts_are_refused_and_change_nothing(daemon):
                                     "topology": "auto"})
     assert r.status_code == 422 and error_of(r)["code"] == "infeasible", r.text
     assert "fit" in error_of(r)["message"]
+
+
+def test_collectives_follow_the_shape(daemon):
+    """The cost model prices what a HyperX fabric has: its lines, with the algorithms made for
+    them; those that need a pair the grid does not join say which."""
+    make_cluster(daemon, servers=16, devices=8, units=8)
+    r = daemon.post("/v1/fabrics?wait=10", {"name": "h", "servers": SIXTEEN, "shape": [4, 4]})
+    assert r.status_code == 201, r.text
+    picks = {}
+    for coll in ("allreduce", "alltoall"):
+        r = daemon.post("/v1/collective/select", {"fabric": "h", "collective": coll,
+                                                  "bytes": 1 << 20})
+        assert r.status_code == 200, r.text
+        sel = r.json()
+        picks[coll] = sel["algorithm"]
+        ring = [c for c in sel["candidates"] if c["algorithm"] in ("ring", "direct")]
+        assert ring and not ring[0]["eligible"] and "HyperX does not have" in ring[0]["reason"]
+    assert picks == {"allreduce": "hyperx-dim-ordered", "alltoall": "hyperx-dim-ordered-a2a"}
+    # The schedule route gives the rounds of the pick, over the fabric's own circuits only.
+    r = daemon.get("/v1/fabrics/h/schedule?collective=allreduce&algorithm=hyperx-dim-ordered"
+                   "&bytes=1048576")
+    assert r.status_code == 200, r.text
+    assert r.json()["stats"]["max_degree"] <= 6 and r.json()["stats"]["rounds"] == 4
+
