@@ -35,12 +35,7 @@ static int view_parse(struct api_req *req, bool *summary)
 	return 0;
 }
 
-/*
- * "topology" (auto, full-mesh, hyperx, torus; a full mesh when absent),
- * "shape" (the grid, e.g. [32, 32]) and "traffic" (allreduce, alltoall, mixed:
- * what an auto choice prices the candidates for). 0, or -EINVAL after 400.
- */
-static int parse_layout(struct api_req *req, json_t *body, struct fabric_layout *l)
+int api_fabric_layout_parse(struct api_req *req, json_t *body, struct fabric_layout *l)
 {
 	static const char *const topologies[] = { "auto", "full-mesh", "hyperx", "torus", NULL };
 	static const char *const traffics[] = { "allreduce", "alltoall", "mixed", NULL };
@@ -110,7 +105,8 @@ static size_t parse_fabric(struct api_req *req, bool put, const char **name, con
 
 	*names = NULL;
 	if (!body || api_check_members(req, body, NULL, members) < 0 ||
-	    api_get_name(req, body, NULL, "name", true, name) < 0 || parse_layout(req, body, l) < 0)
+	    api_get_name(req, body, NULL, "name", true, name) < 0 ||
+	    api_fabric_layout_parse(req, body, l) < 0)
 		return 0;
 	/* A full mesh's own limit is the planner's refusal, naming the devices it lacks. */
 	json_t *servers = json_object_get(body, "servers");

@@ -10,6 +10,7 @@
 #include "api.h"
 
 struct coll_params;
+struct fabric_layout;
 
 /* api_core.c */
 void api_health(struct api_req *req);
@@ -83,6 +84,13 @@ void api_fabric_get(struct api_req *req);
 void api_fabric_put(struct api_req *req);
 void api_fabric_delete(struct api_req *req);
 void api_device_put(struct api_req *req);
+/**
+ * A fabric's layout in a request body: "topology" (auto, full-mesh, hyperx,
+ * torus; a full mesh when absent), "shape" (the grid, e.g. [32, 32]) and
+ * "traffic" (allreduce, alltoall, mixed: what an auto choice prices the
+ * candidates for). Fills *l but its price; 0, or -EINVAL after a 400.
+ */
+int api_fabric_layout_parse(struct api_req *req, json_t *body, struct fabric_layout *l);
 /** The cost model's parameters of the cluster ([cost]), for pricing anything. */
 void api_cost_params(const struct ofcd_config *cfg, struct coll_params *p);
 

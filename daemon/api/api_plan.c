@@ -6,6 +6,7 @@
 
 #include "api_handlers.h"
 #include "domain/fabric.h"
+#include "domain/fabric_layout.h"
 #include "plan.h"
 
 /*
@@ -46,10 +47,40 @@ static char *reply_with_links(json_t *head, const struct plan_policy *pol, size_
  */
 #define PLAN_REPLY_MAX_LINKS 16384
 
+/*
+ * The what-if of a grid: which layout m servers of n devices of p ports get,
+ * and for auto the candidates weighed; its circuits are the fabric's to list.
+ */
+static void plan_shaped(struct api_req *req, struct fabric_layout *l, uint64_t m, uint64_t n,
+                        uint64_t p)
+{
+	struct ofcd_error e = { 0 };
+	struct plan_shape shape;
+	struct coll_params price;
+	json_t *choice = NULL;
+	api_cost_params(req->env->cfg, &price);
+	l->price = &price;
+	if (fabric_layout_choose(l, (uint32_t)m, (uint32_t)n, (uint32_t)p, &shape, &choice, &e) <
+	    0) {
+		api_fail(req, &e);
+		return;
+	}
+	json_t *reply = json_pack("{s:I, s:I, s:I, s:I, s:b}", "servers", (json_int_t)m, "devices",
+	                          (json_int_t)n, "ports_per_device", (json_int_t)p, "planes",
+	                          (json_int_t)plan_shape_planes_total(&shape), "feasible", 1);
+	fabric_layout_json(reply, &shape, NULL);
+	if (shape.topology == PLAN_TOPO_FULL_MESH)
+		json_object_set_new(reply, "degree", json_integer(shape.degree));
+	if (choice)
+		json_object_set_new(reply, "choice", choice);
+	api_reply(req, 200, reply);
+}
+
 void api_plan(struct api_req *req)
 {
-	static const char *const members[] = { "servers", "devices", "ports_per_device",
-		                               "formula", "links",   NULL };
+	static const char *const members[] = { "servers", "devices",  "ports_per_device",
+		                               "formula", "links",    "topology?",
+		                               "shape?",  "traffic?", NULL };
 	static const char *const formulas[] = { "auto", "1", "3", NULL };
 	static const enum plan_formula formula_of[] = { PLAN_FORMULA_AUTO, PLAN_FORMULA_1,
 		                                        PLAN_FORMULA_3 };
@@ -58,13 +89,30 @@ void api_plan(struct api_req *req)
 	bool want_links = true;
 	json_t *body = api_body_object(req);
 
+	struct fabric_layout layout;
 	if (!body || api_check_members(req, body, NULL, members) < 0 ||
-	    api_get_uint(req, body, NULL, "servers", true, 1, PLAN_MAX_SERVERS, &m) < 0 ||
+	    api_fabric_layout_parse(req, body, &layout) < 0)
+		return;
+	bool shaped = layout.given && !(layout.topology == PLAN_TOPO_FULL_MESH && !layout.ndims);
+	if (api_get_uint(req, body, NULL, "servers", true, 1,
+	                 shaped ? PLAN_MAX_SHAPED_SERVERS : PLAN_MAX_SERVERS, &m) < 0 ||
 	    api_get_uint(req, body, NULL, "devices", true, 1, PLAN_MAX_DEVICES, &n) < 0 ||
 	    api_get_uint(req, body, NULL, "ports_per_device", false, 1, PLAN_MAX_PORTS, &p) < 0 ||
 	    api_get_enum(req, body, NULL, "formula", false, formulas, &f) < 0 ||
 	    api_get_bool(req, body, NULL, "links", false, &want_links) < 0)
 		return;
+	if (shaped) {
+		if (json_object_get(body, "formula") ||
+		    json_is_true(json_object_get(body, "links"))) {
+			api_error(req, OFCD_E_INVALID_FIELD,
+			          json_object_get(body, "formula") ? "formula" : "links",
+			          "a grid's lines each take their formula, and its circuits are "
+			          "listed by the fabric it makes: ask without formula and links");
+			return;
+		}
+		plan_shaped(req, &layout, m, n, p);
+		return;
+	}
 	if (want_links && m * (m - 1) / 2 > PLAN_REPLY_MAX_LINKS) {
 		api_error(req, OFCD_E_UNPROCESSABLE, "links",
 		          "%llu servers have %llu links, more than one reply lists (%d); ask with "

@@ -46,8 +46,11 @@ static json_t *candidate_json(const struct plan_shape *s, bool fits,
 	                      (json_int_t)plan_shape_bisection(s), "fits", fits);
 	if (price && price->eligible) {
 		json_object_set_new(c, "predicted_us", json_real(price->predicted_us));
-		json_object_set_new(c, "allreduce_us", json_real(price->allreduce_us));
-		json_object_set_new(c, "alltoall_us", json_real(price->alltoall_us));
+		/* The parts the profile has (a mixed one both). */
+		if (price->allreduce_us > 0)
+			json_object_set_new(c, "allreduce_us", json_real(price->allreduce_us));
+		if (price->alltoall_us > 0)
+			json_object_set_new(c, "alltoall_us", json_real(price->alltoall_us));
 	}
 	return c;
 }

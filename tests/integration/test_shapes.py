@@ -153,3 +153,30 @@ def test_collectives_follow_the_shape(daemon):
     assert r.status_code == 200, r.text
     assert r.json()["stats"]["max_degree"] <= 6 and r.json()["stats"]["rounds"] == 4
 
+
+def test_plan_what_if(daemon):
+    """POST /v1/plan says which layout a fabric would get, at any size, storing nothing."""
+    r = daemon.post("/v1/plan", {"servers": 1024, "devices": 8, "ports_per_device": 8,
+                                 "topology": "auto"})
+    assert r.status_code == 200, r.text
+    p = r.json()
+    assert (p["topology"], p["shape"], p["diameter"], p["degree"], p["planes"]) == \
+        ("hyperx", [32, 32], 2, 62, 62)
+    assert p["choice"]["candidates"][0]["fits"] and "predicted_us" in p["choice"]["candidates"][0]
+    r = daemon.post("/v1/plan", {"servers": 8192, "devices": 8, "ports_per_device": 8,
+                                 "topology": "auto", "traffic": "allreduce"})
+    assert r.status_code == 200 and r.json()["diameter"] == 3 and r.json()["planes"] <= 64
+    # Where the full mesh fits, auto is the full mesh.
+    r = daemon.post("/v1/plan", {"servers": 60, "devices": 8, "ports_per_device": 8,
+                                 "topology": "auto"})
+    assert r.status_code == 200 and r.json()["topology"] == "full-mesh" and "choice" not in r.json()
+    r = daemon.post("/v1/plan", {"servers": 5001, "devices": 2, "topology": "auto"})
+    assert r.status_code == 422 and "5000 would fit" in error_of(r)["message"], r.text
+    r = daemon.post("/v1/plan", {"servers": 1024, "devices": 8, "topology": "hyperx",
+                                 "links": True})
+    assert r.status_code == 400 and error_of(r)["field"] == "links"
+    # Without a topology, the full mesh's what-if as before.
+    r = daemon.post("/v1/plan", {"servers": 1024, "devices": 8})
+    assert r.status_code == 400 and error_of(r)["field"] == "servers"
+    assert daemon.get("/v1/fabrics").json()["fabrics"] == []
+
