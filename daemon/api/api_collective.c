@@ -28,6 +28,19 @@
 /* Largest bytes accepted: 1 PiB is far beyond any collective's buffer. */
 #define COLL_API_MAX_BYTES (1ull << 50)
 
+/* Replies to a fabric_view_load() failure (rc) on fabric name. */
+static void view_error(struct api_req *req, int rc, const struct fabric_view *f, const char *name)
+{
+	if (rc == -E2BIG)
+		api_error(req, OFCD_E_UNPROCESSABLE, "fabric",
+		          "fabric %s has %u servers; collectives are priced on fabrics of at most "
+		          "%d (the per-pair tables of larger ones would take gigabytes)",
+		          name, f->m, FABRIC_VIEW_MAX_SERVERS);
+	else
+		api_error(req, rc == -ENOMEM ? OFCD_E_INTERNAL : OFCD_E_STORE, NULL,
+		          "cannot read fabric %s", name);
+}
+
 /* ---- parameters ---------------------------------------------------------- */
 
 /* The cluster constants come from [cost], so stage transfers and collectives agree. */
@@ -312,8 +325,7 @@ static int select_size(struct api_req *req, json_t *body, struct fabric_view *f,
 	}
 	int rc = fabric_view_load(req->env->store, id, false, f);
 	if (rc < 0) {
-		api_error(req, rc == -ENOMEM ? OFCD_E_INTERNAL : OFCD_E_STORE, NULL,
-		          "cannot read fabric %s", fname);
+		view_error(req, rc, f, fname);
 		return -EINVAL;
 	}
 	*servers = f->m;
@@ -670,8 +682,7 @@ void api_fabric_schedule(struct api_req *req)
 		return;
 	int rc = fabric_view_load(s, id, true, &f);
 	if (rc < 0) {
-		api_error(req, rc == -ENOMEM ? OFCD_E_INTERNAL : OFCD_E_STORE, NULL,
-		          "cannot read fabric %s", req->params[0]);
+		view_error(req, rc, &f, req->params[0]);
 		return;
 	}
 	fab_params(req->env->cfg, &f, &p);

@@ -137,6 +137,11 @@ int fabric_view_load(struct store *s, int64_t fabric_id, bool details, struct fa
 	if (rc < 0)
 		return -EIO;
 	rc = load_members(s, fabric_id, v);
+	if (!rc && v->m > FABRIC_VIEW_MAX_SERVERS) {
+		free(v->names);
+		v->names = NULL;
+		return -E2BIG;
+	}
 	if (!rc)
 		rc = load_circuits(s, fabric_id, v, details);
 	if (rc)

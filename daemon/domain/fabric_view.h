@@ -55,10 +55,18 @@ struct fabric_view {
 };
 
 /**
+ * Largest fabric a view is built for: pair and circuit_device are m x m
+ * tables (32 MiB at 2,048 servers, 512 MiB at 8,192), which the cost model
+ * takes as they are.
+ */
+#define FABRIC_VIEW_MAX_SERVERS 2048
+
+/**
  * Loads fabric fabric_id into *v (overwritten). Choosing an algorithm needs
  * only which server pairs are joined; a schedule also needs each circuit's
  * devices and ports: pass details. Returns 0, -ENOENT (no such fabric),
- * -ENOMEM or -EIO; on failure *v holds nothing to free.
+ * -E2BIG (more than FABRIC_VIEW_MAX_SERVERS servers; v->m and v->name are
+ * set), -ENOMEM or -EIO; on failure *v holds nothing to free.
  */
 int fabric_view_load(struct store *s, int64_t fabric_id, bool details, struct fabric_view *v);
 

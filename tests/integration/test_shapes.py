@@ -180,3 +180,20 @@ def test_plan_what_if(daemon):
     assert r.status_code == 400 and error_of(r)["field"] == "servers"
     assert daemon.get("/v1/fabrics").json()["fabrics"] == []
 
+
+
+def test_collectives_refuse_fabrics_past_the_view_limit(daemon):
+    """Collectives need per-pair tables of the fabric (m x m): past 2,048 servers the request
+    is refused, naming the limit, instead of taking gigabytes."""
+    n = 2050
+    topo = {"ocs": [{"name": f"u{i}", "driver": "sim", "ports": n + 2} for i in range(64)],
+            "servers": [{"name": f"s{i}", "devices": 8, "ports_per_device": 8} for i in range(n)],
+            "wiring": {"rule": "plane-per-ocs"}}
+    assert daemon.put("/v1/topology", topo, validate=False, timeout=120).status_code == 200
+    r = daemon.post("/v1/fabrics?view=summary", {"name": "big", "topology": "auto",
+                                                 "servers": [f"s{i}" for i in range(n)]},
+                    timeout=120)
+    assert r.status_code == 201 and r.json()["topology"] == "hyperx", r.text
+    r = daemon.post("/v1/collective/select", {"fabric": "big", "collective": "allreduce",
+                                              "bytes": 1 << 20})
+    assert r.status_code == 422 and "2048" in error_of(r)["message"], r.text
