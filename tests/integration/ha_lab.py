@@ -232,11 +232,11 @@ def topology(servers, devices=2, ports_per_device=1, units=2):
     }
 
 
-def put_on_leader(members, path, body, timeout=30, **kw):
+def put_on_leader(members, path, body, deadline_s=60, **kw):
     """PUT path on the leader, again while leadership moves (307, 503, 504 or a dropped
     connection): a PUT made twice is made once, so the elections of a loaded machine do not
-    fail a test that is about something else."""
-    deadline = time.time() + timeout
+    fail a test that is about something else. kw goes to the request (timeout=...)."""
+    deadline = time.time() + deadline_s
     while True:
         r = None
         try:

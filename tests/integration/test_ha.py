@@ -404,7 +404,8 @@ def test_large_change_travels_in_parts(tmp_path, etcd):
         for m in members[:2]:
             m.start()
         before = len(etcd.keys("/ofcd/test/log/"))
-        r = put_on_leader(members[:2], "/v1/topology", big_topology(1024), validate=False)
+        r = put_on_leader(members[:2], "/v1/topology", big_topology(1024), deadline_s=180,
+                          validate=False, timeout=120)
         assert r.status_code == 200, r.text[:300]
         assert len(etcd.keys("/ofcd/test/log/")) - before >= 3  # 2.4 MB: three parts
         for m in members[:2]:

@@ -422,7 +422,11 @@ def test_d_sigkill_mid_apply_then_restart(env):
     for unit, op in killed.items():
         ops = env.operations(unit)
         assert not [o for o in ops if o["status"] == "running"], ops
-        assert [o["status"] for o in ops if o["id"] == op] == ["interrupted"], ops
+        # ocs2 was thawed 20 ms before the kill: on a loaded machine the sleep runs longer
+        # and the switch may finish the batch, whose reply ofcd then records. Either way
+        # the count below holds: what was whole on the switch is never added again.
+        allowed = (["interrupted"], ["succeeded"]) if unit == "ocs2" else (["interrupted"],)
+        assert [o["status"] for o in ops if o["id"] == op] in allowed, ops
         after = [o for o in ops if o["id"] > op]
         added = sum(o["nadds"] for o in after if o["status"] == "succeeded")
         circuits = {(a, b) for a, b in want[unit] if a < b}
