@@ -60,6 +60,9 @@ enum cmd_opt {
 	OPT_AGGREGATING = 1u << 21,      /**< --aggregating */
 	OPT_BUFFER = 1u << 22,           /**< --buffer B */
 	OPT_WINDOW = 1u << 23,           /**< --window W */
+	OPT_TOPOLOGY = 1u << 24,         /**< --topology auto|full-mesh|hyperx|torus */
+	OPT_SHAPE = 1u << 25,            /**< --shape AxB... */
+	OPT_TRAFFIC = 1u << 26,          /**< --traffic allreduce|alltoall|mixed */
 };
 
 /** Room for an If-Match value: a tag the daemon gives is far shorter. */
@@ -86,6 +89,9 @@ struct cmd_args {
 	const char *sw;             /**< --switch */
 	long buffer;                /**< --buffer */
 	long window;                /**< --window */
+	const char *topology;       /**< --topology */
+	const char *shape;          /**< --shape, as given ("32x32") */
+	const char *traffic;        /**< --traffic */
 	int argc;                   /**< positional words after the command's own name */
 	char **argv;                /**< those words (argv of main) */
 };
@@ -235,6 +241,11 @@ struct watch_spec {
 	const char *name;         /**< the one object watched, or NULL for a list */
 	cmd_show_fn table;        /**< prints it for -o table */
 	cmd_show_fn wide;         /**< prints it for -o wide (NULL: table) */
+	/**
+	 * For the table forms, NULL or: adds to the answer, before it is printed,
+	 * what a second read over cl carries (a failed read leaves it as it is).
+	 */
+	void (*complete)(struct client *cl, json_t *answer);
 };
 
 /**

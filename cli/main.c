@@ -24,16 +24,24 @@ struct command {
 #define LOCAL (1u << 31)
 
 #define DELETE_OPTS (OPT_IF_MATCH | OPT_IGNORE_NOT_FOUND)
+/* A fabric's layout: a full mesh, or a grid for more servers than one joins. */
+#define LAYOUT_OPTS (OPT_TOPOLOGY | OPT_SHAPE | OPT_TRAFFIC)
 
 static const struct command commands[] = {
-	{ "fabric create", "NAME HOSTLIST... [--wait SECONDS]", 2, -1, OPT_WAIT,
-	  cmd_fabric_create },
+	{ "fabric create",
+	  "NAME HOSTLIST... [--topology auto|full-mesh|hyperx|torus] [--shape AxB...]\n"
+	  "                [--traffic allreduce|alltoall|mixed] [--wait SECONDS]",
+	  2, -1, OPT_WAIT | LAYOUT_OPTS, cmd_fabric_create },
 	{ "fabric delete", "NAME [--wait SECONDS] [--if-match REV] [--ignore-not-found]", 1, 1,
 	  OPT_WAIT | DELETE_OPTS, cmd_fabric_delete },
 	{ "fabric list", "[-w]", 0, 0, OPT_WATCH, cmd_fabric_list },
 	{ "fabric get", "NAME [--wait SECONDS] [-w]", 1, 1, OPT_WAIT | OPT_WATCH, cmd_fabric_get },
-	{ "plan", "--servers N --devices D [--ports-per-device P] [--formula auto|1|3]", 0, 0,
-	  OPT_SERVERS | OPT_DEVICES | OPT_PORTS_PER_DEVICE | OPT_FORMULA, cmd_plan },
+	{ "plan",
+	  "--servers N --devices D [--ports-per-device P] [--formula auto|1|3]\n"
+	  "       [--topology auto|full-mesh|hyperx|torus] [--shape AxB...]\n"
+	  "       [--traffic allreduce|alltoall|mixed]",
+	  0, 0, OPT_SERVERS | OPT_DEVICES | OPT_PORTS_PER_DEVICE | OPT_FORMULA | LAYOUT_OPTS,
+	  cmd_plan },
 	{ "apply", "FILE|-", 1, 1, 0, cmd_apply },
 	{ "topology get", "", 0, 0, 0, cmd_topology_get },
 	{ "topology put", "FILE|- [--if-match TAG | --force]", 1, 1, OPT_IF_MATCH | OPT_FORCE,
@@ -91,6 +99,10 @@ static void print_usage(FILE *f)
 		        commands[i].args);
 	fprintf(f,
 	        "\nHOSTLIST: names or Slurm host lists such as srv[0-4,7],gpu[01-03].\n"
+	        "--topology: a full mesh (the default), a HyperX or torus grid, or auto: a full\n"
+	        "mesh where it fits, else the best grid (for --traffic, the fastest); --shape\n"
+	        "32x32: that grid (a HyperX unless --topology torus), its sizes' product the\n"
+	        "number of servers.\n"
 	        "-w, --watch: print the answer again whenever it changes, until Ctrl-C.\n"
 	        "-f FILE: the JSON body to send, its members overridden by the options given.\n"
 	        "The daemon is --url, else $OFCCTL_URL, else url in ~/.config/ofcctl.ini or\n"

@@ -59,6 +59,9 @@ static const struct opt opts[] = {
 	{ "aggregating", 0, OPT_AGGREGATING, K_FLAG, 0 },
 	{ "buffer", 0, OPT_BUFFER, NUM(buffer) },
 	{ "window", 0, OPT_WINDOW, NUM(window) },
+	{ "topology", 0, OPT_TOPOLOGY, STR(topology) },
+	{ "shape", 0, OPT_SHAPE, STR(shape) },
+	{ "traffic", 0, OPT_TRAFFIC, STR(traffic) },
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 

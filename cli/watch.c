@@ -83,7 +83,8 @@ static enum action judge(const struct watch_spec *w, const char *event, const js
 	return REREAD;
 }
 
-static void print(struct watch *wt, const struct client_reply *r)
+/* Prints an answer; cl is a connection free for the reads that complete it. */
+static void print(struct watch *wt, struct client *cl, const struct client_reply *r)
 {
 	struct cmd_ctx *c = wt->c;
 	if (c->format == OUT_JSON) {
@@ -98,6 +99,8 @@ static void print(struct watch *wt, const struct client_reply *r)
 			putchar('\n');
 		cmd_show_fn show =
 		    c->format == OUT_WIDE && wt->w->wide ? wt->w->wide : wt->w->table;
+		if (wt->w->complete && r->json)
+			wt->w->complete(cl, r->json);
 		show(r->json);
 	}
 	/* A pipe reader sees each change as it happens. */
@@ -133,7 +136,7 @@ static void reread(struct watch *wt)
 	} else if (r.status >= 300) {
 		wt->end = cmd_report(wt->c, rc, err, &r);
 	} else if (!wt->shown || strcmp(wt->shown, r.body) != 0) {
-		print(wt, &r);
+		print(wt, wt->reader, &r);
 		free(wt->shown);
 		wt->shown = r.body;
 		r.body = NULL;
@@ -231,7 +234,7 @@ int cmd_watch(struct cmd_ctx *c, const struct watch_spec *w)
 		free(path);
 		return rc;
 	}
-	print(&wt, &r);
+	print(&wt, c->client, &r);
 	wt.shown = r.body;
 	r.body = NULL;
 	client_reply_free(&r);

@@ -89,7 +89,7 @@ def test_fabric_lifecycle(ctl, demo):
     assert p.returncode == 0, p.stderr
     info = kv(p.stdout)
     assert info["state"] == "applied" and info["servers"] == "srv[0-2,4] (4)"
-    assert info["missing"] == "none"
+    assert info["missing"] == "none" and info["topology"] == "full-mesh" and "shape" not in info
     links = rows(p.stdout.split("\n\n", 1)[1])
     assert links[0] == ["PLANE", "OCS", "A", "DEVICE", "PORT", "OCS_PORT", "B", "DEVICE", "PORT", "OCS_PORT"]
     assert len(links) - 1 == 6  # four servers: six pairs
@@ -103,9 +103,9 @@ def test_fabric_lifecycle(ctl, demo):
 
     p = ctl("fabric", "list")
     assert p.returncode == 0
-    assert rows(p.stdout) == [["NAME", "STATE", "REVISION", "CIRCUITS", "MISSING", "SERVERS"],
-                              ["job-a", "applied", "1", "6", "0", "srv[0-2,4]"],
-                              ["job-b", "applied", "1", "3", "0", "srv[5-7]"]]
+    assert rows(p.stdout) == [["NAME", "STATE", "REVISION", "CIRCUITS", "MISSING", "TOPOLOGY", "SERVERS"],
+                              ["job-a", "applied", "1", "6", "0", "full-mesh", "srv[0-2,4]"],
+                              ["job-b", "applied", "1", "3", "0", "full-mesh", "srv[5-7]"]]
     p = ctl("-o", "json", "fabric", "list")
     assert p.stdout == demo.get("/v1/fabrics").text
     p = ctl("-o", "json", "fabric", "get", "job-b")
@@ -221,6 +221,9 @@ def test_wait_outcomes_exit_3(ctl, demo):
     (["cluster", "snapshot", "save", "/nonexistent/dir/x.db"], "No such file"),
     (["cluster", "snapshot"], "unknown command \"cluster snapshot\""),
     (["completion", "zsh"], "no script for shell \"zsh\""),
+    (["fabric", "create", "a", "srv0", "--shape", "4x"], "--shape takes the grid's sizes joined by x"),
+    (["fabric", "list", "--topology", "torus"], "fabric list does not take --topology"),
+    (["fabric", "get", "a", "--traffic", "mixed"], "fabric get does not take --traffic"),
 ])
 def test_usage_exit_2(ctl, demo, args, why):
     p = ctl(*args, stdin="{}")
@@ -601,8 +604,9 @@ def test_wide_adds_columns(ctl, demo):
     assert ctl("fabric", "create", "w", "srv[0-1]", "--wait", "10").returncode == 0
     demo.put("/v1/servers/srv3/devices/4", {"state": "failed"})
     t = rows(ctl("-o", "wide", "fabric", "list").stdout)
-    assert t == [["NAME", "STATE", "REVISION", "CIRCUITS", "MISSING", "MIN_DEVICES", "ERROR", "SERVERS"],
-                 ["w", "applied", "1", "1", "0", "1", "-", "srv[0-1]"]]
+    assert t == [["NAME", "STATE", "REVISION", "CIRCUITS", "MISSING", "MIN_DEVICES", "TOPOLOGY", "DIAMETER",
+                  "DEGREE", "ERROR", "SERVERS"],
+                 ["w", "applied", "1", "1", "0", "1", "full-mesh", "-", "-", "-", "srv[0-1]"]]
     t = rows(ctl("-o", "wide", "server", "list").stdout)
     assert t[0][-1] == "FAILED" and t[4] == ["srv3", "8", "1", "no", "full-mesh", "no", "-", "-", "no", "4"]
     assert rows(ctl("server", "list").stdout)[0][-1] == "STALE"
@@ -771,6 +775,16 @@ def test_apply(ctl, demo, tmp_path):
     p = ctl("-o", "yaml", "apply", f)
     assert list(yaml.safe_load_all(p.stdout))[3] == {"kind": "fabric", "name": "fa", "result": "unchanged"}
     assert demo.get("/v1/fabrics/fa").json()["servers"] == ["srv0", "srv1"]
+    # A fabric's layout members go through as the PUT takes them.
+    grid = {"kind": "fabric", "name": "fg", "servers": ["srv2", "srv3", "srv4", "srv5"], "topology": "torus",
+            "shape": [2, 2]}
+    p = ctl("apply", "-", stdin=json.dumps(grid))
+    assert (p.returncode, p.stdout) == (0, "fabric/fg created\n"), p.stderr
+    assert (demo.get("/v1/fabrics/fg").json()["topology"], demo.get("/v1/fabrics/fg").json()["shape"]) == \
+        ("torus", [2, 2])
+    assert ctl("apply", "-", stdin=json.dumps(grid)).stdout == "fabric/fg unchanged\n"
+    p = ctl("apply", "-", stdin=json.dumps({**grid, "topology": "hyperx"}))
+    assert p.returncode == 1 and p.stderr.startswith("ofcctl: 409 conflict: "), p.stderr
     # Other values than stored: the daemon's conflict, exit 1, nothing changed; the first failure stops.
     p = ctl("apply", "-", stdin=json.dumps([{"kind": "ocs", "name": "ocs5", "ports": 64}, docs[1]]))
     assert p.returncode == 1 and p.stdout == ""
@@ -907,7 +921,7 @@ def test_watch_fabrics(ctl, demo):
     try:
         table.wait_for(lambda l: l.startswith("NAME"))
         assert ctl("fabric", "create", "wf", "srv[0-2]", "--wait", "10").returncode == 0
-        table.wait_for(lambda l: re.match(r"wf\s+applied\s+1\s+3\s+0\s+srv\[0-2\]", l))
+        table.wait_for(lambda l: re.match(r"wf\s+applied\s+1\s+3\s+0\s+full-mesh\s+srv\[0-2\]", l))
         js = Watch(ctl, "-o", "json", "fabric", "get", "wf", "--watch")
         js.wait_for(lambda l: json.loads(l)["revision"] == 1)
         demo.put("/v1/servers/srv1/devices/0", {"state": "failed"})
@@ -953,6 +967,128 @@ def test_watch_resumes_after_restart(ctl, demo):
         sigterm.kill()
 
 
+# ---- layouts: HyperX and torus fabrics, the plan's what-if --------------------------------------
+
+@pytest.fixture
+def grid(tmp_path):
+    """16 servers of 8 devices on 8 sim units of 64 ports, wired plane per unit (made with ofcctl):
+    a full mesh of them would need 15 planes."""
+    d = Daemon(tmp_path).start()
+    ctl = Ctl(tmp_path, d.url(""))
+    try:
+        for u in range(8):
+            assert ctl("ocs", "create", f"ocs{u}", "--ports", 64, "--driver", "sim").returncode == 0
+        for s in range(16):
+            assert ctl("server", "create", f"srv{s}", "--devices", 8).returncode == 0
+        assert ctl("wiring", "put", "-", "--force", stdin='{"rule": "plane-per-ocs"}').returncode == 0
+        yield d, ctl
+    finally:
+        d.stop()
+
+
+def test_fabric_layouts(grid):
+    d, ctl = grid
+    # A full mesh of 16 needs 15 planes: the daemon's refusal, exit 1.
+    p = ctl("fabric", "create", "big", "srv[0-15]")
+    assert p.returncode == 1 and p.stderr.startswith("ofcctl: 422 infeasible: "), p.stderr
+    p = ctl("fabric", "create", "big", "srv[0-15]", "--topology", "auto", "--wait", 10)
+    assert p.returncode == 0, p.stderr
+    info, candidates, links = p.stdout.split("\n\n")
+    f = kv(info)
+    assert (f["state"], f["topology"], f["shape"], f["diameter"], f["degree"], f["formula"]) == \
+        ("applied", "hyperx", "4x4", "2", "6", "per-line")
+    assert "full mesh" in f["choice"] and f["traffic"] == "mixed (none declared)"
+    t = rows(candidates)
+    assert t[0] == ["SHAPE", "TOPOLOGY", "DIAMETER", "DEGREE", "PLANES", "FITS", "PREDICTED_US"]
+    assert t[1][:6] == ["4x4", "hyperx", "2", "6", "6", "yes"] and float(t[1][6]) > 0
+    assert len(t) - 1 == len(d.get("/v1/fabrics/big").json()["choice"]["candidates"])
+    assert len(rows(links)) - 1 == 16 * 6 // 2
+    # The list shows the layout (read from the summary: the full list has none); JSON is the daemon's.
+    assert rows(ctl("fabric", "list").stdout) == [
+        ["NAME", "STATE", "REVISION", "CIRCUITS", "MISSING", "TOPOLOGY", "SERVERS"],
+        ["big", "applied", "1", "48", "0", "hyperx", "4x4", "srv[0-9],srv[10-15]"]]
+    assert rows(ctl("-o", "wide", "fabric", "list").stdout)[1] == \
+        ["big", "applied", "1", "48", "0", "6", "hyperx", "4x4", "2", "6", "-", "srv[0-9],srv[10-15]"]
+    assert ctl("-o", "json", "fabric", "list").stdout == d.get("/v1/fabrics").text
+    assert ctl("-o", "json", "fabric", "get", "big").stdout == d.get("/v1/fabrics/big").text
+    wide = rows(ctl("-o", "wide", "fabric", "get", "big").stdout.split("\n\n")[1])
+    assert wide[0][-3:] == ["BISECTION", "ALLREDUCE_US", "ALLTOALL_US"] and wide[1][7] == "16"
+    assert ctl("fabric", "delete", "big", "--wait", 10).returncode == 0
+
+    # A torus of the shape asked: no choice to show.
+    p = ctl("fabric", "create", "t", "srv[0-15]", "--shape", "4x4", "--topology", "torus", "--wait", 10)
+    assert p.returncode == 0, p.stderr
+    info, links = p.stdout.split("\n\n")
+    f = kv(info)
+    assert (f["topology"], f["shape"], f["diameter"], f["degree"]) == ("torus", "4x4", "4", "4")
+    assert "choice" not in f and len(rows(links)) - 1 == 16 * 4 // 2
+    body = d.get("/v1/fabrics/t").json()
+    assert (body["topology"], body["shape"]) == ("torus", [4, 4])
+    assert rows(ctl("fabric", "list").stdout)[1][5:7] == ["torus", "4x4"]
+    assert ctl("fabric", "delete", "t", "--wait", 10).returncode == 0
+    # A shape alone is a HyperX; the traffic declared picks the fastest.
+    p = ctl("-o", "json", "fabric", "create", "h", "srv[0-15]", "--shape", "8X2")
+    assert p.returncode == 0 and (json.loads(p.stdout)["topology"], json.loads(p.stdout)["shape"]) == ("hyperx", [8, 2])
+    assert ctl("fabric", "delete", "h", "--wait", 10).returncode == 0
+    p = ctl("fabric", "create", "a", "srv[0-15]", "--topology", "auto", "--traffic", "alltoall")
+    assert p.returncode == 0 and kv(p.stdout)["traffic"] == "alltoall" and "alltoall" in kv(p.stdout)["choice"]
+
+
+def test_layout_refusals(grid):
+    d, ctl = grid
+    # Not a shape: exit 2 before anything is sent.
+    for shape in ("4x", "x4", "4xx4", "4,4", "0x16", "", "four", "4x-4", "99999999999x1"):
+        for args in (["fabric", "create", "x", "srv[0-15]"], ["plan", "--servers", 16, "--devices", 8]):
+            p = ctl(*args, "--shape", shape)
+            assert p.returncode == 2 and p.stdout == "", (shape, p.stderr)
+            assert p.stderr.startswith("ofcctl: --shape takes the grid's sizes joined by x"), p.stderr
+    # The daemon's refusals (400 a layout it does not know or that does not make the servers,
+    # 422 nothing fits): exit 1 with its message; -o json prints its body.
+    for extra, status, field in ((["--topology", "ring"], 400, "topology"),
+                                 (["--shape", "3x5"], 400, "shape"),
+                                 (["--topology", "hyperx", "--traffic", "alltoall"], 400, "traffic"),
+                                 (["--topology", "auto", "--traffic", "gossip"], 400, "traffic")):
+        p = ctl("fabric", "create", "x", "srv[0-15]", *extra)
+        assert p.returncode == 1 and p.stderr.startswith(f"ofcctl: {status} "), (extra, p.stderr)
+        p = ctl("-o", "json", "fabric", "create", "x", "srv[0-15]", *extra)
+        assert p.returncode == 1 and json.loads(p.stdout)["error"]["field"] == field, (extra, p.stdout)
+    p = ctl("plan", "--servers", 5001, "--devices", 2, "--topology", "auto")
+    assert p.returncode == 1 and p.stderr.startswith("ofcctl: 422 infeasible: ") and "5000 would fit" in p.stderr
+    p = ctl("plan", "--servers", 1024, "--devices", 8, "--topology", "hyperx", "--formula", "3")
+    assert p.returncode == 1 and "400 invalid_field" in p.stderr
+    assert d.get("/v1/fabrics").json()["fabrics"] == []
+
+
+def test_plan_layouts(ctl, demo):
+    args = ["plan", "--servers", 1024, "--devices", 8, "--ports-per-device", 8, "--topology", "auto"]
+    p = ctl(*args)
+    assert p.returncode == 0, p.stderr
+    info, candidates = p.stdout.split("\n\n")
+    f = kv(info)
+    assert (f["topology"], f["shape"], f["diameter"], f["degree"], f["planes"], f["feasible"]) == \
+        ("hyperx", "32x32", "2", "62", "62", "yes")
+    assert not any(l.startswith("PLANE ") for l in p.stdout.splitlines())  # no links: a fabric lists its circuits
+    t = rows(candidates)
+    assert t[0] == ["SHAPE", "TOPOLOGY", "DIAMETER", "DEGREE", "PLANES", "FITS", "PREDICTED_US"]
+    assert t[1][:6] == ["32x32", "hyperx", "2", "62", "62", "yes"]
+    body = demo.post("/v1/plan", {"servers": 1024, "devices": 8, "ports_per_device": 8, "topology": "auto"}).json()
+    assert len(t) - 1 == len(body["choice"]["candidates"])
+    assert json.loads(ctl("-o", "json", *args).stdout) == body
+    assert yaml.safe_load(ctl("-o", "yaml", *args).stdout) == body
+    assert rows(ctl("-o", "wide", *args).stdout.split("\n\n")[1])[0][-3:] == \
+        ["BISECTION", "ALLREDUCE_US", "ALLTOALL_US"]
+    # An explicit grid: its layout, no candidates.
+    p = ctl("plan", "--servers", 1024, "--devices", 8, "--ports-per-device", 8, "--shape", "16x8x8",
+            "--topology", "torus")
+    assert p.returncode == 0 and "\n\n" not in p.stdout, p.stderr
+    assert (kv(p.stdout)["topology"], kv(p.stdout)["shape"], kv(p.stdout)["degree"]) == ("torus", "16x8x8", "6")
+    # Where a full mesh fits, auto is one; full-mesh asked is the policy with its links, as before.
+    p = ctl("plan", "--servers", 60, "--devices", 8, "--ports-per-device", 8, "--topology", "auto")
+    assert p.returncode == 0 and (kv(p.stdout)["topology"], kv(p.stdout)["degree"]) == ("full-mesh", "59")
+    p = ctl("plan", "--servers", 4, "--devices", 3, "--topology", "full-mesh")
+    assert p.returncode == 0 and len(rows(p.stdout.split("\n\n", 1)[1])) == 1 + 6
+
+
 # ---- completion -------------------------------------------------------------------------------
 
 COMPLETION = os.path.join(os.path.dirname(__file__), "../../packaging/ofcctl.bash-completion")
@@ -986,7 +1122,9 @@ def test_completion_in_bash(ctl, demo, tmp_path, helpers):
              ["ofcctl", "--url", ctl.url, "ocs", "delete", "oc"],
              ["ofcctl", "server", "delete", "--i"], ["ofcctl", "fabric", "list", "-"],
              ["ofcctl", "cluster", "snapshot", ""], ["ofcctl", "completion", ""],
-             ["ofcctl", "server", "create", "x", "--intra", ""]]
+             ["ofcctl", "server", "create", "x", "--intra", ""],
+             ["ofcctl", "fabric", "create", "x", "srv0", "--topology", ""],
+             ["ofcctl", "plan", "--shape", "4x4", "--traffic", "all"], ["ofcctl", "plan", "--t"]]
     script = "\n".join([
         "source /usr/share/bash-completion/bash_completion" if helpers else "",
         f"source <({OFCCTL_BIN} completion bash)",
@@ -1007,4 +1145,5 @@ def test_completion_in_bash(ctl, demo, tmp_path, helpers):
         ["json", "table", "wide", "yaml"], ["cf"], ["ocs0", "ocs1"],
         ["--if-match", "--ignore-not-found", "--insecure"],
         sorted("--url --token-file --cacert --insecure -o --output --help --version -w --watch".split()),
-        ["save"], ["bash"], ["full-mesh", "two-groups"]]
+        ["save"], ["bash"], ["full-mesh", "two-groups"], ["auto", "full-mesh", "hyperx", "torus"],
+        ["allreduce", "alltoall"], ["--token-file", "--topology", "--traffic"]]
