@@ -479,3 +479,18 @@ def test_append_etcd_refuses_is_answered(tmp_path):
     finally:
         e.stop()
 
+
+
+def test_a_hyperx_fabric_is_the_same_on_every_member(cluster):
+    """A fabric's layout travels with it: every member shows the grid the leader chose."""
+    assert put_on_leader(cluster, "/v1/topology", topology(16, 8, 1, 8)).status_code == 200
+    r = put_on_leader(cluster, "/v1/fabrics/hx?wait=10",
+                      {"servers": [f"s{i}" for i in range(16)], "topology": "auto"})
+    assert r.status_code == 201 and r.json()["state"] == "applied", r.text
+    want = r.json()
+    assert (want["topology"], want["shape"]) == ("hyperx", [4, 4])
+    for m in cluster:
+        wait_for(lambda: m.get("/v1/fabrics/hx").json().get("links") == want["links"])
+        got = m.get("/v1/fabrics/hx").json()
+        assert {k: got[k] for k in ("topology", "shape", "diameter", "degree", "choice")} == \
+            {k: want[k] for k in ("topology", "shape", "diameter", "degree", "choice")}
