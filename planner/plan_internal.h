@@ -44,6 +44,12 @@ static inline size_t plan_pair_index(uint32_t m, uint32_t a, uint32_t b)
 	return (size_t)a * m + b;
 }
 
+/**
+ * Writes a one-line reason into why (len bytes; nothing when why is NULL or
+ * len 0) and returns -EINVAL: the refusal of every checker and chooser.
+ */
+int plan_refuse(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /** Target of server s on plane d under resolved formula (1 or 3). */
 uint32_t plan_dst(uint32_t m, int formula, uint32_t s, uint32_t d);
 

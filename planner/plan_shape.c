@@ -9,25 +9,12 @@
  * cheaper than being clever.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "plan.h"
 #include "plan_internal.h"
-
-__attribute__((format(printf, 3, 4))) static int say(char *why, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (why && len) {
-		va_start(ap, fmt);
-		vsnprintf(why, len, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
 
 const char *plan_topology_name(enum plan_topology t)
 {
@@ -133,26 +120,27 @@ int plan_shape_make(enum plan_topology topology, const uint32_t *k, uint32_t ndi
 	uint32_t next = 0;
 
 	if (!out || !k)
-		return say(why, len, "no shape");
+		return plan_refuse(why, len, "no shape");
 	if (topology != PLAN_TOPO_FULL_MESH && topology != PLAN_TOPO_HYPERX &&
 	    topology != PLAN_TOPO_TORUS)
-		return say(why, len, "topology %d is not full_mesh, hyperx or torus",
-		           (int)topology);
+		return plan_refuse(why, len, "topology %d is not full_mesh, hyperx or torus",
+		                   (int)topology);
 	if (ndims < 1 || ndims > PLAN_MAX_DIMS)
-		return say(why, len, "%u dimensions is outside 1..%u", ndims, PLAN_MAX_DIMS);
+		return plan_refuse(why, len, "%u dimensions is outside 1..%u", ndims,
+		                   PLAN_MAX_DIMS);
 	if (topology == PLAN_TOPO_FULL_MESH && ndims != 1)
-		return say(why, len, "a full mesh has one dimension, not %u", ndims);
+		return plan_refuse(why, len, "a full mesh has one dimension, not %u", ndims);
 	for (uint32_t i = 0; i < ndims; i++) {
 		if (k[i] < 1)
-			return say(why, len, "dimension %u has no servers", i);
+			return plan_refuse(why, len, "dimension %u has no servers", i);
 		if (topology != PLAN_TOPO_TORUS && k[i] > PLAN_MAX_SERVERS)
-			return say(why, len,
-			           "dimension %u has %u servers: a %s line holds at most %u", i,
-			           k[i], family_label(topology), PLAN_MAX_SERVERS);
+			return plan_refuse(
+			    why, len, "dimension %u has %u servers: a %s line holds at most %u", i,
+			    k[i], family_label(topology), PLAN_MAX_SERVERS);
 		prod *= k[i];
 		if (prod > PLAN_MAX_SHAPED_SERVERS)
-			return say(why, len, "the shape holds more than %u servers",
-			           PLAN_MAX_SHAPED_SERVERS);
+			return plan_refuse(why, len, "the shape holds more than %u servers",
+			                   PLAN_MAX_SHAPED_SERVERS);
 	}
 
 	memset(&sh, 0, sizeof(sh));
@@ -225,40 +213,43 @@ int plan_shape_check(const struct plan_shape *shape, uint32_t m, char *why, size
 	int ret;
 
 	if (!shape)
-		return say(why, len, "no shape");
+		return plan_refuse(why, len, "no shape");
 	if (shape->dims < 1 || shape->dims > PLAN_MAX_DIMS)
-		return say(why, len, "%u dimensions is outside 1..%u", shape->dims, PLAN_MAX_DIMS);
+		return plan_refuse(why, len, "%u dimensions is outside 1..%u", shape->dims,
+		                   PLAN_MAX_DIMS);
 	ret = plan_shape_make(shape->topology, shape->k, shape->dims, &want, why, len);
 	if (ret)
 		return ret;
 	plan_shape_format(&want, name, sizeof(name));
 	if (shape_servers(&want) != m)
-		return say(why, len, "the %s holds %llu servers, the fabric has %u", name,
-		           (unsigned long long)shape_servers(&want), m);
+		return plan_refuse(why, len, "the %s holds %llu servers, the fabric has %u", name,
+		                   (unsigned long long)shape_servers(&want), m);
 	for (uint32_t i = 0; i < shape->dims; i++) {
 		if (shape->planes[i] != want.planes[i])
-			return say(why, len, "dimension %u of the %s claims %u planes, it needs %u",
-			           i, name, shape->planes[i], want.planes[i]);
+			return plan_refuse(why, len,
+			                   "dimension %u of the %s claims %u planes, it needs %u",
+			                   i, name, shape->planes[i], want.planes[i]);
 		if ((uint64_t)shape->first_plane[i] + shape->planes[i] > UINT32_MAX)
-			return say(why, len, "dimension %u of the %s: planes out of range", i,
-			           name);
+			return plan_refuse(why, len, "dimension %u of the %s: planes out of range",
+			                   i, name);
 		for (uint32_t j = 0; j < i; j++) {
 			uint32_t a0 = shape->first_plane[i], a1 = a0 + shape->planes[i];
 			uint32_t b0 = shape->first_plane[j], b1 = b0 + shape->planes[j];
 
 			if (a0 < b1 && b0 < a1)
-				return say(why, len,
-				           "dimensions %u and %u of the %s share planes %u..%u and "
-				           "%u..%u",
-				           j, i, name, b0, b1 - 1, a0, a1 - 1);
+				return plan_refuse(
+				    why, len,
+				    "dimensions %u and %u of the %s share planes %u..%u and "
+				    "%u..%u",
+				    j, i, name, b0, b1 - 1, a0, a1 - 1);
 		}
 	}
 	if (shape->diameter != want.diameter)
-		return say(why, len, "the %s claims diameter %u, it has %u", name, shape->diameter,
-		           want.diameter);
+		return plan_refuse(why, len, "the %s claims diameter %u, it has %u", name,
+		                   shape->diameter, want.diameter);
 	if (shape->degree != want.degree)
-		return say(why, len, "the %s claims degree %u, it has %u", name, shape->degree,
-		           want.degree);
+		return plan_refuse(why, len, "the %s claims degree %u, it has %u", name,
+		                   shape->degree, want.degree);
 	if (why && len)
 		why[0] = '\0';
 	return 0;
@@ -393,14 +384,16 @@ static int check_args(uint32_t m, uint32_t n, uint32_t p, enum plan_topology wan
                       size_t len)
 {
 	if (m < 1 || m > PLAN_MAX_SHAPED_SERVERS)
-		return say(why, len, "%u servers is outside 1..%u", m, PLAN_MAX_SHAPED_SERVERS);
+		return plan_refuse(why, len, "%u servers is outside 1..%u", m,
+		                   PLAN_MAX_SHAPED_SERVERS);
 	if (n > PLAN_MAX_DEVICES)
-		return say(why, len, "%u devices is outside 0..%u", n, PLAN_MAX_DEVICES);
+		return plan_refuse(why, len, "%u devices is outside 0..%u", n, PLAN_MAX_DEVICES);
 	if (p < 1 || p > PLAN_MAX_PORTS)
-		return say(why, len, "%u ports per device is outside 1..%u", p, PLAN_MAX_PORTS);
+		return plan_refuse(why, len, "%u ports per device is outside 1..%u", p,
+		                   PLAN_MAX_PORTS);
 	if (want < PLAN_TOPO_AUTO || want > PLAN_TOPO_TORUS)
-		return say(why, len, "topology %d is not auto, full_mesh, hyperx or torus",
-		           (int)want);
+		return plan_refuse(why, len, "topology %d is not auto, full_mesh, hyperx or torus",
+		                   (int)want);
 	return 0;
 }
 
@@ -557,22 +550,23 @@ static int choose_explicit(uint32_t m, uint64_t slots, uint32_t n, uint32_t p,
 	int ret = -EINVAL;
 
 	if (ndims < 1 || ndims > PLAN_MAX_DIMS)
-		return say(why, len, "a shape has 1 to %u dimensions, not %u", PLAN_MAX_DIMS,
-		           ndims);
+		return plan_refuse(why, len, "a shape has 1 to %u dimensions, not %u",
+		                   PLAN_MAX_DIMS, ndims);
 	for (uint32_t i = 0; i < ndims; i++) {
 		if (k[i] < 1)
-			return say(why, len, "dimension %u of the shape has no servers", i);
+			return plan_refuse(why, len, "dimension %u of the shape has no servers", i);
 		prod *= k[i];
 		if (prod > m)
 			break;
 	}
 	if (prod > m)
-		return say(why, len, "the shape's dimensions multiply to more than %u servers", m);
+		return plan_refuse(why, len,
+		                   "the shape's dimensions multiply to more than %u servers", m);
 	if (prod < m)
-		return say(why, len,
-		           "the shape's dimensions multiply to %llu servers, the fabric "
-		           "has %u",
-		           (unsigned long long)prod, m);
+		return plan_refuse(why, len,
+		                   "the shape's dimensions multiply to %llu servers, the fabric "
+		                   "has %u",
+		                   (unsigned long long)prod, m);
 	for (size_t o = 0; o < sizeof(order) / sizeof(order[0]); o++) {
 		enum plan_topology t = order[o];
 
@@ -618,7 +612,7 @@ int plan_shape_choose(uint32_t m, uint32_t n_devices, uint32_t ports_per_device,
 	if (why && len)
 		why[0] = '\0';
 	if (!out)
-		return say(why, len, "no output");
+		return plan_refuse(why, len, "no output");
 	ret = check_args(m, n_devices, ports_per_device, want, why, len);
 	if (ret)
 		return ret;
@@ -626,8 +620,8 @@ int plan_shape_choose(uint32_t m, uint32_t n_devices, uint32_t ports_per_device,
 		return choose_explicit(m, slots, n_devices, ports_per_device, want, shape_or_null,
 		                       ndims, out, why, len);
 	if (want == PLAN_TOPO_FULL_MESH && m > PLAN_MAX_SERVERS)
-		return say(why, len, "a full mesh holds at most %u servers, not %u",
-		           PLAN_MAX_SERVERS, m);
+		return plan_refuse(why, len, "a full mesh holds at most %u servers, not %u",
+		                   PLAN_MAX_SERVERS, m);
 
 	ret = collect(&c, m, n_devices, ports_per_device, want);
 	if (ret)

@@ -15,7 +15,7 @@
 #include "plan.h"
 #include "plan_internal.h"
 
-__attribute__((format(printf, 3, 4))) static int fail(char *why, size_t len, const char *fmt, ...)
+int plan_refuse(char *why, size_t len, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -82,22 +82,24 @@ int plan_policy_verify(const struct plan_policy *pol, char *why, size_t len)
 	int ret;
 
 	if (!pol)
-		return fail(why, len, "no policy");
+		return plan_refuse(why, len, "no policy");
 	m = pol->servers;
 	p = pol->ports_per_device;
 	if (m < 1 || m > PLAN_MAX_SERVERS)
-		return fail(why, len, "%u servers is outside 1..%u", m, PLAN_MAX_SERVERS);
+		return plan_refuse(why, len, "%u servers is outside 1..%u", m, PLAN_MAX_SERVERS);
 	if (p < 1 || p > PLAN_MAX_PORTS)
-		return fail(why, len, "%u ports per device is outside 1..%u", p, PLAN_MAX_PORTS);
+		return plan_refuse(why, len, "%u ports per device is outside 1..%u", p,
+		                   PLAN_MAX_PORTS);
 	if ((pol->formula != 1 && pol->formula != 3) ||
 	    plan_formula_resolve(m, (enum plan_formula)pol->formula) != pol->formula)
-		return fail(why, len, "formula %d does not apply to %u servers", pol->formula, m);
+		return plan_refuse(why, len, "formula %d does not apply to %u servers",
+		                   pol->formula, m);
 	r = plan_planes(m, (enum plan_formula)pol->formula);
 	if (pol->planes != r)
-		return fail(why, len, "%u planes stated, formula %d over %u servers has %u",
-		            pol->planes, pol->formula, m, r);
+		return plan_refuse(why, len, "%u planes stated, formula %d over %u servers has %u",
+		                   pol->planes, pol->formula, m, r);
 	if (pol->nlinks && !pol->links)
-		return fail(why, len, "%zu links stated, none given", pol->nlinks);
+		return plan_refuse(why, len, "%zu links stated, none given", pol->nlinks);
 
 	npairs = (size_t)m * (m - 1) / 2;
 	pairs = plan_bits_new((size_t)m * m);
@@ -110,37 +112,37 @@ int plan_policy_verify(const struct plan_policy *pol, char *why, size_t len)
 		const struct plan_link *l = &pol->links[i];
 
 		if (l->plane >= r) {
-			ret = fail(why, len, "link %zu: plane %u is outside 0..%u", i, l->plane,
-			           r - 1);
+			ret = plan_refuse(why, len, "link %zu: plane %u is outside 0..%u", i,
+			                  l->plane, r - 1);
 			goto out;
 		}
 		if (l->a.server >= l->b.server || l->b.server >= m) {
-			ret =
-			    fail(why, len, "link %zu: servers %u and %u are not a pair a < b < %u",
-			         i, l->a.server, l->b.server, m);
+			ret = plan_refuse(why, len,
+			                  "link %zu: servers %u and %u are not a pair a < b < %u",
+			                  i, l->a.server, l->b.server, m);
 			goto out;
 		}
 		if (l->a.device != l->plane / p || l->b.device != l->plane / p ||
 		    l->a.port != l->plane % p || l->b.port != l->plane % p) {
-			ret = fail(why, len,
-			           "link %zu: plane %u must use device %u port %u on both ends", i,
-			           l->plane, l->plane / p, l->plane % p);
+			ret = plan_refuse(
+			    why, len, "link %zu: plane %u must use device %u port %u on both ends",
+			    i, l->plane, l->plane / p, l->plane % p);
 			goto out;
 		}
 		if (l->a.device >= pol->devices) {
-			ret = fail(why, len, "link %zu: device %u is beyond the %u devices", i,
-			           l->a.device, pol->devices);
+			ret = plan_refuse(why, len, "link %zu: device %u is beyond the %u devices",
+			                  i, l->a.device, pol->devices);
 			goto out;
 		}
 		if (plan_bit_test_set(ports, (size_t)l->a.server * r + l->plane) ||
 		    plan_bit_test_set(ports, (size_t)l->b.server * r + l->plane)) {
-			ret = fail(why, len, "link %zu: a port of plane %u is in two links", i,
-			           l->plane);
+			ret = plan_refuse(why, len, "link %zu: a port of plane %u is in two links",
+			                  i, l->plane);
 			goto out;
 		}
 		if (plan_bit_test_set(pairs, plan_pair_index(m, l->a.server, l->b.server))) {
-			ret = fail(why, len, "link %zu: servers %u and %u are joined twice", i,
-			           l->a.server, l->b.server);
+			ret = plan_refuse(why, len, "link %zu: servers %u and %u are joined twice",
+			                  i, l->a.server, l->b.server);
 			goto out;
 		}
 	}
@@ -148,7 +150,7 @@ int plan_policy_verify(const struct plan_policy *pol, char *why, size_t len)
 		uint32_t a, b;
 
 		first_uncovered(pairs, m, &a, &b);
-		ret = fail(why, len, "servers %u and %u are not joined", a, b);
+		ret = plan_refuse(why, len, "servers %u and %u are not joined", a, b);
 		goto out;
 	}
 	ok(why, len);
@@ -252,28 +254,29 @@ static int check_end(struct vctx *v, size_t i, const char *side, const struct pl
 	size_t slot;
 
 	if (e->device >= s->devices || e->port >= s->ports_per_device)
-		return fail(v->why, v->len, "circuit %zu: server %u has no device %u port %u", i,
-		            e->server, e->device, e->port);
+		return plan_refuse(v->why, v->len,
+		                   "circuit %zu: server %u has no device %u port %u", i, e->server,
+		                   e->device, e->port);
 	slot = (size_t)e->device * s->ports_per_device + e->port;
 	p = &s->ports[slot];
 	if (p->ocs < 0)
-		return fail(v->why, v->len,
-		            "circuit %zu: device %u port %u of server %u is not cabled", i,
-		            e->device, e->port, e->server);
+		return plan_refuse(v->why, v->len,
+		                   "circuit %zu: device %u port %u of server %u is not cabled", i,
+		                   e->device, e->port, e->server);
 	if (p->ocs != e->ocs || p->ocs_port != e->ocs_port)
-		return fail(v->why, v->len,
-		            "circuit %zu: end %s says OCS %d port %u, device %u port %u of "
-		            "server %u is cabled to OCS %d port %u",
-		            i, side, e->ocs, e->ocs_port, e->device, e->port, e->server, p->ocs,
-		            p->ocs_port);
+		return plan_refuse(v->why, v->len,
+		                   "circuit %zu: end %s says OCS %d port %u, device %u port %u of "
+		                   "server %u is cabled to OCS %d port %u",
+		                   i, side, e->ocs, e->ocs_port, e->device, e->port, e->server,
+		                   p->ocs, p->ocs_port);
 	if (!p->healthy)
-		return fail(v->why, v->len,
-		            "circuit %zu: device %u port %u of server %u is not healthy", i,
-		            e->device, e->port, e->server);
+		return plan_refuse(v->why, v->len,
+		                   "circuit %zu: device %u port %u of server %u is not healthy", i,
+		                   e->device, e->port, e->server);
 	if (plan_bit_test_set(v->used, v->off[e->server] + slot))
-		return fail(v->why, v->len,
-		            "circuit %zu: device %u port %u of server %u is in two circuits", i,
-		            e->device, e->port, e->server);
+		return plan_refuse(v->why, v->len,
+		                   "circuit %zu: device %u port %u of server %u is in two circuits",
+		                   i, e->device, e->port, e->server);
 	return 0;
 }
 
@@ -283,31 +286,33 @@ static int check_circuit(struct vctx *v, size_t i, const struct plan_circuit *c)
 	int ret;
 
 	if (c->a.server >= v->m || c->b.server >= v->m)
-		return fail(v->why, v->len,
-		            "circuit %zu: server %u is outside the fabric of %u servers", i,
-		            c->a.server >= v->m ? c->a.server : c->b.server, v->m);
+		return plan_refuse(v->why, v->len,
+		                   "circuit %zu: server %u is outside the fabric of %u servers", i,
+		                   c->a.server >= v->m ? c->a.server : c->b.server, v->m);
 	if (c->a.server == c->b.server)
-		return fail(v->why, v->len, "circuit %zu: joins server %u to itself", i,
-		            c->a.server);
+		return plan_refuse(v->why, v->len, "circuit %zu: joins server %u to itself", i,
+		                   c->a.server);
 	if (c->a.server > c->b.server)
-		return fail(v->why, v->len,
-		            "circuit %zu: a.server %u is not lower than b.server %u", i,
-		            c->a.server, c->b.server);
+		return plan_refuse(v->why, v->len,
+		                   "circuit %zu: a.server %u is not lower than b.server %u", i,
+		                   c->a.server, c->b.server);
 	edge = plan_grid_edge(&v->g, c->a.server, c->b.server);
 	if (edge == SIZE_MAX)
-		return fail(v->why, v->len, "circuit %zu: servers %u and %u %s %s", i, c->a.server,
-		            c->b.server, not_edge(v), v->shape);
+		return plan_refuse(v->why, v->len, "circuit %zu: servers %u and %u %s %s", i,
+		                   c->a.server, c->b.server, not_edge(v), v->shape);
 	if (c->a.ocs != c->b.ocs)
-		return fail(v->why, v->len, "circuit %zu: ends on different OCS units (%d and %d)",
-		            i, c->a.ocs, c->b.ocs);
+		return plan_refuse(v->why, v->len,
+		                   "circuit %zu: ends on different OCS units (%d and %d)", i,
+		                   c->a.ocs, c->b.ocs);
 	ret = check_end(v, i, "a", &c->a);
 	if (!ret)
 		ret = check_end(v, i, "b", &c->b);
 	if (ret)
 		return ret;
 	if (plan_bit_test_set(v->edges, edge))
-		return fail(v->why, v->len, "circuit %zu: servers %u and %u are joined twice", i,
-		            c->a.server, c->b.server);
+		return plan_refuse(v->why, v->len,
+		                   "circuit %zu: servers %u and %u are joined twice", i,
+		                   c->a.server, c->b.server);
 	return 0;
 }
 
@@ -319,23 +324,25 @@ static int check_missing(struct vctx *v, const struct plan_pair *miss, size_t n)
 		size_t edge;
 
 		if (p->a >= p->b || p->b >= v->m)
-			return fail(v->why, v->len,
-			            "missing %zu: (%u, %u) is not a pair a < b < %u of the fabric",
-			            i, p->a, p->b, v->m);
+			return plan_refuse(
+			    v->why, v->len,
+			    "missing %zu: (%u, %u) is not a pair a < b < %u of the fabric", i, p->a,
+			    p->b, v->m);
 		edge = plan_grid_edge(&v->g, p->a, p->b);
 		if (edge == SIZE_MAX)
-			return fail(v->why, v->len, "missing %zu: servers %u and %u %s %s", i, p->a,
-			            p->b, not_edge(v), v->shape);
+			return plan_refuse(v->why, v->len, "missing %zu: servers %u and %u %s %s",
+			                   i, p->a, p->b, not_edge(v), v->shape);
 		if (!plan_bit_test_set(v->edges, edge))
 			continue;
 		for (size_t j = 0; j < i; j++)
 			if (miss[j].a == p->a && miss[j].b == p->b)
-				return fail(v->why, v->len,
-				            "missing %zu: servers %u and %u are listed twice", i,
-				            p->a, p->b);
-		return fail(v->why, v->len,
-		            "missing %zu: servers %u and %u are listed missing but joined", i, p->a,
-		            p->b);
+				return plan_refuse(
+				    v->why, v->len,
+				    "missing %zu: servers %u and %u are listed twice", i, p->a,
+				    p->b);
+		return plan_refuse(v->why, v->len,
+		                   "missing %zu: servers %u and %u are listed missing but joined",
+		                   i, p->a, p->b);
 	}
 	return 0;
 }
@@ -362,11 +369,11 @@ static int check_ocs_ports(const struct plan_fabric *plan, char *why, size_t len
 		const struct plan_circuit *c = &plan->circuits[i];
 
 		if (ocs_set_test_add(&set, c->a.ocs, c->a.ocs_port))
-			ret = fail(why, len, "circuit %zu: OCS %d port %u is used twice", i,
-			           c->a.ocs, c->a.ocs_port);
+			ret = plan_refuse(why, len, "circuit %zu: OCS %d port %u is used twice", i,
+			                  c->a.ocs, c->a.ocs_port);
 		else if (ocs_set_test_add(&set, c->b.ocs, c->b.ocs_port))
-			ret = fail(why, len, "circuit %zu: OCS %d port %u is used twice", i,
-			           c->b.ocs, c->b.ocs_port);
+			ret = plan_refuse(why, len, "circuit %zu: OCS %d port %u is used twice", i,
+			                  c->b.ocs, c->b.ocs_port);
 	}
 	ocs_set_free(&set);
 	return ret;
@@ -387,8 +394,9 @@ static int check_plan_shape(const struct plan_fabric *plan, const struct plan_sh
 		       ps->first_plane[i] == sh->first_plane[i];
 	if (same && ps->diameter == sh->diameter && ps->degree == sh->degree)
 		return 0;
-	return fail(why, len, "the plan is laid out as the %s, the fabric as the %s",
-	            plan_shape_format(ps, a, sizeof(a)), plan_shape_format(sh, b, sizeof(b)));
+	return plan_refuse(why, len, "the plan is laid out as the %s, the fabric as the %s",
+	                   plan_shape_format(ps, a, sizeof(a)),
+	                   plan_shape_format(sh, b, sizeof(b)));
 }
 
 int plan_verify_shape(const struct plan_server *servers, uint32_t m, const struct plan_shape *shape,
@@ -401,12 +409,12 @@ int plan_verify_shape(const struct plan_server *servers, uint32_t m, const struc
 	int ret;
 
 	if (!plan || !servers)
-		return fail(why, len, "no plan or no servers");
+		return plan_refuse(why, len, "no plan or no servers");
 	if (m < 1 || m > maxm)
-		return fail(why, len, "%u servers is outside 1..%u", m, maxm);
+		return plan_refuse(why, len, "%u servers is outside 1..%u", m, maxm);
 	if (plan->servers != m)
-		return fail(why, len, "plan is for %u servers, the fabric has %u", plan->servers,
-		            m);
+		return plan_refuse(why, len, "plan is for %u servers, the fabric has %u",
+		                   plan->servers, m);
 	if (shape) {
 		ret = plan_shape_check(shape, m, why, len);
 		if (ret)
@@ -421,16 +429,16 @@ int plan_verify_shape(const struct plan_server *servers, uint32_t m, const struc
 	plan_grid_init(&v.g, &sh);
 	v.shape = plan_shape_format(&sh, name, sizeof(name));
 	if ((plan->ncircuits && !plan->circuits) || (plan->nmissing && !plan->missing))
-		return fail(why, len, "plan states entries it does not hold");
+		return plan_refuse(why, len, "plan states entries it does not hold");
 	for (uint32_t i = 0; i < m; i++)
 		if (servers[i].devices > PLAN_MAX_DEVICES || servers[i].ports_per_device < 1 ||
 		    servers[i].ports_per_device > PLAN_MAX_PORTS ||
 		    (servers[i].devices && !servers[i].ports))
-			return fail(why, len, "server %u: bad device or port count", i);
+			return plan_refuse(why, len, "server %u: bad device or port count", i);
 
 	if (plan->ncircuits > v.g.nedges || plan->nmissing > v.g.nedges)
-		return fail(why, len, "%zu circuits and %zu missing pairs for %zu pairs",
-		            plan->ncircuits, plan->nmissing, v.g.nedges);
+		return plan_refuse(why, len, "%zu circuits and %zu missing pairs for %zu pairs",
+		                   plan->ncircuits, plan->nmissing, v.g.nedges);
 
 	v.off = malloc((m + 1) * sizeof(*v.off));
 	if (!v.off)
@@ -458,8 +466,8 @@ int plan_verify_shape(const struct plan_server *servers, uint32_t m, const struc
 		uint32_t a, b;
 
 		first_uncovered_edge(&v.g, v.edges, &a, &b);
-		ret =
-		    fail(why, len, "servers %u and %u are neither joined nor listed missing", a, b);
+		ret = plan_refuse(why, len,
+		                  "servers %u and %u are neither joined nor listed missing", a, b);
 		goto out;
 	}
 	ret = check_ocs_ports(plan, why, len);
