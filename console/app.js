@@ -635,9 +635,9 @@ function drawFabric(view, name) {
         h('a', { href: `#/ocs/${encodeURIComponent(u.name)}` }, u.name), ` ${u.circuits} circuits`)),
       h('li', {}, h('span', { class: 'swatch dashed' }), 'missing pair'),
       h('li', {}, h('span', { class: 'dot', style: { background: FAIL } }), 'server with failed devices'))],
-    choiceInfo(f),
     h('h3', {}, 'Selected'),
     selectionPanel(),
+    choiceInfo(f),
     h('h3', {}, `Failed devices (${badServers.length} server${badServers.length === 1 ? '' : 's'})`),
     badServers.length ? h('ul', { id: 'failed-devices', class: 'bad' },
       badServers.slice(0, 50).map((s) => h('li', { 'data-server': s }, `${s}: device ${failed[s].join(', ')}`)))

@@ -223,8 +223,8 @@ export class FabricPicture {
   fit() {
     const w = this.canvas.clientWidth;
     const h = this.canvas.clientHeight;
-    // A small grid is drawn at most twice its size.
-    const scale = Math.min(w / this.geo.w, h / this.geo.h, this.grid ? 2 : Infinity);
+    // A small grid is drawn at most 1.6 times its size.
+    const scale = Math.min(w / this.geo.w, h / this.geo.h, this.grid ? 1.6 : Infinity);
     return { scale, ox: (w - this.geo.w * scale) / 2, oy: (h - this.geo.h * scale) / 2 };
   }
 
