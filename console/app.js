@@ -7,7 +7,7 @@
 import { ApiError, EventStream, getBlob, getJson, setToken, token } from './api.js';
 import { cablingView } from './cabling.js';
 import { badge, h, matcher, table } from './dom.js';
-import { FabricPicture, FAIL, PALETTE, unitsOf } from './picture.js';
+import { coordsOf, dimOf, DIM_COLOURS, FabricPicture, FAIL, isGrid, PALETTE, unitsOf } from './picture.js';
 
 const EVENTS_KEPT = 200;
 const SYNC_ROWS_SHOWN = 300; // rows in sync shown for a unit; drift rows are always shown
@@ -493,7 +493,7 @@ function linkText(l) {
 
 function selectionPanel() {
   const s = state.selection;
-  if (!s) return h('p', { class: 'hint' }, 'Click a circuit or a server.');
+  if (!s) return h('p', { class: 'hint' }, isGrid(state.fabric) ? 'Click a server.' : 'Click a circuit or a server.');
   if (s.link) {
     return h('div', { id: 'selection', class: 'selection' },
       h('div', {}, h('span', { class: 'swatch', style: { background: picture ? picture.colour.get(s.link.a.ocs) : '#999' } }),
@@ -507,7 +507,83 @@ function selectionPanel() {
   return h('div', { id: 'selection', class: 'selection' },
     h('div', {}, h('b', {}, `server ${s.server}`)),
     h('div', {}, `${n} circuits`),
-    bad.length ? h('div', { class: 'bad' }, `failed devices: ${bad.join(', ')}`) : h('div', {}, 'all devices ok'));
+    bad.length ? h('div', { class: 'bad' }, `failed devices: ${bad.join(', ')}`) : h('div', {}, 'all devices ok'),
+    Array.isArray(f.shape) ? gridCircuits(f, s.server) : '');
+}
+
+// A grid server's place and its circuits, dimension by dimension: the peer,
+// its coordinates, the unit and the ports at both ends.
+function gridCircuits(f, name) {
+  const index = new Map(f.servers.map((x, i) => [x, i]));
+  const me = index.get(name);
+  const coords = (i) => `(${coordsOf(f.shape, i).join(', ')})`;
+  const dims = f.shape.map(() => []);
+  for (const l of f.links) {
+    const [mine, peer] = l.a.server === name ? [l.a, l.b] : l.b.server === name ? [l.b, l.a] : [];
+    if (!mine) continue;
+    const d = dimOf(f.shape, me, index.get(peer.server));
+    if (d >= 0) dims[d].push({ mine, peer, ocs: l.a.ocs });
+  }
+  const byPeer = (x, y) => index.get(x.peer.server) - index.get(y.peer.server);
+  return h('div', { class: 'grid-place' },
+    h('div', { id: 'coordinates' }, `coordinates ${coords(me)} of ${f.shape.join(' × ')}`),
+    dims.map((list, d) => h('div', { class: 'dim', 'data-dim': d },
+      h('div', {}, h('span', { class: 'swatch', style: { background: DIM_COLOURS[d % DIM_COLOURS.length] } }),
+        `dimension ${d}: ${list.length} circuit${list.length === 1 ? '' : 's'}`),
+      list.length ? table(['peer', 'unit', 'ports here', 'ports there'], list.sort(byPeer).map((c) =>
+        h('tr', { 'data-peer': c.peer.server },
+          h('td', {}, `${c.peer.server} ${coords(index.get(c.peer.server))}`),
+          h('td', {}, c.ocs),
+          h('td', {}, `d${c.mine.device}p${c.mine.port} → ${c.mine.ocs_port}`),
+          h('td', {}, `d${c.peer.device}p${c.peer.port} → ${c.peer.ocs_port}`))), { class: 'dim-circuits' }) : '')));
+}
+
+// The layout: topology, and for a grid its shape, diameter and degree.
+function layoutInfo(f) {
+  if (!f.topology) return '';
+  const grid = Array.isArray(f.shape);
+  return h('p', { id: 'layout', class: 'counts' }, `topology ${f.topology}` +
+    (grid ? ` · shape ${f.shape.join(' × ')} · diameter ${f.diameter} · degree ${f.degree}` : ''));
+}
+
+// An automatic layout's reason and the candidates it weighed.
+function choiceInfo(f) {
+  const c = f.choice;
+  if (!c) return [];
+  const shape = Array.isArray(f.shape) ? f.shape.join('x') : '';
+  const rows = (c.candidates || []).map((x) => h('tr', {
+    class: x.topology === f.topology && x.shape === shape ? 'chosen' : '',
+  },
+  h('td', {}, x.topology), h('td', {}, x.shape), h('td', { class: 'num' }, x.diameter),
+  h('td', { class: 'num' }, x.planes), h('td', { class: 'num' }, x.bisection),
+  h('td', { class: 'num' }, x.predicted_us === undefined ? '' : (x.predicted_us / 1000).toFixed(2))));
+  return [h('h3', {}, `Automatic choice${c.traffic ? ` (${c.traffic})` : ''}`),
+    h('p', { id: 'choice-reason', class: 'reason' }, c.reason),
+    rows.length ? table(['topology', 'shape', 'diameter', 'planes', 'bisection', 'predicted ms'], rows,
+      { class: 'candidates' }) : ''];
+}
+
+// The legend of a grid: a colour per dimension, then the units by name.
+function gridLegend(f, units) {
+  const index = new Map(f.servers.map((x, i) => [x, i]));
+  const circuits = f.shape.map(() => 0);
+  for (const l of f.links) {
+    const d = dimOf(f.shape, index.get(l.a.server), index.get(l.b.server));
+    if (d >= 0) circuits[d]++;
+  }
+  const torus = f.topology === 'torus';
+  return [h('h3', {}, 'Dimensions'),
+    h('ul', { class: 'legend', id: 'dimensions' }, f.shape.map((k, d) => h('li', { 'data-dim': d },
+      h('span', { class: 'swatch', style: { background: DIM_COLOURS[d % DIM_COLOURS.length] } }),
+      `${d} (${d === 0 ? 'across' : d === 1 ? 'down' : 'between panels'}): ` +
+      `${f.servers.length / k} ${torus ? 'rings' : 'lines'} of ${k} · ${circuits[d]} circuits`)),
+    h('li', { class: 'hint' }, torus ? 'a ring: its segments, and an arc that closes it'
+      : 'a line: one bus, every server on it joined to every other'),
+    h('li', {}, h('span', { class: 'swatch dashed' }), 'missing pair'),
+    h('li', {}, h('span', { class: 'dot', style: { background: FAIL } }), 'server with failed devices')),
+    h('h3', {}, 'OCS units'),
+    h('ul', { class: 'legend' }, units.map((u) => h('li', {},
+      h('a', { href: `#/ocs/${encodeURIComponent(u.name)}` }, u.name), ` ${u.circuits} circuits`)))];
 }
 
 function drawFabric(view, name) {
@@ -545,21 +621,23 @@ function drawFabric(view, name) {
   const badServers = Object.keys(failed);
   const err = state.fabricErrors.get(name);
   const panel = view.querySelector('#panel');
-  panel.replaceChildren(
+  panel.replaceChildren(...[
     h('h2', {}, `Fabric ${f.name}`),
     h('p', {}, badge(f.state), ` revision ${f.revision}`),
     err ? h('p', { class: 'why' }, err) : '',
     h('p', { class: 'counts' }, `${f.servers.length} servers · ${f.links.length} circuits · ` +
       `${f.missing.length} missing pairs · ${f.min_devices} devices per server`),
+    layoutInfo(f),
     h('button', { type: 'button', onclick: () => downloadSvg(f.name) }, 'Download SVG'),
-    h('h3', {}, 'OCS units'),
-    h('ul', { class: 'legend' }, units.map((u) => h('li', {},
-      h('span', { class: 'swatch', style: { background: u.colour } }),
-      h('a', { href: `#/ocs/${encodeURIComponent(u.name)}` }, u.name), ` ${u.circuits} circuits`)),
-    h('li', {}, h('span', { class: 'swatch dashed' }), 'missing pair'),
-    h('li', {}, h('span', { class: 'dot', style: { background: FAIL } }), 'server with failed devices')),
+    isGrid(f) ? gridLegend(f, units) : [h('h3', {}, 'OCS units'),
+      h('ul', { class: 'legend' }, units.map((u) => h('li', {},
+        h('span', { class: 'swatch', style: { background: u.colour } }),
+        h('a', { href: `#/ocs/${encodeURIComponent(u.name)}` }, u.name), ` ${u.circuits} circuits`)),
+      h('li', {}, h('span', { class: 'swatch dashed' }), 'missing pair'),
+      h('li', {}, h('span', { class: 'dot', style: { background: FAIL } }), 'server with failed devices'))],
     h('h3', {}, 'Selected'),
     selectionPanel(),
+    choiceInfo(f),
     h('h3', {}, `Failed devices (${badServers.length} server${badServers.length === 1 ? '' : 's'})`),
     badServers.length ? h('ul', { id: 'failed-devices', class: 'bad' },
       badServers.slice(0, 50).map((s) => h('li', { 'data-server': s }, `${s}: device ${failed[s].join(', ')}`)))
@@ -570,7 +648,7 @@ function drawFabric(view, name) {
       f.missing.length > 50 ? h('li', {}, `and ${f.missing.length - 50} more`) : '')
       : h('p', { class: 'hint', id: 'missing-pairs' }, 'none'),
     h('h3', {}, 'Recent operations'),
-    operationsTable(state.fabricOps.slice(0, 10), true));
+    operationsTable(state.fabricOps.slice(0, 10), true)].flat(Infinity));
 }
 
 async function downloadSvg(name) {

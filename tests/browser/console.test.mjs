@@ -326,3 +326,169 @@ test('a long operation error wraps: the fabric page does not overflow at 1400 an
     }
   });
 });
+
+// 8 units of 64 ports and n servers of 8 devices (one port each), cabled one plane per unit.
+async function gridCluster(d, n) {
+  for (let i = 0; i < 8; i++) {
+    assert.equal((await d.req('POST', 'v1/ocs', { name: `ocs${i}`, driver: 'sim', ports: 64 })).status, 201);
+  }
+  for (let i = 0; i < n; i++) {
+    assert.equal((await d.req('POST', 'v1/servers', { name: `srv${i}`, devices: 8 })).status, 201);
+  }
+  assert.equal((await d.req('PUT', 'v1/wiring', { rule: 'plane-per-ocs' })).status, 200);
+}
+
+// The colour (as [r, g, b, alpha]) of the canvas at layout point q.
+function pixelAt(page, q) {
+  return page.evaluate(({ x, y }) => {
+    const p = window.ofcdConsole.picture;
+    const { scale, ox, oy } = p.fit();
+    const dpr = window.devicePixelRatio || 1;
+    const px = p.canvas.getContext('2d').getImageData(Math.round((ox + x * scale) * dpr),
+      Math.round((oy + y * scale) * dpr), 1, 1).data;
+    return [...px];
+  }, q);
+}
+
+function hex(c) {
+  return [1, 3, 5].map((i) => parseInt(c.slice(i, i + 2), 16));
+}
+
+// Near in colour: the lines are drawn a little transparent on white.
+function near(px, colour) {
+  const c = hex(colour);
+  return px[3] > 200 && c.every((v, i) => Math.abs(v - px[i]) < 60);
+}
+
+// The server's circuits per dimension as the selection lists them: dim -> [[peer, unit, here, there]].
+function selectedCircuits(page) {
+  return page.evaluate(() => Object.fromEntries([...document.querySelectorAll('#selection .dim')].map((el) =>
+    [el.dataset.dim, [...el.querySelectorAll('tbody tr')].map((tr) => [...tr.cells].map((c) => c.textContent))])));
+}
+
+// What the REST view says of one server's circuits, in the selection's form.
+function expectedCircuits(fabric, name, coords) {
+  const out = {};
+  const index = new Map(fabric.servers.map((s, i) => [s, i]));
+  for (const l of fabric.links) {
+    const [me, peer] = l.a.server === name ? [l.a, l.b] : l.b.server === name ? [l.b, l.a] : [];
+    if (!me) continue;
+    const [ca, cb] = [coords(index.get(name)), coords(index.get(peer.server))];
+    const d = ca.findIndex((c, i) => c !== cb[i]);
+    (out[d] = out[d] || []).push([`${peer.server} (${cb.join(', ')})`, l.a.ocs,
+      `d${me.device}p${me.port} → ${me.ocs_port}`, `d${peer.device}p${peer.port} → ${peer.ocs_port}`]);
+  }
+  for (const d of Object.keys(out)) out[d].sort((x, y) => index.get(x[0].split(' ')[0]) - index.get(y[0].split(' ')[0]));
+  return out;
+}
+
+test('a HyperX and a torus fabric are drawn on their grids, by dimension', async () => {
+  await withDaemon({ demo: false }, async (d) => {
+    await gridCluster(d, 28);
+    const sixteen = Array.from({ length: 16 }, (_, i) => `srv${i}`);
+    const hx = await d.req('POST', 'v1/fabrics?wait=10', { name: 'hx', servers: sixteen, topology: 'auto' });
+    assert.equal(hx.status, 201);
+    assert.equal(hx.body.state, 'applied');
+    assert.equal(hx.body.topology, 'hyperx');
+    assert.deepEqual(hx.body.shape, [4, 4]);
+    const twelve = Array.from({ length: 12 }, (_, i) => `srv${16 + i}`);
+    const tor = await d.req('POST', 'v1/fabrics?wait=10', { name: 'tor', servers: twelve, topology: 'torus', shape: [4, 3] });
+    assert.equal(tor.status, 201);
+    assert.equal(tor.body.state, 'applied');
+
+    for (const width of [1400, 1024]) {
+      const page = await openPage(browser, { viewport: { width, height: 800 } });
+      await page.goto(`${d.url}#/fabrics/hx`);
+      await page.waitForSelector('#panel #dimensions');
+      assert.match(await page.textContent('#layout'), /topology hyperx · shape 4 × 4 · diameter 2 · degree 6/);
+      assert.match(await page.textContent('#choice-reason'), /HyperX 4x4/);
+      assert.equal(await page.locator('table.candidates tbody tr').count(), hx.body.choice.candidates.length);
+      assert.match(await page.textContent('table.candidates tr.chosen'), /hyperx\s*4x4/);
+      assert.match(await page.textContent('#dimensions li[data-dim="0"]'), /4 lines of 4 · 24 circuits/);
+      assert.match(await page.textContent('#dimensions li[data-dim="1"]'), /4 lines of 4 · 24 circuits/);
+
+      // 16 marks, 4 columns by 4 rows, in position order (dimension 0 across).
+      const pts = await page.evaluate(() => window.ofcdConsole.picture.points);
+      assert.equal(pts.length, 16);
+      const xs = [...new Set(pts.map((q) => q.x))].sort((a, b) => a - b);
+      const ys = [...new Set(pts.map((q) => q.y))].sort((a, b) => a - b);
+      assert.equal(xs.length, 4);
+      assert.equal(ys.length, 4);
+      pts.forEach((q, i) => assert.deepEqual([xs.indexOf(q.x), ys.indexOf(q.y)], [i % 4, Math.floor(i / 4)]));
+      // A line of each dimension, one bus each, in the dimension's colour.
+      const segs = await page.evaluate(() => window.ofcdConsole.picture.segments.map((l) => l.length));
+      assert.deepEqual(segs, [4, 4]);
+      const mid = (a, b) => ({ x: (pts[a].x + pts[b].x) / 2, y: (pts[a].y + pts[b].y) / 2 });
+      assert.ok(near(await pixelAt(page, mid(5, 6)), '#4e79a7'), 'dimension 0 in its colour');
+      assert.ok(near(await pixelAt(page, mid(5, 9)), '#f28e2b'), 'dimension 1 in its colour');
+
+      // A click on srv5 (1, 1): its coordinates and its circuits per dimension.
+      const box = await page.locator('#picture').boundingBox();
+      const at = await page.evaluate(() => window.ofcdConsole.picture.pointOfServer('srv5'));
+      await page.mouse.click(box.x + at.x, box.y + at.y);
+      await page.waitForSelector('#selection #coordinates');
+      assert.match(await page.textContent('#coordinates'), /coordinates \(1, 1\) of 4 × 4/);
+      const coords = (i) => [i % 4, Math.floor(i / 4)];
+      const want = expectedCircuits(hx.body, 'srv5', coords);
+      assert.deepEqual(want[0].map((r) => r[0]), ['srv4 (0, 1)', 'srv6 (2, 1)', 'srv7 (3, 1)']);
+      assert.deepEqual(want[1].map((r) => r[0]), ['srv1 (1, 0)', 'srv9 (1, 2)', 'srv13 (1, 3)']);
+      assert.deepEqual(await selectedCircuits(page), want);
+
+      const m = await page.evaluate(() => ({
+        page: document.documentElement.scrollWidth,
+        window: window.innerWidth,
+        panel: document.querySelector('#panel').scrollWidth,
+        panelBox: document.querySelector('#panel').clientWidth,
+      }));
+      assert.ok(m.page <= m.window, `${width} px: the page is ${m.page} px wide`);
+      assert.ok(m.panel <= m.panelBox, `${width} px: the panel holds ${m.panel} px in ${m.panelBox}`);
+
+      // The torus 4 × 3: segments and the arcs that close each ring.
+      await page.goto(`${d.url}#/fabrics/tor`);
+      await page.waitForSelector('#panel #dimensions');
+      await within(page, 5000, () => window.ofcdConsole.picture.fabric.name === 'tor');
+      assert.match(await page.textContent('#layout'), /topology torus · shape 4 × 3 · diameter 3 · degree 4/);
+      assert.equal(await page.locator('#choice-reason').count(), 0);
+      const rings = await page.evaluate(() => window.ofcdConsole.picture.segments.map((l) => ({
+        straight: l.filter((s) => !s.wrap).length, wraps: l.filter((s) => s.wrap).length,
+      })));
+      assert.deepEqual(rings, [{ straight: 3 * 3, wraps: 3 }, { straight: 4 * 2, wraps: 4 }]);
+      const tp = await page.evaluate(() => window.ofcdConsole.picture.points);
+      assert.equal(new Set(tp.map((q) => q.x)).size, 4);
+      assert.equal(new Set(tp.map((q) => q.y)).size, 3);
+      // The wrap of row 0 (srv16 — srv19) arcs above it: its top in dimension 0's colour.
+      const apex = await page.evaluate(() => {
+        const p = window.ofcdConsole.picture;
+        return { x: (p.points[0].x + p.points[3].x) / 2, y: p.points[0].y - 0.4 * p.geo.step };
+      });
+      assert.ok(near(await pixelAt(page, apex), '#4e79a7'), 'the wrap-around arc is drawn');
+      const at2 = await page.evaluate(() => window.ofcdConsole.picture.pointOfServer('srv16'));
+      const box2 = await page.locator('#picture').boundingBox();
+      await page.mouse.click(box2.x + at2.x, box2.y + at2.y);
+      await page.waitForSelector('#selection #coordinates');
+      assert.match(await page.textContent('#coordinates'), /coordinates \(0, 0\) of 4 × 3/);
+      const tw = expectedCircuits(tor.body, 'srv16', (i) => [i % 4, Math.floor(i / 4)]);
+      assert.deepEqual(tw[0].map((r) => r[0]), ['srv17 (1, 0)', 'srv19 (3, 0)']);
+      assert.deepEqual(tw[1].map((r) => r[0]), ['srv20 (0, 1)', 'srv24 (0, 2)']);
+      assert.deepEqual(await selectedCircuits(page), tw);
+      assert.deepEqual(page.problems, []);
+      await page.context().close();
+    }
+
+    // Devices fail: the server turns red and the pairs left without a circuit show.
+    for (const dev of [0, 1, 2]) {
+      assert.equal((await d.req('PUT', `v1/servers/srv5/devices/${dev}`, { state: 'failed' })).status, 200);
+    }
+    const after = (await d.req('GET', 'v1/fabrics/hx?wait=10')).body;
+    assert.ok(after.missing.length > 0, 'three failed devices leave a pair missing');
+    const page = await openPage(browser);
+    await page.goto(`${d.url}#/fabrics/hx`);
+    await page.waitForSelector('#failed-devices li');
+    await within(page, 5000, (n) => document.querySelectorAll('#missing-pairs li').length === n, after.missing.length);
+    assert.deepEqual(await page.evaluate(() => window.ofcdConsole.picture.failed.srv5), [0, 1, 2]);
+    const five = await page.evaluate(() => window.ofcdConsole.picture.points[5]);
+    assert.ok(near(await pixelAt(page, five), '#d62728'), 'srv5 is red');
+    assert.deepEqual(page.problems, []);
+    await page.context().close();
+  });
+});

@@ -27,10 +27,11 @@ function freePort() {
 }
 
 /**
- * Starts ofcd --demo (two sim OCS units, 8 servers of 8 devices). tokens adds
- * an admin and a read token; extra is appended to the configuration.
+ * Starts ofcd --demo (two sim OCS units, 8 servers of 8 devices), or without
+ * any topology when demo is false. tokens adds an admin and a read token;
+ * extra is appended to the configuration.
  */
-export async function startDaemon({ tokens = false, extra = '' } = {}) {
+export async function startDaemon({ tokens = false, extra = '', demo = true } = {}) {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'ofcd-browser-'));
   const port = await freePort();
   const config = path.join(dir, 'ofcd.ini');
@@ -39,7 +40,7 @@ export async function startDaemon({ tokens = false, extra = '' } = {}) {
   writeFileSync(config, text + extra);
   const logPath = path.join(dir, 'ofcd.log');
   const log = openSync(logPath, 'a');
-  const proc = spawn(OFCD_BIN, ['-c', config, '--demo'], { stdio: ['ignore', log, log] });
+  const proc = spawn(OFCD_BIN, ['-c', config, ...(demo ? ['--demo'] : [])], { stdio: ['ignore', log, log] });
   const url = `http://127.0.0.1:${port}/`;
   const d = {
     url,

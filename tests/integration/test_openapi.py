@@ -95,6 +95,37 @@ def test_fabric_picture(make_daemon):
     assert d.get("/v1/fabrics/nope/picture.svg").status_code == 404
 
 
+def test_grid_picture(make_daemon):
+    """A HyperX fabric is drawn on its grid: a bus per line, a colour per dimension."""
+    d = make_daemon().start()
+    for i in range(8):
+        assert d.post("/v1/ocs", {"name": f"ocs{i}", "driver": "sim", "ports": 64}).status_code == 201
+    sixteen = [f"srv{i}" for i in range(16)]
+    for s in sixteen:
+        assert d.post("/v1/servers", {"name": s, "devices": 8}).status_code == 201
+    assert d.put("/v1/wiring", {"rule": "plane-per-ocs"}).status_code == 200
+    made = d.post("/v1/fabrics?wait=10", {"name": "hx", "servers": sixteen, "topology": "auto"})
+    assert made.status_code == 201 and made.json()["shape"] == [4, 4]
+    svg = ET.fromstring(d.get("/v1/fabrics/hx/picture.svg").text)
+    ns = {"s": "http://www.w3.org/2000/svg"}
+    colours = set()
+    for dim in ("dim0", "dim1"):
+        group = svg.find(f".//s:g[@id='{dim}']", ns)
+        assert len(group.findall("s:line", ns)) == 4
+        colours.add(group.get("stroke"))
+    assert len(colours) == 2
+    assert svg.find(".//s:g[@id='dim2']", ns) is None
+    dots = svg.findall(".//s:g[@id='servers']/s:circle", ns)
+    assert [c.find("s:title", ns).text for c in dots][5] == "srv5 (1, 1)"
+    # The dots sit on a 4 x 4 grid, dimension 0 across.
+    xs = sorted({float(c.get("cx")) for c in dots})
+    ys = sorted({float(c.get("cy")) for c in dots})
+    assert len(xs) == 4 and len(ys) == 4
+    assert [(xs.index(float(c.get("cx"))), ys.index(float(c.get("cy")))) for c in dots] == \
+        [(i % 4, i // 4) for i in range(16)]
+    assert "HyperX 4 × 4" in "".join(svg.find(".//s:g[@id='legend']", ns).itertext())
+
+
 def test_event_data_match_the_document(make_daemon):
     d = make_daemon(args=["--demo"],
                     extra="[debug]\nfaults = true\n[reconcile]\naudit_interval = 1\n").start()
