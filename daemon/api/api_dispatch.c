@@ -418,8 +418,14 @@ static void on_appended(void *arg, int rc, int64_t revision)
 	 * stepped down and its replica applies it in turn: acknowledged, held no
 	 * longer.
 	 */
-	/* Even when its client went away: the change was made, watchers must hear of it. */
-	if (rc == 0) {
+	/*
+	 * The change is in the log (rc 0, or -EREMOTE and -EPROTO: this member's
+	 * replica or the next leader applies it), even when its client went away:
+	 * watchers must hear of it. After a step-down only this member's streams
+	 * do, under its own ids; the other members' never do (the events of a
+	 * write do not travel in its log entry yet).
+	 */
+	if (rc == 0 || rc == -EREMOTE || rc == -EPROTO) {
 		api_changes_publish(env->events, w->changes);
 		w->changes = NULL;
 	}

@@ -141,17 +141,22 @@ int fabric_layout_load(const char *topology, const char *grid, uint32_t m, struc
 		return -EINVAL;
 	if (t == PLAN_TOPO_FULL_MESH)
 		return plan_shape_make(t, &m, 1, out, NULL, 0);
-	for (const char *q = grid ? grid : ""; *q && n < PLAN_MAX_DIMS;) {
+	uint64_t product = 1;
+	const char *q = grid ? grid : "";
+	while (*q && n < PLAN_MAX_DIMS) {
 		char *end;
 		unsigned long v = strtoul(q, &end, 10);
-		if (end == q || v == 0 || v > PLAN_MAX_SHAPED_SERVERS)
+		if (end == q || v == 0 || v > PLAN_MAX_SHAPED_SERVERS || (*end && *end != 'x') ||
+		    (*end == 'x' && !end[1]))
 			return -EINVAL;
 		k[n++] = (uint32_t)v;
-		q = *end == 'x' ? end + 1 : end;
-		if (*end && *end != 'x')
-			return -EINVAL;
+		product *= v;
+		q = *end ? end + 1 : end;
 	}
-	return n ? plan_shape_make(t, k, n, out, NULL, 0) : -EINVAL;
+	/* A grid of other servers than the fabric's is not its grid. */
+	if (*q || !n || product != m)
+		return -EINVAL;
+	return plan_shape_make(t, k, n, out, NULL, 0);
 }
 
 void fabric_layout_json(json_t *f, const struct plan_shape *s, const char *choice_text)

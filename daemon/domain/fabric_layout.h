@@ -35,7 +35,8 @@ struct fabric_layout {
  * fabric's servers) as l asks. *choice gets, for an auto choice, the
  * candidates weighed and why (a new reference to store and show), else NULL.
  * Returns 0, or with e set: -EINVAL (400 on "shape" or "topology"), -EDOM
- * (422 infeasible on "servers", naming what would fit), -ENOMEM.
+ * (422 infeasible on "servers", or on "shape" for a grid given, naming what
+ * would fit), -ENOMEM.
  */
 int fabric_layout_choose(const struct fabric_layout *l, uint32_t m, uint32_t n, uint32_t p,
                          struct plan_shape *out, json_t **choice, struct ofcd_error *e);
@@ -51,7 +52,8 @@ char *fabric_layout_grid(const struct plan_shape *s, char *buf, size_t len);
 
 /**
  * The shape of a stored fabric of m servers from its topology and grid
- * columns (grid NULL or "" for a full mesh). Returns 0 or -EINVAL.
+ * columns (grid NULL or "" for a full mesh). Returns 0, or -EINVAL for a
+ * grid that is not "AxBx..." (1 to PLAN_MAX_DIMS sizes) of product m.
  */
 int fabric_layout_load(const char *topology, const char *grid, uint32_t m, struct plan_shape *out);
 
