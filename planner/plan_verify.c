@@ -7,25 +7,12 @@
  * positions of each line; for a torus, one per ring position).
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "plan.h"
 #include "plan_internal.h"
-
-int plan_refuse(char *why, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (why && len) {
-		va_start(ap, fmt);
-		vsnprintf(why, len, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
 
 static void ok(char *why, size_t len)
 {
