@@ -126,12 +126,14 @@ def test_an_event_a_request_makes_reaches_streams_while_its_connection_stays_ope
     was left parked until some connection did something (seconds, or the 15 s comment)."""
     daemon = Daemon(tmp_path, args=["--demo"]).start()
     session = requests.Session()
-    session.get(daemon.url("/v1/health"))  # the connection the write will use, kept open
-    seen = read_events(daemon, until="device_state", timeout=10, then=lambda: session.put(
-        daemon.url("/v1/servers/srv1/devices/0"), json={"state": "failed"}))
-    assert "event: device_state" in seen, seen
-    session.close()
-    daemon.stop()
+    try:
+        session.get(daemon.url("/v1/health"))  # the connection the write will use, kept open
+        seen = read_events(daemon, until="device_state", timeout=10, then=lambda: session.put(
+            daemon.url("/v1/servers/srv1/devices/0"), json={"state": "failed"}))
+        assert "event: device_state" in seen, seen
+    finally:
+        session.close()
+        daemon.stop()
 
 
 def test_probe_reserve_beyond_max_connections(tmp_path):

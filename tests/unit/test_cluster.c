@@ -138,9 +138,21 @@ static void test_election_and_failover(void **state)
 	int64_t gen = cluster_generation(w->c[leader]);
 	assert_true(gen > 0);
 
-	/* Stable: nobody changes role while the leader renews (several renewals). */
+	/*
+	 * Several renewals later one leader still leads, never two. The same one
+	 * unless a renewal came back too late on a loaded machine (its etcd's
+	 * fsync), when it rightly stepped down: then another took over under a
+	 * higher generation. How often that happens is the HA benchmark's to say.
+	 */
 	run_ms(w, 2 * TTL_S * 1000);
-	assert_int_equal(agreed_leader(w), leader);
+	int now = wait_leader(w, 3 * TTL_S + 5);
+	assert_true(now >= 0);
+	if (now == leader)
+		assert_int_equal(cluster_generation(w->c[now]), gen);
+	else
+		assert_true(cluster_generation(w->c[now]) > gen);
+	leader = now;
+	gen = cluster_generation(w->c[leader]);
 
 	/* The leader dies (its lease lapses on its own): another takes over. */
 	double t0 = now_s();
