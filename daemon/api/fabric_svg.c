@@ -242,6 +242,28 @@ static void missing_pairs(FILE *f, const struct layout *l, json_t *map, const js
 	fputs("</g>\n", f);
 }
 
+/* A server's dot, up to its title's name: red when nf of its devices failed. */
+static void dot_open(FILE *f, double x, double y, double r, const char *name, size_t nf)
+{
+	fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%.1f\" fill=\"%s\"%s><title>", x, y, r,
+	        nf ? COLOUR_FAIL : "#333333", nf ? " stroke=\"#7f0000\" stroke-width=\"2\"" : "");
+	put_text(f, name);
+}
+
+/* The rest of the dot's title: its failed devices (devs, an array of indexes), if any. */
+static void dot_close(FILE *f, const json_t *devs)
+{
+	size_t nf = json_array_size(devs);
+	if (nf) {
+		fputs(": failed device", f);
+		fputs(nf > 1 ? "s" : "", f);
+		for (size_t k = 0; k < nf; k++)
+			fprintf(f, "%s %lld", k ? "," : "",
+			        (long long)json_integer_value(json_array_get(devs, k)));
+	}
+	fputs("</title></circle>\n", f);
+}
+
 static void servers(FILE *f, const struct layout *l, const json_t *names, const json_t *failed)
 {
 	size_t i;
@@ -254,18 +276,8 @@ static void servers(FILE *f, const struct layout *l, const json_t *names, const 
 		size_t nf = json_array_size(devs);
 		double x, y, lx, ly;
 		layout_at(l, i, 0, &x, &y);
-		fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%.1f\" fill=\"%s\"%s><title>", x, y,
-		        l->node, nf ? COLOUR_FAIL : "#333333",
-		        nf ? " stroke=\"#7f0000\" stroke-width=\"2\"" : "");
-		put_text(f, name);
-		if (nf) {
-			fputs(": failed device", f);
-			fputs(nf > 1 ? "s" : "", f);
-			for (size_t k = 0; k < nf; k++)
-				fprintf(f, "%s %lld", k ? "," : "",
-				        (long long)json_integer_value(json_array_get(devs, k)));
-		}
-		fputs("</title></circle>\n", f);
+		dot_open(f, x, y, l->node, name, nf);
+		dot_close(f, devs);
 		if (l->n > LABELS_MAX)
 			continue;
 		layout_at(l, i, l->node + 8, &lx, &ly);
@@ -598,20 +610,10 @@ static void grid_servers(FILE *f, const struct grid *g, const json_t *names, con
 		size_t nf = json_array_size(devs);
 		double x, y;
 		grid_at(g, i, &x, &y);
-		fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%.1f\" fill=\"%s\"%s><title>", x, y,
-		        g->node, nf ? COLOUR_FAIL : "#333333",
-		        nf ? " stroke=\"#7f0000\" stroke-width=\"2\"" : "");
-		put_text(f, name);
+		dot_open(f, x, y, g->node, name, nf);
 		fputc(' ', f);
 		put_coords(f, g, i);
-		if (nf) {
-			fputs(": failed device", f);
-			fputs(nf > 1 ? "s" : "", f);
-			for (size_t k = 0; k < nf; k++)
-				fprintf(f, "%s %lld", k ? "," : "",
-				        (long long)json_integer_value(json_array_get(devs, k)));
-		}
-		fputs("</title></circle>\n", f);
+		dot_close(f, devs);
 		if (g->n > GRID_LABELS_MAX)
 			continue;
 		fprintf(f,
