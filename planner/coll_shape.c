@@ -241,12 +241,5 @@ int coll_shape_fit(enum coll_collective c, enum coll_algorithm a, uint32_t serve
 		             coll_algorithm_name(a), servers);
 		return -EINVAL;
 	}
-	if (a == COLL_ALG_TORUS_RING && c == COLL_BROADCAST) {
-		coll_err_set(err, NULL,
-		             "broadcast over torus rings is not implemented: a ring scatter "
-		             "relays the root's data k-1 hops per dimension; binomial-tree fits "
-		             "where its pairs are neighbours");
-		return -EDOM;
-	}
 	return 0;
 }

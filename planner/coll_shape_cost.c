@@ -63,6 +63,7 @@ static void price_torus(enum coll_collective c, const struct coll_grid *g,
                         const struct shape_rates *r, double n, struct coll_estimate *e)
 {
 	double data = n, grown = n / g->M;
+	uint64_t before = 1;
 
 	for (uint32_t i = 0; i < g->dims; i++) {
 		double k = g->k[i], ways = g->k[i] >= 3 ? 2 : 1;
@@ -86,14 +87,26 @@ static void price_torus(enum coll_collective c, const struct coll_grid *g,
 			e->inter_messages += (uint64_t)g->M * steps;
 			break;
 		}
-		default: /* allreduce: reduce-scatter and allgather rings */
+		default:
+			/*
+			 * Allreduce: reduce-scatter and allgather rings. Broadcast: the
+			 * same rounds and sizes, a pipelined scatter from the @before
+			 * rings that hold the root's data instead of the reduce-scatter.
+			 */
 			e->rounds += 2 * steps;
-			e->predicted_us +=
-			    2 * steps * (r->a + data / k / ways * r->b) + steps * (data / k) * r->g;
-			e->inter_messages += 2ull * steps * g->M * (uint64_t)ways;
+			e->predicted_us += 2 * steps * (r->a + data / k / ways * r->b);
+			if (c == COLL_ALLREDUCE) {
+				e->predicted_us += steps * (data / k) * r->g;
+				e->inter_messages += 2ull * steps * g->M * (uint64_t)ways;
+			} else {
+				e->inter_messages +=
+				    ((uint64_t)steps * g->M + before * g->k[i] * steps / 2) *
+				    (uint64_t)ways;
+			}
 			data /= k;
 			break;
 		}
+		before *= g->k[i];
 	}
 }
 

@@ -199,9 +199,55 @@ static int torus_gather_step(struct coll_schedule *s, const struct coll_grid *g,
 	return rc;
 }
 
-static int gen_torus(struct coll_schedule *s, enum coll_collective c, const struct coll_grid *g,
-                     uint32_t *buf)
+/*
+ * Broadcast's scatter along dimension i, step t (1 to k - 1), one ring per half: the servers
+ * that hold the root's data (coordinates past i the root's) and those within t - 1 hops
+ * after them pass on the group bound furthest, which arrives at step k - 1. A ring's group
+ * g ends at position g - 1, where the reduce-scatter leaves it (own()), so the allgather of
+ * the allreduce follows unchanged.
+ */
+static int torus_scatter_step(struct coll_schedule *s, const struct coll_grid *g, uint32_t i,
+                              uint32_t t, const uint32_t *root, uint32_t *buf)
 {
+	uint32_t k = g->k[i];
+	int rc = coll_schedule_add_round(s);
+
+	for (uint32_t x = 0; x < g->M && !rc; x++) {
+		uint32_t want[COLL_MAX_DIMS], v = coll_grid_coord(g, x, i), n = 0;
+		int holds = 1;
+
+		for (uint32_t l = i + 1; l < g->dims; l++)
+			holds = holds && coll_grid_coord(g, x, l) == root[l];
+		for (uint32_t l = 0; l < i; l++)
+			want[l] = 0;
+		for (uint32_t h = 0; h < 2 && holds && !rc; h++) {
+			int back = h && two_rings(k);
+			/* Positions along half h's ring: v, or k - v the other way round. */
+			uint32_t from = back ? (k - root[i]) % k : root[i];
+			uint32_t at = back ? (k - v) % k : v, hops = (at + k - from) % k;
+
+			for (uint32_t l = 0; l < i; l++)
+				want[l] = own(h, coll_grid_coord(g, x, l), g->k[l]);
+			if (hops < t)
+				n += pick(g, h * g->M, i, (at + k + 1 - t) % k, want, below(i),
+				          buf + n);
+			if (!two_rings(k) && !h)
+				continue;
+			if (n)
+				rc = coll_schedule_add_transfer(
+				    s, x,
+				    coll_grid_move(g, x, i, back ? (v + k - 1) % k : (v + 1) % k),
+				    COLL_OP_COPY, buf, n);
+			n = 0;
+		}
+	}
+	return rc;
+}
+
+static int gen_torus(struct coll_schedule *s, enum coll_collective c, const struct coll_grid *g,
+                     uint32_t root, uint32_t *buf)
+{
+	uint32_t r[COLL_MAX_DIMS];
 	int rc = 0;
 
 	if (c == COLL_ALLGATHER) {
@@ -210,9 +256,11 @@ static int gen_torus(struct coll_schedule *s, enum coll_collective c, const stru
 				rc = torus_gather_step(s, g, i, t, buf);
 		return rc;
 	}
+	coords(g, root, r);
 	for (uint32_t i = 0; i < g->dims && !rc; i++)
 		for (uint32_t t = 0; t + 1 < g->k[i] && !rc; t++)
-			rc = torus_step(s, g, i, t, 0, COLL_OP_REDUCE, buf);
+			rc = c == COLL_BROADCAST ? torus_scatter_step(s, g, i, t + 1, r, buf)
+			                         : torus_step(s, g, i, t, 0, COLL_OP_REDUCE, buf);
 	for (uint32_t i = g->dims; i-- > 0 && !rc;)
 		for (uint32_t t = 0; t + 1 < g->k[i] && !rc; t++)
 			rc = torus_step(s, g, i, t, 1, COLL_OP_COPY, buf);
@@ -250,7 +298,7 @@ int coll_gen_shape(enum coll_collective c, enum coll_algorithm a, const struct c
 		return -ENOMEM;
 	}
 	rc = a == COLL_ALG_HYPERX_DIM ? gen_hyperx(s, c, &g, p->root, buf)
-	                              : gen_torus(s, c, &g, buf);
+	                              : gen_torus(s, c, &g, p->root, buf);
 	free(buf);
 	if (rc)
 		coll_schedule_free(s);
