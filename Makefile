@@ -228,15 +228,10 @@ integration: $(B)/ofcd $(B)/ofcd-agent $(B)/ofcctl
 fidelity: $(B)/ofcd
 	OFCD_BIN=$(abspath $(B)/ofcd) $(PYTHON) tests/fidelity/fidelity.py
 
-# The cost model on HyperX and torus fabrics against SimGrid (tests/fidelity/fidelity_shapes.py),
-# from the planner alone (build/fidelity/shape_schedule prints its selections and schedules in
-# the routes' format) while the daemon serves full meshes only.
-$(B)/fidelity/shape_schedule: tests/fidelity/shape_schedule.c $(B)/libplanner.a
-	@mkdir -p $(@D)
-	$(CC) $(WARN) $(PLANNER_CPP) $(CFLAGS) -o $@ $^ -lm
-
-fidelity-shapes: $(B)/fidelity/shape_schedule
-	SHAPE_SCHEDULE=$(abspath $<) $(PYTHON) tests/fidelity/fidelity_shapes.py
+# The cost model on HyperX and torus fabrics against SimGrid (tests/fidelity/fidelity_shapes.py):
+# fabrics made through the daemon's routes, their selections and schedules replayed.
+fidelity-shapes: $(B)/ofcd
+	OFCD_BIN=$(abspath $(B)/ofcd) $(PYTHON) tests/fidelity/fidelity_shapes.py
 
 # Fails on a use against the USES table of layers and daemon/'s rooms (a call or an
 # include), SQL outside daemon/domain and daemon/state, or a link cycle between modules

@@ -20,8 +20,6 @@ not SimGrid's fastest, or when a schedule route's price differs from the selecti
     fidelity.py [--table FILE] [--verbose]
 """
 import argparse
-import math
-import os
 import sys
 import tempfile
 import time
