@@ -3,8 +3,8 @@
  * With --wait, create and get succeed only once the fabric is applied (a
  * degraded or failed fabric is exit 3 like a wait that ran out: the job
  * would not get the circuits it asked for), delete once it is removed.
- * create and plan take the layout (--topology, --shape, --traffic: a full
- * mesh, or a HyperX or torus grid for more servers than a full mesh joins);
+ * create and plan take the layout (--topology, --shape, --traffic: by
+ * default a full mesh where it fits, else a HyperX or torus grid);
  * the views show it, and for topology auto the candidates weighed.
  */
 #include <errno.h>

@@ -99,8 +99,8 @@ static void print_usage(FILE *f)
 		        commands[i].args);
 	fprintf(f,
 	        "\nHOSTLIST: names or Slurm host lists such as srv[0-4,7],gpu[01-03].\n"
-	        "--topology: a full mesh (the default), a HyperX or torus grid, or auto: a full\n"
-	        "mesh where it fits, else the best grid (for --traffic, the fastest); --shape\n"
+	        "--topology: auto (the default: a full mesh where it fits, else the best grid;\n"
+	        "for --traffic, the fastest), full-mesh, or a HyperX or torus grid; --shape\n"
 	        "32x32: that grid (a HyperX unless --topology torus), its sizes' product the\n"
 	        "number of servers.\n"
 	        "-w, --watch: print the answer again whenever it changes, until Ctrl-C.\n"

@@ -39,11 +39,11 @@ int api_fabric_layout_parse(struct api_req *req, json_t *body, struct fabric_lay
 {
 	static const char *const topologies[] = { "auto", "full-mesh", "hyperx", "torus", NULL };
 	static const char *const traffics[] = { "allreduce", "alltoall", "mixed", NULL };
-	int topology = 1, traffic = -1;
+	int topology = 0, traffic = -1;
 	json_t *shape = json_object_get(body, "shape"), *k;
 	size_t i;
 
-	*l = FABRIC_LAYOUT_FULL_MESH;
+	*l = FABRIC_LAYOUT_AUTO;
 	if (api_get_enum(req, body, NULL, "topology", false, topologies, &topology) < 0 ||
 	    api_get_enum(req, body, NULL, "traffic", false, traffics, &traffic) < 0)
 		return -EINVAL;

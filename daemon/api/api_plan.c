@@ -93,14 +93,24 @@ void api_plan(struct api_req *req)
 	if (!body || api_check_members(req, body, NULL, members) < 0 ||
 	    api_fabric_layout_parse(req, body, &layout) < 0)
 		return;
+	/*
+	 * Without a topology, formula or links (which only a full mesh has), auto:
+	 * the full mesh's what-if where it fits, else the grid a fabric would get.
+	 */
 	bool shaped = layout.given && !(layout.topology == PLAN_TOPO_FULL_MESH && !layout.ndims);
+	bool auto_mesh =
+	    !layout.given && !json_object_get(body, "formula") && !json_object_get(body, "links");
 	if (api_get_uint(req, body, NULL, "servers", true, 1,
-	                 shaped ? PLAN_MAX_SHAPED_SERVERS : PLAN_MAX_SERVERS, &m) < 0 ||
+	                 shaped || auto_mesh ? PLAN_MAX_SHAPED_SERVERS : PLAN_MAX_SERVERS,
+	                 &m) < 0 ||
 	    api_get_uint(req, body, NULL, "devices", true, 1, PLAN_MAX_DEVICES, &n) < 0 ||
 	    api_get_uint(req, body, NULL, "ports_per_device", false, 1, PLAN_MAX_PORTS, &p) < 0 ||
 	    api_get_enum(req, body, NULL, "formula", false, formulas, &f) < 0 ||
 	    api_get_bool(req, body, NULL, "links", false, &want_links) < 0)
 		return;
+	if (auto_mesh &&
+	    (m > PLAN_MAX_SERVERS || plan_planes((uint32_t)m, PLAN_FORMULA_AUTO) > n * p))
+		shaped = true;
 	if (shaped) {
 		if (json_object_get(body, "formula") ||
 		    json_is_true(json_object_get(body, "links"))) {

@@ -26,9 +26,12 @@ struct fabric_layout {
 	const struct coll_params *price;
 };
 
-/** The layout of a request that says nothing: a full mesh, as before shapes existed. */
+/** The layout of a request that says nothing: auto, a full mesh where it fits. */
+#define FABRIC_LAYOUT_AUTO ((struct fabric_layout){ .topology = PLAN_TOPO_AUTO, .traffic = -1 })
+
+/** A full mesh asked for: refused, naming the devices it lacks, where it does not fit. */
 #define FABRIC_LAYOUT_FULL_MESH                                                                    \
-	((struct fabric_layout){ .topology = PLAN_TOPO_FULL_MESH, .traffic = -1 })
+	((struct fabric_layout){ .topology = PLAN_TOPO_FULL_MESH, .traffic = -1, .given = true })
 
 /**
  * Chooses the shape of m servers of n devices of p ports (the fewest of the

@@ -54,7 +54,7 @@ function ofcd_check(job_desc)
 	local max = max_nodes()
 	if max and n > max then
 		slurm.log_user("ofcd: no fabric joins %d nodes on this cluster (at most %d: each node " ..
-		               "has too few devices for more); ask for fewer nodes, or " ..
+		               "has too few optical ports for more); ask for fewer nodes, or " ..
 		               "--comment ofcd=off to run without one", n, max)
 		return slurm.ERROR
 	end

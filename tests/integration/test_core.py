@@ -58,7 +58,8 @@ def test_invalid_field(daemon):
         ({"devices": 4}, "servers"),
         ({"servers": "4", "devices": 4}, "servers"),
         ({"servers": 0, "devices": 4}, "servers"),
-        ({"servers": 513, "devices": 4}, "servers"),
+        ({"servers": 65537, "devices": 4}, "servers"),  # past the largest grid
+        ({"servers": 513, "devices": 4, "links": False}, "servers"),  # past a full mesh
         ({"servers": 4, "devices": 4.5}, "devices"),
         ({"servers": 4, "devices": -1}, "devices"),
         ({"servers": 4, "devices": 4, "ports_per_device": 1025}, "ports_per_device"),

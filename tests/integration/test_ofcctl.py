@@ -133,7 +133,7 @@ def test_refusals_exit_1(ctl, demo):
     # Zero padding is kept: srv00 is not srv0.
     p = ctl("fabric", "create", "c", "srv[06-07]")
     assert p.returncode == 1 and "422 unprocessable" in p.stderr and "srv06" in p.stderr
-    p = ctl("plan", "--servers", 8, "--devices", 6)
+    p = ctl("plan", "--servers", 8, "--devices", 6, "--topology", "full-mesh")
     assert (p.returncode, p.stderr) == (1, "ofcctl: 422 infeasible: 8 servers need 7 devices per server, each has 6\n")
     assert ctl("server", "get", "nosuch").returncode == 1
     assert ctl("ocs", "cross-connects", "nosuch").returncode == 1
@@ -989,9 +989,10 @@ def grid(tmp_path):
 def test_fabric_layouts(grid):
     d, ctl = grid
     # A full mesh of 16 needs 15 planes: the daemon's refusal, exit 1.
-    p = ctl("fabric", "create", "big", "srv[0-15]")
+    p = ctl("fabric", "create", "big", "srv[0-15]", "--topology", "full-mesh")
     assert p.returncode == 1 and p.stderr.startswith("ofcctl: 422 infeasible: "), p.stderr
-    p = ctl("fabric", "create", "big", "srv[0-15]", "--topology", "auto", "--wait", 10)
+    # Without --topology: auto.
+    p = ctl("fabric", "create", "big", "srv[0-15]", "--wait", 10)
     assert p.returncode == 0, p.stderr
     info, candidates, links = p.stdout.split("\n\n")
     f = kv(info)

@@ -43,10 +43,11 @@ def check_layout(f, topology, k):
 def test_past_the_full_mesh(daemon):
     # 16 servers of 8 planes: a full mesh needs 15.
     make_cluster(daemon, servers=16, devices=8, units=8)
-    r = daemon.post("/v1/fabrics", {"name": "big", "servers": SIXTEEN})
+    r = daemon.post("/v1/fabrics", {"name": "big", "servers": SIXTEEN, "topology": "full-mesh"})
     assert r.status_code == 422, r.text
     assert error_of(r)["code"] == "infeasible" and error_of(r)["field"] == "devices"
-    r = daemon.post("/v1/fabrics?wait=10", {"name": "big", "servers": SIXTEEN, "topology": "auto"})
+    # Auto, the default.
+    r = daemon.post("/v1/fabrics?wait=10", {"name": "big", "servers": SIXTEEN})
     assert r.status_code == 201, r.text
     f = r.json()
     assert (f["topology"], f["shape"], f["diameter"], f["degree"]) == ("hyperx", [4, 4], 2, 6)
@@ -175,8 +176,11 @@ def test_plan_what_if(daemon):
     r = daemon.post("/v1/plan", {"servers": 1024, "devices": 8, "topology": "hyperx",
                                  "links": True})
     assert r.status_code == 400 and error_of(r)["field"] == "links"
-    # Without a topology, the full mesh's what-if as before.
-    r = daemon.post("/v1/plan", {"servers": 1024, "devices": 8})
+    # Without a topology: auto, and the grid's what-if past the full mesh.
+    r = daemon.post("/v1/plan", {"servers": 1024, "devices": 8, "ports_per_device": 8})
+    assert r.status_code == 200 and (r.json()["topology"], r.json()["shape"]) == ("hyperx", [32, 32])
+    # A formula or links ask for the full mesh, which holds 512 servers.
+    r = daemon.post("/v1/plan", {"servers": 1024, "devices": 8, "formula": "auto"})
     assert r.status_code == 400 and error_of(r)["field"] == "servers"
     assert daemon.get("/v1/fabrics").json()["fabrics"] == []
 

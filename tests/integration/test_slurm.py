@@ -302,31 +302,46 @@ def test_srun_gets_its_fabric(cluster):
 
 
 def test_infeasible_job_is_cancelled_with_the_planners_message(cluster):
-    """Servers of four devices cannot join five: the job is cancelled (not requeued to fail
-    again), the planner's reason in the slurmctld log and on the job."""
+    """Servers of four devices cannot join five in a full mesh: the job gets a five-server
+    ring instead. Servers of one device join at most two: a job of three is cancelled (not
+    requeued to fail again), the planner's reason in the slurmctld log and on the job."""
     topo = cluster.ofcd.get("/v1/topology").json()
-    small = json.loads(json.dumps(topo))
-    for s in small["servers"]:
-        s["devices"] = 4
-    assert cluster.ofcd.put("/v1/topology", small).status_code == 200
+
+    def devices(n):
+        t = json.loads(json.dumps(topo))
+        for s in t["servers"]:
+            s["devices"] = n
+        assert cluster.ofcd.put("/v1/topology", t).status_code == 200
+
     try:
+        devices(4)
+        cluster.slurm_tool("gc")
+        job, state = cluster.sbatch("-N", "5")
+        fabric, nodes = cluster.fabric(job)
+        assert state == "COMPLETED" and fabric["state"] == "applied", fabric
+        assert (fabric["topology"], fabric["shape"], fabric["degree"]) == ("torus", [5], 2)
+        assert fabric["servers"] == nodes and len(nodes) == 5
+        cluster.wait_fabric_gone(job)
+
+        devices(1)
         # Before the collector has noted the new limit: the prolog refuses it.
-        job, state = cluster.sbatch("-N", "5")  # requeueing allowed: the prolog turns it off
+        job, state = cluster.sbatch("-N", "3")  # requeueing allowed: the prolog turns it off
         info = cluster.job(job)
         assert state == "CANCELLED" and info["Restarts"] == "0" and info["Requeue"] == "0"
-        msg = "422 infeasible: 5 servers need 5 devices per server, each has 4"
-        assert msg in info["AdminComment"]
+        msg = "422 infeasible: no topology of 3 servers fits 1 planes per server"
+        assert msg in info["AdminComment"], info["AdminComment"]
+        assert "2 would fit" in info["AdminComment"]
         assert f"setting admin_comment to ofcd-prolog: {msg}" in cluster.ctld_log()
         assert not (cluster.out / f"{job}.json").exists()
         # After: job_submit.lua refuses it at once, saying why; ofcd=off still goes in.
         cluster.slurm_tool("gc")
-        p = cluster.run("sbatch", "--parsable", "-N", "5", str(cluster.d / "job.sh"))
+        p = cluster.run("sbatch", "--parsable", "-N", "3", str(cluster.d / "job.sh"))
         assert p.returncode != 0 and p.stdout == ""
-        assert "ofcd: no fabric joins 5 nodes on this cluster (at most 4" in p.stderr
-        off, state = cluster.sbatch("-N", "5", "--comment", "ofcd=off")
+        assert "ofcd: no fabric joins 3 nodes on this cluster (at most 2" in p.stderr
+        off, state = cluster.sbatch("-N", "3", "--comment", "ofcd=off")
         assert state == "COMPLETED" and not cluster.fabric_names()
         # A smaller job still fits the same servers.
-        job, state = cluster.sbatch("-N", "4")
+        job, state = cluster.sbatch("-N", "2")
         assert state == "COMPLETED" and cluster.fabric(job)[0]["state"] == "applied"
         cluster.wait_fabric_gone(job)
     finally:

@@ -67,13 +67,27 @@ def test_plan_vectors(daemon):
 
 
 def test_plan_infeasible(daemon):
-    r = daemon.post("/v1/plan", {"servers": 8, "devices": 6})
+    r = daemon.post("/v1/plan", {"servers": 8, "devices": 6, "topology": "full-mesh"})
     assert r.status_code == 422
     e = error_of(r)
     assert e["code"] == "infeasible"
     assert e["message"] == "8 servers need 7 devices per server, each has 6"
     assert e["details"] == {"min_devices": 7, "devices": 6}
-    assert daemon.post("/v1/plan", {"servers": 8, "devices": 7}).status_code == 200
+    # A formula or links asks for the full mesh too.
+    for extra in ({"formula": "1"}, {"links": False}):
+        r = daemon.post("/v1/plan", {"servers": 8, "devices": 6, **extra})
+        assert r.status_code == 422 and error_of(r)["field"] == "devices", extra
+    # Auto (no topology): the full mesh where it fits, as before; else a grid.
+    p = daemon.post("/v1/plan", {"servers": 8, "devices": 7}).json()
+    assert p["formula"] == "3" and len(p["links"]) == 28 and "topology" not in p
+    p = daemon.post("/v1/plan", {"servers": 8, "devices": 6}).json()
+    assert (p["topology"], p["shape"], p["diameter"]) == ("hyperx", [4, 2], 2), p
+    assert "full mesh of 8 servers needs 7 planes" in p["choice"]["reason"]
+    # Nothing fits one plane past two servers: the refusal names the largest that would.
+    r = daemon.post("/v1/plan", {"servers": 8, "devices": 1})
+    e = error_of(r)
+    assert r.status_code == 422 and (e["code"], e["field"]) == ("infeasible", "servers"), r.text
+    assert "2 would fit" in e["message"], e
 
 
 def test_ocs_crud(daemon):
@@ -227,12 +241,16 @@ def test_fabric_lifecycle(daemon):
 def test_fabric_infeasible_stores_nothing(daemon):
     make_cluster(daemon, servers=8, devices=6, units=2)
     before = snapshot(daemon)
-    r = daemon.post("/v1/fabrics", {"name": "big", "servers": [f"srv{i}" for i in range(8)]})
+    r = daemon.post("/v1/fabrics", {"name": "big", "servers": [f"srv{i}" for i in range(8)],
+                                    "topology": "full-mesh"})
     assert r.status_code == 422
     e = error_of(r)
     assert e["code"] == "infeasible" and e["details"] == {"min_devices": 7, "devices": 6}
     assert snapshot(daemon) == before
     assert daemon.get("/v1/fabrics/big").status_code == 404
+    # Auto, the default, lays the same servers out as a 4 x 2 HyperX instead.
+    f = daemon.post("/v1/fabrics", {"name": "big", "servers": [f"srv{i}" for i in range(8)]})
+    assert f.status_code == 201 and (f.json()["topology"], f.json()["shape"]) == ("hyperx", [4, 2])
 
 
 def test_failure_and_recovery(daemon):
