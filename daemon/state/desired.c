@@ -102,6 +102,7 @@ struct desired {
 	bool stale;   /* the last reload failed: not to be trusted until one succeeds */
 	int64_t data_version; /* PRAGMA data_version at the last check (other processes' commits) */
 	uint64_t reloads;
+	uint64_t owner_reloads;
 
 	/* Port owners: members by fabric id (sorted), each server's fabric by server id. */
 	struct members *fabrics;
@@ -865,6 +866,7 @@ static int reload(struct desired *d)
 /* Reads the port owners again. */
 static int reload_owners(struct desired *d)
 {
+	d->owner_reloads++;
 	metrics_counter_add("ofcd_desired_reloads_total", RELOADS_HELP, "what=\"owners\"", 1);
 	return load_owners(d);
 }
@@ -948,10 +950,85 @@ static int members_load(struct desired *d, struct members *m)
 }
 
 /*
+ * Adds more's servers and ports (read by members_load()) to the known
+ * fabric's: a fabric stored a few members per transaction (fabric.h, struct
+ * fabric_build) costs what each part adds.
+ */
+static int members_extend(struct desired *d, struct members *known, const struct members *more)
+{
+	int64_t *sv = realloc(known->servers, (known->nservers + more->nservers) * sizeof(*sv));
+	if (!sv)
+		return -ENOMEM;
+	known->servers = sv;
+	struct desired_port *pt =
+	    realloc(known->ports, (known->nports + more->nports + 1) * sizeof(*pt));
+	if (!pt)
+		return -ENOMEM;
+	known->ports = pt;
+	if (more->nservers)
+		memcpy(sv + known->nservers, more->servers, more->nservers * sizeof(*sv));
+	if (more->nports)
+		memcpy(pt + known->nports, more->ports, more->nports * sizeof(*pt));
+	known->nservers += more->nservers;
+	known->nports += more->nports;
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < more->nservers; i++)
+		rc = set_server(d, more->servers[i], known->fabric);
+	for (size_t i = 0; rc == 0 && i < more->nports; i++)
+		rc = set_owner(d, &more->ports[i], known->fabric);
+	return rc;
+}
+
+/*
+ * Takes the n servers of gone (member_change rows) out of the known
+ * fabric's, their cabled ports back to no fabric: a fabric removed a few
+ * members per transaction costs what each part removes.
+ */
+static int members_shrink(struct desired *d, struct members *known,
+                          const struct member_change *gone, size_t n)
+{
+	struct members m = { .fabric = known->fabric };
+	int rc = 0;
+	m.servers = malloc(n * sizeof(*m.servers));
+	if (!m.servers)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		m.servers[m.nservers++] = gone[i].server;
+	rc = members_load(d, &m);
+	for (size_t i = 0; rc == 0 && i < m.nports; i++) {
+		struct unit_set *u = unit_find(d, m.ports[i].ocs_id);
+		if (u && m.ports[i].port < u->nowner && u->owner[m.ports[i].port] == known->fabric)
+			rc = set_owner(d, &m.ports[i], 0);
+	}
+	for (size_t i = 0; rc == 0 && i < m.nservers; i++)
+		rc = set_server(d, m.servers[i], 0);
+	members_free(&m);
+	if (rc < 0)
+		return rc;
+	/* What the fabric keeps: the servers and ports still its own. */
+	size_t k = 0;
+	for (size_t i = 0; i < known->nservers; i++)
+		if (known->servers[i] >= 0 && (size_t)known->servers[i] < d->nserver_fabric &&
+		    d->server_fabric[known->servers[i]] == known->fabric)
+			known->servers[k++] = known->servers[i];
+	known->nservers = k;
+	k = 0;
+	for (size_t i = 0; i < known->nports; i++) {
+		struct unit_set *u = unit_find(d, known->ports[i].ocs_id);
+		if (u && known->ports[i].port < u->nowner &&
+		    u->owner[known->ports[i].port] == known->fabric)
+			known->ports[k++] = known->ports[i];
+	}
+	known->nports = k;
+	return 0;
+}
+
+/*
  * Applies the membership rows the committed transaction changed: a fabric
  * whose rows all went leaves (its ports return to no fabric), one whose rows
- * all came joins (its servers' cabled ports are read). Anything else (a
- * fabric's members changed in place) returns -EAGAIN: the caller reloads.
+ * all came joins or grows (its new servers' cabled ports are read), one that
+ * lost some rows shrinks. Anything else (a fabric's members changed in place)
+ * returns -EAGAIN: the caller reloads.
  */
 static int apply_members(struct desired *d)
 {
@@ -967,7 +1044,9 @@ static int apply_members(struct desired *d)
 		const struct members *known = members_find(d, fabric);
 		if (added == 0 && known && known->nservers == j - i) {
 			rc = members_drop(d, fabric);
-		} else if (added == j - i && !known) {
+		} else if (added == 0 && known && known->nservers > j - i) {
+			rc = members_shrink(d, members_find(d, fabric), &d->members[i], j - i);
+		} else if (added == j - i) {
 			struct members m = { .fabric = fabric };
 			m.servers = malloc((j - i) * sizeof(*m.servers));
 			if (!m.servers)
@@ -977,7 +1056,8 @@ static int apply_members(struct desired *d)
 			if (rc == 0)
 				rc = members_load(d, &m);
 			if (rc == 0)
-				rc = members_add(d, &m);
+				rc = known ? members_extend(d, members_find(d, fabric), &m)
+				           : members_add(d, &m);
 			members_free(&m);
 		} else {
 			rc = -EAGAIN;
@@ -1364,4 +1444,9 @@ void desired_forget(struct desired *d, int64_t ocs_id)
 uint64_t desired_reloads(const struct desired *d)
 {
 	return d->reloads;
+}
+
+uint64_t desired_owner_reloads(const struct desired *d)
+{
+	return d->owner_reloads;
 }

@@ -136,6 +136,9 @@ uint64_t desired_units_version(const struct desired *d);
 /** Number of full reloads of the circuits since open (what the mirror could not follow). */
 uint64_t desired_reloads(const struct desired *d);
 
+/** Number of full reloads of the port owners since open, likewise. */
+uint64_t desired_owner_reloads(const struct desired *d);
+
 /**
  * Reloads the mirror when it cannot be trusted: after a failed reload, after
  * circuits were written outside a transaction, or when another process (an

@@ -398,6 +398,44 @@ static void test_owners_follow_memberships(void **state)
 	assert_int_equal(own[21], 2);
 }
 
+/* A fabric stored a few members per transaction (fabric.h): each part followed, none reloaded. */
+static void test_members_in_parts(void **state)
+{
+	struct fixture *f = *state;
+	exec(f->s, "INSERT INTO server(id, name, devices, ports_per_device) VALUES (1, 's1', 1, "
+	           "2), (2, 's2', 1, 2), (3, 's3', 1, 1);"
+	           "INSERT INTO cable(server_id, device, port, ocs_id, ocs_port) VALUES "
+	           "(1, 0, 0, 1, 11), (2, 0, 0, 1, 12), (2, 0, 1, 2, 7), (3, 0, 0, 1, 13)");
+	desired_refresh(f->d);
+	uint64_t reloads = desired_owner_reloads(f->d);
+	size_t n;
+	assert_int_equal(store_begin(f->s), 0);
+	exec(f->s, "INSERT INTO fabric_server(fabric_id, position, server_id) VALUES (1, 0, 1)");
+	assert_int_equal(store_commit(f->s), 0);
+	const int64_t *own = desired_owners(f->d, 1, &n);
+	assert_true(n > 13);
+	assert_int_equal(own[11], 1);
+	assert_int_equal(own[12], 0);
+	assert_int_equal(store_begin(f->s), 0);
+	exec(f->s, "INSERT INTO fabric_server(fabric_id, position, server_id) VALUES "
+	           "(1, 1, 2), (1, 2, 3)");
+	assert_int_equal(store_commit(f->s), 0);
+	own = desired_owners(f->d, 1, &n);
+	assert_int_equal(own[11], 1);
+	assert_int_equal(own[12], 1);
+	assert_int_equal(own[13], 1);
+	assert_int_equal(desired_owners(f->d, 2, &n)[7], 1);
+	assert_int_equal(desired_owner_reloads(f->d), reloads);
+	/* Leaving, the fabric takes the ports of both parts with it. */
+	assert_int_equal(store_begin(f->s), 0);
+	exec(f->s, "DELETE FROM fabric WHERE id = 1");
+	assert_int_equal(store_commit(f->s), 0);
+	own = desired_owners(f->d, 1, &n);
+	assert_int_equal(own[11] | own[12] | own[13], 0);
+	assert_int_equal(desired_owners(f->d, 2, &n)[7], 0);
+	assert_int_equal(desired_owner_reloads(f->d), reloads);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -405,6 +443,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_rollback_drops, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_any_writer_is_followed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_owners_follow_memberships, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_members_in_parts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_delete_remembers_owner, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_replan_and_reuse, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_outside_writes, setup, teardown),
