@@ -11,6 +11,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "domain/demo.h"
+#include "domain/fabric.h"
 #include "state/desired.h"
 #include "base/events.h"
 #include "cluster/ha.h"
@@ -217,6 +218,22 @@ static bool may_drive(void *arg)
 	return ha_may_drive(d->ha);
 }
 
+/*
+ * Fabrics a stopped daemon was still storing a part at a time: their clients
+ * were never told they exist, so they go before the reconciler acts on them.
+ */
+static int drop_unfinished(struct store *s)
+{
+	int rc = store_begin(s);
+	if (rc == 0 && (rc = fabric_drop_unfinished(s)) == 0)
+		rc = store_commit(s);
+	if (rc < 0) {
+		store_rollback(s);
+		log_error("store", "cannot drop the fabrics left unfinished");
+	}
+	return rc;
+}
+
 static int start_reconciler(struct ofcd *d, int64_t generation)
 {
 	struct reconcile_deps deps = { .base = d->base,
@@ -318,7 +335,7 @@ int ofcd_init(struct ofcd *d, struct ofcd_config *cfg, const char *config_path, 
 		return rc;
 	}
 	d->env.events = d->events;
-	if (!cluster && (rc = start_reconciler(d, 0)) < 0)
+	if (!cluster && ((rc = drop_unfinished(d->store)) < 0 || (rc = start_reconciler(d, 0)) < 0))
 		return rc;
 	if (cluster) {
 		/* Only the leader drives the units: the reconciler starts when it leads. */

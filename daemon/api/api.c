@@ -22,6 +22,11 @@ void api_resume(struct api_req *req)
 	req->transport->resume(req);
 }
 
+void api_continue(struct api_req *req, const struct api_slices *rest)
+{
+	req->slices = *rest;
+}
+
 const char *api_query(struct api_req *req, const char *key)
 {
 	return req->transport->query(req, key);

@@ -158,6 +158,43 @@ struct api_route {
 /** Called when a suspended request ends without a normal reply (see api_suspend). */
 typedef void (*api_abort_fn)(struct api_req *req, bool conn_closed);
 
+/**
+ * A write done a part at a time (api_continue()), so that a large one never
+ * holds the loop: its parts run in the handler's turn while they fit a few
+ * milliseconds, then one turn after another, each turn's in a transaction of
+ * its own; meanwhile other writes wait their turn and reads go on. Single
+ * node only (a cluster member's write is one entry of its log). Loop thread.
+ */
+struct api_slices {
+	/**
+	 * Does the next part in the open transaction; *done once the write is
+	 * whole. 0; 1 when the turn should end with this part (its commit costs
+	 * as much again); or -errno: the write fails (rolled back, then abandoned).
+	 */
+	int (*step)(void *arg, bool *done);
+	/**
+	 * Undoes the parts before, in the open transaction: 0 or -errno. For a
+	 * write that goes on (below), finishes it at once instead.
+	 */
+	int (*abandon)(void *arg);
+	/**
+	 * Sets the reply: with rc 0 after the last part, inside its transaction
+	 * (what the audit records and the events tell; it may hold the request,
+	 * as a handler may); with rc < 0, why the write failed.
+	 */
+	void (*reply)(void *arg, struct api_req *req, int rc);
+	/** Frees arg. */
+	void (*drop)(void *arg);
+	void *arg; /**< what they work on */
+	/**
+	 * The write cannot be undone once begun (a removal): the handler's reply
+	 * is its outcome (audited, and its events told, even when the client
+	 * goes away meanwhile); a part that fails makes abandon() finish it.
+	 * Otherwise the client's leaving abandons the write.
+	 */
+	bool goes_on;
+};
+
 /** A request. Owned by http.c; valid until it is answered and the connection is done. */
 struct api_req {
 	struct api_env *env;           /**< what the handler works with (borrowed) */
@@ -197,11 +234,14 @@ struct api_req {
 	/* Suspension, see api_suspend(). */
 	bool suspended; /**< waiting for an event to reply */
 	/**
-	 * A cluster member's write whose change is on its way to the replicated
-	 * log (api_dispatch.c): the store does not show it yet, so whoever holds
-	 * the request (a ?wait=) must not answer until this is false.
+	 * A write whose change is not all in the store yet (api_dispatch.c): a
+	 * cluster member's on its way to the replicated log, or a large one stored
+	 * a part per loop turn (api_continue()). Whoever holds the request (a
+	 * ?wait=) must not answer until this is false, and a drain lets it end.
 	 */
 	bool replicating;
+	/** Set by api_continue(): the rest of the write, for the dispatch to store. */
+	struct api_slices slices;
 	/**
 	 * Set by a handler: called once the request's change is committed (on a
 	 * cluster member, after the log took it), before the reconciler hears of
@@ -345,6 +385,14 @@ void api_suspend(struct api_req *req, api_abort_fn on_abort, void *arg);
 
 /** Sends the reply of a suspended request. */
 void api_resume(struct api_req *req);
+
+/**
+ * From a write's handler on a single node: the write is done by rest's
+ * parts (struct api_slices), from this turn on, instead of by the handler;
+ * the handler sets a placeholder reply below 400 and returns. rest->arg is
+ * the dispatch's to drop from then on.
+ */
+void api_continue(struct api_req *req, const struct api_slices *rest);
 
 /*
  * Input helpers: the checks of jsonin.h, each turning a failure into the

@@ -8,13 +8,17 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include <event2/event.h>
+
 #include "api.h"
 #include "api_change.h"
 #include "base/config.h"
+#include "base/metrics.h"
 #include "log.h"
 #include "state/store.h"
 #include "state/store_changes.h"
@@ -182,11 +186,12 @@ static void run_handler(struct api_req *req)
 
 static void cluster_write(struct api_req *req);
 static bool wait_elsewhere(struct api_req *req);
+static void enqueue(struct api_req *req);
+static void local_write(struct api_req *req);
 
 void api_dispatch(struct api_req *req)
 {
 	struct api_env *env = req->env;
-	struct store *st = env->store;
 	bool write = needs_txn(req);
 
 	if (write && env->cluster) {
@@ -195,33 +200,333 @@ void api_dispatch(struct api_req *req)
 	}
 	if (env->cluster && api_query(req, "wait") && wait_elsewhere(req))
 		return;
+	if (!write) {
+		run_handler(req);
+		return;
+	}
+	/* A write stored over several turns goes first: the others wait behind it. */
+	if (env->writes.current || env->writes.head) {
+		enqueue(req);
+		return;
+	}
+	local_write(req);
+}
 
-	if (write && store_begin(st) < 0) {
-		/* The store is locked or failing: an audit row would only wait again. */
-		api_error(req, OFCD_E_STORE, NULL, "the store is not available, try again");
-		return;
-	}
-	run_handler(req);
-	if (!write)
-		return;
-	if (req->status >= 400) {
+/* ---- a single node's writes ----------------------------------------------
+ *
+ * A write's handler runs in a transaction that commits with its audit row. A
+ * handler may leave the write to parts (api_continue()): those that fit the
+ * turn's budget run in its transaction, and when that is all, the write ends
+ * as any other. Otherwise what they stored commits without audit or events,
+ * the request is held, and each later turn does parts in a transaction of
+ * its own until the write is whole; it then commits with the audit row and
+ * publishes its events. Later writes wait their turn in env->writes' queue,
+ * as a cluster member's do. A part that fails undoes what the others stored,
+ * and so does a client that goes away, unless the write goes on (a removal:
+ * then it is finished, and its outcome was its first reply); a daemon that
+ * stops first leaves the write marked unfinished for the next start to drop
+ * (fabric_drop_unfinished()).
+ */
+
+/* A write in hand or waiting its turn: a cluster member's, or a single node's done in parts. */
+struct api_write {
+	struct api_env *env;
+	struct api_req *req; /* NULL once the client went away */
+	void *data;          /* the changeset */
+	size_t len;
+	json_t *changes; /* its events (api_change.h), published once the log took it */
+	/* A handler that suspended its request itself (?wait=) gets it back afterwards. */
+	bool held;
+	api_abort_fn held_abort;
+	void *held_arg;
+	struct api_write *next; /* in env->writes' queue */
+	/* A single node's write done in parts: the rest, and the turn that does it. */
+	struct api_slices slices;
+	struct event *turn;
+	/* One that goes on without its client: its audit row's fields, and its status. */
+	char *audit_token, *audit_client, *audit_method, *audit_path;
+	unsigned audit_status;
+};
+
+/* Work a turn gives a write in parts: what other clients may wait behind it. */
+#define SLICES_BUDGET_US 5000
+
+static void next_write(struct api_env *env);
+static void write_free(struct api_write *w);
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+static void slices_drop(struct api_slices *sl)
+{
+	if (sl->drop)
+		sl->drop(sl->arg);
+	memset(sl, 0, sizeof(*sl));
+}
+
+static double since_us(const struct timespec *t0)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)(t.tv_sec - t0->tv_sec) * 1e6 + (double)(t.tv_nsec - t0->tv_nsec) / 1e3;
+}
+
+/*
+ * Parts in the open transaction until the write is whole, one fails, one
+ * asks for its commit, or the budget is spent. Returns 0 or -errno.
+ */
+static int slices_run(const struct api_slices *sl, const struct timespec *t0, bool *done)
+{
+	int rc;
+	*done = false;
+	do
+		rc = sl->step(sl->arg, done);
+	while (rc == 0 && !*done && since_us(t0) < SLICES_BUDGET_US);
+	return rc < 0 ? rc : 0;
+}
+
+/* Undoes what the parts stored; the next start does when even that fails. */
+static void slices_abandon(const struct api_slices *sl, struct store *st)
+{
+	int rc = store_begin(st);
+	if (rc == 0)
+		rc = sl->abandon(sl->arg);
+	if (rc == 0)
+		rc = store_commit(st);
+	if (rc < 0) {
 		store_rollback(st);
-		api_audit_refusal(req);
-		return;
+		log_error("api", "cannot drop an unfinished write; the next start does");
 	}
+}
+
+/*
+ * A write's end in the open transaction: its audit row, the commit, then its
+ * events and the committed hook. False when the commit failed (rolled back).
+ */
+static bool commit_write(struct api_req *req)
+{
+	struct store *st = req->env->store;
 	json_t *changes = api_changes_of(req);
 	if (store_audit(st, token_name(req), req->client, req->method, req->path, req->status) <
 	        0 ||
 	    store_commit(st) < 0) {
 		json_decref(changes);
 		store_rollback(st);
-		fail_commit(req);
+		return false;
+	}
+	api_changes_publish(req->env->events, changes);
+	if (req->committed)
+		req->committed(req);
+	return true;
+}
+
+/* The write in parts is whole in the open transaction: its reply, then its end. */
+static bool slices_commit(struct api_req *req, const struct api_slices *sl)
+{
+	sl->reply(sl->arg, req, 0);
+	return commit_write(req);
+}
+
+/* Ends a write that failed, in the handler's turn or a later one: nothing of it stays. */
+static void slices_fail(struct api_req *req, const struct api_slices *sl, int rc, bool stored)
+{
+	store_rollback(req->env->store);
+	if (stored)
+		slices_abandon(sl, req->env->store);
+	if (req->suspended) { /* a ?wait= the reply set up */
+		req->suspended = false;
+		if (req->on_abort)
+			req->on_abort(req, true);
+	}
+	sl->reply(sl->arg, req, rc);
+	api_audit_refusal(req);
+}
+
+/*
+ * A held write is whole in the open transaction: its reply (when its client
+ * is still there), audit row, commit and events. False when the commit
+ * failed (rolled back).
+ */
+static bool slices_end(struct api_write *w)
+{
+	struct api_req *req = w->req;
+	struct store *st = w->env->store;
+	if (!w->slices.goes_on)
+		return slices_commit(req, &w->slices);
+	if (req)
+		w->slices.reply(w->slices.arg, req, 0);
+	if (store_audit(st, w->audit_token, w->audit_client, w->audit_method, w->audit_path,
+	                w->audit_status) < 0 ||
+	    store_commit(st) < 0) {
+		store_rollback(st);
+		return false;
+	}
+	api_changes_publish(w->env->events, w->changes);
+	w->changes = NULL;
+	if (req && req->committed)
+		req->committed(req);
+	return true;
+}
+
+static void slice_turn(evutil_socket_t fd, short what, void *arg)
+{
+	struct metrics_loop l = metrics_loop_enter("api");
+	struct api_write *w = arg;
+	struct api_env *env = w->env;
+	struct api_req *req = w->req;
+	struct store *st = env->store;
+	bool goes_on = w->slices.goes_on, done = false;
+	struct timespec t0;
+	int rc;
+	(void)fd;
+	(void)what;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (!req && !goes_on) {
+		/* Its client went away before it was whole: it is not made. */
+		slices_abandon(&w->slices, st);
+		goto end;
+	}
+	rc = store_begin(st);
+	if (rc == 0)
+		rc = slices_run(&w->slices, &t0, &done);
+	if (rc == 0 && !done) {
+		rc = store_commit(st);
+		if (rc == 0) {
+			static const struct timeval now = { 0, 0 };
+			evtimer_add(w->turn, &now); /* a timer: the loop polls its sockets first */
+			metrics_loop_leave(l);
+			return;
+		}
+	}
+	if (rc < 0 && goes_on) {
+		/* It cannot stop part-way: the rest at once. */
+		store_rollback(st);
+		rc = store_begin(st);
+		if (rc == 0)
+			rc = w->slices.abandon(w->slices.arg);
+		done = rc == 0;
+	}
+	if (req) {
+		req->replicating = false;
+		req->suspended = false;
+		req->on_abort = NULL;
+		req->wait_arg = NULL;
+	}
+	if (rc < 0 || !slices_end(w)) {
+		store_rollback(st);
+		if (!goes_on)
+			slices_abandon(&w->slices, st); /* else the next start finishes it */
+		if (req)
+			slices_fail(req, &w->slices, rc < 0 ? rc : -EIO, false);
+	}
+	/* The reply may hold it (?wait=), as a handler's may. */
+	if (req && !req->suspended)
+		api_resume(req);
+end:
+	write_free(w);
+	next_write(env);
+	metrics_loop_leave(l);
+}
+
+static void on_slices_abort(struct api_req *req, bool conn_closed)
+{
+	struct api_write *w = req->wait_arg;
+	req->replicating = false;
+	/* The next turn undoes it or goes on; if the loop ends first, the next start drops it. */
+	w->req = NULL;
+	if (!conn_closed && !w->slices.goes_on)
+		api_error(req, OFCD_E_SHUTTING_DOWN, NULL,
+		          "the daemon is shutting down; the change was not made");
+}
+
+/* Holds req while later turns do the rest of its write (its first parts are committed). */
+static void slices_hold(struct api_req *req)
+{
+	struct api_env *env = req->env;
+	struct api_write *w = calloc(1, sizeof(*w));
+	bool goes_on = req->slices.goes_on;
+	if (w) {
+		w->env = env;
+		w->turn = evtimer_new(env->base, slice_turn, w);
+		if (goes_on) {
+			w->audit_token = dup_or_null(token_name(req));
+			w->audit_client = dup_or_null(req->client);
+			w->audit_method = strdup(req->method);
+			w->audit_path = strdup(req->path);
+			w->audit_status = req->status;
+		}
+	}
+	if (!w || !w->turn ||
+	    (goes_on &&
+	     ((token_name(req) && !w->audit_token) || (req->client && !w->audit_client) ||
+	      !w->audit_method || !w->audit_path))) {
+		/* Undone, or for one that goes on, finished by the next start. */
+		if (!goes_on)
+			slices_abandon(&req->slices, env->store);
+		slices_drop(&req->slices);
+		if (w)
+			write_free(w);
+		api_error(req, OFCD_E_STORE, NULL, "out of memory, try again");
 		api_audit_refusal(req);
 		return;
 	}
-	api_changes_publish(env->events, changes);
-	if (req->committed)
-		req->committed(req);
+	w->req = req;
+	w->slices = req->slices;
+	memset(&req->slices, 0, sizeof(req->slices));
+	if (goes_on)
+		w->changes = api_changes_of(req);
+	api_suspend(req, on_slices_abort, w);
+	req->replicating = true;
+	env->writes.current = w;
+	static const struct timeval now = { 0, 0 };
+	evtimer_add(w->turn, &now);
+}
+
+/* A handler that left its write to parts: this turn's, then the others' (slices_hold()). */
+static void local_slices(struct api_req *req, const struct timespec *t0)
+{
+	struct api_slices *sl = &req->slices;
+	bool done;
+	int rc = slices_run(sl, t0, &done);
+	if (rc < 0) {
+		slices_fail(req, sl, rc, false);
+	} else if (done) {
+		if (!slices_commit(req, sl))
+			slices_fail(req, sl, -EIO, false);
+	} else if (store_commit(req->env->store) < 0) {
+		slices_fail(req, sl, -EIO, false);
+	} else {
+		slices_hold(req);
+		return;
+	}
+	slices_drop(sl);
+}
+
+static void local_write(struct api_req *req)
+{
+	struct store *st = req->env->store;
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (store_begin(st) < 0) {
+		/* The store is locked or failing: an audit row would only wait again. */
+		api_error(req, OFCD_E_STORE, NULL, "the store is not available, try again");
+		return;
+	}
+	run_handler(req);
+	if (req->status >= 400) {
+		store_rollback(st);
+		slices_drop(&req->slices);
+		api_audit_refusal(req);
+		return;
+	}
+	if (req->slices.step) {
+		local_slices(req, &t0);
+	} else if (!commit_write(req)) {
+		fail_commit(req);
+		api_audit_refusal(req);
+	}
 }
 
 /* ---- a cluster member's writes -------------------------------------------
@@ -234,21 +539,6 @@ void api_dispatch(struct api_req *req)
  * log's hands at a time (its changeset is relative to the store as it is);
  * the others wait their turn, suspended.
  */
-
-struct api_write {
-	struct api_env *env;
-	struct api_req *req; /* NULL once the client went away */
-	void *data;          /* the changeset */
-	size_t len;
-	json_t *changes; /* its events (api_change.h), published once the log took it */
-	/* A handler that suspended its request itself (?wait=) gets it back afterwards. */
-	bool held;
-	api_abort_fn held_abort;
-	void *held_arg;
-	struct api_write *next; /* in env->writes' queue */
-};
-
-static void next_write(struct api_env *env);
 
 /* Replies now to a request suspended here. */
 static void finish(struct api_req *req)
@@ -402,6 +692,13 @@ static void write_free(struct api_write *w)
 		w->env->writes.current = NULL;
 	json_decref(w->changes);
 	free(w->data);
+	slices_drop(&w->slices);
+	if (w->turn)
+		event_free(w->turn);
+	free(w->audit_token);
+	free(w->audit_client);
+	free(w->audit_method);
+	free(w->audit_path);
 	free(w);
 }
 
@@ -540,15 +837,25 @@ static void next_write(struct api_env *env)
 			q->tail = NULL;
 		free(w);
 		/* The gate may have closed while it waited. */
-		if (refuse_here(req) || !api_admit(req)) {
+		if ((env->cluster && refuse_here(req)) || !api_admit(req)) {
 			req->suspended = false;
 			api_audit_refusal(req);
 			api_resume(req);
 			continue;
 		}
-		run_write(req);
-		if (!q->current || q->current->req != req)
-			api_resume(req); /* answered at once: a refusal */
+		if (env->cluster) {
+			run_write(req);
+			if (!q->current || q->current->req != req)
+				api_resume(req); /* answered at once: a refusal */
+			continue;
+		}
+		req->suspended = false;
+		req->on_abort = NULL;
+		req->wait_arg = NULL;
+		local_write(req);
+		/* Unless held: stored in parts, or waiting (?wait=) for the units. */
+		if (!req->suspended)
+			api_resume(req);
 	}
 }
 
@@ -564,12 +871,19 @@ static void cluster_write(struct api_req *req)
 		run_write(req);
 		return;
 	}
+	enqueue(req);
+}
+
+/* Holds req until the writes before it are done (next_write()). */
+static void enqueue(struct api_req *req)
+{
+	struct api_writes *q = &req->env->writes;
 	struct api_write *w = calloc(1, sizeof(*w));
 	if (!w) {
 		api_error(req, OFCD_E_STORE, NULL, "out of memory, try again");
 		return;
 	}
-	w->env = env;
+	w->env = req->env;
 	w->req = req;
 	if (q->tail)
 		q->tail->next = w;

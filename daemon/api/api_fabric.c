@@ -150,6 +150,100 @@ static void fabric_reply(struct api_req *req, unsigned status, int64_t fid, cons
 	wait_fabric(req, name, WAIT_FINAL_STATE, wait);
 }
 
+/* A fabric written a part at a time (fabric.h, struct fabric_parts), and the reply it gets. */
+struct fabric_rest {
+	struct fabric_parts *parts;
+	struct ofcd_error err; /* a step's refusal */
+	char name[65];
+	unsigned status;
+	double wait;
+	bool summary;
+	bool removal; /* a delete: its reply is set at once */
+};
+
+static int rest_step(void *arg, bool *done)
+{
+	struct fabric_rest *r = arg;
+	return fabric_parts_step(r->parts, done, &r->err);
+}
+
+static int rest_abandon(void *arg)
+{
+	return fabric_parts_drop(((struct fabric_rest *)arg)->parts);
+}
+
+static void rest_reply(void *arg, struct api_req *req, int rc)
+{
+	struct fabric_rest *r = arg;
+	if (rc == 0 && r->removal)
+		wait_fabric(req, r->name, WAIT_REMOVED, r->wait);
+	else if (rc == 0)
+		fabric_reply(req, r->status, fabric_parts_id(r->parts), r->name, r->wait,
+		             r->summary);
+	else if (r->err.err != OFCD_OK)
+		api_fail(req, &r->err);
+	else
+		api_error(req, OFCD_E_STORE, NULL, "the change could not be stored, try again");
+}
+
+static void rest_drop(void *arg)
+{
+	struct fabric_rest *r = arg;
+	ofcd_error_clear(&r->err);
+	fabric_parts_free(r->parts);
+	free(r);
+}
+
+/*
+ * A single node writes a fabric a part at a time, so that a large one never
+ * holds the loop (api_continue()); a cluster member's write is one entry of
+ * its log, made at once.
+ */
+static struct fabric_parts **parts_of(struct api_req *req, struct fabric_parts **parts)
+{
+	*parts = NULL;
+	return req->env->cluster ? NULL : parts;
+}
+
+/*
+ * Leaves the rest of a write to its parts: a create's reply comes with its
+ * last part (a placeholder until then), a removal's is the one already set.
+ */
+static void continue_parts(struct api_req *req, struct fabric_parts *parts, unsigned status,
+                           const char *name, double wait, bool summary, bool removal)
+{
+	struct fabric_rest *r = calloc(1, sizeof(*r));
+	if (!r) {
+		fabric_parts_free(parts);
+		api_error(req, OFCD_E_INTERNAL, NULL, "out of memory");
+		return;
+	}
+	*r = (struct fabric_rest){ .parts = parts,
+		                   .status = status,
+		                   .wait = wait,
+		                   .summary = summary,
+		                   .removal = removal };
+	snprintf(r->name, sizeof(r->name), "%s", name);
+	if (!removal)
+		api_reply(req, 202, NULL);
+	api_continue(req, &(struct api_slices){ .step = rest_step,
+	                                        .abandon = rest_abandon,
+	                                        .reply = rest_reply,
+	                                        .drop = rest_drop,
+	                                        .arg = r,
+	                                        .goes_on = removal });
+}
+
+/* The reply of a write that created fabric fid, or that its parts create. */
+static void created_reply(struct api_req *req, unsigned status, int64_t fid, const char *name,
+                          double wait, bool summary, struct fabric_parts *parts)
+{
+	if (parts)
+		continue_parts(req, parts, status, name, wait, summary, false);
+	else
+		fabric_reply(req, status, fid, name, wait, summary);
+}
+
 void api_fabric_create(struct api_req *req)
 {
 	struct fabric_ctx c = ctx_of(req);
@@ -167,11 +261,12 @@ void api_fabric_create(struct api_req *req)
 	api_cost_params(req->env->cfg, &price);
 	layout.price = &price;
 	if (m) {
-		int64_t fid = fabric_create(&c, name, names, m, &layout, &e);
+		struct fabric_parts *parts;
+		int64_t fid = fabric_create(&c, name, names, m, &layout, parts_of(req, &parts), &e);
 		if (fid < 0)
 			api_fail(req, &e);
 		else
-			fabric_reply(req, 201, fid, name, wait, summary);
+			created_reply(req, 201, fid, name, wait, summary, parts);
 	}
 	free(names);
 }
@@ -194,11 +289,13 @@ void api_fabric_put(struct api_req *req)
 	layout.price = &price;
 	if (m &&
 	    api_if_match(req, topo_fabric_revision(c.store, topo_fabric_id(c.store, name))) == 0) {
-		int64_t fid = fabric_put(&c, name, names, m, &layout, &created, &e);
+		struct fabric_parts *parts;
+		int64_t fid =
+		    fabric_put(&c, name, names, m, &layout, &created, parts_of(req, &parts), &e);
 		if (fid < 0)
 			api_fail(req, &e);
 		else
-			fabric_reply(req, created ? 201 : 200, fid, name, wait, summary);
+			created_reply(req, created ? 201 : 200, fid, name, wait, summary, parts);
 	}
 	free(names);
 }
@@ -242,14 +339,18 @@ void api_fabric_delete(struct api_req *req)
 	int64_t id = topo_fabric_id(c.store, req->params[0]);
 	if (id && api_if_match(req, topo_fabric_revision(c.store, id)) < 0)
 		return;
-	if (fabric_delete(&c, req->params[0], &e) < 0) {
+	struct fabric_parts *parts;
+	if (fabric_delete(&c, req->params[0], parts_of(req, &parts), &e) < 0) {
 		api_fail(req, &e);
 		return;
 	}
 	/* Accepted, not done: the circuits come off the units after the commit. */
 	api_reply(req, 202,
 	          json_pack("{s:s, s:s}", "deleted", req->params[0], "state", "removing"));
-	wait_fabric(req, req->params[0], WAIT_REMOVED, wait);
+	if (parts)
+		continue_parts(req, parts, 202, req->params[0], wait, false, true);
+	else
+		wait_fabric(req, req->params[0], WAIT_REMOVED, wait);
 }
 
 void api_device_put(struct api_req *req)

@@ -1,9 +1,11 @@
 #include "fabric.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include "state/desired.h"
 #include "log.h"
@@ -25,22 +27,60 @@ int fabric_infeasible(struct ofcd_error *e, uint32_t servers, uint32_t min_devic
 	                 devices);
 }
 
-/* The row id of each named server, refusing any unknown, listed twice or in a fabric. */
+/* A server's row id and its position in the request, to find the ones listed twice. */
+struct listed {
+	int64_t id;
+	size_t at;
+};
+
+static int listed_cmp(const void *x, const void *y)
+{
+	const struct listed *a = x, *b = y;
+	if (a->id != b->id)
+		return a->id < b->id ? -1 : 1;
+	return a->at < b->at ? -1 : a->at > b->at;
+}
+
+/* The first position that names a server an earlier one named (m when none); -ENOMEM. */
+static ssize_t first_repeat(const int64_t *ids, size_t m)
+{
+	struct listed *v = malloc((m ? m : 1) * sizeof(*v));
+	size_t n = 0, first = m;
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < m; i++)
+		if (ids[i])
+			v[n++] = (struct listed){ ids[i], i };
+	qsort(v, n, sizeof(*v), listed_cmp);
+	for (size_t i = 1; i < n; i++)
+		if (v[i].id == v[i - 1].id && v[i].at < first)
+			first = v[i].at;
+	free(v);
+	return (ssize_t)first;
+}
+
+/*
+ * The row id of each named server, refusing the first position (in order)
+ * that names an unknown server, one listed before it, or one in a fabric.
+ */
 static int resolve_servers(const struct fabric_ctx *c, const char *const *names, size_t m,
                            int64_t *ids, struct ofcd_error *e)
 {
 	struct store *s = c->store;
 	char f[32];
+	for (size_t i = 0; i < m; i++)
+		ids[i] = topo_server_id(s, names[i]);
+	ssize_t repeat = first_repeat(ids, m);
+	if (repeat < 0)
+		return ofcd_fail(e, -ENOMEM, OFCD_E_INTERNAL, NULL, NULL, "out of memory");
 	for (size_t i = 0; i < m; i++) {
 		snprintf(f, sizeof(f), "servers[%zu]", i);
-		ids[i] = topo_server_id(s, names[i]);
 		if (!ids[i])
 			return ofcd_fail(e, -ENOENT, OFCD_E_UNPROCESSABLE, f, NULL,
 			                 "%s: no server %s", f, names[i]);
-		for (size_t j = 0; j < i; j++)
-			if (ids[j] == ids[i])
-				return ofcd_fail(e, -EINVAL, OFCD_E_INVALID_FIELD, f, NULL,
-				                 "%s: server %s is listed twice", f, names[i]);
+		if ((size_t)repeat == i)
+			return ofcd_fail(e, -EINVAL, OFCD_E_INVALID_FIELD, f, NULL,
+			                 "%s: server %s is listed twice", f, names[i]);
 		int64_t other = topo_server_fabric(s, ids[i]);
 		if (other) {
 			json_t *of = topo_fabric_summary_json(s, c->desired, other);
@@ -99,9 +139,8 @@ static int64_t next_fabric_id(struct store *s)
 	return id;
 }
 
-static int64_t insert_fabric(struct store *s, const char *name, const struct plan_fabric *plan,
-                             const struct plan_shape *shape, const json_t *choice,
-                             const int64_t *ids, size_t m)
+static int64_t insert_row(struct store *s, const char *name, const struct plan_fabric *plan,
+                          const struct plan_shape *shape, const json_t *choice, bool partial)
 {
 	int64_t fid = next_fabric_id(s);
 	char grid[64];
@@ -109,8 +148,8 @@ static int64_t insert_fabric(struct store *s, const char *name, const struct pla
 		return fid;
 	char *choice_text = choice ? json_dumps(choice, JSON_COMPACT) : NULL;
 	sqlite3_stmt *st = store_stmt(s, "INSERT INTO fabric(id, name, state, formula, planes, "
-	                                 "min_devices, topology, shape, choice) "
-	                                 "VALUES (?, ?, ?, ?, ?, ?, ?, nullif(?, ''), ?)");
+	                                 "min_devices, topology, shape, choice, partial) "
+	                                 "VALUES (?, ?, ?, ?, ?, ?, ?, nullif(?, ''), ?, ?)");
 	sqlite3_bind_int64(st, 1, fid);
 	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, FABRIC_BASE_STATE, -1, SQLITE_STATIC);
@@ -121,20 +160,26 @@ static int64_t insert_fabric(struct store *s, const char *name, const struct pla
 	sqlite3_bind_text(st, 8, fabric_layout_grid(shape, grid, sizeof(grid)), -1,
 	                  SQLITE_TRANSIENT);
 	sqlite3_bind_text(st, 9, choice_text, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int(st, 10, partial);
 	int rc = store_step_done(st);
 	free(choice_text);
-	if (rc < 0)
-		return -EIO;
-	st = store_stmt(s, "INSERT INTO fabric_server(fabric_id, position, server_id) "
-	                   "VALUES (?, ?, ?)");
-	for (size_t i = 0; i < m; i++) {
+	return rc < 0 ? -EIO : fid;
+}
+
+/* The fabric's members from position from to to (exclusive). */
+static int insert_members(struct store *s, int64_t fid, const int64_t *ids, size_t from, size_t to)
+{
+	sqlite3_stmt *st =
+	    store_stmt(s, "INSERT INTO fabric_server(fabric_id, position, server_id) "
+	                  "VALUES (?, ?, ?)");
+	for (size_t i = from; i < to; i++) {
 		sqlite3_bind_int64(st, 1, fid);
 		sqlite3_bind_int64(st, 2, (sqlite3_int64)i);
 		sqlite3_bind_int64(st, 3, ids[i]);
 		if (store_step_done(st) < 0)
 			return -EIO;
 	}
-	return fid;
+	return 0;
 }
 
 /* The fewest devices and ports per device of the fabric's servers: what every plane needs. */
@@ -167,66 +212,313 @@ static int choose_shape(const struct topo_input *in, const struct fabric_layout 
 	return fabric_layout_choose(l, m, n, p, shape, choice, e);
 }
 
-int64_t fabric_create(const struct fabric_ctx *c, const char *name, const char *const *servers,
-                      size_t m, const struct fabric_layout *layout, struct ofcd_error *e)
-{
-	struct store *s = c->store;
-	struct topo_input in = { 0 };
-	struct plan_fabric plan = { 0 };
+/* The steps a fabric written in parts goes through (struct fabric_parts). */
+enum parts_phase {
+	BUILD_LOAD,      /* the servers' cables and faults, a few servers a step */
+	BUILD_PLAN,      /* the layout, the plan and its verification, in one step */
+	BUILD_MEMBERS,   /* the fabric's row, then its members a few a step */
+	BUILD_CIRCUITS,  /* its circuits, a slice a step */
+	REMOVE_CIRCUITS, /* a removal: the circuits, a slice a step */
+	REMOVE_MEMBERS,  /* then the members, a few a step */
+	REMOVE_ROW,      /* then the row, with its missing pairs */
+	PARTS_DONE,
+};
+
+struct fabric_parts {
+	struct fabric_ctx ctx;
+	char name[65];
+	char **names; /* the request's, for the refusals that name a server */
+	size_t m;
+	struct fabric_layout layout;
+	struct coll_params price; /* what layout.price points to */
+	int64_t *ids;
+	enum parts_phase phase;
+	size_t next;          /* the first server or circuit of the phase not done yet */
+	bool parts;           /* a part a step, over transactions; else all at once */
+	struct topo_input in; /* loaded in BUILD_LOAD */
 	struct plan_shape shape;
-	json_t *choice = NULL;
+	json_t *choice;
+	struct plan_fabric plan;
+	int64_t id;   /* the fabric's row, once stored */
+	bool removal; /* a delete: the row, marked partial, goes a part at a time */
+};
+
+/*
+ * What one step does when the build goes a part at a time: 3 to 5 ms of
+ * work each at 64 ports a server (bench/RESULTS.md), a member's share of its
+ * commit included (the desired state then follows each of its ports).
+ */
+#define STEP_SERVERS  128 /* servers loaded */
+#define STEP_MEMBERS  64  /* members stored or removed */
+#define STEP_CIRCUITS 512 /* circuits stored or removed */
+
+void fabric_parts_free(struct fabric_parts *b)
+{
+	if (!b)
+		return;
+	for (size_t i = 0; b->names && i < b->m; i++)
+		free(b->names[i]);
+	free(b->names);
+	free(b->ids);
+	topo_input_free(&b->in);
+	json_decref(b->choice);
+	plan_fabric_free(&b->plan);
+	free(b);
+}
+
+static struct fabric_parts *build_new(const struct fabric_ctx *c, const char *name,
+                                      const char *const *servers, size_t m,
+                                      const struct fabric_layout *layout, bool parts)
+{
+	struct fabric_parts *b = calloc(1, sizeof(*b));
+	if (!b)
+		return NULL;
+	b->ctx = *c;
+	snprintf(b->name, sizeof(b->name), "%s", name);
+	b->m = m;
+	b->layout = *layout;
+	if (layout->price) {
+		b->price = *layout->price;
+		b->layout.price = &b->price;
+	}
+	b->parts = parts;
+	b->ids = calloc(m ? m : 1, sizeof(*b->ids));
+	b->names = calloc(m ? m : 1, sizeof(*b->names));
+	for (size_t i = 0; b->names && i < m; i++)
+		if (!(b->names[i] = strdup(servers[i]))) {
+			b->m = i;
+			fabric_parts_free(b);
+			return NULL;
+		}
+	if (!b->ids || !b->names) {
+		fabric_parts_free(b);
+		return NULL;
+	}
+	return b;
+}
+
+static size_t min_size(size_t a, size_t b)
+{
+	return a < b ? a : b;
+}
+
+/* Lays the loaded servers out, plans and verifies them. */
+static int build_plan(struct fabric_parts *b, struct ofcd_error *e)
+{
 	char why[256];
+	int rc = check_joined(&b->ctx, (const char *const *)b->names, &b->in, e);
+	if (rc == 0)
+		rc = choose_shape(&b->in, &b->layout, &b->shape, &b->choice, e);
+	if (rc < 0)
+		return rc;
+	const struct plan_shape *shaped =
+	    b->shape.topology == PLAN_TOPO_FULL_MESH ? NULL : &b->shape;
+	rc = plan_fabric_compute_shape(b->in.servers, b->in.m, shaped, &b->plan);
+	if (rc == -EDOM)
+		return fabric_infeasible(e, (uint32_t)b->m, b->plan.min_devices, b->plan.devices);
+	if (rc < 0)
+		return ofcd_fail(e, rc, OFCD_E_INTERNAL, NULL, NULL, "planning failed (%d)", rc);
+	if (plan_verify_shape(b->in.servers, b->in.m, shaped, &b->plan, why, sizeof(why)) < 0) {
+		log_error("planner", "fabric %s: plan failed verification: %s", b->name, why);
+		return ofcd_fail(e, -EINVAL, OFCD_E_INTERNAL, NULL, NULL,
+		                 "the plan failed verification: %s", why);
+	}
+	log_info("planner", "fabric %s: %s, %zu servers, %zu circuits, %zu pairs missing", b->name,
+	         plan_shape_format(&b->shape, why, sizeof(why)), b->m, b->plan.ncircuits,
+	         b->plan.nmissing);
+	return 0;
+}
+
+/* The row, its missing pairs and counts (no circuits yet), marked partial unless all at once. */
+static int build_row(struct fabric_parts *b)
+{
+	struct store *s = b->ctx.store;
+	struct plan_fabric none = b->plan;
+	none.ncircuits = 0;
+	int64_t id = insert_row(s, b->name, &b->plan, &b->shape, b->choice, b->parts);
+	if (id < 0 || topo_plan_save(s, id, &b->in, &none, FABRIC_BASE_STATE, false) < 0)
+		return -EIO;
+	b->id = id;
+	return 0;
+}
+
+static int mark_partial(struct store *s, int64_t id, bool partial)
+{
+	sqlite3_stmt *st = store_stmt(s, "UPDATE fabric SET partial = ? WHERE id = ?");
+	sqlite3_bind_int(st, 1, partial);
+	sqlite3_bind_int64(st, 2, id);
+	return store_step_done(st) < 0 ? -EIO : 0;
+}
+
+/* Deletes a fabric marked partial, with whatever rows it still has. */
+static int drop_partial(struct store *s, int64_t id)
+{
+	sqlite3_stmt *st = store_stmt(s, "DELETE FROM fabric WHERE id = ? AND partial");
+	sqlite3_bind_int64(st, 1, id);
+	return store_step_done(st) < 0 ? -EIO : 0;
+}
+
+/*
+ * A removal's step: up to a slice of the fabric's circuits, or a few of its
+ * members (the last positions first, as a create stores them the other way).
+ * Returns how many rows went (0: none left of that kind), or -EIO.
+ */
+static int remove_some(struct store *s, struct fabric_parts *b)
+{
+	bool members = b->phase == REMOVE_MEMBERS;
+	sqlite3_stmt *st =
+	    members ? store_stmt(s, "DELETE FROM fabric_server WHERE fabric_id = ?1 AND position "
+	                            "> (SELECT max(position) FROM fabric_server WHERE fabric_id = "
+	                            "?1) - ?2")
+	            : store_stmt(s, "DELETE FROM circuit WHERE rowid IN (SELECT rowid FROM "
+	                            "circuit WHERE fabric_id = ?1 LIMIT ?2)");
+	sqlite3_bind_int64(st, 1, b->id);
+	sqlite3_bind_int(st, 2, members ? STEP_MEMBERS : STEP_CIRCUITS);
+	if (store_step_done(st) < 0)
+		return -EIO;
+	return sqlite3_changes(store_db(s));
+}
+
+int fabric_parts_step(struct fabric_parts *b, bool *done, struct ofcd_error *e)
+{
+	struct store *s = b->ctx.store;
+	size_t servers = b->parts ? STEP_SERVERS : b->m, members = b->parts ? STEP_MEMBERS : b->m;
+	size_t to;
+	int rc = 0;
+
+	*done = false;
+	switch (b->phase) {
+	case BUILD_LOAD:
+		to = min_size(b->m, b->next + servers);
+		if (topo_input_more(s, &b->in, (uint32_t)b->next, (uint32_t)to) < 0)
+			return ofcd_fail(e, -EIO, OFCD_E_STORE, NULL, NULL,
+			                 "cannot read the topology");
+		b->next = to;
+		if (to < b->m)
+			return 0;
+		b->phase = BUILD_PLAN;
+		b->next = 0;
+		/* A fabric that took several steps to load plans on a turn of its own. */
+		return b->m > STEP_SERVERS;
+	case BUILD_PLAN:
+		rc = build_plan(b, e);
+		if (rc == 0)
+			b->phase = BUILD_MEMBERS;
+		return rc;
+	case BUILD_MEMBERS:
+		if (!b->id && build_row(b) < 0)
+			break;
+		to = min_size(b->m, b->next + members);
+		if (insert_members(s, b->id, b->ids, b->next, to) < 0)
+			break;
+		rc = to - b->next == STEP_MEMBERS; /* a full step's commit is as much work again */
+		b->next = to;
+		if (to == b->m) {
+			b->phase = BUILD_CIRCUITS;
+			b->next = 0;
+		}
+		return rc;
+	case BUILD_CIRCUITS:
+		to = b->parts ? min_size(b->plan.ncircuits, b->next + STEP_CIRCUITS)
+		              : b->plan.ncircuits;
+		if (topo_circuits_add(s, b->id, &b->in, &b->plan, b->next, to) < 0)
+			break;
+		b->next = to;
+		if (to < b->plan.ncircuits)
+			return 0;
+		if (b->parts && mark_partial(s, b->id, false) < 0)
+			break;
+		b->phase = PARTS_DONE;
+		*done = true;
+		return 0;
+	case REMOVE_CIRCUITS:
+	case REMOVE_MEMBERS:
+		rc = remove_some(s, b);
+		if (rc < 0)
+			break;
+		if (rc == 0) {
+			b->phase = (enum parts_phase)(b->phase + 1);
+			return 0;
+		}
+		/* A full step of members: its commit is as much work again. */
+		return b->phase == REMOVE_MEMBERS && rc == STEP_MEMBERS;
+	case REMOVE_ROW:
+		if (drop_partial(s, b->id) < 0)
+			break;
+		log_info("planner", "fabric %s deleted", b->name);
+		b->phase = PARTS_DONE;
+		*done = true;
+		return 0;
+	case PARTS_DONE:
+		*done = true;
+		return 0;
+	}
+	return ofcd_fail(e, -EIO, OFCD_E_STORE, NULL, NULL, "cannot store fabric %s", b->name);
+}
+
+int fabric_parts_drop(struct fabric_parts *b)
+{
+	if (!b->id || b->phase == PARTS_DONE)
+		return 0;
+	if (drop_partial(b->ctx.store, b->id) < 0)
+		return -EIO;
+	if (b->removal)
+		log_info("planner", "fabric %s deleted", b->name);
+	else
+		log_warn("planner", "fabric %s: dropped before all its circuits were stored",
+		         b->name);
+	b->phase = PARTS_DONE;
+	return 0;
+}
+
+int64_t fabric_parts_id(const struct fabric_parts *b)
+{
+	return b->id;
+}
+
+int64_t fabric_create(const struct fabric_ctx *c, const char *name, const char *const *servers,
+                      size_t m, const struct fabric_layout *layout, struct fabric_parts **rest,
+                      struct ofcd_error *e)
+{
+	bool done = false;
 	int64_t rc;
 
-	if (topo_fabric_id(s, name))
+	if (rest)
+		*rest = NULL;
+	if (topo_fabric_id(c->store, name))
 		return ofcd_fail(e, -EEXIST, OFCD_E_CONFLICT, "name", NULL,
 		                 "fabric %s already exists", name);
-	int64_t *ids = calloc(m, sizeof(*ids));
-	if (!ids)
+	struct fabric_parts *b = build_new(c, name, servers, m, layout, rest != NULL);
+	if (!b)
 		return ofcd_fail(e, -ENOMEM, OFCD_E_INTERNAL, NULL, NULL, "out of memory");
-	rc = resolve_servers(c, servers, m, ids, e);
-	if (rc < 0)
-		goto out;
-	if (topo_input_load(s, ids, (uint32_t)m, &in) < 0) {
+	rc = resolve_servers(c, servers, m, b->ids, e);
+	if (rc == 0 && topo_input_begin(c->store, b->ids, (uint32_t)m, &b->in) < 0)
 		rc = ofcd_fail(e, -EIO, OFCD_E_STORE, NULL, NULL, "cannot read the topology");
-		goto out;
+	if (rc == 0 && rest) {
+		*rest = b;
+		return 0;
 	}
-	rc = check_joined(c, servers, &in, e);
-	if (rc < 0)
-		goto out;
-	rc = choose_shape(&in, layout, &shape, &choice, e);
-	if (rc < 0)
-		goto out;
-	const struct plan_shape *shaped = shape.topology == PLAN_TOPO_FULL_MESH ? NULL : &shape;
-	rc = plan_fabric_compute_shape(in.servers, in.m, shaped, &plan);
-	if (rc == -EDOM) {
-		rc = fabric_infeasible(e, (uint32_t)m, plan.min_devices, plan.devices);
-		goto out;
-	}
-	if (rc < 0) {
-		rc = ofcd_fail(e, rc, OFCD_E_INTERNAL, NULL, NULL, "planning failed (%d)", (int)rc);
-		goto out;
-	}
-	if (plan_verify_shape(in.servers, in.m, shaped, &plan, why, sizeof(why)) < 0) {
-		log_error("planner", "fabric %s: plan failed verification: %s", name, why);
-		rc = ofcd_fail(e, -EINVAL, OFCD_E_INTERNAL, NULL, NULL,
-		               "the plan failed verification: %s", why);
-		goto out;
-	}
-	rc = insert_fabric(s, name, &plan, &shape, choice, ids, m);
-	if (rc < 0 || topo_plan_save(s, rc, &in, &plan, FABRIC_BASE_STATE, false) < 0) {
-		rc = ofcd_fail(e, -EIO, OFCD_E_STORE, NULL, NULL, "cannot store fabric %s", name);
-		goto out;
-	}
-	log_info("planner", "fabric %s: %s, %u servers, %zu circuits, %zu pairs missing", name,
-	         plan_shape_format(&shape, why, sizeof(why)), (unsigned)m, plan.ncircuits,
-	         plan.nmissing);
-out:
-	json_decref(choice);
-	plan_fabric_free(&plan);
-	topo_input_free(&in);
-	free(ids);
+	while (rc >= 0 && !done)
+		rc = fabric_parts_step(b, &done, e);
+	if (rc >= 0)
+		rc = b->id;
+	fabric_parts_free(b);
 	return rc;
+}
+
+int fabric_drop_unfinished(struct store *s)
+{
+	sqlite3_stmt *st = store_stmt(s, "SELECT name FROM fabric WHERE partial");
+	int step;
+	while (st && (step = sqlite3_step(st)) == SQLITE_ROW)
+		log_warn("planner",
+		         "fabric %s: dropped, it was still being written in parts when the daemon "
+		         "stopped (a create its client was not told of, or a delete)",
+		         (const char *)sqlite3_column_text(st, 0));
+	if (st)
+		sqlite3_reset(st);
+	st = store_stmt(s, "DELETE FROM fabric WHERE partial");
+	return st && store_step_done(st) == 0 ? 0 : -EIO;
 }
 
 /* The shape a stored fabric of m servers was laid out as. */
@@ -259,12 +551,14 @@ static bool same_layout(struct store *s, int64_t id, const struct fabric_layout 
 
 int64_t fabric_put(const struct fabric_ctx *c, const char *name, const char *const *servers,
                    size_t m, const struct fabric_layout *layout, bool *created,
-                   struct ofcd_error *e)
+                   struct fabric_parts **rest, struct ofcd_error *e)
 {
 	int64_t id = topo_fabric_id(c->store, name);
 	*created = !id;
+	if (rest)
+		*rest = NULL;
 	if (!id)
-		return fabric_create(c, name, servers, m, layout, e);
+		return fabric_create(c, name, servers, m, layout, rest, e);
 	/* A retry of the create that succeeded, or someone else's fabric of that name. */
 	sqlite3_stmt *st = store_stmt(c->store, "SELECT sv.name FROM fabric_server fs JOIN server "
 	                                        "sv ON sv.id = fs.server_id WHERE fs.fabric_id = ? "
@@ -299,17 +593,37 @@ int64_t fabric_put(const struct fabric_ctx *c, const char *name, const char *con
 	                 name, n, m);
 }
 
-int fabric_delete(const struct fabric_ctx *c, const char *name, struct ofcd_error *e)
+int fabric_delete(const struct fabric_ctx *c, const char *name, struct fabric_parts **rest,
+                  struct ofcd_error *e)
 {
 	int64_t id = topo_fabric_id(c->store, name);
+	if (rest)
+		*rest = NULL;
 	if (!id)
 		return ofcd_fail(e, -ENOENT, OFCD_E_NOT_FOUND, "name", NULL, "no fabric %s", name);
+	struct fabric_parts *b = rest ? calloc(1, sizeof(*b)) : NULL;
+	if (rest && !b)
+		return ofcd_fail(e, -ENOMEM, OFCD_E_INTERNAL, NULL, NULL, "out of memory");
+	/* Gone now; or out of sight now and gone a part at a time (or at the next start). */
 	sqlite3_stmt *st = store_stmt(c->store, "DELETE FROM fabric WHERE id = ?");
 	sqlite3_bind_int64(st, 1, id);
-	if (store_step_done(st) < 0)
+	if (b ? mark_partial(c->store, id, true) < 0 : store_step_done(st) < 0) {
+		free(b);
 		return ofcd_fail(e, -EIO, OFCD_E_STORE, NULL, NULL, "cannot delete fabric %s",
 		                 name);
-	log_info("planner", "fabric %s deleted", name);
+	}
+	if (!b) {
+		log_info("planner", "fabric %s deleted", name);
+		return 0;
+	}
+	log_info("planner", "fabric %s: deleting, a part at a time", name);
+	b->ctx = *c;
+	b->id = id;
+	b->removal = true;
+	b->parts = true;
+	b->phase = REMOVE_CIRCUITS;
+	snprintf(b->name, sizeof(b->name), "%s", name);
+	*rest = b;
 	return 0;
 }
 

@@ -40,6 +40,18 @@ int fabric_infeasible(struct ofcd_error *e, uint32_t servers, uint32_t min_devic
                       uint32_t devices);
 
 /**
+ * A fabric written a part at a time, so that a large one never holds the
+ * loop: a create (fabric_create() with rest) loads its servers' cables and
+ * faults a few servers a step, plans and verifies it, then stores its row,
+ * its members a few a step and its circuits a slice a step; a delete
+ * (fabric_delete() with rest) removes them the other way round. Meanwhile its
+ * row is marked partial: reads and the reconciler's state derivation pass
+ * over it (topo.h, fabric_state.h), and a start-up drops it
+ * (fabric_drop_unfinished()). Loop thread only.
+ */
+struct fabric_parts;
+
+/**
  * Creates fabric name over the m servers named (in position order; names
  * already checked for form), laid out as layout asks (fabric_layout.h):
  * refused when the name is taken (409), a server is unknown (422), listed
@@ -47,24 +59,63 @@ int fabric_infeasible(struct ofcd_error *e, uint32_t servers, uint32_t min_devic
  * unit (409), when the layout asked for is not one of m servers (400) or
  * when nothing fits the servers' ports (422). Fields are named "servers[i]",
  * "topology" or "shape". Returns the fabric's row id or -errno.
+ *
+ * With rest, only the name and the servers are checked now: 0 is returned
+ * with *rest (the caller's to free) holding the build, whose steps
+ * (fabric_parts_step()) may still refuse it, as above, before they store it.
  */
 int64_t fabric_create(const struct fabric_ctx *c, const char *name, const char *const *servers,
-                      size_t m, const struct fabric_layout *layout, struct ofcd_error *e);
+                      size_t m, const struct fabric_layout *layout, struct fabric_parts **rest,
+                      struct ofcd_error *e);
 
 /**
- * PUT of a fabric: creates it as fabric_create() does (*created set), or
- * confirms the stored fabric of that name when it has the same servers in
- * the same order (and, when layout->given, the same topology and shape);
- * other servers are 409 conflict on "servers" with the stored ones as
- * details, another layout 409 on "topology". Returns the fabric's row id or
- * -errno with e set.
+ * Does b's next step in the caller's transaction (a few milliseconds of
+ * work); *done once the fabric is whole (no longer marked partial), or gone.
+ * Returns 0; 1 when the step's commit costs as much as the step (the caller
+ * should commit before the next); or -errno with e set: a refusal as
+ * fabric_create()'s (before anything was stored), or a store failure.
+ * Either way the caller rolls back and abandons the build.
+ */
+int fabric_parts_step(struct fabric_parts *b, bool *done, struct ofcd_error *e);
+
+/**
+ * Deletes b's fabric at once, in the caller's transaction, with what its
+ * steps stored (a create's undone; a delete's finished). Returns 0 or -EIO.
+ */
+int fabric_parts_drop(struct fabric_parts *b);
+
+/** The row id of b's fabric (0 until a step stored it). */
+int64_t fabric_parts_id(const struct fabric_parts *b);
+
+/** Frees b (NULL is fine); what it stored stays. */
+void fabric_parts_free(struct fabric_parts *b);
+
+/**
+ * Deletes, in the caller's transaction, every fabric still marked partial: at
+ * start-up, the creates a stopped daemon never finished (their clients were
+ * never told of them) and the deletes it had begun. Returns 0 or -EIO.
+ */
+int fabric_drop_unfinished(struct store *s);
+
+/**
+ * PUT of a fabric: creates it as fabric_create() does (*created set; rest
+ * as there), or confirms the stored fabric of that name when it has
+ * the same servers in the same order (and, when layout->given, the same
+ * topology and shape); other servers are 409 conflict on "servers" with the
+ * stored ones as details, another layout 409 on "topology". Returns the
+ * fabric's row id or -errno with e set.
  */
 int64_t fabric_put(const struct fabric_ctx *c, const char *name, const char *const *servers,
                    size_t m, const struct fabric_layout *layout, bool *created,
-                   struct ofcd_error *e);
+                   struct fabric_parts **rest, struct ofcd_error *e);
 
-/** Deletes the named fabric (404 when unknown). Returns 0 or -errno with e set. */
-int fabric_delete(const struct fabric_ctx *c, const char *name, struct ofcd_error *e);
+/**
+ * Deletes the named fabric (404 when unknown). With rest, the fabric is only
+ * marked partial now and *rest (the caller's to free) removes it a part per
+ * fabric_parts_step(). Returns 0 or -errno with e set.
+ */
+int fabric_delete(const struct fabric_ctx *c, const char *name, struct fabric_parts **rest,
+                  struct ofcd_error *e);
 
 /**
  * Re-plans a stored fabric with the least disruption (working circuits keep

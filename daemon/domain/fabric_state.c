@@ -23,8 +23,8 @@ static void row_fill(struct fabric_row *f, sqlite3_stmt *st)
 
 int fabric_row_get(struct store *s, int64_t id, struct fabric_row *out)
 {
-	sqlite3_stmt *st =
-	    store_stmt(s, "SELECT f.id, " ROW_COLUMNS "FROM fabric f WHERE f.id = ?");
+	sqlite3_stmt *st = store_stmt(s, "SELECT f.id, " ROW_COLUMNS
+	                                 "FROM fabric f WHERE f.id = ? AND NOT f.partial");
 	if (!st)
 		return -EIO;
 	sqlite3_bind_int64(st, 1, id);
@@ -37,7 +37,8 @@ int fabric_row_get(struct store *s, int64_t id, struct fabric_row *out)
 
 int fabric_rows_each(struct store *s, int (*fn)(void *arg, const struct fabric_row *row), void *arg)
 {
-	sqlite3_stmt *st = store_stmt(s, "SELECT f.id, " ROW_COLUMNS "FROM fabric f ORDER BY f.id");
+	sqlite3_stmt *st = store_stmt(s, "SELECT f.id, " ROW_COLUMNS
+	                                 "FROM fabric f WHERE NOT f.partial ORDER BY f.id");
 	if (!st)
 		return -EIO;
 	int step, rc = 0;

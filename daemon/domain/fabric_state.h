@@ -24,11 +24,16 @@ struct fabric_row {
 	int64_t ncircuits; /**< its stored circuits */
 };
 
-/** Reads fabric id's row into *out. Returns 1, 0 when there is no such fabric, or -EIO. */
+/**
+ * Reads fabric id's row into *out. Returns 1, 0 when there is no such fabric
+ * or it is still being stored (fabric.h, struct fabric_parts: it has no state
+ * to derive yet), or -EIO.
+ */
 int fabric_row_get(struct store *s, int64_t id, struct fabric_row *out);
 
 /**
- * Calls fn for every fabric's row in id order until it returns nonzero.
+ * Calls fn for every fabric's row in id order (those still being stored
+ * apart) until it returns nonzero.
  * Returns 0 once all were read, fn's nonzero value, or -EIO.
  */
 int fabric_rows_each(struct store *s, int (*fn)(void *arg, const struct fabric_row *row),

@@ -58,9 +58,13 @@ int64_t topo_server_id(struct store *s, const char *name)
 	return id_by_name(s, "SELECT id FROM server WHERE name = ?", name);
 }
 
+/*
+ * A fabric still being stored a part at a time (fabric.h, struct
+ * fabric_build) is no one's to see until it is whole: reads pass over it.
+ */
 int64_t topo_fabric_id(struct store *s, const char *name)
 {
-	return id_by_name(s, "SELECT id FROM fabric WHERE name = ?", name);
+	return id_by_name(s, "SELECT id FROM fabric WHERE name = ? AND NOT partial", name);
 }
 
 static int64_t int_query(struct store *s, const char *sql, int64_t arg)
@@ -206,7 +210,8 @@ json_t *topo_server_json(struct store *s, int64_t id, bool detail)
 	                          "(SELECT group_concat(device) FROM (SELECT device FROM "
 	                          "device_fault WHERE server_id = s.id ORDER BY device)) "
 	                          "FROM server s LEFT JOIN fabric_server fs ON fs.server_id = s.id "
-	                          "LEFT JOIN fabric f ON f.id = fs.fabric_id WHERE s.id = ?";
+	                          "LEFT JOIN fabric f ON f.id = fs.fabric_id AND NOT f.partial "
+	                          "WHERE s.id = ?";
 	sqlite3_stmt *st = store_stmt(s, sql);
 	json_t *o = NULL;
 	uint32_t devices = 0;
@@ -230,7 +235,8 @@ json_t *topo_server_list(struct store *s)
 	                          "(SELECT group_concat(device) FROM (SELECT device FROM "
 	                          "device_fault WHERE server_id = s.id ORDER BY device)) "
 	                          "FROM server s LEFT JOIN fabric_server fs ON fs.server_id = s.id "
-	                          "LEFT JOIN fabric f ON f.id = fs.fabric_id ORDER BY s.id";
+	                          "LEFT JOIN fabric f ON f.id = fs.fabric_id AND NOT f.partial "
+	                          "ORDER BY s.id";
 	sqlite3_stmt *st = store_stmt(s, sql);
 	json_t *a = json_array();
 	while (st && sqlite3_step(st) == SQLITE_ROW)
@@ -396,7 +402,7 @@ json_t *topo_fabric_json(struct store *s, int64_t id)
 
 int topo_fabric_state(struct store *s, const char *name, char *buf, size_t len)
 {
-	sqlite3_stmt *st = store_stmt(s, "SELECT state FROM fabric WHERE name = ?");
+	sqlite3_stmt *st = store_stmt(s, "SELECT state FROM fabric WHERE name = ? AND NOT partial");
 	int rc = -ENOENT;
 	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
 	if (sqlite3_step(st) == SQLITE_ROW) {
@@ -472,7 +478,8 @@ json_t *topo_fabric_list(struct store *s, const struct desired *d, bool summary)
 {
 	if (summary) {
 		sqlite3_stmt *st =
-		    store_stmt(s, "SELECT f.id, " SUMMARY_COLUMNS "FROM fabric f ORDER BY f.name");
+		    store_stmt(s, "SELECT f.id, " SUMMARY_COLUMNS
+		                  "FROM fabric f WHERE NOT f.partial ORDER BY f.name");
 		json_t *a = json_array();
 		while (st && sqlite3_step(st) == SQLITE_ROW)
 			json_array_append_new(a, summary_row(d, st, -1));
@@ -483,7 +490,7 @@ json_t *topo_fabric_list(struct store *s, const struct desired *d, bool summary)
 	sqlite3_stmt *st =
 	    store_stmt(s, "SELECT f.id, f.name, f.state, f.revision, f.min_devices, "
 	                  "(SELECT count(*) FROM missing_pair m WHERE m.fabric_id = f.id) "
-	                  "FROM fabric f ORDER BY f.name");
+	                  "FROM fabric f WHERE NOT f.partial ORDER BY f.name");
 	json_t *a = json_array();
 	while (st && sqlite3_step(st) == SQLITE_ROW) {
 		int64_t id = sqlite3_column_int64(st, 0);
@@ -503,7 +510,8 @@ json_t *topo_fabric_list(struct store *s, const struct desired *d, bool summary)
 
 int topo_fabric_state_counts(struct store *s, uint64_t counts[PLAN_STATE__COUNT])
 {
-	sqlite3_stmt *st = store_stmt(s, "SELECT state, count(*) FROM fabric GROUP BY state");
+	sqlite3_stmt *st =
+	    store_stmt(s, "SELECT state, count(*) FROM fabric WHERE NOT partial GROUP BY state");
 	int step;
 	memset(counts, 0, PLAN_STATE__COUNT * sizeof(*counts));
 	if (!st)
@@ -540,37 +548,35 @@ void topo_input_free(struct topo_input *in)
 }
 
 /* Dense index of an OCS row id, adding it when new. */
-static int ocs_index(struct topo_input *in, int64_t ocs_id, uint32_t *cap)
+static int ocs_index(struct topo_input *in, int64_t ocs_id)
 {
 	for (uint32_t i = 0; i < in->nocs; i++)
 		if (in->ocs_ids[i] == ocs_id)
 			return (int)i;
-	if (in->nocs == *cap) {
-		uint32_t ncap = *cap ? *cap * 2 : 8;
+	if (in->nocs == in->ocs_cap) {
+		uint32_t ncap = in->ocs_cap ? in->ocs_cap * 2 : 8;
 		int64_t *n = realloc(in->ocs_ids, ncap * sizeof(*n));
 		if (!n)
 			return -ENOMEM;
 		in->ocs_ids = n;
-		*cap = ncap;
+		in->ocs_cap = ncap;
 	}
 	in->ocs_ids[in->nocs] = ocs_id;
 	return (int)in->nocs++;
 }
 
-int topo_input_load(struct store *s, const int64_t *server_ids, uint32_t m, struct topo_input *in)
+int topo_input_begin(struct store *s, const int64_t *server_ids, uint32_t m, struct topo_input *in)
 {
-	size_t *offset = NULL;
-	uint32_t cap = 0;
 	size_t nports = 0;
-	int rc = -ENOMEM;
 
 	memset(in, 0, sizeof(*in));
 	in->m = m;
 	in->server_ids = calloc(m ? m : 1, sizeof(*in->server_ids));
 	in->servers = calloc(m ? m : 1, sizeof(*in->servers));
-	offset = calloc(m ? m : 1, sizeof(*offset));
-	if (!in->server_ids || !in->servers || !offset)
-		goto fail;
+	if (!in->server_ids || !in->servers) {
+		topo_input_free(in);
+		return -ENOMEM;
+	}
 	memcpy(in->server_ids, server_ids, m * sizeof(*server_ids));
 
 	sqlite3_stmt *st =
@@ -579,38 +585,50 @@ int topo_input_load(struct store *s, const int64_t *server_ids, uint32_t m, stru
 		sqlite3_bind_int64(st, 1, server_ids[i]);
 		if (sqlite3_step(st) != SQLITE_ROW) {
 			sqlite3_reset(st);
-			rc = -ENOENT;
-			goto fail;
+			topo_input_free(in);
+			return -ENOENT;
 		}
 		in->servers[i].devices = (uint32_t)sqlite3_column_int64(st, 0);
 		in->servers[i].ports_per_device = (uint32_t)sqlite3_column_int64(st, 1);
 		sqlite3_reset(st);
-		offset[i] = nports;
 		nports += (size_t)in->servers[i].devices * in->servers[i].ports_per_device;
 	}
 	in->ports = calloc(nports ? nports : 1, sizeof(*in->ports));
-	if (!in->ports)
-		goto fail;
+	if (!in->ports) {
+		topo_input_free(in);
+		return -ENOMEM;
+	}
+	nports = 0;
 	for (uint32_t i = 0; i < m; i++) {
 		struct plan_server *sv = &in->servers[i];
-		struct plan_port *p = in->ports + offset[i];
-		sv->ports = p;
+		sv->ports = in->ports + nports;
+		nports += (size_t)sv->devices * sv->ports_per_device;
+	}
+	return 0;
+}
+
+int topo_input_more(struct store *s, struct topo_input *in, uint32_t from, uint32_t to)
+{
+	for (uint32_t i = from; i < to && i < in->m; i++) {
+		struct plan_server *sv = &in->servers[i];
+		/* The planner's view is read-only; this is where it points. */
+		struct plan_port *p = in->ports + (sv->ports - in->ports);
 		for (size_t k = 0; k < (size_t)sv->devices * sv->ports_per_device; k++) {
 			p[k].ocs = -1;
 			p[k].healthy = true;
 		}
-		st = store_stmt(
+		sqlite3_stmt *st = store_stmt(
 		    s, "SELECT device, port, ocs_id, ocs_port FROM cable WHERE server_id = ?");
-		sqlite3_bind_int64(st, 1, server_ids[i]);
+		sqlite3_bind_int64(st, 1, in->server_ids[i]);
 		while (sqlite3_step(st) == SQLITE_ROW) {
 			uint32_t dev = (uint32_t)sqlite3_column_int64(st, 0);
 			uint32_t port = (uint32_t)sqlite3_column_int64(st, 1);
 			if (dev >= sv->devices || port >= sv->ports_per_device)
 				continue;
-			int idx = ocs_index(in, sqlite3_column_int64(st, 2), &cap);
+			int idx = ocs_index(in, sqlite3_column_int64(st, 2));
 			if (idx < 0) {
 				sqlite3_reset(st);
-				goto fail;
+				return idx;
 			}
 			p[dev * sv->ports_per_device + port].ocs = idx;
 			p[dev * sv->ports_per_device + port].ocs_port =
@@ -618,20 +636,22 @@ int topo_input_load(struct store *s, const int64_t *server_ids, uint32_t m, stru
 		}
 		sqlite3_reset(st);
 		st = store_stmt(s, "SELECT device FROM device_fault WHERE server_id = ?");
-		sqlite3_bind_int64(st, 1, server_ids[i]);
+		sqlite3_bind_int64(st, 1, in->server_ids[i]);
 		while (sqlite3_step(st) == SQLITE_ROW) {
 			uint32_t dev = (uint32_t)sqlite3_column_int64(st, 0);
 			for (uint32_t q = 0; dev < sv->devices && q < sv->ports_per_device; q++)
 				p[dev * sv->ports_per_device + q].healthy = false;
 		}
 		sqlite3_reset(st);
-		st = store_stmt(s, "SELECT devices, ports_per_device FROM server WHERE id = ?");
 	}
-	free(offset);
 	return 0;
-fail:
-	free(offset);
-	topo_input_free(in);
+}
+
+int topo_input_load(struct store *s, const int64_t *server_ids, uint32_t m, struct topo_input *in)
+{
+	int rc = topo_input_begin(s, server_ids, m, in);
+	if (rc == 0 && (rc = topo_input_more(s, in, 0, m)) < 0)
+		topo_input_free(in);
 	return rc;
 }
 
@@ -738,26 +758,17 @@ int topo_plan_load(struct store *s, int64_t fabric_id, const struct topo_input *
 	return rc;
 }
 
-int topo_plan_save(struct store *s, int64_t fabric_id, const struct topo_input *in,
-                   const struct plan_fabric *plan, const char *base_state, bool bump)
+int topo_circuits_add(struct store *s, int64_t fabric_id, const struct topo_input *in,
+                      const struct plan_fabric *plan, size_t from, size_t to)
 {
-	for (size_t i = 0; i < plan->ncircuits; i++)
+	for (size_t i = from; i < to; i++)
 		if (plan->circuits[i].a.ocs < 0 || (uint32_t)plan->circuits[i].a.ocs >= in->nocs)
 			return -EINVAL;
-
-	sqlite3_stmt *st = store_stmt(s, "DELETE FROM circuit WHERE fabric_id = ?");
-	sqlite3_bind_int64(st, 1, fabric_id);
-	if (store_step_done(st) < 0)
-		return -EIO;
-	st = store_stmt(s, "DELETE FROM missing_pair WHERE fabric_id = ?");
-	sqlite3_bind_int64(st, 1, fabric_id);
-	if (store_step_done(st) < 0)
-		return -EIO;
-
-	st = store_stmt(s, "INSERT INTO circuit(fabric_id, plane, a_pos, a_device, a_port, "
-	                   "b_pos, b_device, b_port, ocs_id, a_ocs_port, b_ocs_port) "
-	                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-	for (size_t i = 0; i < plan->ncircuits; i++) {
+	sqlite3_stmt *st =
+	    store_stmt(s, "INSERT INTO circuit(fabric_id, plane, a_pos, a_device, a_port, "
+	                  "b_pos, b_device, b_port, ocs_id, a_ocs_port, b_ocs_port) "
+	                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+	for (size_t i = from; i < to; i++) {
 		const struct plan_circuit *c = &plan->circuits[i];
 		sqlite3_bind_int64(st, 1, fabric_id);
 		sqlite3_bind_int64(st, 2, c->plane);
@@ -773,6 +784,23 @@ int topo_plan_save(struct store *s, int64_t fabric_id, const struct topo_input *
 		if (store_step_done(st) < 0)
 			return -EIO;
 	}
+	return 0;
+}
+
+int topo_plan_save(struct store *s, int64_t fabric_id, const struct topo_input *in,
+                   const struct plan_fabric *plan, const char *base_state, bool bump)
+{
+	sqlite3_stmt *st = store_stmt(s, "DELETE FROM circuit WHERE fabric_id = ?");
+	sqlite3_bind_int64(st, 1, fabric_id);
+	if (store_step_done(st) < 0)
+		return -EIO;
+	st = store_stmt(s, "DELETE FROM missing_pair WHERE fabric_id = ?");
+	sqlite3_bind_int64(st, 1, fabric_id);
+	if (store_step_done(st) < 0)
+		return -EIO;
+	int rc = topo_circuits_add(s, fabric_id, in, plan, 0, plan->ncircuits);
+	if (rc < 0)
+		return rc;
 	st = store_stmt(s, "INSERT INTO missing_pair(fabric_id, a_pos, b_pos) VALUES (?, ?, ?)");
 	for (size_t i = 0; i < plan->nmissing; i++) {
 		sqlite3_bind_int64(st, 1, fabric_id);

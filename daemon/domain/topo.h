@@ -23,7 +23,10 @@ struct store;
 
 /** True when the store holds no OCS unit and no server. */
 bool topo_is_empty(struct store *s);
-/** Row id of the named object, or 0 when there is none. */
+/**
+ * Row id of the named object, or 0 when there is none (for a fabric, also
+ * while it is still being stored a part at a time: fabric.h).
+ */
 int64_t topo_ocs_id(struct store *s, const char *name);
 int64_t topo_server_id(struct store *s, const char *name);
 int64_t topo_fabric_id(struct store *s, const char *name);
@@ -150,6 +153,7 @@ struct topo_input {
 	struct plan_port *ports;     /**< storage behind servers[].ports */
 	int64_t *ocs_ids;            /**< dense OCS index -> row id */
 	uint32_t nocs;               /**< entries in ocs_ids */
+	uint32_t ocs_cap;            /**< room in ocs_ids */
 };
 
 /** Revision of a fabric, or 0 when there is none. */
@@ -208,6 +212,15 @@ int topo_fabric_circuits(struct store *s, int64_t fabric_id, struct topo_circuit
 /** Loads the planner input for servers (row ids, in fabric order). Returns 0 or -errno. */
 int topo_input_load(struct store *s, const int64_t *server_ids, uint32_t m, struct topo_input *in);
 
+/**
+ * topo_input_load() a part at a time: topo_input_begin() reads every
+ * server's size (in is freed on failure), topo_input_more() the cables and
+ * faults of servers from to to (exclusive); the input is whole once every
+ * server had its turn. Returns 0 or -errno.
+ */
+int topo_input_begin(struct store *s, const int64_t *server_ids, uint32_t m, struct topo_input *in);
+int topo_input_more(struct store *s, struct topo_input *in, uint32_t from, uint32_t to);
+
 /** Loads the planner input of a stored fabric (its servers in position order). */
 int topo_input_load_fabric(struct store *s, int64_t fabric_id, struct topo_input *in);
 
@@ -220,6 +233,14 @@ void topo_input_free(struct topo_input *in);
  */
 int topo_plan_load(struct store *s, int64_t fabric_id, const struct topo_input *in,
                    struct plan_fabric *plan);
+
+/**
+ * Stores circuits from to to (exclusive) of a fabric's plan, OCS indices
+ * resolved through in, beside those it has. Returns 0, -EINVAL for a circuit
+ * whose OCS is not in in, or -EIO.
+ */
+int topo_circuits_add(struct store *s, int64_t fabric_id, const struct topo_input *in,
+                      const struct plan_fabric *plan, size_t from, size_t to);
 
 /**
  * Replaces the stored plan of a fabric (circuits, missing pairs, counts),

@@ -57,7 +57,7 @@ static void fabric(const char *name, const char *const *servers, size_t m)
 	struct fabric_ctx c = { .store = store, .desired = mirror };
 	struct ofcd_error e = { 0 };
 	if (store_begin(store) < 0 ||
-	    fabric_create(&c, name, servers, m, &FABRIC_LAYOUT_FULL_MESH, &e) < 0 ||
+	    fabric_create(&c, name, servers, m, &FABRIC_LAYOUT_FULL_MESH, NULL, &e) < 0 ||
 	    store_commit(store) < 0)
 		fail("cannot create the base fabrics");
 	ofcd_error_clear(&e);
@@ -83,7 +83,7 @@ static void w_create(void)
 	static const char *const s[] = { "srv4", "srv5", "srv6" };
 	struct fabric_ctx c = { .store = store, .desired = mirror };
 	struct ofcd_error e = { 0 };
-	fabric_create(&c, "f3", s, 3, &FABRIC_LAYOUT_FULL_MESH, &e);
+	fabric_create(&c, "f3", s, 3, &FABRIC_LAYOUT_FULL_MESH, NULL, &e);
 	ofcd_error_clear(&e);
 }
 
@@ -91,7 +91,7 @@ static void w_delete(void)
 {
 	struct fabric_ctx c = { .store = store, .desired = mirror };
 	struct ofcd_error e = { 0 };
-	fabric_delete(&c, "f1", &e);
+	fabric_delete(&c, "f1", NULL, &e);
 	ofcd_error_clear(&e);
 }
 

@@ -557,6 +557,104 @@ static void test_instances_differ(void **state)
 	events_free(other);
 }
 
+/* Turns of the loop until req is answered (a write in parts, a turn a part). */
+static void loop_until_resumed(struct fixture *f, struct test_req *r)
+{
+	for (int i = 0; i < 10000 && !r->resumed; i++)
+		event_base_loop(f->base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+	assert_int_equal(r->resumed, 1);
+}
+
+/*
+ * PUTs n servers of 2 devices x 2 ports on 4 units, one plane each, and
+ * returns the body of a create of them all as fabric name (caller frees).
+ */
+static char *large_topology(struct fixture *f, size_t n, const char *name)
+{
+	json_t *t =
+	    json_pack("{s:[], s:[], s:{s:s}}", "ocs", "servers", "wiring", "rule", "plane-per-ocs");
+	json_t *fab = json_pack("{s:s, s:[]}", "name", name, "servers");
+	for (int u = 0; u < 4; u++) {
+		char unit[16];
+		snprintf(unit, sizeof(unit), "u%d", u);
+		json_array_append_new(json_object_get(t, "ocs"),
+		                      json_pack("{s:s, s:s, s:I}", "name", unit, "driver", "sim",
+		                                "ports", (json_int_t)n + 8));
+	}
+	for (size_t i = 0; i < n; i++) {
+		char sv[16];
+		snprintf(sv, sizeof(sv), "b%zu", i);
+		json_array_append_new(
+		    json_object_get(t, "servers"),
+		    json_pack("{s:s, s:i, s:i}", "name", sv, "devices", 2, "ports_per_device", 2));
+		json_array_append_new(json_object_get(fab, "servers"), json_string(sv));
+	}
+	char *text = json_dumps(t, JSON_COMPACT);
+	struct test_req *r = run(f, "PUT", "/v1/topology", text);
+	assert_int_equal(r->api.status, 200);
+	done(r);
+	free(text);
+	json_decref(t);
+	text = json_dumps(fab, JSON_COMPACT);
+	json_decref(fab);
+	return text;
+}
+
+/*
+ * A create of 300 servers goes in parts: held while later turns store it,
+ * invisible until whole, a write that comes meanwhile served after it; the
+ * delete goes the same way; a create whose client leaves is undone.
+ */
+static void test_large_writes_go_in_parts(void **state)
+{
+	struct fixture *f = *state;
+	char *body = large_topology(f, 300, "big");
+	struct test_req *r = run(f, "POST", "/v1/fabrics", body);
+	assert_true(r->api.suspended);
+	assert_true(r->api.replicating);
+	struct test_req *g = run(f, "GET", "/v1/fabrics/big", NULL);
+	assert_int_equal(g->api.status, 404);
+	done(g);
+	struct test_req *w = run(f, "POST", "/v1/servers", "{\"name\": \"late\", \"devices\": 1}");
+	assert_true(w->api.suspended); /* its turn comes after */
+	loop_until_resumed(f, r);
+	assert_int_equal(r->api.status, 201);
+	assert_string_equal(json_string_value(json_object_get(r->api.reply, "topology")), "torus");
+	assert_int_equal(json_array_size(json_object_get(r->api.reply, "links")), 600);
+	assert_int_equal(w->resumed, 1);
+	assert_int_equal(w->api.status, 201);
+	assert_int_equal(count(f, "SELECT count(*) FROM fabric WHERE partial"), 0);
+	assert_int_equal(count(f, "SELECT count(*) FROM audit WHERE path = '/v1/fabrics' AND "
+	                          "status = 201"),
+	                 1);
+	done(r);
+	done(w);
+
+	r = run(f, "DELETE", "/v1/fabrics/big", NULL);
+	assert_int_equal(r->api.status, 202);
+	assert_true(r->api.suspended);
+	g = run(f, "GET", "/v1/fabrics/big", NULL);
+	assert_int_equal(g->api.status, 404); /* out of sight at once */
+	done(g);
+	loop_until_resumed(f, r);
+	assert_int_equal(r->api.status, 202);
+	assert_int_equal(count(f, "SELECT count(*) FROM fabric"), 0);
+	assert_int_equal(count(f, "SELECT count(*) FROM circuit"), 0);
+	done(r);
+
+	/* The client goes away after the first part: the create is undone. */
+	r = run(f, "POST", "/v1/fabrics", body);
+	assert_true(r->api.suspended);
+	r->api.on_abort(&r->api, true);
+	for (int i = 0; i < 100 && f->env.writes.current; i++)
+		event_base_loop(f->base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+	assert_null(f->env.writes.current);
+	assert_int_equal(count(f, "SELECT count(*) FROM fabric"), 0);
+	assert_int_equal(count(f, "SELECT count(*) FROM fabric_server"), 0);
+	done(r);
+	free(body);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -578,6 +676,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_events_resume_after_last_event_id, setup,
 		                                teardown),
 		cmocka_unit_test_setup_teardown(test_instances_differ, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_large_writes_go_in_parts, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

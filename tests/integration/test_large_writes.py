@@ -1,0 +1,219 @@
+"""Writes too large for one loop turn: a fabric of 1,024 servers (a 32 x 32 HyperX, 31,744
+circuits) is loaded, planned and stored a part per turn while other clients go on, and deleted
+the same way. A create is made whole or not at all, a delete is carried through, whatever
+happens meanwhile: a refusal found late, a client that leaves, SIGTERM, SIGKILL. None of these
+tests depends on when a part runs: each accepts every outcome the daemon may honestly give
+and refuses only a fabric left half-made."""
+import json
+import signal
+import sqlite3
+import threading
+
+import pytest
+import requests
+
+from conftest import Daemon, error_of, wait_for
+
+N = 1024
+SERVERS = [f"s{i}" for i in range(N)]
+CIRCUITS = 32 * 32 * (31 + 31) // 2
+
+
+def topology():
+    """N + 2 servers of 8 devices x 8 ports on 64 sim units, one plane each."""
+    return {"ocs": [{"name": f"u{u:02d}", "driver": "sim", "ports": N + 2} for u in range(64)],
+            "servers": [{"name": f"s{i}", "devices": 8, "ports_per_device": 8}
+                        for i in range(N + 2)],
+            "wiring": {"rule": "plane-per-ocs"}}
+
+
+@pytest.fixture
+def big(daemon):
+    assert daemon.put("/v1/topology", topology(), timeout=120).status_code == 200
+    return daemon
+
+
+def post_async(d, body, path="/v1/fabrics", timeout=120, method="POST"):
+    """Sends on a thread of its own; the result: {"reply": Response} or {"error": exception}."""
+    out = {}
+
+    def run():
+        try:
+            out["reply"] = requests.request(
+                method, d.url(path), data=json.dumps(body) if body else None, timeout=timeout,
+                headers={"Content-Type": "application/json"})
+        except requests.RequestException as e:
+            out["error"] = e
+
+    t = threading.Thread(target=run)
+    t.start()
+    return t, out
+
+
+def whole_or_absent(d, name):
+    """The fabric is absent, or has every circuit of its plan: never half-made. True if whole."""
+    r = d.get(f"/v1/fabrics/{name}?view=summary")
+    if r.status_code == 404:
+        return False
+    assert r.status_code == 200, r.text
+    f = r.json()
+    assert (f["circuits"], f["missing"], f["server_count"]) == (CIRCUITS, 0, N), f
+    return True
+
+
+def units_hold(d):
+    return sum(len(d.get(f"/v1/ocs/u{u:02d}/cross-connects").json()["actual"]) for u in range(64))
+
+
+def stored_rows(path):
+    """What the store holds, read past the daemon: fabrics left marked partial, and circuits."""
+    db = sqlite3.connect(path)
+    try:
+        return (db.execute("SELECT count(*) FROM fabric WHERE partial").fetchone()[0],
+                db.execute("SELECT count(*) FROM circuit").fetchone()[0])
+    finally:
+        db.close()
+
+
+def test_large_create_while_others_go_on(big):
+    t, out = post_async(big, {"name": "big", "servers": SERVERS}, path="/v1/fabrics?wait=60")
+    # Reads are answered and writes wait their turn, whenever they come.
+    assert big.get("/v1/health").status_code == 200
+    small = big.post("/v1/fabrics", {"name": "small", "servers": [f"s{N}", f"s{N + 1}"]})
+    assert small.status_code == 201, small.text
+    t.join()
+    r = out["reply"]
+    assert r.status_code == 201, r.text
+    f = r.json()
+    assert (f["state"], f["topology"], f["shape"]) == ("applied", "hyperx", [32, 32])
+    assert len(f["links"]) == CIRCUITS and f["missing"] == []
+    assert r.headers["Location"] == "/v1/fabrics/big" and r.headers["ETag"] == '"1"'
+    assert big.get("/v1/fabrics/small?wait=10").json()["state"] == "applied"
+    wait_for(lambda: units_hold(big) == CIRCUITS + 1, timeout=30)
+    # One audit row for it, with the reply its client got.
+    rows = [a for a in big.get("/v1/audit?limit=1000").json()["audit"]
+            if a["method"] == "POST" and a["path"] == "/v1/fabrics"]
+    assert sorted(a["status"] for a in rows) == [201, 201]
+    # Deleted as any other.
+    assert big.delete("/v1/fabrics/big?wait=30").json()["state"] == "removed"
+    assert units_hold(big) == 1
+
+
+def test_late_refusal_stores_nothing(big):
+    # 300 servers load over several turns before the planner finds that a full mesh of 300
+    # needs 299 planes: refused then, as it would be at once.
+    before = big.get("/v1/fabrics").json()
+    r = big.post("/v1/fabrics", {"name": "wide", "servers": SERVERS[:300],
+                                 "topology": "full-mesh"})
+    assert r.status_code == 422, r.text
+    e = error_of(r)
+    assert (e["code"], e["field"]) == ("infeasible", "devices")
+    assert e["details"] == {"min_devices": 38, "devices": 8}
+    assert big.get("/v1/fabrics/wide").status_code == 404
+    assert big.get("/v1/fabrics").json() == before
+    rows = [a for a in big.get("/v1/audit?limit=100").json()["audit"]
+            if a["path"] == "/v1/fabrics"]
+    assert [a["status"] for a in rows] == [422]
+    # The next write is served.
+    r = big.post("/v1/fabrics", {"name": "wide", "servers": SERVERS[:300]})
+    assert r.status_code == 201 and r.json()["topology"] == "hyperx", r.text
+    assert stored_rows(big.store)[0] == 0
+
+
+def test_a_client_that_leaves_gets_nothing_half_made(big):
+    # The client gives up long before the fabric can be whole.
+    t, out = post_async(big, {"name": "big", "servers": SERVERS}, timeout=0.02)
+    t.join()
+    # Whatever the daemon had done then, the writes go on after it.
+    r = big.post("/v1/fabrics", {"name": "small", "servers": [f"s{N}", f"s{N + 1}"]})
+    assert r.status_code == 201, r.text
+    whole = whole_or_absent(big, "big")
+    assert stored_rows(big.store)[0] == 0
+    want = 1 + (CIRCUITS if whole else 0)
+    wait_for(lambda: units_hold(big) == want, timeout=30)
+
+
+def test_sigterm_during_a_large_create(big):
+    t, out = post_async(big, {"name": "big", "servers": SERVERS})
+    # Planned (the log says so), and then storing or done.
+    wait_for(lambda: "fabric big:" in big.log() or "reply" in out, timeout=30)
+    big.send_signal(signal.SIGTERM)
+    t.join()
+    assert big.proc.wait(timeout=30) == 0
+    # Its client heard the truth: created, or not made.
+    r = out.get("reply")
+    assert r is not None, out
+    assert r.status_code in (201, 503), r.text
+    big.start()
+    assert whole_or_absent(big, "big") == (r.status_code == 201)
+    assert stored_rows(big.store)[0] == 0
+
+
+def test_sigkill_during_a_large_create(tmp_path):
+    d = Daemon(tmp_path).start()
+    try:
+        assert d.put("/v1/topology", topology(), timeout=120).status_code == 200
+        t, out = post_async(d, {"name": "big", "servers": SERVERS})
+        wait_for(lambda: "fabric big:" in d.log() or "reply" in out, timeout=30)
+        d.stop(sig=signal.SIGKILL)
+        t.join()
+        d.start()
+        # Never half-made: what was left unfinished went at the start, and off the units.
+        whole = whole_or_absent(d, "big")
+        assert stored_rows(d.store) == (0, CIRCUITS if whole else 0)
+        if not whole:
+            assert "reply" not in out or out["reply"].status_code != 201
+            wait_for(lambda: units_hold(d) == 0, timeout=30)
+    finally:
+        d.stop(sig=signal.SIGKILL)
+
+
+def test_large_delete_is_carried_through(big):
+    assert big.post("/v1/fabrics?wait=60", {"name": "big", "servers": SERVERS}).status_code == 201
+    t, out = post_async(big, None, path="/v1/fabrics/big", method="DELETE")
+    assert big.get("/v1/health").status_code == 200
+    t.join()
+    r = out["reply"]
+    assert r.status_code == 202 and r.json() == {"deleted": "big", "state": "removing"}, r.text
+    assert big.get("/v1/fabrics/big").status_code == 404
+    assert big.delete("/v1/fabrics/big").status_code == 404
+    wait_for(lambda: units_hold(big) == 0, timeout=30)
+    assert stored_rows(big.store) == (0, 0)
+    # The same servers make a fabric again.
+    r = big.post("/v1/fabrics?wait=60", {"name": "again", "servers": SERVERS})
+    assert r.status_code == 201 and r.json()["state"] == "applied", r.text
+
+
+def test_a_delete_goes_on_when_its_client_leaves(big):
+    assert big.post("/v1/fabrics?wait=60", {"name": "big", "servers": SERVERS}).status_code == 201
+    t, out = post_async(big, None, path="/v1/fabrics/big", method="DELETE", timeout=0.02)
+    t.join()
+    # Accepted or not yet: it is carried through either way, audited and told.
+    wait_for(lambda: big.get("/v1/fabrics/big").status_code == 404, timeout=30)
+    assert big.post("/v1/fabrics", {"name": "small", "servers": [f"s{N}", f"s{N + 1}"]}) \
+        .status_code == 201
+    assert stored_rows(big.store) == (0, 1)
+    rows = [a for a in big.get("/v1/audit?limit=100").json()["audit"]
+            if a["method"] == "DELETE"]
+    assert [a["status"] for a in rows] == [202]
+    wait_for(lambda: units_hold(big) == 1, timeout=30)
+
+
+def test_sigkill_during_a_large_delete(tmp_path):
+    d = Daemon(tmp_path).start()
+    try:
+        assert d.put("/v1/topology", topology(), timeout=120).status_code == 200
+        assert d.post("/v1/fabrics?wait=60", {"name": "big", "servers": SERVERS}).status_code == 201
+        t, out = post_async(d, None, path="/v1/fabrics/big", method="DELETE")
+        wait_for(lambda: "fabric big: deleting" in d.log(), timeout=30)
+        d.stop(sig=signal.SIGKILL)
+        t.join()
+        d.start()
+        # Begun, it is finished at the start; not begun, the fabric is whole.
+        if d.get("/v1/fabrics/big").status_code == 404:
+            assert stored_rows(d.store) == (0, 0)
+        else:
+            assert whole_or_absent(d, "big") and stored_rows(d.store) == (0, CIRCUITS)
+            assert "reply" not in out
+    finally:
+        d.stop(sig=signal.SIGKILL)
