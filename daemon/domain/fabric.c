@@ -336,7 +336,7 @@ static int build_row(struct fabric_parts *b)
 	struct plan_fabric none = b->plan;
 	none.ncircuits = 0;
 	int64_t id = insert_row(s, b->name, &b->plan, &b->shape, b->choice, b->parts);
-	if (id < 0 || topo_plan_save(s, id, &b->in, &none, FABRIC_BASE_STATE, false) < 0)
+	if (id < 0 || topo_plan_save(s, id, &b->in, NULL, &none, FABRIC_BASE_STATE, false) < 0)
 		return -EIO;
 	b->id = id;
 	return 0;
@@ -458,7 +458,8 @@ int fabric_parts_step(struct fabric_parts *b, bool *done, struct ofcd_error *e)
 
 int fabric_parts_drop(struct fabric_parts *b)
 {
-	if (!b->id || b->phase == PARTS_DONE)
+	/* Its last step may have been rolled back: the row is whatever the store holds. */
+	if (!b->id)
 		return 0;
 	if (drop_partial(b->ctx.store, b->id) < 0)
 		return -EIO;
@@ -661,7 +662,7 @@ int fabric_replan(const struct fabric_ctx *c, int64_t fabric_id, char *err, size
 		rc = -EINVAL;
 		goto out;
 	}
-	rc = topo_plan_save(s, fabric_id, &in, &next, FABRIC_BASE_STATE, true);
+	rc = topo_plan_save(s, fabric_id, &in, &prev, &next, FABRIC_BASE_STATE, true);
 	if (rc < 0)
 		snprintf(err, errlen, "cannot store the new plan");
 out:
@@ -707,15 +708,16 @@ int fabric_devices_set(const struct fabric_ctx *c, int64_t server_id, const char
 		return ofcd_fail(e, rc, rc == -EIO ? OFCD_E_STORE : OFCD_E_INTERNAL, NULL, NULL,
 		                 "re-planning failed: %s", why);
 	}
-	json_t *fj = topo_fabric_json(s, fid);
+	/* Not the fabric's whole view: its links are what a large fabric has most of. */
+	json_t *fj = topo_fabric_summary_json(s, c->desired, fid);
+	json_t *missing = topo_fabric_missing_json(s, fid);
 	log_info("planner", "%s %s: fabric %s re-planned (revision %lld, %zu pairs missing)",
 	         server, what, json_string_value(json_object_get(fj, "name")),
 	         (long long)json_integer_value(json_object_get(fj, "revision")),
-	         json_array_size(json_object_get(fj, "missing")));
-	*fabric =
-	    json_pack("{s:O, s:O, s:O, s:O}", "name", json_object_get(fj, "name"), "state",
-	              json_object_get(fj, "state"), "revision", json_object_get(fj, "revision"),
-	              "missing", json_object_get(fj, "missing"));
+	         json_array_size(missing));
+	*fabric = json_pack("{s:O, s:O, s:O, s:o}", "name", json_object_get(fj, "name"), "state",
+	                    json_object_get(fj, "state"), "revision",
+	                    json_object_get(fj, "revision"), "missing", missing);
 	json_decref(fj);
 	return 0;
 }

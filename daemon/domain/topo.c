@@ -335,6 +335,22 @@ static void add_layout(json_t *f, sqlite3_stmt *st, int col, uint32_t m)
 		json_object_set_new(f, "formula", json_string("per-line"));
 }
 
+/* A fabric's pairs without a circuit, as pairs of its servers' names. */
+static json_t *missing_json(struct store *s, int64_t id, const json_t *names)
+{
+	json_t *missing = json_array();
+	sqlite3_stmt *st = store_stmt(s, "SELECT a_pos, b_pos FROM missing_pair WHERE "
+	                                 "fabric_id = ? ORDER BY a_pos, b_pos");
+	sqlite3_bind_int64(st, 1, id);
+	while (sqlite3_step(st) == SQLITE_ROW)
+		json_array_append_new(
+		    missing,
+		    json_pack("[O, O]", json_array_get(names, (size_t)sqlite3_column_int64(st, 0)),
+		              json_array_get(names, (size_t)sqlite3_column_int64(st, 1))));
+	sqlite3_reset(st);
+	return missing;
+}
+
 json_t *topo_fabric_json(struct store *s, int64_t id)
 {
 	sqlite3_stmt *st =
@@ -384,20 +400,18 @@ json_t *topo_fabric_json(struct store *s, int64_t id)
 		                                       a, "b", b));
 	}
 	sqlite3_reset(st);
-	json_t *missing = json_array();
-	st = store_stmt(s, "SELECT a_pos, b_pos FROM missing_pair WHERE fabric_id = ? "
-	                   "ORDER BY a_pos, b_pos");
-	sqlite3_bind_int64(st, 1, id);
-	while (sqlite3_step(st) == SQLITE_ROW)
-		json_array_append_new(
-		    missing,
-		    json_pack("[O, O]", json_array_get(names, (size_t)sqlite3_column_int64(st, 0)),
-		              json_array_get(names, (size_t)sqlite3_column_int64(st, 1))));
-	sqlite3_reset(st);
+	json_object_set_new(f, "missing", missing_json(s, id, names));
 	json_object_set_new(f, "servers", names);
 	json_object_set_new(f, "links", links);
-	json_object_set_new(f, "missing", missing);
 	return f;
+}
+
+json_t *topo_fabric_missing_json(struct store *s, int64_t id)
+{
+	json_t *names = fabric_servers(s, id);
+	json_t *missing = missing_json(s, id, names);
+	json_decref(names);
+	return missing;
 }
 
 int topo_fabric_state(struct store *s, const char *name, char *buf, size_t len)
@@ -681,6 +695,18 @@ int topo_input_load_fabric(struct store *s, int64_t fabric_id, struct topo_input
 	return rc;
 }
 
+/* The order a plan lists its circuits in: by plane, then the a end. */
+static int plane_order(const void *x, const void *y)
+{
+	const struct plan_circuit *a = x, *b = y;
+	const uint32_t ka[] = { a->plane, a->a.server, a->a.device, a->a.port };
+	const uint32_t kb[] = { b->plane, b->a.server, b->a.device, b->a.port };
+	for (size_t i = 0; i < 4; i++)
+		if (ka[i] != kb[i])
+			return ka[i] < kb[i] ? -1 : 1;
+	return 0;
+}
+
 int topo_plan_load(struct store *s, int64_t fabric_id, const struct topo_input *in,
                    struct plan_fabric *plan)
 {
@@ -700,15 +726,19 @@ int topo_plan_load(struct store *s, int64_t fabric_id, const struct topo_input *
 
 	size_t cap = 0;
 	int rc = 0;
+	int32_t ocs = -1;
+	/* In the key's order (by unit), sorted below: a sort in SQL costs ten times more. */
 	st = store_stmt(s, "SELECT plane, a_pos, a_device, a_port, a_ocs_port, b_pos, b_device, "
-	                   "b_port, b_ocs_port, ocs_id FROM circuit WHERE fabric_id = ? "
-	                   "ORDER BY plane, a_pos, a_device, a_port");
+	                   "b_port, b_ocs_port, ocs_id FROM circuit WHERE fabric_id = ?");
 	sqlite3_bind_int64(st, 1, fabric_id);
 	while (sqlite3_step(st) == SQLITE_ROW) {
-		int32_t ocs = -1;
-		for (uint32_t i = 0; i < in->nocs; i++)
-			if (in->ocs_ids[i] == sqlite3_column_int64(st, 9))
-				ocs = (int32_t)i;
+		int64_t ocs_id = sqlite3_column_int64(st, 9);
+		if (ocs < 0 || in->ocs_ids[ocs] != ocs_id) {
+			ocs = -1;
+			for (uint32_t i = 0; i < in->nocs && ocs < 0; i++)
+				if (in->ocs_ids[i] == ocs_id)
+					ocs = (int32_t)i;
+		}
 		if (ocs < 0) {
 			rc = -ENOENT;
 			break;
@@ -734,6 +764,8 @@ int topo_plan_load(struct store *s, int64_t fabric_id, const struct topo_input *
 			                  (uint32_t)sqlite3_column_int64(st, 8) };
 	}
 	sqlite3_reset(st);
+	if (rc == 0 && plan->ncircuits)
+		qsort(plan->circuits, plan->ncircuits, sizeof(*plan->circuits), plane_order);
 	cap = 0;
 	st = store_stmt(s, "SELECT a_pos, b_pos FROM missing_pair WHERE fabric_id = ? "
 	                   "ORDER BY a_pos, b_pos");
@@ -787,20 +819,95 @@ int topo_circuits_add(struct store *s, int64_t fabric_id, const struct topo_inpu
 	return 0;
 }
 
-int topo_plan_save(struct store *s, int64_t fabric_id, const struct topo_input *in,
-                   const struct plan_fabric *plan, const char *base_state, bool bump)
+/* Orders circuits by every column they are stored with. */
+static int circuit_cmp(const void *x, const void *y)
 {
-	sqlite3_stmt *st = store_stmt(s, "DELETE FROM circuit WHERE fabric_id = ?");
-	sqlite3_bind_int64(st, 1, fabric_id);
-	if (store_step_done(st) < 0)
-		return -EIO;
+	const struct plan_circuit *a = x, *b = y;
+	const uint32_t ka[] = { (uint32_t)a->a.ocs, a->a.ocs_port, a->b.ocs_port, a->plane,
+		                a->a.server,        a->a.device,   a->a.port,     a->b.server,
+		                a->b.device,        a->b.port };
+	const uint32_t kb[] = { (uint32_t)b->a.ocs, b->a.ocs_port, b->b.ocs_port, b->plane,
+		                b->a.server,        b->a.device,   b->a.port,     b->b.server,
+		                b->b.device,        b->b.port };
+	for (size_t i = 0; i < sizeof(ka) / sizeof(ka[0]); i++)
+		if (ka[i] != kb[i])
+			return ka[i] < kb[i] ? -1 : 1;
+	return 0;
+}
+
+static struct plan_circuit *sorted_copy(const struct plan_fabric *p)
+{
+	struct plan_circuit *v = malloc((p->ncircuits ? p->ncircuits : 1) * sizeof(*v));
+	if (v && p->ncircuits) {
+		memcpy(v, p->circuits, p->ncircuits * sizeof(*v));
+		qsort(v, p->ncircuits, sizeof(*v), circuit_cmp);
+	}
+	return v;
+}
+
+/*
+ * Replaces prev's stored circuits by plan's, writing only those that differ:
+ * a re-plan around one device moves a few circuits of a fabric of thousands.
+ */
+static int circuits_replace(struct store *s, int64_t fabric_id, const struct topo_input *in,
+                            const struct plan_fabric *prev, const struct plan_fabric *plan)
+{
+	struct plan_circuit *old = sorted_copy(prev), *now = sorted_copy(plan);
+	struct plan_circuit *added =
+	    malloc((plan->ncircuits ? plan->ncircuits : 1) * sizeof(*added));
+	size_t i = 0, j = 0, n = 0;
+	int rc = old && now && added ? 0 : -ENOMEM;
+	sqlite3_stmt *del = store_stmt(s, "DELETE FROM circuit WHERE fabric_id = ? AND ocs_id = ? "
+	                                  "AND a_ocs_port = ? AND b_ocs_port = ?");
+	while (rc == 0 && (i < prev->ncircuits || j < plan->ncircuits)) {
+		int c = i == prev->ncircuits   ? 1
+		        : j == plan->ncircuits ? -1
+		                               : circuit_cmp(&old[i], &now[j]);
+		if (c == 0) {
+			i++, j++;
+		} else if (c > 0) {
+			added[n++] = now[j++];
+		} else if (old[i].a.ocs < 0 || (uint32_t)old[i].a.ocs >= in->nocs) {
+			rc = -EINVAL;
+		} else {
+			sqlite3_bind_int64(del, 1, fabric_id);
+			sqlite3_bind_int64(del, 2, in->ocs_ids[old[i].a.ocs]);
+			sqlite3_bind_int64(del, 3, old[i].a.ocs_port);
+			sqlite3_bind_int64(del, 4, old[i].b.ocs_port);
+			rc = store_step_done(del) < 0 ? -EIO : 0;
+			i++;
+		}
+	}
+	struct plan_fabric more = { .circuits = added, .ncircuits = n };
+	if (rc == 0)
+		rc = topo_circuits_add(s, fabric_id, in, &more, 0, n);
+	free(old);
+	free(now);
+	free(added);
+	return rc;
+}
+
+int topo_plan_save(struct store *s, int64_t fabric_id, const struct topo_input *in,
+                   const struct plan_fabric *prev, const struct plan_fabric *plan,
+                   const char *base_state, bool bump)
+{
+	sqlite3_stmt *st;
+	int rc;
+	if (prev) {
+		rc = circuits_replace(s, fabric_id, in, prev, plan);
+	} else {
+		st = store_stmt(s, "DELETE FROM circuit WHERE fabric_id = ?");
+		sqlite3_bind_int64(st, 1, fabric_id);
+		rc = store_step_done(st) < 0 ? -EIO : 0;
+		if (rc == 0)
+			rc = topo_circuits_add(s, fabric_id, in, plan, 0, plan->ncircuits);
+	}
+	if (rc < 0)
+		return rc;
 	st = store_stmt(s, "DELETE FROM missing_pair WHERE fabric_id = ?");
 	sqlite3_bind_int64(st, 1, fabric_id);
 	if (store_step_done(st) < 0)
 		return -EIO;
-	int rc = topo_circuits_add(s, fabric_id, in, plan, 0, plan->ncircuits);
-	if (rc < 0)
-		return rc;
 	st = store_stmt(s, "INSERT INTO missing_pair(fabric_id, a_pos, b_pos) VALUES (?, ?, ?)");
 	for (size_t i = 0; i < plan->nmissing; i++) {
 		sqlite3_bind_int64(st, 1, fabric_id);

@@ -78,6 +78,9 @@ json_t *topo_wiring_json(struct store *s);
 
 /** A fabric with its plan (see docs/api.md), or NULL. */
 json_t *topo_fabric_json(struct store *s, int64_t id);
+
+/** A fabric's pairs of servers without a circuit: [[name, name], ...] (new reference). */
+json_t *topo_fabric_missing_json(struct store *s, int64_t id);
 /** {server: [failed device index, ...]} for the fabric's servers that have any (new reference). */
 json_t *topo_fabric_failed_devices(struct store *s, int64_t id);
 /** Copies the state of the named fabric into buf. Returns 0, or -ENOENT. */
@@ -245,10 +248,12 @@ int topo_circuits_add(struct store *s, int64_t fabric_id, const struct topo_inpu
 /**
  * Replaces the stored plan of a fabric (circuits, missing pairs, counts),
  * sets its state to base_state (the reconciler takes it from there) and clears
- * its error. When bump is set the revision goes up by one. Returns 0 or
- * -errno.
+ * its error. With prev (the plan stored now, as topo_plan_load() read it),
+ * only the circuits that differ are written; without, all are. When bump is
+ * set the revision goes up by one. Returns 0 or -errno.
  */
 int topo_plan_save(struct store *s, int64_t fabric_id, const struct topo_input *in,
-                   const struct plan_fabric *plan, const char *base_state, bool bump);
+                   const struct plan_fabric *prev, const struct plan_fabric *plan,
+                   const char *base_state, bool bump);
 
 #endif

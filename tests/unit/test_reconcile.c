@@ -293,7 +293,7 @@ static int64_t create_fabric(struct fixture *f, const char *name, const char *co
 		sqlite3_bind_int64(st, 3, ids[i]);
 		assert_int_equal(store_step_done(st), 0);
 	}
-	assert_int_equal(topo_plan_save(f->s, fid, &in, &plan, "pending", false), 0);
+	assert_int_equal(topo_plan_save(f->s, fid, &in, NULL, &plan, "pending", false), 0);
 	assert_int_equal(store_commit(f->s), 0);
 	plan_fabric_free(&plan);
 	topo_input_free(&in);
@@ -1035,6 +1035,37 @@ static void test_fabric_build_dropped(void **state)
 	assert_int_equal(query_int(f, "SELECT count(*) FROM circuit"), 0);
 }
 
+/* A re-plan around a failed device writes the circuits that moved, not every circuit again. */
+static void test_replan_writes_what_moved(void **state)
+{
+	struct fixture *f = *state;
+	static const char *const servers[] = { "s1", "s2", "s3", "s4" };
+	struct domain_units u = reconcile_domain_units(f->r);
+	struct fabric_ctx c = { f->s, f->d, &u };
+	struct ofcd_error e = { 0 };
+	assert_int_equal(store_begin(f->s), 0);
+	assert_true(write_txn(
+	    f, fabric_create(&c, "r", servers, 4, &FABRIC_LAYOUT_FULL_MESH, NULL, &e) > 0));
+	settle(f, (const char *[]){ "r=applied", NULL });
+	int64_t circuits = query_int(f, "SELECT count(*) FROM circuit");
+	int before = sqlite3_total_changes(store_db(f->s));
+	uint32_t dev = 0;
+	bool failed = true, changed;
+	json_t *fj = NULL;
+	assert_int_equal(store_begin(f->s), 0);
+	assert_true(write_txn(f, fabric_devices_set(&c, topo_server_id(f->s, "s1"), "s1", 1, &dev,
+	                                            &failed, &changed, &fj, &e) == 0));
+	assert_true(changed);
+	assert_int_equal(json_integer_value(json_object_get(fj, "revision")), 2);
+	json_decref(fj);
+	/* Every circuit again would be 2 x circuits rows, and the rest besides. */
+	assert_true(sqlite3_total_changes(store_db(f->s)) - before < 2 * circuits);
+	assert_int_equal(query_int(f, "SELECT count(*) FROM circuit WHERE a_pos = 0 AND "
+	                              "a_device = 0"),
+	                 0);
+	settle(f, (const char *[]){ "r=degraded", NULL });
+}
+
 int main(void)
 {
 	log_set_level(LOG_LVL_ERROR);
@@ -1050,6 +1081,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_random_changes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fabric_built_in_parts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fabric_build_dropped, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_replan_writes_what_moved, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
