@@ -142,8 +142,10 @@ static void fabric_reply(struct api_req *req, unsigned status, int64_t fid, cons
 {
 	struct store *s = req->env->store;
 	/* A waiting request gets its view when the wait ends: build it once. */
-	api_reply(req, status,
-	          wait > 0 ? NULL : topo_fabric_view(s, req->env->desired, fid, summary));
+	if (wait > 0)
+		api_reply(req, status, NULL);
+	else
+		api_fabric_view_reply(req, status, fid, summary);
 	api_set_etag(req, topo_fabric_revision(s, fid));
 	if (status == 201)
 		api_set_location(req, "/v1/fabrics/%s", name);

@@ -86,7 +86,7 @@ void api_fabric_delete(struct api_req *req);
 void api_device_put(struct api_req *req);
 /**
  * A fabric's layout in a request body: "topology" (auto, full-mesh, hyperx,
- * torus; a full mesh when absent), "shape" (the grid, e.g. [32, 32]) and
+ * torus; auto when absent), "shape" (the grid, e.g. [32, 32]) and
  * "traffic" (allreduce, alltoall, mixed: what an auto choice prices the
  * candidates for). Fills *l but its price; 0, or -EINVAL after a 400.
  */

@@ -79,6 +79,19 @@ static bool done(struct waiter *w)
 	return final(state);
 }
 
+void api_fabric_view_reply(struct api_req *req, unsigned status, int64_t id, bool summary)
+{
+	struct store *s = req->env->store;
+	size_t len;
+	char *text = summary ? NULL : topo_fabric_json_text(s, id, &len);
+	if (summary)
+		api_reply(req, status, topo_fabric_summary_json(s, req->env->desired, id));
+	else if (text)
+		api_reply_text(req, status, "application/json", text, len);
+	else
+		api_error(req, OFCD_E_INTERNAL, NULL, "cannot read the fabric");
+}
+
 /* The reply of the moment: the fabric's view, or for a removal how far it got. */
 static void refresh(struct waiter *w)
 {
@@ -98,7 +111,7 @@ static void refresh(struct waiter *w)
 		          w->fabric);
 		return;
 	}
-	api_reply(w->req, status, topo_fabric_view(d->store, d->desired, id, w->summary));
+	api_fabric_view_reply(w->req, status, id, w->summary);
 	/* A re-plan during the wait moved the revision on. */
 	api_set_etag(w->req, topo_fabric_revision(d->store, id));
 }

@@ -10,6 +10,7 @@
 #ifndef OFCD_WAIT_H
 #define OFCD_WAIT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct api_req;
@@ -41,5 +42,12 @@ int wait_parse(struct api_req *req, double *seconds);
  * holds it only rebuilds the reply.
  */
 void wait_fabric(struct api_req *req, const char *name, enum wait_mode mode, double seconds);
+
+/**
+ * Replies status with fabric id's view, as a wait ends with it: its summary,
+ * or the whole fabric (written as text: a large fabric's links are most of
+ * it). 500 when it cannot be read.
+ */
+void api_fabric_view_reply(struct api_req *req, unsigned status, int64_t id, bool summary);
 
 #endif

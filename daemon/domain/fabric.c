@@ -219,8 +219,7 @@ enum parts_phase {
 	BUILD_MEMBERS,   /* the fabric's row, then its members a few a step */
 	BUILD_CIRCUITS,  /* its circuits, a slice a step */
 	REMOVE_CIRCUITS, /* a removal: the circuits, a slice a step */
-	REMOVE_MEMBERS,  /* then the members, a few a step */
-	REMOVE_ROW,      /* then the row, with its missing pairs */
+	REMOVE_ROW,      /* then the row, with its members and missing pairs */
 	PARTS_DONE,
 };
 
@@ -249,7 +248,7 @@ struct fabric_parts {
  * commit included (the desired state then follows each of its ports).
  */
 #define STEP_SERVERS  128 /* servers loaded */
-#define STEP_MEMBERS  64  /* members stored or removed */
+#define STEP_MEMBERS  64  /* members stored */
 #define STEP_CIRCUITS 512 /* circuits stored or removed */
 
 void fabric_parts_free(struct fabric_parts *b)
@@ -358,22 +357,13 @@ static int drop_partial(struct store *s, int64_t id)
 	return store_step_done(st) < 0 ? -EIO : 0;
 }
 
-/*
- * A removal's step: up to a slice of the fabric's circuits, or a few of its
- * members (the last positions first, as a create stores them the other way).
- * Returns how many rows went (0: none left of that kind), or -EIO.
- */
+/* A removal's step: up to a slice of the fabric's circuits. Returns how many went, or -EIO. */
 static int remove_some(struct store *s, struct fabric_parts *b)
 {
-	bool members = b->phase == REMOVE_MEMBERS;
-	sqlite3_stmt *st =
-	    members ? store_stmt(s, "DELETE FROM fabric_server WHERE fabric_id = ?1 AND position "
-	                            "> (SELECT max(position) FROM fabric_server WHERE fabric_id = "
-	                            "?1) - ?2")
-	            : store_stmt(s, "DELETE FROM circuit WHERE rowid IN (SELECT rowid FROM "
-	                            "circuit WHERE fabric_id = ?1 LIMIT ?2)");
+	sqlite3_stmt *st = store_stmt(s, "DELETE FROM circuit WHERE rowid IN (SELECT rowid FROM "
+	                                 "circuit WHERE fabric_id = ? LIMIT ?)");
 	sqlite3_bind_int64(st, 1, b->id);
-	sqlite3_bind_int(st, 2, members ? STEP_MEMBERS : STEP_CIRCUITS);
+	sqlite3_bind_int(st, 2, STEP_CIRCUITS);
 	if (store_step_done(st) < 0)
 		return -EIO;
 	return sqlite3_changes(store_db(s));
@@ -432,17 +422,18 @@ int fabric_parts_step(struct fabric_parts *b, bool *done, struct ofcd_error *e)
 		*done = true;
 		return 0;
 	case REMOVE_CIRCUITS:
-	case REMOVE_MEMBERS:
 		rc = remove_some(s, b);
 		if (rc < 0)
 			break;
-		if (rc == 0) {
-			b->phase = (enum parts_phase)(b->phase + 1);
-			return 0;
-		}
-		/* A full step of members: its commit is as much work again. */
-		return b->phase == REMOVE_MEMBERS && rc == STEP_MEMBERS;
+		if (rc == 0)
+			b->phase = REMOVE_ROW;
+		return 0;
 	case REMOVE_ROW:
+		/*
+		 * The members go with the row, at once: released a few at a
+		 * time, a circuit a unit still holds between a released port
+		 * and a kept one would look like a breach of isolation.
+		 */
 		if (drop_partial(s, b->id) < 0)
 			break;
 		log_info("planner", "fabric %s deleted", b->name);

@@ -44,7 +44,8 @@ int fabric_infeasible(struct ofcd_error *e, uint32_t servers, uint32_t min_devic
  * loop: a create (fabric_create() with rest) loads its servers' cables and
  * faults a few servers a step, plans and verifies it, then stores its row,
  * its members a few a step and its circuits a slice a step; a delete
- * (fabric_delete() with rest) removes them the other way round. Meanwhile its
+ * (fabric_delete() with rest) removes its circuits a slice a step, then the
+ * row with its members at once. Meanwhile its
  * row is marked partial: reads and the reconciler's state derivation pass
  * over it (topo.h, fabric_state.h), and a start-up drops it
  * (fabric_drop_unfinished()). Loop thread only.

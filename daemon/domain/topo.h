@@ -79,6 +79,13 @@ json_t *topo_wiring_json(struct store *s);
 /** A fabric with its plan (see docs/api.md), or NULL. */
 json_t *topo_fabric_json(struct store *s, int64_t id);
 
+/**
+ * topo_fabric_json() as JSON text (malloc'd, the caller's; *len bytes), or
+ * NULL. Its links are written as text: as jansson objects, a 1,024-server
+ * fabric's 31,744 held the loop for a quarter of a second.
+ */
+char *topo_fabric_json_text(struct store *s, int64_t id, size_t *len);
+
 /** A fabric's pairs of servers without a circuit: [[name, name], ...] (new reference). */
 json_t *topo_fabric_missing_json(struct store *s, int64_t id);
 /** {server: [failed device index, ...]} for the fabric's servers that have any (new reference). */
@@ -94,9 +101,6 @@ int topo_fabric_state(struct store *s, const char *name, char *buf, size_t len);
  * cluster's.
  */
 json_t *topo_fabric_summary_json(struct store *s, const struct desired *d, int64_t id);
-
-/** topo_fabric_summary_json() when summary is set, else topo_fabric_json(). */
-json_t *topo_fabric_view(struct store *s, const struct desired *d, int64_t id, bool summary);
 
 /**
  * All fabrics, by name: each {"name","state","revision","min_devices",

@@ -980,55 +980,11 @@ static int members_extend(struct desired *d, struct members *known, const struct
 }
 
 /*
- * Takes the n servers of gone (member_change rows) out of the known
- * fabric's, their cabled ports back to no fabric: a fabric removed a few
- * members per transaction costs what each part removes.
- */
-static int members_shrink(struct desired *d, struct members *known,
-                          const struct member_change *gone, size_t n)
-{
-	struct members m = { .fabric = known->fabric };
-	int rc = 0;
-	m.servers = malloc(n * sizeof(*m.servers));
-	if (!m.servers)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++)
-		m.servers[m.nservers++] = gone[i].server;
-	rc = members_load(d, &m);
-	for (size_t i = 0; rc == 0 && i < m.nports; i++) {
-		struct unit_set *u = unit_find(d, m.ports[i].ocs_id);
-		if (u && m.ports[i].port < u->nowner && u->owner[m.ports[i].port] == known->fabric)
-			rc = set_owner(d, &m.ports[i], 0);
-	}
-	for (size_t i = 0; rc == 0 && i < m.nservers; i++)
-		rc = set_server(d, m.servers[i], 0);
-	members_free(&m);
-	if (rc < 0)
-		return rc;
-	/* What the fabric keeps: the servers and ports still its own. */
-	size_t k = 0;
-	for (size_t i = 0; i < known->nservers; i++)
-		if (known->servers[i] >= 0 && (size_t)known->servers[i] < d->nserver_fabric &&
-		    d->server_fabric[known->servers[i]] == known->fabric)
-			known->servers[k++] = known->servers[i];
-	known->nservers = k;
-	k = 0;
-	for (size_t i = 0; i < known->nports; i++) {
-		struct unit_set *u = unit_find(d, known->ports[i].ocs_id);
-		if (u && known->ports[i].port < u->nowner &&
-		    u->owner[known->ports[i].port] == known->fabric)
-			known->ports[k++] = known->ports[i];
-	}
-	known->nports = k;
-	return 0;
-}
-
-/*
  * Applies the membership rows the committed transaction changed: a fabric
  * whose rows all went leaves (its ports return to no fabric), one whose rows
- * all came joins or grows (its new servers' cabled ports are read), one that
- * lost some rows shrinks. Anything else (a fabric's members changed in place)
- * returns -EAGAIN: the caller reloads.
+ * all came joins or grows (its new servers' cabled ports are read). Anything
+ * else (a fabric's members changed in place) returns -EAGAIN: the caller
+ * reloads.
  */
 static int apply_members(struct desired *d)
 {
@@ -1044,8 +1000,6 @@ static int apply_members(struct desired *d)
 		const struct members *known = members_find(d, fabric);
 		if (added == 0 && known && known->nservers == j - i) {
 			rc = members_drop(d, fabric);
-		} else if (added == 0 && known && known->nservers > j - i) {
-			rc = members_shrink(d, members_find(d, fabric), &d->members[i], j - i);
 		} else if (added == j - i) {
 			struct members m = { .fabric = fabric };
 			m.servers = malloc((j - i) * sizeof(*m.servers));

@@ -245,6 +245,14 @@ static struct test_req *run(struct fixture *f, const char *method, const char *p
 	return run_with(f, method, path_, body, NULL);
 }
 
+/* The reply's body as JSON, however the handler wrote it (new reference). */
+static json_t *reply_of(const struct test_req *r)
+{
+	if (r->api.reply_text)
+		return json_loadb(r->api.reply_text, r->api.reply_len, 0, NULL);
+	return json_incref(r->api.reply);
+}
+
 static void done(struct test_req *r)
 {
 	json_decref(r->api.body);
@@ -469,7 +477,9 @@ static void test_wait_suspends_until_the_bus_says_so(void **state)
 	assert_int_equal(r->resumed, 1);
 	assert_false(r->api.suspended);
 	assert_int_equal(r->api.status, 201);
-	assert_string_equal(json_string_value(json_object_get(r->api.reply, "state")), "applied");
+	json_t *view = reply_of(r);
+	assert_string_equal(json_string_value(json_object_get(view, "state")), "applied");
+	json_decref(view);
 	done(r);
 }
 
@@ -603,7 +613,7 @@ static char *large_topology(struct fixture *f, size_t n, const char *name)
 /*
  * A create of 300 servers goes in parts: held while later turns store it,
  * invisible until whole, a write that comes meanwhile served after it; the
- * delete goes the same way; a create whose client leaves is undone.
+ * delete goes out of sight at once; a create whose client leaves is undone.
  */
 static void test_large_writes_go_in_parts(void **state)
 {
@@ -619,8 +629,10 @@ static void test_large_writes_go_in_parts(void **state)
 	assert_true(w->api.suspended); /* its turn comes after */
 	loop_until_resumed(f, r);
 	assert_int_equal(r->api.status, 201);
-	assert_string_equal(json_string_value(json_object_get(r->api.reply, "topology")), "torus");
-	assert_int_equal(json_array_size(json_object_get(r->api.reply, "links")), 600);
+	json_t *view = reply_of(r);
+	assert_string_equal(json_string_value(json_object_get(view, "topology")), "torus");
+	assert_int_equal(json_array_size(json_object_get(view, "links")), 600);
+	json_decref(view);
 	assert_int_equal(w->resumed, 1);
 	assert_int_equal(w->api.status, 201);
 	assert_int_equal(count(f, "SELECT count(*) FROM fabric WHERE partial"), 0);
@@ -630,13 +642,14 @@ static void test_large_writes_go_in_parts(void **state)
 	done(r);
 	done(w);
 
+	/* Its 600 circuits may all go in the first turn, or not. */
 	r = run(f, "DELETE", "/v1/fabrics/big", NULL);
 	assert_int_equal(r->api.status, 202);
-	assert_true(r->api.suspended);
 	g = run(f, "GET", "/v1/fabrics/big", NULL);
 	assert_int_equal(g->api.status, 404); /* out of sight at once */
 	done(g);
-	loop_until_resumed(f, r);
+	if (r->api.suspended)
+		loop_until_resumed(f, r);
 	assert_int_equal(r->api.status, 202);
 	assert_int_equal(count(f, "SELECT count(*) FROM fabric"), 0);
 	assert_int_equal(count(f, "SELECT count(*) FROM circuit"), 0);
