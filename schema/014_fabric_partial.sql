@@ -5,3 +5,6 @@
 -- create its client was never told of, or a removal it was).
 
 ALTER TABLE fabric ADD COLUMN partial INTEGER NOT NULL DEFAULT 0 CHECK (partial IN (0, 1));
+
+-- Checked before every write while none is under way: found in its index, not a scan.
+CREATE INDEX fabric_partial ON fabric(id) WHERE partial;

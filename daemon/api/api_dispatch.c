@@ -19,6 +19,7 @@
 #include "api_change.h"
 #include "base/config.h"
 #include "base/metrics.h"
+#include "domain/fabric.h"
 #include "log.h"
 #include "state/store.h"
 #include "state/store_changes.h"
@@ -329,17 +330,23 @@ static bool slices_commit(struct api_req *req, const struct api_slices *sl)
 	return commit_write(req);
 }
 
+/* Lets go of a hold (?wait=) a reply set up for a change that was not committed. */
+static void drop_hold(struct api_req *req)
+{
+	if (req->suspended) {
+		req->suspended = false;
+		if (req->on_abort)
+			req->on_abort(req, true);
+	}
+}
+
 /* Ends a write that failed, in the handler's turn or a later one: nothing of it stays. */
 static void slices_fail(struct api_req *req, const struct api_slices *sl, int rc, bool stored)
 {
 	store_rollback(req->env->store);
 	if (stored)
 		slices_abandon(sl, req->env->store);
-	if (req->suspended) { /* a ?wait= the reply set up */
-		req->suspended = false;
-		if (req->on_abort)
-			req->on_abort(req, true);
-	}
+	drop_hold(req);
 	sl->reply(sl->arg, req, rc);
 	api_audit_refusal(req);
 }
@@ -414,10 +421,21 @@ static void slice_turn(evutil_socket_t fd, short what, void *arg)
 		req->on_abort = NULL;
 		req->wait_arg = NULL;
 	}
-	if (rc < 0 || !slices_end(w)) {
+	bool ok = rc == 0 && slices_end(w);
+	if (!ok && goes_on) {
+		/* Accepted and out of sight: the next write, or the next start, finishes it. */
 		store_rollback(st);
-		if (!goes_on)
-			slices_abandon(&w->slices, st); /* else the next start finishes it */
+		log_error("api", "%s %s: cannot finish it now; the next write or start does",
+		          w->audit_method, w->audit_path);
+		if (req)
+			drop_hold(req);
+		store_audit(st, w->audit_token, w->audit_client, w->audit_method, w->audit_path,
+		            w->audit_status);
+		api_changes_publish(env->events, w->changes);
+		w->changes = NULL;
+	} else if (!ok) {
+		store_rollback(st);
+		slices_abandon(&w->slices, st);
 		if (req)
 			slices_fail(req, &w->slices, rc < 0 ? rc : -EIO, false);
 	}
@@ -430,15 +448,28 @@ end:
 	metrics_loop_leave(l);
 }
 
+/*
+ * Status 499 in the audit trail: the client of a write in parts went away
+ * before its reply, and the write was undone.
+ */
+#define AUDIT_CLIENT_GONE 499
+
 static void on_slices_abort(struct api_req *req, bool conn_closed)
 {
 	struct api_write *w = req->wait_arg;
 	req->replicating = false;
-	/* The next turn undoes it or goes on; if the loop ends first, the next start drops it. */
+	/*
+	 * The next turn undoes it or goes on; if the loop ends first, the next
+	 * start drops it. One that goes on is audited at its end, from copies.
+	 */
 	w->req = NULL;
-	if (!conn_closed && !w->slices.goes_on)
+	if (w->slices.goes_on)
+		return;
+	if (!conn_closed)
 		api_error(req, OFCD_E_SHUTTING_DOWN, NULL,
 		          "the daemon is shutting down; the change was not made");
+	store_audit(req->env->store, token_name(req), req->client, req->method, req->path,
+	            conn_closed ? AUDIT_CLIENT_GONE : req->status);
 }
 
 /* Holds req while later turns do the rest of its write (its first parts are committed). */
@@ -511,6 +542,12 @@ static void local_write(struct api_req *req)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (store_begin(st) < 0) {
 		/* The store is locked or failing: an audit row would only wait again. */
+		api_error(req, OFCD_E_STORE, NULL, "the store is not available, try again");
+		return;
+	}
+	/* Parts a failed write in parts left behind (see slice_turn()) go first. */
+	if (!req->env->writes.current && fabric_drop_unfinished(st) < 0) {
+		store_rollback(st);
 		api_error(req, OFCD_E_STORE, NULL, "the store is not available, try again");
 		return;
 	}

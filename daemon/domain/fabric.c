@@ -504,8 +504,8 @@ int fabric_drop_unfinished(struct store *s)
 	int step;
 	while (st && (step = sqlite3_step(st)) == SQLITE_ROW)
 		log_warn("planner",
-		         "fabric %s: dropped, it was still being written in parts when the daemon "
-		         "stopped (a create its client was not told of, or a delete)",
+		         "fabric %s: dropped, a write in parts left it unfinished (a create its "
+		         "client was not told of is undone, a delete is finished)",
 		         (const char *)sqlite3_column_text(st, 0));
 	if (st)
 		sqlite3_reset(st);

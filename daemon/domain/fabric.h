@@ -92,9 +92,11 @@ int64_t fabric_parts_id(const struct fabric_parts *b);
 void fabric_parts_free(struct fabric_parts *b);
 
 /**
- * Deletes, in the caller's transaction, every fabric still marked partial: at
- * start-up, the creates a stopped daemon never finished (their clients were
- * never told of them) and the deletes it had begun. Returns 0 or -EIO.
+ * Deletes, in the caller's transaction, every fabric still marked partial
+ * while no write in parts is under way: at start-up, what a stopped daemon
+ * left; later, what a write in parts could not undo or finish when a part
+ * failed. A create left so was never acknowledged; a delete was, and is
+ * finished. Returns 0 or -EIO.
  */
 int fabric_drop_unfinished(struct store *s);
 

@@ -814,7 +814,8 @@ int topo_plan_load(struct store *s, int64_t fabric_id, const struct topo_input *
 	st = store_stmt(s, "SELECT plane, a_pos, a_device, a_port, a_ocs_port, b_pos, b_device, "
 	                   "b_port, b_ocs_port, ocs_id FROM circuit WHERE fabric_id = ?");
 	sqlite3_bind_int64(st, 1, fabric_id);
-	while (sqlite3_step(st) == SQLITE_ROW) {
+	int step;
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
 		int64_t ocs_id = sqlite3_column_int64(st, 9);
 		if (ocs < 0 || in->ocs_ids[ocs] != ocs_id) {
 			ocs = -1;
@@ -847,6 +848,9 @@ int topo_plan_load(struct store *s, int64_t fabric_id, const struct topo_input *
 			                  (uint32_t)sqlite3_column_int64(st, 8) };
 	}
 	sqlite3_reset(st);
+	/* A plan read short would have its unread circuits kept by a re-plan's diff. */
+	if (rc == 0 && step != SQLITE_DONE)
+		rc = -EIO;
 	if (rc == 0 && plan->ncircuits)
 		qsort(plan->circuits, plan->ncircuits, sizeof(*plan->circuits), plane_order);
 	cap = 0;

@@ -94,6 +94,7 @@ enum req_state {
 	REQ_SUSPENDED, /* handler holds it */
 	REQ_READY,     /* reply set, to be queued on the next access call */
 	REQ_SENT,      /* response queued */
+	REQ_GONE,      /* its client closed while it was held: ended, nothing to send */
 };
 
 struct http_req {
@@ -723,6 +724,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 	}
 	if (r->state == REQ_READY)
 		return send_reply(r);
+	if (r->state == REQ_GONE)
+		return MHD_NO; /* MHD closes the connection */
 	if (r->state != REQ_RECEIVING)
 		return MHD_YES;
 	if (*upload_data_size) {
@@ -829,7 +832,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		if (r->api.on_abort)
 			r->api.on_abort(&r->api, true);
 	}
-	if (r->api.status) {
+	if (r->state == REQ_GONE) {
+		log_debug("http", "%s %s: its client went away before the reply", r->method,
+		          r->path);
+	} else if (r->api.status) {
 		struct timespec t1;
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		double s =
@@ -879,10 +885,22 @@ static void on_peer_closed(evutil_socket_t fd, short what, void *arg)
 	/* Once is enough, and our own shutdown would wake us again. */
 	event_del(c->ev_closed);
 	shutdown(fd, SHUT_RDWR);
-	if (c->stream)
+	if (c->stream) {
 		stream_end(&c->stream->api);
-	else if (c->req && c->req->state == REQ_SUSPENDED)
+	} else if (c->req && c->req->state == REQ_SUSPENDED) {
+		/*
+		 * Its holder hears now, not when its wait or write ends: a large
+		 * create whose client left is undone rather than made for no one.
+		 */
+		struct http_req *r = c->req;
+		unlink_suspended(r);
+		r->state = REQ_GONE;
+		r->api.suspended = false;
+		if (r->api.on_abort)
+			r->api.on_abort(&r->api, true);
+		r->api.on_abort = NULL;
 		MHD_resume_connection(c->conn);
+	}
 	run_soon(c->h);
 }
 

@@ -8,6 +8,7 @@ import json
 import signal
 import sqlite3
 import threading
+import time
 
 import pytest
 import requests
@@ -121,16 +122,59 @@ def test_late_refusal_stores_nothing(big):
 
 
 def test_a_client_that_leaves_gets_nothing_half_made(big):
-    # The client gives up long before the fabric can be whole.
+    # The client gives up long before the fabric can be whole (about 0.3 s of parts).
     t, out = post_async(big, {"name": "big", "servers": SERVERS}, timeout=0.02)
     t.join()
     # Whatever the daemon had done then, the writes go on after it.
     r = big.post("/v1/fabrics", {"name": "small", "servers": [f"s{N}", f"s{N + 1}"]})
     assert r.status_code == 201, r.text
-    whole = whole_or_absent(big, "big")
+    # Undone as soon as the close was seen (or never begun): audited 499, or not at all.
+    assert big.get("/v1/fabrics/big").status_code == 404
     assert stored_rows(big.store)[0] == 0
-    want = 1 + (CIRCUITS if whole else 0)
-    wait_for(lambda: units_hold(big) == want, timeout=30)
+    rows = [a["status"] for a in big.get("/v1/audit?limit=100").json()["audit"]
+            if a["path"] == "/v1/fabrics"]
+    assert rows in ([201], [499, 201]), rows
+    wait_for(lambda: units_hold(big) == 1, timeout=30)
+
+
+def lock_store(d, seconds):
+    """Another process holds the store's write lock, past the daemon's busy timeout (1 s)."""
+    db = sqlite3.connect(d.store, timeout=10)
+    try:
+        db.execute("BEGIN IMMEDIATE")
+        time.sleep(seconds)
+        db.rollback()
+    finally:
+        db.close()
+
+
+def test_a_create_that_cannot_go_on_leaves_nothing(big):
+    t, out = post_async(big, {"name": "big", "servers": SERVERS})
+    wait_for(lambda: "fabric big:" in big.log() or "reply" in out, timeout=30)
+    lock_store(big, 2.5)
+    t.join()
+    r = out["reply"]
+    assert r.status_code in (201, 503), r.text
+    # Whatever a failed part could not undo goes with the next write.
+    assert big.post("/v1/fabrics", {"name": "small", "servers": [f"s{N}", f"s{N + 1}"]}) \
+        .status_code == 201
+    assert whole_or_absent(big, "big") == (r.status_code == 201)
+    assert stored_rows(big.store)[0] == 0
+
+
+def test_a_delete_that_cannot_go_on_is_finished(big):
+    assert big.post("/v1/fabrics?wait=60", {"name": "big", "servers": SERVERS}).status_code == 201
+    t, out = post_async(big, None, path="/v1/fabrics/big", method="DELETE")
+    wait_for(lambda: "fabric big: deleting" in big.log(), timeout=30)
+    lock_store(big, 2.5)
+    t.join()
+    r = out["reply"]
+    assert r.status_code == 202 and r.json() == {"deleted": "big", "state": "removing"}, r.text
+    assert big.post("/v1/fabrics", {"name": "small", "servers": [f"s{N}", f"s{N + 1}"]}) \
+        .status_code == 201
+    assert big.get("/v1/fabrics/big").status_code == 404
+    assert stored_rows(big.store) == (0, 1)
+    wait_for(lambda: units_hold(big) == 1, timeout=30)
 
 
 def test_sigterm_during_a_large_create(big):
