@@ -166,7 +166,17 @@ def log_metrics_all(members):
 
 def test_writes_take_fabric_states_along(cluster, etcd):
     assert put_on_leader(cluster, "/v1/topology", topology(40)).status_code == 200
-    before, m0 = len(etcd.keys("/ofcd/test/log/")), log_metrics_all(cluster)
+
+    # An entry is counted when it is sent, and is a key once etcd took it: on a busy machine
+    # one still on its way (the topology's trailing states) is in one count and not the
+    # other. Read both once they have stood still.
+    def still():
+        a = (len(etcd.keys("/ofcd/test/log/")), log_metrics_all(cluster))
+        time.sleep(0.5)
+        b = (len(etcd.keys("/ofcd/test/log/")), log_metrics_all(cluster))
+        return a if a == b else None
+
+    before, m0 = wait_for(still)
     # Each create's fabric states are committed while the next create waits its turn: they
     # share its entry instead of taking a Raft round of their own. The creates come at once,
     # so that one always waits, however slowly this machine's client sends them.
