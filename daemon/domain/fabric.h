@@ -61,9 +61,10 @@ struct fabric_parts;
  * when nothing fits the servers' ports (422). Fields are named "servers[i]",
  * "topology" or "shape". Returns the fabric's row id or -errno.
  *
- * With rest, only the name and the servers are checked now: 0 is returned
- * with *rest (the caller's to free) holding the build, whose steps
- * (fabric_parts_step()) may still refuse it, as above, before they store it.
+ * With rest, a fabric of more than 64 servers is only checked now (its name
+ * and servers): 0 is returned with *rest (the caller's to free) holding the
+ * build, whose steps (fabric_parts_step()) may still refuse it, as above,
+ * before they store it. A smaller one is written at once (*rest NULL).
  */
 int64_t fabric_create(const struct fabric_ctx *c, const char *name, const char *const *servers,
                       size_t m, const struct fabric_layout *layout, struct fabric_parts **rest,
@@ -113,9 +114,10 @@ int64_t fabric_put(const struct fabric_ctx *c, const char *name, const char *con
                    struct fabric_parts **rest, struct ofcd_error *e);
 
 /**
- * Deletes the named fabric (404 when unknown). With rest, the fabric is only
- * marked partial now and *rest (the caller's to free) removes it a part per
- * fabric_parts_step(). Returns 0 or -errno with e set.
+ * Deletes the named fabric (404 when unknown). With rest, a fabric of more
+ * than 64 servers is only marked partial now and *rest (the caller's to free)
+ * removes it a part per fabric_parts_step(); a smaller one goes at once
+ * (*rest NULL). Returns 0 or -errno with e set.
  */
 int fabric_delete(const struct fabric_ctx *c, const char *name, struct fabric_parts **rest,
                   struct ofcd_error *e);
