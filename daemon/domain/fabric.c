@@ -593,20 +593,6 @@ int64_t fabric_put(const struct fabric_ctx *c, const char *name, const char *con
 	                 name, n, m);
 }
 
-/* The first column of sql's first row, id bound to its one parameter; 0 when none. */
-static int64_t int_of(struct store *s, const char *sql, int64_t id)
-{
-	sqlite3_stmt *st = store_stmt(s, sql);
-	int64_t v = 0;
-	if (!st)
-		return 0;
-	sqlite3_bind_int64(st, 1, id);
-	if (sqlite3_step(st) == SQLITE_ROW)
-		v = sqlite3_column_int64(st, 0);
-	sqlite3_reset(st);
-	return v;
-}
-
 int fabric_delete(const struct fabric_ctx *c, const char *name, struct fabric_parts **rest,
                   struct ofcd_error *e)
 {
@@ -615,10 +601,7 @@ int fabric_delete(const struct fabric_ctx *c, const char *name, struct fabric_pa
 		*rest = NULL;
 	if (!id)
 		return ofcd_fail(e, -ENOENT, OFCD_E_NOT_FOUND, "name", NULL, "no fabric %s", name);
-	bool parts = rest && int_of(c->store,
-	                            "SELECT count(*) FROM fabric_server WHERE "
-	                            "fabric_id = ?",
-	                            id) > PARTS_FROM;
+	bool parts = rest && topo_fabric_size(c->store, id) > PARTS_FROM;
 	struct fabric_parts *b = parts ? calloc(1, sizeof(*b)) : NULL;
 	if (parts && !b)
 		return ofcd_fail(e, -ENOMEM, OFCD_E_INTERNAL, NULL, NULL, "out of memory");

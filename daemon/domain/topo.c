@@ -1015,6 +1015,11 @@ int topo_plan_save(struct store *s, int64_t fabric_id, const struct topo_input *
 	return store_step_done(st);
 }
 
+int64_t topo_fabric_size(struct store *s, int64_t fabric_id)
+{
+	return int_query(s, "SELECT count(*) FROM fabric_server WHERE fabric_id = ?", fabric_id);
+}
+
 int64_t topo_fabric_revision(struct store *s, int64_t fabric_id)
 {
 	return int_query(s, "SELECT revision FROM fabric WHERE id = ?", fabric_id);

@@ -163,6 +163,9 @@ struct topo_input {
 	uint32_t ocs_cap;            /**< room in ocs_ids */
 };
 
+/** Number of a fabric's member servers (0 when there is no such fabric). */
+int64_t topo_fabric_size(struct store *s, int64_t fabric_id);
+
 /** Revision of a fabric, or 0 when there is none. */
 int64_t topo_fabric_revision(struct store *s, int64_t fabric_id);
 
