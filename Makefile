@@ -34,8 +34,9 @@ endif
 $(B)/config.mk: packaging/deps.sh Makefile
 	@mkdir -p $(B)
 	@sh packaging/deps.sh
-	@echo "PKG_CFLAGS := $$(pkg-config --cflags libevent libevent_openssl openssl jansson libmicrohttpd sqlite3 libsystemd inih libibverbs)" > $@.tmp
-	@echo "PKG_LIBS := $$(pkg-config --libs libevent libevent_openssl openssl jansson libmicrohttpd sqlite3 libsystemd inih libibverbs) -lm" >> $@.tmp
+	@echo "PKG_CFLAGS := $$(pkg-config --cflags libevent libevent_openssl openssl jansson libmicrohttpd sqlite3 libsystemd inih libibverbs libnetconf2 libyang libssh)" > $@.tmp
+	@echo "PKG_LIBS := $$(pkg-config --libs libevent libevent_openssl openssl jansson libmicrohttpd sqlite3 libsystemd inih libibverbs libnetconf2 libyang libssh) -lpthread -lm" >> $@.tmp
+	@echo "DRIVERS_PKG_CFLAGS := $$(pkg-config --cflags libevent libnetconf2 libyang libssh)" >> $@.tmp
 	@echo "CMOCKA_LIBS := $$(pkg-config --libs cmocka)" >> $@.tmp
 	@echo "CLI_PKG_CFLAGS := $$(pkg-config --cflags libcurl jansson inih)" >> $@.tmp
 	@echo "CLI_PKG_LIBS := $$(pkg-config --libs libcurl jansson inih)" >> $@.tmp
@@ -55,7 +56,7 @@ FUZZ_SECONDS ?= 60
 # Layers, lowest first. Each is its own archive and sees only the headers of
 # its own folder and of the layers below it (make check-deps checks the links):
 #   planner/      pure C: its own headers, no package flags
-#   ocs_drivers/  its own headers and libevent's
+#   ocs_drivers/  its own headers and libevent's (netconf: libnetconf2's, libyang's, libssh's)
 #   common/       what the daemon and the agent share (log, INI, JSON input, rdma)
 #   daemon/       the controller; agent/ the host agent
 #   cli/          ofcctl, the command-line client (libcurl; only common/'s headers)
@@ -64,7 +65,7 @@ EV_CFLAGS      := $(shell pkg-config --cflags libevent 2>/dev/null)
 AGENT_LIBS     := $(shell pkg-config --libs libevent libevent_openssl openssl jansson libsystemd \
                     inih libibverbs 2>/dev/null)
 PLANNER_CPP    := -D_GNU_SOURCE -Iplanner
-DRIVERS_CPP    := -D_GNU_SOURCE -Iocs_drivers $(EV_CFLAGS)
+DRIVERS_CPP    := -D_GNU_SOURCE -Iocs_drivers
 COMMON_CPP     := -D_GNU_SOURCE -Icommon
 DAEMON_CPP     := -D_GNU_SOURCE -Idaemon -Icommon -Iplanner -Iocs_drivers -I$(B)/gen
 AGENT_CPP      := -D_GNU_SOURCE -Iagent -Icommon
@@ -144,7 +145,7 @@ $(B)/fuzz/obj/$(1)/%.o: $(1)/%.c $(B)/config.mk
 	$$(FUZZ_CC) $$(WARN) $(2) $(3) $$(FUZZFLAGS) -MMD -MP -c $$< -o $$@
 endef
 $(eval $(call layer_rules,planner,$(PLANNER_CPP),))
-$(eval $(call layer_rules,ocs_drivers,$(DRIVERS_CPP),))
+$(eval $(call layer_rules,ocs_drivers,$(DRIVERS_CPP),$$(DRIVERS_PKG_CFLAGS)))
 $(eval $(call layer_rules,common,$(COMMON_CPP),$$(PKG_CFLAGS)))
 $(eval $(call layer_rules,daemon,$(DAEMON_CPP),$$(PKG_CFLAGS)))
 $(eval $(call layer_rules,agent,$(AGENT_CPP),$$(PKG_CFLAGS)))

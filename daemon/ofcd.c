@@ -234,6 +234,12 @@ static int drop_unfinished(struct store *s)
 	return rc;
 }
 
+static const char *driver_setting(void *arg, const char *driver, const char *unit, const char *key)
+{
+	struct ofcd *d = arg;
+	return config_driver_setting(&d->cfg, driver, unit, key);
+}
+
 static int start_reconciler(struct ofcd *d, int64_t generation)
 {
 	struct reconcile_deps deps = { .base = d->base,
@@ -243,7 +249,9 @@ static int start_reconciler(struct ofcd *d, int64_t generation)
 		                       .audit_interval_s = d->cfg.audit_interval_s,
 		                       .master_generation = generation,
 		                       .may_send = d->ha ? may_drive : NULL,
-		                       .may_send_arg = d };
+		                       .may_send_arg = d,
+		                       .setting = driver_setting,
+		                       .setting_arg = d };
 	int rc = reconcile_init(&deps, &d->reconciler);
 	if (rc == 0 && d->ha)
 		rc = reconcile_states_hook_add(reconcile_states_hook(d->reconciler),

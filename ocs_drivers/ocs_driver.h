@@ -130,6 +130,16 @@ struct ocs_open_params {
 	 */
 	bool (*may_send)(void *arg);
 	void *may_send_arg; /**< passed back to may_send */
+	/**
+	 * The unit's driver settings (the configuration's section named after
+	 * the driver, "KEY.UNIT" before "KEY"): returns the value of key or NULL.
+	 * Asked only during open(); the driver copies what it keeps. The string
+	 * returned is owned by the daemon. NULL: no settings. netconf: key,
+	 * known_hosts, model, yang_dir and the model's names (docs/drivers.md);
+	 * sim and openflow: none.
+	 */
+	const char *(*setting)(void *arg, const char *key);
+	void *setting_arg; /**< passed back to setting */
 };
 
 /** Fault injection, for drivers that support it (sim). */

@@ -10,10 +10,12 @@
 /* Defined by each driver's file; nothing but this table refers to them. */
 extern const struct ocs_driver_ops ocs_sim_driver;
 extern const struct ocs_driver_ops ocs_openflow_driver;
+extern const struct ocs_driver_ops ocs_netconf_driver;
 
 const struct ocs_driver_ops *const ocs_drivers[] = {
 	&ocs_sim_driver,
 	&ocs_openflow_driver,
+	&ocs_netconf_driver,
 	NULL,
 };
 

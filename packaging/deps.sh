@@ -7,7 +7,8 @@ libibverbs-dev ibverbs-providers libsystemd-dev libinih-dev libcmocka-dev python
 python3-requests python3-yaml python3-jsonschema python3-simgrid sqlite3 curl iproute2 iputils-ping
 openvswitch-switch wrk nginx-light chromium fonts-dejavu-core
 libcurl4-openssl-dev slurmctld slurmd slurm-client munge prometheus clang libclang-rt-14-dev
-etcd-server etcd-client stress-ng bash-completion"
+etcd-server etcd-client stress-ng bash-completion
+libnetconf2-dev libyang2-dev libssh-dev netconfd openssh-server openssh-client python3-ncclient"
 # Node.js and npm run the browser tests and the OpenAPI linter (tests/browser/);
 # a machine that already has them from elsewhere keeps its own.
 command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
@@ -32,7 +33,7 @@ fi
 $SUDO apt-get install -y -qq --no-install-recommends $missing
 # These packages enable their services on install; ofcd's tests start their own
 # instances, so a machine set up for ofcd does not run them at its next boot.
-for s in munge slurmctld slurmd nginx-light:nginx openvswitch-switch prometheus etcd-server:etcd; do
+for s in munge slurmctld slurmd nginx-light:nginx openvswitch-switch prometheus etcd-server:etcd openssh-server:ssh; do
 	pkg=${s%%:*}
 	unit=${s#*:}
 	case " $missing " in *" $pkg "*) $SUDO systemctl disable --quiet "$unit.service" 2>/dev/null || true ;; esac

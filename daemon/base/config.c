@@ -107,6 +107,41 @@ bad_role:
 	return -EINVAL;
 }
 
+/* [netconf] KEY.UNIT: one unit's own value of KEY. */
+static int parse_unit_setting(void *c, const char *key, const char *value, char *err, size_t errlen)
+{
+	struct ofcd_config *cfg = c;
+	const char *dot = strchr(key, '.');
+	struct config_unit_setting *u;
+	if (!dot || !auth_valid_name(dot + 1)) {
+		snprintf(err, errlen,
+		         "the unit name after the dot must be 1 to %d characters of "
+		         "[A-Za-z0-9._-]",
+		         AUTH_NAME_MAX);
+		return -EINVAL;
+	}
+	if (strlen(value) >= sizeof(u->value)) {
+		snprintf(err, errlen, "longer than %zu bytes", sizeof(u->value) - 1);
+		return -EINVAL;
+	}
+	for (unsigned i = 0; i < cfg->netconf_nunits; i++) {
+		if (strcmp(cfg->netconf_units[i].key, key) == 0 &&
+		    strcmp(cfg->netconf_units[i].unit, dot + 1) == 0) {
+			snprintf(err, errlen, "given twice");
+			return -EINVAL;
+		}
+	}
+	if (cfg->netconf_nunits == CONFIG_UNIT_SETTINGS_MAX) {
+		snprintf(err, errlen, "more than %d per-unit settings", CONFIG_UNIT_SETTINGS_MAX);
+		return -EINVAL;
+	}
+	u = &cfg->netconf_units[cfg->netconf_nunits++];
+	snprintf(u->key, sizeof(u->key), "%.*s", (int)(dot - key), key);
+	snprintf(u->unit, sizeof(u->unit), "%s", dot + 1);
+	snprintf(u->value, sizeof(u->value), "%s", value);
+	return 0;
+}
+
 /* http://HOST:PORT with nothing after the port: an etcd endpoint or an advertised URL. */
 static bool valid_http_url(const char *u, size_t len)
 {
@@ -433,6 +468,57 @@ static const struct cfgtab_key config_keys[] = {
 	  .what = "secret",
 	  .doc = "bearer token (an admin token of the other members' `[auth]`) this member "
 	         "presents when it fetches a snapshot; needed when they have tokens" },
+	{ .section = "netconf",
+	  .key = "key",
+	  .type = CFGTAB_STRING,
+	  CFG(netconf_key),
+	  .what = "a file path",
+	  .doc = "SSH private key (OpenSSH or PEM, no passphrase) the `netconf` driver logs in "
+	         "to every unit with; never stored nor shown by the API" },
+	{ .section = "netconf",
+	  .key = "key.UNIT",
+	  .type = CFGTAB_CUSTOM,
+	  CFGTAB_SPAN(struct ofcd_config, netconf_units, netconf_nunits),
+	  .parse = parse_unit_setting,
+	  .what = "a file path",
+	  .doc = "the private key of the one OCS unit named UNIT, instead of `key`" },
+	{ .section = "netconf",
+	  .key = "known_hosts",
+	  .type = CFGTAB_STRING,
+	  CFG(netconf_known_hosts),
+	  .what = "a file path",
+	  .doc = "OpenSSH known-hosts file holding every unit's host key: a unit whose key is not "
+	         "there, or differs, is refused (no trust on first use)" },
+	{ .section = "netconf",
+	  .key = "known_hosts.UNIT",
+	  .type = CFGTAB_CUSTOM,
+	  CFGTAB_SPAN(struct ofcd_config, netconf_units, netconf_nunits),
+	  .parse = parse_unit_setting,
+	  .what = "a file path",
+	  .doc = "the known-hosts file of the one OCS unit named UNIT" },
+	{ .section = "netconf",
+	  .key = "model",
+	  .type = CFGTAB_STRING,
+	  CFG(netconf_model),
+	  .what = "a model",
+	  .def = "ofcd",
+	  .doc =
+	      "the units' YANG model of cross-connects: `ofcd`, `polatis`, or "
+	      "`NAMESPACE CONTAINER LIST INGRESS EGRESS` (docs/drivers.md); a unit whose model is "
+	      "not one of these stays down and says why" },
+	{ .section = "netconf",
+	  .key = "model.UNIT",
+	  .type = CFGTAB_CUSTOM,
+	  CFGTAB_SPAN(struct ofcd_config, netconf_units, netconf_nunits),
+	  .parse = parse_unit_setting,
+	  .what = "a model",
+	  .doc = "the model of the one OCS unit named UNIT" },
+	{ .section = "netconf",
+	  .key = "yang_dir",
+	  .type = CFGTAB_STRING,
+	  CFG(netconf_yang_dir),
+	  .what = "a directory",
+	  .doc = "YANG modules the driver reads before asking a unit for them (`<get-schema>`)" },
 	COST_GBPS(inter_gbps, COST_DEFAULT_INTER_GBPS,
 	          "circuit bandwidth between two servers, one direction, Gb/s"),
 	COST_US(inter_latency_us, COST_DEFAULT_INTER_LATENCY_US,
@@ -462,6 +548,34 @@ int config_defaults(struct ofcd_config *cfg, char *err, size_t errlen)
 void config_free(struct ofcd_config *cfg)
 {
 	auth_tokens_free(&cfg->tokens);
+}
+
+const char *config_driver_setting(const struct ofcd_config *cfg, const char *driver,
+                                  const char *unit, const char *key)
+{
+	static const struct {
+		const char *key;
+		size_t offset;
+	} section[] = {
+		{ "key", offsetof(struct ofcd_config, netconf_key) },
+		{ "known_hosts", offsetof(struct ofcd_config, netconf_known_hosts) },
+		{ "model", offsetof(struct ofcd_config, netconf_model) },
+		{ "yang_dir", offsetof(struct ofcd_config, netconf_yang_dir) },
+	};
+	if (!driver || strcmp(driver, "netconf") != 0)
+		return NULL;
+	for (unsigned i = 0; unit && i < cfg->netconf_nunits; i++) {
+		if (strcmp(cfg->netconf_units[i].key, key) == 0 &&
+		    strcmp(cfg->netconf_units[i].unit, unit) == 0)
+			return cfg->netconf_units[i].value;
+	}
+	for (size_t i = 0; i < sizeof(section) / sizeof(section[0]); i++) {
+		if (strcmp(section[i].key, key) == 0) {
+			const char *v = (const char *)cfg + section[i].offset;
+			return *v ? v : NULL;
+		}
+	}
+	return NULL;
 }
 
 /* Numeric addresses only (and "localhost"): a name could resolve to anything. */

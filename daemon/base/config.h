@@ -24,6 +24,16 @@
 /** Most etcd endpoints [cluster] etcd may list. */
 #define CONFIG_CLUSTER_MAX_ENDPOINTS 8
 
+/** Most [netconf] KEY.UNIT settings a file may give. */
+#define CONFIG_UNIT_SETTINGS_MAX 64
+
+/** One [netconf] KEY.UNIT setting: KEY's value for that OCS unit alone. */
+struct config_unit_setting {
+	char key[16];    /**< "key", "known_hosts" or "model" */
+	char unit[65];   /**< the OCS unit's name */
+	char value[512]; /**< the value */
+};
+
 /** Everything the configuration file can set. Owned by whoever loaded it. */
 struct ofcd_config {
 	char source[512]; /**< file it came from, or "(built-in)" */
@@ -75,6 +85,14 @@ struct ofcd_config {
 	unsigned cluster_log_keep;    /**< [cluster] log_keep: log entries the leader keeps */
 	/** [cluster] token: bearer token this member presents to fetch a snapshot ("": none) */
 	char cluster_token[256];
+
+	char netconf_key[512];         /**< [netconf] key: SSH private key file of every unit */
+	char netconf_known_hosts[512]; /**< [netconf] known_hosts: the units' host keys */
+	char netconf_model[512];       /**< [netconf] model of the units' cross-connects */
+	char netconf_yang_dir[512];    /**< [netconf] yang_dir: YANG modules looked at first */
+	/** [netconf] KEY.UNIT: per-unit values, in file order */
+	struct config_unit_setting netconf_units[CONFIG_UNIT_SETTINGS_MAX];
+	unsigned netconf_nunits; /**< entries of netconf_units in use */
 };
 
 /** Every key of the daemon's file; ofcd_reload() applies the live ones. */
@@ -108,6 +126,14 @@ void config_free(struct ofcd_config *cfg);
  * from 0 to 1e+09" for the _us keys. A static string; NULL for an unknown key.
  */
 const char *config_cost_range(const char *key);
+
+/**
+ * A driver's setting for one OCS unit: [DRIVER] KEY.UNIT, else [DRIVER] KEY;
+ * NULL when neither is set (or the driver has no section). The string is
+ * owned by cfg. Loop thread.
+ */
+const char *config_driver_setting(const struct ofcd_config *cfg, const char *driver,
+                                  const char *unit, const char *key);
 
 /** True when host names a loopback address ("127.0.0.0/8", "::1", "localhost"). */
 bool config_host_is_loopback(const char *host);

@@ -308,6 +308,14 @@ static void unit_free(struct unit *u, bool shutdown)
 	free(u);
 }
 
+/* ocs_open_params.setting: the daemon's settings of u's driver for u. */
+static const char *unit_setting(void *arg, const char *key)
+{
+	struct unit *u = arg;
+	const struct reconcile_deps *d = &u->r->d;
+	return d->setting ? d->setting(d->setting_arg, u->driver, u->name, key) : NULL;
+}
+
 static void unit_open(struct reconciler *r, struct unit *u)
 {
 	char err[256];
@@ -316,7 +324,9 @@ static void unit_open(struct reconciler *r, struct unit *u)
 		                     .ports = u->ports,
 		                     .master_generation = (uint64_t)r->d.master_generation,
 		                     .may_send = r->d.may_send,
-		                     .may_send_arg = r->d.may_send_arg };
+		                     .may_send_arg = r->d.may_send_arg,
+		                     .setting = unit_setting,
+		                     .setting_arg = u };
 	struct ocs_events ev = { .conn_state = on_conn_state,
 		                 .port_state = on_port_state,
 		                 .arg = u };

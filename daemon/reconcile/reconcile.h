@@ -66,6 +66,12 @@ struct reconcile_deps {
 	bool (*may_send)(void *arg);
 	void *may_send_arg; /**< passed back to may_send */
 	/**
+	 * A driver's setting for one unit (config_driver_setting()), handed to
+	 * the driver when the unit is opened; NULL: none.
+	 */
+	const char *(*setting)(void *arg, const char *driver, const char *unit, const char *key);
+	void *setting_arg; /**< passed back to setting */
+	/**
 	 * Check mode (tests): after every state update, the whole bookkeeping is
 	 * recomputed from scratch and compared (reconcile_audit_all()), so any
 	 * drift of the incremental path shows at once.

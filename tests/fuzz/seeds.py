@@ -321,8 +321,16 @@ def log_seeds():
             entries(part(1, 2, b"late"), b"T" + bytes(8))]
 
 
+def netconf_seeds():
+    """The rpc-reply texts of test_netconf_msg.c (captured from netconfd)."""
+    # the texts are macros: their literals are joined across line continuations
+    text = source("tests/unit/test_netconf_msg.c").replace("\\\n", "\n")
+    return sorted({t for t in c_strings(text) if t.startswith("<rpc-reply")})
+
+
 def main():
     write("etcd", etcd_seeds())
+    write("netconf", netconf_seeds())
     write("log", log_seeds())
     write("of13", of13_seeds())
     write("openflow", openflow_seeds())

@@ -212,13 +212,15 @@ static void test_registry(void **state)
 	(void)state;
 	assert_non_null(ocs_driver_find("sim"));
 	assert_non_null(ocs_driver_find("openflow"));
+	assert_non_null(ocs_driver_find("netconf"));
 	assert_null(ocs_driver_find("nope"));
 	assert_null(ocs_driver_find(NULL));
 	for (i = 0; ocs_drivers[i]; i++)
 		assert_ptr_equal(ocs_driver_find(ocs_drivers[i]->name), ocs_drivers[i]);
-	assert_int_equal(i, 2);
+	assert_int_equal(i, 3);
 	assert_non_null(ocs_driver_find("sim")->inject);
 	assert_null(ocs_driver_find("openflow")->inject);
+	assert_null(ocs_driver_find("netconf")->inject);
 }
 
 /* Endpoint validation of the other built-in driver, which needs no switch. */

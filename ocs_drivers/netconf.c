@@ -1,0 +1,963 @@
+/*
+ * The netconf driver: an OCS unit whose controller speaks NETCONF over SSH,
+ * its cross-connects a YANG list of pairs (netconf_msg.h has the models).
+ *
+ * The session is made in a short-lived thread per attempt, because libssh's
+ * handshake and libnetconf2's <hello> and schema loading block for several
+ * round trips (and for the whole connect timeout on a unit that does not
+ * answer). The thread hands the session to the loop over a pipe; from then
+ * on everything runs on the loop: one RPC in flight at a time, sent without
+ * waiting, its reply read when the SSH socket is readable. libnetconf2 reads
+ * a message whole once its first bytes are there, so a large reply holds the
+ * loop while it arrives (docs/drivers.md has the measure).
+ *
+ * A batch is one <edit-config> of the running datastore (removals, then
+ * additions) with error-option rollback-on-error where the server has it; on
+ * a server without :writable-running it edits :candidate and commits.
+ * Read-back is a <get-config> filtered to the model's container.
+ *
+ * Fencing (ocs_open_params.master_generation set): the leader holds the
+ * running datastore's <lock>. An instance's first claim ends the holder's
+ * session with <kill-session> (the deposed leader's) and takes the lock;
+ * an instance that held the lock and finds it taken after a reconnect was
+ * deposed, and reports "fenced:" without retrying (docs/ha.md).
+ */
+#include "netconf_msg.h"
+#include "ocs_driver.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <libssh/libssh.h>
+#include <libyang/libyang.h>
+#include <nc_client.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define NCD_BACKOFF_MIN_MS  200u
+#define NCD_BACKOFF_MAX_MS  5000u
+#define NCD_CONNECT_TIMEOUT 10     /* seconds, for libssh's connect and each handshake step */
+#define NCD_REPLY_MS        30000u /* a reply later than this ends the session */
+#define NCD_KEEPALIVE_MS    5000u  /* an idle session is probed this often */
+#define NCD_POLL_MS         50u    /* an RPC in flight is also polled: libssh may hold its reply */
+#define NCD_HOLD_MS         20u    /* may_send said no: ask again after this */
+
+#define CAP_WRITABLE_RUNNING "urn:ietf:params:netconf:capability:writable-running:1.0"
+#define CAP_CANDIDATE        "urn:ietf:params:netconf:capability:candidate:1.0"
+#define CAP_ROLLBACK         "urn:ietf:params:netconf:capability:rollback-on-error:1.0"
+
+/* ---- libnetconf2 and libyang messages ------------------------------------ */
+
+/* The last error either library printed on this thread, for our own messages. */
+static _Thread_local char lib_error[200];
+
+static void nc_print(const struct nc_session *s, NC_VERB_LEVEL level, const char *msg)
+{
+	(void)s;
+	if (level == NC_VERB_ERROR)
+		snprintf(lib_error, sizeof(lib_error), "%s", msg);
+}
+
+static void ly_log_print(LY_LOG_LEVEL level, const char *msg, const char *path)
+{
+	(void)path;
+	if (level == LY_LLERR)
+		snprintf(lib_error, sizeof(lib_error), "%s", msg);
+}
+
+static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
+
+static void lib_init(void)
+{
+	nc_client_init();
+	nc_verbosity(NC_VERB_ERROR);
+	nc_set_print_clb_session(nc_print);
+	ly_set_log_clb(ly_log_print, 0);
+}
+
+/* ---- the connect thread -------------------------------------------------- */
+
+enum job_state { JOB_RUNNING, JOB_DONE, JOB_ABANDONED };
+
+/*
+ * One connection attempt. The thread owns it while RUNNING; whoever moves it
+ * out of RUNNING decides who frees it: DONE (the thread finished first) the
+ * loop, ABANDONED (close() came first) the thread, when it finishes.
+ */
+struct job {
+	_Atomic int state;
+	int pipe[2];      /* the thread writes a byte to [1] when DONE */
+	struct event *ev; /* the loop's read event on pipe[0] */
+	struct ncm_endpoint ep;
+	char key[512];              /* private key file */
+	char known_hosts[512];      /* known-hosts file */
+	char yang_dir[512];         /* where libnetconf2 looks for modules first ("": none) */
+	struct nc_session *session; /* result, owned by the job until taken */
+	ssh_session ssh;            /* the session's libssh session (owned by session) */
+	char err[1400];             /* why there is no session */
+};
+
+static void job_free(struct job *j)
+{
+	if (j->session)
+		nc_session_free(j->session, NULL);
+	if (j->ev)
+		event_free(j->ev);
+	close(j->pipe[0]);
+	close(j->pipe[1]);
+	free(j);
+}
+
+static const char *known_host_error(enum ssh_known_hosts_e st)
+{
+	switch (st) {
+	case SSH_KNOWN_HOSTS_CHANGED:
+		return "the unit's host key differs from the one in";
+	case SSH_KNOWN_HOSTS_OTHER:
+		return "the unit offers a host key of another type than the one in";
+	case SSH_KNOWN_HOSTS_UNKNOWN:
+		return "the unit's host key is not in";
+	case SSH_KNOWN_HOSTS_NOT_FOUND:
+		return "cannot read the known-hosts file";
+	default:
+		return "cannot check the host key against";
+	}
+}
+
+/* Makes the SSH session: connected, host key checked, authenticated. */
+static ssh_session ssh_open(struct job *j)
+{
+	ssh_session ss = ssh_new();
+	unsigned port = j->ep.port;
+	long timeout = NCD_CONNECT_TIMEOUT;
+	int no = 0;
+	ssh_key key = NULL;
+	if (!ss) {
+		snprintf(j->err, sizeof(j->err), "netconf: out of memory");
+		return NULL;
+	}
+	ssh_options_set(ss, SSH_OPTIONS_HOST, j->ep.host);
+	ssh_options_set(ss, SSH_OPTIONS_PORT, &port);
+	ssh_options_set(ss, SSH_OPTIONS_USER, j->ep.user);
+	ssh_options_set(ss, SSH_OPTIONS_TIMEOUT, &timeout);
+	/* only the configured file decides which host keys are trusted */
+	ssh_options_set(ss, SSH_OPTIONS_PROCESS_CONFIG, &no);
+	ssh_options_set(ss, SSH_OPTIONS_KNOWNHOSTS, j->known_hosts);
+	ssh_options_set(ss, SSH_OPTIONS_GLOBAL_KNOWNHOSTS, "/dev/null");
+	if (ssh_connect(ss) != SSH_OK) {
+		snprintf(j->err, sizeof(j->err), "unreachable: %s:%u: %s", j->ep.host, j->ep.port,
+		         ssh_get_error(ss));
+		goto fail;
+	}
+	enum ssh_known_hosts_e st = ssh_session_is_known_server(ss);
+	if (st != SSH_KNOWN_HOSTS_OK) {
+		snprintf(j->err, sizeof(j->err), "hostkey: %s %s", known_host_error(st),
+		         j->known_hosts);
+		goto fail;
+	}
+	if (ssh_pki_import_privkey_file(j->key, NULL, NULL, NULL, &key) != SSH_OK) {
+		snprintf(j->err, sizeof(j->err), "auth: cannot read the private key %s", j->key);
+		goto fail;
+	}
+	int rc = ssh_userauth_publickey(ss, NULL, key);
+	ssh_key_free(key);
+	if (rc != SSH_AUTH_SUCCESS) {
+		snprintf(j->err, sizeof(j->err), "auth: the unit refused key %s for user %s%s%s",
+		         j->key, j->ep.user, rc == SSH_AUTH_ERROR ? ": " : "",
+		         rc == SSH_AUTH_ERROR ? ssh_get_error(ss) : "");
+		goto fail;
+	}
+	return ss;
+fail:
+	ssh_disconnect(ss);
+	ssh_free(ss);
+	return NULL;
+}
+
+static void *job_run(void *arg)
+{
+	struct job *j = arg;
+	ssh_session ss = ssh_open(j);
+	if (ss) {
+		if (j->yang_dir[0])
+			nc_client_set_schema_searchpath(j->yang_dir);
+		lib_error[0] = '\0';
+		j->session = nc_connect_libssh(ss, NULL); /* owns ss from here, also on failure */
+		if (j->session) {
+			j->ssh = ss;
+			ssh_set_blocking(ss, 0);
+		} else {
+			snprintf(j->err, sizeof(j->err), "netconf: no NETCONF session on %s:%u%s%s",
+			         j->ep.host, j->ep.port, lib_error[0] ? ": " : "", lib_error);
+		}
+	}
+	int expected = JOB_RUNNING;
+	if (atomic_compare_exchange_strong(&j->state, &expected, JOB_DONE)) {
+		char c = 1;
+		while (write(j->pipe[1], &c, 1) < 0 && errno == EINTR)
+			;
+	} else {
+		job_free(j);
+	}
+	return NULL;
+}
+
+/* ---- the unit ------------------------------------------------------------ */
+
+enum unit_state {
+	U_IDLE,       /* waiting to connect (backoff) */
+	U_CONNECTING, /* the thread is making the session */
+	U_CLAIMING,   /* fencing: locking the running datastore */
+	U_UP,         /* ready for apply() and read() */
+	U_FENCED,     /* another leader took the unit: nothing more is tried */
+};
+
+/* What the RPC in flight is for. */
+enum rpc_kind {
+	RPC_NONE,
+	RPC_LOCK,    /* fencing claim */
+	RPC_KILL,    /* fencing: ending the holder's session */
+	RPC_EDIT,    /* apply(): the batch */
+	RPC_COMMIT,  /* apply() on :candidate: its commit */
+	RPC_DISCARD, /* apply() on :candidate refused: back to running */
+	RPC_READ,    /* read() */
+	RPC_PROBE,   /* keep-alive */
+};
+
+struct unit {
+	struct event_base *base;
+	struct ocs_events ev;
+	char name[64];
+	uint32_t ports;
+	uint64_t generation;
+	bool (*may_send)(void *arg);
+	void *may_send_arg;
+	struct ncm_model model;
+	struct job params; /* endpoint and files, copied into each attempt's job */
+
+	enum unit_state state;
+	struct job *job; /* the attempt in flight (U_CONNECTING) */
+	struct nc_session *s;
+	ssh_session ssh;
+	bool use_candidate;  /* no :writable-running: edit :candidate and commit */
+	bool rollback;       /* the server has :rollback-on-error */
+	bool claimed;        /* this instance held the lock once */
+	uint32_t last_sid;   /* this instance's previous session */
+	struct event *rd;    /* the SSH socket is readable */
+	struct event *retry; /* backoff before the next attempt */
+	struct event *timer; /* reply deadline, poll and keep-alive */
+	struct event *held;  /* may_send said no */
+	uint32_t backoff_ms;
+	struct timespec sent_at;
+
+	enum rpc_kind rpc_kind;
+	struct nc_rpc *rpc; /* the RPC in flight (or held) */
+	uint64_t msgid;
+	bool rpc_sent;
+	uint32_t kill_sid; /* RPC_KILL: whose session */
+	/* an operation's RPC that waits for the keep-alive probe in flight to be answered */
+	struct nc_rpc *next_rpc;
+	enum rpc_kind next_kind;
+
+	/* the operation in flight */
+	ocs_apply_cb apply_cb;
+	ocs_read_cb read_cb;
+	void *op_arg;
+	char op_err[300]; /* apply refused: the server's words, kept across discard */
+
+	struct ocs_xc *reversed; /* circuits held as ingress b, egress a, from the last read */
+	size_t nreversed;
+
+	unsigned depth;
+	bool closed;
+	char err[1400];
+};
+
+static struct unit *to_unit(struct ocs_handle *h)
+{
+	return (struct unit *)h;
+}
+
+static void arm_ms(struct event *ev, uint32_t ms)
+{
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+	evtimer_add(ev, &tv);
+}
+
+static uint64_t ms_since(const struct timespec *t)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (uint64_t)(now.tv_sec - t->tv_sec) * 1000u +
+	       (uint64_t)((now.tv_nsec - t->tv_nsec) / 1000000);
+}
+
+static void unit_free(struct unit *u)
+{
+	if (u->job) {
+		int expected = JOB_RUNNING;
+		if (atomic_compare_exchange_strong(&u->job->state, &expected, JOB_ABANDONED)) {
+			/* the thread frees it; the loop lets go of its event now */
+			event_free(u->job->ev);
+			u->job->ev = NULL;
+		} else {
+			job_free(u->job);
+		}
+	}
+	if (u->rd)
+		event_free(u->rd);
+	if (u->s)
+		nc_session_free(u->s, NULL);
+	if (u->rpc)
+		nc_rpc_free(u->rpc);
+	if (u->next_rpc)
+		nc_rpc_free(u->next_rpc);
+	if (u->retry)
+		event_free(u->retry);
+	if (u->timer)
+		event_free(u->timer);
+	if (u->held)
+		event_free(u->held);
+	free(u->reversed);
+	free(u);
+}
+
+static void enter(struct unit *u)
+{
+	u->depth++;
+}
+
+static void leave(struct unit *u)
+{
+	if (--u->depth == 0 && u->closed)
+		unit_free(u);
+}
+
+static void report(struct unit *u, enum ocs_conn_state st, const char *err)
+{
+	if (!u->closed && u->ev.conn_state)
+		u->ev.conn_state(u->ev.arg, st, err);
+}
+
+static void clear_rpc(struct unit *u)
+{
+	if (u->rpc)
+		nc_rpc_free(u->rpc);
+	u->rpc = NULL;
+	u->rpc_kind = RPC_NONE;
+	u->rpc_sent = false;
+	evtimer_del(u->held);
+}
+
+/* Completes apply() or read() in flight; the caller holds enter(). */
+static void finish_op(struct unit *u, int status, const char *err, const struct ocs_readback *rb)
+{
+	ocs_apply_cb acb = u->apply_cb;
+	ocs_read_cb rcb = u->read_cb;
+	void *arg = u->op_arg;
+	u->apply_cb = NULL;
+	u->read_cb = NULL;
+	u->op_arg = NULL;
+	if (acb)
+		acb(arg, status, err);
+	else if (rcb)
+		rcb(arg, status, err, status ? NULL : rb);
+}
+
+static void idle_timer(struct unit *u)
+{
+	arm_ms(u->timer, NCD_KEEPALIVE_MS);
+}
+
+/*
+ * Ends the session: fails the operation in flight, reports DOWN and, unless
+ * fenced, schedules the next attempt. The caller holds enter().
+ */
+static void drop(struct unit *u, const char *reason, bool fenced)
+{
+	char msg[sizeof(u->err) + 32];
+	snprintf(u->err, sizeof(u->err), "%s", reason);
+	if (u->rd) {
+		event_free(u->rd);
+		u->rd = NULL;
+	}
+	if (u->s) {
+		u->last_sid = nc_session_get_id(u->s);
+		nc_session_free(u->s, NULL);
+		u->s = NULL;
+		u->ssh = NULL;
+	}
+	clear_rpc(u);
+	if (u->next_rpc)
+		nc_rpc_free(u->next_rpc);
+	u->next_rpc = NULL;
+	evtimer_del(u->timer);
+	if (fenced) {
+		u->state = U_FENCED;
+	} else {
+		u->state = U_IDLE;
+		arm_ms(u->retry, u->backoff_ms);
+		u->backoff_ms =
+		    u->backoff_ms * 2 > NCD_BACKOFF_MAX_MS ? NCD_BACKOFF_MAX_MS : u->backoff_ms * 2;
+	}
+	snprintf(msg, sizeof(msg), "connection lost: %s", u->err);
+	finish_op(u, fenced ? -EPERM : -ENOTCONN, msg, NULL);
+	report(u, OCS_CONN_DOWN, u->err);
+}
+
+static void try_send(struct unit *u);
+
+/* Starts an RPC (rpc owned by u from here); the caller holds enter(). */
+static void send_rpc(struct unit *u, enum rpc_kind kind, struct nc_rpc *rpc)
+{
+	if (!rpc) {
+		drop(u, "netconf: out of memory", false);
+		return;
+	}
+	clear_rpc(u);
+	u->rpc = rpc;
+	u->rpc_kind = kind;
+	try_send(u);
+}
+
+static void try_send(struct unit *u)
+{
+	if (u->may_send && !u->may_send(u->may_send_arg)) {
+		arm_ms(u->held, NCD_HOLD_MS);
+		return;
+	}
+	lib_error[0] = '\0';
+	NC_MSG_TYPE t = nc_send_rpc(u->s, u->rpc, 1000, &u->msgid);
+	if (t != NC_MSG_RPC) {
+		char why[sizeof(lib_error) + 40];
+		snprintf(why, sizeof(why), "closed: cannot send%s%s", lib_error[0] ? ": " : "",
+		         lib_error);
+		drop(u, why, false);
+		return;
+	}
+	u->rpc_sent = true;
+	clock_gettime(CLOCK_MONOTONIC, &u->sent_at);
+	arm_ms(u->timer, NCD_POLL_MS);
+}
+
+static void held_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct unit *u = arg;
+	(void)fd;
+	(void)what;
+	enter(u);
+	if (u->rpc && !u->rpc_sent && u->s)
+		try_send(u);
+	leave(u);
+}
+
+static void go_up(struct unit *u)
+{
+	u->state = U_UP;
+	u->backoff_ms = NCD_BACKOFF_MIN_MS;
+	idle_timer(u);
+	report(u, OCS_CONN_UP, NULL);
+}
+
+static void claim(struct unit *u)
+{
+	u->state = U_CLAIMING;
+	u->kill_sid = 0;
+	send_rpc(u, RPC_LOCK, nc_rpc_lock(NC_DATASTORE_RUNNING));
+}
+
+/* The reply to the fencing lock; the caller holds enter(). */
+static void on_lock(struct unit *u, const struct lyd_node *envp)
+{
+	uint32_t holder;
+	char why[300];
+	if (ncm_reply_ok(envp)) {
+		u->claimed = true;
+		clear_rpc(u); /* before UP: the reconciler starts its read at once */
+		go_up(u);
+		return;
+	}
+	bool has_holder = ncm_lock_holder(envp, &holder) == 0;
+	/* a first claim, or our own session from before a reconnect, is ended */
+	if (has_holder && (!u->claimed || holder == u->last_sid) && u->rpc_kind == RPC_LOCK &&
+	    holder != u->kill_sid) {
+		u->kill_sid = holder;
+		send_rpc(u, RPC_KILL, nc_rpc_kill(holder));
+		return;
+	}
+	if (has_holder)
+		snprintf(why, sizeof(why),
+		         "fenced: session %u of another controller holds the unit's lock", holder);
+	else {
+		char e[200];
+		if (!ncm_reply_error(envp, e, sizeof(e)))
+			snprintf(e, sizeof(e), "no answer");
+		snprintf(why, sizeof(why), "fenced: the unit refused the lock: %s", e);
+	}
+	drop(u, why, true);
+}
+
+static void read_done(struct unit *u, const struct lyd_node *op)
+{
+	struct ncm_pairs p;
+	char e[200];
+	int rc = ncm_read_pairs(op, &u->model, u->ports, &p, e, sizeof(e));
+	if (rc < 0) {
+		clear_rpc(u);
+		idle_timer(u);
+		finish_op(u, rc, e, NULL);
+		return;
+	}
+	free(u->reversed);
+	u->reversed = p.reversed;
+	u->nreversed = p.nreversed;
+	p.reversed = NULL;
+	struct ocs_readback rb = {
+		.xcs = p.xcs, .nxcs = p.nxcs, .partial = p.partial, .npartial = p.npartial
+	};
+	clear_rpc(u);
+	idle_timer(u);
+	finish_op(u, 0, NULL, &rb);
+	ncm_pairs_free(&p);
+}
+
+/* One reply of the RPC in flight; the caller holds enter(). */
+static void on_reply(struct unit *u, const struct lyd_node *envp, const struct lyd_node *op)
+{
+	char e[260];
+	bool refused = ncm_reply_error(envp, e, sizeof(e));
+	switch (u->rpc_kind) {
+	case RPC_LOCK:
+		on_lock(u, envp);
+		return;
+	case RPC_KILL:
+		/* whether it was ended or already gone, the lock is tried once more */
+		send_rpc(u, RPC_LOCK, nc_rpc_lock(NC_DATASTORE_RUNNING));
+		return;
+	case RPC_EDIT:
+		if (refused) {
+			snprintf(u->op_err, sizeof(u->op_err), "refused by the unit: %s", e);
+			if (u->use_candidate) {
+				send_rpc(u, RPC_DISCARD, nc_rpc_discard());
+				return;
+			}
+			break;
+		}
+		if (u->use_candidate) {
+			send_rpc(u, RPC_COMMIT,
+			         nc_rpc_commit(0, 0, NULL, NULL, NC_PARAMTYPE_CONST));
+			return;
+		}
+		clear_rpc(u);
+		idle_timer(u);
+		finish_op(u, 0, NULL, NULL);
+		return;
+	case RPC_COMMIT:
+		if (refused) {
+			snprintf(u->op_err, sizeof(u->op_err), "refused by the unit: %s", e);
+			send_rpc(u, RPC_DISCARD, nc_rpc_discard());
+			return;
+		}
+		clear_rpc(u);
+		idle_timer(u);
+		finish_op(u, 0, NULL, NULL);
+		return;
+	case RPC_DISCARD:
+		break;
+	case RPC_READ:
+		if (refused)
+			break;
+		read_done(u, op);
+		return;
+	case RPC_PROBE:
+	case RPC_NONE:
+		clear_rpc(u);
+		if (u->next_rpc) {
+			u->rpc = u->next_rpc;
+			u->rpc_kind = u->next_kind;
+			u->next_rpc = NULL;
+			try_send(u);
+		} else {
+			idle_timer(u);
+		}
+		return;
+	}
+	/* a refused edit (after its discard) or read */
+	enum rpc_kind kind = u->rpc_kind;
+	clear_rpc(u);
+	idle_timer(u);
+	if (kind == RPC_READ) {
+		snprintf(u->op_err, sizeof(u->op_err), "get-config refused by the unit: %s", e);
+		finish_op(u, -EIO, u->op_err, NULL);
+	} else {
+		finish_op(u, -EIO, u->op_err, NULL);
+	}
+}
+
+/* Reads whatever reply is whole; the caller holds enter(). */
+static void poll_reply(struct unit *u)
+{
+	while (u->s && u->rpc && u->rpc_sent && !u->closed) {
+		struct lyd_node *envp = NULL, *op = NULL;
+		lib_error[0] = '\0';
+		NC_MSG_TYPE t = nc_recv_reply(u->s, u->rpc, u->msgid, 0, &envp, &op);
+		if (t == NC_MSG_WOULDBLOCK) {
+			if (ms_since(&u->sent_at) > NCD_REPLY_MS)
+				drop(u, "closed: the unit did not answer within 30 s", false);
+			return;
+		}
+		if (t == NC_MSG_NOTIF) {
+			lyd_free_all(envp);
+			lyd_free_all(op);
+			continue;
+		}
+		if (t != NC_MSG_REPLY) {
+			char why[sizeof(lib_error) + 60];
+			snprintf(why, sizeof(why), "closed: the session ended%s%s",
+			         lib_error[0] ? ": " : "", lib_error);
+			lyd_free_all(envp);
+			lyd_free_all(op);
+			drop(u, why, false);
+			return;
+		}
+		on_reply(u, envp, op);
+		lyd_free_all(envp);
+		lyd_free_all(op);
+	}
+}
+
+/* A probe of an idle session: the socket said something, or it has been quiet. */
+static void probe(struct unit *u)
+{
+	char *filter = ncm_read_filter(&u->model);
+	send_rpc(u, RPC_PROBE,
+	         filter ? nc_rpc_getconfig(NC_DATASTORE_RUNNING, filter, NC_WD_UNKNOWN,
+	                                   NC_PARAMTYPE_FREE)
+	                : NULL);
+}
+
+static void rd_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct unit *u = arg;
+	(void)fd;
+	(void)what;
+	enter(u);
+	if (u->rpc && u->rpc_sent)
+		poll_reply(u);
+	else if (u->state == U_UP && !u->rpc && !u->apply_cb && !u->read_cb)
+		probe(u); /* unasked bytes: most often the end of the session */
+	leave(u);
+}
+
+static void timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct unit *u = arg;
+	(void)fd;
+	(void)what;
+	enter(u);
+	if (u->rpc && u->rpc_sent) {
+		poll_reply(u);
+		if (!u->closed && u->rpc && u->rpc_sent)
+			arm_ms(u->timer, NCD_POLL_MS);
+	} else if (u->state == U_UP && !u->rpc) {
+		probe(u);
+	}
+	leave(u);
+}
+
+/* The thread finished: take its session or its error. */
+static void job_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct unit *u = arg;
+	struct job *j = u->job;
+	(void)fd;
+	(void)what;
+	enter(u);
+	u->job = NULL;
+	if (!j->session) {
+		char why[sizeof(j->err)];
+		snprintf(why, sizeof(why), "%s", j->err);
+		job_free(j);
+		u->state = U_IDLE;
+		snprintf(u->err, sizeof(u->err), "%s", why);
+		arm_ms(u->retry, u->backoff_ms);
+		u->backoff_ms =
+		    u->backoff_ms * 2 > NCD_BACKOFF_MAX_MS ? NCD_BACKOFF_MAX_MS : u->backoff_ms * 2;
+		report(u, OCS_CONN_DOWN, why);
+		goto out;
+	}
+	u->s = j->session;
+	u->ssh = j->ssh;
+	j->session = NULL;
+	job_free(j);
+	u->use_candidate =
+	    !nc_session_cpblt(u->s, CAP_WRITABLE_RUNNING) && nc_session_cpblt(u->s, CAP_CANDIDATE);
+	u->rollback = nc_session_cpblt(u->s, CAP_ROLLBACK) != NULL;
+	u->rd = event_new(u->base, ssh_get_fd(u->ssh), EV_READ | EV_PERSIST, rd_cb, u);
+	if (!u->rd || event_add(u->rd, NULL) < 0) {
+		drop(u, "netconf: out of memory", false);
+		goto out;
+	}
+	if (u->generation)
+		claim(u);
+	else
+		go_up(u);
+out:
+	leave(u);
+}
+
+static void retry_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct unit *u = arg;
+	struct job *j;
+	pthread_t t;
+	pthread_attr_t attr;
+	(void)fd;
+	(void)what;
+	enter(u);
+	if (u->state != U_IDLE)
+		goto out;
+	j = malloc(sizeof(*j));
+	if (!j)
+		goto fail;
+	*j = u->params;
+	atomic_init(&j->state, JOB_RUNNING);
+	if (pipe2(j->pipe, O_CLOEXEC) < 0) {
+		free(j);
+		goto fail;
+	}
+	j->ev = event_new(u->base, j->pipe[0], EV_READ, job_cb, u);
+	if (!j->ev || event_add(j->ev, NULL) < 0) {
+		job_free(j);
+		goto fail;
+	}
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	int rc = pthread_create(&t, &attr, job_run, j);
+	pthread_attr_destroy(&attr);
+	if (rc != 0) {
+		job_free(j);
+		goto fail;
+	}
+	u->job = j;
+	u->state = U_CONNECTING;
+	report(u, OCS_CONN_CONNECTING, NULL);
+	goto out;
+fail:
+	snprintf(u->err, sizeof(u->err), "netconf: cannot start a connection attempt");
+	arm_ms(u->retry, NCD_BACKOFF_MAX_MS);
+	report(u, OCS_CONN_DOWN, u->err);
+out:
+	leave(u);
+}
+
+/* ---- the operations ------------------------------------------------------ */
+
+static int nd_check_endpoint(const char *endpoint, char *err, size_t errlen)
+{
+	struct ncm_endpoint ep;
+	return ncm_parse_endpoint(endpoint, &ep, err, errlen);
+}
+
+static const char *setting(const struct ocs_open_params *p, const char *key)
+{
+	return p->setting ? p->setting(p->setting_arg, key) : NULL;
+}
+
+static int copy_setting(const struct ocs_open_params *p, const char *key, char *dst, size_t n,
+                        bool required, char *err, size_t errlen)
+{
+	const char *v = setting(p, key);
+	if (!v || !*v) {
+		if (!required)
+			return 0;
+		snprintf(err, errlen, "netconf: no [netconf] %s for unit %s (nor %s.%s)", key,
+		         p->name, key, p->name);
+		return -EINVAL;
+	}
+	if (strlen(v) >= n) {
+		snprintf(err, errlen, "netconf: [netconf] %s is too long", key);
+		return -EINVAL;
+	}
+	snprintf(dst, n, "%s", v);
+	return 0;
+}
+
+/* The unit's model: [netconf] model, "ofcd" when unset. */
+static int load_model(const struct ocs_open_params *p, struct ncm_model *m, char *err,
+                      size_t errlen)
+{
+	const char *v = setting(p, "model");
+	char why[200];
+	if (ncm_model_parse(v && *v ? v : "ofcd", m, why, sizeof(why)) < 0) {
+		snprintf(err, errlen, "netconf: [netconf] model: %s", why);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int nd_open(struct event_base *base, const struct ocs_open_params *params,
+                   const struct ocs_events *ev, struct ocs_handle **out, char *err, size_t errlen)
+{
+	struct unit *u = calloc(1, sizeof(*u));
+	int r;
+	if (!u) {
+		snprintf(err, errlen, "netconf: out of memory");
+		return -ENOMEM;
+	}
+	pthread_once(&lib_once, lib_init);
+	r = ncm_parse_endpoint(params->endpoint, &u->params.ep, err, errlen);
+	if (r == 0)
+		r = copy_setting(params, "key", u->params.key, sizeof(u->params.key), true, err,
+		                 errlen);
+	if (r == 0)
+		r = copy_setting(params, "known_hosts", u->params.known_hosts,
+		                 sizeof(u->params.known_hosts), true, err, errlen);
+	if (r == 0)
+		r = copy_setting(params, "yang_dir", u->params.yang_dir, sizeof(u->params.yang_dir),
+		                 false, err, errlen);
+	if (r == 0)
+		r = load_model(params, &u->model, err, errlen);
+	if (r == 0 && params->ports < 1) {
+		snprintf(err, errlen, "netconf: a unit needs at least one port");
+		r = -EINVAL;
+	}
+	if (r < 0) {
+		free(u);
+		return r;
+	}
+	u->base = base;
+	if (ev)
+		u->ev = *ev;
+	snprintf(u->name, sizeof(u->name), "%s", params->name ? params->name : "");
+	u->ports = params->ports;
+	u->generation = params->master_generation;
+	u->may_send = params->may_send;
+	u->may_send_arg = params->may_send_arg;
+	u->backoff_ms = NCD_BACKOFF_MIN_MS;
+	u->retry = evtimer_new(base, retry_cb, u);
+	u->timer = evtimer_new(base, timer_cb, u);
+	u->held = evtimer_new(base, held_cb, u);
+	if (!u->retry || !u->timer || !u->held) {
+		unit_free(u);
+		snprintf(err, errlen, "netconf: out of memory");
+		return -ENOMEM;
+	}
+	/* the first attempt starts on the loop, so that CONNECTING is not reported here */
+	arm_ms(u->retry, 0);
+	*out = (struct ocs_handle *)u;
+	return 0;
+}
+
+static void nd_close(struct ocs_handle *h)
+{
+	struct unit *u = to_unit(h);
+	if (!u)
+		return;
+	u->closed = true;
+	evtimer_del(u->retry);
+	evtimer_del(u->timer);
+	evtimer_del(u->held);
+	if (u->rd)
+		event_del(u->rd);
+	if (!u->depth)
+		unit_free(u);
+}
+
+static int start_op(struct unit *u)
+{
+	if (u->closed)
+		return -EINVAL;
+	if (u->state != U_UP || !u->s)
+		return -ENOTCONN;
+	if (u->apply_cb || u->read_cb)
+		return -EBUSY;
+	return 0;
+}
+
+static int check_xcs(const struct unit *u, const struct ocs_xc *xcs, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (xcs[i].a < 1 || xcs[i].a >= xcs[i].b || xcs[i].b > u->ports)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * Starts the operation's RPC from the loop (held_cb), never inside the
+ * caller's call; after the keep-alive probe's reply when one is in flight.
+ */
+static void start_deferred(struct unit *u, enum rpc_kind kind, struct nc_rpc *rpc)
+{
+	if (u->rpc && u->rpc_sent) {
+		u->next_rpc = rpc;
+		u->next_kind = kind;
+		return;
+	}
+	clear_rpc(u);
+	u->rpc = rpc;
+	u->rpc_kind = kind;
+	arm_ms(u->held, 0);
+}
+
+static int nd_apply(struct ocs_handle *h, const struct ocs_batch *batch, ocs_apply_cb cb, void *arg)
+{
+	struct unit *u = to_unit(h);
+	int r = start_op(u);
+	if (r < 0)
+		return r;
+	if (check_xcs(u, batch->del, batch->ndel) < 0 || check_xcs(u, batch->add, batch->nadd) < 0)
+		return -EINVAL;
+	char *xml = ncm_edit_config(&u->model, batch, u->reversed, u->nreversed);
+	if (!xml)
+		return -ENOMEM;
+	struct nc_rpc *rpc =
+	    nc_rpc_edit(u->use_candidate ? NC_DATASTORE_CANDIDATE : NC_DATASTORE_RUNNING,
+	                NC_RPC_EDIT_DFLTOP_MERGE, NC_RPC_EDIT_TESTOPT_UNKNOWN,
+	                u->rollback ? NC_RPC_EDIT_ERROPT_ROLLBACK : NC_RPC_EDIT_ERROPT_UNKNOWN, xml,
+	                NC_PARAMTYPE_FREE);
+	if (!rpc) {
+		free(xml);
+		return -ENOMEM;
+	}
+	u->apply_cb = cb;
+	u->op_arg = arg;
+	u->op_err[0] = '\0';
+	start_deferred(u, RPC_EDIT, rpc);
+	return 0;
+}
+
+static int nd_read(struct ocs_handle *h, ocs_read_cb cb, void *arg)
+{
+	struct unit *u = to_unit(h);
+	int r = start_op(u);
+	if (r < 0)
+		return r;
+	char *filter = ncm_read_filter(&u->model);
+	struct nc_rpc *rpc = filter ? nc_rpc_getconfig(NC_DATASTORE_RUNNING, filter, NC_WD_UNKNOWN,
+	                                               NC_PARAMTYPE_FREE)
+	                            : NULL;
+	if (!rpc) {
+		free(filter);
+		return -ENOMEM;
+	}
+	u->read_cb = cb;
+	u->op_arg = arg;
+	start_deferred(u, RPC_READ, rpc);
+	return 0;
+}
+
+const struct ocs_driver_ops ocs_netconf_driver = {
+	.name = "netconf",
+	.check_endpoint = nd_check_endpoint,
+	.open = nd_open,
+	.close = nd_close,
+	.apply = nd_apply,
+	.read = nd_read,
+	.inject = NULL,
+};

@@ -1,0 +1,460 @@
+/*
+ * The netconf driver's messages: endpoint, models, edit-config text and the
+ * reading of reply trees. See netconf_msg.h.
+ */
+#include "netconf_msg.h"
+
+#include <errno.h>
+#include <libyang/libyang.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NC_BASE_NS "urn:ietf:params:xml:ns:netconf:base:1.0"
+
+/* ---- endpoint ------------------------------------------------------------ */
+
+static bool valid_user(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '_' || c == '-' || c == '.'))
+			return false;
+	}
+	return n > 0;
+}
+
+static bool valid_host(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '-' || c == '.' || c == ':' || c == '%'))
+			return false;
+	}
+	return n > 0;
+}
+
+int ncm_parse_endpoint(const char *endpoint, struct ncm_endpoint *out, char *err, size_t errlen)
+{
+	static const char scheme[] = "netconf://";
+	const char *p, *at, *host, *host_end, *port;
+	memset(out, 0, sizeof(*out));
+	out->port = 830;
+	if (!endpoint || strncmp(endpoint, scheme, sizeof(scheme) - 1) != 0) {
+		snprintf(err, errlen, "netconf: endpoint must be netconf://user@host[:port]");
+		return -EINVAL;
+	}
+	p = endpoint + sizeof(scheme) - 1;
+	at = strchr(p, '@');
+	if (!at || !valid_user(p, (size_t)(at - p)) || (size_t)(at - p) >= sizeof(out->user)) {
+		snprintf(err, errlen, "netconf: endpoint needs a user name (netconf://user@host)");
+		return -EINVAL;
+	}
+	memcpy(out->user, p, (size_t)(at - p));
+	host = at + 1;
+	if (*host == '[') {
+		host++;
+		host_end = strchr(host, ']');
+		if (!host_end) {
+			snprintf(err, errlen, "netconf: endpoint's IPv6 host lacks its ']'");
+			return -EINVAL;
+		}
+		port = host_end[1] == ':' ? host_end + 2 : NULL;
+		if (!port && host_end[1]) {
+			snprintf(err, errlen, "netconf: endpoint has text after its host");
+			return -EINVAL;
+		}
+	} else {
+		host_end = strchr(host, ':');
+		port = host_end ? host_end + 1 : NULL;
+		if (!host_end)
+			host_end = host + strlen(host);
+	}
+	if (!valid_host(host, (size_t)(host_end - host)) ||
+	    (size_t)(host_end - host) >= sizeof(out->host)) {
+		snprintf(err, errlen, "netconf: endpoint's host is empty or not a host name");
+		return -EINVAL;
+	}
+	memcpy(out->host, host, (size_t)(host_end - host));
+	if (port) {
+		unsigned long v = 0;
+		size_t n = strlen(port);
+		for (size_t i = 0; i < n; i++) {
+			if (port[i] < '0' || port[i] > '9' || n > 5) {
+				v = 0;
+				break;
+			}
+			v = v * 10 + (unsigned long)(port[i] - '0');
+		}
+		if (v < 1 || v > 65535) {
+			snprintf(err, errlen, "netconf: endpoint's port must be 1..65535");
+			return -EINVAL;
+		}
+		out->port = (uint16_t)v;
+	}
+	return 0;
+}
+
+/* ---- models -------------------------------------------------------------- */
+
+/*
+ * ofcd's own module (ocs_drivers/yang/ofcd-optical-switch.yang) and the
+ * Polatis optical-switch module, which ONOS's Polatis driver edits with the
+ * same shape: cross-connects/pair keyed by ingress, one egress.
+ */
+static const struct ncm_model builtin[] = {
+	{ "ofcd", "urn:ofcd:yang:optical-switch", "cross-connects", "pair", "ingress", "egress" },
+	{ "polatis", "http://www.polatis.com/yang/optical-switch", "cross-connects", "pair",
+	  "ingress", "egress" },
+};
+
+static bool xml_name(const char *s)
+{
+	if (!*s || (*s >= '0' && *s <= '9') || *s == '-' || *s == '.')
+		return false;
+	for (; *s; s++) {
+		char c = *s;
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '_' || c == '-' || c == '.'))
+			return false;
+	}
+	return true;
+}
+
+/* A namespace goes into an attribute: nothing that XML would read otherwise. */
+static bool xml_attr_safe(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++) {
+		if (*s == '<' || *s == '>' || *s == '&' || *s == '"' || *s == '\'' ||
+		    (unsigned char)*s <= 0x20)
+			return false;
+	}
+	return true;
+}
+
+int ncm_model_parse(const char *value, struct ncm_model *out, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < sizeof(builtin) / sizeof(builtin[0]); i++) {
+		if (strcmp(builtin[i].name, value) == 0) {
+			*out = builtin[i];
+			return 0;
+		}
+	}
+	struct {
+		char *field;
+		size_t size;
+	} names[] = {
+		{ out->ns, sizeof(out->ns) },         { out->container, sizeof(out->container) },
+		{ out->list, sizeof(out->list) },     { out->ingress, sizeof(out->ingress) },
+		{ out->egress, sizeof(out->egress) },
+	};
+	const char *p = value;
+	memset(out, 0, sizeof(*out));
+	snprintf(out->name, sizeof(out->name), "custom");
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		while (*p == ' ')
+			p++;
+		size_t n = strcspn(p, " ");
+		if (!n || n >= names[i].size)
+			goto bad;
+		memcpy(names[i].field, p, n);
+		names[i].field[n] = '\0';
+		if (i == 0 ? !xml_attr_safe(names[i].field) : !xml_name(names[i].field))
+			goto bad;
+		p += n;
+	}
+	while (*p == ' ')
+		p++;
+	if (!*p)
+		return 0;
+bad:
+	snprintf(err, errlen,
+	         "a model is one of %s, or \"NAMESPACE CONTAINER LIST INGRESS EGRESS\" (a URI "
+	         "and four XML names)",
+	         "ofcd, polatis");
+	return -EINVAL;
+}
+
+/* ---- what is sent -------------------------------------------------------- */
+
+/* A growing string; on allocation failure it stays failed and says so at the end. */
+struct sbuf {
+	char *s;
+	size_t len;
+	size_t cap;
+	bool failed;
+};
+
+static void sb_add(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void sb_add(struct sbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	if (b->failed)
+		return;
+	for (;;) {
+		size_t room = b->cap - b->len;
+		va_start(ap, fmt);
+		int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? room : 0, fmt, ap);
+		va_end(ap);
+		if (n < 0) {
+			b->failed = true;
+			return;
+		}
+		if (b->s && (size_t)n < room) {
+			b->len += (size_t)n;
+			return;
+		}
+		size_t cap = b->cap ? b->cap : 4096;
+		while (cap - b->len <= (size_t)n)
+			cap *= 2;
+		char *s = realloc(b->s, cap);
+		if (!s) {
+			b->failed = true;
+			return;
+		}
+		b->s = s;
+		b->cap = cap;
+	}
+}
+
+static char *sb_done(struct sbuf *b)
+{
+	if (b->failed || !b->s) {
+		free(b->s);
+		return NULL;
+	}
+	return b->s;
+}
+
+char *ncm_read_filter(const struct ncm_model *m)
+{
+	struct sbuf b = { 0 };
+	sb_add(&b, "<%s xmlns=\"%s\"/>", m->container, m->ns);
+	return sb_done(&b);
+}
+
+static int xc_cmp(const void *x, const void *y)
+{
+	const struct ocs_xc *a = x, *b = y;
+	if (a->a != b->a)
+		return a->a < b->a ? -1 : 1;
+	return a->b < b->b ? -1 : a->b > b->b;
+}
+
+char *ncm_edit_config(const struct ncm_model *m, const struct ocs_batch *batch,
+                      const struct ocs_xc *held_reversed, size_t nreversed)
+{
+	struct sbuf b = { 0 };
+	sb_add(&b, "<%s xmlns=\"%s\" xmlns:nc=\"" NC_BASE_NS "\">", m->container, m->ns);
+	for (size_t i = 0; i < batch->ndel; i++) {
+		const struct ocs_xc *x = &batch->del[i];
+		bool reversed =
+		    nreversed && bsearch(x, held_reversed, nreversed, sizeof(*x), xc_cmp) != NULL;
+		sb_add(&b, "<%s nc:operation=\"remove\"><%s>%u</%s></%s>", m->list, m->ingress,
+		       reversed ? x->b : x->a, m->ingress, m->list);
+	}
+	for (size_t i = 0; i < batch->nadd; i++) {
+		const struct ocs_xc *x = &batch->add[i];
+		sb_add(&b, "<%s><%s>%u</%s><%s>%u</%s></%s>", m->list, m->ingress, x->a, m->ingress,
+		       m->egress, x->b, m->egress, m->list);
+	}
+	sb_add(&b, "</%s>", m->container);
+	return sb_done(&b);
+}
+
+/* ---- what comes back ----------------------------------------------------- */
+
+static const char *node_ns(const struct lyd_node *n)
+{
+	if (n->schema)
+		return n->schema->module->ns;
+	const struct lyd_node_opaq *o = (const struct lyd_node_opaq *)n;
+	return o->format == LY_VALUE_XML ? o->name.module_ns : NULL;
+}
+
+static bool is_node(const struct lyd_node *n, const char *name, const char *ns)
+{
+	const char *nns = node_ns(n);
+	return strcmp(LYD_NAME(n), name) == 0 && nns && strcmp(nns, ns) == 0;
+}
+
+static const struct lyd_node *child_named(const struct lyd_node *parent, const char *name,
+                                          const char *ns)
+{
+	for (const struct lyd_node *c = lyd_child(parent); c; c = c->next) {
+		if (is_node(c, name, ns))
+			return c;
+	}
+	return NULL;
+}
+
+/* A port number as a leaf's text: decimal, 1..ports, nothing else. */
+static bool port_value(const struct lyd_node *leaf, uint32_t ports, uint32_t *out)
+{
+	const char *s = leaf ? lyd_get_value(leaf) : NULL;
+	uint64_t v = 0;
+	if (!s || !*s)
+		return false;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9' || v > ports)
+			return false;
+		v = v * 10 + (uint64_t)(*s - '0');
+	}
+	if (v < 1 || v > ports)
+		return false;
+	*out = (uint32_t)v;
+	return true;
+}
+
+void ncm_pairs_free(struct ncm_pairs *p)
+{
+	free(p->xcs);
+	free(p->reversed);
+	free(p->partial);
+	memset(p, 0, sizeof(*p));
+}
+
+static int grow(void *pv, size_t n, size_t *cap, size_t size)
+{
+	void **p = pv;
+	if (n < *cap)
+		return 0;
+	size_t c = *cap ? *cap * 2 : 64;
+	void *q = realloc(*p, c * size);
+	if (!q)
+		return -ENOMEM;
+	*p = q;
+	*cap = c;
+	return 0;
+}
+
+/* Adds the pairs of one cross-connects container to out. */
+static int read_container(const struct lyd_node *cc, const struct ncm_model *m, uint32_t ports,
+                          struct ncm_pairs *out, size_t caps[3], char *err, size_t errlen)
+{
+	for (const struct lyd_node *e = lyd_child(cc); e; e = e->next) {
+		if (!is_node(e, m->list, m->ns))
+			continue;
+		uint32_t in, eg = 0;
+		const struct lyd_node *egress = child_named(e, m->egress, m->ns);
+		if (!port_value(child_named(e, m->ingress, m->ns), ports, &in) ||
+		    (egress && !port_value(egress, ports, &eg))) {
+			snprintf(err, errlen,
+			         "netconf: a %s without a port number 1..%u as its %s or %s",
+			         m->list, ports, m->ingress, m->egress);
+			return -EPROTO;
+		}
+		if (!egress || eg == in) {
+			if (grow(&out->partial, out->npartial, &caps[2], sizeof(*out->partial)) < 0)
+				return -ENOMEM;
+			out->partial[out->npartial++] = (struct ocs_flow){ in, eg };
+			continue;
+		}
+		struct ocs_xc x = { in < eg ? in : eg, in < eg ? eg : in };
+		if (grow(&out->xcs, out->nxcs, &caps[0], sizeof(*out->xcs)) < 0)
+			return -ENOMEM;
+		out->xcs[out->nxcs++] = x;
+		if (in > eg) {
+			if (grow(&out->reversed, out->nreversed, &caps[1], sizeof(*out->reversed)) <
+			    0)
+				return -ENOMEM;
+			out->reversed[out->nreversed++] = x;
+		}
+	}
+	return 0;
+}
+
+int ncm_read_pairs(const struct lyd_node *op, const struct ncm_model *m, uint32_t ports,
+                   struct ncm_pairs *out, char *err, size_t errlen)
+{
+	size_t caps[3] = { 0 };
+	int rc = 0;
+	memset(out, 0, sizeof(*out));
+	const struct lyd_node *data = op ? child_named(op, "data", NC_BASE_NS) : NULL;
+	if (!data) {
+		/* a server that holds nothing may send no <data> at all */
+		return 0;
+	}
+	if (data->schema && (data->schema->nodetype & LYD_NODE_ANY)) {
+		const struct lyd_node_any *any = (const struct lyd_node_any *)data;
+		if (any->value_type != LYD_ANYDATA_DATATREE) {
+			snprintf(err, errlen, "netconf: get-config data came as text, not a tree");
+			return -EPROTO;
+		}
+		for (const struct lyd_node *n = any->value.tree; n && !rc; n = n->next) {
+			if (is_node(n, m->container, m->ns))
+				rc = read_container(n, m, ports, out, caps, err, errlen);
+		}
+	} else {
+		for (const struct lyd_node *n = lyd_child(data); n && !rc; n = n->next) {
+			if (is_node(n, m->container, m->ns))
+				rc = read_container(n, m, ports, out, caps, err, errlen);
+		}
+	}
+	if (rc < 0) {
+		if (rc == -ENOMEM)
+			snprintf(err, errlen, "netconf: out of memory");
+		ncm_pairs_free(out);
+		return rc;
+	}
+	if (out->nreversed)
+		qsort(out->reversed, out->nreversed, sizeof(*out->reversed), xc_cmp);
+	return 0;
+}
+
+static const char *leaf_text(const struct lyd_node *parent, const char *name)
+{
+	const struct lyd_node *n = child_named(parent, name, NC_BASE_NS);
+	const char *v = n ? lyd_get_value(n) : NULL;
+	return v ? v : "";
+}
+
+static const struct lyd_node *reply_child(const struct lyd_node *envp, const char *name)
+{
+	if (!envp || !is_node(envp, "rpc-reply", NC_BASE_NS))
+		return NULL;
+	return child_named(envp, name, NC_BASE_NS);
+}
+
+bool ncm_reply_error(const struct lyd_node *envp, char *buf, size_t len)
+{
+	const struct lyd_node *e = reply_child(envp, "rpc-error");
+	if (!e)
+		return false;
+	const char *tag = leaf_text(e, "error-tag"), *msg = leaf_text(e, "error-message");
+	const char *path = leaf_text(e, "error-path");
+	snprintf(buf, len, "%s: %s%s%s%s", *tag ? tag : "error",
+	         *msg ? msg : "(the server gave no message)", *path ? " (at " : "", path,
+	         *path ? ")" : "");
+	return true;
+}
+
+bool ncm_reply_ok(const struct lyd_node *envp)
+{
+	return reply_child(envp, "ok") != NULL;
+}
+
+int ncm_lock_holder(const struct lyd_node *envp, uint32_t *sid)
+{
+	const struct lyd_node *e = reply_child(envp, "rpc-error");
+	const struct lyd_node *info = e ? child_named(e, "error-info", NC_BASE_NS) : NULL;
+	const char *v = info ? leaf_text(info, "session-id") : "";
+	uint64_t n = 0;
+	if (!*v)
+		return -ENOENT;
+	for (; *v; v++) {
+		if (*v < '0' || *v > '9' || n > UINT32_MAX / 10)
+			return -ENOENT;
+		n = n * 10 + (uint64_t)(*v - '0');
+	}
+	if (!n || n > UINT32_MAX)
+		return -ENOENT;
+	*sid = (uint32_t)n;
+	return 0;
+}

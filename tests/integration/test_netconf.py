@@ -1,0 +1,245 @@
+"""The netconf driver against a real NETCONF server: yuma123's netconfd behind OpenSSH's sshd
+(tests/integration/netconf_lab.py), with python3-ncclient as the operator's second client.
+
+One unit "nc0" (ofcd's YANG module, 32 ports) and four servers s0..s3 with three devices
+of one port each, cabled to it; a fabric of all four is a full mesh of 6 pairs. Every test
+leaves the unit empty of fabrics, so any test runs alone too.
+"""
+import os
+import re
+import signal
+import sys
+import time
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import netconf_lab  # noqa: E402
+from conftest import OFCD_BIN, Daemon, wait_for  # noqa: E402
+
+SERVERS = [f"s{i}" for i in range(4)]
+
+
+def topology(endpoint, extra_units=()):
+    return {
+        "ocs": [{"name": "nc0", "driver": "netconf", "ports": 32, "endpoint": endpoint},
+                *extra_units],
+        "servers": [{"name": s, "devices": 3, "ports_per_device": 1, "p2p": False,
+                     "intra": "full-mesh"} for s in SERVERS],
+        "wiring": {"rule": "plane-per-ocs"},
+    }
+
+
+def netconf_ini(server, extra=""):
+    return (f"[reconcile]\naudit_interval = 1\n"
+            f"[netconf]\nkey = {server.client_key}\nknown_hosts = {server.known_hosts}\n"
+            f"yang_dir = {server.yang_dir}\n{extra}")
+
+
+def fabric_pairs(d, name):
+    """{ingress: egress} the fabric's circuits are on nc0: ingress the lower port."""
+    out = {}
+    for link in d.get(f"/v1/fabrics/{name}").json()["links"]:
+        a, b = sorted((link["a"]["ocs_port"], link["b"]["ocs_port"]))
+        out[a] = b
+    return out
+
+
+def unit(d, name="nc0"):
+    return d.get(f"/v1/ocs/{name}").json()["connection"]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    reason = netconf_lab.unavailable()
+    if reason:
+        pytest.skip(reason)
+    if not os.access(OFCD_BIN, os.X_OK):
+        pytest.skip(f"{OFCD_BIN} not built")
+    server = netconf_lab.Server(str(tmp_path_factory.mktemp("netconf"))).start()
+    d = Daemon(tmp_path_factory.mktemp("ofcd"), extra=netconf_ini(server)).start()
+    try:
+        assert d.put("/v1/topology", topology(server.endpoint)).status_code == 200
+        wait_for(lambda: unit(d)["state"] == "connected", timeout=30)
+        yield server, d
+    finally:
+        d.stop()
+        server.close(keep=os.environ.get("OFCD_KEEP_LAB") == "1")
+
+
+def test_a_fabric_appears_pair_for_pair_and_goes(lab):
+    server, d = lab
+    r = d.post("/v1/fabrics?wait=30", {"name": "fa", "servers": SERVERS}, timeout=60)
+    assert r.status_code == 201 and r.json()["state"] == "applied", r.text
+    want = fabric_pairs(d, "fa")
+    assert len(want) == 6
+    assert server.pairs() == want
+    assert d.delete("/v1/fabrics/fa?wait=30", timeout=60).status_code == 200
+    assert server.pairs() == {}
+
+
+def test_pairs_changed_by_hand_are_repaired(lab):
+    server, d = lab
+    r = d.post("/v1/fabrics?wait=30", {"name": "fb", "servers": SERVERS[:3]}, timeout=60)
+    assert r.status_code == 201 and r.json()["state"] == "applied", r.text
+    want = fabric_pairs(d, "fb")
+    gone = min(want)
+    # another session removes one of ofcd's pairs and joins two free ports
+    assert server.remove_pair(gone).ok and server.add_pair(30, 31).ok
+    wait_for(lambda: server.pairs() == want, timeout=20)  # the audit runs every second
+    assert d.delete("/v1/fabrics/fb?wait=30", timeout=60).status_code == 200
+    assert server.pairs() == {}
+
+
+def test_a_server_restart_loses_nothing(lab):
+    server, d = lab
+    r = d.post("/v1/fabrics?wait=30", {"name": "fc", "servers": SERVERS}, timeout=60)
+    assert r.status_code == 201 and r.json()["state"] == "applied", r.text
+    want = fabric_pairs(d, "fc")
+    server.kill_netconfd()
+    # the next keep-alive or audit finds the session gone
+    try:
+        wait_for(lambda: unit(d)["state"] != "connected", timeout=30)
+    except AssertionError:
+        raise AssertionError(f"{unit(d)}\n{d.log()[-2000:]}")
+    assert unit(d)["last_error"]
+    server.start_netconfd()  # --no-startup: it comes back empty
+    wait_for(lambda: unit(d)["state"] == "connected" and unit(d)["in_sync"], timeout=30)
+    assert server.pairs() == want
+    assert d.get("/v1/fabrics/fc").json()["state"] == "applied"
+    assert d.delete("/v1/fabrics/fc?wait=30", timeout=60).status_code == 200
+    assert server.pairs() == {}
+
+
+def test_a_refused_batch_reads_failed_with_the_servers_words(lab):
+    server, d = lab
+    every = range(1, 33)
+    # the unit's ports go out of service: the module's must refuses any pair on them
+    server.set_ports(every, "disabled")
+    try:
+        r = d.post("/v1/fabrics", {"name": "fd", "servers": SERVERS[:2]})
+        assert r.status_code in (201, 202), r.text
+        f = wait_for(lambda: (lambda g: g if g["state"] == "failed" else None)(
+            d.get("/v1/fabrics/fd").json()), timeout=60)
+        assert "out of service" in f["error"], f
+        assert "refused by the unit" in unit(d)["last_error"]
+        # rollback-on-error: the batch left nothing behind, and the read-back says so
+        assert server.pairs() == {}
+    finally:
+        server.set_ports(every, "enabled")
+    wait_for(lambda: d.get("/v1/fabrics/fd").json()["state"] == "applied", timeout=60)
+    assert server.pairs() == fabric_pairs(d, "fd")
+    assert d.delete("/v1/fabrics/fd?wait=30", timeout=60).status_code == 200
+    assert server.pairs() == {}
+
+
+def test_wrong_host_key_and_wrong_credential_are_unit_states(lab, tmp_path):
+    server, d = lab
+    other = netconf_lab.Server(str(tmp_path / "other"))  # keys of another machine, not started
+    units = [{"name": "badkey", "driver": "netconf", "ports": 8, "endpoint": server.endpoint},
+             {"name": "badhost", "driver": "netconf", "ports": 8, "endpoint": server.endpoint}]
+    d.stop()
+    d.write_config(extra=netconf_ini(server, f"key.badkey = {other.client_key}\n"
+                                             f"known_hosts.badhost = {other.known_hosts}\n"))
+    d.start()
+    try:
+        for u in units:
+            assert d.post("/v1/ocs", u).status_code == 201
+        wait_for(lambda: (unit(d, "badkey")["last_error"] or "").startswith("auth:"), timeout=30)
+        wait_for(lambda: (unit(d, "badhost")["last_error"] or "").startswith("hostkey:"),
+                 timeout=30)
+        assert unit(d, "badkey")["state"] != "connected"
+        assert unit(d, "badhost")["state"] != "connected"
+        wait_for(lambda: unit(d)["state"] == "connected", timeout=30)  # the right one is unaffected
+        metrics = d.get("/metrics").text
+        assert 'ofcd_ocs_connected{ocs="badkey"} 0' in metrics
+        assert 'ofcd_ocs_connected{ocs="badhost"} 0' in metrics
+        log = d.log()
+        assert re.search(r"badkey: down: auth: the unit refused key", log)
+        assert re.search(r"badhost: down: hostkey: the unit's host key is not in", log)
+        # the key's path is configuration: the API never shows a key's content
+        assert "PRIVATE KEY" not in d.get("/v1/ocs/badkey").text
+    finally:
+        for u in units:
+            r = d.delete(f"/v1/ocs/{u['name']}?force=true")  # never read back
+            assert r.status_code in (200, 204), r.text
+        other.close()
+
+
+def test_a_bad_endpoint_is_a_clear_400(lab):
+    _, d = lab
+    r = d.post("/v1/ocs", {"name": "x", "driver": "netconf", "ports": 8,
+                           "endpoint": "netconf://127.0.0.1:830"})
+    assert r.status_code == 400, r.text
+    assert "user" in r.json()["error"]["message"]
+
+
+def test_big_fabric_in_one_edit(lab):
+    """What the benchmark pushes, checked for content: every pair of a full mesh arrives."""
+    server, d = lab
+    n0 = len(server.pairs())
+    r = d.post("/v1/fabrics?wait=30", {"name": "fe", "servers": SERVERS}, timeout=60)
+    assert r.status_code == 201, r.text
+    assert len(server.pairs()) == n0 + 6
+    assert d.delete("/v1/fabrics/fe?wait=30", timeout=60).status_code == 200
+
+
+@pytest.mark.skipif(not os.path.exists("/usr/bin/etcd"), reason="etcd missing")
+def test_new_leader_fences_the_old_one_at_the_unit(tmp_path):
+    """Three ofcd on etcd, one NETCONF unit. The leader holds the running datastore's lock;
+    frozen past its lease, it is replaced, and the new leader ends its session
+    (kill-session) and takes the lock. The unit then takes edits from the new leader's
+    session alone, and holds exactly what the new leader wants after the old one wakes."""
+    from ha_lab import Etcd, make_members, wait_leader
+    reason = netconf_lab.unavailable()
+    if reason:
+        pytest.skip(reason)
+    server = netconf_lab.Server(str(tmp_path / "netconf")).start()
+    etcd = members = None
+    try:
+        etcd = Etcd().start()
+        members = make_members(tmp_path, etcd, ttl=1, extra=netconf_ini(server))
+        for m in members:
+            m.start()
+        old = wait_leader(members)
+        assert old.put("/v1/topology", topology(server.endpoint)).status_code == 200
+        r = old.post("/v1/fabrics?wait=30", {"name": "fa", "servers": SERVERS[:3]}, timeout=60)
+        assert r.status_code == 201 and r.json()["state"] == "applied", r.text
+        assert server.pairs() == fabric_pairs(old, "fa")
+
+        # the leader holds the lock: another session can neither lock nor edit
+        op = server.connect()
+        with pytest.raises(Exception, match="lock"):
+            op.lock("running")
+        with pytest.raises(Exception, match="lock|in use|in-use"):
+            server.add_pair(29, 30, m=op)
+        assert server.sessions(op) == 2  # the leader's and this one
+
+        old.proc.send_signal(signal.SIGSTOP)
+        new = wait_leader(members, exclude=(old,))
+        wait_for(lambda: unit(new)["state"] == "connected", timeout=30)
+        # the new leader ended the frozen one's session to take the lock
+        assert server.sessions(op) == 2
+        with pytest.raises(Exception, match="lock"):
+            op.lock("running")
+        op.close_session()
+        assert new.delete("/v1/fabrics/fa?wait=30", timeout=60).status_code == 200
+        r = new.post("/v1/fabrics?wait=30", {"name": "fb", "servers": [SERVERS[1], SERVERS[3]]},
+                     timeout=60)
+        assert r.status_code == 201 and r.json()["state"] == "applied", r.text
+        want = fabric_pairs(new, "fb")
+        assert server.pairs() == want
+
+        old.proc.send_signal(signal.SIGCONT)
+        wait_for(lambda: old.cluster()["role"] == "follower", timeout=15)
+        time.sleep(2)  # a pass and an audit of the new leader
+        assert server.pairs() == want
+        assert wait_leader(members) is new
+    finally:
+        for m in members or ():
+            if m.proc and m.proc.poll() is None:
+                m.proc.send_signal(signal.SIGCONT)
+            m.stop(sig=signal.SIGKILL)
+        if etcd:
+            etcd.stop()
+        server.close()
