@@ -240,6 +240,24 @@ static void on_conn_state(void *arg, enum ocs_conn_state state, const char *err)
 	metrics_loop_leave(l);
 }
 
+/*
+ * The words a driver's error may start with ("hostkey: ...") that name why a
+ * connection is down, for ofcd_ocs_connection_downs_total; anything else is
+ * "other". Same order as unit.downs[].
+ */
+static const char *const down_reasons[] = { "unreachable", "hostkey", "auth",       "closed",
+	                                    "netconf",     "fenced",  "connection", "other" };
+
+static size_t down_reason(const char *err)
+{
+	size_t n = sizeof(down_reasons) / sizeof(down_reasons[0]);
+	size_t len = err ? strcspn(err, ":") : 0;
+	for (size_t i = 0; err && i + 1 < n; i++)
+		if (strlen(down_reasons[i]) == len && strncmp(err, down_reasons[i], len) == 0)
+			return i;
+	return n - 1;
+}
+
 static void conn_changed(struct unit *u, enum ocs_conn_state state, const char *err)
 {
 	struct reconciler *r = u->r;
@@ -249,6 +267,8 @@ static void conn_changed(struct unit *u, enum ocs_conn_state state, const char *
 		snprintf(u->last_error, sizeof(u->last_error), "%s", err);
 	if (state == old)
 		return;
+	if (state == OCS_CONN_DOWN)
+		u->downs[down_reason(err)]++;
 	log_info("reconcile", "%s: %s%s%s", u->name, conn_name(state), err ? ": " : "",
 	         err ? err : "");
 	json_t *ev = json_pack("{s:s, s:s}", "ocs", u->name, "state", conn_name(state));
@@ -733,6 +753,20 @@ static void collect_metrics(void *arg, struct metrics_out *out)
 		for (size_t i = 0; i < n; i++) {
 			snprintf(label, sizeof(label), "ocs=\"%s\"", v[i]->name);
 			metrics_sample(out, "ofcd_ocs_in_sync", label, unit_in_sync(v[i]));
+		}
+		metrics_family(out, "ofcd_ocs_connection_downs_total", "counter",
+		               "Times the connection to the OCS unit went down (or an attempt "
+		               "failed), by reason: the first word of the driver's error.");
+		char label2[160];
+		for (size_t i = 0; i < n; i++) {
+			/* every reason from 0, so that an alert on an increase sees the first */
+			for (size_t k = 0; k < sizeof(down_reasons) / sizeof(down_reasons[0]);
+			     k++) {
+				snprintf(label2, sizeof(label2), "ocs=\"%s\",reason=\"%s\"",
+				         v[i]->name, down_reasons[k]);
+				metrics_sample(out, "ofcd_ocs_connection_downs_total", label2,
+				               (double)v[i]->downs[k]);
+			}
 		}
 		free(v);
 	}

@@ -99,6 +99,9 @@ struct unit {
 	enum ocs_conn_state conn;         /**< connection state, as the driver last reported */
 	struct timespec down_since;       /**< CLOCK_MONOTONIC time it was last seen going down */
 	char last_error[256];             /**< the last failure, "" after a successful batch */
+	/** Times the connection went down, by the reason word of the driver's error
+	 * (down_reasons[]) */
+	uint64_t downs[8];
 
 	bool busy;               /**< an apply or read is in flight */
 	bool have_actual;        /**< actual[] reflects a read since the last (re)connect */

@@ -34,11 +34,12 @@ def test_promtool_accepts_the_metrics(daemon):
 
 def test_counters_from_zero_and_process_metrics(daemon):
     s = samples(daemon)
-    # Every counter api.md names is there from the start (but a cluster member's own).
+    # Every counter api.md names is there from the start (but a cluster member's own, and
+    # the per-unit ones of a daemon with no unit yet).
     with open(os.path.join(os.path.dirname(__file__), "../../docs/api.md")) as f:
         documented = set(re.findall(r"ofcd_[a-z_]+_total", f.read()))
     shown = {name for name, _ in s}
-    assert not {c for c in documented - shown if not c.startswith("ofcd_cluster_")}
+    assert not {c for c in documented - shown if not c.startswith(("ofcd_cluster_", "ofcd_ocs_"))}
     for key in (("ofcd_drift_repairs_total", ""), ("ofcd_isolation_violations_total", ""),
                 ("ofcd_reconcile_audit_mismatches_total", ""), ("ofcd_http_warnings_total", ""),
                 ("ofcd_http_deadline_cuts_total", 'phase="header"'),
@@ -68,6 +69,9 @@ def test_units_and_fabrics(daemon):
     assert s[("ofcd_ocs_in_sync", 'ocs="ocs0"')] == 1
     assert s[("ofcd_ocs_connected", 'ocs="far"')] == 0
     assert s[("ofcd_ocs_in_sync", 'ocs="far"')] == 0
+    assert s[("ofcd_ocs_connection_downs_total", 'ocs="ocs0",reason="other"')] == 0
+    assert sum(v for (name, label), v in s.items()
+               if name == "ofcd_ocs_connection_downs_total" and 'ocs="far"' in label) >= 1
     assert s[("ofcd_fabrics", 'state="applied"')] == 2
     assert s[("ofcd_reconcile_batches_total", 'result="succeeded"')] >= 1
     # A deleted unit leaves the gauges.
