@@ -516,9 +516,12 @@ static void read_done(struct unit *u, const struct lyd_node *op)
 	u->reversed = p.reversed;
 	u->nreversed = p.nreversed;
 	p.reversed = NULL;
-	struct ocs_readback rb = {
-		.xcs = p.xcs, .nxcs = p.nxcs, .partial = p.partial, .npartial = p.npartial
-	};
+	struct ocs_readback rb = { .xcs = p.xcs,
+		                   .nxcs = p.nxcs,
+		                   .partial = p.partial,
+		                   .npartial = p.npartial,
+		                   .foreign = p.foreign,
+		                   .nforeign = p.nforeign };
 	clear_rpc(u);
 	idle_timer(u);
 	finish_op(u, 0, NULL, &rb);
@@ -913,7 +916,7 @@ static int nd_apply(struct ocs_handle *h, const struct ocs_batch *batch, ocs_app
 		return r;
 	if (check_xcs(u, batch->del, batch->ndel) < 0 || check_xcs(u, batch->add, batch->nadd) < 0)
 		return -EINVAL;
-	char *xml = ncm_edit_config(&u->model, batch, u->reversed, u->nreversed);
+	char *xml = ncm_edit_config(&u->model, u->ports, batch, u->reversed, u->nreversed);
 	if (!xml)
 		return -ENOMEM;
 	struct nc_rpc *rpc =

@@ -106,9 +106,10 @@ int ncm_parse_endpoint(const char *endpoint, struct ncm_endpoint *out, char *err
  * same shape: cross-connects/pair keyed by ingress, one egress.
  */
 static const struct ncm_model builtin[] = {
-	{ "ofcd", "urn:ofcd:yang:optical-switch", "cross-connects", "pair", "ingress", "egress" },
+	{ "ofcd", "urn:ofcd:yang:optical-switch", "cross-connects", "pair", "ingress", "egress",
+	  false },
 	{ "polatis", "http://www.polatis.com/yang/optical-switch", "cross-connects", "pair",
-	  "ingress", "egress" },
+	  "ingress", "egress", true },
 };
 
 static bool xml_name(const char *s)
@@ -170,12 +171,18 @@ int ncm_model_parse(const char *value, struct ncm_model *out, char *err, size_t 
 	}
 	while (*p == ' ')
 		p++;
+	if (strncmp(p, "one-way", 7) == 0 && (p[7] == ' ' || !p[7])) {
+		out->one_way = true;
+		p += 7;
+		while (*p == ' ')
+			p++;
+	}
 	if (!*p)
 		return 0;
 bad:
 	snprintf(err, errlen,
-	         "a model is one of %s, or \"NAMESPACE CONTAINER LIST INGRESS EGRESS\" (a URI "
-	         "and four XML names)",
+	         "a model is one of %s, or \"NAMESPACE CONTAINER LIST INGRESS EGRESS [one-way]\" "
+	         "(a URI and four XML names)",
 	         "ofcd, polatis");
 	return -EINVAL;
 }
@@ -247,22 +254,42 @@ static int xc_cmp(const void *x, const void *y)
 	return a->b < b->b ? -1 : a->b > b->b;
 }
 
-char *ncm_edit_config(const struct ncm_model *m, const struct ocs_batch *batch,
+static void add_remove(struct sbuf *b, const struct ncm_model *m, uint32_t ingress)
+{
+	sb_add(b, "<%s nc:operation=\"remove\"><%s>%u</%s></%s>", m->list, m->ingress, ingress,
+	       m->ingress, m->list);
+}
+
+static void add_pair(struct sbuf *b, const struct ncm_model *m, uint32_t ingress, uint64_t egress)
+{
+	sb_add(b, "<%s><%s>%u</%s><%s>%llu</%s></%s>", m->list, m->ingress, ingress, m->ingress,
+	       m->egress, (unsigned long long)egress, m->egress, m->list);
+}
+
+char *ncm_edit_config(const struct ncm_model *m, uint32_t ports, const struct ocs_batch *batch,
                       const struct ocs_xc *held_reversed, size_t nreversed)
 {
 	struct sbuf b = { 0 };
 	sb_add(&b, "<%s xmlns=\"%s\" xmlns:nc=\"" NC_BASE_NS "\">", m->container, m->ns);
 	for (size_t i = 0; i < batch->ndel; i++) {
 		const struct ocs_xc *x = &batch->del[i];
+		if (m->one_way) {
+			add_remove(&b, m, x->a);
+			add_remove(&b, m, x->b);
+			continue;
+		}
 		bool reversed =
 		    nreversed && bsearch(x, held_reversed, nreversed, sizeof(*x), xc_cmp) != NULL;
-		sb_add(&b, "<%s nc:operation=\"remove\"><%s>%u</%s></%s>", m->list, m->ingress,
-		       reversed ? x->b : x->a, m->ingress, m->list);
+		add_remove(&b, m, reversed ? x->b : x->a);
 	}
 	for (size_t i = 0; i < batch->nadd; i++) {
 		const struct ocs_xc *x = &batch->add[i];
-		sb_add(&b, "<%s><%s>%u</%s><%s>%u</%s></%s>", m->list, m->ingress, x->a, m->ingress,
-		       m->egress, x->b, m->egress, m->list);
+		if (m->one_way) {
+			add_pair(&b, m, x->a, (uint64_t)x->b + ports);
+			add_pair(&b, m, x->b, (uint64_t)x->a + ports);
+		} else {
+			add_pair(&b, m, x->a, x->b);
+		}
 	}
 	sb_add(&b, "</%s>", m->container);
 	return sb_done(&b);
@@ -294,19 +321,19 @@ static const struct lyd_node *child_named(const struct lyd_node *parent, const c
 	return NULL;
 }
 
-/* A port number as a leaf's text: decimal, 1..ports, nothing else. */
-static bool port_value(const struct lyd_node *leaf, uint32_t ports, uint32_t *out)
+/* A port number as a leaf's text: decimal, 1..2^32-1, nothing else. */
+static bool port_value(const struct lyd_node *leaf, uint32_t *out)
 {
 	const char *s = leaf ? lyd_get_value(leaf) : NULL;
 	uint64_t v = 0;
 	if (!s || !*s)
 		return false;
 	for (; *s; s++) {
-		if (*s < '0' || *s > '9' || v > ports)
+		if (*s < '0' || *s > '9' || v > UINT32_MAX)
 			return false;
 		v = v * 10 + (uint64_t)(*s - '0');
 	}
-	if (v < 1 || v > ports)
+	if (v < 1 || v > UINT32_MAX)
 		return false;
 	*out = (uint32_t)v;
 	return true;
@@ -317,6 +344,7 @@ void ncm_pairs_free(struct ncm_pairs *p)
 	free(p->xcs);
 	free(p->reversed);
 	free(p->partial);
+	free(p->foreign);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -334,38 +362,100 @@ static int grow(void *pv, size_t n, size_t *cap, size_t size)
 	return 0;
 }
 
-/* Adds the pairs of one cross-connects container to out. */
+/* The growing arrays of a read, and their capacities. */
+struct reading {
+	struct ncm_pairs *out;
+	size_t cap_xcs, cap_reversed, cap_partial, cap_foreign;
+	struct ocs_flow *halves; /* one-way: pairs within the unit, as ofcd's ports */
+	size_t nhalves, cap_halves;
+};
+
+static int push_flow(struct ocs_flow **v, size_t *n, size_t *cap, uint32_t in, uint32_t out)
+{
+	if (grow(v, *n, cap, sizeof(**v)) < 0)
+		return -ENOMEM;
+	(*v)[(*n)++] = (struct ocs_flow){ in, out };
+	return 0;
+}
+
+static int push_xc(struct ocs_xc **v, size_t *n, size_t *cap, uint32_t a, uint32_t b)
+{
+	if (grow(v, *n, cap, sizeof(**v)) < 0)
+		return -ENOMEM;
+	(*v)[(*n)++] = (struct ocs_xc){ a, b };
+	return 0;
+}
+
+/* One pair, ingress in and egress eg (0: none), of a unit of ports ports. */
+static int read_pair(struct reading *r, const struct ncm_model *m, uint32_t ports, uint32_t in,
+                     uint32_t eg)
+{
+	struct ncm_pairs *o = r->out;
+	if (m->one_way) {
+		if (in > ports || (eg && (eg <= ports || eg - ports > ports)))
+			return push_flow(&o->foreign, &o->nforeign, &r->cap_foreign, in, eg);
+		if (!eg || eg - ports == in)
+			return push_flow(&o->partial, &o->npartial, &r->cap_partial, in,
+			                 eg ? in : 0);
+		return push_flow(&r->halves, &r->nhalves, &r->cap_halves, in, eg - ports);
+	}
+	if (in > ports || eg > ports)
+		return push_flow(&o->foreign, &o->nforeign, &r->cap_foreign, in, eg);
+	if (!eg || eg == in)
+		return push_flow(&o->partial, &o->npartial, &r->cap_partial, in, eg);
+	uint32_t a = in < eg ? in : eg, b = in < eg ? eg : in;
+	if (push_xc(&o->xcs, &o->nxcs, &r->cap_xcs, a, b) < 0)
+		return -ENOMEM;
+	return in > eg ? push_xc(&o->reversed, &o->nreversed, &r->cap_reversed, a, b) : 0;
+}
+
+/* Adds the pairs of one cross-connects container. */
 static int read_container(const struct lyd_node *cc, const struct ncm_model *m, uint32_t ports,
-                          struct ncm_pairs *out, size_t caps[3], char *err, size_t errlen)
+                          struct reading *r, char *err, size_t errlen)
 {
 	for (const struct lyd_node *e = lyd_child(cc); e; e = e->next) {
 		if (!is_node(e, m->list, m->ns))
 			continue;
 		uint32_t in, eg = 0;
 		const struct lyd_node *egress = child_named(e, m->egress, m->ns);
-		if (!port_value(child_named(e, m->ingress, m->ns), ports, &in) ||
-		    (egress && !port_value(egress, ports, &eg))) {
-			snprintf(err, errlen,
-			         "netconf: a %s without a port number 1..%u as its %s or %s",
-			         m->list, ports, m->ingress, m->egress);
+		if (!port_value(child_named(e, m->ingress, m->ns), &in) ||
+		    (egress && !port_value(egress, &eg))) {
+			snprintf(err, errlen, "netconf: a %s without a port number as its %s or %s",
+			         m->list, m->ingress, m->egress);
 			return -EPROTO;
 		}
-		if (!egress || eg == in) {
-			if (grow(&out->partial, out->npartial, &caps[2], sizeof(*out->partial)) < 0)
-				return -ENOMEM;
-			out->partial[out->npartial++] = (struct ocs_flow){ in, eg };
-			continue;
-		}
-		struct ocs_xc x = { in < eg ? in : eg, in < eg ? eg : in };
-		if (grow(&out->xcs, out->nxcs, &caps[0], sizeof(*out->xcs)) < 0)
+		if (read_pair(r, m, ports, in, eg) < 0)
 			return -ENOMEM;
-		out->xcs[out->nxcs++] = x;
-		if (in > eg) {
-			if (grow(&out->reversed, out->nreversed, &caps[1], sizeof(*out->reversed)) <
-			    0)
-				return -ENOMEM;
-			out->reversed[out->nreversed++] = x;
-		}
+	}
+	return 0;
+}
+
+static int flow_cmp(const void *x, const void *y)
+{
+	const struct ocs_flow *a = x, *b = y;
+	if (a->in_port != b->in_port)
+		return a->in_port < b->in_port ? -1 : 1;
+	return a->out_port < b->out_port ? -1 : a->out_port > b->out_port;
+}
+
+/* One-way: a circuit where both ways are held, the rest partial. */
+static int pair_halves(struct reading *r)
+{
+	struct ncm_pairs *o = r->out;
+	if (r->nhalves)
+		qsort(r->halves, r->nhalves, sizeof(*r->halves), flow_cmp);
+	for (size_t i = 0; i < r->nhalves; i++) {
+		const struct ocs_flow *h = &r->halves[i];
+		struct ocs_flow back = { h->out_port, h->in_port };
+		bool both = bsearch(&back, r->halves, r->nhalves, sizeof(back), flow_cmp) != NULL;
+		int rc = 0;
+		if (!both)
+			rc = push_flow(&o->partial, &o->npartial, &r->cap_partial, h->in_port,
+			               h->out_port);
+		else if (h->in_port < h->out_port)
+			rc = push_xc(&o->xcs, &o->nxcs, &r->cap_xcs, h->in_port, h->out_port);
+		if (rc < 0)
+			return rc;
 	}
 	return 0;
 }
@@ -373,7 +463,7 @@ static int read_container(const struct lyd_node *cc, const struct ncm_model *m, 
 int ncm_read_pairs(const struct lyd_node *op, const struct ncm_model *m, uint32_t ports,
                    struct ncm_pairs *out, char *err, size_t errlen)
 {
-	size_t caps[3] = { 0 };
+	struct reading r = { .out = out };
 	int rc = 0;
 	memset(out, 0, sizeof(*out));
 	const struct lyd_node *data = op ? child_named(op, "data", NC_BASE_NS) : NULL;
@@ -389,14 +479,17 @@ int ncm_read_pairs(const struct lyd_node *op, const struct ncm_model *m, uint32_
 		}
 		for (const struct lyd_node *n = any->value.tree; n && !rc; n = n->next) {
 			if (is_node(n, m->container, m->ns))
-				rc = read_container(n, m, ports, out, caps, err, errlen);
+				rc = read_container(n, m, ports, &r, err, errlen);
 		}
 	} else {
 		for (const struct lyd_node *n = lyd_child(data); n && !rc; n = n->next) {
 			if (is_node(n, m->container, m->ns))
-				rc = read_container(n, m, ports, out, caps, err, errlen);
+				rc = read_container(n, m, ports, &r, err, errlen);
 		}
 	}
+	if (rc == 0)
+		rc = pair_halves(&r);
+	free(r.halves);
 	if (rc < 0) {
 		if (rc == -ENOMEM)
 			snprintf(err, errlen, "netconf: out of memory");

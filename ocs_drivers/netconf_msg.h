@@ -44,12 +44,21 @@ struct ncm_model {
 	char list[64];      /**< the list of pairs in it ("pair") */
 	char ingress[64];   /**< the list's key leaf: the ingress port ("ingress") */
 	char egress[64];    /**< the leaf of the egress port ("egress") */
+	/**
+	 * false: a pair is a circuit, light going both ways (ofcd's module).
+	 * true: a pair carries light one way, from an ingress port to an egress
+	 * port, the two sides numbered apart (Polatis: ingress 1..N, egress
+	 * N+1..2N): ofcd's port p of a unit of N ports is ingress p and egress
+	 * p + N, and a circuit (a, b) is the two pairs a -> b + N and b -> a + N.
+	 */
+	bool one_way;
 };
 
 /**
  * Reads a model as the configuration gives it: the name of a built-in one
- * ("ofcd", "polatis"), or its five names separated by spaces: "NAMESPACE
- * CONTAINER LIST INGRESS EGRESS". Returns 0, or -EINVAL with a message.
+ * ("ofcd", "polatis"), or its five names separated by spaces, "NAMESPACE
+ * CONTAINER LIST INGRESS EGRESS", followed by "one-way" for a unit whose
+ * pairs are one-way. Returns 0, or -EINVAL with a message.
  */
 int ncm_model_parse(const char *value, struct ncm_model *out, char *err, size_t errlen);
 
@@ -60,15 +69,16 @@ int ncm_model_parse(const char *value, struct ncm_model *out, char *err, size_t 
 char *ncm_read_filter(const struct ncm_model *m);
 
 /**
- * The <config> content of the edit-config of one batch: every removal, then
- * every addition, in the model's names. A circuit (a, b) is made as the pair
- * ingress a, egress b; it is removed by the key it is held under, which is b
- * for a circuit listed in held_reversed (made by hand as ingress b, egress
- * a; sorted by a then b). Removals use operation "remove", so a pair already
- * gone is no error. Returns a malloc'd string (caller frees) or NULL when out
- * of memory.
+ * The <config> content of the edit-config of one batch for a unit of ports
+ * ports: every removal, then every addition, in the model's names. Two-way:
+ * a circuit (a, b) is made as the pair ingress a, egress b, and removed by
+ * the key it is held under, which is b for a circuit listed in held_reversed
+ * (made by hand as ingress b, egress a; sorted by a then b). One-way: the
+ * circuit is the pairs a -> b + ports and b -> a + ports, removed by keys a
+ * and b. Removals use operation "remove", so a pair already gone is no error.
+ * Returns a malloc'd string (caller frees) or NULL when out of memory.
  */
-char *ncm_edit_config(const struct ncm_model *m, const struct ocs_batch *batch,
+char *ncm_edit_config(const struct ncm_model *m, uint32_t ports, const struct ocs_batch *batch,
                       const struct ocs_xc *held_reversed, size_t nreversed);
 
 /**
@@ -76,12 +86,19 @@ char *ncm_edit_config(const struct ncm_model *m, const struct ocs_batch *batch,
  * malloc'd and owned by the structure (ncm_pairs_free()).
  */
 struct ncm_pairs {
-	struct ocs_xc *xcs;       /**< one circuit per pair, (min, max) of its two ports */
-	size_t nxcs;              /**< entries in xcs */
-	struct ocs_xc *reversed;  /**< the circuits held as ingress b, egress a (a < b), sorted */
-	size_t nreversed;         /**< entries in reversed */
-	struct ocs_flow *partial; /**< pairs that are no circuit: no egress, or one port twice */
-	size_t npartial;          /**< entries in partial (out_port 0 when there is no egress) */
+	struct ocs_xc *xcs;      /**< one circuit per pair, (min, max) of its two ports */
+	size_t nxcs;             /**< entries in xcs */
+	struct ocs_xc *reversed; /**< the circuits held as ingress b, egress a (a < b), sorted */
+	size_t nreversed;        /**< entries in reversed */
+	/**
+	 * ofcd's ports that a pair joins without a circuit: no egress (out_port
+	 * 0), one port twice, or (one-way) a pair whose way back is missing
+	 */
+	struct ocs_flow *partial;
+	size_t npartial; /**< entries in partial */
+	struct ocs_flow
+	    *foreign;    /**< pairs whose ports are outside the unit's, as numbered there */
+	size_t nforeign; /**< entries in foreign */
 };
 
 /** Frees what p owns and empties it. */
@@ -89,9 +106,10 @@ void ncm_pairs_free(struct ncm_pairs *p);
 
 /**
  * Reads the pairs of the model out of a get-config reply's operation tree
- * (libnetconf2's op: the <get-config> node with its <data> child). Pairs whose
- * ports are not numbers in 1..ports make it fail. Returns 0, or -EPROTO with a
- * message (the reply is not what the model says), or -ENOMEM.
+ * (libnetconf2's op: the <get-config> node with its <data> child), for a unit
+ * of ports ports. A pair whose ports are not decimal numbers makes it fail;
+ * one whose ports lie outside the unit's is foreign. Returns 0, or -EPROTO
+ * with a message (the reply is not what the model says), or -ENOMEM.
  */
 int ncm_read_pairs(const struct lyd_node *op, const struct ncm_model *m, uint32_t ports,
                    struct ncm_pairs *out, char *err, size_t errlen);

@@ -22,7 +22,8 @@
 
 static struct ly_ctx *ctx;
 static const struct lys_module *netconf;
-static struct ncm_model model;
+static struct ncm_model two_way, one_way;
+static struct ncm_model model; /* the one this input is read with */
 
 static void check(bool ok, const char *what)
 {
@@ -41,7 +42,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	check(ly_ctx_new(NETCONF_MODULES, 0, &ctx) == LY_SUCCESS, "no libyang context");
 	netconf = ly_ctx_load_module(ctx, "ietf-netconf", NULL, NULL);
 	check(netconf != NULL, "no ietf-netconf in " NETCONF_MODULES);
-	check(ncm_model_parse("ofcd", &model, err, sizeof(err)) == 0, "no built-in model");
+	check(ncm_model_parse("ofcd", &two_way, err, sizeof(err)) == 0, "no built-in model");
+	check(ncm_model_parse("urn:ofcd:yang:optical-switch cross-connects pair ingress egress "
+	                      "one-way",
+	                      &one_way, err, sizeof(err)) == 0,
+	      "no one-way model");
 	return 0;
 }
 
@@ -70,10 +75,16 @@ static void read_reply(const struct lyd_node *envp, const struct lyd_node *op)
 		check(found, "a reversed pair that is no circuit");
 	}
 	for (size_t i = 0; i < p.npartial; i++)
-		check(p.partial[i].in_port >= 1 && p.partial[i].in_port <= PORTS,
+		check(p.partial[i].in_port >= 1 && p.partial[i].in_port <= PORTS &&
+		          p.partial[i].out_port <= PORTS,
 		      "a partial pair outside the unit's ports");
+	for (size_t i = 0; i < p.nforeign; i++)
+		check(
+		    p.foreign[i].in_port > PORTS || p.foreign[i].out_port > PORTS ||
+		        (model.one_way && p.foreign[i].out_port && p.foreign[i].out_port <= PORTS),
+		    "a foreign pair that fits the unit");
 	struct ocs_batch b = { .del = p.xcs, .ndel = p.nxcs };
-	char *xml = ncm_edit_config(&model, &b, p.reversed, p.nreversed);
+	char *xml = ncm_edit_config(&model, PORTS, &b, p.reversed, p.nreversed);
 	check(xml != NULL, "no edit-config for what was read");
 	free(xml);
 	ncm_pairs_free(&p);
@@ -111,6 +122,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(text, data, size);
 	text[size] = '\0';
+	/* the length's parity picks the model: both read every reply */
+	model = size % 2 ? one_way : two_way;
 	if (!empty_namespace(text) &&
 	    lyd_new_inner(NULL, netconf, "get-config", 0, &op) == LY_SUCCESS &&
 	    ly_in_new_memory(text, &in) == LY_SUCCESS &&

@@ -103,6 +103,7 @@ def test_a_server_restart_loses_nothing(lab):
     except AssertionError:
         raise AssertionError(f"{unit(d)}\n{d.log()[-2000:]}")
     assert unit(d)["last_error"]
+    assert 'ofcd_ocs_connection_downs_total{ocs="nc0",reason=' in d.get("/metrics").text
     server.start_netconfd()  # --no-startup: it comes back empty
     wait_for(lambda: unit(d)["state"] == "connected" and unit(d)["in_sync"], timeout=30)
     assert server.pairs() == want
@@ -154,6 +155,10 @@ def test_wrong_host_key_and_wrong_credential_are_unit_states(lab, tmp_path):
         metrics = d.get("/metrics").text
         assert 'ofcd_ocs_connected{ocs="badkey"} 0' in metrics
         assert 'ofcd_ocs_connected{ocs="badhost"} 0' in metrics
+        assert re.search(r'ofcd_ocs_connection_downs_total\{ocs="badkey",reason="auth"\} [1-9]',
+                         metrics)
+        assert re.search(r'ofcd_ocs_connection_downs_total\{ocs="badhost",reason="hostkey"\} '
+                         r'[1-9]', metrics)
         log = d.log()
         assert re.search(r"badkey: down: auth: the unit refused key", log)
         assert re.search(r"badhost: down: hostkey: the unit's host key is not in", log)
@@ -172,6 +177,35 @@ def test_a_bad_endpoint_is_a_clear_400(lab):
                            "endpoint": "netconf://127.0.0.1:830"})
     assert r.status_code == 400, r.text
     assert "user" in r.json()["error"]["message"]
+
+
+def test_a_one_way_unit_holds_each_circuit_as_two_pairs(tmp_path):
+    """A unit whose pairs are one-way (as Polatis's are): ofcd's port p is ingress p and
+    egress p + 32, so every circuit is two pairs; a half removed by hand is put back."""
+    reason = netconf_lab.unavailable()
+    if reason:
+        pytest.skip(reason)
+    server = netconf_lab.Server(str(tmp_path / "netconf")).start()
+    model = f"{netconf_lab.NS} cross-connects pair ingress egress one-way"
+    d = Daemon(tmp_path, extra=netconf_ini(server, f"model.nc0 = {model}\n")).start()
+    try:
+        assert d.put("/v1/topology", topology(server.endpoint)).status_code == 200
+        r = d.post("/v1/fabrics?wait=30", {"name": "fw", "servers": SERVERS}, timeout=60)
+        assert r.status_code == 201 and r.json()["state"] == "applied", r.text
+        want = {}
+        for a, b in fabric_pairs(d, "fw").items():
+            want[a] = b + 32
+            want[b] = a + 32
+        assert len(want) == 12
+        assert server.pairs() == want
+        a = min(want)
+        assert server.remove_pair(a).ok
+        wait_for(lambda: server.pairs() == want, timeout=20)
+        assert d.delete("/v1/fabrics/fw?wait=30", timeout=60).status_code == 200
+        assert server.pairs() == {}
+    finally:
+        d.stop()
+        server.close()
 
 
 def test_big_fabric_in_one_edit(lab):

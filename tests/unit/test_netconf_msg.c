@@ -64,6 +64,21 @@ struct reply {
 	struct lyd_node *op;
 };
 
+#define REPLY_NOT_A_PORT                                                                           \
+	"<rpc-reply xmlns=\"urn:ietf:params:xml:ns:netconf:base:1.0\" message-id=\"6\">"           \
+	"<data><cross-connects xmlns=\"urn:ofcd:yang:optical-switch\">"                            \
+	"<pair><ingress>1</ingress><egress>x</egress></pair>"                                      \
+	"</cross-connects></data></rpc-reply>"
+
+#define REPLY_ONE_WAY                                                                              \
+	"<rpc-reply xmlns=\"urn:ietf:params:xml:ns:netconf:base:1.0\" message-id=\"7\">"           \
+	"<data><cross-connects xmlns=\"urn:ofcd:yang:optical-switch\">"                            \
+	"<pair><ingress>1</ingress><egress>10</egress></pair>"                                     \
+	"<pair><ingress>2</ingress><egress>9</egress></pair>"                                      \
+	"<pair><ingress>3</ingress><egress>12</egress></pair>"                                     \
+	"<pair><ingress>5</ingress><egress>7</egress></pair>"                                      \
+	"</cross-connects></data></rpc-reply>"
+
 static struct reply parse(struct ly_ctx *ctx, const char *xml)
 {
 	struct reply r = { 0 };
@@ -157,6 +172,11 @@ static void test_models(void **state)
 	assert_string_equal(m.list, "xc");
 	assert_string_equal(m.ingress, "in");
 	assert_string_equal(m.egress, "out");
+	assert_false(m.one_way);
+	assert_int_equal(
+	    ncm_model_parse("urn:x:oxc xconnects xc in out one-way", &m, err, sizeof(err)), 0);
+	assert_true(m.one_way);
+	assert_int_equal(ncm_model_parse("urn:x a b c d two-way", &m, err, sizeof(err)), -EINVAL);
 	assert_int_equal(ncm_model_parse("nope", &m, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "ofcd, polatis"));
 	assert_int_equal(ncm_model_parse("urn:x a b c", &m, err, sizeof(err)), -EINVAL);
@@ -175,7 +195,7 @@ static void test_edit_config(void **state)
 	struct ocs_batch b = { .del = del, .ndel = 2, .add = add, .nadd = 1 };
 	(void)state;
 	assert_int_equal(ncm_model_parse("ofcd", &m, err, sizeof(err)), 0);
-	char *xml = ncm_edit_config(&m, &b, reversed, 1);
+	char *xml = ncm_edit_config(&m, 16, &b, reversed, 1);
 	assert_non_null(xml);
 	assert_string_equal(xml,
 	                    "<cross-connects xmlns=\"urn:ofcd:yang:optical-switch\" "
@@ -185,6 +205,20 @@ static void test_edit_config(void **state)
 	                    "<pair nc:operation=\"remove\"><ingress>9</ingress></pair>"
 	                    "<pair><ingress>3</ingress><egress>5</egress></pair></cross-connects>");
 	free(xml);
+	/* one way: a circuit is a pair each way, the egress side numbered after the ingress side */
+	assert_int_equal(ncm_model_parse("polatis", &m, err, sizeof(err)), 0);
+	assert_true(m.one_way);
+	b.ndel = 1;
+	xml = ncm_edit_config(&m, 16, &b, NULL, 0);
+	assert_string_equal(
+	    xml, "<cross-connects xmlns=\"http://www.polatis.com/yang/optical-switch\" "
+	         "xmlns:nc=\"urn:ietf:params:xml:ns:netconf:base:1.0\">"
+	         "<pair nc:operation=\"remove\"><ingress>1</ingress></pair>"
+	         "<pair nc:operation=\"remove\"><ingress>2</ingress></pair>"
+	         "<pair><ingress>3</ingress><egress>21</egress></pair>"
+	         "<pair><ingress>5</ingress><egress>19</egress></pair></cross-connects>");
+	free(xml);
+	assert_int_equal(ncm_model_parse("ofcd", &m, err, sizeof(err)), 0);
 	char *filter = ncm_read_filter(&m);
 	assert_string_equal(filter, "<cross-connects xmlns=\"urn:ofcd:yang:optical-switch\"/>");
 	free(filter);
@@ -217,17 +251,50 @@ static void test_read_pairs(void **state)
 	assert_int_equal(ncm_model_parse("polatis", &m, err, sizeof(err)), 0);
 	t = parse(*state, REPLY_DATA);
 	assert_int_equal(ncm_read_pairs(t.op, &m, 16, &p, err, sizeof(err)), 0);
-	assert_int_equal(p.nxcs, 1);
-	assert_int_equal(p.xcs[0].a, 6);
+	/* its container alone; one way, egress 7 is on the ingress side: not ofcd's */
+	assert_int_equal(p.nxcs, 0);
+	assert_int_equal(p.nforeign, 1);
+	assert_int_equal(p.foreign[0].in_port, 6);
 	ncm_pairs_free(&p);
 	reply_free(&t);
 
 	assert_int_equal(ncm_model_parse("ofcd", &m, err, sizeof(err)), 0);
+	/* a port beyond the unit's is foreign: reported, never removed */
 	t = parse(*state, REPLY_BAD_PORT);
+	assert_int_equal(ncm_read_pairs(t.op, &m, 16, &p, err, sizeof(err)), 0);
+	assert_int_equal(p.nxcs, 0);
+	assert_int_equal(p.nforeign, 1);
+	assert_int_equal(p.foreign[0].in_port, 1);
+	assert_int_equal(p.foreign[0].out_port, 99);
+	ncm_pairs_free(&p);
+	reply_free(&t);
+
+	/* a port that is no number makes the reply unreadable */
+	t = parse(*state, REPLY_NOT_A_PORT);
 	assert_int_equal(ncm_read_pairs(t.op, &m, 16, &p, err, sizeof(err)), -EPROTO);
-	assert_non_null(strstr(err, "1..16"));
+	assert_non_null(strstr(err, "port number"));
 	assert_null(p.xcs);
 	reply_free(&t);
+
+	/* one way, a unit of 8 ports: 1<->2 both ways, 3->4 alone, 5->7 beyond the egress side */
+	assert_int_equal(ncm_model_parse("urn:ofcd:yang:optical-switch cross-connects pair "
+	                                 "ingress egress one-way",
+	                                 &m, err, sizeof(err)),
+	                 0);
+	t = parse(*state, REPLY_ONE_WAY);
+	assert_int_equal(ncm_read_pairs(t.op, &m, 8, &p, err, sizeof(err)), 0);
+	assert_int_equal(p.nxcs, 1);
+	assert_int_equal(p.xcs[0].a, 1);
+	assert_int_equal(p.xcs[0].b, 2);
+	assert_int_equal(p.npartial, 1);
+	assert_int_equal(p.partial[0].in_port, 3);
+	assert_int_equal(p.partial[0].out_port, 4);
+	assert_int_equal(p.nforeign, 1);
+	assert_int_equal(p.foreign[0].in_port, 5);
+	assert_int_equal(p.foreign[0].out_port, 7);
+	ncm_pairs_free(&p);
+	reply_free(&t);
+	assert_int_equal(ncm_model_parse("ofcd", &m, err, sizeof(err)), 0);
 
 	/* a reply with no <data> holds nothing */
 	t = parse(*state, REPLY_OK);
