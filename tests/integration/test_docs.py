@@ -38,7 +38,7 @@ DOCS = ["README.md", "docs/api.md", "docs/operations.md", "docs/architecture.md"
         "docs/cost-model.md"]
 # The documents whose examples need more than one daemon (a cluster, Slurm): their commands
 # are marked norun, their configuration examples are checked (test_config_examples_check).
-ALL_DOCS = DOCS + ["docs/ha.md", "docs/slurm.md"]
+ALL_DOCS = DOCS + ["docs/ha.md", "docs/slurm.md", "docs/drivers.md"]
 # Words that start a shell command: a block with one must run, or say why not.
 COMMANDS = {"curl", "build/ofcctl", "ofcctl", "make", "sudo", "sudoedit", "systemctl", "journalctl", "ovs-vsctl",
             "ovs-ofctl", "ofcd", "ofcd-agent", "sqlite3", "ibv_devinfo", "openssl",
@@ -371,7 +371,8 @@ SECRET = "doc-example-secret-0123456789abcdef"
 
 def config_examples():
     """(where, text) of each block that is a piece of ofcd.ini: it names one of its sections."""
-    sections = {"http", "store", "auth", "cluster", "reconcile", "log", "planner", "debug"}
+    sections = {"http", "store", "auth", "cluster", "reconcile", "log", "planner", "debug",
+                "netconf"}
     for doc in ALL_DOCS:
         for b in blocks(doc):
             heads = {m.group(1) for m in (re.match(r"\[([a-z]+)\]\s*$", l) for l in b.lines) if m}
