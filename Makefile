@@ -321,6 +321,8 @@ install: $(B)/ofcd $(B)/ofcd-agent $(B)/ofcctl
 	for u in packaging/slurm/*.service packaging/slurm/*.timer; do \
 		sed 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' $$u > $(DESTDIR)$(UNITDIR)/$$(basename $$u); done
 	install -D -m 644 packaging/prometheus/ofcd-alerts.yml $(DESTDIR)$(PREFIX)/share/doc/ofcd/ofcd-alerts.yml
+	install -D -m 644 ocs_drivers/yang/ofcd-optical-switch.yang \
+		$(DESTDIR)$(PREFIX)/share/ofcd/yang/ofcd-optical-switch.yang
 
 format:
 	clang-format -i $(wildcard daemon/*.[ch] daemon/*/*.[ch] agent/*.[ch] common/*.[ch] cli/*.[ch] planner/*.[ch] \
