@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #define NCD_BACKOFF_MIN_MS  200u
@@ -81,16 +82,16 @@ static void lib_init(void)
 
 /* ---- the connect thread -------------------------------------------------- */
 
-enum job_state { JOB_RUNNING, JOB_DONE, JOB_ABANDONED };
-
 /*
- * One connection attempt. The thread owns it while RUNNING; whoever moves it
- * out of RUNNING decides who frees it: DONE (the thread finished first) the
- * loop, ABANDONED (close() came first) the thread, when it finishes.
+ * One connection attempt, held by the thread and by the loop (refs): the
+ * thread writes its result, then a byte to the pipe, then lets go; the loop
+ * lets go once it took the result (job_cb) or when the unit is closed first.
+ * The last to let go frees it, with a session nobody took. Only the loop
+ * touches ev, and frees it before it lets go.
  */
 struct job {
-	_Atomic int state;
-	int pipe[2];      /* the thread writes a byte to [1] when DONE */
+	_Atomic int refs;
+	int pipe[2];      /* the thread writes a byte to [1] when done */
 	struct event *ev; /* the loop's read event on pipe[0] */
 	struct ncm_endpoint ep;
 	char key[512];              /* private key file */
@@ -101,15 +102,24 @@ struct job {
 	char err[1400];             /* why there is no session */
 };
 
-static void job_free(struct job *j)
+static void job_unref(struct job *j)
 {
+	if (atomic_fetch_sub(&j->refs, 1) != 1)
+		return;
 	if (j->session)
 		nc_session_free(j->session, NULL);
-	if (j->ev)
-		event_free(j->ev);
 	close(j->pipe[0]);
 	close(j->pipe[1]);
 	free(j);
+}
+
+/* The loop lets go of j: its event first, which no other thread touches. */
+static void job_leave(struct job *j)
+{
+	if (j->ev)
+		event_free(j->ev);
+	j->ev = NULL;
+	job_unref(j);
 }
 
 static const char *known_host_error(enum ssh_known_hosts_e st)
@@ -195,14 +205,11 @@ static void *job_run(void *arg)
 			         j->ep.host, j->ep.port, lib_error[0] ? ": " : "", lib_error);
 		}
 	}
-	int expected = JOB_RUNNING;
-	if (atomic_compare_exchange_strong(&j->state, &expected, JOB_DONE)) {
-		char c = 1;
-		while (write(j->pipe[1], &c, 1) < 0 && errno == EINTR)
-			;
-	} else {
-		job_free(j);
-	}
+	/* the pipe is open while the thread holds j, whether the loop still listens or not */
+	char c = 1;
+	while (write(j->pipe[1], &c, 1) < 0 && errno == EINTR)
+		;
+	job_unref(j);
 	return NULL;
 }
 
@@ -246,7 +253,7 @@ struct unit {
 	bool use_candidate;  /* no :writable-running: edit :candidate and commit */
 	bool rollback;       /* the server has :rollback-on-error */
 	bool claimed;        /* this instance held the lock once */
-	uint32_t last_sid;   /* this instance's previous session */
+	uint32_t lock_sid;   /* the session of ours that last took the lock */
 	struct event *rd;    /* the SSH socket is readable */
 	struct event *retry; /* backoff before the next attempt */
 	struct event *timer; /* reply deadline, poll and keep-alive */
@@ -296,22 +303,28 @@ static uint64_t ms_since(const struct timespec *t)
 	       (uint64_t)((now.tv_nsec - t->tv_nsec) / 1000000);
 }
 
+/*
+ * Frees the session. Unless polite, its socket is shut first: libnetconf2
+ * would send <close-session> and wait up to 200 ms for the answer, which a
+ * broken session does not give and a fenced leader must not send.
+ */
+static void end_session(struct unit *u, bool abrupt)
+{
+	if (abrupt)
+		shutdown(ssh_get_fd(u->ssh), SHUT_RDWR);
+	nc_session_free(u->s, NULL);
+	u->s = NULL;
+	u->ssh = NULL;
+}
+
 static void unit_free(struct unit *u)
 {
-	if (u->job) {
-		int expected = JOB_RUNNING;
-		if (atomic_compare_exchange_strong(&u->job->state, &expected, JOB_ABANDONED)) {
-			/* the thread frees it; the loop lets go of its event now */
-			event_free(u->job->ev);
-			u->job->ev = NULL;
-		} else {
-			job_free(u->job);
-		}
-	}
+	if (u->job)
+		job_leave(u->job);
 	if (u->rd)
 		event_free(u->rd);
 	if (u->s)
-		nc_session_free(u->s, NULL);
+		end_session(u, u->may_send && !u->may_send(u->may_send_arg));
 	if (u->rpc)
 		nc_rpc_free(u->rpc);
 	if (u->next_rpc)
@@ -385,12 +398,8 @@ static void drop(struct unit *u, const char *reason, bool fenced)
 		event_free(u->rd);
 		u->rd = NULL;
 	}
-	if (u->s) {
-		u->last_sid = nc_session_get_id(u->s);
-		nc_session_free(u->s, NULL);
-		u->s = NULL;
-		u->ssh = NULL;
-	}
+	if (u->s)
+		end_session(u, true);
 	clear_rpc(u);
 	if (u->next_rpc)
 		nc_rpc_free(u->next_rpc);
@@ -440,6 +449,7 @@ static void try_send(struct unit *u)
 		return;
 	}
 	u->rpc_sent = true;
+	event_add(u->rd, NULL);
 	clock_gettime(CLOCK_MONOTONIC, &u->sent_at);
 	arm_ms(u->timer, NCD_POLL_MS);
 }
@@ -477,13 +487,14 @@ static void on_lock(struct unit *u, const struct lyd_node *envp)
 	char why[300];
 	if (ncm_reply_ok(envp)) {
 		u->claimed = true;
+		u->lock_sid = nc_session_get_id(u->s);
 		clear_rpc(u); /* before UP: the reconciler starts its read at once */
 		go_up(u);
 		return;
 	}
 	bool has_holder = ncm_lock_holder(envp, &holder) == 0;
-	/* a first claim, or our own session from before a reconnect, is ended */
-	if (has_holder && (!u->claimed || holder == u->last_sid) && u->rpc_kind == RPC_LOCK &&
+	/* a first claim, or our own session that held the lock before a reconnect, ends it */
+	if (has_holder && (!u->claimed || holder == u->lock_sid) && u->rpc_kind == RPC_LOCK &&
 	    holder != u->kill_sid) {
 		u->kill_sid = holder;
 		send_rpc(u, RPC_KILL, nc_rpc_kill(holder));
@@ -653,6 +664,13 @@ static void rd_cb(evutil_socket_t fd, short what, void *arg)
 		poll_reply(u);
 	else if (u->state == U_UP && !u->rpc && !u->apply_cb && !u->read_cb)
 		probe(u); /* unasked bytes: most often the end of the session */
+	/*
+	 * What is held back (may_send said no) cannot read the socket: stop
+	 * watching it, or a readable socket would wake the loop without end;
+	 * try_send watches it again once it sends.
+	 */
+	if (!u->closed && u->rd && u->rpc && !u->rpc_sent)
+		event_del(u->rd);
 	leave(u);
 }
 
@@ -684,7 +702,7 @@ static void job_cb(evutil_socket_t fd, short what, void *arg)
 	if (!j->session) {
 		char why[sizeof(j->err)];
 		snprintf(why, sizeof(why), "%s", j->err);
-		job_free(j);
+		job_leave(j);
 		u->state = U_IDLE;
 		snprintf(u->err, sizeof(u->err), "%s", why);
 		arm_ms(u->retry, u->backoff_ms);
@@ -696,7 +714,7 @@ static void job_cb(evutil_socket_t fd, short what, void *arg)
 	u->s = j->session;
 	u->ssh = j->ssh;
 	j->session = NULL;
-	job_free(j);
+	job_leave(j);
 	u->use_candidate =
 	    !nc_session_cpblt(u->s, CAP_WRITABLE_RUNNING) && nc_session_cpblt(u->s, CAP_CANDIDATE);
 	u->rollback = nc_session_cpblt(u->s, CAP_ROLLBACK) != NULL;
@@ -728,22 +746,24 @@ static void retry_cb(evutil_socket_t fd, short what, void *arg)
 	if (!j)
 		goto fail;
 	*j = u->params;
-	atomic_init(&j->state, JOB_RUNNING);
+	atomic_init(&j->refs, 1); /* the loop's */
 	if (pipe2(j->pipe, O_CLOEXEC) < 0) {
 		free(j);
 		goto fail;
 	}
 	j->ev = event_new(u->base, j->pipe[0], EV_READ, job_cb, u);
 	if (!j->ev || event_add(j->ev, NULL) < 0) {
-		job_free(j);
+		job_leave(j);
 		goto fail;
 	}
+	atomic_fetch_add(&j->refs, 1); /* the thread's */
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	int rc = pthread_create(&t, &attr, job_run, j);
 	pthread_attr_destroy(&attr);
 	if (rc != 0) {
-		job_free(j);
+		atomic_fetch_sub(&j->refs, 1);
+		job_leave(j);
 		goto fail;
 	}
 	u->job = j;

@@ -224,56 +224,55 @@ def test_new_leader_fences_the_old_one_at_the_unit(tmp_path):
     frozen past its lease, it is replaced, and the new leader ends its session
     (kill-session) and takes the lock. The unit then takes edits from the new leader's
     session alone, and holds exactly what the new leader wants after the old one wakes."""
-    from ha_lab import Etcd, make_members, wait_leader
+    from ha_lab import Etcd, running_members, wait_leader
     reason = netconf_lab.unavailable()
     if reason:
         pytest.skip(reason)
     server = netconf_lab.Server(str(tmp_path / "netconf")).start()
-    etcd = members = None
+    etcd = None
     try:
         etcd = Etcd().start()
-        members = make_members(tmp_path, etcd, ttl=1, extra=netconf_ini(server))
-        for m in members:
-            m.start()
-        old = wait_leader(members)
-        assert old.put("/v1/topology", topology(server.endpoint)).status_code == 200
-        r = old.post("/v1/fabrics?wait=30", {"name": "fa", "servers": SERVERS[:3]}, timeout=60)
-        assert r.status_code == 201 and r.json()["state"] == "applied", r.text
-        assert server.pairs() == fabric_pairs(old, "fa")
-
-        # the leader holds the lock: another session can neither lock nor edit
-        op = server.connect()
-        with pytest.raises(Exception, match="lock"):
-            op.lock("running")
-        with pytest.raises(Exception, match="lock|in use|in-use"):
-            server.add_pair(29, 30, m=op)
-        assert server.sessions(op) == 2  # the leader's and this one
-
-        old.proc.send_signal(signal.SIGSTOP)
-        new = wait_leader(members, exclude=(old,))
-        wait_for(lambda: unit(new)["state"] == "connected", timeout=30)
-        # the new leader ended the frozen one's session to take the lock
-        assert server.sessions(op) == 2
-        with pytest.raises(Exception, match="lock"):
-            op.lock("running")
-        op.close_session()
-        assert new.delete("/v1/fabrics/fa?wait=30", timeout=60).status_code == 200
-        r = new.post("/v1/fabrics?wait=30", {"name": "fb", "servers": [SERVERS[1], SERVERS[3]]},
-                     timeout=60)
-        assert r.status_code == 201 and r.json()["state"] == "applied", r.text
-        want = fabric_pairs(new, "fb")
-        assert server.pairs() == want
-
-        old.proc.send_signal(signal.SIGCONT)
-        wait_for(lambda: old.cluster()["role"] == "follower", timeout=15)
-        time.sleep(2)  # a pass and an audit of the new leader
-        assert server.pairs() == want
-        assert wait_leader(members) is new
+        with running_members(tmp_path, etcd, ttl=1, extra=netconf_ini(server)) as members:
+            fence_and_take_over(server, members, wait_leader)
     finally:
-        for m in members or ():
-            if m.proc and m.proc.poll() is None:
-                m.proc.send_signal(signal.SIGCONT)
-            m.stop(sig=signal.SIGKILL)
         if etcd:
             etcd.stop()
         server.close()
+
+
+def fence_and_take_over(server, members, wait_leader):
+    """The leader freezes, another takes over and the unit: see the test above."""
+    old = wait_leader(members)
+    assert old.put("/v1/topology", topology(server.endpoint)).status_code == 200
+    r = old.post("/v1/fabrics?wait=30", {"name": "fa", "servers": SERVERS[:3]}, timeout=60)
+    assert r.status_code == 201 and r.json()["state"] == "applied", r.text
+    assert server.pairs() == fabric_pairs(old, "fa")
+
+    # the leader holds the lock: another session can neither lock nor edit
+    op = server.connect()
+    with pytest.raises(Exception, match="lock"):
+        op.lock("running")
+    with pytest.raises(Exception, match="lock|in use|in-use"):
+        server.add_pair(29, 30, m=op)
+    assert server.sessions(op) == 2  # the leader's and this one
+
+    old.proc.send_signal(signal.SIGSTOP)
+    new = wait_leader(members, exclude=(old,))
+    wait_for(lambda: unit(new)["state"] == "connected", timeout=30)
+    # the new leader ended the frozen one's session to take the lock
+    assert server.sessions(op) == 2
+    with pytest.raises(Exception, match="lock"):
+        op.lock("running")
+    op.close_session()
+    assert new.delete("/v1/fabrics/fa?wait=30", timeout=60).status_code == 200
+    r = new.post("/v1/fabrics?wait=30", {"name": "fb", "servers": [SERVERS[1], SERVERS[3]]},
+                 timeout=60)
+    assert r.status_code == 201 and r.json()["state"] == "applied", r.text
+    want = fabric_pairs(new, "fb")
+    assert server.pairs() == want
+
+    old.proc.send_signal(signal.SIGCONT)
+    wait_for(lambda: old.cluster()["role"] == "follower", timeout=15)
+    time.sleep(2)  # a pass and an audit of the new leader
+    assert server.pairs() == want
+    assert wait_leader(members) is new
