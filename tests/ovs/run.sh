@@ -149,7 +149,9 @@ ovs-vsctl --timeout=10 add-port "$BR_PTCP" "$VETH" -- set interface "$VETH" ofpo
 
 cc -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-D_GNU_SOURCE ${CHECK_CFLAGS:--O2 -g} -I"$ROOT/ocs_drivers" \
+	$(pkg-config --cflags libnetconf2 libyang libssh) \
 	"$ROOT/tests/ovs/ovs_driver_check.c" "$ROOT"/ocs_drivers/*.c -levent \
+	$(pkg-config --libs libnetconf2 libyang libssh) -lpthread \
 	-o "$T/ovs_driver_check"
 
 "$T/ovs_driver_check" \
