@@ -229,8 +229,10 @@ enum rpc_kind {
 	RPC_LOCK,    /* fencing claim */
 	RPC_KILL,    /* fencing: ending the holder's session */
 	RPC_EDIT,    /* apply(): the batch */
+	RPC_CLOCK,   /* apply() on :candidate: its lock, taken first */
 	RPC_COMMIT,  /* apply() on :candidate: its commit */
 	RPC_DISCARD, /* apply() on :candidate refused: back to running */
+	RPC_CUNLOCK, /* apply() on :candidate: its lock, given back last */
 	RPC_READ,    /* read() */
 	RPC_PROBE,   /* keep-alive */
 };
@@ -274,7 +276,8 @@ struct unit {
 	ocs_apply_cb apply_cb;
 	ocs_read_cb read_cb;
 	void *op_arg;
-	char op_err[300]; /* apply refused: the server's words, kept across discard */
+	char op_err[400];    /* apply refused: the server's words, kept across discard */
+	struct nc_rpc *edit; /* :candidate: the batch's edit-config, sent once the lock is taken */
 
 	struct ocs_xc *reversed; /* circuits held as ingress b, egress a, from the last read */
 	size_t nreversed;
@@ -329,6 +332,8 @@ static void unit_free(struct unit *u)
 		nc_rpc_free(u->rpc);
 	if (u->next_rpc)
 		nc_rpc_free(u->next_rpc);
+	if (u->edit)
+		nc_rpc_free(u->edit);
 	if (u->retry)
 		event_free(u->retry);
 	if (u->timer)
@@ -404,6 +409,9 @@ static void drop(struct unit *u, const char *reason, bool fenced)
 	if (u->next_rpc)
 		nc_rpc_free(u->next_rpc);
 	u->next_rpc = NULL;
+	if (u->edit)
+		nc_rpc_free(u->edit);
+	u->edit = NULL;
 	evtimer_del(u->timer);
 	if (fenced) {
 		u->state = U_FENCED;
@@ -552,6 +560,18 @@ static void on_reply(struct unit *u, const struct lyd_node *envp, const struct l
 		/* whether it was ended or already gone, the lock is tried once more */
 		send_rpc(u, RPC_LOCK, nc_rpc_lock(NC_DATASTORE_RUNNING));
 		return;
+	case RPC_CLOCK: {
+		if (refused) {
+			/* another session edits the candidate: this batch waits for its retry */
+			snprintf(u->op_err, sizeof(u->op_err),
+			         "the unit's candidate datastore is in use: %s", e);
+			break;
+		}
+		struct nc_rpc *edit = u->edit;
+		u->edit = NULL;
+		send_rpc(u, RPC_EDIT, edit);
+		return;
+	}
 	case RPC_EDIT:
 		if (refused) {
 			snprintf(u->op_err, sizeof(u->op_err), "refused by the unit: %s", e);
@@ -576,12 +596,17 @@ static void on_reply(struct unit *u, const struct lyd_node *envp, const struct l
 			send_rpc(u, RPC_DISCARD, nc_rpc_discard());
 			return;
 		}
-		clear_rpc(u);
-		idle_timer(u);
-		finish_op(u, 0, NULL, NULL);
+		send_rpc(u, RPC_CUNLOCK, nc_rpc_unlock(NC_DATASTORE_CANDIDATE));
 		return;
 	case RPC_DISCARD:
-		break;
+		send_rpc(u, RPC_CUNLOCK, nc_rpc_unlock(NC_DATASTORE_CANDIDATE));
+		return;
+	case RPC_CUNLOCK:
+		/* the batch's outcome was settled before; a refused unlock ends with the session */
+		clear_rpc(u);
+		idle_timer(u);
+		finish_op(u, u->op_err[0] ? -EIO : 0, u->op_err[0] ? u->op_err : NULL, NULL);
+		return;
 	case RPC_READ:
 		if (refused)
 			break;
@@ -600,9 +625,12 @@ static void on_reply(struct unit *u, const struct lyd_node *envp, const struct l
 		}
 		return;
 	}
-	/* a refused edit (after its discard) or read */
+	/* a refused lock, edit (without a candidate) or read */
 	enum rpc_kind kind = u->rpc_kind;
 	clear_rpc(u);
+	if (u->edit)
+		nc_rpc_free(u->edit);
+	u->edit = NULL;
 	idle_timer(u);
 	if (kind == RPC_READ) {
 		snprintf(u->op_err, sizeof(u->op_err), "get-config refused by the unit: %s", e);
@@ -951,7 +979,20 @@ static int nd_apply(struct ocs_handle *h, const struct ocs_batch *batch, ocs_app
 	u->apply_cb = cb;
 	u->op_arg = arg;
 	u->op_err[0] = '\0';
-	start_deferred(u, RPC_EDIT, rpc);
+	if (!u->use_candidate) {
+		start_deferred(u, RPC_EDIT, rpc);
+		return 0;
+	}
+	/* lock, edit, commit (or discard), unlock: no other session's edit mixes in */
+	struct nc_rpc *lock = nc_rpc_lock(NC_DATASTORE_CANDIDATE);
+	if (!lock) {
+		nc_rpc_free(rpc);
+		u->apply_cb = NULL;
+		u->op_arg = NULL;
+		return -ENOMEM;
+	}
+	u->edit = rpc;
+	start_deferred(u, RPC_CLOCK, lock);
 	return 0;
 }
 

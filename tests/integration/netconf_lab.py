@@ -6,7 +6,7 @@ HOME and log), its own loopback port, and its own netconfd socket (netconfd's
 side by side and none touches /tmp/ncxserver.sock. netconfd loads ofcd's YANG module
 (ocs_drivers/yang/ofcd-optical-switch.yang) with --target=running and --no-startup:
 a restart comes back empty, as a unit that lost its configuration would.
-Processes are stopped by their pid.
+Processes are stopped by their pid. OFCD_NETCONFD_LOG=debug makes netconfd log every message.
 
 yang_dir is the driver's [netconf] yang_dir, seeded with the modules netconfd ships (as an
 operator installs a vendor's modules): netconfd 2.13 answers a second <get-schema> of
@@ -55,8 +55,9 @@ def keygen(path):
 class Server:
     """sshd + netconfd on 127.0.0.1:port, the netconf subsystem reaching this netconfd alone."""
 
-    def __init__(self, root, user="root"):
+    def __init__(self, root, user="root", target="running"):
         self.dir = root
+        self.target = target  # netconfd's --target: running, or candidate (edits need a commit)
         os.makedirs(self.dir, exist_ok=True)
         self.port = free_port()
         self.user = user
@@ -119,9 +120,11 @@ Subsystem netconf {SUBSYSTEM} --ncxserver-sockname={self.port}@{self.sock}
         os.makedirs(home, exist_ok=True)
         env = dict(os.environ, HOME=home)
         self.netconfd = subprocess.Popen(
-            [NETCONFD, f"--module={YANG}", "--target=running", f"--port={self.port}", "--no-startup",
+            [NETCONFD, f"--module={YANG}", f"--target={self.target}", f"--port={self.port}",
+             "--no-startup",
              f"--ncxserver-sockname={self.sock}", f"--superuser={self.user}",
-             f"--log={self.dir}/netconfd.log", "--log-level=warn"],
+             f"--log={self.dir}/netconfd.log",
+             f"--log-level={os.environ.get('OFCD_NETCONFD_LOG', 'warn')}"],
             env=env, stdout=subprocess.DEVNULL,
             stderr=open(os.path.join(self.dir, "netconfd.err"), "ab"))
         self._wait(lambda: os.path.exists(self.sock), "netconfd")
@@ -195,9 +198,30 @@ Subsystem netconf {SUBSYSTEM} --ncxserver-sockname={self.port}@{self.sock}
     def edit(self, xml, m=None):
         own = m is None
         m = m or self.connect()
+        config = f'<config xmlns="urn:ietf:params:xml:ns:netconf:base:1.0">{xml}</config>'
         try:
-            return m.edit_config(target="running",
-                                 config=f'<config xmlns="urn:ietf:params:xml:ns:netconf:base:1.0">{xml}</config>')
+            if self.target == "running":
+                return m.edit_config(target="running", config=config)
+            # as a careful operator: the candidate locked, edited, committed, unlocked; a lock
+            # someone else holds for a moment is tried again
+            from ncclient.operations.rpc import RPCError
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    m.lock("candidate")
+                    break
+                except RPCError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.1)
+            try:
+                m.edit_config(target="candidate", config=config)
+                return m.commit()
+            except RPCError:
+                m.discard_changes()
+                raise
+            finally:
+                m.unlock("candidate")
         finally:
             if own:
                 m.close_session()

@@ -208,6 +208,37 @@ def test_a_one_way_unit_holds_each_circuit_as_two_pairs(tmp_path):
         server.close()
 
 
+def test_a_unit_without_writable_running_gets_candidate_and_commit(tmp_path):
+    """netconfd with --target=candidate (no :writable-running): a batch is an edit of the
+    candidate and a <commit>; a refused one is discarded and leaves running as it was."""
+    reason = netconf_lab.unavailable()
+    if reason:
+        pytest.skip(reason)
+    server = netconf_lab.Server(str(tmp_path / "netconf"), target="candidate").start()
+    d = Daemon(tmp_path, extra=netconf_ini(server)).start()
+    failed = True
+    try:
+        assert d.put("/v1/topology", topology(server.endpoint)).status_code == 200
+        r = d.post("/v1/fabrics?wait=30", {"name": "fc", "servers": SERVERS[:2]}, timeout=60)
+        assert r.status_code == 201 and r.json()["state"] == "applied", r.text
+        want = fabric_pairs(d, "fc")
+        assert server.pairs() == want  # running: committed
+        free = [p for p in range(1, 33) if p not in want and p not in want.values()]
+        server.set_ports(free, "disabled")
+        r = d.post("/v1/fabrics", {"name": "fx", "servers": SERVERS[2:]})
+        assert r.status_code in (201, 202), r.text
+        wait_for(lambda: "out of service" in (d.get("/v1/ocs/nc0").json()["connection"]
+                                              ["last_error"] or ""), timeout=60)
+        assert server.pairs() == want  # discarded: nothing of fx reached running
+        server.set_ports(free, "enabled")
+        wait_for(lambda: d.get("/v1/fabrics/fx").json()["state"] == "applied", timeout=60)
+        assert server.pairs() == {**want, **fabric_pairs(d, "fx")}
+        failed = False
+    finally:
+        d.stop()
+        server.close(keep=failed)
+
+
 def test_big_fabric_in_one_edit(lab):
     """What the benchmark pushes, checked for content: every pair of a full mesh arrives."""
     server, d = lab
