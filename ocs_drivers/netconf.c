@@ -2,14 +2,14 @@
  * The netconf driver: an OCS unit whose controller speaks NETCONF over SSH,
  * its cross-connects a YANG list of pairs (netconf_msg.h has the models).
  *
- * The session is made in a short-lived thread per attempt, because libssh's
- * handshake and libnetconf2's <hello> and schema loading block for several
- * round trips (and for the whole connect timeout on a unit that does not
- * answer). The thread hands the session to the loop over a pipe; from then
- * on everything runs on the loop: one RPC in flight at a time, sent without
- * waiting, its reply read when the SSH socket is readable. libnetconf2 reads
- * a message whole once its first bytes are there, so a large reply holds the
- * loop while it arrives (docs/drivers.md has the measure).
+ * Two things libnetconf2 does block: making a session (libssh's handshake,
+ * the <hello>, loading the unit's modules: several round trips, and the whole
+ * connect timeout on a unit that does not answer), and reading a reply (once
+ * its first bytes came, up to 20 s for each further byte). Each runs on a
+ * short-lived thread of its own, which hands its result to the loop over a
+ * pipe: a connection attempt (struct job) and the reply to the RPC in flight
+ * (struct rx). Everything else runs on the loop: one RPC at a time, sent
+ * without waiting, the session lent to the reader until its reply is back.
  *
  * A batch is one <edit-config> of the running datastore (removals, then
  * additions) with error-option rollback-on-error where the server has it; on
@@ -44,7 +44,6 @@
 #define NCD_CONNECT_TIMEOUT 10     /* seconds, for libssh's connect and each handshake step */
 #define NCD_REPLY_MS        30000u /* a reply later than this ends the session */
 #define NCD_KEEPALIVE_MS    5000u  /* an idle session is probed this often */
-#define NCD_POLL_MS         50u    /* an RPC in flight is also polled: libssh may hold its reply */
 #define NCD_HOLD_MS         20u    /* may_send said no: ask again after this */
 
 #define CAP_WRITABLE_RUNNING "urn:ietf:params:netconf:capability:writable-running:1.0"
@@ -213,6 +212,74 @@ static void *job_run(void *arg)
 	return NULL;
 }
 
+/* ---- the reply reader ---------------------------------------------------- */
+
+/*
+ * The reply to the RPC in flight, read on a thread of its own: libnetconf2
+ * reads a message whole once its first bytes came, waiting up to 20 s for
+ * each further byte and 300 s in all, and a unit that stalls mid-reply must
+ * not hold the loop. The loop hands the session and the RPC over for the
+ * call and takes them back with the reply (rx_cb); held by the thread and by
+ * the loop like a job. A loop that lets go first (the session dropped, the
+ * unit closed) shuts the socket, which ends the read at once, and leaves the
+ * session and the RPC to the reader (own), freed by the last to let go.
+ */
+struct rx {
+	_Atomic int refs;
+	int pipe[2];           /* the thread writes a byte to [1] when the read ended */
+	struct event *ev;      /* the loop's read event on pipe[0] */
+	struct nc_session *s;  /* the unit's, lent for the call; the reader's once own */
+	struct nc_rpc *rpc;    /* likewise */
+	uint64_t msgid;        /* of the RPC */
+	bool own;              /* set by the loop before it lets go */
+	NC_MSG_TYPE t;         /* what the read ended with */
+	struct lyd_node *envp; /* the reply's envelope, until the loop takes it */
+	struct lyd_node *op;   /* its data, likewise */
+	char err[200];         /* libnetconf2's last error on the reader's thread */
+};
+
+static void rx_unref(struct rx *x)
+{
+	if (atomic_fetch_sub(&x->refs, 1) != 1)
+		return;
+	if (x->own) {
+		nc_session_free(x->s, NULL);
+		nc_rpc_free(x->rpc);
+	}
+	lyd_free_all(x->envp);
+	lyd_free_all(x->op);
+	close(x->pipe[0]);
+	close(x->pipe[1]);
+	free(x);
+}
+
+/* The loop lets go of x: its event first, which no other thread touches. */
+static void rx_leave(struct rx *x)
+{
+	if (x->ev)
+		event_free(x->ev);
+	x->ev = NULL;
+	rx_unref(x);
+}
+
+static void *rx_run(void *arg)
+{
+	struct rx *x = arg;
+	lib_error[0] = '\0';
+	do {
+		lyd_free_all(x->envp);
+		lyd_free_all(x->op);
+		x->envp = x->op = NULL;
+		x->t = nc_recv_reply(x->s, x->rpc, x->msgid, NCD_REPLY_MS, &x->envp, &x->op);
+	} while (x->t == NC_MSG_NOTIF);
+	snprintf(x->err, sizeof(x->err), "%s", lib_error);
+	char c = 1;
+	while (write(x->pipe[1], &c, 1) < 0 && errno == EINTR)
+		;
+	rx_unref(x);
+	return NULL;
+}
+
 /* ---- the unit ------------------------------------------------------------ */
 
 enum unit_state {
@@ -261,13 +328,14 @@ struct unit {
 	struct event *timer; /* reply deadline, poll and keep-alive */
 	struct event *held;  /* may_send said no */
 	uint32_t backoff_ms;
-	struct timespec sent_at;
 
 	enum rpc_kind rpc_kind;
 	struct nc_rpc *rpc; /* the RPC in flight (or held) */
 	uint64_t msgid;
 	bool rpc_sent;
 	uint32_t kill_sid; /* RPC_KILL: whose session */
+	struct rx *rx;     /* the reply being read (the RPC in flight), NULL when none */
+	int fd;            /* the session's socket, kept apart from libssh's state */
 	/* an operation's RPC that waits for the keep-alive probe in flight to be answered */
 	struct nc_rpc *next_rpc;
 	enum rpc_kind next_kind;
@@ -298,14 +366,6 @@ static void arm_ms(struct event *ev, uint32_t ms)
 	evtimer_add(ev, &tv);
 }
 
-static uint64_t ms_since(const struct timespec *t)
-{
-	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (uint64_t)(now.tv_sec - t->tv_sec) * 1000u +
-	       (uint64_t)((now.tv_nsec - t->tv_nsec) / 1000000);
-}
-
 /*
  * Frees the session. Unless polite, its socket is shut first: libnetconf2
  * would send <close-session> and wait up to 200 ms for the answer, which a
@@ -314,16 +374,20 @@ static uint64_t ms_since(const struct timespec *t)
 static void end_session(struct unit *u, bool abrupt)
 {
 	if (abrupt)
-		shutdown(ssh_get_fd(u->ssh), SHUT_RDWR);
+		shutdown(u->fd, SHUT_RDWR);
 	nc_session_free(u->s, NULL);
 	u->s = NULL;
 	u->ssh = NULL;
 }
 
+static void rx_abandon(struct unit *u);
+
 static void unit_free(struct unit *u)
 {
 	if (u->job)
 		job_leave(u->job);
+	if (u->rx)
+		rx_abandon(u);
 	if (u->rd)
 		event_free(u->rd);
 	if (u->s)
@@ -403,6 +467,8 @@ static void drop(struct unit *u, const char *reason, bool fenced)
 		event_free(u->rd);
 		u->rd = NULL;
 	}
+	if (u->rx)
+		rx_abandon(u);
 	if (u->s)
 		end_session(u, true);
 	clear_rpc(u);
@@ -427,6 +493,7 @@ static void drop(struct unit *u, const char *reason, bool fenced)
 }
 
 static void try_send(struct unit *u);
+static int rx_start(struct unit *u);
 
 /* Starts an RPC (rpc owned by u from here); the caller holds enter(). */
 static void send_rpc(struct unit *u, enum rpc_kind kind, struct nc_rpc *rpc)
@@ -457,9 +524,11 @@ static void try_send(struct unit *u)
 		return;
 	}
 	u->rpc_sent = true;
-	event_add(u->rd, NULL);
-	clock_gettime(CLOCK_MONOTONIC, &u->sent_at);
-	arm_ms(u->timer, NCD_POLL_MS);
+	if (rx_start(u) < 0) {
+		drop(u, "netconf: cannot start reading the reply", false);
+		return;
+	}
+	arm_ms(u->timer, NCD_REPLY_MS);
 }
 
 static void held_cb(evutil_socket_t fd, short what, void *arg)
@@ -640,36 +709,86 @@ static void on_reply(struct unit *u, const struct lyd_node *envp, const struct l
 	}
 }
 
-/* Reads whatever reply is whole; the caller holds enter(). */
-static void poll_reply(struct unit *u)
+/* The reader's thread is done: the reply, or why there is none. */
+static void rx_cb(evutil_socket_t fd, short what, void *arg)
 {
-	while (u->s && u->rpc && u->rpc_sent && !u->closed) {
-		struct lyd_node *envp = NULL, *op = NULL;
-		lib_error[0] = '\0';
-		NC_MSG_TYPE t = nc_recv_reply(u->s, u->rpc, u->msgid, 0, &envp, &op);
-		if (t == NC_MSG_WOULDBLOCK) {
-			if (ms_since(&u->sent_at) > NCD_REPLY_MS)
-				drop(u, "closed: the unit did not answer within 30 s", false);
-			return;
-		}
-		if (t == NC_MSG_NOTIF) {
-			lyd_free_all(envp);
-			lyd_free_all(op);
-			continue;
-		}
-		if (t != NC_MSG_REPLY) {
-			char why[sizeof(lib_error) + 60];
-			snprintf(why, sizeof(why), "closed: the session ended%s%s",
-			         lib_error[0] ? ": " : "", lib_error);
-			lyd_free_all(envp);
-			lyd_free_all(op);
-			drop(u, why, false);
-			return;
-		}
+	struct unit *u = arg;
+	struct rx *x = u->rx;
+	char why[sizeof(x->err) + 60];
+	(void)fd;
+	(void)what;
+	enter(u);
+	u->rx = NULL;
+	evtimer_del(u->timer);
+	NC_MSG_TYPE t = x->t;
+	struct lyd_node *envp = x->envp, *op = x->op;
+	x->envp = x->op = NULL;
+	snprintf(why, sizeof(why), "closed: the session ended%s%s", x->err[0] ? ": " : "", x->err);
+	rx_leave(x);
+	if (t == NC_MSG_REPLY)
 		on_reply(u, envp, op);
-		lyd_free_all(envp);
-		lyd_free_all(op);
+	else if (t == NC_MSG_WOULDBLOCK)
+		drop(u, "closed: the unit did not answer within 30 s", false);
+	else
+		drop(u, why, false);
+	lyd_free_all(envp);
+	lyd_free_all(op);
+	if (!u->closed && u->rd && !u->rx)
+		event_add(u->rd, NULL); /* idle again: the loop watches the socket */
+	leave(u);
+}
+
+/* Hands the session and the RPC just sent to a reader; 0 or -1. */
+static int rx_start(struct unit *u)
+{
+	pthread_t t;
+	pthread_attr_t attr;
+	struct rx *x = calloc(1, sizeof(*x));
+	if (!x)
+		return -1;
+	x->s = u->s;
+	x->rpc = u->rpc;
+	x->msgid = u->msgid;
+	atomic_init(&x->refs, 1); /* the loop's */
+	if (pipe2(x->pipe, O_CLOEXEC) < 0) {
+		free(x);
+		return -1;
 	}
+	x->ev = event_new(u->base, x->pipe[0], EV_READ, rx_cb, u);
+	if (!x->ev || event_add(x->ev, NULL) < 0) {
+		rx_leave(x);
+		return -1;
+	}
+	atomic_fetch_add(&x->refs, 1); /* the reader's */
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	int rc = pthread_create(&t, &attr, rx_run, x);
+	pthread_attr_destroy(&attr);
+	if (rc != 0) {
+		atomic_fetch_sub(&x->refs, 1);
+		rx_leave(x);
+		return -1;
+	}
+	u->rx = x;
+	if (u->rd)
+		event_del(u->rd); /* the reader has the socket */
+	return 0;
+}
+
+/*
+ * Lets go of the reader before its reply: the socket is shut, so its read
+ * ends at once, and the session and the RPC become its own.
+ */
+static void rx_abandon(struct unit *u)
+{
+	struct rx *x = u->rx;
+	u->rx = NULL;
+	shutdown(u->fd, SHUT_RDWR);
+	x->own = true;
+	u->s = NULL;
+	u->ssh = NULL;
+	u->rpc = NULL;
+	rx_leave(x);
 }
 
 /* A probe of an idle session: the socket said something, or it has been quiet. */
@@ -688,8 +807,8 @@ static void rd_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	enter(u);
-	if (u->rpc && u->rpc_sent)
-		poll_reply(u);
+	if (u->rx)
+		event_del(u->rd); /* the reader has the socket */
 	else if (u->state == U_UP && !u->rpc && !u->apply_cb && !u->read_cb)
 		probe(u); /* unasked bytes: most often the end of the session */
 	/*
@@ -708,13 +827,10 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	enter(u);
-	if (u->rpc && u->rpc_sent) {
-		poll_reply(u);
-		if (!u->closed && u->rpc && u->rpc_sent)
-			arm_ms(u->timer, NCD_POLL_MS);
-	} else if (u->state == U_UP && !u->rpc) {
+	if (u->rx)
+		drop(u, "closed: the unit did not answer within 30 s", false);
+	else if (u->state == U_UP && !u->rpc)
 		probe(u);
-	}
 	leave(u);
 }
 
@@ -746,7 +862,8 @@ static void job_cb(evutil_socket_t fd, short what, void *arg)
 	u->use_candidate =
 	    !nc_session_cpblt(u->s, CAP_WRITABLE_RUNNING) && nc_session_cpblt(u->s, CAP_CANDIDATE);
 	u->rollback = nc_session_cpblt(u->s, CAP_ROLLBACK) != NULL;
-	u->rd = event_new(u->base, ssh_get_fd(u->ssh), EV_READ | EV_PERSIST, rd_cb, u);
+	u->fd = ssh_get_fd(u->ssh);
+	u->rd = event_new(u->base, u->fd, EV_READ | EV_PERSIST, rd_cb, u);
 	if (!u->rd || event_add(u->rd, NULL) < 0) {
 		drop(u, "netconf: out of memory", false);
 		goto out;

@@ -55,8 +55,10 @@ def keygen(path):
 class Server:
     """sshd + netconfd on 127.0.0.1:port, the netconf subsystem reaching this netconfd alone."""
 
-    def __init__(self, root, user="root", target="running"):
+    def __init__(self, root, user="root", target="running", subsystem=None):
         self.dir = root
+        # the netconf subsystem sshd runs: netconfd's, unless a test brings its own server
+        self.subsystem = subsystem
         self.target = target  # netconfd's --target: running, or candidate (edits need a commit)
         os.makedirs(self.dir, exist_ok=True)
         self.port = free_port()
@@ -88,7 +90,8 @@ class Server:
         return f"netconf://{self.user}@127.0.0.1:{self.port}"
 
     def start(self):
-        self.start_netconfd()
+        if not self.subsystem:
+            self.start_netconfd()
         self.start_sshd()
         return self
 
@@ -107,7 +110,7 @@ PermitRootLogin prohibit-password
 UsePAM no
 StrictModes no
 MaxStartups 50
-Subsystem netconf {SUBSYSTEM} --ncxserver-sockname={self.port}@{self.sock}
+Subsystem netconf {self.subsystem or f"{SUBSYSTEM} --ncxserver-sockname={self.port}@{self.sock}"}
 """)
         # -D: stays in the foreground, so its pid is ours to stop
         self.sshd = subprocess.Popen([SSHD, "-D", "-f", conf, "-E", os.path.join(self.dir, "sshd.log")])

@@ -239,6 +239,41 @@ def test_a_unit_without_writable_running_gets_candidate_and_commit(tmp_path):
         server.close(keep=failed)
 
 
+def test_a_reply_that_stalls_holds_nothing_but_its_unit(tmp_path):
+    """A unit that sends half a reply and goes silent (tests/integration/netconf_stall.py):
+    libnetconf2 would wait for the rest for up to 20 s per byte, on the reply reader's
+    thread, while the daemon answers everyone else at once."""
+    reason = netconf_lab.unavailable()
+    if reason:
+        pytest.skip(reason)
+    root = tmp_path / "stall"
+    root.mkdir()
+    script = root / "server.py"
+    script.write_text(open(os.path.join(os.path.dirname(__file__), "netconf_stall.py")).read())
+    server = netconf_lab.Server(str(root), subsystem=f"{netconf_lab.PYTHON} {script}").start()
+    d = Daemon(tmp_path, extra=netconf_ini(server)).start()
+    try:
+        assert d.put("/v1/topology", topology(server.endpoint)).status_code == 200
+        wait_for(lambda: unit(d)["state"] == "connected" and unit(d)["in_sync"], timeout=30)
+        (root / "STALL").touch()
+        r = d.post("/v1/fabrics", {"name": "fs", "servers": SERVERS[:2]})
+        assert r.status_code in (201, 202), r.text
+        # the batch went, and the read-back that follows it is stuck half-way
+        wait_for(lambda: (root / "STALLED").exists(), timeout=30)
+        worst = 0.0
+        end = time.monotonic() + 3
+        while time.monotonic() < end:
+            t0 = time.monotonic()
+            assert d.get("/v1/health", timeout=5).status_code == 200
+            worst = max(worst, time.monotonic() - t0)
+            time.sleep(0.05)
+        assert worst < 1.0, worst  # was 20 s and more, the loop waiting with libnetconf2
+        assert d.get("/v1/fabrics/fs").json()["state"] != "applied"
+    finally:
+        d.stop()  # with the read still stuck: the reader is let go, its socket shut
+        server.close()
+
+
 def test_big_fabric_in_one_edit(lab):
     """What the benchmark pushes, checked for content: every pair of a full mesh arrives."""
     server, d = lab
