@@ -242,12 +242,13 @@ static void rx_unref(struct rx *x)
 {
 	if (atomic_fetch_sub(&x->refs, 1) != 1)
 		return;
+	/* the trees first: they live in the session's libyang context */
+	lyd_free_all(x->envp);
+	lyd_free_all(x->op);
 	if (x->own) {
 		nc_session_free(x->s, NULL);
 		nc_rpc_free(x->rpc);
 	}
-	lyd_free_all(x->envp);
-	lyd_free_all(x->op);
 	close(x->pipe[0]);
 	close(x->pipe[1]);
 	free(x);
@@ -557,19 +558,48 @@ static void claim(struct unit *u)
 	send_rpc(u, RPC_LOCK, nc_rpc_lock(NC_DATASTORE_RUNNING));
 }
 
-/* The reply to the fencing lock; the caller holds enter(). */
-static void on_lock(struct unit *u, const struct lyd_node *envp)
+/*
+ * What a reply says, read out of its trees before anything is done about it:
+ * the trees live in the session's libyang context, which ends with the
+ * session, and acting on a reply may end the session (a refusal, a send that
+ * fails).
+ */
+struct reply {
+	bool ok;         /* <ok/> */
+	bool refused;    /* an rpc-error */
+	char error[260]; /* its tag and message */
+	bool has_holder; /* lock-denied named the session that holds the lock */
+	uint32_t holder; /* that session */
+	int read_rc;     /* RPC_READ: 0, or why its data could not be read */
+	char read_err[200];
+	struct ncm_pairs pairs; /* RPC_READ: what the unit holds (owned) */
+};
+
+static void reply_read(const struct unit *u, const struct lyd_node *envp, const struct lyd_node *op,
+                       struct reply *r)
 {
-	uint32_t holder;
+	memset(r, 0, sizeof(*r));
+	r->ok = ncm_reply_ok(envp);
+	r->refused = ncm_reply_error(envp, r->error, sizeof(r->error));
+	r->has_holder = ncm_lock_holder(envp, &r->holder) == 0;
+	if (u->rpc_kind == RPC_READ && !r->refused)
+		r->read_rc = ncm_read_pairs(op, &u->model, u->ports, &r->pairs, r->read_err,
+		                            sizeof(r->read_err));
+}
+
+/* The reply to the fencing lock; the caller holds enter(). */
+static void on_lock(struct unit *u, const struct reply *rp)
+{
+	uint32_t holder = rp->holder;
 	char why[300];
-	if (ncm_reply_ok(envp)) {
+	if (rp->ok) {
 		u->claimed = true;
 		u->lock_sid = nc_session_get_id(u->s);
 		clear_rpc(u); /* before UP: the reconciler starts its read at once */
 		go_up(u);
 		return;
 	}
-	bool has_holder = ncm_lock_holder(envp, &holder) == 0;
+	bool has_holder = rp->has_holder;
 	/* a first claim, or our own session that held the lock before a reconnect, ends it */
 	if (has_holder && (!u->claimed || holder == u->lock_sid) && u->rpc_kind == RPC_LOCK &&
 	    holder != u->kill_sid) {
@@ -581,23 +611,20 @@ static void on_lock(struct unit *u, const struct lyd_node *envp)
 		snprintf(why, sizeof(why),
 		         "fenced: session %u of another controller holds the unit's lock", holder);
 	else {
-		char e[200];
-		if (!ncm_reply_error(envp, e, sizeof(e)))
-			snprintf(e, sizeof(e), "no answer");
-		snprintf(why, sizeof(why), "fenced: the unit refused the lock: %s", e);
+		snprintf(why, sizeof(why), "fenced: the unit refused the lock: %.200s",
+		         rp->refused ? rp->error : "no answer");
 	}
 	drop(u, why, true);
 }
 
-static void read_done(struct unit *u, const struct lyd_node *op)
+static void read_done(struct unit *u, struct reply *rp)
 {
-	struct ncm_pairs p;
-	char e[200];
-	int rc = ncm_read_pairs(op, &u->model, u->ports, &p, e, sizeof(e));
-	if (rc < 0) {
+	struct ncm_pairs p = rp->pairs;
+	memset(&rp->pairs, 0, sizeof(rp->pairs));
+	if (rp->read_rc < 0) {
 		clear_rpc(u);
 		idle_timer(u);
-		finish_op(u, rc, e, NULL);
+		finish_op(u, rp->read_rc, rp->read_err, NULL);
 		return;
 	}
 	free(u->reversed);
@@ -617,13 +644,13 @@ static void read_done(struct unit *u, const struct lyd_node *op)
 }
 
 /* One reply of the RPC in flight; the caller holds enter(). */
-static void on_reply(struct unit *u, const struct lyd_node *envp, const struct lyd_node *op)
+static void on_reply(struct unit *u, struct reply *rp)
 {
-	char e[260];
-	bool refused = ncm_reply_error(envp, e, sizeof(e));
+	const char *e = rp->error;
+	bool refused = rp->refused;
 	switch (u->rpc_kind) {
 	case RPC_LOCK:
-		on_lock(u, envp);
+		on_lock(u, rp);
 		return;
 	case RPC_KILL:
 		/* whether it was ended or already gone, the lock is tried once more */
@@ -679,7 +706,7 @@ static void on_reply(struct unit *u, const struct lyd_node *envp, const struct l
 	case RPC_READ:
 		if (refused)
 			break;
-		read_done(u, op);
+		read_done(u, rp);
 		return;
 	case RPC_PROBE:
 	case RPC_NONE:
@@ -721,18 +748,23 @@ static void rx_cb(evutil_socket_t fd, short what, void *arg)
 	u->rx = NULL;
 	evtimer_del(u->timer);
 	NC_MSG_TYPE t = x->t;
-	struct lyd_node *envp = x->envp, *op = x->op;
-	x->envp = x->op = NULL;
-	snprintf(why, sizeof(why), "closed: the session ended%s%s", x->err[0] ? ": " : "", x->err);
-	rx_leave(x);
+	struct reply rp;
 	if (t == NC_MSG_REPLY)
-		on_reply(u, envp, op);
-	else if (t == NC_MSG_WOULDBLOCK)
+		reply_read(u, x->envp, x->op, &rp);
+	snprintf(why, sizeof(why), "closed: the session ended%s%s", x->err[0] ? ": " : "", x->err);
+	/* the reader is done with the trees: freed here, while their session is still there */
+	lyd_free_all(x->envp);
+	lyd_free_all(x->op);
+	x->envp = x->op = NULL;
+	rx_leave(x);
+	if (t == NC_MSG_REPLY) {
+		on_reply(u, &rp);
+		ncm_pairs_free(&rp.pairs);
+	} else if (t == NC_MSG_WOULDBLOCK) {
 		drop(u, "closed: the unit did not answer within 30 s", false);
-	else
+	} else {
 		drop(u, why, false);
-	lyd_free_all(envp);
-	lyd_free_all(op);
+	}
 	if (!u->closed && u->rd && !u->rx)
 		event_add(u->rd, NULL); /* idle again: the loop watches the socket */
 	leave(u);
