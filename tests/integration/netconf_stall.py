@@ -2,11 +2,10 @@
 (tests/integration/test_netconf.py, the stalled-reply test). It speaks base:1.0 framing on
 stdin/stdout, answers <edit-config> with <ok/> and <get-config> with empty data; once the
 file STALL beside it exists, it sends the first half of its next <get-config> reply, writes
-STALLED and goes silent."""
+STALLED and goes silent until the client leaves."""
 import os
 import re
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(sys.argv[0]))
 NS = "urn:ietf:params:xml:ns:netconf:base:1.0"
@@ -44,7 +43,9 @@ for msg in messages():
             sys.stdout.buffer.write(reply[:len(reply) // 2].encode())
             sys.stdout.buffer.flush()
             open(os.path.join(HERE, "STALLED"), "w").close()
-            time.sleep(3600)
+            while os.read(0, 65536):
+                pass  # silent until the client goes (sshd then closes our stdin)
+            sys.exit(0)
         send(reply)
     elif "close-session" in msg:
         send(head + "<ok/></rpc-reply>")
