@@ -13,7 +13,8 @@
  *
  * A batch is one <edit-config> of the running datastore (removals, then
  * additions) with error-option rollback-on-error where the server has it; on
- * a server without :writable-running it edits :candidate and commits.
+ * a server without :writable-running it locks :candidate, edits it, commits
+ * (or discards) and unlocks.
  * Read-back is a <get-config> filtered to the model's container.
  *
  * Fencing (ocs_open_params.master_generation set): the leader holds the
@@ -79,46 +80,111 @@ static void lib_init(void)
 	ly_set_log_clb(ly_log_print, 0);
 }
 
-/* ---- the connect thread -------------------------------------------------- */
+/* ---- blocking work on a thread of its own -------------------------------- */
 
 /*
- * One connection attempt, held by the thread and by the loop (refs): the
- * thread writes its result, then a byte to the pipe, then lets go; the loop
- * lets go once it took the result (job_cb) or when the unit is closed first.
- * The last to let go frees it, with a session nobody took. Only the loop
- * touches ev, and frees it before it lets go.
+ * One piece of blocking work (a connection attempt, a reply), run on a
+ * short-lived detached thread and handed back to the loop over a pipe. It is
+ * held by the thread and by the loop (refs): the thread runs it, writes a
+ * byte to the pipe, and lets go; the loop lets go once it took the result
+ * (in its done callback) or when it gives up first. The last to let go
+ * calls release, which frees what the work holds and the work itself. Only
+ * the loop touches ev, and frees it before it lets go.
  */
-struct job {
+struct work {
 	_Atomic int refs;
-	int pipe[2];      /* the thread writes a byte to [1] when done */
-	struct event *ev; /* the loop's read event on pipe[0] */
+	int pipe[2];                     /* the thread writes a byte to [1] when done */
+	struct event *ev;                /* the loop's read event on pipe[0] */
+	void (*run)(struct work *w);     /* on the thread */
+	void (*release)(struct work *w); /* by the last to let go */
+};
+
+static void work_unref(struct work *w)
+{
+	if (atomic_fetch_sub(&w->refs, 1) != 1)
+		return;
+	close(w->pipe[0]);
+	close(w->pipe[1]);
+	w->release(w);
+}
+
+/* The loop lets go of w. */
+static void work_leave(struct work *w)
+{
+	if (w->ev)
+		event_free(w->ev);
+	w->ev = NULL;
+	work_unref(w);
+}
+
+static void *work_thread(void *arg)
+{
+	struct work *w = arg;
+	w->run(w);
+	/* the pipe is open while the thread holds w, whether the loop still listens or not */
+	char c = 1;
+	while (write(w->pipe[1], &c, 1) < 0 && errno == EINTR)
+		;
+	work_unref(w);
+	return NULL;
+}
+
+/*
+ * Starts w (run and release set, the rest zero) on its thread; done(arg) is
+ * called on the loop when it ends. 0, or -1 with w released.
+ */
+static int work_start(struct work *w, struct event_base *base, event_callback_fn done, void *arg)
+{
+	pthread_t t;
+	pthread_attr_t attr;
+	atomic_init(&w->refs, 1); /* the loop's */
+	if (pipe2(w->pipe, O_CLOEXEC) < 0) {
+		w->release(w);
+		return -1;
+	}
+	w->ev = event_new(base, w->pipe[0], EV_READ, done, arg);
+	if (!w->ev || event_add(w->ev, NULL) < 0) {
+		work_leave(w);
+		return -1;
+	}
+	atomic_fetch_add(&w->refs, 1); /* the thread's */
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	int rc = pthread_create(&t, &attr, work_thread, w);
+	pthread_attr_destroy(&attr);
+	if (rc != 0) {
+		atomic_fetch_sub(&w->refs, 1);
+		work_leave(w);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- the connect thread -------------------------------------------------- */
+
+/* Where a unit is and how to log in: the configuration's, copied at open(). */
+struct target {
 	struct ncm_endpoint ep;
-	char key[512];              /* private key file */
-	char known_hosts[512];      /* known-hosts file */
-	char yang_dir[512];         /* where libnetconf2 looks for modules first ("": none) */
+	char key[512];         /* private key file */
+	char known_hosts[512]; /* known-hosts file */
+	char yang_dir[512];    /* where libnetconf2 looks for modules first ("": none) */
+};
+
+/* One connection attempt. */
+struct job {
+	struct work w; /* first: a struct work * is a struct job * */
+	struct target t;
 	struct nc_session *session; /* result, owned by the job until taken */
-	ssh_session ssh;            /* the session's libssh session (owned by session) */
+	int fd;                     /* its socket */
 	char err[1400];             /* why there is no session */
 };
 
-static void job_unref(struct job *j)
+static void job_release(struct work *w)
 {
-	if (atomic_fetch_sub(&j->refs, 1) != 1)
-		return;
+	struct job *j = (struct job *)w;
 	if (j->session)
 		nc_session_free(j->session, NULL);
-	close(j->pipe[0]);
-	close(j->pipe[1]);
 	free(j);
-}
-
-/* The loop lets go of j: its event first, which no other thread touches. */
-static void job_leave(struct job *j)
-{
-	if (j->ev)
-		event_free(j->ev);
-	j->ev = NULL;
-	job_unref(j);
 }
 
 static const char *known_host_error(enum ssh_known_hosts_e st)
@@ -140,8 +206,9 @@ static const char *known_host_error(enum ssh_known_hosts_e st)
 /* Makes the SSH session: connected, host key checked, authenticated. */
 static ssh_session ssh_open(struct job *j)
 {
+	const struct target *t = &j->t;
 	ssh_session ss = ssh_new();
-	unsigned port = j->ep.port;
+	unsigned port = t->ep.port;
 	long timeout = NCD_CONNECT_TIMEOUT;
 	int no = 0;
 	ssh_key key = NULL;
@@ -149,34 +216,34 @@ static ssh_session ssh_open(struct job *j)
 		snprintf(j->err, sizeof(j->err), "netconf: out of memory");
 		return NULL;
 	}
-	ssh_options_set(ss, SSH_OPTIONS_HOST, j->ep.host);
+	ssh_options_set(ss, SSH_OPTIONS_HOST, t->ep.host);
 	ssh_options_set(ss, SSH_OPTIONS_PORT, &port);
-	ssh_options_set(ss, SSH_OPTIONS_USER, j->ep.user);
+	ssh_options_set(ss, SSH_OPTIONS_USER, t->ep.user);
 	ssh_options_set(ss, SSH_OPTIONS_TIMEOUT, &timeout);
 	/* only the configured file decides which host keys are trusted */
 	ssh_options_set(ss, SSH_OPTIONS_PROCESS_CONFIG, &no);
-	ssh_options_set(ss, SSH_OPTIONS_KNOWNHOSTS, j->known_hosts);
+	ssh_options_set(ss, SSH_OPTIONS_KNOWNHOSTS, t->known_hosts);
 	ssh_options_set(ss, SSH_OPTIONS_GLOBAL_KNOWNHOSTS, "/dev/null");
 	if (ssh_connect(ss) != SSH_OK) {
-		snprintf(j->err, sizeof(j->err), "unreachable: %s:%u: %s", j->ep.host, j->ep.port,
+		snprintf(j->err, sizeof(j->err), "unreachable: %s:%u: %s", t->ep.host, t->ep.port,
 		         ssh_get_error(ss));
 		goto fail;
 	}
 	enum ssh_known_hosts_e st = ssh_session_is_known_server(ss);
 	if (st != SSH_KNOWN_HOSTS_OK) {
 		snprintf(j->err, sizeof(j->err), "hostkey: %s %s", known_host_error(st),
-		         j->known_hosts);
+		         t->known_hosts);
 		goto fail;
 	}
-	if (ssh_pki_import_privkey_file(j->key, NULL, NULL, NULL, &key) != SSH_OK) {
-		snprintf(j->err, sizeof(j->err), "auth: cannot read the private key %s", j->key);
+	if (ssh_pki_import_privkey_file(t->key, NULL, NULL, NULL, &key) != SSH_OK) {
+		snprintf(j->err, sizeof(j->err), "auth: cannot read the private key %s", t->key);
 		goto fail;
 	}
 	int rc = ssh_userauth_publickey(ss, NULL, key);
 	ssh_key_free(key);
 	if (rc != SSH_AUTH_SUCCESS) {
 		snprintf(j->err, sizeof(j->err), "auth: the unit refused key %s for user %s%s%s",
-		         j->key, j->ep.user, rc == SSH_AUTH_ERROR ? ": " : "",
+		         t->key, t->ep.user, rc == SSH_AUTH_ERROR ? ": " : "",
 		         rc == SSH_AUTH_ERROR ? ssh_get_error(ss) : "");
 		goto fail;
 	}
@@ -187,29 +254,24 @@ fail:
 	return NULL;
 }
 
-static void *job_run(void *arg)
+static void job_run(struct work *w)
 {
-	struct job *j = arg;
+	struct job *j = (struct job *)w;
+	const struct target *t = &j->t;
 	ssh_session ss = ssh_open(j);
-	if (ss) {
-		if (j->yang_dir[0])
-			nc_client_set_schema_searchpath(j->yang_dir);
-		lib_error[0] = '\0';
-		j->session = nc_connect_libssh(ss, NULL); /* owns ss from here, also on failure */
-		if (j->session) {
-			j->ssh = ss;
-			ssh_set_blocking(ss, 0);
-		} else {
-			snprintf(j->err, sizeof(j->err), "netconf: no NETCONF session on %s:%u%s%s",
-			         j->ep.host, j->ep.port, lib_error[0] ? ": " : "", lib_error);
-		}
+	if (!ss)
+		return;
+	if (t->yang_dir[0])
+		nc_client_set_schema_searchpath(t->yang_dir);
+	lib_error[0] = '\0';
+	j->session = nc_connect_libssh(ss, NULL); /* owns ss from here, also on failure */
+	if (j->session) {
+		j->fd = ssh_get_fd(ss);
+		ssh_set_blocking(ss, 0);
+	} else {
+		snprintf(j->err, sizeof(j->err), "netconf: no NETCONF session on %s:%u%s%s",
+		         t->ep.host, t->ep.port, lib_error[0] ? ": " : "", lib_error);
 	}
-	/* the pipe is open while the thread holds j, whether the loop still listens or not */
-	char c = 1;
-	while (write(j->pipe[1], &c, 1) < 0 && errno == EINTR)
-		;
-	job_unref(j);
-	return NULL;
 }
 
 /* ---- the reply reader ---------------------------------------------------- */
@@ -225,9 +287,7 @@ static void *job_run(void *arg)
  * session and the RPC to the reader (own), freed by the last to let go.
  */
 struct rx {
-	_Atomic int refs;
-	int pipe[2];           /* the thread writes a byte to [1] when the read ended */
-	struct event *ev;      /* the loop's read event on pipe[0] */
+	struct work w;         /* first: a struct work * is a struct rx * */
 	struct nc_session *s;  /* the unit's, lent for the call; the reader's once own */
 	struct nc_rpc *rpc;    /* likewise */
 	uint64_t msgid;        /* of the RPC */
@@ -238,10 +298,9 @@ struct rx {
 	char err[200];         /* libnetconf2's last error on the reader's thread */
 };
 
-static void rx_unref(struct rx *x)
+static void rx_release(struct work *w)
 {
-	if (atomic_fetch_sub(&x->refs, 1) != 1)
-		return;
+	struct rx *x = (struct rx *)w;
 	/* the trees first: they live in the session's libyang context */
 	lyd_free_all(x->envp);
 	lyd_free_all(x->op);
@@ -249,23 +308,12 @@ static void rx_unref(struct rx *x)
 		nc_session_free(x->s, NULL);
 		nc_rpc_free(x->rpc);
 	}
-	close(x->pipe[0]);
-	close(x->pipe[1]);
 	free(x);
 }
 
-/* The loop lets go of x: its event first, which no other thread touches. */
-static void rx_leave(struct rx *x)
+static void rx_run(struct work *w)
 {
-	if (x->ev)
-		event_free(x->ev);
-	x->ev = NULL;
-	rx_unref(x);
-}
-
-static void *rx_run(void *arg)
-{
-	struct rx *x = arg;
+	struct rx *x = (struct rx *)w;
 	lib_error[0] = '\0';
 	do {
 		lyd_free_all(x->envp);
@@ -274,11 +322,6 @@ static void *rx_run(void *arg)
 		x->t = nc_recv_reply(x->s, x->rpc, x->msgid, NCD_REPLY_MS, &x->envp, &x->op);
 	} while (x->t == NC_MSG_NOTIF);
 	snprintf(x->err, sizeof(x->err), "%s", lib_error);
-	char c = 1;
-	while (write(x->pipe[1], &c, 1) < 0 && errno == EINTR)
-		;
-	rx_unref(x);
-	return NULL;
 }
 
 /* ---- the unit ------------------------------------------------------------ */
@@ -314,26 +357,23 @@ struct unit {
 	bool (*may_send)(void *arg);
 	void *may_send_arg;
 	struct ncm_model model;
-	struct job params; /* endpoint and files, copied into each attempt's job */
+	struct target target; /* copied into each attempt's job */
 
 	enum unit_state state;
 	struct job *job; /* the attempt in flight (U_CONNECTING) */
 	struct nc_session *s;
-	ssh_session ssh;
 	bool use_candidate;  /* no :writable-running: edit :candidate and commit */
 	bool rollback;       /* the server has :rollback-on-error */
-	bool claimed;        /* this instance held the lock once */
-	uint32_t lock_sid;   /* the session of ours that last took the lock */
+	uint32_t lock_sid;   /* the session of ours that last took the lock (0: none yet) */
 	struct event *rd;    /* the SSH socket is readable */
 	struct event *retry; /* backoff before the next attempt */
-	struct event *timer; /* reply deadline, poll and keep-alive */
+	struct event *timer; /* the reply's deadline, or the keep-alive */
 	struct event *held;  /* may_send said no */
 	uint32_t backoff_ms;
 
 	enum rpc_kind rpc_kind;
-	struct nc_rpc *rpc; /* the RPC in flight (or held) */
+	struct nc_rpc *rpc; /* the RPC in flight (rx set), or waiting to go (rx NULL) */
 	uint64_t msgid;
-	bool rpc_sent;
 	uint32_t kill_sid; /* RPC_KILL: whose session */
 	struct rx *rx;     /* the reply being read (the RPC in flight), NULL when none */
 	int fd;            /* the session's socket, kept apart from libssh's state */
@@ -378,7 +418,6 @@ static void end_session(struct unit *u, bool abrupt)
 		shutdown(u->fd, SHUT_RDWR);
 	nc_session_free(u->s, NULL);
 	u->s = NULL;
-	u->ssh = NULL;
 }
 
 static void rx_abandon(struct unit *u);
@@ -386,7 +425,7 @@ static void rx_abandon(struct unit *u);
 static void unit_free(struct unit *u)
 {
 	if (u->job)
-		job_leave(u->job);
+		work_leave(&u->job->w);
 	if (u->rx)
 		rx_abandon(u);
 	if (u->rd)
@@ -432,7 +471,6 @@ static void clear_rpc(struct unit *u)
 		nc_rpc_free(u->rpc);
 	u->rpc = NULL;
 	u->rpc_kind = RPC_NONE;
-	u->rpc_sent = false;
 	evtimer_del(u->held);
 }
 
@@ -454,6 +492,15 @@ static void finish_op(struct unit *u, int status, const char *err, const struct 
 static void idle_timer(struct unit *u)
 {
 	arm_ms(u->timer, NCD_KEEPALIVE_MS);
+}
+
+/* The next connection attempt after the backoff, which doubles up to its cap. */
+static void retry_later(struct unit *u)
+{
+	u->state = U_IDLE;
+	arm_ms(u->retry, u->backoff_ms);
+	u->backoff_ms =
+	    u->backoff_ms * 2 > NCD_BACKOFF_MAX_MS ? NCD_BACKOFF_MAX_MS : u->backoff_ms * 2;
 }
 
 /*
@@ -480,14 +527,10 @@ static void drop(struct unit *u, const char *reason, bool fenced)
 		nc_rpc_free(u->edit);
 	u->edit = NULL;
 	evtimer_del(u->timer);
-	if (fenced) {
+	if (fenced)
 		u->state = U_FENCED;
-	} else {
-		u->state = U_IDLE;
-		arm_ms(u->retry, u->backoff_ms);
-		u->backoff_ms =
-		    u->backoff_ms * 2 > NCD_BACKOFF_MAX_MS ? NCD_BACKOFF_MAX_MS : u->backoff_ms * 2;
-	}
+	else
+		retry_later(u);
 	snprintf(msg, sizeof(msg), "connection lost: %s", u->err);
 	finish_op(u, fenced ? -EPERM : -ENOTCONN, msg, NULL);
 	report(u, OCS_CONN_DOWN, u->err);
@@ -524,7 +567,6 @@ static void try_send(struct unit *u)
 		drop(u, why, false);
 		return;
 	}
-	u->rpc_sent = true;
 	if (rx_start(u) < 0) {
 		drop(u, "netconf: cannot start reading the reply", false);
 		return;
@@ -538,7 +580,7 @@ static void held_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	enter(u);
-	if (u->rpc && !u->rpc_sent && u->s)
+	if (u->rpc && !u->rx && u->s)
 		try_send(u);
 	leave(u);
 }
@@ -593,7 +635,6 @@ static void on_lock(struct unit *u, const struct reply *rp)
 	uint32_t holder = rp->holder;
 	char why[300];
 	if (rp->ok) {
-		u->claimed = true;
 		u->lock_sid = nc_session_get_id(u->s);
 		clear_rpc(u); /* before UP: the reconciler starts its read at once */
 		go_up(u);
@@ -601,8 +642,7 @@ static void on_lock(struct unit *u, const struct reply *rp)
 	}
 	bool has_holder = rp->has_holder;
 	/* a first claim, or our own session that held the lock before a reconnect, ends it */
-	if (has_holder && (!u->claimed || holder == u->lock_sid) && u->rpc_kind == RPC_LOCK &&
-	    holder != u->kill_sid) {
+	if (has_holder && (!u->lock_sid || holder == u->lock_sid) && holder != u->kill_sid) {
 		u->kill_sid = holder;
 		send_rpc(u, RPC_KILL, nc_rpc_kill(holder));
 		return;
@@ -728,12 +768,9 @@ static void on_reply(struct unit *u, struct reply *rp)
 		nc_rpc_free(u->edit);
 	u->edit = NULL;
 	idle_timer(u);
-	if (kind == RPC_READ) {
+	if (kind == RPC_READ)
 		snprintf(u->op_err, sizeof(u->op_err), "get-config refused by the unit: %s", e);
-		finish_op(u, -EIO, u->op_err, NULL);
-	} else {
-		finish_op(u, -EIO, u->op_err, NULL);
-	}
+	finish_op(u, -EIO, u->op_err, NULL);
 }
 
 /* The reader's thread is done: the reply, or why there is none. */
@@ -756,7 +793,7 @@ static void rx_cb(evutil_socket_t fd, short what, void *arg)
 	lyd_free_all(x->envp);
 	lyd_free_all(x->op);
 	x->envp = x->op = NULL;
-	rx_leave(x);
+	work_leave(&x->w);
 	if (t == NC_MSG_REPLY) {
 		on_reply(u, &rp);
 		ncm_pairs_free(&rp.pairs);
@@ -773,34 +810,16 @@ static void rx_cb(evutil_socket_t fd, short what, void *arg)
 /* Hands the session and the RPC just sent to a reader; 0 or -1. */
 static int rx_start(struct unit *u)
 {
-	pthread_t t;
-	pthread_attr_t attr;
 	struct rx *x = calloc(1, sizeof(*x));
 	if (!x)
 		return -1;
+	x->w.run = rx_run;
+	x->w.release = rx_release;
 	x->s = u->s;
 	x->rpc = u->rpc;
 	x->msgid = u->msgid;
-	atomic_init(&x->refs, 1); /* the loop's */
-	if (pipe2(x->pipe, O_CLOEXEC) < 0) {
-		free(x);
+	if (work_start(&x->w, u->base, rx_cb, u) < 0)
 		return -1;
-	}
-	x->ev = event_new(u->base, x->pipe[0], EV_READ, rx_cb, u);
-	if (!x->ev || event_add(x->ev, NULL) < 0) {
-		rx_leave(x);
-		return -1;
-	}
-	atomic_fetch_add(&x->refs, 1); /* the reader's */
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	int rc = pthread_create(&t, &attr, rx_run, x);
-	pthread_attr_destroy(&attr);
-	if (rc != 0) {
-		atomic_fetch_sub(&x->refs, 1);
-		rx_leave(x);
-		return -1;
-	}
 	u->rx = x;
 	if (u->rd)
 		event_del(u->rd); /* the reader has the socket */
@@ -818,19 +837,28 @@ static void rx_abandon(struct unit *u)
 	shutdown(u->fd, SHUT_RDWR);
 	x->own = true;
 	u->s = NULL;
-	u->ssh = NULL;
 	u->rpc = NULL;
-	rx_leave(x);
+	work_leave(&x->w);
 }
 
-/* A probe of an idle session: the socket said something, or it has been quiet. */
+/* A <get-config> of running with filter (taken), or NULL when out of memory. */
+static struct nc_rpc *get_config(char *filter)
+{
+	struct nc_rpc *rpc = filter ? nc_rpc_getconfig(NC_DATASTORE_RUNNING, filter, NC_WD_UNKNOWN,
+	                                               NC_PARAMTYPE_FREE)
+	                            : NULL;
+	if (!rpc)
+		free(filter);
+	return rpc;
+}
+
+/*
+ * A probe of an idle session (the socket said something, or it has been
+ * quiet): a get-config that selects nothing, cheap whatever the unit holds.
+ */
 static void probe(struct unit *u)
 {
-	char *filter = ncm_read_filter(&u->model);
-	send_rpc(u, RPC_PROBE,
-	         filter ? nc_rpc_getconfig(NC_DATASTORE_RUNNING, filter, NC_WD_UNKNOWN,
-	                                   NC_PARAMTYPE_FREE)
-	                : NULL);
+	send_rpc(u, RPC_PROBE, get_config(ncm_probe_filter(&u->model)));
 }
 
 static void rd_cb(evutil_socket_t fd, short what, void *arg)
@@ -848,7 +876,7 @@ static void rd_cb(evutil_socket_t fd, short what, void *arg)
 	 * watching it, or a readable socket would wake the loop without end;
 	 * try_send watches it again once it sends.
 	 */
-	if (!u->closed && u->rd && u->rpc && !u->rpc_sent)
+	if (!u->closed && u->rd && u->rpc && !u->rx)
 		event_del(u->rd);
 	leave(u);
 }
@@ -876,25 +904,19 @@ static void job_cb(evutil_socket_t fd, short what, void *arg)
 	enter(u);
 	u->job = NULL;
 	if (!j->session) {
-		char why[sizeof(j->err)];
-		snprintf(why, sizeof(why), "%s", j->err);
-		job_leave(j);
-		u->state = U_IDLE;
-		snprintf(u->err, sizeof(u->err), "%s", why);
-		arm_ms(u->retry, u->backoff_ms);
-		u->backoff_ms =
-		    u->backoff_ms * 2 > NCD_BACKOFF_MAX_MS ? NCD_BACKOFF_MAX_MS : u->backoff_ms * 2;
-		report(u, OCS_CONN_DOWN, why);
+		snprintf(u->err, sizeof(u->err), "%s", j->err);
+		work_leave(&j->w);
+		retry_later(u);
+		report(u, OCS_CONN_DOWN, u->err);
 		goto out;
 	}
 	u->s = j->session;
-	u->ssh = j->ssh;
+	u->fd = j->fd;
 	j->session = NULL;
-	job_leave(j);
+	work_leave(&j->w);
 	u->use_candidate =
 	    !nc_session_cpblt(u->s, CAP_WRITABLE_RUNNING) && nc_session_cpblt(u->s, CAP_CANDIDATE);
 	u->rollback = nc_session_cpblt(u->s, CAP_ROLLBACK) != NULL;
-	u->fd = ssh_get_fd(u->ssh);
 	u->rd = event_new(u->base, u->fd, EV_READ | EV_PERSIST, rd_cb, u);
 	if (!u->rd || event_add(u->rd, NULL) < 0) {
 		drop(u, "netconf: out of memory", false);
@@ -911,46 +933,26 @@ out:
 static void retry_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct unit *u = arg;
-	struct job *j;
-	pthread_t t;
-	pthread_attr_t attr;
 	(void)fd;
 	(void)what;
 	enter(u);
 	if (u->state != U_IDLE)
 		goto out;
-	j = malloc(sizeof(*j));
-	if (!j)
-		goto fail;
-	*j = u->params;
-	atomic_init(&j->refs, 1); /* the loop's */
-	if (pipe2(j->pipe, O_CLOEXEC) < 0) {
-		free(j);
-		goto fail;
+	struct job *j = calloc(1, sizeof(*j));
+	if (j) {
+		j->w.run = job_run;
+		j->w.release = job_release;
+		j->t = u->target;
 	}
-	j->ev = event_new(u->base, j->pipe[0], EV_READ, job_cb, u);
-	if (!j->ev || event_add(j->ev, NULL) < 0) {
-		job_leave(j);
-		goto fail;
-	}
-	atomic_fetch_add(&j->refs, 1); /* the thread's */
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	int rc = pthread_create(&t, &attr, job_run, j);
-	pthread_attr_destroy(&attr);
-	if (rc != 0) {
-		atomic_fetch_sub(&j->refs, 1);
-		job_leave(j);
-		goto fail;
+	if (!j || work_start(&j->w, u->base, job_cb, u) < 0) {
+		snprintf(u->err, sizeof(u->err), "netconf: cannot start a connection attempt");
+		arm_ms(u->retry, NCD_BACKOFF_MAX_MS);
+		report(u, OCS_CONN_DOWN, u->err);
+		goto out;
 	}
 	u->job = j;
 	u->state = U_CONNECTING;
 	report(u, OCS_CONN_CONNECTING, NULL);
-	goto out;
-fail:
-	snprintf(u->err, sizeof(u->err), "netconf: cannot start a connection attempt");
-	arm_ms(u->retry, NCD_BACKOFF_MAX_MS);
-	report(u, OCS_CONN_DOWN, u->err);
 out:
 	leave(u);
 }
@@ -1010,15 +1012,15 @@ static int nd_open(struct event_base *base, const struct ocs_open_params *params
 		return -ENOMEM;
 	}
 	pthread_once(&lib_once, lib_init);
-	r = ncm_parse_endpoint(params->endpoint, &u->params.ep, err, errlen);
+	r = ncm_parse_endpoint(params->endpoint, &u->target.ep, err, errlen);
 	if (r == 0)
-		r = copy_setting(params, "key", u->params.key, sizeof(u->params.key), true, err,
+		r = copy_setting(params, "key", u->target.key, sizeof(u->target.key), true, err,
 		                 errlen);
 	if (r == 0)
-		r = copy_setting(params, "known_hosts", u->params.known_hosts,
-		                 sizeof(u->params.known_hosts), true, err, errlen);
+		r = copy_setting(params, "known_hosts", u->target.known_hosts,
+		                 sizeof(u->target.known_hosts), true, err, errlen);
 	if (r == 0)
-		r = copy_setting(params, "yang_dir", u->params.yang_dir, sizeof(u->params.yang_dir),
+		r = copy_setting(params, "yang_dir", u->target.yang_dir, sizeof(u->target.yang_dir),
 		                 false, err, errlen);
 	if (r == 0)
 		r = load_model(params, &u->model, err, errlen);
@@ -1094,7 +1096,7 @@ static int check_xcs(const struct unit *u, const struct ocs_xc *xcs, size_t n)
  */
 static void start_deferred(struct unit *u, enum rpc_kind kind, struct nc_rpc *rpc)
 {
-	if (u->rpc && u->rpc_sent) {
+	if (u->rx) {
 		u->next_rpc = rpc;
 		u->next_kind = kind;
 		return;
@@ -1151,14 +1153,9 @@ static int nd_read(struct ocs_handle *h, ocs_read_cb cb, void *arg)
 	int r = start_op(u);
 	if (r < 0)
 		return r;
-	char *filter = ncm_read_filter(&u->model);
-	struct nc_rpc *rpc = filter ? nc_rpc_getconfig(NC_DATASTORE_RUNNING, filter, NC_WD_UNKNOWN,
-	                                               NC_PARAMTYPE_FREE)
-	                            : NULL;
-	if (!rpc) {
-		free(filter);
+	struct nc_rpc *rpc = get_config(ncm_read_filter(&u->model));
+	if (!rpc)
 		return -ENOMEM;
-	}
 	u->read_cb = cb;
 	u->op_arg = arg;
 	start_deferred(u, RPC_READ, rpc);

@@ -15,26 +15,33 @@
 
 /* ---- endpoint ------------------------------------------------------------ */
 
-static bool valid_user(const char *s, size_t n)
+/* s[0..n) is 1 or more letters, digits and characters of extra. */
+static bool word_of(const char *s, size_t n, const char *extra)
 {
 	for (size_t i = 0; i < n; i++) {
 		char c = s[i];
 		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '_' || c == '-' || c == '.'))
+		      (c && strchr(extra, c))))
 			return false;
 	}
 	return n > 0;
 }
 
-static bool valid_host(const char *s, size_t n)
+/* s[0..n) as a decimal number of 1..max; false for anything else. */
+static bool decimal(const char *s, size_t n, uint64_t max, uint64_t *out)
 {
+	uint64_t v = 0;
+	if (n == 0 || n > 20)
+		return false;
 	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '-' || c == '.' || c == ':' || c == '%'))
+		if (s[i] < '0' || s[i] > '9' || v > max)
 			return false;
+		v = v * 10 + (uint64_t)(s[i] - '0');
 	}
-	return n > 0;
+	if (v < 1 || v > max)
+		return false;
+	*out = v;
+	return true;
 }
 
 int ncm_parse_endpoint(const char *endpoint, struct ncm_endpoint *out, char *err, size_t errlen)
@@ -49,7 +56,7 @@ int ncm_parse_endpoint(const char *endpoint, struct ncm_endpoint *out, char *err
 	}
 	p = endpoint + sizeof(scheme) - 1;
 	at = strchr(p, '@');
-	if (!at || !valid_user(p, (size_t)(at - p)) || (size_t)(at - p) >= sizeof(out->user)) {
+	if (!at || !word_of(p, (size_t)(at - p), "_-.") || (size_t)(at - p) >= sizeof(out->user)) {
 		snprintf(err, errlen, "netconf: endpoint needs a user name (netconf://user@host)");
 		return -EINVAL;
 	}
@@ -73,23 +80,15 @@ int ncm_parse_endpoint(const char *endpoint, struct ncm_endpoint *out, char *err
 		if (!host_end)
 			host_end = host + strlen(host);
 	}
-	if (!valid_host(host, (size_t)(host_end - host)) ||
+	if (!word_of(host, (size_t)(host_end - host), "-.:%") ||
 	    (size_t)(host_end - host) >= sizeof(out->host)) {
 		snprintf(err, errlen, "netconf: endpoint's host is empty or not a host name");
 		return -EINVAL;
 	}
 	memcpy(out->host, host, (size_t)(host_end - host));
 	if (port) {
-		unsigned long v = 0;
-		size_t n = strlen(port);
-		for (size_t i = 0; i < n; i++) {
-			if (port[i] < '0' || port[i] > '9' || n > 5) {
-				v = 0;
-				break;
-			}
-			v = v * 10 + (unsigned long)(port[i] - '0');
-		}
-		if (v < 1 || v > 65535) {
+		uint64_t v;
+		if (!decimal(port, strlen(port), 65535, &v)) {
 			snprintf(err, errlen, "netconf: endpoint's port must be 1..65535");
 			return -EINVAL;
 		}
@@ -114,15 +113,8 @@ static const struct ncm_model builtin[] = {
 
 static bool xml_name(const char *s)
 {
-	if (!*s || (*s >= '0' && *s <= '9') || *s == '-' || *s == '.')
-		return false;
-	for (; *s; s++) {
-		char c = *s;
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '_' || c == '-' || c == '.'))
-			return false;
-	}
-	return true;
+	return !((*s >= '0' && *s <= '9') || *s == '-' || *s == '.') &&
+	       word_of(s, strlen(s), "_-.");
 }
 
 /* A namespace goes into an attribute: nothing that XML would read otherwise. */
@@ -246,6 +238,14 @@ char *ncm_read_filter(const struct ncm_model *m)
 	return sb_done(&b);
 }
 
+char *ncm_probe_filter(const struct ncm_model *m)
+{
+	struct sbuf b = { 0 };
+	sb_add(&b, "<%s xmlns=\"%s\"><%s><%s>0</%s></%s></%s>", m->container, m->ns, m->list,
+	       m->ingress, m->ingress, m->list, m->container);
+	return sb_done(&b);
+}
+
 static int xc_cmp(const void *x, const void *y)
 {
 	const struct ocs_xc *a = x, *b = y;
@@ -325,15 +325,8 @@ static const struct lyd_node *child_named(const struct lyd_node *parent, const c
 static bool port_value(const struct lyd_node *leaf, uint32_t *out)
 {
 	const char *s = leaf ? lyd_get_value(leaf) : NULL;
-	uint64_t v = 0;
-	if (!s || !*s)
-		return false;
-	for (; *s; s++) {
-		if (*s < '0' || *s > '9' || v > UINT32_MAX)
-			return false;
-		v = v * 10 + (uint64_t)(*s - '0');
-	}
-	if (v < 1 || v > UINT32_MAX)
+	uint64_t v;
+	if (!s || !decimal(s, strlen(s), UINT32_MAX, &v))
 		return false;
 	*out = (uint32_t)v;
 	return true;
@@ -471,21 +464,19 @@ int ncm_read_pairs(const struct lyd_node *op, const struct ncm_model *m, uint32_
 		/* a server that holds nothing may send no <data> at all */
 		return 0;
 	}
+	/* <data> is anyxml in ietf-netconf (libnetconf2's replies), a plain node without it */
+	const struct lyd_node *first = lyd_child(data);
 	if (data->schema && (data->schema->nodetype & LYD_NODE_ANY)) {
 		const struct lyd_node_any *any = (const struct lyd_node_any *)data;
 		if (any->value_type != LYD_ANYDATA_DATATREE) {
 			snprintf(err, errlen, "netconf: get-config data came as text, not a tree");
 			return -EPROTO;
 		}
-		for (const struct lyd_node *n = any->value.tree; n && !rc; n = n->next) {
-			if (is_node(n, m->container, m->ns))
-				rc = read_container(n, m, ports, &r, err, errlen);
-		}
-	} else {
-		for (const struct lyd_node *n = lyd_child(data); n && !rc; n = n->next) {
-			if (is_node(n, m->container, m->ns))
-				rc = read_container(n, m, ports, &r, err, errlen);
-		}
+		first = any->value.tree;
+	}
+	for (const struct lyd_node *n = first; n && !rc; n = n->next) {
+		if (is_node(n, m->container, m->ns))
+			rc = read_container(n, m, ports, &r, err, errlen);
 	}
 	if (rc == 0)
 		rc = pair_halves(&r);
@@ -538,15 +529,8 @@ int ncm_lock_holder(const struct lyd_node *envp, uint32_t *sid)
 	const struct lyd_node *e = reply_child(envp, "rpc-error");
 	const struct lyd_node *info = e ? child_named(e, "error-info", NC_BASE_NS) : NULL;
 	const char *v = info ? leaf_text(info, "session-id") : "";
-	uint64_t n = 0;
-	if (!*v)
-		return -ENOENT;
-	for (; *v; v++) {
-		if (*v < '0' || *v > '9' || n > UINT32_MAX / 10)
-			return -ENOENT;
-		n = n * 10 + (uint64_t)(*v - '0');
-	}
-	if (!n || n > UINT32_MAX)
+	uint64_t n;
+	if (!decimal(v, strlen(v), UINT32_MAX, &n))
 		return -ENOENT;
 	*sid = (uint32_t)n;
 	return 0;

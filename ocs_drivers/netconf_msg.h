@@ -69,6 +69,13 @@ int ncm_model_parse(const char *value, struct ncm_model *out, char *err, size_t 
 char *ncm_read_filter(const struct ncm_model *m);
 
 /**
+ * The subtree filter of a get-config that selects nothing (a pair of ingress
+ * 0, which no port has): the keep-alive's, answered with empty data whatever
+ * the unit holds. Malloc'd (caller frees) or NULL when out of memory.
+ */
+char *ncm_probe_filter(const struct ncm_model *m);
+
+/**
  * The <config> content of the edit-config of one batch for a unit of ports
  * ports: every removal, then every addition, in the model's names. Two-way:
  * a circuit (a, b) is made as the pair ingress a, egress b, and removed by

@@ -128,7 +128,8 @@ Subsystem netconf {self.subsystem or f"{SUBSYSTEM} --ncxserver-sockname={self.po
              f"--ncxserver-sockname={self.sock}", f"--superuser={self.user}",
              f"--log={self.dir}/netconfd.log",
              f"--log-level={os.environ.get('OFCD_NETCONFD_LOG', 'warn')}"],
-            env=env, stdout=subprocess.DEVNULL,
+            # in candidate mode it writes backup-cfg.xml into its working directory
+            env=env, cwd=self.dir, stdout=subprocess.DEVNULL,
             stderr=open(os.path.join(self.dir, "netconfd.err"), "ab"))
         self._wait(lambda: os.path.exists(self.sock), "netconfd")
 

@@ -112,6 +112,36 @@ def test_a_server_restart_loses_nothing(lab):
     assert server.pairs() == {}
 
 
+def test_a_delete_without_wait_right_after_a_create(lab):
+    """As a scheduler's epilog does it: the create not waited for, the delete at once and not
+    waited for either; the unit ends up holding nothing of it."""
+    server, d = lab
+    r = d.post("/v1/fabrics", {"name": "fq", "servers": SERVERS})
+    assert r.status_code in (201, 202), r.text
+    r = d.delete("/v1/fabrics/fq")
+    assert r.status_code in (200, 202, 204), r.text
+    wait_for(lambda: d.get("/v1/fabrics/fq").status_code == 404, timeout=30)
+    wait_for(lambda: unit(d)["in_sync"], timeout=30)
+    assert server.pairs() == {}
+
+
+def test_a_daemon_restart_leaves_the_unit_as_it_is(lab):
+    """ofcd away and back: it reads the unit before it changes anything, finds its fabric
+    there, and a delete then removes it."""
+    server, d = lab
+    r = d.post("/v1/fabrics?wait=30", {"name": "fr", "servers": SERVERS}, timeout=60)
+    assert r.status_code == 201 and r.json()["state"] == "applied", r.text
+    want = fabric_pairs(d, "fr")
+    d.stop()
+    assert server.pairs() == want  # the circuits stay while ofcd is away
+    d.start()
+    wait_for(lambda: unit(d)["state"] == "connected" and unit(d)["in_sync"], timeout=30)
+    assert d.get("/v1/fabrics/fr").json()["state"] == "applied"
+    assert server.pairs() == want
+    assert d.delete("/v1/fabrics/fr?wait=30", timeout=60).status_code == 200
+    assert server.pairs() == {}
+
+
 def test_a_refused_batch_reads_failed_with_the_servers_words(lab):
     server, d = lab
     every = range(1, 33)

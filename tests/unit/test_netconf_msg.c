@@ -222,6 +222,10 @@ static void test_edit_config(void **state)
 	char *filter = ncm_read_filter(&m);
 	assert_string_equal(filter, "<cross-connects xmlns=\"urn:ofcd:yang:optical-switch\"/>");
 	free(filter);
+	filter = ncm_probe_filter(&m);
+	assert_string_equal(filter, "<cross-connects xmlns=\"urn:ofcd:yang:optical-switch\">"
+	                            "<pair><ingress>0</ingress></pair></cross-connects>");
+	free(filter);
 }
 
 static void test_read_pairs(void **state)
