@@ -21,16 +21,31 @@ class Ofcd:
         with open(cfg, "w") as f:
             f.write(f"[http]\nlisten = 127.0.0.1:{self.port}\nmax_body = 67108864\n"
                     f"[store]\npath = {self.dir.name}/ofcd.db\n[log]\nlevel = warn\n{extra}")
+        self.binary, self.cfg = binary, cfg
         self.log = open(os.path.join(self.dir.name, "ofcd.log"), "w")
-        self.proc = subprocess.Popen([binary, "-c", cfg], stdout=self.log, stderr=subprocess.STDOUT)
         self.session = requests.Session()
-        for _ in range(200):
+        self.start()
+
+    def start(self, timeout=60):
+        """Starts the daemon on its configuration and waits for its health: seconds it took."""
+        t0 = time.perf_counter()
+        self.proc = subprocess.Popen([self.binary, "-c", self.cfg], stdout=self.log,
+                                     stderr=subprocess.STDOUT)
+        while time.perf_counter() - t0 < timeout:
             try:
                 if self.session.get(self.url("/v1/health"), timeout=1).ok:
-                    return
+                    return time.perf_counter() - t0
             except requests.ConnectionError:
                 time.sleep(0.02)
         raise RuntimeError("ofcd did not start")
+
+    def restart(self):
+        """Stops the daemon (SIGTERM) and starts it again on the same store: seconds to health."""
+        self.proc.terminate()
+        self.proc.wait(timeout=60)
+        self.session.close()
+        self.session = requests.Session()
+        return self.start()
 
     def url(self, path):
         return f"http://127.0.0.1:{self.port}{path}"

@@ -877,33 +877,37 @@ int topo_plan_load(struct store *s, int64_t fabric_id, const struct topo_input *
 	return rc;
 }
 
+/* The circuits plan->circuits[from..] of a fabric, for store_insert_rows(). */
+struct circuit_rows {
+	int64_t fabric_id;
+	const struct topo_input *in;
+	const struct plan_circuit *c;
+};
+
+static void bind_circuit(sqlite3_stmt *st, int first, size_t row, void *arg)
+{
+	const struct circuit_rows *a = arg;
+	const struct plan_circuit *c = &a->c[row];
+	const int64_t v[] = { a->fabric_id,  c->plane,     c->a.server,
+		              c->a.device,   c->a.port,    c->b.server,
+		              c->b.device,   c->b.port,    a->in->ocs_ids[c->a.ocs],
+		              c->a.ocs_port, c->b.ocs_port };
+	for (int i = 0; i < (int)(sizeof(v) / sizeof(v[0])); i++)
+		sqlite3_bind_int64(st, first + i, v[i]);
+}
+
 int topo_circuits_add(struct store *s, int64_t fabric_id, const struct topo_input *in,
                       const struct plan_fabric *plan, size_t from, size_t to)
 {
 	for (size_t i = from; i < to; i++)
 		if (plan->circuits[i].a.ocs < 0 || (uint32_t)plan->circuits[i].a.ocs >= in->nocs)
 			return -EINVAL;
-	sqlite3_stmt *st =
-	    store_stmt(s, "INSERT INTO circuit(fabric_id, plane, a_pos, a_device, a_port, "
-	                  "b_pos, b_device, b_port, ocs_id, a_ocs_port, b_ocs_port) "
-	                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-	for (size_t i = from; i < to; i++) {
-		const struct plan_circuit *c = &plan->circuits[i];
-		sqlite3_bind_int64(st, 1, fabric_id);
-		sqlite3_bind_int64(st, 2, c->plane);
-		sqlite3_bind_int64(st, 3, c->a.server);
-		sqlite3_bind_int64(st, 4, c->a.device);
-		sqlite3_bind_int64(st, 5, c->a.port);
-		sqlite3_bind_int64(st, 6, c->b.server);
-		sqlite3_bind_int64(st, 7, c->b.device);
-		sqlite3_bind_int64(st, 8, c->b.port);
-		sqlite3_bind_int64(st, 9, in->ocs_ids[c->a.ocs]);
-		sqlite3_bind_int64(st, 10, c->a.ocs_port);
-		sqlite3_bind_int64(st, 11, c->b.ocs_port);
-		if (store_step_done(st) < 0)
-			return -EIO;
-	}
-	return 0;
+	struct circuit_rows rows = { fabric_id, in, plan->circuits + from };
+	return store_insert_rows(s,
+	                         "INSERT INTO circuit(fabric_id, plane, a_pos, a_device, a_port, "
+	                         "b_pos, b_device, b_port, ocs_id, a_ocs_port, b_ocs_port) "
+	                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	                         11, to - from, bind_circuit, &rows);
 }
 
 /* Orders circuits by every column they are stored with. */

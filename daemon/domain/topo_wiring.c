@@ -278,21 +278,31 @@ static int check_cut(struct store *s, const struct cable *c, const char *prefix,
 	return rc;
 }
 
-static int cable_write(struct store *s, const struct cable *c, bool insert)
+static int cable_delete(struct store *s, const struct cable *c)
 {
 	sqlite3_stmt *st =
-	    insert ? store_stmt(s, "INSERT INTO cable(server_id, device, port, ocs_id, ocs_port) "
-	                           "VALUES (?, ?, ?, ?, ?)")
-	           : store_stmt(s, "DELETE FROM cable WHERE server_id = ? AND device = ? AND "
-	                           "port = ?");
+	    store_stmt(s, "DELETE FROM cable WHERE server_id = ? AND device = ? AND port = ?");
 	sqlite3_bind_int64(st, 1, c->server_id);
 	sqlite3_bind_int64(st, 2, c->device);
 	sqlite3_bind_int64(st, 3, c->port);
-	if (insert) {
-		sqlite3_bind_int64(st, 4, c->ocs_id);
-		sqlite3_bind_int64(st, 5, c->ocs_port);
-	}
 	return store_step_done(st);
+}
+
+/* The cables to insert: add[] indexes nc. */
+struct cable_adds {
+	const struct cabling *nc;
+	const size_t *add;
+};
+
+static void bind_cable(sqlite3_stmt *st, int first, size_t row, void *arg)
+{
+	const struct cable_adds *a = arg;
+	const struct cable *c = &a->nc->v[a->add[row]];
+	sqlite3_bind_int64(st, first, c->server_id);
+	sqlite3_bind_int64(st, first + 1, c->device);
+	sqlite3_bind_int64(st, first + 2, c->port);
+	sqlite3_bind_int64(st, first + 3, c->ocs_id);
+	sqlite3_bind_int64(st, first + 4, c->ocs_port);
 }
 
 /*
@@ -338,12 +348,15 @@ static int replace_cables(struct store *s, const struct cabling *nc, const char 
 	/* Removals first: an OCS port may pass from one device port to another. */
 	for (size_t i = 0; rc == 0 && i < del.n; i++) {
 		rc = check_cut(s, &del.v[i], prefix, e);
-		if (rc == 0 && cable_write(s, &del.v[i], false) < 0)
+		if (rc == 0 && cable_delete(s, &del.v[i]) < 0)
 			rc = store_fail(e);
 	}
-	for (size_t i = 0; rc == 0 && i < nadd; i++)
-		if (cable_write(s, &nc->v[add[i]], true) < 0)
-			rc = store_fail(e);
+	struct cable_adds adds = { nc, add };
+	if (rc == 0 && store_insert_rows(s,
+	                                 "INSERT INTO cable(server_id, device, port, ocs_id, "
+	                                 "ocs_port) VALUES (?, ?, ?, ?, ?)",
+	                                 5, nadd, bind_cable, &adds) < 0)
+		rc = store_fail(e);
 	free(del.v);
 	free(add);
 	return rc;

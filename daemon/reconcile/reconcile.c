@@ -105,11 +105,12 @@ static bool may_send(struct reconciler *r)
 	return false;
 }
 
-static void start_read(struct unit *u)
+static void start_read(struct unit *u, bool audit)
 {
 	if (!may_send(u->r))
 		return;
 	u->busy = true;
+	u->audit_read = audit;
 	int rc = u->ops->read(u->h, on_read, u);
 	if (rc < 0) {
 		u->busy = false;
@@ -117,7 +118,12 @@ static void start_read(struct unit *u)
 		u->in_sync = false;
 		snprintf(u->last_error, sizeof(u->last_error), "read back: %s", strerror(-rc));
 	}
-	reconcile_unit_changed(u->r, u);
+	/*
+	 * The audit's reads leave the fabrics' states alone unless they find
+	 * something: a troubled fabric is not "applying" while its unit is read.
+	 */
+	if (!audit || rc < 0)
+		reconcile_unit_changed(u->r, u);
 }
 
 static void on_apply(void *arg, int status, const char *err)
@@ -140,7 +146,7 @@ static void on_apply(void *arg, int status, const char *err)
 	}
 	/* Whatever happened, learn what the unit now holds. */
 	if (u->conn == OCS_CONN_UP)
-		start_read(u);
+		start_read(u, false);
 	reconcile_unit_changed(u->r, u);
 	reconcile_work_end(t0);
 	metrics_loop_leave(l);
@@ -149,9 +155,12 @@ static void on_apply(void *arg, int status, const char *err)
 static void read_done(struct unit *u, int status, const char *err, const struct ocs_readback *rb)
 {
 	struct reconciler *r = u->r;
-	struct reconcile_work t0 = reconcile_work_start();
+	bool audit = u->audit_read;
+	struct reconcile_work t0 = reconcile_work_begin(audit);
 	u->busy = false;
-	reconcile_unit_changed(r, u);
+	u->audit_read = false;
+	if (!audit || status < 0)
+		reconcile_unit_changed(r, u);
 	if (status < 0) {
 		snprintf(u->last_error, sizeof(u->last_error), "read back: %s",
 		         err ? err : strerror(-status));
@@ -571,7 +580,7 @@ static void drive(struct unit *u)
 	if (!u->h || u->conn != OCS_CONN_UP || u->busy || u->retry_pending || !may_send(r))
 		return;
 	if (!u->have_actual) {
-		start_read(u);
+		start_read(u, false);
 		return;
 	}
 	/* A mirror that failed to load may miss circuits: sending its diff would tear them down. */
@@ -655,45 +664,69 @@ void reconcile_kick(struct reconciler *r)
 		event_active(r->ev_pass, 0, 0);
 }
 
+/*
+ * Each round reads every unit back (drift is found within one interval) and
+ * recomputes a share of the units' bookkeeping (below).
+ */
 static void on_audit(evutil_socket_t fd, short what, void *arg)
 {
 	struct reconciler *r = arg;
 	struct metrics_loop l = metrics_loop_enter("reconcile");
+	struct reconcile_work t0 = reconcile_work_begin(true);
 	(void)fd;
 	(void)what;
 	desired_refresh(r->d.desired);
 	for (struct unit *u = r->units; u; u = u->next)
 		if (u->h && u->conn == OCS_CONN_UP && !u->busy)
-			start_read(u);
-	/* The full recomputation follows, in slices (on_audit_slice). */
-	r->audit_next = 0;
+			start_read(u, true);
+	r->audit_ports_left = (uint64_t)RECONCILE_AUDIT_PORTS_PER_S * r->audit_interval_s;
+	r->audit_round_units = 0;
+	metrics_counter_add("ofcd_reconcile_audit_rounds_total", RECONCILE_HELP_AUDIT_ROUNDS, NULL, 1);
 	struct timeval now = { 0, 0 };
 	evtimer_add(r->ev_audit_slice, &now);
+	reconcile_work_end(t0);
 	metrics_loop_leave(l);
 }
 
 /*
  * The audit's full recomputation (reconcile_audit.c), unit by unit in id
- * order for about a slice, then re-armed: at 8,192 servers a unit is a few
- * milliseconds, and all of them at once would hold the loop for a second.
- * The fabrics' sums after the last unit.
+ * order, for about a slice at a time (at 32,768 servers one unit takes tens
+ * of milliseconds), then re-armed. A round recomputes units until their ports
+ * use its budget, at least one, and the next round goes on from there: the
+ * cost per round is bounded whatever the cluster's size, and every unit is
+ * recomputed within ceil(total ports / budget) rounds. The fabrics' sums
+ * (cheap) every round.
  */
 static void on_audit_slice(evutil_socket_t fd, short what, void *arg)
 {
 	struct reconciler *r = arg;
 	struct metrics_loop l = metrics_loop_enter("reconcile");
-	struct reconcile_work t0 = reconcile_work_start();
+	struct reconcile_work t0 = reconcile_work_begin(true);
 	(void)fd;
 	(void)what;
-	size_t i = 0, done = 0;
+	size_t i = 0;
 	while (i < r->nunits && r->byid[i]->id < r->audit_next)
 		i++;
-	for (; i < r->nunits && (!done || reconcile_since(&t0.wall) * 1e6 < RECONCILE_SLICE_US);
-	     i++, done++) {
-		reconcile_audit_unit(r, r->byid[i], true);
-		r->audit_next = r->byid[i]->id + 1;
+	bool more = r->audit_round_units < r->nunits;
+	for (size_t done = 0; more; done++) {
+		if (done && reconcile_since(&t0.wall) * 1e6 >= RECONCILE_SLICE_US)
+			break;
+		if (i == r->nunits)
+			i = 0; /* round the units again */
+		struct unit *u = r->byid[i++];
+		reconcile_audit_unit(r, u, true);
+		r->audit_next = i < r->nunits ? r->byid[i]->id : 0;
+		r->audit_round_units++;
+		metrics_counter_add("ofcd_reconcile_audit_units_total", RECONCILE_HELP_AUDIT_UNITS,
+		                    NULL, 1);
+		if (i == r->nunits)
+			metrics_counter_add("ofcd_reconcile_audit_cycles_total",
+			                    RECONCILE_HELP_AUDIT_CYCLES, NULL, 1);
+		uint64_t cost = (uint64_t)u->ports + 1;
+		r->audit_ports_left -= cost < r->audit_ports_left ? cost : r->audit_ports_left;
+		more = r->audit_ports_left && r->audit_round_units < r->nunits;
 	}
-	if (i < r->nunits) {
+	if (more) {
 		struct timeval now = { 0, 0 };
 		evtimer_add(r->ev_audit_slice, &now);
 	} else {
@@ -707,7 +740,8 @@ void reconcile_set_audit_interval(struct reconciler *r, unsigned seconds)
 {
 	if (!r)
 		return; /* a follower: its reconciler takes the interval when it leads */
-	struct timeval tv = { seconds ? seconds : 30, 0 };
+	r->audit_interval_s = seconds ? seconds : 30;
+	struct timeval tv = { r->audit_interval_s, 0 };
 	event_del(r->ev_audit);
 	event_add(r->ev_audit, &tv);
 }
@@ -859,6 +893,13 @@ int reconcile_init(const struct reconcile_deps *d, struct reconciler **out)
 	metrics_counter_add("ofcd_drift_repairs_total", RECONCILE_HELP_DRIFT, NULL, 0);
 	metrics_counter_add("ofcd_isolation_violations_total", RECONCILE_HELP_ISOLATION, NULL, 0);
 	metrics_counter_add("ofcd_reconcile_audit_mismatches_total", RECONCILE_HELP_AUDIT, NULL, 0);
+	metrics_counter_add("ofcd_reconcile_audit_rounds_total", RECONCILE_HELP_AUDIT_ROUNDS, NULL, 0);
+	metrics_counter_add("ofcd_reconcile_audit_units_total", RECONCILE_HELP_AUDIT_UNITS, NULL, 0);
+	metrics_counter_add("ofcd_reconcile_audit_cycles_total", RECONCILE_HELP_AUDIT_CYCLES, NULL,
+	                    0);
+	/* The work counters from the start, so that a rate over any window has both ends. */
+	reconcile_work_end(reconcile_work_begin(true));
+	reconcile_work_end(reconcile_work_begin(false));
 	metrics_counter_add("ofcd_reconcile_batches_total", RECONCILE_HELP_BATCHES,
 	                    "result=\"succeeded\"", 0);
 	metrics_counter_add("ofcd_reconcile_batches_total", RECONCILE_HELP_BATCHES,

@@ -68,6 +68,15 @@ struct reconcile_xcset {
 /** Longest stretch of work that yields to the loop after it (states, units, writes), in µs. */
 #define RECONCILE_SLICE_US 2000
 
+/**
+ * OCS ports the periodic audit recomputes per second of its interval
+ * (61,440 a round at the default 30 s, and the unit that crosses it): at
+ * 32,770 servers on 64 units of 32,770 ports every unit is recomputed within
+ * 32 rounds (16 minutes) and the audit stays under 1% of a core; up to about
+ * 950 servers on 64 units are recomputed whole every round.
+ */
+#define RECONCILE_AUDIT_PORTS_PER_S 2048
+
 /** Consecutive failed batches of a unit before its fabrics are "failed". */
 #define RECONCILE_FAILED_AFTER 5
 
@@ -76,6 +85,11 @@ struct reconcile_xcset {
 #define RECONCILE_HELP_ISOLATION                                                                   \
 	"Cross-connects found joining two fabrics (or a fabric and no fabric)."
 #define RECONCILE_HELP_BATCHES "Batches sent to OCS units by result."
+#define RECONCILE_HELP_AUDIT_ROUNDS                                                                \
+	"Periodic audit rounds started (each reads every unit back and recomputes a share of them)."
+#define RECONCILE_HELP_AUDIT_UNITS "Units whose bookkeeping the periodic audit recomputed."
+#define RECONCILE_HELP_AUDIT_CYCLES                                                                \
+	"Times the periodic audit's recomputation went through every unit."
 #define RECONCILE_HELP_AUDIT                                                                       \
 	"Differences the audit found between the reconciler's incremental bookkeeping and a "      \
 	"full recomputation (each one a bug, repaired)."
@@ -122,6 +136,12 @@ struct unit {
 	unsigned foreign_all;         /**< foreign entries that match or flood every port */
 	struct reconcile_cell *cells; /**< its (fabric, unit) cells, a list (reconcile_state.c) */
 	bool touched;                 /**< its flags changed since the last state update */
+	struct reconcile_cell *troubled_cells; /**< its troubled cells, a list */
+	/**
+	 * What of the unit its cells' troubled flags were last judged by (see
+	 * reconcile_unit_retrouble()); 0 before the first judgement.
+	 */
+	unsigned trouble_basis;
 	struct plan_xc *flushed;      /**< actual as last written to actual_xc, sorted */
 	size_t nflushed;              /**< entries in flushed */
 	struct plan_xc *violations;   /**< isolation violations at the last read-back */
@@ -138,6 +158,7 @@ struct unit {
 	unsigned failures;   /**< consecutive failed batches */
 	struct event *retry; /**< backoff timer after a failure */
 	bool retry_pending;  /**< retry is armed: nothing is sent before it fires */
+	bool audit_read;     /**< the read in flight is the periodic audit's */
 	struct unit *next;   /**< next unit of the reconciler */
 };
 
@@ -179,6 +200,9 @@ struct reconciler {
 	unsigned long audit_mismatches; /**< differences an audit found (each one a bug) */
 	struct event *ev_audit_slice;   /**< the audit's next slice of recomputation */
 	int64_t audit_next;             /**< the audit goes on with the unit of this id or above */
+	uint64_t audit_ports_left;      /**< OCS ports this round may still recompute */
+	size_t audit_round_units;       /**< units this round recomputed */
+	unsigned audit_interval_s;      /**< seconds between rounds (the budget scales with it) */
 };
 
 /* ---- small helpers every part uses ---------------------------------------- */
@@ -195,36 +219,52 @@ static inline double reconcile_since(const struct timespec *t)
 struct reconcile_work {
 	struct timespec wall; /**< CLOCK_MONOTONIC */
 	struct timespec cpu;  /**< CLOCK_THREAD_CPUTIME_ID: the same without time preempted */
+	bool audit;           /**< the periodic audit's, counted apart from changes' */
 };
 
-/** Marks the start of a stretch of the reconciler's own work. */
-static inline struct reconcile_work reconcile_work_start(void)
+/** Marks the start of a stretch of the reconciler's own work (the audit's when audit). */
+static inline struct reconcile_work reconcile_work_begin(bool audit)
 {
-	struct reconcile_work w;
+	struct reconcile_work w = { .audit = audit };
 	clock_gettime(CLOCK_MONOTONIC, &w.wall);
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &w.cpu);
 	return w;
 }
 
+/** Marks the start of a stretch of work for changes (reconcile_work_begin(false)). */
+static inline struct reconcile_work reconcile_work_start(void)
+{
+	return reconcile_work_begin(false);
+}
+
 /**
  * Counts the reconciler's own time (diff, batches, records, checks), never the
  * units': wall time, and the thread's CPU time, which a busy machine that
- * preempts the daemon does not inflate.
+ * preempts the daemon does not inflate. The periodic audit's goes to counters
+ * of its own, so that what a change costs reads without it.
  */
 static inline void reconcile_work_end(struct reconcile_work w)
 {
 	struct timespec cpu;
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
+	double wall = reconcile_since(&w.wall), used = (double)(cpu.tv_sec - w.cpu.tv_sec) +
+	                                               (double)(cpu.tv_nsec - w.cpu.tv_nsec) / 1e9;
+	if (w.audit) {
+		metrics_counter_add("ofcd_reconcile_audit_work_seconds_total",
+		                    "Time the periodic audit spent on its own work (read-backs it "
+		                    "asked for, recomputation, comparison with the store).",
+		                    NULL, wall);
+		metrics_counter_add("ofcd_reconcile_audit_work_cpu_seconds_total",
+		                    "CPU time of the periodic audit's own work.", NULL, used);
+		return;
+	}
 	metrics_counter_add(
 	    "ofcd_reconcile_work_seconds_total",
-	    "Time the reconciler spent on its own work (not waiting for OCS units).", NULL,
-	    reconcile_since(&w.wall));
+	    "Time the reconciler spent on its own work (not waiting for OCS units).", NULL, wall);
 	metrics_counter_add("ofcd_reconcile_work_cpu_seconds_total",
 	                    "CPU time of the reconciler's own work (its wall time less the time "
 	                    "the daemon was not running).",
-	                    NULL,
-	                    (double)(cpu.tv_sec - w.cpu.tv_sec) +
-	                        (double)(cpu.tv_nsec - w.cpu.tv_nsec) / 1e9);
+	                    NULL, used);
 }
 
 /** The unit's desired cross-connects (desired.h: valid until the next commit). */

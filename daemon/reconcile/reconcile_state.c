@@ -293,17 +293,37 @@ bool reconcile_cell_troubled(const struct reconcile_cell *c)
 	return c->held < c->desired || c->hold || (u->foreign_all && c->owned);
 }
 
-/* Sets c->troubled from its counts, keeping its fabric's sum. */
+/* Sets c->troubled, keeping its fabric's sum and its unit's list. */
+static void set_troubled(struct reconcile_cell *c, bool t)
+{
+	struct unit *u = c->u;
+	c->troubled = t;
+	if (t) {
+		c->fab->ntroubled++;
+		c->tprev = NULL;
+		c->tnext = u->troubled_cells;
+		if (c->tnext)
+			c->tnext->tprev = c;
+		u->troubled_cells = c;
+		return;
+	}
+	c->fab->ntroubled--;
+	if (c->tprev)
+		c->tprev->tnext = c->tnext;
+	else
+		u->troubled_cells = c->tnext;
+	if (c->tnext)
+		c->tnext->tprev = c->tprev;
+	c->tnext = c->tprev = NULL;
+}
+
+/* Sets c->troubled from its counts. */
 static void retrouble(struct reconciler *r, struct reconcile_cell *c)
 {
 	bool t = reconcile_cell_troubled(c);
 	if (t == c->troubled)
 		return;
-	c->troubled = t;
-	if (t)
-		c->fab->ntroubled++;
-	else
-		c->fab->ntroubled--;
+	set_troubled(c, t);
 	mark_dirty(r, c->fab);
 }
 
@@ -312,7 +332,7 @@ static void cell_free(struct reconciler *r, struct reconcile_cell *c)
 	struct reconcile_fab *f = c->fab;
 	f->ndesired -= c->desired;
 	if (c->troubled)
-		f->ntroubled--;
+		set_troubled(c, false);
 	if (c->fprev)
 		c->fprev->fnext = c->fnext;
 	else
@@ -504,16 +524,26 @@ static bool store_changes(struct reconciler *r, json_t *changes)
 	return ok;
 }
 
+/*
+ * A cell's troubled flag follows its counts (kept as they change) and two of
+ * its unit's flags: only when one of those changed are all the unit's cells
+ * (a cell per fabric on it, hundreds in a large cluster) judged again. The
+ * troubled cells' fabrics are derived again whatever changed: how the unit
+ * fares (busy, failing, down) is part of their state.
+ */
 void reconcile_unit_retrouble(struct reconciler *r, struct unit *u)
 {
 	if (!u->touched)
 		return;
 	u->touched = false;
-	for (struct reconcile_cell *c = u->cells; c; c = c->unext) {
-		retrouble(r, c);
-		if (c->troubled)
-			mark_dirty(r, c->fab);
+	unsigned basis = 1u + u->have_actual + 2u * (u->foreign_all != 0);
+	if (basis != u->trouble_basis) {
+		u->trouble_basis = basis;
+		for (struct reconcile_cell *c = u->cells; c; c = c->unext)
+			retrouble(r, c);
 	}
+	for (struct reconcile_cell *c = u->troubled_cells; c; c = c->tnext)
+		mark_dirty(r, c->fab);
 }
 
 /* Re-judges the units whose flags changed: their troubled cells' fabrics are derived again. */

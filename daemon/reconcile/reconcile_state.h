@@ -24,6 +24,8 @@ struct reconcile_cell {
 	struct reconcile_cell *fprev; /**< previous cell of the same fabric */
 	struct reconcile_cell *unext; /**< next cell of the same unit */
 	struct reconcile_cell *uprev; /**< previous cell of the same unit */
+	struct reconcile_cell *tnext; /**< next troubled cell of the same unit */
+	struct reconcile_cell *tprev; /**< previous troubled cell of the same unit */
 };
 
 /** A fabric as the state derivation sees it: its row and the sums of its cells. */

@@ -19,6 +19,7 @@
 
 #define STMT_SLOTS  512 /* power of two, well above the number of distinct statements */
 #define TABLE_SLOTS 64  /* above the number of tables */
+#define BATCH_SLOTS 8   /* above the number of store_insert_rows() statements */
 
 struct stmt_slot {
 	const char *sql;
@@ -35,6 +36,12 @@ struct store {
 	struct stmt_slot stmts[STMT_SLOTS];
 	struct store_table *tables[TABLE_SLOTS]; /* store_table()'s, in the order first asked */
 	int ntables;
+	/* store_insert_rows()'s statements of STORE_INSERT_ROWS rows, by their one-row SQL */
+	struct {
+		const char *one;
+		char *sql;
+	} batches[BATCH_SLOTS];
+	int nbatches;
 };
 
 sqlite3 *store_db(struct store *s)
@@ -214,6 +221,8 @@ void store_close(struct store *s)
 	/* After the statements: their cache holds these tables' SQL by address. */
 	for (int i = 0; i < s->ntables; i++)
 		store_table_free(s->tables[i]);
+	for (int i = 0; i < s->nbatches; i++)
+		free(s->batches[i].sql);
 	if (s->db) {
 		if (sqlite3_get_autocommit(s->db) == 0)
 			sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
@@ -251,6 +260,59 @@ sqlite3_stmt *store_stmt(struct store *s, const char *sql)
 	}
 	log_error("store", "statement cache full");
 	return NULL;
+}
+
+/* one's INSERT with STORE_INSERT_ROWS rows of ncols values, kept for the store's life. */
+static const char *batch_sql(struct store *s, const char *one, int ncols)
+{
+	for (int i = 0; i < s->nbatches; i++)
+		if (s->batches[i].one == one)
+			return s->batches[i].sql;
+	if (s->nbatches == BATCH_SLOTS)
+		return NULL;
+	const char *values = strstr(one, "VALUES");
+	size_t head = values ? (size_t)(values - one) + 6 : 0, row = 2 + 3 * (size_t)ncols;
+	char *sql = values ? malloc(head + STORE_INSERT_ROWS * row + 1) : NULL;
+	if (!sql)
+		return NULL;
+	memcpy(sql, one, head);
+	char *at = sql + head;
+	for (int r = 0; r < STORE_INSERT_ROWS; r++) {
+		*at++ = r ? ',' : ' ';
+		*at++ = '(';
+		for (int c = 0; c < ncols; c++)
+			at += sprintf(at, c ? ", ?" : "?");
+		*at++ = ')';
+	}
+	*at = '\0';
+	s->batches[s->nbatches].one = one;
+	s->batches[s->nbatches++].sql = sql;
+	return sql;
+}
+
+int store_insert_rows(struct store *s, const char *one, int ncols, size_t n,
+                      void (*bind)(sqlite3_stmt *st, int first, size_t row, void *arg), void *arg)
+{
+	const char *many = batch_sql(s, one, ncols);
+	size_t i = 0;
+	for (; many && n - i >= STORE_INSERT_ROWS; i += STORE_INSERT_ROWS) {
+		sqlite3_stmt *st = store_stmt(s, many);
+		if (!st)
+			return -EIO;
+		for (int r = 0; r < STORE_INSERT_ROWS; r++)
+			bind(st, 1 + r * ncols, i + (size_t)r, arg);
+		if (store_step_done(st) < 0)
+			return -EIO;
+	}
+	for (; i < n; i++) {
+		sqlite3_stmt *st = store_stmt(s, one);
+		if (!st)
+			return -EIO;
+		bind(st, 1, i, arg);
+		if (store_step_done(st) < 0)
+			return -EIO;
+	}
+	return 0;
 }
 
 const struct store_table *store_table(struct store *s, const char *table)

@@ -51,6 +51,21 @@ int store_schema_version(struct store *s);
  */
 sqlite3_stmt *store_stmt(struct store *s, const char *sql);
 
+/** Rows store_insert_rows() writes per statement. */
+#define STORE_INSERT_ROWS 64
+
+/**
+ * Inserts n rows through one (a literal "INSERT INTO t(c1, ..) VALUES (?, ..)"
+ * of ncols values, kept by its address like store_stmt()'s), STORE_INSERT_ROWS
+ * rows per statement while that many are left: a statement's own cost (its
+ * statement journal, its triggers' set-up) is then shared by its rows, a
+ * half of a million-row insert's time. bind(st, first, row, arg) binds row's
+ * values at ?first onwards. Returns 0, or -EIO (the statement's error stays
+ * on the connection; the rows before it are written).
+ */
+int store_insert_rows(struct store *s, const char *one, int ncols, size_t n,
+                      void (*bind)(sqlite3_stmt *st, int first, size_t row, void *arg), void *arg);
+
 /** Most columns a table of this store has. */
 #define STORE_MAX_COLUMNS 64
 

@@ -425,3 +425,52 @@ def test_operations_pages(sim):
     for bad in ("before=0", "before=x"):
         r = sim.get(f"/v1/operations?{bad}")
         assert r.status_code == 400 and error_of(r)["field"] == "before"
+
+
+def audit_counts(d):
+    text = d.get("/metrics").text
+    return {k: int(float(text.split(f"\nofcd_reconcile_audit_{k}_total ")[1].split()[0]))
+            for k in ("rounds", "units", "cycles", "mismatches")}
+
+
+def test_audit_recomputes_a_share_of_large_units_per_round(tmp_path):
+    """The recomputation's cost per round is bounded: 2,048 ports per second of the interval,
+    at least one unit. Three units of 65,536 ports take a round each; every round still reads
+    every unit back, so drift on any of them is repaired within one interval."""
+    d = Daemon(tmp_path, extra=FAULTS).start()
+    try:
+        for u in range(3):
+            assert d.post("/v1/ocs", {"name": f"big{u}", "driver": "sim",
+                                      "ports": 65536}).status_code == 201
+        assert d.post("/v1/ocs", {"name": "small", "driver": "sim", "ports": 64}).status_code == 201
+        assert wait_for(lambda: audit_counts(d)["rounds"] >= 6, timeout=30)
+        c = audit_counts(d)
+        # big0, big1, big2, small: ids in that order; a round takes one big unit, or the small
+        # one and the next big one (the budget is spent only once a unit crosses it).
+        assert c["rounds"] - 1 <= c["units"] <= 2 * c["rounds"] + 2, c
+        assert c["units"] >= 4 and c["cycles"] >= 1 and c["cycles"] <= c["units"] // 3, c
+        assert c["mismatches"] == 0, c
+        # Drift on the unit last recomputed long ago is still found by the next read-back.
+        fault(d, "big2", kind="set_xc", a=65000, b=65001)
+        assert wait_for(lambda: "ofcd_drift_repairs_total 1\n" in d.get("/metrics").text
+                        and in_sync(d, "big2"), timeout=10)
+        assert [65000, 65001] not in d.get("/v1/ocs/big2/cross-connects").json()["actual"]
+    finally:
+        d.stop()
+
+
+def test_audit_work_is_counted_apart(sim):
+    """What a change costs reads without the audit: idle, only the audit's counter moves."""
+    def counters():
+        text = sim.get("/metrics").text
+        return [float(text.split(f"\n{k} ")[1].split()[0]) for k in (
+            "ofcd_reconcile_work_cpu_seconds_total", "ofcd_reconcile_audit_work_cpu_seconds_total")]
+    assert sim.post("/v1/fabrics?wait=10", {"name": "a", "servers": ["srv0", "srv1"]}).json()["state"] == "applied"
+    time.sleep(2.5)  # the read-back after the batch, its copy in the store (1 s later) are done
+    r0 = audit_counts(sim)["rounds"]
+    change, audit = counters()
+    assert wait_for(lambda: audit_counts(sim)["rounds"] >= r0 + 2, timeout=10)
+    change2, audit2 = counters()
+    assert audit2 > audit and change2 == change
+    assert sim.delete("/v1/fabrics/a?wait=10").status_code == 200
+    assert counters()[0] > change2
