@@ -227,6 +227,8 @@ static void read_done(struct unit *u, int status, const char *err, const struct 
 	u->applied_since_read = false;
 	if (changed)
 		reconcile_actual_changed(r, u);
+	if (changed && audit)
+		reconcile_unit_changed(r, u); /* what it found counts now */
 	desired_prune(r->d.desired, u->id, u->actual, u->nactual);
 	reconcile_check_isolation(r, u);
 	drive(u);
@@ -681,7 +683,8 @@ static void on_audit(evutil_socket_t fd, short what, void *arg)
 			start_read(u, true);
 	r->audit_ports_left = (uint64_t)RECONCILE_AUDIT_PORTS_PER_S * r->audit_interval_s;
 	r->audit_round_units = 0;
-	metrics_counter_add("ofcd_reconcile_audit_rounds_total", RECONCILE_HELP_AUDIT_ROUNDS, NULL, 1);
+	metrics_counter_add("ofcd_reconcile_audit_rounds_total", RECONCILE_HELP_AUDIT_ROUNDS, NULL,
+	                    1);
 	struct timeval now = { 0, 0 };
 	evtimer_add(r->ev_audit_slice, &now);
 	reconcile_work_end(t0);
@@ -893,8 +896,10 @@ int reconcile_init(const struct reconcile_deps *d, struct reconciler **out)
 	metrics_counter_add("ofcd_drift_repairs_total", RECONCILE_HELP_DRIFT, NULL, 0);
 	metrics_counter_add("ofcd_isolation_violations_total", RECONCILE_HELP_ISOLATION, NULL, 0);
 	metrics_counter_add("ofcd_reconcile_audit_mismatches_total", RECONCILE_HELP_AUDIT, NULL, 0);
-	metrics_counter_add("ofcd_reconcile_audit_rounds_total", RECONCILE_HELP_AUDIT_ROUNDS, NULL, 0);
-	metrics_counter_add("ofcd_reconcile_audit_units_total", RECONCILE_HELP_AUDIT_UNITS, NULL, 0);
+	metrics_counter_add("ofcd_reconcile_audit_rounds_total", RECONCILE_HELP_AUDIT_ROUNDS, NULL,
+	                    0);
+	metrics_counter_add("ofcd_reconcile_audit_units_total", RECONCILE_HELP_AUDIT_UNITS, NULL,
+	                    0);
 	metrics_counter_add("ofcd_reconcile_audit_cycles_total", RECONCILE_HELP_AUDIT_CYCLES, NULL,
 	                    0);
 	/* The work counters from the start, so that a rate over any window has both ends. */

@@ -86,7 +86,8 @@ struct reconcile_xcset {
 	"Cross-connects found joining two fabrics (or a fabric and no fabric)."
 #define RECONCILE_HELP_BATCHES "Batches sent to OCS units by result."
 #define RECONCILE_HELP_AUDIT_ROUNDS                                                                \
-	"Periodic audit rounds started (each reads every unit back and recomputes a share of them)."
+	"Periodic audit rounds started (each reads every unit back and recomputes a share of "     \
+	"them)."
 #define RECONCILE_HELP_AUDIT_UNITS "Units whose bookkeeping the periodic audit recomputed."
 #define RECONCILE_HELP_AUDIT_CYCLES                                                                \
 	"Times the periodic audit's recomputation went through every unit."
@@ -138,18 +139,18 @@ struct unit {
 	bool touched;                 /**< its flags changed since the last state update */
 	struct reconcile_cell *troubled_cells; /**< its troubled cells, a list */
 	/**
-	 * What of the unit its cells' troubled flags were last judged by (see
-	 * reconcile_unit_retrouble()); 0 before the first judgement.
+	 * What of the unit all its cells' troubled flags were last judged by
+	 * (see reconcile_unit_retrouble()); 0: not all by the same.
 	 */
 	unsigned trouble_basis;
-	struct plan_xc *flushed;      /**< actual as last written to actual_xc, sorted */
-	size_t nflushed;              /**< entries in flushed */
-	struct plan_xc *violations;   /**< isolation violations at the last read-back */
-	size_t nviolations;           /**< entries in violations */
-	struct ocs_flow *partial;     /**< one-way entries of ofcd's at the last read-back */
-	size_t npartial;              /**< entries in partial */
-	struct ocs_flow *foreign;     /**< entries ofcd did not make, at the last read-back */
-	size_t nforeign;              /**< entries in foreign */
+	struct plan_xc *flushed;    /**< actual as last written to actual_xc, sorted */
+	size_t nflushed;            /**< entries in flushed */
+	struct plan_xc *violations; /**< isolation violations at the last read-back */
+	size_t nviolations;         /**< entries in violations */
+	struct ocs_flow *partial;   /**< one-way entries of ofcd's at the last read-back */
+	size_t npartial;            /**< entries in partial */
+	struct ocs_flow *foreign;   /**< entries ofcd did not make, at the last read-back */
+	size_t nforeign;            /**< entries in foreign */
 
 	/** Why the next batch is sent: startup, change, connect, audit, retry (static string). */
 	const char *trigger;

@@ -317,9 +317,18 @@ static void set_troubled(struct reconcile_cell *c, bool t)
 	c->tnext = c->tprev = NULL;
 }
 
+/* What of u its cells' troubled flags depend on (see reconcile_unit_retrouble()). */
+static unsigned trouble_basis(const struct unit *u)
+{
+	return 1u + u->have_actual + 2u * (u->foreign_all != 0);
+}
+
 /* Sets c->troubled from its counts. */
 static void retrouble(struct reconciler *r, struct reconcile_cell *c)
 {
+	/* Judged by flags its unit's other cells were not: they are all judged again. */
+	if (c->u->trouble_basis != trouble_basis(c->u))
+		c->u->trouble_basis = 0;
 	bool t = reconcile_cell_troubled(c);
 	if (t == c->troubled)
 		return;
@@ -526,8 +535,9 @@ static bool store_changes(struct reconciler *r, json_t *changes)
 
 /*
  * A cell's troubled flag follows its counts (kept as they change) and two of
- * its unit's flags: only when one of those changed are all the unit's cells
- * (a cell per fabric on it, hundreds in a large cluster) judged again. The
+ * its unit's flags: only when those differ from what all the unit's cells
+ * were last judged by (or a cell was judged by others since) are they all
+ * (a cell per fabric on the unit, hundreds in a large cluster) judged again. The
  * troubled cells' fabrics are derived again whatever changed: how the unit
  * fares (busy, failing, down) is part of their state.
  */
@@ -536,7 +546,7 @@ void reconcile_unit_retrouble(struct reconciler *r, struct unit *u)
 	if (!u->touched)
 		return;
 	u->touched = false;
-	unsigned basis = 1u + u->have_actual + 2u * (u->foreign_all != 0);
+	unsigned basis = trouble_basis(u);
 	if (basis != u->trouble_basis) {
 		u->trouble_basis = basis;
 		for (struct reconcile_cell *c = u->cells; c; c = c->unext)
