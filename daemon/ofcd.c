@@ -12,6 +12,7 @@
 
 #include "domain/demo.h"
 #include "domain/fabric.h"
+#include "domain/topo_apply.h"
 #include "state/desired.h"
 #include "base/events.h"
 #include "cluster/ha.h"
@@ -221,15 +222,16 @@ static bool may_drive(void *arg)
 /*
  * Fabrics a stopped daemon was still storing a part at a time: their clients
  * were never told they exist, so they go before the reconciler acts on them.
+ * A rule's cabling it was inserting a part at a time is finished.
  */
 static int drop_unfinished(struct store *s)
 {
 	int rc = store_begin(s);
-	if (rc == 0 && (rc = fabric_drop_unfinished(s)) == 0)
+	if (rc == 0 && (rc = fabric_drop_unfinished(s)) == 0 && (rc = topo_wiring_finish(s)) == 0)
 		rc = store_commit(s);
 	if (rc < 0) {
 		store_rollback(s);
-		log_error("store", "cannot drop the fabrics left unfinished");
+		log_error("store", "cannot drop the fabrics or finish the wiring left unfinished");
 	}
 	return rc;
 }

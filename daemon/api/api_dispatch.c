@@ -20,6 +20,7 @@
 #include "base/config.h"
 #include "base/metrics.h"
 #include "domain/fabric.h"
+#include "domain/topo_apply.h"
 #include "log.h"
 #include "state/store.h"
 #include "state/store_changes.h"
@@ -226,7 +227,8 @@ void api_dispatch(struct api_req *req)
  * and so does a client that goes away, unless the write goes on (a removal:
  * then it is finished, and its outcome was its first reply); a daemon that
  * stops first leaves the write marked unfinished for the next start to drop
- * (fabric_drop_unfinished()).
+ * (fabric_drop_unfinished()), or for a rule's cabling to finish
+ * (topo_wiring_finish()).
  */
 
 /* A write in hand or waiting its turn: a cluster member's, or a single node's done in parts. */
@@ -546,7 +548,8 @@ static void local_write(struct api_req *req)
 		return;
 	}
 	/* Parts a failed write in parts left behind (see slice_turn()) go first. */
-	if (!req->env->writes.current && fabric_drop_unfinished(st) < 0) {
+	if (!req->env->writes.current &&
+	    (fabric_drop_unfinished(st) < 0 || topo_wiring_finish(st) < 0)) {
 		store_rollback(st);
 		api_error(req, OFCD_E_STORE, NULL, "the store is not available, try again");
 		return;

@@ -480,6 +480,83 @@ static int if_match_view(struct api_req *req, json_t *view)
 	return rc;
 }
 
+/*
+ * A rule's cables inserted a part at a time (topo_apply.h, struct
+ * topo_cables), so that 2 million of them never hold the loop; the last part
+ * sets the reply, the view a write at once would have had. Everything that
+ * can be refused was checked before the first part: the write goes on
+ * without its client, and a failing part has the rest inserted at once.
+ */
+struct cables_rest {
+	struct topo_cables *cables;
+	struct store *store;
+	bool topology; /* the reply is the topology's view, else the wiring's */
+};
+
+static int cables_step(void *arg, bool *done)
+{
+	struct cables_rest *r = arg;
+	return topo_cables_step(r->store, r->cables, done);
+}
+
+static int cables_abandon(void *arg)
+{
+	struct cables_rest *r = arg;
+	return topo_cables_finish(r->store, r->cables);
+}
+
+static void cables_reply(void *arg, struct api_req *req, int rc)
+{
+	struct cables_rest *r = arg;
+	if (rc == 0)
+		reply_view(req, r->topology ? topo_json(r->store) : topo_wiring_json(r->store));
+	else
+		api_error(req, OFCD_E_STORE, NULL,
+		          "the cabling could not be stored whole now; the next write or start "
+		          "finishes it");
+}
+
+static void cables_drop(void *arg)
+{
+	struct cables_rest *r = arg;
+	topo_cables_free(r->cables);
+	free(r);
+}
+
+/* Where a cluster member's write is one entry of its log, made at once. */
+static struct topo_cables **cables_of(struct api_req *req, struct topo_cables **cables)
+{
+	*cables = NULL;
+	return req->env->cluster ? NULL : cables;
+}
+
+/* The reply of a wiring change, or of its parts when it left some (cables). */
+static void cables_continue(struct api_req *req, struct topo_cables *cables, bool topology)
+{
+	struct store *s = req->env->store;
+	struct cables_rest *r = cables ? calloc(1, sizeof(*r)) : NULL;
+	if (!r) {
+		/* None left, or no room to leave them: at once. */
+		if (cables && topo_cables_finish(s, cables) < 0)
+			api_error(req, OFCD_E_STORE, NULL, "cannot store the wiring");
+		else
+			reply_view(req, topology ? topo_json(s) : topo_wiring_json(s));
+		topo_cables_free(cables);
+		return;
+	}
+	*r = (struct cables_rest){ .cables = cables, .store = s, .topology = topology };
+	/* What a client hears only if the daemon stops first: the next start finishes it. */
+	api_reply(req, 202,
+	          json_pack("{s:s, s:s}", "state", "storing", "message",
+	                    "the cabling is being stored; a restart finishes it"));
+	api_continue(req, &(struct api_slices){ .step = cables_step,
+	                                        .abandon = cables_abandon,
+	                                        .reply = cables_reply,
+	                                        .drop = cables_drop,
+	                                        .arg = r,
+	                                        .goes_on = true });
+}
+
 /* ---- wiring -------------------------------------------------------------- */
 
 void api_wiring_put(struct api_req *req)
@@ -488,12 +565,13 @@ void api_wiring_put(struct api_req *req)
 	struct topo_wiring_spec w;
 	struct topo_link_spec *links = NULL;
 	json_t *body = api_body_object(req);
+	struct topo_cables *cables;
 	if (body && parse_wiring(req, body, NULL, &w, &links) == 0 &&
 	    if_match_view(req, topo_wiring_json(req->env->store)) == 0) {
-		if (topo_wiring_apply(req->env->store, &w, NULL, &e) < 0)
+		if (topo_wiring_apply(req->env->store, &w, NULL, cables_of(req, &cables), &e) < 0)
 			api_fail(req, &e);
 		else
-			reply_view(req, topo_wiring_json(req->env->store));
+			cables_continue(req, cables, false);
 	}
 	free(links);
 }
@@ -541,10 +619,11 @@ void api_topology_put(struct api_req *req)
 	t.ocs = ocs;
 	t.switches = switches;
 	t.servers = servers;
-	if (topo_apply(req->env->store, req->env->units, &t, &e) < 0)
+	struct topo_cables *cables;
+	if (topo_apply(req->env->store, req->env->units, &t, cables_of(req, &cables), &e) < 0)
 		api_fail(req, &e);
 	else
-		reply_view(req, topo_json(req->env->store));
+		cables_continue(req, cables, true);
 out:
 	free(ocs);
 	free(switches);

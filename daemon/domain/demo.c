@@ -39,7 +39,7 @@ int demo_load(struct store *s)
 	/* No reconciler runs yet: nothing can hold a circuit of this process. */
 	int rc = store_begin(s);
 	if (rc == 0) {
-		rc = topo_apply(s, NULL, &t, &e);
+		rc = topo_apply(s, NULL, &t, NULL, &e);
 		rc = rc < 0 ? rc : store_commit(s);
 	}
 	if (rc < 0) {

@@ -248,10 +248,14 @@ json_t *topo_server_list(struct store *s)
 
 json_t *topo_wiring_json(struct store *s)
 {
-	sqlite3_stmt *st = store_stmt(s, "SELECT rule FROM wiring WHERE id = 1");
+	sqlite3_stmt *st = store_stmt(s, "SELECT rule, partial FROM wiring WHERE id = 1");
 	json_t *rule = json_null();
-	if (st && sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
-		rule = json_string((const char *)sqlite3_column_text(st, 0));
+	bool partial = false;
+	if (st && sqlite3_step(st) == SQLITE_ROW) {
+		if (sqlite3_column_type(st, 0) != SQLITE_NULL)
+			rule = json_string((const char *)sqlite3_column_text(st, 0));
+		partial = sqlite3_column_int(st, 1);
+	}
 	if (st)
 		sqlite3_reset(st);
 	json_t *links = json_array();
@@ -268,7 +272,11 @@ json_t *topo_wiring_json(struct store *s)
 		                                (json_int_t)sqlite3_column_int64(st, 4)));
 	if (st)
 		sqlite3_reset(st);
-	return json_pack("{s:o, s:o}", "rule", rule, "links", links);
+	json_t *w = json_pack("{s:o, s:o}", "rule", rule, "links", links);
+	/* A rule's cabling still being inserted a part at a time (topo_apply.h). */
+	if (partial)
+		json_object_set_new(w, "partial", json_true());
+	return w;
 }
 
 /* Server names of a fabric by position, as a JSON array. */

@@ -268,10 +268,13 @@ json_t *topo_json(struct store *s)
 	/* The PUT-able form: the rule when there is one (its links are not even read), else the
 	 * links. */
 	sqlite3_stmt *st =
-	    store_stmt(s, "SELECT rule FROM wiring WHERE id = 1 AND rule IS NOT NULL");
+	    store_stmt(s, "SELECT rule, partial FROM wiring WHERE id = 1 AND rule IS NOT NULL");
 	json_t *w = NULL;
-	if (st && sqlite3_step(st) == SQLITE_ROW)
+	if (st && sqlite3_step(st) == SQLITE_ROW) {
 		w = json_pack("{s:s}", "rule", sqlite3_column_text(st, 0));
+		if (sqlite3_column_int(st, 1))
+			json_object_set_new(w, "partial", json_true());
+	}
 	if (st)
 		sqlite3_reset(st);
 	if (!w) {
@@ -505,42 +508,80 @@ static int write_units(struct store *s, const struct topo_spec *t)
 	return 0;
 }
 
-static int write_servers(struct store *s, const struct topo_spec *t)
+static int update_server(struct store *s, int64_t id, const struct topo_server_spec *v)
 {
-	for (size_t i = 0; i < t->nservers; i++) {
-		const struct topo_server_spec *v = &t->servers[i];
-		int64_t id = topo_server_id(s, v->name);
-		if (!id) {
-			if (insert_server(s, v) < 0)
-				return -EIO;
-			continue;
-		}
-		sqlite3_stmt *st =
-		    store_stmt(s, "UPDATE server SET devices = ?, ports_per_device = ?, p2p = ?, "
-		                  "intra = ?, offload = ?, switch = ? WHERE id = ?");
-		sqlite3_bind_int64(st, 1, v->devices);
-		sqlite3_bind_int64(st, 2, v->ports_per_device);
-		sqlite3_bind_int(st, 3, v->p2p);
-		sqlite3_bind_text(st, 4, topo_intra_names[v->intra], -1, SQLITE_STATIC);
-		sqlite3_bind_int(st, 5, v->offload);
-		if (v->sw)
-			sqlite3_bind_text(st, 6, v->sw, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 7, id);
-		if (store_step_done(st) < 0)
-			return -EIO;
-		/* Faults of devices the server no longer has would haunt a later, bigger one. */
-		st = store_stmt(s, "DELETE FROM device_fault WHERE server_id = ? AND device >= ?");
-		sqlite3_bind_int64(st, 1, id);
-		sqlite3_bind_int64(st, 2, v->devices);
-		if (store_step_done(st) < 0)
-			return -EIO;
-	}
+	sqlite3_stmt *st =
+	    store_stmt(s, "UPDATE server SET devices = ?, ports_per_device = ?, p2p = ?, "
+	                  "intra = ?, offload = ?, switch = ? WHERE id = ?");
+	sqlite3_bind_int64(st, 1, v->devices);
+	sqlite3_bind_int64(st, 2, v->ports_per_device);
+	sqlite3_bind_int(st, 3, v->p2p);
+	sqlite3_bind_text(st, 4, topo_intra_names[v->intra], -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 5, v->offload);
+	if (v->sw)
+		sqlite3_bind_text(st, 6, v->sw, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 7, id);
+	if (store_step_done(st) < 0)
+		return -EIO;
+	/* Faults of devices the server no longer has would haunt a later, bigger one. */
+	st = store_stmt(s, "DELETE FROM device_fault WHERE server_id = ? AND device >= ?");
+	sqlite3_bind_int64(st, 1, id);
+	sqlite3_bind_int64(st, 2, v->devices);
+	if (store_step_done(st) < 0)
+		return -EIO;
 	return 0;
 }
 
-int topo_apply(struct store *s, const struct domain_units *units, const struct topo_spec *t,
-               struct ofcd_error *e)
+/* The new servers of a topology, for store_insert_rows(): fresh[] indexes t->servers. */
+struct fresh_servers {
+	const struct topo_spec *t;
+	const size_t *fresh;
+};
+
+static void bind_server(sqlite3_stmt *st, int first, size_t row, void *arg)
 {
+	const struct fresh_servers *f = arg;
+	const struct topo_server_spec *v = &f->t->servers[f->fresh[row]];
+	sqlite3_bind_text(st, first, v->name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, first + 1, v->devices);
+	sqlite3_bind_int64(st, first + 2, v->ports_per_device);
+	sqlite3_bind_int(st, first + 3, v->p2p);
+	sqlite3_bind_text(st, first + 4, topo_intra_names[v->intra], -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, first + 5, v->offload);
+	if (v->sw)
+		sqlite3_bind_text(st, first + 6, v->sw, -1, SQLITE_STATIC);
+}
+
+/* Updates the servers the store has, then inserts the others in the spec's order. */
+static int write_servers(struct store *s, const struct topo_spec *t)
+{
+	size_t *fresh = malloc((t->nservers + 1) * sizeof(*fresh)), nfresh = 0;
+	if (!fresh)
+		return -ENOMEM;
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < t->nservers; i++) {
+		const struct topo_server_spec *v = &t->servers[i];
+		int64_t id = topo_server_id(s, v->name);
+		if (!id)
+			fresh[nfresh++] = i;
+		else
+			rc = update_server(s, id, v);
+	}
+	struct fresh_servers f = { t, fresh };
+	if (rc == 0)
+		rc = store_insert_rows(s,
+		                       "INSERT INTO server(name, devices, ports_per_device, p2p, "
+		                       "intra, offload, switch) VALUES (?, ?, ?, ?, ?, ?, ?)",
+		                       7, nfresh, bind_server, &f);
+	free(fresh);
+	return rc;
+}
+
+int topo_apply(struct store *s, const struct domain_units *units, const struct topo_spec *t,
+               struct topo_cables **rest, struct ofcd_error *e)
+{
+	if (rest)
+		*rest = NULL;
 	struct named *by_name = servers_by_name(t);
 	if (!by_name)
 		return ofcd_fail(e, -ENOMEM, OFCD_E_INTERNAL, NULL, NULL, "out of memory");
@@ -556,5 +597,5 @@ int topo_apply(struct store *s, const struct domain_units *units, const struct t
 	     write_servers(s, t) < 0 || topo_switches_prune(s, t->switches, t->nswitches) < 0))
 		rc = ofcd_fail(e, -EIO, OFCD_E_STORE, NULL, NULL, "cannot store the topology");
 	free(by_name);
-	return rc < 0 ? rc : topo_wiring_apply(s, &t->wiring, "wiring", e);
+	return rc < 0 ? rc : topo_wiring_apply(s, &t->wiring, "wiring", rest, e);
 }

@@ -158,22 +158,57 @@ int64_t topo_server_put(struct store *s, const struct topo_server_spec *v, bool 
 /** Removes a server in no fabric. Returns 0 or -errno with e set. */
 int topo_server_remove(struct store *s, const char *name, struct ofcd_error *e);
 
+/** A rule cabling's new cables not inserted yet (topo_wiring_apply()'s rest). */
+struct topo_cables;
+
+/** New cables a wiring change inserts at once; more are left to parts when asked. */
+#define TOPO_CABLES_AT_ONCE 8192
+
+/** Cables a part inserts (about 40 ms at 32,768 servers). */
+#define TOPO_CABLES_STEP 4096
+
 /**
  * Replaces the cabling, refusing (409) to change a cable a fabric's circuit
  * uses. prefix is the wiring object's field ("wiring" inside a topology,
- * NULL for PUT /v1/wiring). Returns 0 or -errno with e set.
+ * NULL for PUT /v1/wiring). With rest set, a rule's cabling that adds more
+ * than TOPO_CABLES_AT_ONCE cables leaves their insertion to parts: *rest
+ * (owned by the caller, NULL when none is left) for topo_cables_step(), and
+ * the wiring row is marked partial until the last part. Everything that can
+ * be refused is checked before. Returns 0 or -errno with e set (*rest NULL).
  */
 int topo_wiring_apply(struct store *s, const struct topo_wiring_spec *w, const char *prefix,
-                      struct ofcd_error *e);
+                      struct topo_cables **rest, struct ofcd_error *e);
+
+/**
+ * Inserts the next TOPO_CABLES_STEP cables of c in the open transaction; the
+ * last part marks the wiring whole and sets *done. Returns 1 (the turn should
+ * end: a part is as much as a turn holds), 0 once done, or -EIO.
+ */
+int topo_cables_step(struct store *s, struct topo_cables *c, bool *done);
+
+/** Inserts every cable of c left, at once. Returns 0 or -EIO. */
+int topo_cables_finish(struct store *s, struct topo_cables *c);
+
+/** Frees c (NULL is fine). */
+void topo_cables_free(struct topo_cables *c);
+
+/**
+ * A wiring marked partial (its parts were cut short by a stop or a failing
+ * store) is finished: its rule is applied again, which inserts the cables
+ * missing. For the start-up and the write after such a failure, in the
+ * caller's transaction. Returns 0 (also when there was nothing to do) or -EIO.
+ */
+int topo_wiring_finish(struct store *s);
 
 /**
  * Replaces the whole topology: units, switches and servers by name (kept
  * names are updated in place, so fabrics' references stay valid), then the
  * cabling. Anything a fabric uses must survive unchanged, and units that are
  * dropped or re-addressed must not still hold circuits (units tell), else 409
- * and nothing changes. Returns 0 or -errno with e set.
+ * and nothing changes. rest as for topo_wiring_apply(). Returns 0 or -errno
+ * with e set.
  */
 int topo_apply(struct store *s, const struct domain_units *units, const struct topo_spec *t,
-               struct ofcd_error *e);
+               struct topo_cables **rest, struct ofcd_error *e);
 
 #endif

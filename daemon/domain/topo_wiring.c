@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
 #include "state/store_sql.h"
 #include "topo_apply.h"
 
@@ -145,39 +146,61 @@ static int wiring_rule(struct store *s, const char *field, struct cabling *out,
 		               "rule plane-per-ocs needs at least one OCS unit");
 		goto out;
 	}
-	st = store_stmt(s, "SELECT sum(devices * ports_per_device / ?1 + "
-	                   "(devices * ports_per_device % ?1 > ?2)) FROM server");
-	for (size_t u = 0; u < k; u++) {
-		sqlite3_bind_int64(st, 1, (sqlite3_int64)k);
-		sqlite3_bind_int64(st, 2, (sqlite3_int64)u);
-		if (sqlite3_step(st) == SQLITE_ROW)
-			units[u].needed = (uint32_t)sqlite3_column_int64(st, 0);
-		sqlite3_reset(st);
+	/* The servers once, in order; then what each unit needs, then the cables. */
+	struct rule_server {
+		int64_t id;
+		uint32_t slots, ports;
+	} *sv = NULL;
+	size_t nsv = 0, capsv = 0;
+	st = store_stmt(s, "SELECT id, devices, ports_per_device FROM server ORDER BY id");
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		if (nsv == capsv) {
+			capsv = capsv ? 2 * capsv : 1024;
+			struct rule_server *t = realloc(sv, capsv * sizeof(*t));
+			if (!t) {
+				sqlite3_reset(st);
+				free(sv);
+				rc = ofcd_fail(e, -ENOMEM, OFCD_E_INTERNAL, NULL, NULL,
+				               "out of memory");
+				goto out;
+			}
+			sv = t;
+		}
+		uint32_t p = (uint32_t)sqlite3_column_int64(st, 2);
+		sv[nsv++] = (struct rule_server){ sqlite3_column_int64(st, 0),
+			                          (uint32_t)sqlite3_column_int64(st, 1) * p, p };
+	}
+	sqlite3_reset(st);
+	size_t total = 0;
+	for (size_t i = 0; i < nsv; i++) {
+		total += sv[i].slots;
+		for (size_t u = 0; u < k; u++)
+			units[u].needed += sv[i].slots / (uint32_t)k + (sv[i].slots % k > u);
+	}
+	for (size_t u = 0; u < k; u++)
 		if (units[u].needed > units[u].ports) {
 			rc =
 			    ofcd_fail(e, -EINVAL, OFCD_E_UNPROCESSABLE, field, NULL,
 			              "rule plane-per-ocs needs %u ports on OCS unit %s, it has %u",
 			              units[u].needed, units[u].name, units[u].ports);
+			free(sv);
 			goto out;
 		}
+	struct cable *v = total ? realloc(out->v, total * sizeof(*v)) : out->v;
+	if (total && !v) {
+		free(sv);
+		rc = ofcd_fail(e, -ENOMEM, OFCD_E_INTERNAL, NULL, NULL, "out of memory");
+		goto out;
 	}
-	st = store_stmt(s, "SELECT id, devices, ports_per_device FROM server ORDER BY id");
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		int64_t sid = sqlite3_column_int64(st, 0);
-		uint32_t n = (uint32_t)sqlite3_column_int64(st, 1);
-		uint32_t p = (uint32_t)sqlite3_column_int64(st, 2);
-		for (uint32_t slot = 0; slot < n * p; slot++) {
+	out->v = v;
+	out->cap = total > out->cap ? total : out->cap;
+	for (size_t i = 0; i < nsv; i++)
+		for (uint32_t slot = 0; slot < sv[i].slots; slot++) {
 			struct rule_unit *u = &units[slot % k];
-			if (cabling_push(out, (struct cable){ sid, slot / p, slot % p, u->id,
-			                                      ++u->next }) < 0) {
-				sqlite3_reset(st);
-				rc = ofcd_fail(e, -ENOMEM, OFCD_E_INTERNAL, NULL, NULL,
-				               "out of memory");
-				goto out;
-			}
+			out->v[out->n++] = (struct cable){ sv[i].id, slot / sv[i].ports,
+				                           slot % sv[i].ports, u->id, ++u->next };
 		}
-	}
-	sqlite3_reset(st);
+	free(sv);
 	rc = 0;
 out:
 	free(units);
@@ -288,7 +311,7 @@ static int cable_delete(struct store *s, const struct cable *c)
 	return store_step_done(st);
 }
 
-/* The cables to insert: add[] indexes nc. */
+/* The cables to insert: add[] indexes nc (NULL: nc's first ones, in order). */
 struct cable_adds {
 	const struct cabling *nc;
 	const size_t *add;
@@ -297,13 +320,28 @@ struct cable_adds {
 static void bind_cable(sqlite3_stmt *st, int first, size_t row, void *arg)
 {
 	const struct cable_adds *a = arg;
-	const struct cable *c = &a->nc->v[a->add[row]];
+	const struct cable *c = &a->nc->v[a->add ? a->add[row] : row];
 	sqlite3_bind_int64(st, first, c->server_id);
 	sqlite3_bind_int64(st, first + 1, c->device);
 	sqlite3_bind_int64(st, first + 2, c->port);
 	sqlite3_bind_int64(st, first + 3, c->ocs_id);
 	sqlite3_bind_int64(st, first + 4, c->ocs_port);
 }
+
+static int insert_cables(struct store *s, const struct cabling *nc, const size_t *add, size_t n)
+{
+	struct cable_adds adds = { nc, add };
+	return store_insert_rows(s,
+	                         "INSERT INTO cable(server_id, device, port, ocs_id, ocs_port) "
+	                         "VALUES (?, ?, ?, ?, ?)",
+	                         5, n, bind_cable, &adds);
+}
+
+/* The cables a wiring change still has to insert (topo_apply.h). */
+struct topo_cables {
+	struct cabling add; /* in key order */
+	size_t next;        /* add.v[next..] are still to insert */
+};
 
 /*
  * Replaces the cable table by nc (in key order), writing only the cables that
@@ -312,8 +350,8 @@ static void bind_cable(sqlite3_stmt *st, int first, size_t row, void *arg)
  * put. A cable that goes or changes is refused when a fabric's circuit uses
  * it; the removals all go before the additions (an OCS port may move).
  */
-static int replace_cables(struct store *s, const struct cabling *nc, const char *prefix,
-                          struct ofcd_error *e)
+static int replace_cables(struct store *s, struct cabling *nc, const char *prefix,
+                          struct topo_cables **rest, struct ofcd_error *e)
 {
 	sqlite3_stmt *st = store_stmt(s, "SELECT server_id, device, port, ocs_id, ocs_port FROM "
 	                                 "cable ORDER BY server_id, device, port");
@@ -351,28 +389,72 @@ static int replace_cables(struct store *s, const struct cabling *nc, const char 
 		if (rc == 0 && cable_delete(s, &del.v[i]) < 0)
 			rc = store_fail(e);
 	}
-	struct cable_adds adds = { nc, add };
-	if (rc == 0 && store_insert_rows(s,
-	                                 "INSERT INTO cable(server_id, device, port, ocs_id, "
-	                                 "ocs_port) VALUES (?, ?, ?, ?, ?)",
-	                                 5, nadd, bind_cable, &adds) < 0)
+	if (rc == 0 && rest && nadd > TOPO_CABLES_AT_ONCE) {
+		/* The additions are left to parts: nc becomes theirs, in key order still. */
+		for (size_t i = 0; i < nadd; i++)
+			nc->v[i] = nc->v[add[i]];
+		nc->n = nadd;
+		*rest = calloc(1, sizeof(**rest));
+		if (!*rest)
+			rc = ofcd_fail(e, -ENOMEM, OFCD_E_INTERNAL, NULL, NULL, "out of memory");
+		else
+			(*rest)->add = *nc;
+		*nc = (struct cabling){ 0 };
+	} else if (rc == 0 && insert_cables(s, nc, add, nadd) < 0) {
 		rc = store_fail(e);
+	}
 	free(del.v);
 	free(add);
 	return rc;
 }
 
-static int set_rule(struct store *s, int rule)
+static int set_rule(struct store *s, int rule, bool partial)
 {
-	sqlite3_stmt *st = store_stmt(s, "INSERT INTO wiring(id, rule) VALUES (1, ?) "
-	                                 "ON CONFLICT(id) DO UPDATE SET rule = excluded.rule");
+	sqlite3_stmt *st = store_stmt(
+	    s, "INSERT INTO wiring(id, rule, partial) VALUES (1, ?, ?) ON "
+	       "CONFLICT(id) DO UPDATE SET rule = excluded.rule, partial = excluded.partial");
 	if (rule >= 0)
 		sqlite3_bind_text(st, 1, topo_wiring_rules[rule], -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 2, partial);
 	return store_step_done(st);
 }
 
+static int set_whole(struct store *s)
+{
+	return store_step_done(store_stmt(s, "UPDATE wiring SET partial = 0 WHERE id = 1"));
+}
+
+int topo_cables_step(struct store *s, struct topo_cables *c, bool *done)
+{
+	size_t n = c->add.n - c->next < TOPO_CABLES_STEP ? c->add.n - c->next : TOPO_CABLES_STEP;
+	struct cabling part = { .v = c->add.v + c->next, .n = n };
+	if (insert_cables(s, &part, NULL, n) < 0)
+		return -EIO;
+	c->next += n;
+	*done = c->next == c->add.n;
+	if (*done)
+		return set_whole(s) < 0 ? -EIO : 0;
+	return 1;
+}
+
+int topo_cables_finish(struct store *s, struct topo_cables *c)
+{
+	bool done = false;
+	int rc = 0;
+	while (rc >= 0 && !done)
+		rc = topo_cables_step(s, c, &done);
+	return rc < 0 ? rc : 0;
+}
+
+void topo_cables_free(struct topo_cables *c)
+{
+	if (c)
+		free(c->add.v);
+	free(c);
+}
+
 int topo_wiring_apply(struct store *s, const struct topo_wiring_spec *w, const char *prefix,
-                      struct ofcd_error *e)
+                      struct topo_cables **rest, struct ofcd_error *e)
 {
 	char f[160], fl[192];
 	struct cabling nc = { 0 };
@@ -392,10 +474,41 @@ int topo_wiring_apply(struct store *s, const struct topo_wiring_spec *w, const c
 		if (new_cable_drop(s) < 0 && rc == 0)
 			rc = store_fail(e);
 	}
+	if (rest)
+		*rest = NULL;
+	/* Only a rule's cabling goes in parts: the next start can make it again
+	 * (topo_wiring_finish()). */
 	if (rc == 0)
-		rc = replace_cables(s, &nc, prefix, e);
-	if (rc == 0 && set_rule(s, w->rule) < 0)
+		rc = replace_cables(s, &nc, prefix, w->rule >= 0 ? rest : NULL, e);
+	if (rc == 0 && set_rule(s, w->rule, rest && *rest) < 0)
 		rc = store_fail(e);
 	free(nc.v);
+	if (rc < 0 && rest) {
+		topo_cables_free(*rest);
+		*rest = NULL;
+	}
+	return rc;
+}
+
+int topo_wiring_finish(struct store *s)
+{
+	sqlite3_stmt *st = store_stmt(s, "SELECT rule FROM wiring WHERE id = 1 AND partial");
+	int rule = -1, found = st && sqlite3_step(st) == SQLITE_ROW;
+	for (int i = 0; found && topo_wiring_rules[i]; i++)
+		if (strcmp((const char *)sqlite3_column_text(st, 0), topo_wiring_rules[i]) == 0)
+			rule = i;
+	if (st)
+		sqlite3_reset(st);
+	if (!found)
+		return 0;
+	log_warn("topology", "a wiring change in parts was left unfinished: its rule is applied "
+	                     "again to finish it");
+	struct ofcd_error e = { 0 };
+	struct topo_wiring_spec w = { .rule = rule };
+	int rc = rule < 0 ? set_whole(s) : topo_wiring_apply(s, &w, NULL, NULL, &e);
+	if (rc < 0)
+		log_error("topology", "cannot finish the wiring: %s",
+		          e.msg[0] ? e.msg : "store error");
+	ofcd_error_clear(&e);
 	return rc;
 }

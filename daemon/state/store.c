@@ -190,7 +190,8 @@ int store_open(const char *path, struct store **out, char *err, size_t errlen)
 	 * with 16 or 32).
 	 */
 	if (exec_sql(s,
-	             "PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; PRAGMA cache_size=-16384;",
+	             "PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; PRAGMA cache_size=-16384; "
+	             "PRAGMA temp_store=MEMORY;",
 	             why, sizeof(why)) < 0) {
 		snprintf(err, errlen, "%s: %s", path, why);
 		rc = -EIO;

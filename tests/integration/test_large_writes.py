@@ -261,3 +261,80 @@ def test_sigkill_during_a_large_delete(tmp_path):
             assert "reply" not in out
     finally:
         d.stop(sig=signal.SIGKILL)
+
+
+# ---- a topology whose rule makes more cables than a turn holds ------------------------------
+
+BIG = 4098  # servers: 262,272 cables, inserted 4,096 a part
+
+
+def big_topology():
+    t = topology()
+    t["ocs"] = [dict(o, ports=BIG) for o in t["ocs"]]
+    t["servers"] = [{"name": f"s{i}", "devices": 8, "ports_per_device": 8} for i in range(BIG)]
+    return t
+
+
+def cables(path):
+    db = sqlite3.connect(path)
+    try:
+        return (db.execute("SELECT count(*) FROM cable").fetchone()[0],
+                db.execute("SELECT partial FROM wiring").fetchone()[0])
+    finally:
+        db.close()
+
+
+def watch_partial(d, out):
+    """GET /v1/topology until the PUT's reply: True if one answered while the cabling was
+    partial (the loop served it between two parts)."""
+    seen = False
+    while "reply" not in out and "error" not in out:
+        r = d.get("/v1/topology", timeout=30)
+        assert r.status_code == 200, r.text
+        seen |= r.json()["wiring"].get("partial", False)
+    return seen
+
+
+def test_large_topology_put_goes_in_parts(daemon):
+    t, out = post_async(daemon, big_topology(), path="/v1/topology", method="PUT")
+    watch_partial(daemon, out)
+    t.join()
+    r = out["reply"]
+    assert r.status_code == 200, r.text
+    assert r.json()["wiring"] == {"rule": "plane-per-ocs"} and len(r.json()["servers"]) == BIG
+    assert cables(daemon.store) == (BIG * 64, 0)
+    ports = [p for dev in daemon.get(f"/v1/servers/s{BIG - 1}").json()["device_info"]
+             for p in dev["ports"]]
+    assert len(ports) == 64 and {p["ocs_port"] for p in ports} == {BIG}
+    # The same topology again changes nothing, at once.
+    assert daemon.put("/v1/topology", big_topology(), timeout=120).status_code == 200
+    assert cables(daemon.store) == (BIG * 64, 0)
+
+
+def test_a_topology_put_goes_on_when_its_client_leaves(daemon):
+    t, out = post_async(daemon, big_topology(), path="/v1/topology", method="PUT", timeout=0.5)
+    t.join()
+    assert wait_for(lambda: "partial" not in daemon.get("/v1/topology").json()["wiring"]
+                    and cables(daemon.store) == (BIG * 64, 0), timeout=120)
+    assert daemon.post("/v1/fabrics?wait=30", {"name": "f", "servers": ["s0", "s1"]}) \
+        .json()["state"] == "applied"
+
+
+def test_sigkill_during_a_large_topology_put(tmp_path):
+    d = Daemon(tmp_path).start()
+    try:
+        t, out = post_async(d, big_topology(), path="/v1/topology", method="PUT")
+        seen = False
+        while not seen and "reply" not in out:
+            seen = d.get("/v1/topology", timeout=30).json()["wiring"].get("partial", False)
+        d.stop(sig=signal.SIGKILL)
+        t.join()
+        n, partial = cables(d.store)
+        d.start()
+        # Killed between two parts: the start applied the rule again and made it whole.
+        assert cables(d.store) == (BIG * 64, 0)
+        if partial:
+            assert n < BIG * 64 and "left unfinished" in d.log()
+        assert "partial" not in d.get("/v1/topology").json()["wiring"]
+    finally:
+        d.stop(sig=signal.SIGKILL)
