@@ -249,6 +249,7 @@ struct api_write {
 	/* One that goes on without its client: its audit row's fields, and its status. */
 	char *audit_token, *audit_client, *audit_method, *audit_path;
 	unsigned audit_status;
+	json_t *placeholder; /* its handler's reply, what the client hears if it cannot end now */
 };
 
 /* Work a turn gives a write in parts: what other clients may wait behind it. */
@@ -367,7 +368,7 @@ static bool slices_end(struct api_write *w)
 	if (req)
 		w->slices.reply(w->slices.arg, req, 0);
 	if (store_audit(st, w->audit_token, w->audit_client, w->audit_method, w->audit_path,
-	                w->audit_status) < 0 ||
+	                req ? req->status : w->audit_status) < 0 ||
 	    store_commit(st) < 0) {
 		store_rollback(st);
 		return false;
@@ -429,8 +430,12 @@ static void slice_turn(evutil_socket_t fd, short what, void *arg)
 		store_rollback(st);
 		log_error("api", "%s %s: cannot finish it now; the next write or start does",
 		          w->audit_method, w->audit_path);
-		if (req)
+		if (req) {
 			drop_hold(req);
+			/* Not the reply of a whole write: the handler's, which says it goes on. */
+			api_reply(req, w->audit_status, json_deep_copy(w->placeholder));
+			req->etag[0] = req->location[0] = '\0';
+		}
 		store_audit(st, w->audit_token, w->audit_client, w->audit_method, w->audit_path,
 		            w->audit_status);
 		api_changes_publish(env->events, w->changes);
@@ -489,12 +494,13 @@ static void slices_hold(struct api_req *req)
 			w->audit_method = strdup(req->method);
 			w->audit_path = strdup(req->path);
 			w->audit_status = req->status;
+			w->placeholder = json_deep_copy(req->reply);
 		}
 	}
 	if (!w || !w->turn ||
 	    (goes_on &&
 	     ((token_name(req) && !w->audit_token) || (req->client && !w->audit_client) ||
-	      !w->audit_method || !w->audit_path))) {
+	      !w->audit_method || !w->audit_path || (req->reply && !w->placeholder)))) {
 		/* Undone, or for one that goes on, finished by the next start. */
 		if (!goes_on)
 			slices_abandon(&req->slices, env->store);
@@ -537,20 +543,27 @@ static void local_slices(struct api_req *req, const struct timespec *t0)
 	slices_drop(sl);
 }
 
+/*
+ * What a failed write in parts left behind (see slice_turn()) goes first, in
+ * a transaction of its own: a write refused next must not undo it again.
+ */
+static int finish_left_behind(struct store *st)
+{
+	int rc = store_begin(st);
+	if (rc == 0 && (rc = fabric_drop_unfinished(st)) == 0 && (rc = topo_wiring_finish(st)) == 0)
+		rc = store_commit(st);
+	if (rc < 0)
+		store_rollback(st);
+	return rc;
+}
+
 static void local_write(struct api_req *req)
 {
 	struct store *st = req->env->store;
 	struct timespec t0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if (store_begin(st) < 0) {
+	if ((!req->env->writes.current && finish_left_behind(st) < 0) || store_begin(st) < 0) {
 		/* The store is locked or failing: an audit row would only wait again. */
-		api_error(req, OFCD_E_STORE, NULL, "the store is not available, try again");
-		return;
-	}
-	/* Parts a failed write in parts left behind (see slice_turn()) go first. */
-	if (!req->env->writes.current &&
-	    (fabric_drop_unfinished(st) < 0 || topo_wiring_finish(st) < 0)) {
-		store_rollback(st);
 		api_error(req, OFCD_E_STORE, NULL, "the store is not available, try again");
 		return;
 	}
@@ -739,6 +752,7 @@ static void write_free(struct api_write *w)
 	free(w->audit_client);
 	free(w->audit_method);
 	free(w->audit_path);
+	json_decref(w->placeholder);
 	free(w);
 }
 

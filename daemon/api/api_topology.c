@@ -482,7 +482,7 @@ static int if_match_view(struct api_req *req, json_t *view)
 
 /*
  * A rule's cables inserted a part at a time (topo_apply.h, struct
- * topo_cables), so that 2 million of them never hold the loop; the last part
+ * topo_cables), so that 2 million of them do not hold the loop; the last part
  * sets the reply, the view a write at once would have had. Everything that
  * can be refused was checked before the first part: the write goes on
  * without its client, and a failing part has the rest inserted at once.
@@ -499,10 +499,14 @@ static int cables_step(void *arg, bool *done)
 	return topo_cables_step(r->store, r->cables, done);
 }
 
+/*
+ * The rest at once, after a part failed: from the rule again, not from where
+ * the parts were (the failed part's cables were rolled back with it).
+ */
 static int cables_abandon(void *arg)
 {
 	struct cables_rest *r = arg;
-	return topo_cables_finish(r->store, r->cables);
+	return topo_wiring_finish(r->store);
 }
 
 static void cables_reply(void *arg, struct api_req *req, int rc)
@@ -510,10 +514,8 @@ static void cables_reply(void *arg, struct api_req *req, int rc)
 	struct cables_rest *r = arg;
 	if (rc == 0)
 		reply_view(req, r->topology ? topo_json(r->store) : topo_wiring_json(r->store));
-	else
-		api_error(req, OFCD_E_STORE, NULL,
-		          "the cabling could not be stored whole now; the next write or start "
-		          "finishes it");
+	else /* in the handler's own turn: all of it rolled back */
+		api_error(req, OFCD_E_STORE, NULL, "the change could not be stored, try again");
 }
 
 static void cables_drop(void *arg)
@@ -545,10 +547,11 @@ static void cables_continue(struct api_req *req, struct topo_cables *cables, boo
 		return;
 	}
 	*r = (struct cables_rest){ .cables = cables, .store = s, .topology = topology };
-	/* What a client hears only if the daemon stops first: the next start finishes it. */
+	/* What a client hears only if the write cannot end now: a stop, a failing store. */
 	api_reply(req, 202,
 	          json_pack("{s:s, s:s}", "state", "storing", "message",
-	                    "the cabling is being stored; a restart finishes it"));
+	                    "the cabling is being stored; the next start, or the next write "
+	                    "once the store takes it, finishes it"));
 	api_continue(req, &(struct api_slices){ .step = cables_step,
 	                                        .abandon = cables_abandon,
 	                                        .reply = cables_reply,

@@ -395,11 +395,12 @@ static int replace_cables(struct store *s, struct cabling *nc, const char *prefi
 			nc->v[i] = nc->v[add[i]];
 		nc->n = nadd;
 		*rest = calloc(1, sizeof(**rest));
-		if (!*rest)
+		if (!*rest) {
 			rc = ofcd_fail(e, -ENOMEM, OFCD_E_INTERNAL, NULL, NULL, "out of memory");
-		else
+		} else {
 			(*rest)->add = *nc;
-		*nc = (struct cabling){ 0 };
+			*nc = (struct cabling){ 0 };
+		}
 	} else if (rc == 0 && insert_cables(s, nc, add, nadd) < 0) {
 		rc = store_fail(e);
 	}
@@ -494,8 +495,9 @@ int topo_wiring_finish(struct store *s)
 {
 	sqlite3_stmt *st = store_stmt(s, "SELECT rule FROM wiring WHERE id = 1 AND partial");
 	int rule = -1, found = st && sqlite3_step(st) == SQLITE_ROW;
-	for (int i = 0; found && topo_wiring_rules[i]; i++)
-		if (strcmp((const char *)sqlite3_column_text(st, 0), topo_wiring_rules[i]) == 0)
+	const char *name = found ? (const char *)sqlite3_column_text(st, 0) : NULL;
+	for (int i = 0; name && topo_wiring_rules[i]; i++)
+		if (strcmp(name, topo_wiring_rules[i]) == 0)
 			rule = i;
 	if (st)
 		sqlite3_reset(st);
@@ -505,10 +507,16 @@ int topo_wiring_finish(struct store *s)
 	                     "again to finish it");
 	struct ofcd_error e = { 0 };
 	struct topo_wiring_spec w = { .rule = rule };
-	int rc = rule < 0 ? set_whole(s) : topo_wiring_apply(s, &w, NULL, NULL, &e);
-	if (rc < 0)
-		log_error("topology", "cannot finish the wiring: %s",
-		          e.msg[0] ? e.msg : "store error");
+	int rc = rule < 0 ? -EINVAL : topo_wiring_apply(s, &w, NULL, NULL, &e);
+	if (rc < 0 && rc != -EIO) {
+		/* Not the store's doing: trying again at every write would not help. */
+		log_error(
+		    "topology",
+		    "cannot finish the wiring (%s): it stays incomplete until the topology or "
+		    "wiring is put again",
+		    e.msg[0] ? e.msg : strerror(-rc));
+		rc = set_whole(s);
+	}
 	ofcd_error_clear(&e);
 	return rc;
 }

@@ -119,8 +119,8 @@ static void start_read(struct unit *u, bool audit)
 		snprintf(u->last_error, sizeof(u->last_error), "read back: %s", strerror(-rc));
 	}
 	/*
-	 * The audit's reads leave the fabrics' states alone unless they find
-	 * something: a troubled fabric is not "applying" while its unit is read.
+	 * The audit's reads leave the fabrics' states alone unless they fail or
+	 * find something (read_done()).
 	 */
 	if (!audit || rc < 0)
 		reconcile_unit_changed(u->r, u);
@@ -229,6 +229,9 @@ static void read_done(struct unit *u, int status, const char *err, const struct 
 		reconcile_actual_changed(r, u);
 	if (changed && audit)
 		reconcile_unit_changed(r, u); /* what it found counts now */
+	else if (audit)
+		/* The unit is not busy any more: a ?wait= for every unit in sync looks again. */
+		events_publish(r->d.events, EVENTS_SETTLED, NULL);
 	desired_prune(r->d.desired, u->id, u->actual, u->nactual);
 	reconcile_check_isolation(r, u);
 	drive(u);

@@ -66,7 +66,8 @@ struct reconcile_cell *reconcile_cell_find(struct reconciler *r, int64_t fabric,
 /** Frees every cell of u (its fabrics are derived again). */
 void reconcile_cells_drop(struct reconciler *r, struct unit *u);
 
-/** Notes that u's flags changed (busy, connection, failures, read back) and schedules states. */
+/** Notes that u's flags changed (busy, connection, failures, read back; not the busy spell of an
+ * audit's read that finds nothing) and schedules states. */
 void reconcile_unit_changed(struct reconciler *r, struct unit *u);
 
 /**

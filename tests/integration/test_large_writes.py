@@ -5,8 +5,10 @@ happens meanwhile: a refusal found late, a client that leaves, SIGTERM, SIGKILL.
 tests depends on when a part runs: each accepts every outcome the daemon may honestly give
 and refuses only a fabric left half-made."""
 import json
+import os
 import signal
 import sqlite3
+import subprocess
 import threading
 import time
 
@@ -335,6 +337,63 @@ def test_sigkill_during_a_large_topology_put(tmp_path):
         assert cables(d.store) == (BIG * 64, 0)
         if partial:
             assert n < BIG * 64 and "left unfinished" in d.log()
+        assert "partial" not in d.get("/v1/topology").json()["wiring"]
+    finally:
+        d.stop(sig=signal.SIGKILL)
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 96 MiB tmpfs for the store (root only): a test fills it to make the store fail."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    mnt = tmp_path / "disk"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96m", "tmpfs", str(mnt)], check=True)
+    yield mnt
+    subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def fill(path):
+    """Writes path until its file system has no room left."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        for size in (1 << 20, 4096, 512):
+            try:
+                while True:
+                    os.write(fd, b"\0" * size)
+            except OSError:
+                pass
+    finally:
+        os.close(fd)
+
+
+def test_a_topology_put_that_cannot_go_on_is_finished(tmp_path, small_disk):
+    """A part that cannot be stored (the disk full) leaves the rest to the next write, which
+    applies the rule again: every cable is there in the end, none twice."""
+    d = Daemon(tmp_path)
+    d.store = str(small_disk / "ofcd.db")
+    d.write_config()
+    d.start()
+    filler = small_disk / "filler"
+    try:
+        t, out = post_async(d, big_topology(), path="/v1/topology", method="PUT")
+        seen = False
+        while not seen and "reply" not in out:
+            seen = d.get("/v1/topology", timeout=30).json()["wiring"].get("partial", False)
+        # Every byte left taken: the next part's commit fails, and so does the rest at once.
+        fill(filler)
+        t.join()
+        r = out["reply"]
+        # Whole before the disk filled (200), or cut: it said the cabling goes on (202).
+        assert r.status_code in (200, 202), r.text
+        if r.status_code == 202:
+            assert r.json()["state"] == "storing"
+            assert "cannot finish it now" in d.log()
+        filler.unlink()
+        # The next write finishes it (from the rule again) before its own change.
+        assert d.post("/v1/ocs", {"name": "extra", "driver": "sim", "ports": 8}).status_code == 201
+        assert cables(d.store) == (BIG * 64, 0)
         assert "partial" not in d.get("/v1/topology").json()["wiring"]
     finally:
         d.stop(sig=signal.SIGKILL)
