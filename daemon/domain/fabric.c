@@ -249,7 +249,7 @@ struct fabric_parts {
  */
 #define STEP_SERVERS  128 /* servers loaded */
 #define STEP_MEMBERS  64  /* members stored */
-#define STEP_CIRCUITS 512 /* circuits stored or removed */
+#define STEP_CIRCUITS 256 /* circuits stored or removed */
 
 /*
  * Fabrics of more servers than this are written in parts (which still run
