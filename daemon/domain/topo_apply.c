@@ -166,19 +166,28 @@ int topo_server_check(const struct topo_server_spec *v, const char *prefix, stru
 	return 0;
 }
 
+/* A server's definition at ?first .. ?first+5: devices, ports per device, p2p, intra, offload,
+ * switch. */
+static void bind_definition(sqlite3_stmt *st, int first, const struct topo_server_spec *v)
+{
+	sqlite3_bind_int64(st, first, v->devices);
+	sqlite3_bind_int64(st, first + 1, v->ports_per_device);
+	sqlite3_bind_int(st, first + 2, v->p2p);
+	sqlite3_bind_text(st, first + 3, topo_intra_names[v->intra], -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, first + 4, v->offload);
+	if (v->sw)
+		sqlite3_bind_text(st, first + 5, v->sw, -1, SQLITE_STATIC);
+}
+
+#define INSERT_SERVER                                                                              \
+	"INSERT INTO server(name, devices, ports_per_device, p2p, intra, offload, switch) "        \
+	"VALUES (?, ?, ?, ?, ?, ?, ?)"
+
 static int insert_server(struct store *s, const struct topo_server_spec *v)
 {
-	sqlite3_stmt *st =
-	    store_stmt(s, "INSERT INTO server(name, devices, ports_per_device, "
-	                  "p2p, intra, offload, switch) VALUES (?, ?, ?, ?, ?, ?, ?)");
+	sqlite3_stmt *st = store_stmt(s, INSERT_SERVER);
 	sqlite3_bind_text(st, 1, v->name, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, v->devices);
-	sqlite3_bind_int64(st, 3, v->ports_per_device);
-	sqlite3_bind_int(st, 4, v->p2p);
-	sqlite3_bind_text(st, 5, topo_intra_names[v->intra], -1, SQLITE_STATIC);
-	sqlite3_bind_int(st, 6, v->offload);
-	if (v->sw)
-		sqlite3_bind_text(st, 7, v->sw, -1, SQLITE_STATIC);
+	bind_definition(st, 2, v);
 	return store_step_done(st);
 }
 
@@ -513,13 +522,7 @@ static int update_server(struct store *s, int64_t id, const struct topo_server_s
 	sqlite3_stmt *st =
 	    store_stmt(s, "UPDATE server SET devices = ?, ports_per_device = ?, p2p = ?, "
 	                  "intra = ?, offload = ?, switch = ? WHERE id = ?");
-	sqlite3_bind_int64(st, 1, v->devices);
-	sqlite3_bind_int64(st, 2, v->ports_per_device);
-	sqlite3_bind_int(st, 3, v->p2p);
-	sqlite3_bind_text(st, 4, topo_intra_names[v->intra], -1, SQLITE_STATIC);
-	sqlite3_bind_int(st, 5, v->offload);
-	if (v->sw)
-		sqlite3_bind_text(st, 6, v->sw, -1, SQLITE_STATIC);
+	bind_definition(st, 1, v);
 	sqlite3_bind_int64(st, 7, id);
 	if (store_step_done(st) < 0)
 		return -EIO;
@@ -543,13 +546,7 @@ static void bind_server(sqlite3_stmt *st, int first, size_t row, void *arg)
 	const struct fresh_servers *f = arg;
 	const struct topo_server_spec *v = &f->t->servers[f->fresh[row]];
 	sqlite3_bind_text(st, first, v->name, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, first + 1, v->devices);
-	sqlite3_bind_int64(st, first + 2, v->ports_per_device);
-	sqlite3_bind_int(st, first + 3, v->p2p);
-	sqlite3_bind_text(st, first + 4, topo_intra_names[v->intra], -1, SQLITE_STATIC);
-	sqlite3_bind_int(st, first + 5, v->offload);
-	if (v->sw)
-		sqlite3_bind_text(st, first + 6, v->sw, -1, SQLITE_STATIC);
+	bind_definition(st, first + 1, v);
 }
 
 /* Updates the servers the store has, then inserts the others in the spec's order. */
@@ -569,10 +566,7 @@ static int write_servers(struct store *s, const struct topo_spec *t)
 	}
 	struct fresh_servers f = { t, fresh };
 	if (rc == 0)
-		rc = store_insert_rows(s,
-		                       "INSERT INTO server(name, devices, ports_per_device, p2p, "
-		                       "intra, offload, switch) VALUES (?, ?, ?, ?, ?, ?, ?)",
-		                       7, nfresh, bind_server, &f);
+		rc = store_insert_rows(s, INSERT_SERVER, 7, nfresh, bind_server, &f);
 	free(fresh);
 	return rc;
 }
