@@ -227,7 +227,8 @@ static bool may_drive(void *arg)
 static int drop_unfinished(struct store *s)
 {
 	int rc = store_begin(s);
-	if (rc == 0 && (rc = fabric_drop_unfinished(s)) == 0 && (rc = topo_wiring_finish(s)) == 0)
+	if (rc == 0 && (rc = fabric_drop_unfinished(s)) == 0 &&
+	    (rc = topo_wiring_finish(s, true)) == 0)
 		rc = store_commit(s);
 	if (rc < 0) {
 		store_rollback(s);

@@ -550,8 +550,12 @@ static void local_slices(struct api_req *req, const struct timespec *t0)
  */
 static int finish_left_behind(struct store *st)
 {
+	/* Almost always nothing: a read, not a transaction, to say so. */
+	if (!topo_unfinished_writes(st))
+		return 0;
 	int rc = store_begin(st);
-	if (rc == 0 && (rc = fabric_drop_unfinished(st)) == 0 && (rc = topo_wiring_finish(st)) == 0)
+	if (rc == 0 && (rc = fabric_drop_unfinished(st)) == 0 &&
+	    (rc = topo_wiring_finish(st, true)) == 0)
 		rc = store_commit(st);
 	if (rc < 0)
 		store_rollback(st);

@@ -506,7 +506,7 @@ static int cables_step(void *arg, bool *done)
 static int cables_abandon(void *arg)
 {
 	struct cables_rest *r = arg;
-	return topo_wiring_finish(r->store);
+	return topo_wiring_finish(r->store, false);
 }
 
 static void cables_reply(void *arg, struct api_req *req, int rc)

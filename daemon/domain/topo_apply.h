@@ -195,10 +195,20 @@ void topo_cables_free(struct topo_cables *c);
 /**
  * A wiring marked partial (its parts were cut short by a stop or a failing
  * store) is finished: its rule is applied again, which inserts the cables
- * missing. For the start-up and the write after such a failure, in the
- * caller's transaction. Returns 0 (also when there was nothing to do) or -EIO.
+ * missing, in the caller's transaction. With give_up (the start-up, the
+ * write after such a failure) a failure that trying again would not mend (a
+ * rule that no longer fits) is logged and the mark cleared. Returns 0 (also
+ * when there was nothing to do), or -errno: -EIO, -ENOMEM, or without
+ * give_up whatever kept it from being whole.
  */
-int topo_wiring_finish(struct store *s);
+int topo_wiring_finish(struct store *s, bool give_up);
+
+/**
+ * Whether a write in parts left a fabric (fabric_drop_unfinished()) or the
+ * wiring (topo_wiring_finish()) unfinished: one read, outside a transaction.
+ * True when the store cannot tell.
+ */
+bool topo_unfinished_writes(struct store *s);
 
 /**
  * Replaces the whole topology: units, switches and servers by name (kept

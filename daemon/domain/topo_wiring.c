@@ -123,7 +123,8 @@ static int wiring_rule(struct store *s, const char *field, struct cabling *out,
 	int rc = -EINVAL;
 
 	sqlite3_stmt *st = store_stmt(s, "SELECT id, name, ports FROM ocs ORDER BY name");
-	while (sqlite3_step(st) == SQLITE_ROW) {
+	int step;
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
 		if (k == cap) {
 			cap = cap ? cap * 2 : 16;
 			struct rule_unit *u = realloc(units, cap * sizeof(*u));
@@ -141,6 +142,10 @@ static int wiring_rule(struct store *s, const char *field, struct cabling *out,
 		k++;
 	}
 	sqlite3_reset(st);
+	if (step != SQLITE_DONE) {
+		rc = store_fail(e);
+		goto out;
+	}
 	if (k == 0) {
 		rc = ofcd_fail(e, -EINVAL, OFCD_E_UNPROCESSABLE, field, NULL,
 		               "rule plane-per-ocs needs at least one OCS unit");
@@ -153,7 +158,7 @@ static int wiring_rule(struct store *s, const char *field, struct cabling *out,
 	} *sv = NULL;
 	size_t nsv = 0, capsv = 0;
 	st = store_stmt(s, "SELECT id, devices, ports_per_device FROM server ORDER BY id");
-	while (sqlite3_step(st) == SQLITE_ROW) {
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
 		if (nsv == capsv) {
 			capsv = capsv ? 2 * capsv : 1024;
 			struct rule_server *t = realloc(sv, capsv * sizeof(*t));
@@ -171,6 +176,12 @@ static int wiring_rule(struct store *s, const char *field, struct cabling *out,
 			                          (uint32_t)sqlite3_column_int64(st, 1) * p, p };
 	}
 	sqlite3_reset(st);
+	if (step != SQLITE_DONE) {
+		/* A scan cut short would make fewer cables, and the others' be removed. */
+		free(sv);
+		rc = store_fail(e);
+		goto out;
+	}
 	size_t total = 0;
 	for (size_t i = 0; i < nsv; i++) {
 		total += sv[i].slots;
@@ -491,24 +502,24 @@ int topo_wiring_apply(struct store *s, const struct topo_wiring_spec *w, const c
 	return rc;
 }
 
-int topo_wiring_finish(struct store *s)
+int topo_wiring_finish(struct store *s, bool give_up)
 {
 	sqlite3_stmt *st = store_stmt(s, "SELECT rule FROM wiring WHERE id = 1 AND partial");
-	int rule = -1, found = st && sqlite3_step(st) == SQLITE_ROW;
-	const char *name = found ? (const char *)sqlite3_column_text(st, 0) : NULL;
+	int step = st ? sqlite3_step(st) : SQLITE_ERROR, rule = -1;
+	const char *name = step == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
 	for (int i = 0; name && topo_wiring_rules[i]; i++)
 		if (strcmp(name, topo_wiring_rules[i]) == 0)
 			rule = i;
 	if (st)
 		sqlite3_reset(st);
-	if (!found)
-		return 0;
+	if (step != SQLITE_ROW)
+		return step == SQLITE_DONE ? 0 : -EIO;
 	log_warn("topology", "a wiring change in parts was left unfinished: its rule is applied "
 	                     "again to finish it");
 	struct ofcd_error e = { 0 };
 	struct topo_wiring_spec w = { .rule = rule };
 	int rc = rule < 0 ? -EINVAL : topo_wiring_apply(s, &w, NULL, NULL, &e);
-	if (rc < 0 && rc != -EIO) {
+	if (rc < 0 && give_up && rc != -EIO && rc != -ENOMEM) {
 		/* Not the store's doing: trying again at every write would not help. */
 		log_error(
 		    "topology",
@@ -519,4 +530,14 @@ int topo_wiring_finish(struct store *s)
 	}
 	ofcd_error_clear(&e);
 	return rc;
+}
+
+bool topo_unfinished_writes(struct store *s)
+{
+	sqlite3_stmt *st = store_stmt(s, "SELECT EXISTS (SELECT 1 FROM fabric WHERE partial) OR "
+	                                 "EXISTS (SELECT 1 FROM wiring WHERE partial)");
+	bool none = st && sqlite3_step(st) == SQLITE_ROW && !sqlite3_column_int(st, 0);
+	if (st)
+		sqlite3_reset(st);
+	return !none;
 }

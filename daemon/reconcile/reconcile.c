@@ -229,12 +229,15 @@ static void read_done(struct unit *u, int status, const char *err, const struct 
 		reconcile_actual_changed(r, u);
 	if (changed && audit)
 		reconcile_unit_changed(r, u); /* what it found counts now */
-	else if (audit)
-		/* The unit is not busy any more: a ?wait= for every unit in sync looks again. */
-		events_publish(r->d.events, EVENTS_SETTLED, NULL);
 	desired_prune(r->d.desired, u->id, u->actual, u->nactual);
 	reconcile_check_isolation(r, u);
 	drive(u);
+	/*
+	 * The unit is not busy any more, and what it owes is sent (drive()
+	 * judged its sync): a ?wait= for every unit in sync looks again.
+	 */
+	if (audit && !changed)
+		events_publish(r->d.events, EVENTS_SETTLED, NULL);
 	reconcile_work_end(t0);
 }
 
