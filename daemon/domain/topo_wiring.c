@@ -471,6 +471,8 @@ int topo_wiring_apply(struct store *s, const struct topo_wiring_spec *w, const c
 	char f[160], fl[192];
 	struct cabling nc = { 0 };
 	int rc;
+	if (rest)
+		*rest = NULL;
 
 	if (w->rule >= 0) {
 		rc = wiring_rule(s, ofcd_field(f, sizeof(f), prefix, "rule"), &nc, e);
@@ -486,8 +488,6 @@ int topo_wiring_apply(struct store *s, const struct topo_wiring_spec *w, const c
 		if (new_cable_drop(s) < 0 && rc == 0)
 			rc = store_fail(e);
 	}
-	if (rest)
-		*rest = NULL;
 	/* Only a rule's cabling goes in parts: the next start can make it again
 	 * (topo_wiring_finish()). */
 	if (rc == 0)

@@ -194,6 +194,27 @@ def test_wiring(daemon):
     assert r.status_code == 200 and r.json()["rule"] is None and len(r.json()["links"]) == 2
 
 
+def test_wiring_rule_in_parts(daemon):
+    """PUT /v1/wiring of a rule that adds more than 8,192 cables goes in parts (4,096 a turn),
+    and a rule that no longer fits is still refused whole, before the first part."""
+    for u in range(64):
+        assert daemon.post("/v1/ocs", {"name": f"u{u:02d}", "driver": "sim", "ports": 130}) \
+            .status_code == 201
+    for i in range(130):
+        assert daemon.post("/v1/servers", {"name": f"s{i}", "devices": 8, "ports_per_device": 8}) \
+            .status_code == 201
+    r = daemon.put("/v1/wiring", {"rule": "plane-per-ocs"})
+    assert r.status_code == 200, r.text
+    w = r.json()
+    assert w["rule"] == "plane-per-ocs" and "partial" not in w and len(w["links"]) == 130 * 64
+    assert len({(l["ocs"], l["ocs_port"]) for l in w["links"]}) == 130 * 64
+    assert daemon.get("/v1/wiring").json() == w
+    daemon.post("/v1/servers", {"name": "extra", "devices": 8, "ports_per_device": 8})
+    r = daemon.put("/v1/wiring", {"rule": "plane-per-ocs"})
+    assert r.status_code == 422 and "needs 131 ports" in error_of(r)["message"]
+    assert daemon.get("/v1/wiring").json() == w
+
+
 def test_fabric_lifecycle(daemon):
     make_cluster(daemon)
     r = daemon.post("/v1/fabrics?wait=10", {"name": "job-a", "servers": [f"srv{i}" for i in range(5)]})
