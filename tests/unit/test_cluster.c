@@ -140,17 +140,16 @@ static void test_election_and_failover(void **state)
 
 	/*
 	 * Several renewals later one leader still leads, never two. The same one
-	 * unless a renewal came back too late on a loaded machine (its etcd's
-	 * fsync), when it rightly stepped down: then another took over under a
-	 * higher generation. How often that happens is the HA benchmark's to say.
+	 * under the same generation, unless a renewal came back too late on a
+	 * loaded machine (its etcd's fsync), when it rightly stepped down: then a
+	 * member, maybe the same one again, took over under a higher generation.
+	 * How often that happens is the HA benchmark's to say.
 	 */
 	run_ms(w, 2 * TTL_S * 1000);
 	int now = wait_leader(w, 3 * TTL_S + 5);
 	assert_true(now >= 0);
-	if (now == leader)
-		assert_int_equal(cluster_generation(w->c[now]), gen);
-	else
-		assert_true(cluster_generation(w->c[now]) > gen);
+	int64_t later = cluster_generation(w->c[now]);
+	assert_true(later > gen || (now == leader && later == gen));
 	leader = now;
 	gen = cluster_generation(w->c[leader]);
 
