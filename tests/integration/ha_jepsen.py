@@ -350,6 +350,7 @@ def run(tmp_path, seed, faults, say=print):
         for i in range(faults):
             time.sleep(rng.uniform(0.3, 1.0))
             kind = rng.choice(FAULTS)
+            say(f"ha_jepsen: fault {i + 1}: {kind}")
             f.inject(kind)
         time.sleep(1.0)
         stop.set()
@@ -365,6 +366,12 @@ def run(tmp_path, seed, faults, say=print):
                      **{f"fault_{k}": v for k, v in sorted(f.done.items())})
         say(f"ha_jepsen: seed {seed}: {stats}")
         return stats
+    except BaseException:
+        # What each member said last: a failure here is rare, and its logs go with tmp_path.
+        for m in members:
+            say(f"--- {m.name}: the end of its log")
+            say("\n".join(m.log().splitlines()[-30:]))
+        raise
     finally:
         stop.set()
         for m in members:
