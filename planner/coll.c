@@ -19,6 +19,18 @@ void coll_params_default(struct coll_params *p)
 	p->switch_buffer = 64;
 	p->window = 32;
 	p->circuit_device = NULL;
+	p->link_efficiency = 1.0;
+	p->intra_efficiency = 1.0;
+	p->ports_per_device = 1;
+}
+
+/* An efficiency is a share of a link's rate: (0, 1]. */
+static int bad_share(const char *field, double v, struct coll_error *err)
+{
+	if (v > 0 && v <= 1)
+		return 0;
+	coll_err_set(err, field, "%s must be a share in (0, 1], got %g", field, v);
+	return -EINVAL;
 }
 
 static int bad_double(const char *field, double v, int positive, struct coll_error *err)
@@ -47,8 +59,30 @@ int coll_params_validate(const struct coll_params *p, struct coll_error *err)
 		rc = bad_double("intra_gbps", p->intra_gbps, 1, err);
 	if (!rc)
 		rc = bad_double("gamma_ns_per_byte", p->gamma_ns_per_byte, 0, err);
+	if (!rc)
+		rc = bad_double("launch_us", p->launch_us, 0, err);
+	for (unsigned a = 0; !rc && a < COLL_ALGORITHM__COUNT; a++)
+		rc = bad_double("launch_alg_us", p->launch_alg_us[a], 0, err);
+	if (!rc)
+		rc = bad_double("overhead_us", p->overhead_us, 0, err);
+	if (!rc)
+		rc = bad_double("switch_alpha_us", p->switch_alpha_us, 0, err);
+	if (!rc)
+		rc = bad_share("link_efficiency", p->link_efficiency, err);
+	if (!rc)
+		rc = bad_share("intra_efficiency", p->intra_efficiency, err);
+	if (!rc)
+		rc = bad_double("device_link_gbps", p->device_link_gbps, 0, err);
 	if (rc)
 		return rc;
+	if (!p->ports_per_device) {
+		coll_err_set(err, "ports_per_device", "ports_per_device must be at least 1");
+		return -EINVAL;
+	}
+	if ((unsigned)p->relay >= COLL_RELAY__COUNT) {
+		coll_err_set(err, "relay", "unknown relay %d", (int)p->relay);
+		return -EINVAL;
+	}
 	if (p->mtu < 256 || p->mtu > (1u << 20)) {
 		coll_err_set(err, "mtu", "mtu must be 256..1048576 bytes, got %u", p->mtu);
 		return -EINVAL;

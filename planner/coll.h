@@ -49,6 +49,18 @@ enum coll_algorithm {
 	COLL_ALGORITHM__COUNT
 };
 
+/**
+ * How a server moves data it received on one circuit to the device of the circuit it sends it on
+ * (docs/cost-model.md, "In-server relays"). NONE is the convention that data sits on the device
+ * of the circuit it uses.
+ */
+enum coll_relay {
+	COLL_RELAY_NONE = 0,      /**< "none": no movement inside a server */
+	COLL_RELAY_CUT_THROUGH,   /**< "cut-through": one in-server latency, the bytes stream on */
+	COLL_RELAY_STORE_FORWARD, /**< "store-and-forward": latency plus the bytes over the mesh */
+	COLL_RELAY__COUNT
+};
+
 /** Reduction operators of the in-network aggregation simulator. */
 enum coll_reduce_op {
 	COLL_RED_SUM = 0,
@@ -86,6 +98,23 @@ enum coll_reduce_op {
  * server to and from it. NULL means the document 000 plan: formula 1 for an odd number of servers,
  * 3 for an even one, one port per device, so the device of both ends is the plane
  * (coll_plan_circuit_device()) [NULL].
+ * Terms of the hardware the formulas leave out (docs/cost-model.md, "Terms a calibration fits");
+ * each default leaves the prices above unchanged:
+ * @launch_us:          fixed cost of starting one collective, any algorithm, µs [0].
+ * @launch_alg_us:      added to @launch_us for one algorithm, indexed by enum coll_algorithm, µs
+ *                      [0 each].
+ * @overhead_us:        sender overhead of one message (LogGP's o): a participant's messages of one
+ *                      round leave one after another, each costing this much, µs [0].
+ * @switch_alpha_us:    latency a switch adds to each step through it (the offload tree, the
+ *                      aggregating switch), µs [0].
+ * @link_efficiency:    share of @link_gbps a transfer gets (protocol and framing), (0, 1] [1].
+ * @intra_efficiency:   share of @intra_gbps a transfer gets, (0, 1] [1].
+ * @device_link_gbps:   the host link (PCIe) behind which a device's optical ports sit, shared by
+ *                      the circuits the device sends on at once; 0 means no such limit [0].
+ * @ports_per_device:   most circuits one device sends on at once, for @device_link_gbps (the
+ *                      daemon counts them on the fabric's circuits) [1].
+ * @relay:              how data a server received on one circuit reaches the device of the
+ *                      circuit it leaves on (enum coll_relay) [none].
  * @shape:              the circuits the fabric has (struct coll_shape); the product of its
  *                      dimensions must be the number of servers priced. On a HyperX or torus
  *                      shape an algorithm is eligible only where every pair of servers it
@@ -109,6 +138,15 @@ struct coll_params {
 	uint32_t window;
 	uint32_t root;
 	const uint32_t *circuit_device;
+	double launch_us;
+	double launch_alg_us[COLL_ALGORITHM__COUNT];
+	double overhead_us;
+	double switch_alpha_us;
+	double link_efficiency;
+	double intra_efficiency;
+	double device_link_gbps;
+	uint32_t ports_per_device;
+	enum coll_relay relay;
 	struct coll_shape shape;
 };
 
@@ -124,6 +162,12 @@ struct coll_params {
  * @circuits:       circuits per server the algorithm uses (0 for the priced-only algorithms,
  *                  which do not run over OCS circuits; servers - 1 for all-to-all).
  * @scheduled:      coll_generate() can produce a checkable round-by-round schedule.
+ * What the hardware terms of struct coll_params are charged on (filled whatever their values):
+ * @sends:          the sum over rounds of the most messages one participant sends in the round.
+ * @fanout:         most circuits one server sends on at once (0: the host link is not priced).
+ * @circuit_bytes:  bytes the busiest circuit carries, summed over the rounds.
+ * @relay_hops:     rounds whose sends forward what arrived over another circuit.
+ * @relay_bytes:    bytes one server so forwards, summed over those rounds.
  */
 struct coll_estimate {
 	uint32_t rounds;
@@ -132,6 +176,11 @@ struct coll_estimate {
 	uint64_t intra_messages;
 	uint32_t circuits;
 	bool scheduled;
+	uint64_t sends;
+	uint32_t fanout;
+	double circuit_bytes;
+	uint32_t relay_hops;
+	double relay_bytes;
 };
 
 /** Most candidates a collective has. */
@@ -271,6 +320,12 @@ uint32_t coll_plan_circuit_device(uint32_t servers, uint32_t a, uint32_t b);
  */
 int coll_alltoall_counts(enum coll_algorithm a, uint32_t servers, uint32_t devices, uint64_t *inter,
                          uint64_t *intra);
+
+/** "none", "cut-through", "store-and-forward"; NULL when out of range. */
+const char *coll_relay_name(enum coll_relay r);
+
+/** Parse a relay name into @r. Returns 0 or -EINVAL. */
+int coll_relay_from_name(const char *name, enum coll_relay *r);
 
 /** "full-mesh", "hyperx", "torus"; NULL when out of range. */
 const char *coll_topology_name(enum coll_topology t);

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 /*
  * Above this many messages in all, a price is the closed-form bound, not a round-by-round sum:
@@ -140,8 +141,8 @@ int coll_gen_alltoall(enum coll_algorithm a, uint32_t servers, uint32_t devices,
 static double bound_alltoall(enum coll_algorithm a, const struct coll_params *p, double q,
                              uint32_t S, uint32_t D)
 {
-	double P = (double)S * D, ai = p->intra_alpha_us, bi = 1.0 / (125.0 * p->intra_gbps);
-	double b = 1.0 / (125.0 * p->link_gbps), m = circuit_load(S, D);
+	double P = (double)S * D, ai = p->intra_alpha_us, bi = coll_beta_intra(p);
+	double b = coll_beta(p), m = circuit_load(S, D);
 	double in = a == COLL_ALG_DIRECT ? q / P : q / D;  /* an in-server message */
 	double out = a == COLL_ALG_DIRECT ? q / P : q / S; /* an inter-server message */
 	double inter = a == COLL_ALG_DIRECT ? (double)(S - 1) * D : S - 1;
@@ -198,4 +199,34 @@ int coll_alltoall_counts(enum coll_algorithm a, uint32_t servers, uint32_t devic
 	*inter = out;
 	*intra = in;
 	return 0;
+}
+
+int coll_alltoall_profile(enum coll_algorithm a, const struct coll_params *p, double q, uint32_t S,
+                          uint32_t D, struct coll_profile *out)
+{
+	uint64_t P = (uint64_t)S * D;
+	uint32_t rounds = coll_alltoall_rounds(a, S, D);
+	double blk = q / (double)P;
+	struct coll_links links;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (a != COLL_ALG_DIRECT && a != COLL_ALG_PLANE_RELAYED)
+		return -EINVAL;
+	if ((double)P * rounds > ALLTOALL_EXACT_FLOWS)
+		return -E2BIG;
+	rc = coll_links_init(&links, p, S, D, (uint32_t)P);
+	for (uint32_t r = 0; r < rounds && !rc; r++) {
+		for (uint64_t x = 0; x < P; x++) {
+			uint32_t n;
+			uint64_t y = coll_alltoall_step(a, S, D, r, x, &n);
+
+			coll_links_add(&links, (uint32_t)x, (uint32_t)y, n * blk);
+		}
+		rc = coll_links_round_profile(&links, out);
+	}
+	coll_links_free(&links);
+	if (rc)
+		coll_profile_free(out);
+	return rc;
 }

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Per-byte times in µs: 1 Gbit/s moves 125 bytes per µs. */
+/* Per-byte times in µs. */
 struct rates {
 	double a, b, ai, bi, g;
 };
@@ -20,9 +20,9 @@ static struct rates rates_of(const struct coll_params *p)
 {
 	struct rates r = {
 		.a = p->alpha_us,
-		.b = 1.0 / (125.0 * p->link_gbps),
+		.b = coll_beta(p),
 		.ai = p->intra_alpha_us,
-		.bi = 1.0 / (125.0 * p->intra_gbps),
+		.bi = coll_beta_intra(p),
 		.g = p->gamma_ns_per_byte / 1000.0,
 	};
 
@@ -43,7 +43,7 @@ static void price_nic(const struct coll_params *p, const struct rates *r, double
 	if (p->offload_switch) {
 		/* Up to the switch and back down, pipelined segment by segment. */
 		e->rounds = 2;
-		e->predicted_us = 2 * r->a + (n + s) * r->b;
+		e->predicted_us = 2 * (r->a + p->switch_alpha_us) + (n + s) * r->b;
 		return;
 	}
 	e->rounds = 2 * (M - 1);
@@ -52,20 +52,40 @@ static void price_nic(const struct coll_params *p, const struct rates *r, double
 
 /*
  * Document 004: K messages of one segment each; the aggregate of message i comes back one
- * round trip after it left and releases message i + W, so a sender emits one message per
- * max(link time, round trip / W).
+ * round trip after it left and releases message i + W. The first W leave back to back at the
+ * link's rate, and so does every later window, so message i leaves at floor(i / W) round trips
+ * plus (i mod W) link times, unless the link is the slower: then every message waits for the
+ * one before it (docs/cost-model.md, "The window, corrected").
  */
 static void price_ina(const struct coll_params *p, const struct rates *r, double n,
                       struct coll_estimate *e)
 {
-	uint32_t seg = segment_of(p);
+	uint32_t seg = segment_of(p), W = p->window;
 	double K = n > 0 ? ceil(n / seg) : 1;
 	double m = fmin(seg, n);
-	double rtt = 2 * r->a + 2 * m * r->b;
-	double period = fmax(m * r->b, rtt / p->window);
+	double rtt = 2 * (r->a + p->switch_alpha_us) + 2 * m * r->b;
+	double last;
 
+	if (m * r->b * W >= rtt)
+		last = (K - 1) * m * r->b;
+	else
+		last = floor((K - 1) / W) * rtt + fmod(K - 1, W) * m * r->b;
 	e->rounds = 2;
-	e->predicted_us = (K - 1) * period + rtt;
+	e->predicted_us = last + rtt;
+}
+
+/*
+ * What the hardware terms are charged on (struct coll_estimate): sends, the circuits a server
+ * sends on at once, the busiest circuit's bytes, and the relayed rounds and their bytes.
+ */
+static void charge(struct coll_estimate *e, uint64_t sends, uint32_t fanout, double circuit_bytes,
+                   uint32_t relay_hops, double relay_bytes)
+{
+	e->sends = sends;
+	e->fanout = fanout;
+	e->circuit_bytes = circuit_bytes;
+	e->relay_hops = relay_hops;
+	e->relay_bytes = relay_bytes;
 }
 
 static void price_allreduce(enum coll_algorithm a, const struct coll_params *p,
@@ -80,36 +100,42 @@ static void price_allreduce(enum coll_algorithm a, const struct coll_params *p,
 		e->rounds = 2 * (M - 1);
 		e->predicted_us = 2 * (M - 1) * r->a + 2 * f * n * r->b + f * n * r->g;
 		e->inter_messages = 2ull * M * (M - 1);
+		charge(e, e->rounds, 1, 2 * f * n, e->rounds - 1, (2.0 * M - 3) * n / M);
 		break;
 	case COLL_ALG_BIDIR_RING:
 		e->circuits = 2;
 		e->rounds = 2 * (M - 1);
 		e->predicted_us = 2 * (M - 1) * r->a + f * n * r->b + f * n * r->g;
 		e->inter_messages = 4ull * M * (M - 1);
+		charge(e, 2ull * e->rounds, 2, f * n, e->rounds - 1, (2.0 * M - 3) * n / (2 * M));
 		break;
 	case COLL_ALG_RHD:
 		e->circuits = lg;
 		e->rounds = 2 * lg;
 		e->predicted_us = 2 * lg * r->a + 2 * f * n * r->b + f * n * r->g;
 		e->inter_messages = 2ull * M * lg;
+		charge(e, e->rounds, 1, 2 * f * n, e->rounds - 1, 2 * f * n - n / 2);
 		break;
 	case COLL_ALG_FULL_MESH_DIRECT:
 		e->circuits = M - 1;
 		e->rounds = 2;
 		e->predicted_us = 2 * r->a + 2 * n / M * r->b + f * n * r->g;
 		e->inter_messages = 2ull * M * (M - 1);
+		charge(e, 2ull * (M - 1), M - 1, 2 * n / M, 1, n / M);
 		break;
 	case COLL_ALG_CUBE_300:
 		e->circuits = 3;
 		e->rounds = 8;
 		e->predicted_us = 8 * r->a + 2 * n / 3 * r->b + n * r->g;
 		e->inter_messages = 8 * 24;
+		charge(e, 24, 3, 2 * n / 3, 7, 2 * n / 3 * 7 / 8);
 		break;
 	case COLL_ALG_CUBE_400:
 		e->circuits = 3;
 		e->rounds = 6;
 		e->predicted_us = 6 * r->a + 2 * n / 3 * r->b + 1.25 * n * r->g;
 		e->inter_messages = 6 * 24;
+		charge(e, 18, 3, 2 * n / 3, 5, 2 * n / 3 * 5 / 6);
 		break;
 	case COLL_ALG_NIC_OFFLOAD:
 		price_nic(p, r, n, M, e);
@@ -132,18 +158,21 @@ static void price_allgather(enum coll_algorithm a, const struct rates *r, double
 		e->rounds = M - 1;
 		e->predicted_us = (M - 1) * r->a + f * n * r->b;
 		e->inter_messages = (uint64_t)M * (M - 1);
+		charge(e, M - 1, 1, f * n, M - 2, (M - 2.0) * n / M);
 		break;
 	case COLL_ALG_RECURSIVE_DOUBLING:
 		e->circuits = lg;
 		e->rounds = lg;
 		e->predicted_us = lg * r->a + f * n * r->b;
 		e->inter_messages = (uint64_t)M * lg;
+		charge(e, lg, 1, f * n, lg - 1, f * n - n / M);
 		break;
 	default:
 		e->circuits = M - 1;
 		e->rounds = 1;
 		e->predicted_us = r->a + n / M * r->b;
 		e->inter_messages = (uint64_t)M * (M - 1);
+		charge(e, M - 1, M - 1, n / M, 0, 0);
 		break;
 	}
 }
@@ -159,20 +188,54 @@ static void price_broadcast(enum coll_algorithm a, const struct rates *r, double
 		e->rounds = lg;
 		e->predicted_us = lg * (r->a + n * r->b);
 		e->inter_messages = M - 1;
+		charge(e, lg, 1, lg * n, lg - 1, (lg - 1.0) * n);
 		break;
 	case COLL_ALG_FULL_MESH_DIRECT:
 		e->circuits = M - 1;
 		e->rounds = 1;
 		e->predicted_us = r->a + n * r->b;
 		e->inter_messages = M - 1;
+		charge(e, M - 1, M - 1, n, 0, 0);
 		break;
 	default:
 		e->circuits = M - 1;
 		e->rounds = 2;
 		e->predicted_us = 2 * r->a + 2 * n / M * r->b;
 		e->inter_messages = (uint64_t)M * (M - 1);
+		charge(e, 2ull * (M - 1), M - 1, 2 * n / M, 1, n / M);
 		break;
 	}
+}
+
+/*
+ * The hardware terms (docs/cost-model.md, "Terms a calibration fits"): the launch, each
+ * message's sender overhead, a host link shared by the circuits a device sends on at once, and
+ * the in-server relays. With their defaults this adds nothing.
+ */
+static void price_terms(enum coll_algorithm a, const struct coll_params *p, uint32_t devices,
+                        uint64_t participants, struct coll_estimate *e)
+{
+	double b = coll_beta(p), bi = coll_beta_intra(p);
+
+	/* The all-to-all and shape prices give no per-round send count: spread the messages. */
+	if (!e->sends && e->scheduled)
+		e->sends =
+		    (e->inter_messages + e->intra_messages + participants - 1) / participants;
+	e->predicted_us += p->launch_us + p->launch_alg_us[a] + (double)e->sends * p->overhead_us;
+	if (p->device_link_gbps > 0 && e->fanout) {
+		uint32_t c = e->fanout < p->ports_per_device ? e->fanout : p->ports_per_device;
+		double host = c / (125.0 * p->device_link_gbps);
+
+		if (host > b)
+			e->predicted_us += e->circuit_bytes * (host - b);
+	}
+	if (p->relay == COLL_RELAY_NONE || devices < 2 || !e->relay_hops)
+		return;
+	e->predicted_us += e->relay_hops * p->intra_alpha_us;
+	if (p->relay == COLL_RELAY_STORE_FORWARD)
+		e->predicted_us += e->relay_bytes * bi;
+	else if (bi > b)
+		e->predicted_us += e->relay_bytes * (bi - b);
 }
 
 int coll_predict(enum coll_collective c, enum coll_algorithm a, uint64_t bytes, uint32_t servers,
@@ -251,6 +314,10 @@ int coll_predict(enum coll_collective c, enum coll_algorithm a, uint64_t bytes, 
 		break;
 	}
 	est->scheduled = a != COLL_ALG_NIC_OFFLOAD && a != COLL_ALG_INA;
+	price_terms(a, p, devices,
+	            c == COLL_ALLTOALL && !coll_is_shape_alg(a) ? (uint64_t)servers * devices
+	                                                        : servers,
+	            est);
 	ports = p->ports_per_server ? p->ports_per_server : coll_shape_degree(&p->shape, servers);
 	if (est->circuits > ports) {
 		coll_err_set(err, "ports_per_server",

@@ -20,6 +20,18 @@ uint64_t coll_chunk_size(uint64_t bytes, uint32_t n, uint32_t c);
 /** Set every chunk of @s to origin @origin, dest COLL_EVERY and an even share of @bytes. */
 void coll_chunks_even(struct coll_schedule *s, uint64_t bytes, uint32_t origin);
 
+/** µs per byte over a circuit: the share of its rate a transfer gets (1 Gbit/s is 125 B/µs). */
+static inline double coll_beta(const struct coll_params *p)
+{
+	return 1.0 / (125.0 * p->link_gbps * p->link_efficiency);
+}
+
+/** µs per byte over an in-server link, as coll_beta(). */
+static inline double coll_beta_intra(const struct coll_params *p)
+{
+	return 1.0 / (125.0 * p->intra_gbps * p->intra_efficiency);
+}
+
 /** 1 when @x is a power of two (x > 0). */
 static inline int coll_is_pow2(uint32_t x)
 {
@@ -110,6 +122,45 @@ int coll_links_init(struct coll_links *l, const struct coll_params *p, uint32_t 
 
 /** Add a message of @bytes from participant @src to @dst to the round. */
 void coll_links_add(struct coll_links *l, uint32_t src, uint32_t dst, double bytes);
+
+/** One link's time in a round as a linear function of the rates: the sum of each times its rate. */
+struct coll_lin {
+	double a;  /* inter-server latencies (alpha_us) */
+	double ai; /* in-server latencies (intra_alpha_us) */
+	double b;  /* bytes over the circuit (coll_beta()) */
+	double bi; /* bytes over in-server links (coll_beta_intra()) */
+};
+
+/**
+ * A round-by-round price kept as linear pieces, so that it can be priced again under other
+ * rates without the schedule: the price is the sum over rounds of the largest piece of each
+ * (every rate being >= 0, a link's latency order does not depend on them). Owned by its
+ * maker; free with coll_profile_free().
+ */
+struct coll_profile {
+	uint32_t nrounds;
+	uint32_t *first;        /* nrounds + 1 offsets into piece */
+	struct coll_lin *piece; /* the pieces no other piece of its round dominates */
+};
+
+/**
+ * End the round as coll_links_round() does, appending its pieces to @pr instead of pricing it.
+ * Returns 0 or -ENOMEM.
+ */
+int coll_links_round_profile(struct coll_links *l, struct coll_profile *pr);
+
+/** The price of @pr under @p's rates, µs. */
+double coll_profile_price(const struct coll_profile *pr, const struct coll_params *p);
+
+void coll_profile_free(struct coll_profile *pr);
+
+/**
+ * The profile of all-to-all algorithm @a (direct or plane-relayed) on the document 000 plan:
+ * what coll_price_alltoall() computes round by round. Returns 0, -E2BIG when that price is the
+ * closed-form bound instead (then coll_predict() is as cheap), -EINVAL or -ENOMEM.
+ */
+int coll_alltoall_profile(enum coll_algorithm a, const struct coll_params *p, double q, uint32_t S,
+                          uint32_t D, struct coll_profile *out);
 
 /** The round's time (its busiest link), and start the next round empty. */
 double coll_links_round(struct coll_links *l);

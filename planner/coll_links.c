@@ -57,9 +57,8 @@ int coll_links_init(struct coll_links *l, const struct coll_params *p, uint32_t 
 	l->lat[1] = p->alpha_us;
 	l->lat[2] = p->alpha_us + p->intra_alpha_us;
 	l->lat[3] = p->alpha_us + 2 * p->intra_alpha_us;
-	/* 1 Gbit/s moves 125 bytes per µs. */
-	l->k_circuit = 1.0 / (125.0 * p->link_gbps);
-	l->k_intra = 1.0 / (125.0 * p->intra_gbps);
+	l->k_circuit = coll_beta(p);
+	l->k_intra = coll_beta_intra(p);
 	return 0;
 }
 
@@ -148,4 +147,85 @@ double coll_links_round(struct coll_links *l)
 	}
 	l->nused = 0;
 	return t;
+}
+
+/* Piece x is no larger than y under every rate: it can never be the largest. */
+static bool dominated(const struct coll_lin *x, const struct coll_lin *y)
+{
+	return x->a <= y->a && x->ai <= y->ai && x->b <= y->b && x->bi <= y->bi;
+}
+
+/* The latency of each class in alphas: a circuit and its hops. */
+static const double class_a[4] = { 0, 1, 1, 1 }, class_ai[4] = { 1, 0, 1, 2 };
+
+int coll_links_round_profile(struct coll_links *l, struct coll_profile *pr)
+{
+	uint32_t start = pr->first ? pr->first[pr->nrounds] : 0, n = start;
+	uint32_t *first = realloc(pr->first, sizeof(*first) * (pr->nrounds + 2));
+	struct coll_lin *piece;
+
+	if (!first)
+		return -ENOMEM;
+	pr->first = first;
+	first[pr->nrounds] = start;
+	piece = realloc(pr->piece, sizeof(*piece) * ((size_t)start + 4 * l->nused + 1));
+	if (!piece)
+		return -ENOMEM;
+	pr->piece = piece;
+	for (uint32_t i = 0; i < l->nused; i++) {
+		struct coll_link_load *ld = &l->slot[l->used[i]];
+		bool circuit = ld->key % 2;
+
+		for (int c = 0; c < 4; c++) {
+			struct coll_lin x = { class_a[c], class_ai[c], 0, 0 };
+			double after = 0;
+			bool keep = true;
+
+			if (ld->bytes[c] <= 0)
+				continue;
+			for (int o = 0; o < 4; o++)
+				if (class_a[o] >= class_a[c] && class_ai[o] >= class_ai[c])
+					after += ld->bytes[o];
+			*(circuit ? &x.b : &x.bi) = after;
+			for (uint32_t j = start; j < n && keep; j++)
+				keep = !dominated(&x, &piece[j]);
+			if (!keep)
+				continue;
+			for (uint32_t j = start; j < n;)
+				if (dominated(&piece[j], &x))
+					piece[j] = piece[--n];
+				else
+					j++;
+			piece[n++] = x;
+		}
+		memset(ld, 0, sizeof(*ld));
+	}
+	l->nused = 0;
+	pr->nrounds++;
+	first[pr->nrounds] = n;
+	return 0;
+}
+
+double coll_profile_price(const struct coll_profile *pr, const struct coll_params *p)
+{
+	double a = p->alpha_us, ai = p->intra_alpha_us, b = coll_beta(p), bi = coll_beta_intra(p);
+	double total = 0;
+
+	for (uint32_t r = 0; r < pr->nrounds; r++) {
+		double t = 0;
+
+		for (uint32_t j = pr->first[r]; j < pr->first[r + 1]; j++) {
+			const struct coll_lin *x = &pr->piece[j];
+			t = fmax(t, x->a * a + x->ai * ai + x->b * b + x->bi * bi);
+		}
+		total += t;
+	}
+	return total;
+}
+
+void coll_profile_free(struct coll_profile *pr)
+{
+	free(pr->first);
+	free(pr->piece);
+	memset(pr, 0, sizeof(*pr));
 }

@@ -84,3 +84,24 @@ int coll_topology_from_name(const char *name, enum coll_topology *t)
 		}
 	return -EINVAL;
 }
+
+static const char *const relay_names[COLL_RELAY__COUNT] = {
+	[COLL_RELAY_NONE] = "none",
+	[COLL_RELAY_CUT_THROUGH] = "cut-through",
+	[COLL_RELAY_STORE_FORWARD] = "store-and-forward",
+};
+
+const char *coll_relay_name(enum coll_relay r)
+{
+	return (unsigned)r < COLL_RELAY__COUNT ? relay_names[r] : NULL;
+}
+
+int coll_relay_from_name(const char *name, enum coll_relay *r)
+{
+	for (unsigned i = 0; name && i < COLL_RELAY__COUNT; i++)
+		if (!strcmp(name, relay_names[i])) {
+			*r = (enum coll_relay)i;
+			return 0;
+		}
+	return -EINVAL;
+}

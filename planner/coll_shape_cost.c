@@ -115,7 +115,7 @@ void coll_price_shape(enum coll_collective c, enum coll_algorithm a, const struc
 {
 	struct shape_rates r = {
 		.a = p->alpha_us,
-		.b = 1.0 / (125.0 * p->link_gbps),
+		.b = coll_beta(p),
 		.g = p->gamma_ns_per_byte / 1000.0,
 	};
 	struct coll_grid g;
