@@ -17,6 +17,8 @@
 
 #include "api_handlers.h"
 #include "coll.h"
+#include "coll_fit.h"
+#include "domain/cost_set.h"
 #include "log.h"
 #include "base/config.h"
 #include "domain/fabric.h"
@@ -43,20 +45,26 @@ static void view_error(struct api_req *req, int rc, const struct fabric_view *f,
 
 /* ---- parameters ---------------------------------------------------------- */
 
-/* The cluster constants come from [cost], so stage transfers and collectives agree. */
-void api_cost_params(const struct ofcd_config *cfg, struct coll_params *p)
+/*
+ * The cluster constants come from [cost], so stage transfers and collectives agree; the
+ * active parameter set, fitted to the cluster's own runs, goes over them.
+ */
+void api_cost_params(struct api_req *req, struct coll_params *p)
 {
+	const struct ofcd_config *cfg = req->env->cfg;
+
 	coll_params_default(p);
 	p->alpha_us = cfg->cost.inter_latency_us;
 	p->link_gbps = cfg->cost.inter_gbps;
 	p->intra_alpha_us = cfg->cost.intra_latency_us;
 	p->intra_gbps = cfg->cost.intra_gbps;
+	if (cost_set_load(req->env->store, NULL, p) < 0)
+		log_warn("cost", "cannot read the active parameter set; pricing without it");
 }
 
-static void fab_params(const struct ofcd_config *cfg, const struct fabric_view *f,
-                       struct coll_params *p)
+static void fab_params(struct api_req *req, const struct fabric_view *f, struct coll_params *p)
 {
-	api_cost_params(cfg, p);
+	api_cost_params(req, p);
 	/*
 	 * The planner reads 0 as "a full interconnection"; a member without any
 	 * circuit is given 1 instead, and the schedule check against the stored
@@ -67,6 +75,7 @@ static void fab_params(const struct ofcd_config *cfg, const struct fabric_view *
 	p->shape = fabric_layout_coll_shape(&f->shape);
 	/* All-to-all is priced on the devices the stored circuits really end on. */
 	p->circuit_device = f->circuit_device;
+	p->ports_per_device = f->most_per_device ? f->most_per_device : 1;
 	p->offload = f->m > 0 && f->offload;
 	p->offload_switch = f->m > 0 && f->one_switch && f->sw_offload;
 	p->aggregating_switch = f->m > 0 && f->one_switch && f->sw_aggregating;
@@ -76,7 +85,7 @@ static void fab_params(const struct ofcd_config *cfg, const struct fabric_view *
 	}
 }
 
-enum param_kind { PARAM_DOUBLE, PARAM_U32, PARAM_BOOL };
+enum param_kind { PARAM_DOUBLE, PARAM_U32, PARAM_BOOL, PARAM_RELAY };
 
 static const struct param_field {
 	const char *name;
@@ -101,7 +110,20 @@ static const struct param_field {
 	{ "switch_buffer", PARAM_U32, offsetof(struct coll_params, switch_buffer), 1, 1 << 20 },
 	{ "window", PARAM_U32, offsetof(struct coll_params, window), 1, 1 << 20 },
 	{ "root", PARAM_U32, offsetof(struct coll_params, root), 0, COLL_MAX_SERVERS - 1 },
+	{ "launch_us", PARAM_DOUBLE, offsetof(struct coll_params, launch_us), 0, 1e9 },
+	{ "overhead_us", PARAM_DOUBLE, offsetof(struct coll_params, overhead_us), 0, 1e9 },
+	{ "switch_alpha_us", PARAM_DOUBLE, offsetof(struct coll_params, switch_alpha_us), 0, 1e9 },
+	{ "link_efficiency", PARAM_DOUBLE, offsetof(struct coll_params, link_efficiency), 1e-6, 1 },
+	{ "intra_efficiency", PARAM_DOUBLE, offsetof(struct coll_params, intra_efficiency), 1e-6,
+	  1 },
+	{ "device_link_gbps", PARAM_DOUBLE, offsetof(struct coll_params, device_link_gbps), 0,
+	  1e9 },
+	{ "ports_per_device", PARAM_U32, offsetof(struct coll_params, ports_per_device), 1,
+	  COLL_MAX_SERVERS },
+	{ "relay", PARAM_RELAY, offsetof(struct coll_params, relay), 0, 0 },
 };
+
+static const char *const relay_choices[] = { "none", "cut-through", "store-and-forward", NULL };
 
 #define NPARAMS (sizeof(param_fields) / sizeof(param_fields[0]))
 
@@ -113,11 +135,8 @@ static const struct param_field *param_find(const char *name)
 	return NULL;
 }
 
-/*
- * Reads the optional "params" object over *p. Sets *window_given when the
- * request names window or switch_buffer. Returns 0 or -EINVAL (replied).
- */
-static int params_read(struct api_req *req, json_t *body, struct coll_params *p, bool *window_given)
+int api_coll_params_read(struct api_req *req, json_t *body, struct coll_params *p,
+                         bool *window_given)
 {
 	json_t *o = json_object_get(body, "params"), *v;
 	const char *key;
@@ -135,7 +154,18 @@ static int params_read(struct api_req *req, json_t *body, struct coll_params *p,
 		char *at = (char *)p + (pf ? pf->offset : 0);
 		uint64_t u;
 		bool b;
+		int r;
+		enum coll_fit_term t;
 
+		/* A launch per algorithm: "launch_us.<algorithm>". */
+		if (!pf && !strncmp(key, "launch_us.", 10) &&
+		    coll_fit_term_from_name(key, &t) == 0) {
+			double us;
+			if (api_get_double(req, o, "params", key, true, 0, 1e9, &us) < 0)
+				return -EINVAL;
+			coll_fit_term_set(p, t, us);
+			continue;
+		}
 		if (!pf) {
 			char f[96];
 			api_field(f, sizeof(f), "params", key);
@@ -154,6 +184,11 @@ static int params_read(struct api_req *req, json_t *body, struct coll_params *p,
 				return -EINVAL;
 			*(uint32_t *)at = (uint32_t)u;
 			break;
+		case PARAM_RELAY:
+			if (api_get_enum(req, o, "params", key, true, relay_choices, &r) < 0)
+				return -EINVAL;
+			*(enum coll_relay *)at = (enum coll_relay)r;
+			break;
 		default:
 			if (api_get_bool(req, o, "params", key, true, &b) < 0)
 				return -EINVAL;
@@ -166,17 +201,23 @@ static int params_read(struct api_req *req, json_t *body, struct coll_params *p,
 	return 0;
 }
 
-static json_t *params_json(const struct coll_params *p)
+json_t *api_coll_params_json(const struct coll_params *p)
 {
 	json_t *o = json_object();
 	for (size_t i = 0; i < NPARAMS; i++) {
 		const struct param_field *pf = &param_fields[i];
 		const char *at = (const char *)p + pf->offset;
-		json_t *v = pf->kind == PARAM_DOUBLE ? json_real(*(const double *)at)
-		            : pf->kind == PARAM_U32  ? json_integer(*(const uint32_t *)at)
-		                                     : json_boolean(*(const bool *)at);
+		json_t *v = pf->kind == PARAM_DOUBLE  ? json_real(*(const double *)at)
+		            : pf->kind == PARAM_U32   ? json_integer(*(const uint32_t *)at)
+		            : pf->kind == PARAM_RELAY ? json_string(coll_relay_name(p->relay))
+		                                      : json_boolean(*(const bool *)at);
 		json_object_set_new(o, pf->name, v);
 	}
+	/* Only the launches set: 17 zeros would hide them. */
+	for (unsigned a = 0; a < COLL_ALGORITHM__COUNT; a++)
+		if (p->launch_alg_us[a] > 0)
+			json_object_set_new(o, coll_fit_term_name(COLL_FIT_LAUNCH_ALG + a),
+			                    json_real(p->launch_alg_us[a]));
 	return o;
 }
 
@@ -359,10 +400,28 @@ static void reply_coll_error(struct api_req *req, int rc, const struct coll_erro
 	}
 }
 
+/* A what-if's "param_set": price with that set instead of the active one. 0 or -1 (replied). */
+static int param_set_read(struct api_req *req, json_t *body, struct coll_params *p)
+{
+	const char *name = NULL;
+	int rc;
+
+	if (api_get_name(req, body, NULL, "param_set", false, &name) < 0)
+		return -1;
+	if (!name)
+		return 0;
+	rc = cost_set_load(req->env->store, name, p);
+	if (rc == 0)
+		api_error(req, OFCD_E_NOT_FOUND, "param_set", "no parameter set %s", name);
+	else if (rc < 0)
+		api_error(req, OFCD_E_STORE, NULL, "cannot read parameter set %s", name);
+	return rc > 0 ? 0 : -1;
+}
+
 void api_collective_select(struct api_req *req)
 {
-	static const char *const members[] = { "collective", "bytes",  "fabric", "servers",
-		                               "devices",    "params", NULL };
+	static const char *const members[] = { "collective", "bytes",  "fabric",    "servers",
+		                               "devices",    "params", "param_set", NULL };
 	json_t *body = api_body_object(req);
 	struct fabric_view f = { 0 };
 	struct coll_params p;
@@ -379,10 +438,11 @@ void api_collective_select(struct api_req *req)
 	if (select_size(req, body, &f, &servers, &devices) < 0)
 		goto out;
 	if (f.name[0])
-		fab_params(req->env->cfg, &f, &p);
+		fab_params(req, &f, &p);
 	else
-		api_cost_params(req->env->cfg, &p);
-	if (params_read(req, body, &p, &window_given) < 0)
+		api_cost_params(req, &p);
+	if (param_set_read(req, body, &p) < 0 ||
+	    api_coll_params_read(req, body, &p, &window_given) < 0)
 		goto out;
 	/*
 	 * A what-if on the full interconnection (ports_per_server 0) prices circuits
@@ -428,7 +488,7 @@ void api_collective_select(struct api_req *req)
 	                      collective_choices[c], "bytes", (json_int_t)bytes, "servers",
 	                      (json_int_t)servers, "devices", (json_int_t)devices, "algorithm",
 	                      best->name, "predicted_us", best->predicted_us, "params",
-	                      params_json(&p), "candidates", candidates_json(&sel));
+	                      api_coll_params_json(&p), "candidates", candidates_json(&sel));
 	if (f.name[0])
 		json_object_set_new(o, "fabric", json_string(f.name));
 	api_reply(req, 200, o);
@@ -685,7 +745,7 @@ void api_fabric_schedule(struct api_req *req)
 		view_error(req, rc, &f, req->params[0]);
 		return;
 	}
-	fab_params(req->env->cfg, &f, &p);
+	fab_params(req, &f, &p);
 	const char *root = api_query(req, "root");
 	if (root) {
 		for (p.root = 0; p.root < f.m && strcmp(f.names[p.root], root) != 0; p.root++)

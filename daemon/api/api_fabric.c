@@ -260,7 +260,7 @@ void api_fabric_create(struct api_req *req)
 	struct fabric_layout layout;
 	struct coll_params price;
 	size_t m = parse_fabric(req, false, &name, &names, &layout);
-	api_cost_params(req->env->cfg, &price);
+	api_cost_params(req, &price);
 	layout.price = &price;
 	if (m) {
 		struct fabric_parts *parts;
@@ -287,7 +287,7 @@ void api_fabric_put(struct api_req *req)
 	struct fabric_layout layout;
 	struct coll_params price;
 	size_t m = parse_fabric(req, true, &name, &names, &layout);
-	api_cost_params(req->env->cfg, &price);
+	api_cost_params(req, &price);
 	layout.price = &price;
 	if (m &&
 	    api_if_match(req, topo_fabric_revision(c.store, topo_fabric_id(c.store, name))) == 0) {

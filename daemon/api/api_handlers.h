@@ -91,8 +91,32 @@ void api_device_put(struct api_req *req);
  * candidates for). Fills *l but its price; 0, or -EINVAL after a 400.
  */
 int api_fabric_layout_parse(struct api_req *req, json_t *body, struct fabric_layout *l);
-/** The cost model's parameters of the cluster ([cost]), for pricing anything. */
-void api_cost_params(const struct ofcd_config *cfg, struct coll_params *p);
+/**
+ * The collective cost model's parameters of the cluster: [cost], then the active parameter
+ * set's terms (a store that cannot be read is logged and priced without them).
+ */
+void api_cost_params(struct api_req *req, struct coll_params *p);
+/**
+ * Reads a body's optional "params" object (the collective model's parameters and terms, by
+ * the names of GET /v1/cost/params) over *p. Sets *window_given when it names window or
+ * switch_buffer. Returns 0 or -EINVAL (replied 400 naming the member).
+ */
+int api_coll_params_read(struct api_req *req, json_t *body, struct coll_params *p,
+                         bool *window_given);
+/** *p as the JSON api_coll_params_read() reads. New reference. */
+json_t *api_coll_params_json(const struct coll_params *p);
+
+/* api_cost.c */
+/** POST /v1/cost/calibrate: fits the model's terms to measured runs, stores the set. */
+void api_cost_calibrate(struct api_req *req);
+/** GET /v1/cost/params: the parameters in force, the active set and every set. */
+void api_cost_params_get(struct api_req *req);
+/** GET /v1/cost/params/{name}: one set, with every run's residual. */
+void api_cost_set_get(struct api_req *req);
+/** DELETE /v1/cost/params/{name}: deletes a set that is not active. */
+void api_cost_set_delete(struct api_req *req);
+/** PUT /v1/cost/active: makes a set (or none) the active one. */
+void api_cost_active_put(struct api_req *req);
 
 /* api_inventory.c */
 /** PUT /v1/servers/{name}/inventory: stores an agent's report, fails/restores devices. */

@@ -58,7 +58,7 @@ static void plan_shaped(struct api_req *req, struct fabric_layout *l, uint64_t m
 	struct plan_shape shape;
 	struct coll_params price;
 	json_t *choice = NULL;
-	api_cost_params(req->env->cfg, &price);
+	api_cost_params(req, &price);
 	l->price = &price;
 	if (fabric_layout_choose(l, (uint32_t)m, (uint32_t)n, (uint32_t)p, &shape, &choice, &e) <
 	    0) {

@@ -69,6 +69,12 @@ const struct api_route api_routes[] = {
 	{ "POST", "/v1/transmission/select", api_transmission_select, AUTH_READ, API_F_PURE, NULL },
 	{ "POST", "/v1/collective/select", api_collective_select, AUTH_READ, API_F_PURE, NULL },
 
+	{ "POST", "/v1/cost/calibrate", api_cost_calibrate, AUTH_ADMIN, 0, NULL },
+	{ "GET", "/v1/cost/params", api_cost_params_get, AUTH_READ, 0, NULL },
+	{ "GET", "/v1/cost/params/{name}", api_cost_set_get, AUTH_READ, 0, NULL },
+	{ "DELETE", "/v1/cost/params/{name}", api_cost_set_delete, AUTH_ADMIN, 0, NULL },
+	{ "PUT", "/v1/cost/active", api_cost_active_put, AUTH_ADMIN, 0, NULL },
+
 	{ NULL, NULL, NULL, AUTH_NONE, 0, NULL },
 };
 

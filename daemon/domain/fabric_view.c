@@ -9,6 +9,8 @@
 #include "state/store_sql.h"
 #include "topo.h"
 
+static int most_per_device(struct fabric_view *v);
+
 void fabric_view_free(struct fabric_view *v)
 {
 	free(v->names);
@@ -109,6 +111,33 @@ static int load_circuits(struct store *s, int64_t id, struct fabric_view *v, boo
 		v->missing += deg < v->shape.degree ? v->shape.degree - deg : 0;
 	}
 	v->missing /= 2;
+	return most_per_device(v);
+}
+
+/* The most circuits one device of one member ends: they share its host link. */
+static int most_per_device(struct fabric_view *v)
+{
+	size_t m = v->m;
+	uint32_t top = 0, *count;
+
+	for (size_t i = 0; i < m * m; i++)
+		if (v->pair[i] >= 0 && v->circuit_device[i] > top)
+			top = v->circuit_device[i];
+	count = calloc((size_t)top + 1, sizeof(*count));
+	if (!count)
+		return -ENOMEM;
+	for (size_t a = 0; a < m; a++) {
+		for (size_t b = 0; b < m; b++)
+			if (v->pair[a * m + b] >= 0) {
+				uint32_t *c = &count[v->circuit_device[a * m + b]];
+				if (++*c > v->most_per_device)
+					v->most_per_device = *c;
+			}
+		for (size_t b = 0; b < m; b++)
+			if (v->pair[a * m + b] >= 0)
+				count[v->circuit_device[a * m + b]] = 0;
+	}
+	free(count);
 	return 0;
 }
 

@@ -49,9 +49,10 @@ struct fabric_view {
 	int32_t *pair;    /**< m x m: index of the circuit joining two positions, or -1 */
 	/** m x m: device of position a on the circuit joining a and b ([a * m + b]; 0 if none) */
 	uint32_t *circuit_device;
-	uint32_t min_degree;     /**< fewest servers one member has a circuit to */
-	uint64_t missing;        /**< server pairs the layout joins that have no circuit */
-	struct plan_shape shape; /**< its layout: a full mesh, or a HyperX or torus grid */
+	uint32_t min_degree;      /**< fewest servers one member has a circuit to */
+	uint32_t most_per_device; /**< most circuits ending on one device of one member */
+	uint64_t missing;         /**< server pairs the layout joins that have no circuit */
+	struct plan_shape shape;  /**< its layout: a full mesh, or a HyperX or torus grid */
 };
 
 /**

@@ -1,0 +1,403 @@
+/*
+ * The cost model fitted to the cluster (issue 30): POST /v1/cost/calibrate takes measured
+ * runs, as JSON or as nccl-tests' result lines, fits the model's hardware terms to them
+ * (coll_fit.h) and stores the result as a named parameter set (domain/cost_set.h); one set
+ * is active and every selection prices with it. docs/cost-model.md, "Calibration".
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api_handlers.h"
+#include "coll.h"
+#include "coll_fit.h"
+#include "domain/cost_set.h"
+
+/* Runs one calibration takes: the fit holds the loop about 0.3 s per thousand. */
+#define CALIBRATE_MAX_RUNS 4000u
+
+static const char *const collective_names[] = { "allreduce", "allgather", "alltoall", "broadcast",
+	                                        NULL };
+
+/* A run's collective and algorithm from obj, under prefix. 0 or -EINVAL (replied). */
+static int read_kind(struct api_req *req, json_t *obj, const char *prefix, struct coll_run *r)
+{
+	const char *alg;
+	char f[96];
+	int c;
+
+	if (api_get_enum(req, obj, prefix, "collective", true, collective_names, &c) < 0 ||
+	    api_get_string(req, obj, prefix, "algorithm", true, 64, &alg) < 0)
+		return -EINVAL;
+	coll_collective_from_name(collective_names[c], &r->collective);
+	if (coll_algorithm_from_name(alg, &r->algorithm) < 0) {
+		api_error(req, OFCD_E_INVALID_FIELD, api_field(f, sizeof(f), prefix, "algorithm"),
+		          "unknown algorithm \"%.64s\"", alg);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int read_size(struct api_req *req, json_t *obj, const char *prefix, struct coll_run *r)
+{
+	uint64_t servers, devices;
+
+	if (api_get_uint(req, obj, prefix, "servers", true, 2, COLL_MAX_SERVERS, &servers) < 0 ||
+	    api_get_uint(req, obj, prefix, "devices", true, 1, COLL_MAX_DEVICES, &devices) < 0)
+		return -EINVAL;
+	r->servers = (uint32_t)servers;
+	r->devices = (uint32_t)devices;
+	return 0;
+}
+
+/* The run can be priced with the start parameters, or a 422 naming its field. */
+static int check_run(struct api_req *req, const struct coll_run *r, const char *prefix,
+                     const struct coll_params *start)
+{
+	struct coll_error err = { 0 };
+	char f[96];
+
+	if (coll_run_check(r, start, &err) == 0)
+		return 0;
+	api_error(req, OFCD_E_UNPROCESSABLE, api_field(f, sizeof(f), prefix, err.field), "%s: %s",
+	          prefix, err.reason);
+	return -EINVAL;
+}
+
+static int read_runs(struct api_req *req, json_t *a, const struct coll_params *start,
+                     struct coll_run *runs, uint32_t *n)
+{
+	static const char *const members[] = { "collective", "algorithm",   "servers", "devices",
+		                               "bytes",      "measured_us", NULL };
+	size_t i;
+	json_t *o;
+
+	json_array_foreach(a, i, o)
+	{
+		struct coll_run *r = &runs[*n];
+		char prefix[32];
+
+		snprintf(prefix, sizeof(prefix), "runs[%zu]", i);
+		if (!json_is_object(o)) {
+			api_error(req, OFCD_E_INVALID_FIELD, prefix, "%s must be an object",
+			          prefix);
+			return -EINVAL;
+		}
+		if (api_check_members(req, o, prefix, members) < 0 ||
+		    read_kind(req, o, prefix, r) < 0 || read_size(req, o, prefix, r) < 0 ||
+		    api_get_uint(req, o, prefix, "bytes", true, 1, 1ull << 50, &r->bytes) < 0 ||
+		    api_get_double(req, o, prefix, "measured_us", true, 1e-6, 1e12,
+		                   &r->measured_us) < 0 ||
+		    check_run(req, r, prefix, start) < 0)
+			return -EINVAL;
+		(*n)++;
+	}
+	return 0;
+}
+
+/*
+ * nccl-tests' result lines: size count type redop root time algbw busbw #wrong, out of place
+ * then in place. The size is the buffer in the sense of coll.h (allreduce and broadcast: each
+ * rank's; allgather: the gathered result; alltoall: each rank's send buffer).
+ */
+static int read_nccl_tests(struct api_req *req, json_t *o, const struct coll_params *start,
+                           struct coll_run *runs, uint32_t *n)
+{
+	static const char *const members[] = { "text",    "collective", "algorithm", "servers",
+		                               "devices", "in_place",   NULL };
+	const char *p = "nccl_tests", *text;
+	struct coll_run proto = { 0 };
+	bool in_place = false;
+	uint32_t line = 0, found = 0;
+
+	if (!json_is_object(o)) {
+		api_error(req, OFCD_E_INVALID_FIELD, p, "nccl_tests must be an object");
+		return -EINVAL;
+	}
+	if (api_check_members(req, o, p, members) < 0 ||
+	    api_get_string(req, o, p, "text", true, 16u << 20, &text) < 0 ||
+	    read_kind(req, o, p, &proto) < 0 || read_size(req, o, p, &proto) < 0 ||
+	    api_get_bool(req, o, p, "in_place", false, &in_place) < 0)
+		return -EINVAL;
+	for (const char *s = text; *s; line++) {
+		const char *end = strchr(s, '\n');
+		size_t len = end ? (size_t)(end - s) : strlen(s);
+		char buf[512], *tok, *save, *col[13];
+		int ncol = 0;
+
+		snprintf(buf, sizeof(buf), "%.*s", (int)(len < sizeof(buf) ? len : sizeof(buf) - 1),
+		         s);
+		s += len + (end != NULL);
+		for (tok = strtok_r(buf, " \t\r", &save); tok && ncol < 13;
+		     tok = strtok_r(NULL, " \t\r", &save))
+			col[ncol++] = tok;
+		/* Headers, comments and the summary start with '#'; a result with a digit. */
+		if (ncol < 6 || col[0][0] < '0' || col[0][0] > '9')
+			continue;
+		char *e1, *e2;
+		unsigned long long size = strtoull(col[0], &e1, 10);
+		int tcol = in_place ? 9 : 5;
+		double us = tcol < ncol ? strtod(col[tcol], &e2) : NAN;
+
+		if (*e1 || tcol >= ncol || *e2 || !(us > 0) || !size) {
+			api_error(
+			    req, OFCD_E_INVALID_FIELD, "nccl_tests.text",
+			    "line %u is not a result line of nccl-tests (size count type redop "
+			    "root time algbw busbw #wrong ...)",
+			    line + 1);
+			return -EINVAL;
+		}
+		if (*n >= CALIBRATE_MAX_RUNS) {
+			api_error(req, OFCD_E_INVALID_FIELD, "nccl_tests.text",
+			          "more than %u runs in one calibration", CALIBRATE_MAX_RUNS);
+			return -EINVAL;
+		}
+		runs[*n] = proto;
+		runs[*n].bytes = size;
+		runs[*n].measured_us = us;
+		char at[48];
+		snprintf(at, sizeof(at), "nccl_tests line %u", line + 1);
+		if (check_run(req, &runs[*n], at, start) < 0)
+			return -EINVAL;
+		(*n)++;
+		found++;
+	}
+	if (!found) {
+		api_error(req, OFCD_E_INVALID_FIELD, "nccl_tests.text",
+		          "no result line of nccl-tests in the text");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* "fit": the terms to fit (default: all but the per-algorithm launches); "relay" fixes it. */
+static int read_request(struct api_req *req, json_t *body, struct coll_fit_request *fr,
+                        struct coll_params *start)
+{
+	static const char *const relays[] = { "none", "cut-through", "store-and-forward", NULL };
+	json_t *fit = json_object_get(body, "fit"), *v;
+	size_t i;
+	int relay;
+
+	coll_fit_request_default(fr);
+	if (fit) {
+		if (!json_is_array(fit) || !json_array_size(fit)) {
+			api_error(req, OFCD_E_INVALID_FIELD, "fit",
+			          "fit must be a non-empty array of term names");
+			return -EINVAL;
+		}
+		memset(fr->fit, 0, sizeof(fr->fit));
+		fr->fit_relay = false;
+		json_array_foreach(fit, i, v)
+		{
+			enum coll_fit_term t;
+			const char *name = json_string_value(v);
+
+			if (name && !strcmp(name, "relay")) {
+				fr->fit_relay = true;
+				continue;
+			}
+			if (coll_fit_term_from_name(name, &t) < 0) {
+				api_error(
+				    req, OFCD_E_INVALID_FIELD, "fit",
+				    "fit[%zu] is not a term of the model (alpha_us, launch_us, "
+				    "launch_us.<algorithm>, overhead_us, ..., relay)",
+				    i);
+				return -EINVAL;
+			}
+			fr->fit[t] = true;
+		}
+	}
+	if (api_get_enum(req, body, NULL, "relay", false, relays, &relay) < 0)
+		return -EINVAL;
+	if (json_object_get(body, "relay")) {
+		start->relay = (enum coll_relay)relay;
+		fr->fit_relay = false;
+	}
+	return 0;
+}
+
+static json_t *fit_json(const struct coll_fit_result *res, const struct coll_fit_request *fr,
+                        const struct coll_run *runs, const double *resid, uint32_t n)
+{
+	json_t *terms = json_object(), *undetermined = json_array(), *rows = json_array();
+
+	for (unsigned t = 0; t < COLL_FIT__COUNT; t++) {
+		const char *name = coll_fit_term_name((enum coll_fit_term)t);
+
+		if (res->why[t] == COLL_FIT_NOT_ASKED)
+			continue;
+		json_object_set_new(terms, name, json_string(coll_fit_why_text(res->why[t])));
+		if (res->why[t] != COLL_FIT_DETERMINED)
+			json_array_append_new(undetermined, json_string(name));
+	}
+	if (fr->fit_relay && !res->relay_determined)
+		json_array_append_new(undetermined, json_string("relay"));
+	for (uint32_t i = 0; i < n; i++)
+		json_array_append_new(
+		    rows, json_pack("{s:s, s:s, s:I, s:I, s:I, s:f, s:f, s:f}", "collective",
+		                    coll_collective_name(runs[i].collective), "algorithm",
+		                    coll_algorithm_name(runs[i].algorithm), "servers",
+		                    (json_int_t)runs[i].servers, "devices",
+		                    (json_int_t)runs[i].devices, "bytes", (json_int_t)runs[i].bytes,
+		                    "measured_us", runs[i].measured_us, "predicted_us",
+		                    runs[i].measured_us * (1 + resid[i]), "residual", resid[i]));
+	return json_pack("{s:I, s:f, s:f, s:I, s:I, s:f, s:I, s:s, s:b, s:o, s:o, s:o}", "runs",
+	                 (json_int_t)n, "rms", res->rms, "max_abs", res->max_abs, "within_5",
+	                 (json_int_t)res->within_5, "within_10", (json_int_t)res->within_10,
+	                 "start_rms", res->start_rms, "iterations", (json_int_t)res->iterations,
+	                 "relay", coll_relay_name(res->params.relay), "relay_determined",
+	                 res->relay_determined, "terms", terms, "undetermined", undetermined,
+	                 "residuals", rows);
+}
+
+void api_cost_calibrate(struct api_req *req)
+{
+	static const char *const members[] = { "name",   "runs",     "nccl_tests", "fit", "relay",
+		                               "params", "activate", "provenance", NULL };
+	json_t *body = api_body_object(req), *a, *nt;
+	struct coll_params start;
+	struct coll_fit_request fr;
+	struct coll_fit_result res;
+	struct coll_error err = { 0 };
+	struct ofcd_error e = { 0 };
+	struct coll_run *runs = NULL;
+	double *resid = NULL;
+	const char *name;
+	bool activate = false, window_given;
+	uint32_t n = 0;
+
+	if (!body || api_check_members(req, body, NULL, members) < 0 ||
+	    api_get_name(req, body, NULL, "name", true, &name) < 0 ||
+	    api_get_bool(req, body, NULL, "activate", false, &activate) < 0)
+		return;
+	/* The fit starts from what the cluster prices with now, and the body's known facts. */
+	api_cost_params(req, &start);
+	if (api_coll_params_read(req, body, &start, &window_given) < 0 ||
+	    read_request(req, body, &fr, &start) < 0)
+		return;
+	a = json_object_get(body, "runs");
+	nt = json_object_get(body, "nccl_tests");
+	if (!a && !nt) {
+		api_error(req, OFCD_E_INVALID_FIELD, "runs", "runs or nccl_tests is required");
+		return;
+	}
+	if (a && (!json_is_array(a) || json_array_size(a) > CALIBRATE_MAX_RUNS)) {
+		api_error(req, OFCD_E_INVALID_FIELD, "runs",
+		          "runs must be an array of at most %u runs", CALIBRATE_MAX_RUNS);
+		return;
+	}
+	runs = calloc(CALIBRATE_MAX_RUNS, sizeof(*runs));
+	resid = calloc(CALIBRATE_MAX_RUNS, sizeof(*resid));
+	if (!runs || !resid) {
+		api_error(req, OFCD_E_INTERNAL, NULL, "out of memory");
+		goto out;
+	}
+	if ((a && read_runs(req, a, &start, runs, &n) < 0) ||
+	    (nt && read_nccl_tests(req, nt, &start, runs, &n) < 0))
+		goto out;
+	if (!n) {
+		api_error(req, OFCD_E_INVALID_FIELD, "runs", "no run to fit");
+		goto out;
+	}
+	int rc = coll_fit(runs, n, &start, &fr, &res, resid, &err);
+	if (rc) {
+		api_error(req, rc == -ENOMEM ? OFCD_E_INTERNAL : OFCD_E_UNPROCESSABLE, err.field,
+		          "%s", err.reason);
+		goto out;
+	}
+	json_t *prov = json_object_get(body, "provenance");
+	json_t *provenance = json_pack("{s:s, s:I, s:O*}", "source",
+	                               a && nt ? "runs+nccl-tests"
+	                               : a     ? "runs"
+	                                       : "nccl-tests",
+	                               "runs", (json_int_t)n, "note", prov);
+	json_t *params = cost_set_params_json(&res.params);
+	json_t *fit = fit_json(&res, &fr, runs, resid, n);
+	rc = cost_set_add(req->env->store, name, params, fit, provenance, activate, &e);
+	json_decref(params);
+	json_decref(fit);
+	json_decref(provenance);
+	if (rc < 0) {
+		api_fail(req, &e);
+		goto out;
+	}
+	api_reply(req, 201, cost_set_json(req->env->store, name, true));
+	api_set_location(req, "/v1/cost/params/%s", name);
+out:
+	free(runs);
+	free(resid);
+}
+
+void api_cost_params_get(struct api_req *req)
+{
+	struct store *s = req->env->store;
+	struct coll_params p;
+	char active[128];
+	json_t *fit = json_null();
+
+	if (cost_set_active_name(s, active, sizeof(active)) < 0) {
+		api_error(req, OFCD_E_STORE, NULL, "cannot read the parameter sets");
+		return;
+	}
+	api_cost_params(req, &p);
+	if (active[0]) {
+		json_t *set = cost_set_json(s, active, false);
+		if (set) {
+			fit = json_incref(json_object_get(set, "fit"));
+			json_decref(set);
+		}
+	}
+	api_reply(req, 200,
+	          json_pack("{s:s?, s:o, s:o, s:o}", "active", active[0] ? active : NULL, "params",
+	                    api_coll_params_json(&p), "fit", fit, "sets", cost_set_list(s)));
+}
+
+void api_cost_set_get(struct api_req *req)
+{
+	json_t *o = cost_set_json(req->env->store, req->params[0], true);
+
+	if (!o) {
+		api_error(req, OFCD_E_NOT_FOUND, "name", "no parameter set %s", req->params[0]);
+		return;
+	}
+	api_reply(req, 200, o);
+}
+
+void api_cost_set_delete(struct api_req *req)
+{
+	struct ofcd_error e = { 0 };
+
+	if (cost_set_remove(req->env->store, req->params[0], &e) < 0)
+		api_fail(req, &e);
+	else
+		api_reply(req, 200, json_pack("{s:s}", "deleted", req->params[0]));
+}
+
+void api_cost_active_put(struct api_req *req)
+{
+	static const char *const members[] = { "name?", NULL };
+	struct ofcd_error e = { 0 };
+	json_t *body = api_body_object(req);
+	const char *name = NULL;
+
+	if (!body)
+		return;
+	if (!json_object_get(body, "name")) {
+		api_error(req, OFCD_E_INVALID_FIELD, "name",
+		          "name is required: a parameter set's, or null for none");
+		return;
+	}
+	/* A null name is removed here: no set is active then. */
+	if (api_check_members(req, body, NULL, members) < 0)
+		return;
+	if (api_get_name(req, body, NULL, "name", false, &name) < 0)
+		return;
+	if (cost_set_activate(req->env->store, name, &e) < 0) {
+		api_fail(req, &e);
+		return;
+	}
+	api_reply(req, 200, json_pack("{s:s?}", "active", name));
+}

@@ -1,0 +1,17 @@
+-- 017: named parameter sets of the collective cost model, fitted by
+-- POST /v1/cost/calibrate from measured runs (daemon/domain/cost_set.c). At
+-- most one is active: selections price with it over the [cost] section.
+-- params: JSON object of the terms (docs/cost-model.md, "Calibration").
+-- fit: the fit's quality, each term's state and every run's residual.
+-- provenance: where the runs came from, as the client said.
+
+CREATE TABLE cost_param_set (
+	name TEXT PRIMARY KEY NOT NULL,
+	params TEXT NOT NULL,
+	fit TEXT NOT NULL,
+	provenance TEXT NOT NULL,
+	active INTEGER NOT NULL DEFAULT 0 CHECK (active IN (0, 1)),
+	created TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+);
+
+CREATE UNIQUE INDEX cost_param_set_one_active ON cost_param_set (active) WHERE active = 1;
