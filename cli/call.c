@@ -55,6 +55,9 @@ int cmd_report(struct cmd_ctx *c, int rc, const char *err, const struct client_r
 		cmd_print_body(r);
 	else if (c->format == OUT_YAML && r->json)
 		yaml_print(stdout, r->json);
+	const char *field = json_string_value(json_object_get(e, "field"));
+	if (ecode && msg && c->name_field && field && !strstr(msg, field))
+		return cmd_fail(code, "%ld %s: %s: %s", r->status, ecode, field, msg);
 	if (ecode && msg)
 		return cmd_fail(code, "%ld %s: %s", r->status, ecode, msg);
 	/* Not ofcd's error shape (a proxy in between): the first line of what came back. */

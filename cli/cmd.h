@@ -8,6 +8,7 @@
 #define OFCCTL_CMD_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include <signal.h>
 
@@ -34,43 +35,55 @@ enum out_format {
 	OUT_YAML,  /**< the same document as YAML (yaml.h) */
 };
 
-/** The options a command may take; each command of the table lists its own. */
-enum cmd_opt {
-	OPT_WAIT = 1u << 0,              /**< --wait SECONDS */
-	OPT_SERVERS = 1u << 1,           /**< --servers N */
-	OPT_DEVICES = 1u << 2,           /**< --devices D */
-	OPT_PORTS_PER_DEVICE = 1u << 3,  /**< --ports-per-device P */
-	OPT_FORMULA = 1u << 4,           /**< --formula auto|1|3 */
-	OPT_FABRIC = 1u << 5,            /**< --fabric NAME */
-	OPT_OCS = 1u << 6,               /**< --ocs NAME */
-	OPT_LIMIT = 1u << 7,             /**< --limit N */
-	OPT_WATCH = 1u << 8,             /**< --watch, -w */
-	OPT_FILE = 1u << 9,              /**< --file, -f FILE|- */
-	OPT_FORCE = 1u << 10,            /**< --force */
-	OPT_IGNORE_NOT_FOUND = 1u << 11, /**< --ignore-not-found */
-	OPT_IF_MATCH = 1u << 12,         /**< --if-match REV */
-	OPT_SINCE = 1u << 13,            /**< --since ID|TIME */
-	OPT_PORTS = 1u << 14,            /**< --ports N (an OCS unit's) */
-	OPT_DRIVER = 1u << 15,           /**< --driver NAME */
-	OPT_ENDPOINT = 1u << 16,         /**< --endpoint ADDRESS */
-	OPT_P2P = 1u << 17,              /**< --p2p */
-	OPT_INTRA = 1u << 18,            /**< --intra full-mesh|two-groups */
-	OPT_OFFLOAD = 1u << 19,          /**< --offload */
-	OPT_SWITCH = 1u << 20,           /**< --switch NAME */
-	OPT_AGGREGATING = 1u << 21,      /**< --aggregating */
-	OPT_BUFFER = 1u << 22,           /**< --buffer B */
-	OPT_WINDOW = 1u << 23,           /**< --window W */
-	OPT_TOPOLOGY = 1u << 24,         /**< --topology auto|full-mesh|hyperx|torus */
-	OPT_SHAPE = 1u << 25,            /**< --shape AxB... */
-	OPT_TRAFFIC = 1u << 26,          /**< --traffic allreduce|alltoall|mixed */
-};
+/**
+ * The options a command may take, one bit each of a uint64_t (more of them
+ * than an enum, an int, holds); each command of the table lists its own.
+ */
+#define CMD_OPT(n)           (UINT64_C(1) << (n))
+#define OPT_WAIT             CMD_OPT(0)  /**< --wait SECONDS */
+#define OPT_SERVERS          CMD_OPT(1)  /**< --servers N */
+#define OPT_DEVICES          CMD_OPT(2)  /**< --devices D */
+#define OPT_PORTS_PER_DEVICE CMD_OPT(3)  /**< --ports-per-device P */
+#define OPT_FORMULA          CMD_OPT(4)  /**< --formula auto|1|3 */
+#define OPT_FABRIC           CMD_OPT(5)  /**< --fabric NAME */
+#define OPT_OCS              CMD_OPT(6)  /**< --ocs NAME */
+#define OPT_LIMIT            CMD_OPT(7)  /**< --limit N */
+#define OPT_WATCH            CMD_OPT(8)  /**< --watch, -w */
+#define OPT_FILE             CMD_OPT(9)  /**< --file, -f FILE|- */
+#define OPT_FORCE            CMD_OPT(10) /**< --force */
+#define OPT_IGNORE_NOT_FOUND CMD_OPT(11) /**< --ignore-not-found */
+#define OPT_IF_MATCH         CMD_OPT(12) /**< --if-match REV */
+#define OPT_SINCE            CMD_OPT(13) /**< --since ID|TIME */
+#define OPT_PORTS            CMD_OPT(14) /**< --ports N (an OCS unit's) */
+#define OPT_DRIVER           CMD_OPT(15) /**< --driver NAME */
+#define OPT_ENDPOINT         CMD_OPT(16) /**< --endpoint ADDRESS */
+#define OPT_P2P              CMD_OPT(17) /**< --p2p */
+#define OPT_INTRA            CMD_OPT(18) /**< --intra full-mesh|two-groups */
+#define OPT_OFFLOAD          CMD_OPT(19) /**< --offload */
+#define OPT_SWITCH           CMD_OPT(20) /**< --switch NAME */
+#define OPT_AGGREGATING      CMD_OPT(21) /**< --aggregating */
+#define OPT_BUFFER           CMD_OPT(22) /**< --buffer B */
+#define OPT_WINDOW           CMD_OPT(23) /**< --window W */
+#define OPT_TOPOLOGY         CMD_OPT(24) /**< --topology auto|full-mesh|hyperx|torus */
+#define OPT_SHAPE            CMD_OPT(25) /**< --shape AxB... */
+#define OPT_TRAFFIC          CMD_OPT(26) /**< --traffic allreduce|alltoall|mixed */
+#define OPT_ACTIVATE         CMD_OPT(27) /**< --activate */
+#define OPT_COLLECTIVE       CMD_OPT(28) /**< --collective C */
+#define OPT_ALGORITHM        CMD_OPT(29) /**< --algorithm A */
+#define OPT_IN_PLACE         CMD_OPT(30) /**< --in-place */
+#define OPT_FIT              CMD_OPT(31) /**< --fit TERM,TERM... */
+#define OPT_RELAY            CMD_OPT(32) /**< --relay MODE */
+#define OPT_NOTE             CMD_OPT(33) /**< --note TEXT */
+
+/** What nccl-tests output does not say of its runs: cost calibrate's options for such a file. */
+#define OPT_NCCL_TESTS (OPT_COLLECTIVE | OPT_ALGORITHM | OPT_SERVERS | OPT_DEVICES | OPT_IN_PLACE)
 
 /** Room for an If-Match value: a tag the daemon gives is far shorter. */
 #define CMD_TAG_LEN 130
 
 /** The command line of one command, parsed; the strings point into argv of main. */
 struct cmd_args {
-	unsigned given;             /**< the OPT_* bits present */
+	uint64_t given;             /**< the OPT_* bits present */
 	const char *wait;           /**< --wait, as given (checked by cmd_wait_param) */
 	long servers;               /**< --servers */
 	long devices;               /**< --devices */
@@ -92,6 +105,11 @@ struct cmd_args {
 	const char *topology;       /**< --topology */
 	const char *shape;          /**< --shape, as given ("32x32") */
 	const char *traffic;        /**< --traffic */
+	const char *collective;     /**< --collective */
+	const char *algorithm;      /**< --algorithm */
+	const char *fit;            /**< --fit, as given ("alpha_us,link_efficiency") */
+	const char *relay;          /**< --relay */
+	const char *note;           /**< --note */
 	int argc;                   /**< positional words after the command's own name */
 	char **argv;                /**< those words (argv of main) */
 };
@@ -101,6 +119,12 @@ struct cmd_ctx {
 	struct client *client;  /**< connected to the daemon (NULL for a command that needs none) */
 	enum out_format format; /**< -o */
 	struct cmd_args args;   /**< its command line */
+	/**
+	 * A refusal's message is prefixed by the error's field when it does not
+	 * name it (set by the cost commands: the daemon's calibration messages
+	 * often leave the field, runs[3].algorithm, to the error body).
+	 */
+	bool name_field;
 };
 
 /** What cmd_parse_options found besides options and exit codes. */
@@ -120,7 +144,7 @@ int cmd_parse_options(int argc, char **argv, struct cmd_ctx *ctx, struct setting
                       int *first);
 
 /** The long name ("--wait") of one OPT_* bit, for messages. */
-const char *cmd_option_name(unsigned bit);
+const char *cmd_option_name(uint64_t bit);
 
 /** A command's entry point: returns an enum cmd_exit value. */
 typedef int (*cmd_fn)(struct cmd_ctx *c);
@@ -146,7 +170,8 @@ int cmd_call(struct cmd_ctx *c, const char *method, const char *path, const char
  * Turns the outcome of a client call (its return rc, err when rc is not 0,
  * the reply r) into an exit code. A failure is reported as "ofcctl: STATUS
  * CODE: MESSAGE" on stderr (with -o json or yaml the daemon's body also goes
- * to stdout, in that form), CMD_REFUSED for a 4xx, CMD_UNREACHABLE for
+ * to stdout, in that form; with c->name_field, "STATUS CODE: FIELD: MESSAGE"
+ * when the message does not name the field), CMD_REFUSED for a 4xx, CMD_UNREACHABLE for
  * anything else; but with --ignore-not-found a 404 not_found is CMD_OK,
  * silently (r->status tells it).
  */
@@ -304,5 +329,11 @@ int cmd_switch_list(struct cmd_ctx *c);
 int cmd_switch_get(struct cmd_ctx *c);
 int cmd_switch_create(struct cmd_ctx *c);
 int cmd_switch_delete(struct cmd_ctx *c);
+
+/* cmd_cost.c */
+int cmd_cost_calibrate(struct cmd_ctx *c);
+int cmd_cost_params(struct cmd_ctx *c);
+int cmd_cost_activate(struct cmd_ctx *c);
+int cmd_cost_delete(struct cmd_ctx *c);
 
 #endif

@@ -4,6 +4,7 @@
  * (settings.h) and runs the command against it. Exit codes: enum cmd_exit.
  */
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,16 +17,18 @@ struct command {
 	const char *words; /* "fabric create" */
 	const char *args;  /* its arguments and options, for usage lines */
 	int min, max;      /* positional arguments after the words; max -1: no limit */
-	unsigned opts;     /* the OPT_* it accepts, and LOCAL */
+	uint64_t opts;     /* the OPT_* it accepts, and LOCAL */
 	cmd_fn run;
 };
 
 /* In opts, beside the options: the command needs no daemon (nor settings to find one). */
-#define LOCAL (1u << 31)
+#define LOCAL CMD_OPT(63)
 
 #define DELETE_OPTS (OPT_IF_MATCH | OPT_IGNORE_NOT_FOUND)
 /* A fabric's layout: a full mesh, or a grid for more servers than one joins. */
 #define LAYOUT_OPTS (OPT_TOPOLOGY | OPT_SHAPE | OPT_TRAFFIC)
+/* A calibration's own options (besides OPT_NCCL_TESTS, for a file of nccl-tests output). */
+#define COST_FIT_OPTS (OPT_ACTIVATE | OPT_FIT | OPT_RELAY | OPT_NOTE)
 
 static const struct command commands[] = {
 	{ "fabric create",
@@ -80,6 +83,13 @@ static const struct command commands[] = {
 	  OPT_FABRIC | OPT_OCS | OPT_LIMIT, cmd_operations },
 	{ "events", "[--fabric NAME]", 0, 0, OPT_FABRIC, cmd_events },
 	{ "audit", "[--since ID|TIME] [--limit N]", 0, 0, OPT_SINCE | OPT_LIMIT, cmd_audit },
+	{ "cost calibrate",
+	  "NAME FILE|- [--activate] [--fit TERM,TERM...] [--relay MODE] [--note TEXT]\n"
+	  "                [--collective C --algorithm A --servers N --devices D [--in-place]]",
+	  2, 2, COST_FIT_OPTS | OPT_NCCL_TESTS, cmd_cost_calibrate },
+	{ "cost params", "[NAME]", 0, 1, 0, cmd_cost_params },
+	{ "cost activate", "NAME|none", 1, 1, 0, cmd_cost_activate },
+	{ "cost delete", "NAME [--ignore-not-found]", 1, 1, OPT_IGNORE_NOT_FOUND, cmd_cost_delete },
 	{ "cluster status", "", 0, 0, 0, cmd_cluster_status },
 	{ "cluster members", "", 0, 0, 0, cmd_cluster_members },
 	{ "cluster snapshot save", "FILE", 1, 1, 0, cmd_cluster_snapshot_save },
@@ -105,6 +115,9 @@ static void print_usage(FILE *f)
 	        "number of servers.\n"
 	        "-w, --watch: print the answer again whenever it changes, until Ctrl-C.\n"
 	        "-f FILE: the JSON body to send, its members overridden by the options given.\n"
+	        "cost calibrate: FILE is JSON (a request body, or an array of runs) or else\n"
+	        "the output of an nccl-tests binary, whose runs the --collective, --algorithm,\n"
+	        "--servers and --devices given describe; cost activate none: no set active.\n"
 	        "The daemon is --url, else $OFCCTL_URL, else url in ~/.config/ofcctl.ini or\n"
 	        "%s, else %s. An https daemon's certificate is checked against\n"
 	        "--cacert, else $OFCCTL_CACERT, $CURL_CA_BUNDLE, $SSL_CERT_FILE, cacert in the\n"
@@ -172,7 +185,7 @@ static int check_args(const struct command *cmd, const struct cmd_args *a)
 		return cmd_usage(cmd->max == 0 ? "%s takes no arguments"
 		                               : "%s: wrong number of arguments",
 		                 cmd->words);
-	for (unsigned bit = 1; bit; bit <<= 1) {
+	for (uint64_t bit = 1; bit; bit <<= 1) {
 		if (a->given & ~cmd->opts & bit)
 			return cmd_usage("%s does not take %s", cmd->words, cmd_option_name(bit));
 	}

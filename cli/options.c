@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +27,7 @@ enum kind {
 struct opt {
 	const char *name;
 	char shortopt; /* 0: none */
-	unsigned bit;
+	uint64_t bit;
 	enum kind kind;
 	size_t offset; /* in struct cmd_args */
 };
@@ -62,6 +63,13 @@ static const struct opt opts[] = {
 	{ "topology", 0, OPT_TOPOLOGY, STR(topology) },
 	{ "shape", 0, OPT_SHAPE, STR(shape) },
 	{ "traffic", 0, OPT_TRAFFIC, STR(traffic) },
+	{ "activate", 0, OPT_ACTIVATE, K_FLAG, 0 },
+	{ "collective", 0, OPT_COLLECTIVE, STR(collective) },
+	{ "algorithm", 0, OPT_ALGORITHM, STR(algorithm) },
+	{ "in-place", 0, OPT_IN_PLACE, K_FLAG, 0 },
+	{ "fit", 0, OPT_FIT, STR(fit) },
+	{ "relay", 0, OPT_RELAY, STR(relay) },
+	{ "note", 0, OPT_NOTE, STR(note) },
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 
@@ -84,7 +92,7 @@ static const struct option global[] = {
 };
 #define NGLOBAL (sizeof(global) / sizeof(global[0]))
 
-const char *cmd_option_name(unsigned bit)
+const char *cmd_option_name(uint64_t bit)
 {
 	static char buf[64];
 	for (size_t i = 0; i < NOPTS; i++) {

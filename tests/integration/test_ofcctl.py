@@ -224,6 +224,18 @@ def test_wait_outcomes_exit_3(ctl, demo):
     (["fabric", "create", "a", "srv0", "--shape", "4x"], "--shape takes the grid's sizes joined by x"),
     (["fabric", "list", "--topology", "torus"], "fabric list does not take --topology"),
     (["fabric", "get", "a", "--traffic", "mixed"], "fabric get does not take --traffic"),
+    (["cost"], "\"cost\" needs a command"),
+    (["cost", "calibrate", "x", "/dev/null", "--servers", "4"],
+     "/dev/null is not JSON, so it is read as nccl-tests output, which needs --collective, "
+     "--algorithm, --servers and --devices (missing --collective, --algorithm, --devices)"),
+    (["cost", "calibrate", "x", "-", "--in-place"],
+     "standard input is JSON: --in-place is for a file of nccl-tests output"),
+    (["cost", "calibrate", "x", "-", "--fit", "alpha_us,,launch_us"],
+     "--fit takes term names joined by commas, got \"alpha_us,,launch_us\""),
+    (["cost", "calibrate", "x"], "usage: ofcctl cost calibrate NAME FILE|-"),
+    (["cost", "params", "a", "b"], "cost params: wrong number of arguments"),
+    (["cost", "activate", "a", "--activate"], "cost activate does not take --activate"),
+    (["cost", "delete", "a", "--fit", "alpha_us"], "cost delete does not take --fit"),
 ])
 def test_usage_exit_2(ctl, demo, args, why):
     p = ctl(*args, stdin="{}")
@@ -1088,6 +1100,226 @@ def test_plan_layouts(ctl, demo):
     assert p.returncode == 0 and (kv(p.stdout)["topology"], kv(p.stdout)["degree"]) == ("full-mesh", "59")
     p = ctl("plan", "--servers", 4, "--devices", 3, "--topology", "full-mesh")
     assert p.returncode == 0 and len(rows(p.stdout.split("\n\n", 1)[1])) == 1 + 6
+
+
+# ---- cost: calibration and parameter sets -----------------------------------------------------
+
+# The terms hidden in the "measured" runs, which the fit must find again.
+HIDDEN = {"alpha_us": 7.0, "link_efficiency": 0.85}
+FIT = "alpha_us,link_efficiency"
+SIZES = (8, 65536, 16 << 20, 1 << 30)
+
+
+def predicted(d, coll, alg, servers, devices, nbytes, params):
+    """What the daemon's model predicts with params: a run as the hidden terms would measure it."""
+    r = d.post("/v1/collective/select", {"collective": coll, "bytes": nbytes, "servers": servers,
+                                         "devices": devices, "params": params})
+    assert r.status_code == 200, r.text
+    return next(c for c in r.json()["candidates"] if c["algorithm"] == alg)["predicted_us"]
+
+
+def measured_runs(d):
+    return [{"collective": "allreduce", "algorithm": alg, "servers": servers, "devices": 8,
+             "bytes": q, "measured_us": predicted(d, "allreduce", alg, servers, 8, q, HIDDEN)}
+            for alg in ("ring", "recursive-halving-doubling") for servers in (4, 8) for q in SIZES]
+
+
+def nccl_tests_output(d):
+    """An nccl-tests binary's output for allreduce over 8 servers of 8: the in-place time 1 % over."""
+    lines = ["# nThread 1 nGpus 1 minBytes 8 maxBytes 1073741824 step: 64(factor) warmup iters: 5",
+             "#",
+             "#       size         count      type   redop    root     time   algbw   busbw #wrong"
+             "     time   algbw   busbw #wrong",
+             "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)"
+             "            (us)  (GB/s)  (GB/s)"]
+    for q in SIZES:
+        us = predicted(d, "allreduce", "ring", 8, 8, q, HIDDEN)
+        lines.append(f"{q:>12} {q // 4:>13}     float     sum      -1 {us:>8.2f}   0.00   0.00"
+                     f"      0 {us * 1.01:>8.2f}   0.00   0.00      0")
+    lines += ["# Out of bounds values : 0 OK", "# Avg bus bandwidth    : 123.4", "#"]
+    return "\n".join(lines) + "\n"
+
+
+def summary(text):
+    """A calibration summary's "key: value" lines, keys with spaces included ("within 10%")."""
+    out = {}
+    for line in text.split("\n\n", 1)[0].splitlines():
+        k, v = line.split(":", 1)
+        out[k] = v.strip()
+    return out
+
+
+def fitted(line):
+    """The summary's fitted line ("alpha_us 7, link_efficiency 0.85") as a dict."""
+    return {k: float(v) for k, v in (part.split() for part in line.split(", "))}
+
+
+def test_cost_calibrate_from_json(ctl, demo, tmp_path):
+    runs = measured_runs(demo)
+    f = tmp_path / "runs.json"
+    f.write_text(json.dumps(runs))
+    # An array is the runs; --note is the provenance, kept beside the source.
+    p = ctl("cost", "calibrate", "lab", f, "--fit", FIT, "--note", "from the test")
+    assert p.returncode == 0, p.stderr
+    s = summary(p.stdout)
+    assert (s["name"], s["active"], s["source"], s["note"]) == ("lab", "no", "runs", "from the test")
+    assert s["runs"] == str(len(runs)) and s["within 10%"] == f"{len(runs)} of {len(runs)}"
+    assert s["rms"].endswith("%") and float(s["rms"][:-1]) < 0.01
+    assert float(s["start rms"][:-1]) > 10 and s["undetermined"] == "none"
+    got = fitted(s["fitted"])
+    assert set(got) == set(HIDDEN)
+    assert all(abs(got[k] - v) < 1e-3 * v for k, v in HIDDEN.items()), got
+    stored = demo.get("/v1/cost/params/lab").json()
+    assert stored["provenance"] == {"source": "runs", "runs": len(runs), "note": "from the test"}
+    assert demo.get("/v1/cost/params").json()["active"] is None
+
+    # An object is the body, the options over its members; -o json prints the reply.
+    f.write_text(json.dumps({"runs": runs[:8], "fit": ["alpha_us"], "relay": "cut-through"}))
+    p = ctl("-o", "json", "cost", "calibrate", "lab2", f, "--activate", "--fit", FIT)
+    assert p.returncode == 0, p.stderr
+    body = json.loads(p.stdout)
+    assert body["name"] == "lab2" and body["active"] is True and body["fit"]["runs"] == 8
+    assert set(body["fit"]["terms"]) == set(HIDDEN) and body["params"]["relay"] == "cut-through"
+    assert demo.get("/v1/cost/params").json()["active"] == "lab2"
+    # Its name, if it has one, must be NAME's.
+    f.write_text(json.dumps({"name": "other", "runs": runs}))
+    p = ctl("cost", "calibrate", "lab3", f)
+    assert p.returncode == 2 and "its name is not the one given" in p.stderr
+    f.write_text('{"runs": [}')
+    p = ctl("cost", "calibrate", "lab3", f)
+    assert p.returncode == 2 and p.stderr.startswith(f"ofcctl: {f}:1:")
+
+    # The daemon's refusal names the field its message leaves to the error body.
+    f.write_text(json.dumps([dict(runs[0], algorithm="fastest")]))
+    p = ctl("cost", "calibrate", "bad", f)
+    assert (p.returncode, p.stdout) == (1, "")
+    assert p.stderr == 'ofcctl: 400 invalid_field: runs[0].algorithm: unknown algorithm "fastest"\n'
+    p = ctl("-o", "json", "cost", "calibrate", "bad", f)
+    assert p.returncode == 1 and json.loads(p.stdout)["error"]["field"] == "runs[0].algorithm"
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(runs))
+    p = ctl("cost", "calibrate", "lab", good)
+    assert p.returncode == 1 and p.stderr.startswith("ofcctl: 409 conflict: ")
+    assert [x["name"] for x in demo.get("/v1/cost/params").json()["sets"]] == ["lab", "lab2"]
+
+
+def test_cost_calibrate_from_nccl_tests_output(ctl, demo, tmp_path):
+    f = tmp_path / "allreduce.txt"
+    f.write_text(nccl_tests_output(demo))
+    p = ctl("cost", "calibrate", "nccl", f, "--collective", "allreduce", "--algorithm", "ring",
+            "--servers", 8, "--devices", 8, "--fit", FIT)
+    assert p.returncode == 0, p.stderr
+    s = summary(p.stdout)
+    assert (s["source"], s["runs"], s["within 10%"]) == ("nccl-tests", "4", "4 of 4")
+    got = fitted(s["fitted"])
+    assert all(abs(got[k] - v) < 1e-2 * v for k, v in HIDDEN.items()), got
+    out_of_place = [r["measured_us"] for r in demo.get("/v1/cost/params/nccl").json()["fit"]["residuals"]]
+    # From standard input, the in-place column: 1 % slower.
+    p = ctl("-o", "json", "cost", "calibrate", "nccl-in-place", "-", "--collective", "allreduce",
+            "--algorithm", "ring", "--servers", 8, "--devices", 8, "--in-place", "--fit", FIT,
+            stdin=f.read_text())
+    assert p.returncode == 0, p.stderr
+    body = json.loads(p.stdout)
+    assert [r["bytes"] for r in body["fit"]["residuals"]] == list(SIZES)
+    in_place = [r["measured_us"] for r in body["fit"]["residuals"]]
+    assert all(abs(b - a * 1.01) < 0.02 for a, b in zip(out_of_place, in_place))
+    # What the text says of itself is checked by the daemon, named by its field.
+    p = ctl("cost", "calibrate", "empty", "-", "--collective", "allreduce", "--algorithm", "ring",
+            "--servers", 8, "--devices", 8, stdin="# no result here\n")
+    assert p.returncode == 1
+    assert p.stderr == ("ofcctl: 400 invalid_field: nccl_tests.text: no result line of "
+                        "nccl-tests in the text\n")
+    p = ctl("cost", "calibrate", "big", f, "--collective", "allreduce", "--algorithm", "ring",
+            "--servers", 1, "--devices", 8)
+    assert p.returncode == 1 and "nccl_tests.servers" in p.stderr
+
+
+def test_cost_nccl_tests_usage_needs_no_daemon(tmp_path):
+    """The options nccl-tests output needs are checked before anything is sent: exit 2, not 4."""
+    ctl = Ctl(tmp_path, f"http://127.0.0.1:{free_port()}")
+    f = tmp_path / "allreduce.txt"
+    f.write_text("#  size count type redop root time algbw busbw #wrong\n"
+                 "   1024   256 float   sum   -1 30.0  0.00  0.00      0\n")
+    p = ctl("cost", "calibrate", "x", f, "--collective", "allreduce", "--devices", 8)
+    assert (p.returncode, p.stdout) == (2, "")
+    assert p.stderr.startswith(f"ofcctl: {f} is not JSON, so it is read as nccl-tests output, "
+                               "which needs --collective, --algorithm, --servers and --devices "
+                               "(missing --algorithm, --servers)\n")
+    assert "usage: ofcctl cost calibrate NAME FILE|-" in p.stderr
+    # With all of them, the same file goes to the daemon, which is not there.
+    p = ctl("cost", "calibrate", "x", f, "--collective", "allreduce", "--algorithm", "ring",
+            "--servers", 4, "--devices", 8)
+    assert p.returncode == 4 and p.stderr.startswith("ofcctl: cannot reach the daemon: ")
+
+
+def test_cost_params_activate_delete(ctl, demo, tmp_path):
+    f = tmp_path / "runs.json"
+    runs = measured_runs(demo)
+    f.write_text(json.dumps(runs))
+    assert ctl("cost", "calibrate", "lab", f, "--fit", FIT).returncode == 0
+    assert ctl("cost", "calibrate", "nccl", "-", "--collective", "allreduce", "--algorithm", "ring",
+               "--servers", 8, "--devices", 8, "--fit", FIT,
+               stdin=nccl_tests_output(demo)).returncode == 0
+
+    # The list: the active set, the parameters in force, a row per set.
+    p = ctl("cost", "params")
+    assert p.returncode == 0, p.stderr
+    head, params, sets = p.stdout.split("\n\n")
+    assert kv(head) == {"active": "-"}
+    params = dict(r for r in rows(params)[1:])
+    assert params["alpha_us"] == "3" and params["relay"] == "none"
+    sets = rows(sets)
+    assert sets[0] == ["NAME", "ACTIVE", "SOURCE", "RUNS", "RMS", "WITHIN_10", "CREATED"]
+    assert [r[:4] + [r[5]] for r in sets[1:]] == [["lab", "no", "runs", str(len(runs)), str(len(runs))],
+                                                  ["nccl", "no", "nccl-tests", "4", "4"]]
+    p = ctl("-o", "wide", "cost", "params")
+    assert rows(p.stdout.split("\n\n")[2])[0][-2:] == ["START_RMS", "UNDETERMINED"]
+    p = ctl("-o", "json", "cost", "params")
+    assert p.returncode == 0 and p.stdout == demo.get("/v1/cost/params").text
+    # One set: its summary, then every run with what the fit predicts.
+    p = ctl("cost", "params", "nccl")
+    assert p.returncode == 0, p.stderr
+    assert summary(p.stdout)["source"] == "nccl-tests"
+    table = rows(p.stdout.split("\n\n")[1])
+    assert table[0] == ["COLLECTIVE", "ALGORITHM", "SERVERS", "DEVICES", "BYTES", "MEASURED_US",
+                        "PREDICTED_US", "RESIDUAL"]
+    assert [int(r[4]) for r in table[1:]] == list(SIZES)
+    assert all(abs(float(r[7][:-1])) < 1 for r in table[1:])
+    p = ctl("-o", "json", "cost", "params", "nccl")
+    assert p.stdout == demo.get("/v1/cost/params/nccl").text
+    p = ctl("cost", "params", "nosuch")
+    assert (p.returncode, p.stderr) == (1, "ofcctl: 404 not_found: name: no parameter set nosuch\n")
+
+    # Activate: the set prices every selection; the active set cannot be deleted.
+    p = ctl("cost", "activate", "lab")
+    assert (p.returncode, p.stdout) == (0, "parameter set lab is active\n"), p.stderr
+    view = demo.get("/v1/cost/params").json()
+    assert view["active"] == "lab" and abs(view["params"]["alpha_us"] - 7) < 1e-2
+    assert kv(ctl("cost", "params").stdout.split("\n\n")[0]) == {"active": "lab"}
+    p = ctl("cost", "delete", "lab")
+    assert p.returncode == 1 and p.stderr.startswith("ofcctl: 409 in_use: name: parameter set lab")
+    p = ctl("cost", "activate", "nosuch")
+    assert (p.returncode, p.stderr) == (1, "ofcctl: 404 not_found: name: no parameter set nosuch\n")
+    assert demo.get("/v1/cost/params").json()["active"] == "lab"
+    # none: no set active, as before any calibration.
+    p = ctl("cost", "activate", "none")
+    assert (p.returncode, p.stdout) == (0, "no parameter set is active\n")
+    assert demo.get("/v1/cost/params").json()["active"] is None
+    p = ctl("-o", "json", "cost", "activate", "nccl")
+    assert p.returncode == 0 and json.loads(p.stdout) == {"active": "nccl"}
+    p = ctl("-o", "yaml", "cost", "activate", "none")
+    assert p.returncode == 0 and yaml.safe_load(p.stdout) == {"active": None}
+
+    # Delete, then again: 404, or nothing with --ignore-not-found.
+    p = ctl("cost", "delete", "lab")
+    assert (p.returncode, p.stdout) == (0, "parameter set lab deleted\n"), p.stderr
+    p = ctl("-o", "json", "cost", "delete", "nccl")
+    assert p.returncode == 0 and json.loads(p.stdout) == {"deleted": "nccl"}
+    p = ctl("cost", "delete", "lab")
+    assert (p.returncode, p.stderr) == (1, "ofcctl: 404 not_found: name: no parameter set lab\n")
+    p = ctl("cost", "delete", "lab", "--ignore-not-found")
+    assert (p.returncode, p.stdout, p.stderr) == (0, "", "")
+    assert demo.get("/v1/cost/params").json()["sets"] == []
 
 
 # ---- completion -------------------------------------------------------------------------------
