@@ -6,7 +6,8 @@
 #                 a demo topology
 #   make test     set up, build and run every test (layering check, alert rules, unit,
 #                 unit under ASan+UBSan, integration, the cost model's fidelity against
-#                 SimGrid, the OpenAPI lint, the console in Chromium)
+#                 SimGrid and its calibration with SimGrid as hidden hardware, the OpenAPI
+#                 lint, the console in Chromium)
 #   make screenshots  regenerate the console's pictures in docs/img/
 #   make bench    run the benchmarks (see bench/RESULTS.md)
 #   make fuzz     run each libFuzzer harness of tests/fuzz for FUZZ_SECONDS (default 60)
@@ -107,7 +108,7 @@ BENCH_BIN    := $(patsubst bench/%.c,$(B)/bench/%,$(BENCH_SRC))
 LIBS_FUZZ    := $(foreach l,$(LAYERS),$(B)/fuzz/lib$(l).a)
 FUZZ_BIN     := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(FUZZ_SRC))
 
-.PHONY: all run test test-under-load unit unit-san ovs integration fidelity fidelity-shapes check-deps check-alerts config-doc bench \
+.PHONY: all run test test-under-load unit unit-san ovs integration fidelity fidelity-shapes calibration check-deps check-alerts config-doc bench \
 	install clean format browser lint-openapi screenshots fuzz fuzz-smoke
 all: $(B)/ofcd $(B)/ofcd-agent $(B)/ofcctl
 
@@ -234,6 +235,12 @@ fidelity: $(B)/ofcd
 fidelity-shapes: $(B)/ofcd
 	OFCD_BIN=$(abspath $(B)/ofcd) $(PYTHON) tests/fidelity/fidelity_shapes.py
 
+# The calibration against SimGrid as hidden hardware (tests/fidelity/calibration.py): fitted
+# from 18 runs, fails when fewer than 90 % of the held-out cases are within 10 % or a pick is
+# not SimGrid's fastest.
+calibration: $(B)/ofcd
+	OFCD_BIN=$(abspath $(B)/ofcd) $(PYTHON) tests/fidelity/calibration.py
+
 # Fails on a use against the USES table of layers and daemon/'s rooms (a call or an
 # include), SQL outside daemon/domain and daemon/state, or a link cycle between modules
 # (tools/check_deps.py); then shows each of those rules firing on trees of its own.
@@ -247,7 +254,7 @@ check-alerts:
 	promtool test rules tests/prometheus/ofcd-alerts.test.yml
 
 test: check-deps check-alerts unit unit-san ovs fuzz-smoke integration fidelity fidelity-shapes \
-      lint-openapi browser
+      calibration lint-openapi browser
 
 # make test with two CPU-bound workers beside it (stress-ng), as on a busy machine.
 test-under-load: $(B)/config.mk

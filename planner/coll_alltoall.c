@@ -215,7 +215,10 @@ int coll_alltoall_profile(enum coll_algorithm a, const struct coll_params *p, do
 		return -EINVAL;
 	if ((double)P * rounds > ALLTOALL_EXACT_FLOWS)
 		return -E2BIG;
-	rc = coll_links_init(&links, p, S, D, (uint32_t)P);
+	/* Record the host links' loads whatever their rate: a fit may give them one. */
+	struct coll_params q1 = *p;
+	q1.device_link_gbps = 1;
+	rc = coll_links_init(&links, &q1, S, D, (uint32_t)P);
 	for (uint32_t r = 0; r < rounds && !rc; r++) {
 		for (uint64_t x = 0; x < P; x++) {
 			uint32_t n;

@@ -212,8 +212,20 @@ static void price_broadcast(enum coll_algorithm a, const struct rates *r, double
  * message's sender overhead, a host link shared by the circuits a device sends on at once, and
  * the in-server relays. With their defaults this adds nothing.
  */
-static void price_terms(enum coll_algorithm a, const struct coll_params *p, uint32_t devices,
-                        uint64_t participants, struct coll_estimate *e)
+/*
+ * The circuits that share one device's host link, of the @f a server sends on at once out of
+ * its @C, @ppd to a device: the one it sends on and, of the other f - 1, those that happen to
+ * end on the same device, (ppd - 1) / (C - 1) of them on average. All C at once is ppd.
+ */
+static double host_sharing(uint32_t f, uint32_t C, uint32_t ppd)
+{
+	double c = C > 1 ? 1 + (f - 1.0) * (ppd - 1.0) / (C - 1.0) : 1;
+
+	return fmin(c, fmin(f, ppd));
+}
+
+static void price_terms(enum coll_algorithm a, const struct coll_params *p, uint32_t servers,
+                        uint32_t devices, uint64_t participants, struct coll_estimate *e)
 {
 	double b = coll_beta(p), bi = coll_beta_intra(p);
 
@@ -223,8 +235,10 @@ static void price_terms(enum coll_algorithm a, const struct coll_params *p, uint
 		    (e->inter_messages + e->intra_messages + participants - 1) / participants;
 	e->predicted_us += p->launch_us + p->launch_alg_us[a] + (double)e->sends * p->overhead_us;
 	if (p->device_link_gbps > 0 && e->fanout) {
-		uint32_t c = e->fanout < p->ports_per_device ? e->fanout : p->ports_per_device;
-		double host = c / (125.0 * p->device_link_gbps);
+		uint32_t C = p->ports_per_server ? p->ports_per_server
+		                                 : coll_shape_degree(&p->shape, servers);
+		double host =
+		    host_sharing(e->fanout, C, p->ports_per_device) / (125.0 * p->device_link_gbps);
 
 		if (host > b)
 			e->predicted_us += e->circuit_bytes * (host - b);
@@ -314,7 +328,7 @@ int coll_predict(enum coll_collective c, enum coll_algorithm a, uint64_t bytes, 
 		break;
 	}
 	est->scheduled = a != COLL_ALG_NIC_OFFLOAD && a != COLL_ALG_INA;
-	price_terms(a, p, devices,
+	price_terms(a, p, servers, devices,
 	            c == COLL_ALLTOALL && !coll_is_shape_alg(a) ? (uint64_t)servers * devices
 	                                                        : servers,
 	            est);

@@ -105,11 +105,11 @@ struct coll_link_load {
 struct coll_links {
 	const struct coll_params *p;
 	uint32_t servers, devices;
-	double lat[4];               /* latency of each class, µs */
-	double k_circuit, k_intra;   /* µs per byte */
-	uint32_t cap;                /* slots, a power of two */
-	struct coll_link_load *slot; /* open addressing on key */
-	uint32_t *used;              /* slots taken this round */
+	double lat[4];                     /* latency of each class, µs */
+	double k_circuit, k_intra, k_host; /* µs per byte (k_host 0: no host links) */
+	uint32_t cap;                      /* slots, a power of two */
+	struct coll_link_load *slot;       /* open addressing on key */
+	uint32_t *used;                    /* slots taken this round */
 	uint32_t nused;
 };
 
@@ -129,6 +129,7 @@ struct coll_lin {
 	double ai; /* in-server latencies (intra_alpha_us) */
 	double b;  /* bytes over the circuit (coll_beta()) */
 	double bi; /* bytes over in-server links (coll_beta_intra()) */
+	double bh; /* bytes over a device's host link (device_link_gbps) */
 };
 
 /**

@@ -59,6 +59,7 @@ int coll_links_init(struct coll_links *l, const struct coll_params *p, uint32_t 
 	l->lat[3] = p->alpha_us + 2 * p->intra_alpha_us;
 	l->k_circuit = coll_beta(p);
 	l->k_intra = coll_beta_intra(p);
+	l->k_host = p->device_link_gbps > 0 ? 1.0 / (125.0 * p->device_link_gbps) : 0;
 	return 0;
 }
 
@@ -69,7 +70,11 @@ void coll_links_free(struct coll_links *l)
 	memset(l, 0, sizeof(*l));
 }
 
-/* Key 2 * index + kind + 1: kind 0 a circuit direction a -> b, 1 an in-server link s: d -> e. */
+/*
+ * Key 4 * index + kind: kind 1 a circuit direction a -> b, 2 an in-server link s: d -> e, 3 the
+ * host link of device d of server s, one way.
+ */
+enum { KIND_CIRCUIT = 1, KIND_INTRA = 2, KIND_HOST = 3 };
 static void load(struct coll_links *l, uint64_t key, int cls, double bytes)
 {
 	uint32_t mask = l->cap - 1;
@@ -87,7 +92,24 @@ static void load(struct coll_links *l, uint64_t key, int cls, double bytes)
 /* Strides of COLL_MAX_DEVICES: a circuit may end on a device that is not a participant. */
 static uint64_t intra_key(uint32_t s, uint32_t d, uint32_t e)
 {
-	return (((uint64_t)s * COLL_MAX_DEVICES + d) * COLL_MAX_DEVICES + e) * 2 + 2;
+	return (((uint64_t)s * COLL_MAX_DEVICES + d) * COLL_MAX_DEVICES + e) * 4 + KIND_INTRA;
+}
+
+static uint64_t host_key(uint32_t s, uint32_t d, int out)
+{
+	return (((uint64_t)s * COLL_MAX_DEVICES + d) * 2 + (uint64_t)out) * 4 + KIND_HOST;
+}
+
+static double rate_of(const struct coll_links *l, uint64_t key)
+{
+	switch (key % 4) {
+	case KIND_CIRCUIT:
+		return l->k_circuit;
+	case KIND_INTRA:
+		return l->k_intra;
+	default:
+		return l->k_host;
+	}
 }
 
 void coll_links_add(struct coll_links *l, uint32_t src, uint32_t dst, double bytes)
@@ -109,7 +131,13 @@ void coll_links_add(struct coll_links *l, uint32_t src, uint32_t dst, double byt
 		hops++;
 	if (d != ca)
 		load(l, intra_key(a, d, ca), 1 + hops, bytes);
-	load(l, ((uint64_t)a * l->servers + b) * 2 + 1, 1 + hops, bytes);
+	load(l, ((uint64_t)a * l->servers + b) * 4 + KIND_CIRCUIT, 1 + hops, bytes);
+	/* The circuit's devices reach their ports through their host links (server-level
+	 * schedules have one participant per server, not its devices: none there). */
+	if (l->k_host > 0 && D > 1) {
+		load(l, host_key(a, ca, 1), 1 + hops, bytes);
+		load(l, host_key(b, cb, 0), 1 + hops, bytes);
+	}
 	if (e != cb)
 		load(l, intra_key(b, cb, e), 1 + hops, bytes);
 }
@@ -142,7 +170,7 @@ double coll_links_round(struct coll_links *l)
 	for (uint32_t i = 0; i < l->nused; i++) {
 		struct coll_link_load *ld = &l->slot[l->used[i]];
 
-		t = fmax(t, busy(l, ld, ld->key % 2 ? l->k_circuit : l->k_intra));
+		t = fmax(t, busy(l, ld, rate_of(l, ld->key)));
 		memset(ld, 0, sizeof(*ld));
 	}
 	l->nused = 0;
@@ -152,7 +180,7 @@ double coll_links_round(struct coll_links *l)
 /* Piece x is no larger than y under every rate: it can never be the largest. */
 static bool dominated(const struct coll_lin *x, const struct coll_lin *y)
 {
-	return x->a <= y->a && x->ai <= y->ai && x->b <= y->b && x->bi <= y->bi;
+	return x->a <= y->a && x->ai <= y->ai && x->b <= y->b && x->bi <= y->bi && x->bh <= y->bh;
 }
 
 /* The latency of each class in alphas: a circuit and its hops. */
@@ -174,10 +202,9 @@ int coll_links_round_profile(struct coll_links *l, struct coll_profile *pr)
 	pr->piece = piece;
 	for (uint32_t i = 0; i < l->nused; i++) {
 		struct coll_link_load *ld = &l->slot[l->used[i]];
-		bool circuit = ld->key % 2;
 
 		for (int c = 0; c < 4; c++) {
-			struct coll_lin x = { class_a[c], class_ai[c], 0, 0 };
+			struct coll_lin x = { class_a[c], class_ai[c], 0, 0, 0 };
 			double after = 0;
 			bool keep = true;
 
@@ -186,7 +213,9 @@ int coll_links_round_profile(struct coll_links *l, struct coll_profile *pr)
 			for (int o = 0; o < 4; o++)
 				if (class_a[o] >= class_a[c] && class_ai[o] >= class_ai[c])
 					after += ld->bytes[o];
-			*(circuit ? &x.b : &x.bi) = after;
+			*(ld->key % 4 == KIND_CIRCUIT ? &x.b
+			  : ld->key % 4 == KIND_INTRA ? &x.bi
+			                              : &x.bh) = after;
 			for (uint32_t j = start; j < n && keep; j++)
 				keep = !dominated(&x, &piece[j]);
 			if (!keep)
@@ -209,14 +238,14 @@ int coll_links_round_profile(struct coll_links *l, struct coll_profile *pr)
 double coll_profile_price(const struct coll_profile *pr, const struct coll_params *p)
 {
 	double a = p->alpha_us, ai = p->intra_alpha_us, b = coll_beta(p), bi = coll_beta_intra(p);
-	double total = 0;
+	double bh = p->device_link_gbps > 0 ? 1.0 / (125.0 * p->device_link_gbps) : 0, total = 0;
 
 	for (uint32_t r = 0; r < pr->nrounds; r++) {
 		double t = 0;
 
 		for (uint32_t j = pr->first[r]; j < pr->first[r + 1]; j++) {
 			const struct coll_lin *x = &pr->piece[j];
-			t = fmax(t, x->a * a + x->ai * ai + x->b * b + x->bi * bi);
+			t = fmax(t, x->a * a + x->ai * ai + x->b * b + x->bi * bi + x->bh * bh);
 		}
 		total += t;
 	}

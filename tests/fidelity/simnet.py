@@ -63,22 +63,35 @@ class Net:
     def host(self, inst, server, device, kind=""):
         return self.hosts[(inst, server, kind, device)]
 
-    def add_fabric(self, inst, servers, circuits, prm, endpoints=False):
+    def add_fabric(self, inst, servers, circuits, prm, endpoints=False, host_gbps=None):
         """servers: [(name, devices, intra)]; circuits: [(a, a_device, b, b_device)];
         prm: alpha_us, link_gbps, intra_alpha_us, intra_gbps, and with endpoints bridge_gbps,
-        read_us, write_us."""
+        read_us, write_us. host_gbps: each device's circuits leave and arrive through one host
+        link per direction of that rate (PCIe behind a device's optical ports), shared by
+        every circuit of the device; None for none."""
         fz = sg.NetZone.create_full_zone(inst)
         fz.set_parent(self.root)
         zones = {}
         for name, n, intra in servers:
             zones[name] = self._server(fz, inst, name, n, intra, prm, endpoints)
+        host_link = {}
+
+        def host(x, dx, way):
+            if (x, dx, way) not in host_link:
+                host_link[x, dx, way] = fz.create_link(f"{inst}/h/{x}/{dx}{way}",
+                                                       bytes_per_s(host_gbps))
+            return sg.LinkInRoute(host_link[x, dx, way])
+
         for a, da, b, db in circuits:
             for (x, dx, y, dy) in ((a, da, b, db), (b, db, a, da)):
                 link = fz.create_link(f"{inst}/c/{x}>{y}", bytes_per_s(prm["link_gbps"]))
                 self.latency[link.name] = prm["alpha_us"] * 1e-6
+                route = [sg.LinkInRoute(link)]
+                if host_gbps:
+                    route = [host(x, dx, "up")] + route + [host(y, dy, "down")]
                 fz.add_route(zones[x].netpoint, zones[y].netpoint,
                              self.host(inst, x, dx).netpoint, self.host(inst, y, dy).netpoint,
-                             [sg.LinkInRoute(link)], False)
+                             route, False)
         fz.seal()
 
     def _server(self, fz, inst, name, n, intra, prm, endpoints):
@@ -180,8 +193,21 @@ class Net:
         return len(self.jobs) - 1
 
     def add_dag(self, flows):
-        """flows: [(src_host, dst_host, bytes, [indexes of flows it waits for])]."""
+        """flows: [(src_host, dst_host, bytes, [indexes of flows it waits for])], each with an
+        optional fifth member, a delay in seconds added to its start."""
         self.jobs.append(("flows", flows, 0))
+        return len(self.jobs) - 1
+
+    def add_hw_rounds(self, rounds, gamma_ns_per_byte, overhead_us=0.0, launch_us=0.0):
+        """Rounds as add_rounds(), on hardware the formulas do not describe: each round
+        transfer is (src_host, dst_host, bytes, reducer, sender, hop_from); a sender's messages
+        of one round leave one after another, overhead_us apart, the first overhead_us after
+        the round starts (the cost of issuing each, paid by one proxy per sender); a transfer
+        with hop_from first moves its bytes from that host to src_host inside the server and
+        only then leaves (store and forward), once for all its transfers that leave src_host in
+        the round; the collective starts launch_us late."""
+        self.jobs.append(("hw", (rounds, overhead_us * 1e-6, launch_us * 1e-6),
+                          gamma_ns_per_byte * 1e-9))
         return len(self.jobs) - 1
 
     def run(self):
@@ -193,6 +219,8 @@ class Net:
                 t0 = self.engine.clock
                 if kind == "rounds":
                     self._rounds(what, gamma)
+                elif kind == "hw":
+                    self._hw_rounds(what, gamma)
                 else:
                     self._flows(what)
                 out[i] = (self.engine.clock - t0) * 1e6
@@ -219,15 +247,22 @@ class Net:
         left = n
         while left:
             now = self.engine.clock
-            for i, (src, dst, _, deps) in enumerate(flows):
+            for i, (src, dst, _, deps, *delay) in enumerate(flows):
                 if start[i] is None and all(finish[j] is not None for j in deps):
                     start[i] = max([t0] + [finish[j] for j in deps]) + \
-                        self._route_latency(src, dst)
-            for i, (src, dst, nbytes, _) in enumerate(flows):
+                        self._route_latency(src, dst) + (delay[0] if delay else 0.0)
+            empty = False
+            for i, (src, dst, nbytes, *_) in enumerate(flows):
                 if start[i] is not None and start[i] <= now + 1e-15 and finish[i] is None and \
                         i not in which:
+                    if int(nbytes) <= 0:  # SimGrid never completes an empty message
+                        finish[i], empty = now, True
+                        left -= 1
+                        continue
                     live.append(sg.Comm.sendto_async(src, dst, int(nbytes)))
                     which.append(i)
+            if empty:
+                continue
             later = [start[i] for i in range(n)
                      if start[i] is not None and start[i] > now + 1e-15]
             if not live:
@@ -241,16 +276,42 @@ class Net:
                 del live[k], which[k]
         return finish
 
+    def _hw_rounds(self, what, gamma):
+        rounds, overhead, launch = what
+        sg.this_actor.sleep_for(launch)
+        for rnd in rounds:
+            flows, last, issued, hops = [], [], {}, {}
+            for src, dst, b, _, sender, hop_from in rnd:
+                issued[sender] = issued.get(sender, 0) + 1
+                delay = issued[sender] * overhead
+                deps = []
+                if hop_from is not None and hop_from != src:
+                    # What leaves one device for several peers moves to it once.
+                    if (hop_from, src) not in hops:
+                        hops[hop_from, src] = len(flows)
+                        flows.append([hop_from, src, b, [], delay])
+                    hop = flows[hops[hop_from, src]]
+                    hop[2] = max(hop[2], b)
+                    deps, delay = [hops[hop_from, src]], 0.0
+                flows.append([src, dst, b, deps, delay])
+                last.append(len(flows) - 1)
+            finish = self._flows([tuple(f) for f in flows])
+            self._reduce(rnd, [finish[i] for i in last], gamma)
+
     def _rounds(self, rounds, gamma):
         for rnd in rounds:
             finish = self._flows([(s, d, b, []) for s, d, b, _ in rnd])
-            end = self.engine.clock
-            arrived, reduced = {}, {}
-            for t, (_, _, b, who) in zip(finish, rnd):
-                if who is not None:
-                    arrived[who] = max(arrived.get(who, 0.0), t)
-                    reduced[who] = reduced.get(who, 0) + b
-            for who, b in reduced.items():
-                end = max(end, arrived[who] + b * gamma)
-            if end > self.engine.clock:
-                sg.this_actor.sleep_until(end)
+            self._reduce(rnd, finish, gamma)
+
+    def _reduce(self, rnd, finish, gamma):
+        """Ends a round once every participant has reduced what it received."""
+        end = self.engine.clock
+        arrived, reduced = {}, {}
+        for t, (_, _, b, who, *_) in zip(finish, rnd):
+            if who is not None:
+                arrived[who] = max(arrived.get(who, 0.0), t)
+                reduced[who] = reduced.get(who, 0) + b
+        for who, b in reduced.items():
+            end = max(end, arrived[who] + b * gamma)
+        if end > self.engine.clock:
+            sg.this_actor.sleep_until(end)
