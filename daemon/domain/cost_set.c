@@ -12,9 +12,14 @@ json_t *cost_set_params_json(const struct coll_params *p)
 {
 	json_t *o = json_object();
 
-	for (unsigned t = 0; t < COLL_FIT__COUNT; t++)
-		json_object_set_new(o, coll_fit_term_name((enum coll_fit_term)t),
-		                    json_real(coll_fit_term_get(p, (enum coll_fit_term)t)));
+	for (unsigned t = 0; t < COLL_FIT__COUNT; t++) {
+		double v = coll_fit_term_get(p, (enum coll_fit_term)t);
+
+		/* A launch per algorithm only when set: 17 zeros would hide the rest. */
+		if (t >= COLL_FIT_LAUNCH_ALG && v == 0)
+			continue;
+		json_object_set_new(o, coll_fit_term_name((enum coll_fit_term)t), json_real(v));
+	}
 	json_object_set_new(o, "relay", json_string(coll_relay_name(p->relay)));
 	return o;
 }

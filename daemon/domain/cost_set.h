@@ -17,8 +17,10 @@
 #include "coll.h"
 #include "state/store.h"
 
-/** The terms a set holds, from @p: every calibration term ("alpha_us", "launch_us.ring", ...)
- *  and "relay". */
+/**
+ * The terms a set holds, from @p: every calibration term ("alpha_us", ...; a per-algorithm
+ * launch "launch_us.ring" only when not 0) and "relay".
+ */
 json_t *cost_set_params_json(const struct coll_params *p);
 
 /**
