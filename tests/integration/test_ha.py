@@ -504,3 +504,26 @@ def test_a_hyperx_fabric_is_the_same_on_every_member(cluster):
         got = m.get("/v1/fabrics/hx").json()
         assert {k: got[k] for k in ("topology", "shape", "diameter", "degree", "choice")} == \
             {k: want[k] for k in ("topology", "shape", "diameter", "degree", "choice")}
+
+
+def test_cost_parameter_sets_are_the_same_on_every_member(cluster):
+    """A calibrated set, and which one is active, replicate: moving the active mark from one
+    set to another (two rows in one change) applies on every follower without a conflict."""
+    run = {"collective": "allreduce", "algorithm": "ring", "servers": 8, "devices": 8}
+    leader = wait_leader(cluster)
+    for name, alpha_us in (("a", 100.0), ("b", 200.0)):
+        runs = [dict(run, bytes=q, measured_us=14 * alpha_us + q / 20000) for q in (8, 1 << 26)]
+        r = leader.post("/v1/cost/calibrate", {"name": name, "runs": runs, "activate": True,
+                                               "fit": ["alpha_us", "link_efficiency"]})
+        assert r.status_code == 201, r.text
+    want = leader.get("/v1/cost/params").json()
+    assert want["active"] == "b" and [s["active"] for s in want["sets"]] == [False, True]
+    body = {"collective": "allreduce", "bytes": 8, "servers": 8, "devices": 8}
+    price = leader.post("/v1/collective/select", body).json()["predicted_us"]
+    for m in followers(cluster, leader):
+        wait_for(lambda: m.get("/v1/cost/params").json() == want)
+        assert m.post("/v1/collective/select", body).json()["predicted_us"] == price
+        metrics = m.get("/metrics").text
+        assert not [l for l in metrics.splitlines()
+                    if l.startswith("ofcd_cluster_apply_conflicts_total") and
+                    not l.endswith(" 0")], metrics
