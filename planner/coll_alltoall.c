@@ -201,6 +201,13 @@ int coll_alltoall_counts(enum coll_algorithm a, uint32_t servers, uint32_t devic
 	return 0;
 }
 
+uint64_t coll_alltoall_flows(enum coll_algorithm a, uint32_t S, uint32_t D)
+{
+	double flows = (double)S * D * coll_alltoall_rounds(a, S, D);
+
+	return flows > ALLTOALL_EXACT_FLOWS ? 0 : (uint64_t)flows;
+}
+
 int coll_alltoall_profile(enum coll_algorithm a, const struct coll_params *p, double q, uint32_t S,
                           uint32_t D, struct coll_profile *out)
 {

@@ -228,6 +228,7 @@ struct fit {
 	enum coll_fit_term term[COLL_FIT__COUNT];
 	double lo[COLL_FIT__COUNT], hi[COLL_FIT__COUNT], scale[COLL_FIT__COUNT];
 	double *r, *r2, *J; /* n, n, n * k (column-major) */
+	double *Q;          /* n * k: judge()'s orthonormal columns */
 	uint32_t iterations;
 };
 
@@ -398,7 +399,7 @@ static double minimise(struct fit *f, double *x)
  */
 static void judge(struct fit *f, double *x, enum coll_fit_why *why)
 {
-	double *Q = malloc(sizeof(double) * f->n * (f->k ? f->k : 1));
+	double *Q = f->Q;
 	double norm[COLL_FIT__COUNT];
 	bool done[COLL_FIT__COUNT] = { false };
 	uint32_t kept = 0;
@@ -415,7 +416,7 @@ static void judge(struct fit *f, double *x, enum coll_fit_why *why)
 		norm[j] = sqrt(ss / f->n);
 		why[j] = norm[j] < UNUSED ? COLL_FIT_UNUSED : COLL_FIT_DETERMINED;
 	}
-	for (uint32_t round = 0; round < f->k && Q; round++) {
+	for (uint32_t round = 0; round < f->k; round++) {
 		int best = -1;
 
 		for (uint32_t j = 0; j < f->k; j++)
@@ -446,7 +447,6 @@ static void judge(struct fit *f, double *x, enum coll_fit_why *why)
 			Q[(size_t)kept * f->n + i] = c[i] / (left * sqrt((double)f->n));
 		kept++;
 	}
-	free(Q);
 }
 
 /* Fits f's variables from x (k of them); drops the undetermined ones and fits again. */
@@ -502,24 +502,52 @@ int coll_run_check(const struct coll_run *run, const struct coll_params *start,
 	return rc;
 }
 
-/* Profiles of the all-to-all runs priced round by round. Returns 0 or -ENOMEM. */
-static int cache_runs(struct fit *f)
+/*
+ * Profiles of the all-to-all runs priced round by round, and what the runs can tell: whether
+ * any relays (*relays) and the pieces the profiles hold (*pieces). Returns 0 or -ENOMEM.
+ */
+static int cache_runs(struct fit *f, bool *relays, uint64_t *pieces)
 {
+	*relays = false;
+	*pieces = 0;
 	for (uint32_t i = 0; i < f->n; i++) {
 		const struct coll_run *u = &f->runs[i];
 		struct run_cache *c = &f->cache[i];
 		struct coll_estimate e;
 
-		if (u->collective != COLL_ALLTOALL || coll_is_shape_alg(u->algorithm))
-			continue;
 		coll_predict(u->collective, u->algorithm, u->bytes, u->servers, u->devices, &f->p,
 		             &e, NULL);
+		*relays |= e.relay_hops > 0 && u->devices > 1;
+		*pieces += 1;
+		if (u->collective != COLL_ALLTOALL || coll_is_shape_alg(u->algorithm))
+			continue;
 		c->sends = e.sends;
 		if (coll_alltoall_profile(u->algorithm, &f->p, (double)u->bytes, u->servers,
 		                          u->devices, &c->profile) == -ENOMEM)
 			return -ENOMEM;
+		if (c->profile.nrounds)
+			*pieces += c->profile.first[c->profile.nrounds];
 	}
 	return 0;
+}
+
+int coll_fit_work(const struct coll_run *runs, uint32_t nruns, struct coll_error *err)
+{
+	uint64_t flows = 0;
+
+	for (uint32_t i = 0; i < nruns; i++)
+		if (runs[i].collective == COLL_ALLTOALL && !coll_is_shape_alg(runs[i].algorithm) &&
+		    runs[i].servers >= 2 && runs[i].devices >= 1 &&
+		    runs[i].servers <= COLL_MAX_SERVERS && runs[i].devices <= COLL_MAX_DEVICES)
+			flows += coll_alltoall_flows(runs[i].algorithm, runs[i].servers,
+			                             runs[i].devices);
+	if (flows <= COLL_FIT_MAX_FLOWS)
+		return 0;
+	coll_err_set(err, "runs",
+	             "the all-to-all runs send %llu messages priced round by round, at most %u fit "
+	             "in one calibration: give fewer or smaller all-to-all runs",
+	             (unsigned long long)flows, COLL_FIT_MAX_FLOWS);
+	return -E2BIG;
 }
 
 static void summarise(const struct fit *f, struct coll_fit_result *out)
@@ -544,10 +572,12 @@ int coll_fit(const struct coll_run *runs, uint32_t nruns, const struct coll_para
              struct coll_error *err)
 {
 	struct fit f = { .runs = runs, .n = nruns };
-	double x0[COLL_FIT__COUNT], x[COLL_FIT__COUNT], best_x[COLL_FIT__COUNT];
+	double x0[COLL_FIT__COUNT] = { 0 }, x[COLL_FIT__COUNT], best_x[COLL_FIT__COUNT];
 	double lo[COLL_FIT__COUNT], hi[COLL_FIT__COUNT];
-	enum coll_fit_why why[COLL_FIT__COUNT], best_why[COLL_FIT__COUNT];
-	double best = INFINITY, worst = 0;
+	enum coll_fit_why why[COLL_FIT__COUNT], best_why[COLL_FIT__COUNT] = { 0 };
+	double best = INFINITY, relay_cost[COLL_RELAY__COUNT];
+	bool relays;
+	uint64_t pieces;
 	enum coll_relay best_relay = start ? start->relay : COLL_RELAY_NONE;
 	int rc = -EINVAL;
 
@@ -557,6 +587,10 @@ int coll_fit(const struct coll_run *runs, uint32_t nruns, const struct coll_para
 	}
 	if (coll_params_validate(start, err))
 		return -EINVAL;
+	rc = coll_fit_work(runs, nruns, err);
+	if (rc)
+		return rc;
+	rc = -EINVAL;
 	for (uint32_t i = 0; i < nruns; i++) {
 		struct coll_error why_run = { 0 };
 
@@ -581,12 +615,25 @@ int coll_fit(const struct coll_run *runs, uint32_t nruns, const struct coll_para
 	f.r = malloc(sizeof(double) * nruns);
 	f.r2 = malloc(sizeof(double) * nruns);
 	f.J = malloc(sizeof(double) * nruns * (f.k ? f.k : 1));
+	f.Q = malloc(sizeof(double) * nruns * (f.k ? f.k : 1));
 	f.cache = calloc(nruns, sizeof(*f.cache));
-	if (!f.r || !f.r2 || !f.J || !f.cache || cache_runs(&f) == -ENOMEM) {
+	rc = !f.r || !f.r2 || !f.J || !f.Q || !f.cache ? -ENOMEM : cache_runs(&f, &relays, &pieces);
+	if (rc) {
 		coll_err_set(err, NULL, "out of memory");
-		rc = -ENOMEM;
 		goto out;
 	}
+	/* The fit prices every piece some thousand times: bound what it holds the caller for. */
+	if (pieces > COLL_FIT_MAX_PIECES) {
+		coll_err_set(
+		    err, "runs",
+		    "these runs hold %llu pieces to price (all-to-all runs priced round by "
+		    "round count their busiest links), at most %u fit in one calibration: "
+		    "give fewer or smaller all-to-all runs",
+		    (unsigned long long)pieces, COLL_FIT_MAX_PIECES);
+		rc = -E2BIG;
+		goto out;
+	}
+	memcpy(best_x, x0, sizeof(x0));
 	out->start_rms = sqrt(residuals_at(&f, x0, f.r) / nruns);
 
 	/*
@@ -599,13 +646,15 @@ int coll_fit(const struct coll_run *runs, uint32_t nruns, const struct coll_para
 			dev = j;
 	double dev_starts[3] = { x0[dev < f.k ? dev : 0], coll_beta(start), 2 * coll_beta(start) };
 	unsigned nstarts = dev < f.k ? 3 : 1;
-	unsigned nrelays = req->fit_relay ? COLL_RELAY__COUNT : 1;
+	/* The relay mode is fitted only where some run relays: else every mode fits alike. */
+	bool fit_relay = req->fit_relay && relays;
+	unsigned nrelays = fit_relay ? COLL_RELAY__COUNT : 1;
 
 	for (unsigned rl = 0; rl < nrelays; rl++) {
 		double relay_best = INFINITY;
 
 		f.p = *start;
-		if (req->fit_relay)
+		if (fit_relay)
 			f.p.relay = (enum coll_relay)rl;
 		for (unsigned s = 0; s < nstarts; s++) {
 			double cost;
@@ -624,7 +673,14 @@ int coll_fit(const struct coll_run *runs, uint32_t nruns, const struct coll_para
 				memcpy(best_why, why, sizeof(why));
 			}
 		}
-		worst = fmax(worst, relay_best);
+		relay_cost[rl] = relay_best;
+	}
+	if (!isfinite(best)) {
+		coll_err_set(err, "runs",
+		             "no fit prices the runs to finite relative errors (a measured time "
+		             "far too small?)");
+		rc = -EDOM;
+		goto out;
 	}
 	f.p = *start;
 	f.p.relay = best_relay;
@@ -634,7 +690,11 @@ int coll_fit(const struct coll_run *runs, uint32_t nruns, const struct coll_para
 	summarise(&f, out);
 	out->params = f.p;
 	out->iterations = f.iterations;
-	out->relay_determined = req->fit_relay && worst > best * (1 + 1e-6) + 1e-18;
+	/* Determined when the runner-up fits worse, not merely the worst mode. */
+	out->relay_determined = fit_relay;
+	for (unsigned rl = 0; fit_relay && rl < nrelays; rl++)
+		if (rl != (unsigned)best_relay && !(relay_cost[rl] > best * (1 + 1e-6) + 1e-18))
+			out->relay_determined = false;
 	for (unsigned t = 0; t < COLL_FIT__COUNT; t++)
 		out->why[t] = COLL_FIT_NOT_ASKED;
 	for (uint32_t j = 0; j < f.k; j++)
@@ -649,5 +709,6 @@ out:
 	free(f.r);
 	free(f.r2);
 	free(f.J);
+	free(f.Q);
 	return rc;
 }

@@ -15,6 +15,18 @@
 #define COLL_FIT_MAX_RUNS 100000u
 
 /**
+ * Most pieces the runs may hold: one per run, plus the linear pieces of each all-to-all run
+ * priced round by round. A fit prices each some thousand times: about a second for this many.
+ */
+#define COLL_FIT_MAX_PIECES 200000u
+
+/**
+ * Most messages the all-to-all runs priced round by round may send in all: building their
+ * profiles costs about a second for this many.
+ */
+#define COLL_FIT_MAX_FLOWS 2000000u
+
+/**
  * The terms a calibration can fit. Bandwidths of the links themselves (link_gbps, intra_gbps)
  * are facts of the topology, not fitted: their efficiencies are.
  */
@@ -117,10 +129,18 @@ int coll_run_check(const struct coll_run *run, const struct coll_params *start,
                    struct coll_error *err);
 
 /**
+ * Whether @nruns runs are within what one calibration takes (COLL_FIT_MAX_FLOWS), before
+ * anything is priced: 0, or -E2BIG with @err (field "runs") saying how much they are.
+ */
+int coll_fit_work(const struct coll_run *runs, uint32_t nruns, struct coll_error *err);
+
+/**
  * Fit @req's terms of @start to @nruns runs (each checked with coll_run_check()). @residuals,
  * when not NULL, gets each run's relative residual under the fit. Returns 0; -EINVAL (bad
  * arguments, no run, or a run coll_run_check() refuses: @err->field "runs", the reason naming
- * the run and its field); -ENOMEM. @err may be NULL.
+ * the run and its field); -E2BIG (more than COLL_FIT_MAX_FLOWS or COLL_FIT_MAX_PIECES); -EDOM (no
+ * fit prices the runs to finite errors); -ENOMEM. @err may be NULL. The relay mode is chosen only
+ * when some run relays (more than one device per server, an algorithm that forwards).
  */
 int coll_fit(const struct coll_run *runs, uint32_t nruns, const struct coll_params *start,
              const struct coll_fit_request *req, struct coll_fit_result *out, double *residuals,

@@ -156,6 +156,13 @@ double coll_profile_price(const struct coll_profile *pr, const struct coll_param
 void coll_profile_free(struct coll_profile *pr);
 
 /**
+ * Messages all-to-all algorithm @a sends on @S servers of @D devices when it is priced round by
+ * round (the work of pricing it, or of its profile), 0 when it is priced by the closed-form
+ * bound.
+ */
+uint64_t coll_alltoall_flows(enum coll_algorithm a, uint32_t S, uint32_t D);
+
+/**
  * The profile of all-to-all algorithm @a (direct or plane-relayed) on the document 000 plan:
  * what coll_price_alltoall() computes round by round. Returns 0, -E2BIG when that price is the
  * closed-form bound instead (then coll_predict() is as cheap), -EINVAL or -ENOMEM.

@@ -38,8 +38,8 @@ int coll_links_init(struct coll_links *l, const struct coll_params *p, uint32_t 
 	uint64_t cap = 16;
 
 	memset(l, 0, sizeof(*l));
-	/* Three links a message at most, the table at most half full. */
-	while (cap < 6ull * flows)
+	/* Five links a message at most (with the host links), the table at most half full. */
+	while (cap < 10ull * flows)
 		cap *= 2;
 	if (cap > (1u << 31))
 		return -ENOMEM;

@@ -15,8 +15,14 @@
 #include "coll_fit.h"
 #include "domain/cost_set.h"
 
-/* Runs one calibration takes: the fit holds the loop about 0.3 s per thousand. */
+/*
+ * Runs one calibration takes: the fit holds the loop about 0.3 s per thousand, and all-to-all
+ * runs priced round by round are bounded apart (coll_fit_work()).
+ */
 #define CALIBRATE_MAX_RUNS 4000u
+#define MAX_BYTES          (1ull << 50) /* as POST /v1/collective/select */
+#define MIN_US             1e-6         /* a measured time: a picosecond ... */
+#define MAX_US             1e12         /* ... to eleven days */
 
 static const char *const collective_names[] = { "allreduce", "allgather", "alltoall", "broadcast",
 	                                        NULL };
@@ -66,8 +72,7 @@ static int check_run(struct api_req *req, const struct coll_run *r, const char *
 	return -EINVAL;
 }
 
-static int read_runs(struct api_req *req, json_t *a, const struct coll_params *start,
-                     struct coll_run *runs, uint32_t *n)
+static int read_runs(struct api_req *req, json_t *a, struct coll_run *runs, uint32_t *n)
 {
 	static const char *const members[] = { "collective", "algorithm",   "servers", "devices",
 		                               "bytes",      "measured_us", NULL };
@@ -87,10 +92,9 @@ static int read_runs(struct api_req *req, json_t *a, const struct coll_params *s
 		}
 		if (api_check_members(req, o, prefix, members) < 0 ||
 		    read_kind(req, o, prefix, r) < 0 || read_size(req, o, prefix, r) < 0 ||
-		    api_get_uint(req, o, prefix, "bytes", true, 1, 1ull << 50, &r->bytes) < 0 ||
-		    api_get_double(req, o, prefix, "measured_us", true, 1e-6, 1e12,
-		                   &r->measured_us) < 0 ||
-		    check_run(req, r, prefix, start) < 0)
+		    api_get_uint(req, o, prefix, "bytes", true, 1, MAX_BYTES, &r->bytes) < 0 ||
+		    api_get_double(req, o, prefix, "measured_us", true, MIN_US, MAX_US,
+		                   &r->measured_us) < 0)
 			return -EINVAL;
 		(*n)++;
 	}
@@ -98,12 +102,28 @@ static int read_runs(struct api_req *req, json_t *a, const struct coll_params *s
 }
 
 /*
- * nccl-tests' result lines: size count type redop root time algbw busbw #wrong, out of place
- * then in place. The size is the buffer in the sense of coll.h (allreduce and broadcast: each
- * rank's; allgather: the gathered result; alltoall: each rank's send buffer).
+ * The columns of nccl-tests' results, from its header line "#  size  count  type  redop  root
+ * time  algbw  busbw  #wrong  time ...": the first "time" is the out-of-place one, the second
+ * the in-place one. Releases differ in the columns before it (root came in 2.x), so they are
+ * counted, not assumed; without a header, those of 2.x.
  */
-static int read_nccl_tests(struct api_req *req, json_t *o, const struct coll_params *start,
-                           struct coll_run *runs, uint32_t *n)
+static void nccl_columns(char **col, int ncol, int *out_place, int *in_place)
+{
+	int seen = 0;
+
+	for (int i = 1; i < ncol; i++)
+		if (!strcmp(col[i], "time"))
+			*(seen++ ? in_place : out_place) = i - 1; /* the '#' is not a column */
+}
+
+/*
+ * nccl-tests' result lines (size count type redop root time algbw busbw #wrong, out of place
+ * then in place). The size is the buffer in the sense of coll.h (allreduce and broadcast: each
+ * rank's; allgather: the gathered result; alltoall: each rank's send buffer). *line gets each
+ * run's line number, for its errors.
+ */
+static int read_nccl_tests(struct api_req *req, json_t *o, struct coll_run *runs, uint32_t *lines,
+                           uint32_t *n)
 {
 	static const char *const members[] = { "text",    "collective", "algorithm", "servers",
 		                               "devices", "in_place",   NULL };
@@ -111,6 +131,7 @@ static int read_nccl_tests(struct api_req *req, json_t *o, const struct coll_par
 	struct coll_run proto = { 0 };
 	bool in_place = false;
 	uint32_t line = 0, found = 0;
+	int tcol[2] = { 5, 9 };
 
 	if (!json_is_object(o)) {
 		api_error(req, OFCD_E_INVALID_FIELD, p, "nccl_tests must be an object");
@@ -124,29 +145,33 @@ static int read_nccl_tests(struct api_req *req, json_t *o, const struct coll_par
 	for (const char *s = text; *s; line++) {
 		const char *end = strchr(s, '\n');
 		size_t len = end ? (size_t)(end - s) : strlen(s);
-		char buf[512], *tok, *save, *col[13];
+		char buf[512], *tok, *save, *col[16];
 		int ncol = 0;
 
 		snprintf(buf, sizeof(buf), "%.*s", (int)(len < sizeof(buf) ? len : sizeof(buf) - 1),
 		         s);
 		s += len + (end != NULL);
-		for (tok = strtok_r(buf, " \t\r", &save); tok && ncol < 13;
+		for (tok = strtok_r(buf, " \t\r", &save); tok && ncol < 16;
 		     tok = strtok_r(NULL, " \t\r", &save))
 			col[ncol++] = tok;
-		/* Headers, comments and the summary start with '#'; a result with a digit. */
-		if (ncol < 6 || col[0][0] < '0' || col[0][0] > '9')
+		if (ncol > 2 && !strcmp(col[0], "#") && !strcmp(col[1], "size"))
+			nccl_columns(col, ncol, &tcol[0], &tcol[1]);
+		/* Comments and the summary start with '#'; a result with a digit. */
+		if (ncol < 2 || col[0][0] < '0' || col[0][0] > '9')
 			continue;
-		char *e1, *e2;
+		char *e1, *e2 = "";
 		unsigned long long size = strtoull(col[0], &e1, 10);
-		int tcol = in_place ? 9 : 5;
-		double us = tcol < ncol ? strtod(col[tcol], &e2) : NAN;
+		int t = tcol[in_place];
+		double us = t < ncol ? strtod(col[t], &e2) : NAN;
 
-		if (*e1 || tcol >= ncol || *e2 || !(us > 0) || !size) {
+		if (*e1 || t >= ncol || *e2 || !(us >= MIN_US && us <= MAX_US) || !size ||
+		    size > MAX_BYTES) {
 			api_error(
 			    req, OFCD_E_INVALID_FIELD, "nccl_tests.text",
 			    "line %u is not a result line of nccl-tests (size count type redop "
-			    "root time algbw busbw #wrong ...)",
-			    line + 1);
+			    "root time algbw busbw #wrong ..., a size of 1..2^50 bytes and a time "
+			    "of %g..%g us)",
+			    line + 1, MIN_US, MAX_US);
 			return -EINVAL;
 		}
 		if (*n >= CALIBRATE_MAX_RUNS) {
@@ -157,10 +182,7 @@ static int read_nccl_tests(struct api_req *req, json_t *o, const struct coll_par
 		runs[*n] = proto;
 		runs[*n].bytes = size;
 		runs[*n].measured_us = us;
-		char at[48];
-		snprintf(at, sizeof(at), "nccl_tests line %u", line + 1);
-		if (check_run(req, &runs[*n], at, start) < 0)
-			return -EINVAL;
+		lines[*n] = line + 1;
 		(*n)++;
 		found++;
 	}
@@ -168,6 +190,31 @@ static int read_nccl_tests(struct api_req *req, json_t *o, const struct coll_par
 		api_error(req, OFCD_E_INVALID_FIELD, "nccl_tests.text",
 		          "no result line of nccl-tests in the text");
 		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * Every run within what one calibration takes, then each one priced with the start's
+ * capabilities: a 422 names the first that cannot be, by its member or nccl-tests line.
+ */
+static int check_runs(struct api_req *req, const struct coll_run *runs, const uint32_t *lines,
+                      uint32_t n, const struct coll_params *start)
+{
+	struct coll_error err = { 0 };
+	char at[48];
+
+	if (coll_fit_work(runs, n, &err) < 0) {
+		api_error(req, OFCD_E_UNPROCESSABLE, "runs", "%s", err.reason);
+		return -EINVAL;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		if (lines[i])
+			snprintf(at, sizeof(at), "nccl_tests line %u", lines[i]);
+		else
+			snprintf(at, sizeof(at), "runs[%u]", i);
+		if (check_run(req, &runs[i], at, start) < 0)
+			return -EINVAL;
 	}
 	return 0;
 }
@@ -264,6 +311,7 @@ void api_cost_calibrate(struct api_req *req)
 	struct coll_error err = { 0 };
 	struct ofcd_error e = { 0 };
 	struct coll_run *runs = NULL;
+	uint32_t *lines = NULL;
 	double *resid = NULL;
 	const char *name;
 	bool activate = false, window_given;
@@ -291,17 +339,29 @@ void api_cost_calibrate(struct api_req *req)
 	}
 	runs = calloc(CALIBRATE_MAX_RUNS, sizeof(*runs));
 	resid = calloc(CALIBRATE_MAX_RUNS, sizeof(*resid));
-	if (!runs || !resid) {
+	lines = calloc(CALIBRATE_MAX_RUNS, sizeof(*lines));
+	if (!runs || !resid || !lines) {
 		api_error(req, OFCD_E_INTERNAL, NULL, "out of memory");
 		goto out;
 	}
-	if ((a && read_runs(req, a, &start, runs, &n) < 0) ||
-	    (nt && read_nccl_tests(req, nt, &start, runs, &n) < 0))
+	if ((a && read_runs(req, a, runs, &n) < 0) ||
+	    (nt && read_nccl_tests(req, nt, runs, lines, &n) < 0))
 		goto out;
 	if (!n) {
 		api_error(req, OFCD_E_INVALID_FIELD, "runs", "no run to fit");
 		goto out;
 	}
+	/* A name that is taken is refused before the fit, not after. */
+	json_t *taken = cost_set_json(req->env->store, name, false);
+	if (taken) {
+		json_decref(taken);
+		api_error(req, OFCD_E_CONFLICT, "name",
+		          "a parameter set %s exists; choose another name or delete it first",
+		          name);
+		goto out;
+	}
+	if (check_runs(req, runs, lines, n, &start) < 0)
+		goto out;
 	int rc = coll_fit(runs, n, &start, &fr, &res, resid, &err);
 	if (rc) {
 		api_error(req, rc == -ENOMEM ? OFCD_E_INTERNAL : OFCD_E_UNPROCESSABLE, err.field,
@@ -329,6 +389,7 @@ void api_cost_calibrate(struct api_req *req)
 out:
 	free(runs);
 	free(resid);
+	free(lines);
 }
 
 void api_cost_params_get(struct api_req *req)

@@ -70,10 +70,15 @@ int cost_set_load(struct store *s, const char *name, struct coll_params *p)
 		return 0;
 	if (!o)
 		return -EIO;
-	/* Written by cost_set_add() from a checked fit: a bad member would be a bug. */
-	rc = cost_set_params_apply(o, p, &bad);
+	/* Written by cost_set_add() from a checked fit: a bad member would be a bug, and then
+	 * nothing of the set applies. */
+	struct coll_params q = *p;
+	rc = cost_set_params_apply(o, &q, &bad);
 	json_decref(o);
-	return rc < 0 ? -EIO : 1;
+	if (rc < 0 || coll_params_validate(&q, NULL) < 0)
+		return -EIO;
+	*p = q;
+	return 1;
 }
 
 static bool exists(struct store *s, const char *name)
@@ -154,7 +159,10 @@ int cost_set_remove(struct store *s, const char *name, struct ofcd_error *e)
 	if (!exists(s, name))
 		return ofcd_fail(e, -ENOENT, OFCD_E_NOT_FOUND, "name", NULL, "no parameter set %s",
 		                 name);
-	if (cost_set_active_name(s, active, sizeof(active)) == 0 && !strcmp(active, name))
+	if (cost_set_active_name(s, active, sizeof(active)) < 0)
+		return ofcd_fail(e, -EIO, OFCD_E_STORE, NULL, NULL,
+		                 "cannot read the parameter sets");
+	if (!strcmp(active, name))
 		return ofcd_fail(e, -EBUSY, OFCD_E_IN_USE, "name", NULL,
 		                 "parameter set %s is the active one; activate another (or none) "
 		                 "first",

@@ -32,7 +32,8 @@ int cost_set_params_apply(json_t *params, struct coll_params *p, const char **ba
 
 /**
  * Puts set @name's terms (NULL: the active set's) into @p. Returns 1 when applied, 0 when
- * there is no such set (or none is active), -EIO when the store fails.
+ * there is no such set (or none is active), -EIO when the store fails or the set does not
+ * read as valid terms (then @p is left as it was).
  */
 int cost_set_load(struct store *s, const char *name, struct coll_params *p);
 
