@@ -184,3 +184,27 @@ def test_calibrate_refusals_name_the_field_and_store_nothing(daemon):
                                          "devices": 8, "param_set": "nope"})
     assert r.status_code == 404 and error_of(r)["field"] == "param_set"
     assert d.get("/v1/cost/params").json()["active"] is None
+
+
+def test_calibrate_reads_the_time_column_from_the_header_and_bounds_its_work(daemon):
+    d = daemon
+    # A release without the root column: the header says where the times are.
+    text = ("#       size         count      type   redop     time   algbw   busbw  error"
+            "     time   algbw   busbw  error\n"
+            "        1024           256     float     sum    31.50    0.03    0.06  0e+00"
+            "    32.00    0.03    0.06  0e+00\n"
+            "     1048576        262144     float     sum   140.25    7.48   14.02  0e+00"
+            "   150.00    6.99   13.11  0e+00\n")
+    body = {"name": "old", "fit": ["alpha_us"],
+            "nccl_tests": {"text": text, "collective": "allreduce", "algorithm": "ring",
+                           "servers": 4, "devices": 4, "in_place": True}}
+    r = d.post("/v1/cost/calibrate", body)
+    assert r.status_code == 201, r.text
+    assert [x["measured_us"] for x in r.json()["fit"]["residuals"]] == [32.0, 150.0]
+    # All-to-all runs priced round by round are bounded as a whole, before any is priced.
+    big = {"collective": "alltoall", "algorithm": "direct", "servers": 16, "devices": 16,
+           "bytes": 1 << 20, "measured_us": 1000.0}
+    r = d.post("/v1/cost/calibrate", {"name": "big", "runs": [big] * 40})
+    assert r.status_code == 422 and error_of(r)["field"] == "runs", r.text
+    assert "messages priced round by round" in error_of(r)["message"]
+    assert d.get("/v1/cost/params/big").status_code == 404
