@@ -29,6 +29,8 @@ A fabric becomes one zone with one sub-zone per server:
     a message from any other device hops inside its server to the circuit's device and on the
     far side from the circuit's device to its destination, exactly as on the real fabric.
 """
+import heapq
+
 import simgrid as sg
 
 LATENCY_ONLY = 1e15  # bytes/s: a link that only adds latency
@@ -93,6 +95,26 @@ class Net:
                              self.host(inst, x, dx).netpoint, self.host(inst, y, dy).netpoint,
                              route, False)
         fz.seal()
+
+    def add_star(self, inst, members, gbps):
+        """A switch host ("inst/sw") joined to each of `members` hosts ("inst/m<i>") by one link
+        each way of `gbps` and no latency: a job adds the latency itself (add_dag's delays),
+        so that a link's messages queue one after another and each then travels. Returns
+        (member hosts, switch host)."""
+        z = sg.NetZone.create_full_zone(inst)
+        z.set_parent(self.root)
+        sw = z.create_host(f"{inst}/sw", 1e9)
+        self.hosts[(inst, "sw", "", 0)] = sw
+        hosts = []
+        for i in range(members):
+            h = z.create_host(f"{inst}/m{i}", 1e9)
+            up = z.create_link(f"{inst}/up{i}", bytes_per_s(gbps))
+            down = z.create_link(f"{inst}/down{i}", bytes_per_s(gbps))
+            z.add_route(h.netpoint, sw.netpoint, None, None, [sg.LinkInRoute(up)], False)
+            z.add_route(sw.netpoint, h.netpoint, None, None, [sg.LinkInRoute(down)], False)
+            hosts.append(h)
+        z.seal()
+        return hosts, sw
 
     def _server(self, fz, inst, name, n, intra, prm, endpoints):
         z = sg.NetZone.create_full_zone(f"{inst}/{name}")
@@ -183,19 +205,25 @@ class Net:
 
     # ---- jobs: run one after another by one driver actor -------------------------------
 
-    def add_rounds(self, rounds, gamma_ns_per_byte):
+    def add_rounds(self, rounds, gamma_ns_per_byte, queued=False):
         """rounds: [[(src_host, dst_host, bytes, reducer)]]. A round's messages start together;
         a participant (reducer: any key, None for a copy) reduces what it received once its
         own messages are in, at gamma per byte, and the next round starts when every
         participant is done (the schedule's rounds are bulk-synchronous: a transfer reads its
-        source as it was at the start of the round)."""
+        source as it was at the start of the round). queued=True runs the same rounds as one
+        DAG (rounds_dag()) from the event queue of add_dag(queued=True): the same times, for
+        rounds of hundreds of messages."""
+        if queued:
+            return self.add_dag(rounds_dag(rounds, gamma_ns_per_byte * 1e-9), queued=True)
         self.jobs.append(("rounds", rounds, gamma_ns_per_byte * 1e-9))
         return len(self.jobs) - 1
 
-    def add_dag(self, flows):
+    def add_dag(self, flows, queued=False):
         """flows: [(src_host, dst_host, bytes, [indexes of flows it waits for])], each with an
-        optional fifth member, a delay in seconds added to its start."""
-        self.jobs.append(("flows", flows, 0))
+        optional fifth member, a delay in seconds added to its start. queued=True runs the same
+        DAG from an event queue (_queued_flows()): the same times, for DAGs of thousands of
+        flows, where scanning every flow at every event grows as their square."""
+        self.jobs.append(("queued" if queued else "flows", flows, 0))
         return len(self.jobs) - 1
 
     def add_hw_rounds(self, rounds, gamma_ns_per_byte, overhead_us=0.0, launch_us=0.0):
@@ -221,6 +249,8 @@ class Net:
                     self._rounds(what, gamma)
                 elif kind == "hw":
                     self._hw_rounds(what, gamma)
+                elif kind == "queued":
+                    self._queued_flows(what)
                 else:
                     self._flows(what)
                 out[i] = (self.engine.clock - t0) * 1e6
@@ -276,6 +306,63 @@ class Net:
                 del live[k], which[k]
         return finish
 
+    def _queued_flows(self, flows):
+        """_flows() for large DAGs: a flow's start (the same: its route's latency and its delay
+        after the latest of the flows it waits for, or after the job's start) is computed once,
+        when the last of them is through, and kept in a heap; returns each one's finish time."""
+        n = len(flows)
+        finish = [None] * n
+        waits = [len(f[3]) for f in flows]
+        after = [[] for _ in range(n)]
+        for i, f in enumerate(flows):
+            for j in f[3]:
+                after[j].append(i)
+        t0 = self.engine.clock
+        ready = []  # (start, flow)
+
+        def release(i):
+            src, dst, _, deps, *delay = flows[i]
+            start = max([t0] + [finish[j] for j in deps]) + self._route_latency(src, dst) + \
+                (delay[0] if delay else 0.0)
+            heapq.heappush(ready, (start, i))
+
+        def done(i, t):
+            finish[i] = t
+            for k in after[i]:
+                waits[k] -= 1
+                if not waits[k]:
+                    release(k)
+
+        for i in range(n):
+            if not waits[i]:
+                release(i)
+        live, which = [], []
+        left = n
+        while left:
+            now = self.engine.clock
+            while ready and ready[0][0] <= now + 1e-15:
+                _, i = heapq.heappop(ready)
+                src, dst, nbytes = flows[i][:3]
+                if int(nbytes) <= 0:  # SimGrid never completes an empty message
+                    done(i, now)
+                    left -= 1
+                    continue
+                live.append(sg.Comm.sendto_async(src, dst, int(nbytes)))
+                which.append(i)
+            if not left:
+                break
+            if not live:
+                sg.this_actor.sleep_until(ready[0][0])
+                continue
+            k = sg.Comm.wait_any_for(live, ready[0][0] - now) if ready else \
+                sg.Comm.wait_any(live)
+            if k >= 0:
+                i = which[k]
+                del live[k], which[k]
+                left -= 1
+                done(i, self.engine.clock)
+        return finish
+
     def _hw_rounds(self, what, gamma):
         rounds, overhead, launch = what
         sg.this_actor.sleep_for(launch)
@@ -315,3 +402,29 @@ class Net:
             end = max(end, arrived[who] + b * gamma)
         if end > self.engine.clock:
             sg.this_actor.sleep_until(end)
+
+
+def rounds_dag(rounds, gamma):
+    """Net.add_rounds()'s rounds (gamma in seconds per byte) as add_dag() flows: each round's
+    messages wait for the barrier of the round before, a node that moves nothing (0 bytes from
+    a host to itself) and waits for every message of its round and for every reduction; a
+    participant's reduction is such a node too, after its round's last message into it,
+    delayed by gamma times the bytes it reduces."""
+    flows, barrier = [], []
+    for rnd in rounds:
+        if not rnd:
+            continue
+        first = len(flows)
+        into = {}
+        for i, (src, dst, nbytes, who) in enumerate(rnd):
+            flows.append((src, dst, nbytes, list(barrier)))
+            if who is not None:
+                into.setdefault(who, []).append(first + i)
+        ends = list(range(first, len(flows)))
+        for idx in into.values():
+            where = flows[idx[0]][1]
+            flows.append((where, where, 0, idx, sum(flows[i][2] for i in idx) * gamma))
+            ends.append(len(flows) - 1)
+        flows.append((rnd[0][0], rnd[0][0], 0, ends))
+        barrier = [len(flows) - 1]
+    return flows
