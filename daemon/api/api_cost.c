@@ -369,11 +369,15 @@ void api_cost_calibrate(struct api_req *req)
 		goto out;
 	}
 	json_t *prov = json_object_get(body, "provenance");
-	json_t *provenance = json_pack("{s:s, s:I, s:O*}", "source",
+	/* The facts the terms were fitted over: an efficiency means nothing without its rate. */
+	json_t *facts =
+	    json_pack("{s:f, s:f, s:I}", "link_gbps", start.link_gbps, "intra_gbps",
+	              start.intra_gbps, "ports_per_device", (json_int_t)start.ports_per_device);
+	json_t *provenance = json_pack("{s:s, s:I, s:o, s:O*}", "source",
 	                               a && nt ? "runs+nccl-tests"
 	                               : a     ? "runs"
 	                                       : "nccl-tests",
-	                               "runs", (json_int_t)n, "note", prov);
+	                               "runs", (json_int_t)n, "facts", facts, "note", prov);
 	json_t *params = cost_set_params_json(&res.params);
 	json_t *fit = fit_json(&res, &fr, runs, resid, n);
 	rc = cost_set_add(req->env->store, name, params, fit, provenance, activate, &e);

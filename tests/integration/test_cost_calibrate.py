@@ -58,6 +58,8 @@ def test_calibrate_finds_the_hidden_terms_and_activates_on_request(daemon):
     assert "switch_alpha_us" in fit["undetermined"]
     assert len(fit["residuals"]) == len(runs)
     assert s["provenance"] == {"source": "runs", "runs": len(runs),
+                               "facts": {"link_gbps": 400.0, "intra_gbps": 512.0,
+                                         "ports_per_device": 2},
                                "note": {"cluster": "lab", "tool": "test"}}
     # Stored, not active: selections are as they were until it is made active.
     assert predicted(d, "allreduce", "ring", 6, 8, 1 << 20) == before
