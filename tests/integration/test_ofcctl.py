@@ -824,7 +824,7 @@ def test_topology_and_wiring_if_match(ctl, demo, tmp_path):
     f = tmp_path / "w.json"
     f.write_text(json.dumps({"rule": "plane-per-ocs"}))
     p = ctl("wiring", "put", f)
-    assert (p.returncode, p.stdout) == (0, f"wiring: 64 links, rule plane-per-ocs\n"), p.stderr
+    assert (p.returncode, p.stdout) == (0, "wiring: 64 links, rule plane-per-ocs\n"), p.stderr
     p = ctl("wiring", "put", f, "--if-match", '"0123"')
     assert p.returncode == 1 and "412 precondition_failed" in p.stderr
     assert "ofcctl: the wiring changed since it was read: read it again\n" in p.stderr
