@@ -17,8 +17,8 @@
 
 #include "api_handlers.h"
 #include "base/config.h"
+#include "coll.h"
 #include "cost.h"
-#include "base/config.h"
 #include "domain/topo.h"
 
 /* Bounds the reply: each pair carries every candidate, about 2.5 KB of JSON. */
@@ -122,6 +122,23 @@ static int get_params(struct api_req *req, json_t *body, struct cost_params *p)
 	return 0;
 }
 
+/*
+ * [cost], with the active parameter set's step latencies and efficiencies (a calibration
+ * fits them on the collectives' runs): stage transfers and collectives price the same links
+ * alike. Without an active set, [cost] as it is.
+ */
+static void cluster_params(struct api_req *req, struct cost_params *c)
+{
+	struct coll_params p;
+
+	*c = req->env->cfg->cost;
+	api_cost_params(req, &p);
+	c->inter_latency_us = p.alpha_us;
+	c->inter_gbps = p.link_gbps * p.link_efficiency;
+	c->intra_latency_us = p.intra_alpha_us;
+	c->intra_gbps = p.intra_gbps * p.intra_efficiency;
+}
+
 /* The members both routes share: aggregation, bytes, policy and params. */
 static int get_common(struct api_req *req, json_t *body, struct cost_request *cr)
 {
@@ -129,7 +146,7 @@ static int get_common(struct api_req *req, json_t *body, struct cost_request *cr
 	int a = 0, p = COST_POLICY_MIN_COST;
 
 	memset(cr, 0, sizeof(*cr));
-	cr->params = req->env->cfg->cost;
+	cluster_params(req, &cr->params);
 	if (api_get_enum(req, body, NULL, "aggregation", true, agg.v, &a) < 0 ||
 	    api_get_double(req, body, NULL, "bytes", true, 0, COST_MAX_BYTES, &cr->bytes) < 0 ||
 	    api_get_enum(req, body, NULL, "policy", false, pol.v, &p) < 0 ||

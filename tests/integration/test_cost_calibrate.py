@@ -79,6 +79,13 @@ def test_calibrate_finds_the_hidden_terms_and_activates_on_request(daemon):
     view = d.get("/v1/cost/params").json()
     assert view["active"] == "lab" and view["fit"]["rms"] < 1e-4
     assert view["params"]["relay"] == "store-and-forward"
+    # Stage transfers price the same links with the same step latency and efficiency.
+    tx = d.post("/v1/transmission/select", {"aggregation": "none", "bytes": 1 << 20,
+                                            "source": {"devices": 8, "circuit_device": 1},
+                                            "target": {"devices": 8, "circuit_device": 6}})
+    assert tx.status_code == 200, tx.text
+    assert abs(tx.json()["params"]["inter_latency_us"] - view["params"]["alpha_us"]) < 1e-9
+    assert abs(tx.json()["params"]["inter_gbps"] - 400 * view["params"]["link_efficiency"]) < 1e-6
     # The active set cannot be deleted; with none active it can.
     r = d.delete("/v1/cost/params/lab")
     assert r.status_code == 409 and error_of(r)["code"] == "in_use"
