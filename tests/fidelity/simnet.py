@@ -382,7 +382,7 @@ class Net:
                     deps, delay = [hops[hop_from, src]], 0.0
                 flows.append([src, dst, b, deps, delay])
                 last.append(len(flows) - 1)
-            finish = self._flows([tuple(f) for f in flows])
+            finish = self._queued_flows([tuple(f) for f in flows])
             self._reduce(rnd, [finish[i] for i in last], gamma)
 
     def _rounds(self, rounds, gamma):
