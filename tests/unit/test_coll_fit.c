@@ -16,6 +16,7 @@
 
 #include "coll.h"
 #include "coll_fit.h"
+#include "coll_internal.h"
 
 #define MiB (1ull << 20)
 
@@ -349,6 +350,61 @@ static void test_fit_refuses_bad_runs(void **state)
 	assert_int_equal(coll_fit(&run, 0, &p, &req, &res, NULL, &err), -EINVAL);
 }
 
+/* An all-to-all's profile prices as the round-by-round price does, host links included. */
+static void test_alltoall_profile_prices_as_predicted(void **state)
+{
+	static const double alphas[] = { 0, 3, 20 }, effs[] = { 1, 0.7 }, hosts[] = { 0, 150, 900 };
+	struct coll_params p;
+	struct coll_profile pr;
+
+	(void)state;
+	coll_params_default(&p);
+	for (int a = 0; a < 2; a++) {
+		enum coll_algorithm alg = a ? COLL_ALG_PLANE_RELAYED : COLL_ALG_DIRECT;
+
+		assert_int_equal(coll_alltoall_profile(alg, &p, 1 << 20, 5, 6, &pr), 0);
+		for (size_t i = 0; i < 3; i++)
+			for (size_t j = 0; j < 2; j++)
+				for (size_t k = 0; k < 3; k++) {
+					struct coll_params q = p;
+					struct coll_estimate e;
+
+					q.alpha_us = alphas[i];
+					q.intra_alpha_us = alphas[2 - i];
+					q.link_efficiency = effs[j];
+					q.device_link_gbps = hosts[k];
+					price(COLL_ALLTOALL, alg, 1 << 20, 5, 6, &q, &e);
+					assert_close(coll_profile_price(&pr, &q), e.predicted_us,
+					             1e-12);
+				}
+		coll_profile_free(&pr);
+	}
+}
+
+/* All-to-all work past the bound is refused before anything is priced. */
+static void test_fit_bounds_its_work(void **state)
+{
+	struct coll_params p;
+	struct coll_fit_request req;
+	struct coll_fit_result res;
+	struct coll_error err = { 0 };
+	static struct coll_run runs[40];
+
+	(void)state;
+	coll_params_default(&p);
+	coll_fit_request_default(&req);
+	for (unsigned i = 0; i < 40; i++)
+		runs[i] = (struct coll_run){ .collective = COLL_ALLTOALL,
+			                     .algorithm = COLL_ALG_DIRECT,
+			                     .servers = 16,
+			                     .devices = 16,
+			                     .bytes = 1 << 20,
+			                     .measured_us = 1000 };
+	assert_int_equal(coll_fit(runs, 40, &p, &req, &res, NULL, &err), -E2BIG);
+	assert_string_equal(err.field, "runs");
+	assert_int_equal(coll_fit_work(runs, 30, NULL), 0);
+}
+
 static void test_term_names(void **state)
 {
 	enum coll_fit_term t;
@@ -377,6 +433,8 @@ int main(void)
 		cmocka_unit_test(test_fit_recovers_hidden_parameters),
 		cmocka_unit_test(test_fit_says_what_it_cannot_tell),
 		cmocka_unit_test(test_fit_refuses_bad_runs),
+		cmocka_unit_test(test_alltoall_profile_prices_as_predicted),
+		cmocka_unit_test(test_fit_bounds_its_work),
 		cmocka_unit_test(test_term_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
