@@ -14,6 +14,8 @@
 #include "coll.h"
 #include "coll_fit.h"
 #include "domain/cost_set.h"
+#include "domain/fabric_view.h"
+#include "domain/topo.h"
 
 /*
  * Runs one calibration takes: the fit holds the loop about 0.3 s per thousand, and all-to-all
@@ -219,6 +221,41 @@ static int check_runs(struct api_req *req, const struct coll_run *runs, const ui
 	return 0;
 }
 
+/*
+ * "fabric": the facts of the hardware the runs were measured on, from a stored fabric: the
+ * most circuits one of its devices ends (what its host link is shared by). 0 or -EINVAL
+ * (replied).
+ */
+static int read_fabric(struct api_req *req, json_t *body, struct coll_params *start)
+{
+	struct fabric_view f;
+	const char *name = NULL;
+	int64_t id;
+	int rc;
+
+	if (api_get_name(req, body, NULL, "fabric", false, &name) < 0)
+		return -EINVAL;
+	if (!name)
+		return 0;
+	id = topo_fabric_id(req->env->store, name);
+	if (!id) {
+		api_error(req, OFCD_E_UNPROCESSABLE, "fabric", "no fabric %s", name);
+		return -EINVAL;
+	}
+	rc = fabric_view_load(req->env->store, id, false, &f);
+	if (rc == -E2BIG)
+		api_error(req, OFCD_E_UNPROCESSABLE, "fabric",
+		          "fabric %s has more than %d servers, past what its facts are read for",
+		          name, FABRIC_VIEW_MAX_SERVERS);
+	else if (rc < 0)
+		api_error(req, OFCD_E_STORE, NULL, "cannot read fabric %s", name);
+	if (rc < 0)
+		return -EINVAL;
+	start->ports_per_device = f.most_per_device ? f.most_per_device : 1;
+	fabric_view_free(&f);
+	return 0;
+}
+
 /* "fit": the terms to fit (default: all but the per-algorithm launches); "relay" fixes it. */
 static int read_request(struct api_req *req, json_t *body, struct coll_fit_request *fr,
                         struct coll_params *start)
@@ -302,8 +339,10 @@ static json_t *fit_json(const struct coll_fit_result *res, const struct coll_fit
 
 void api_cost_calibrate(struct api_req *req)
 {
-	static const char *const members[] = { "name",   "runs",     "nccl_tests", "fit", "relay",
-		                               "params", "activate", "provenance", NULL };
+	static const char *const members[] = {
+		"name",  "runs",   "nccl_tests", "fabric",     "fit",
+		"relay", "params", "activate",   "provenance", NULL
+	};
 	json_t *body = api_body_object(req), *a, *nt;
 	struct coll_params start;
 	struct coll_fit_request fr;
@@ -323,7 +362,8 @@ void api_cost_calibrate(struct api_req *req)
 		return;
 	/* The fit starts from what the cluster prices with now, and the body's known facts. */
 	api_cost_params(req, &start);
-	if (api_coll_params_read(req, body, &start, &window_given) < 0 ||
+	if (read_fabric(req, body, &start) < 0 ||
+	    api_coll_params_read(req, body, &start, &window_given) < 0 ||
 	    read_request(req, body, &fr, &start) < 0)
 		return;
 	a = json_object_get(body, "runs");

@@ -217,3 +217,25 @@ def test_calibrate_reads_the_time_column_from_the_header_and_bounds_its_work(dae
     assert r.status_code == 422 and error_of(r)["field"] == "runs", r.text
     assert "messages priced round by round" in error_of(r)["message"]
     assert d.get("/v1/cost/params/big").status_code == 404
+
+
+def test_calibrate_takes_the_facts_of_a_fabric(daemon):
+    """A fabric of 2-port devices: its busiest device ends two circuits, which the fit assumes
+    share a host link; a fabric that does not exist is refused, naming it."""
+    d = daemon
+    topo = {"ocs": [{"name": f"ocs{u}", "driver": "sim", "ports": 32, "endpoint": ""}
+                    for u in range(8)],
+            "servers": [{"name": f"s{i}", "devices": 4, "ports_per_device": 2}
+                        for i in range(8)],
+            "wiring": {"rule": "plane-per-ocs"}}
+    assert d.put("/v1/topology", topo).status_code == 200
+    r = d.post("/v1/fabrics", {"name": "job", "servers": [f"s{i}" for i in range(8)]})
+    assert r.status_code == 201, r.text
+    run = {"collective": "allreduce", "algorithm": "full-mesh-direct", "servers": 8,
+           "devices": 4, "bytes": 1 << 24, "measured_us": 900.0}
+    r = d.post("/v1/cost/calibrate", {"name": "f", "runs": [run], "fabric": "job",
+                                      "fit": ["link_efficiency"]})
+    assert r.status_code == 201, r.text
+    assert r.json()["provenance"]["facts"]["ports_per_device"] == 2
+    r = d.post("/v1/cost/calibrate", {"name": "g", "runs": [run], "fabric": "nope"})
+    assert r.status_code == 422 and error_of(r)["field"] == "fabric", r.text
