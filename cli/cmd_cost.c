@@ -171,6 +171,8 @@ static int add_options(const struct cmd_args *a, json_t *body)
 	}
 	if (!rc && (a->given & OPT_RELAY))
 		rc = set(body, "relay", json_string(a->relay), "--relay");
+	if (!rc && (a->given & OPT_FABRIC))
+		rc = set(body, "fabric", json_string(a->fabric), "--fabric");
 	/* The daemon keeps provenance as given, beside the source it records itself. */
 	if (!rc && (a->given & OPT_NOTE))
 		rc = set(body, "provenance", json_string(a->note), "--note");

@@ -28,7 +28,7 @@ struct command {
 /* A fabric's layout: a full mesh, or a grid for more servers than one joins. */
 #define LAYOUT_OPTS (OPT_TOPOLOGY | OPT_SHAPE | OPT_TRAFFIC)
 /* A calibration's own options (besides OPT_NCCL_TESTS, for a file of nccl-tests output). */
-#define COST_FIT_OPTS (OPT_ACTIVATE | OPT_FIT | OPT_RELAY | OPT_NOTE)
+#define COST_FIT_OPTS (OPT_ACTIVATE | OPT_FIT | OPT_RELAY | OPT_NOTE | OPT_FABRIC)
 
 static const struct command commands[] = {
 	{ "fabric create",
@@ -85,6 +85,7 @@ static const struct command commands[] = {
 	{ "audit", "[--since ID|TIME] [--limit N]", 0, 0, OPT_SINCE | OPT_LIMIT, cmd_audit },
 	{ "cost calibrate",
 	  "NAME FILE|- [--activate] [--fit TERM,TERM...] [--relay MODE] [--note TEXT]\n"
+	  "                [--fabric NAME]\n"
 	  "                [--collective C --algorithm A --servers N --devices D [--in-place]]",
 	  2, 2, COST_FIT_OPTS | OPT_NCCL_TESTS, cmd_cost_calibrate },
 	{ "cost params", "[NAME]", 0, 1, 0, cmd_cost_params },

@@ -1233,6 +1233,11 @@ def test_cost_calibrate_from_nccl_tests_output(ctl, demo, tmp_path):
     p = ctl("cost", "calibrate", "big", f, "--collective", "allreduce", "--algorithm", "ring",
             "--servers", 1, "--devices", 8)
     assert p.returncode == 1 and "nccl_tests.servers" in p.stderr
+    # --fabric names the fabric the runs were measured on: it must exist.
+    p = ctl("cost", "calibrate", "where", f, "--collective", "allreduce", "--algorithm", "ring",
+            "--servers", 8, "--devices", 8, "--fabric", "nowhere")
+    assert (p.returncode, p.stderr) == (1, "ofcctl: 422 unprocessable: no fabric nowhere\n")
+    assert demo.get("/v1/cost/params/where").status_code == 404
 
 
 def test_cost_nccl_tests_usage_needs_no_daemon(tmp_path):
