@@ -43,6 +43,23 @@ static void view_error(struct api_req *req, int rc, const struct fabric_view *f,
 		          "cannot read fabric %s", name);
 }
 
+int api_fabric_view_named(struct api_req *req, const char *name, struct fabric_view *f)
+{
+	int64_t id = topo_fabric_id(req->env->store, name);
+	int rc;
+
+	if (!id) {
+		api_error(req, OFCD_E_UNPROCESSABLE, "fabric", "no fabric %s", name);
+		return -EINVAL;
+	}
+	rc = fabric_view_load(req->env->store, id, false, f);
+	if (rc < 0) {
+		view_error(req, rc, f, name);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 /* ---- parameters ---------------------------------------------------------- */
 
 /*
@@ -123,7 +140,7 @@ static const struct param_field {
 	{ "relay", PARAM_RELAY, offsetof(struct coll_params, relay), 0, 0 },
 };
 
-static const char *const relay_choices[] = { "none", "cut-through", "store-and-forward", NULL };
+const char *const api_relay_names[] = { "none", "cut-through", "store-and-forward", NULL };
 
 #define NPARAMS (sizeof(param_fields) / sizeof(param_fields[0]))
 
@@ -185,7 +202,7 @@ int api_coll_params_read(struct api_req *req, json_t *body, struct coll_params *
 			*(uint32_t *)at = (uint32_t)u;
 			break;
 		case PARAM_RELAY:
-			if (api_get_enum(req, o, "params", key, true, relay_choices, &r) < 0)
+			if (api_get_enum(req, o, "params", key, true, api_relay_names, &r) < 0)
 				return -EINVAL;
 			*(enum coll_relay *)at = (enum coll_relay)r;
 			break;
@@ -233,8 +250,8 @@ static void reply_window(struct api_req *req, const struct coll_params *p,
 
 /* ---- POST /v1/collective/select ------------------------------------------ */
 
-static const char *const collective_choices[] = { "allreduce", "allgather", "alltoall", "broadcast",
-	                                          NULL };
+const char *const api_collective_names[] = { "allreduce", "allgather", "alltoall", "broadcast",
+	                                     NULL };
 
 /* The first server pair (*a < *b) a schedule crosses without a circuit: 0, or -1 if none. */
 static int schedule_first_missing(const struct coll_schedule *s, const struct fabric_view *f,
@@ -359,16 +376,8 @@ static int select_size(struct api_req *req, json_t *body, struct fabric_view *f,
 		          "its members");
 		return -EINVAL;
 	}
-	int64_t id = topo_fabric_id(req->env->store, fname);
-	if (!id) {
-		api_error(req, OFCD_E_UNPROCESSABLE, "fabric", "no fabric %s", fname);
+	if (api_fabric_view_named(req, fname, f) < 0)
 		return -EINVAL;
-	}
-	int rc = fabric_view_load(req->env->store, id, false, f);
-	if (rc < 0) {
-		view_error(req, rc, f, fname);
-		return -EINVAL;
-	}
 	*servers = f->m;
 	*devices = f->devices;
 	return 0;
@@ -432,7 +441,7 @@ void api_collective_select(struct api_req *req)
 	int c, rc;
 
 	if (!body || api_check_members(req, body, NULL, members) < 0 ||
-	    api_get_enum(req, body, NULL, "collective", true, collective_choices, &c) < 0 ||
+	    api_get_enum(req, body, NULL, "collective", true, api_collective_names, &c) < 0 ||
 	    api_get_uint(req, body, NULL, "bytes", true, 1, COLL_API_MAX_BYTES, &bytes) < 0)
 		return;
 	if (select_size(req, body, &f, &servers, &devices) < 0)
@@ -463,7 +472,7 @@ void api_collective_select(struct api_req *req)
 		goto out;
 	}
 	enum coll_collective coll;
-	coll_collective_from_name(collective_choices[c], &coll);
+	coll_collective_from_name(api_collective_names[c], &coll);
 	rc = coll_select(coll, bytes, (uint32_t)servers, (uint32_t)devices, &p, &sel, &err);
 	if (rc == 0 || rc == -ENOENT) {
 		if (f.name[0] && fab_check_candidates(&f, &p, &sel, bytes) < 0) {
@@ -475,7 +484,7 @@ void api_collective_select(struct api_req *req)
 			                  json_pack("{s:o}", "candidates", candidates_json(&sel)),
 			                  "no %s algorithm fits %s%s%llu servers with these "
 			                  "capabilities",
-			                  collective_choices[c], f.name[0] ? f.name : "",
+			                  api_collective_names[c], f.name[0] ? f.name : "",
 			                  f.name[0] ? ": " : "", (unsigned long long)servers);
 			goto out;
 		}
@@ -485,7 +494,7 @@ void api_collective_select(struct api_req *req)
 	}
 	const struct coll_candidate *best = &sel.candidates[sel.chosen];
 	json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:s, s:f, s:o, s:o}", "collective",
-	                      collective_choices[c], "bytes", (json_int_t)bytes, "servers",
+	                      api_collective_names[c], "bytes", (json_int_t)bytes, "servers",
 	                      (json_int_t)servers, "devices", (json_int_t)devices, "algorithm",
 	                      best->name, "predicted_us", best->predicted_us, "params",
 	                      api_coll_params_json(&p), "candidates", candidates_json(&sel));

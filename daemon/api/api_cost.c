@@ -26,9 +26,6 @@
 #define MIN_US             1e-6         /* a measured time: a picosecond ... */
 #define MAX_US             1e12         /* ... to eleven days */
 
-static const char *const collective_names[] = { "allreduce", "allgather", "alltoall", "broadcast",
-	                                        NULL };
-
 /* A run's collective and algorithm from obj, under prefix. 0 or -EINVAL (replied). */
 static int read_kind(struct api_req *req, json_t *obj, const char *prefix, struct coll_run *r)
 {
@@ -36,10 +33,10 @@ static int read_kind(struct api_req *req, json_t *obj, const char *prefix, struc
 	char f[96];
 	int c;
 
-	if (api_get_enum(req, obj, prefix, "collective", true, collective_names, &c) < 0 ||
+	if (api_get_enum(req, obj, prefix, "collective", true, api_collective_names, &c) < 0 ||
 	    api_get_string(req, obj, prefix, "algorithm", true, 64, &alg) < 0)
 		return -EINVAL;
-	coll_collective_from_name(collective_names[c], &r->collective);
+	coll_collective_from_name(api_collective_names[c], &r->collective);
 	if (coll_algorithm_from_name(alg, &r->algorithm) < 0) {
 		api_error(req, OFCD_E_INVALID_FIELD, api_field(f, sizeof(f), prefix, "algorithm"),
 		          "unknown algorithm \"%.64s\"", alg);
@@ -60,9 +57,12 @@ static int read_size(struct api_req *req, json_t *obj, const char *prefix, struc
 	return 0;
 }
 
-/* The run can be priced with the start parameters, or a 422 naming its field. */
+/*
+ * The run can be priced with the start parameters, or a 422 on field prefix.FIELD whose
+ * message starts with where the run came from (its member or its nccl-tests line).
+ */
 static int check_run(struct api_req *req, const struct coll_run *r, const char *prefix,
-                     const struct coll_params *start)
+                     const char *where, const struct coll_params *start)
 {
 	struct coll_error err = { 0 };
 	char f[96];
@@ -70,7 +70,7 @@ static int check_run(struct api_req *req, const struct coll_run *r, const char *
 	if (coll_run_check(r, start, &err) == 0)
 		return 0;
 	api_error(req, OFCD_E_UNPROCESSABLE, api_field(f, sizeof(f), prefix, err.field), "%s: %s",
-	          prefix, err.reason);
+	          where, err.reason);
 	return -EINVAL;
 }
 
@@ -204,18 +204,19 @@ static int check_runs(struct api_req *req, const struct coll_run *runs, const ui
                       uint32_t n, const struct coll_params *start)
 {
 	struct coll_error err = { 0 };
-	char at[48];
 
 	if (coll_fit_work(runs, n, &err) < 0) {
 		api_error(req, OFCD_E_UNPROCESSABLE, "runs", "%s", err.reason);
 		return -EINVAL;
 	}
 	for (uint32_t i = 0; i < n; i++) {
+		char where[48];
+
 		if (lines[i])
-			snprintf(at, sizeof(at), "nccl_tests line %u", lines[i]);
+			snprintf(where, sizeof(where), "nccl_tests line %u", lines[i]);
 		else
-			snprintf(at, sizeof(at), "runs[%u]", i);
-		if (check_run(req, &runs[i], at, start) < 0)
+			snprintf(where, sizeof(where), "runs[%u]", i);
+		if (check_run(req, &runs[i], lines[i] ? "nccl_tests" : where, where, start) < 0)
 			return -EINVAL;
 	}
 	return 0;
@@ -230,37 +231,25 @@ static int read_fabric(struct api_req *req, json_t *body, struct coll_params *st
 {
 	struct fabric_view f;
 	const char *name = NULL;
-	int64_t id;
-	int rc;
 
 	if (api_get_name(req, body, NULL, "fabric", false, &name) < 0)
 		return -EINVAL;
 	if (!name)
 		return 0;
-	id = topo_fabric_id(req->env->store, name);
-	if (!id) {
-		api_error(req, OFCD_E_UNPROCESSABLE, "fabric", "no fabric %s", name);
-		return -EINVAL;
-	}
-	rc = fabric_view_load(req->env->store, id, false, &f);
-	if (rc == -E2BIG)
-		api_error(req, OFCD_E_UNPROCESSABLE, "fabric",
-		          "fabric %s has more than %d servers, past what its facts are read for",
-		          name, FABRIC_VIEW_MAX_SERVERS);
-	else if (rc < 0)
-		api_error(req, OFCD_E_STORE, NULL, "cannot read fabric %s", name);
-	if (rc < 0)
+	if (api_fabric_view_named(req, name, &f) < 0)
 		return -EINVAL;
 	start->ports_per_device = f.most_per_device ? f.most_per_device : 1;
 	fabric_view_free(&f);
 	return 0;
 }
 
-/* "fit": the terms to fit (default: all but the per-algorithm launches); "relay" fixes it. */
+/*
+ * "fit": the terms to fit (default: all but the per-algorithm launches); "relay" (or
+ * "params.relay") fixes the relay mode. Runs after "params" is read into *start.
+ */
 static int read_request(struct api_req *req, json_t *body, struct coll_fit_request *fr,
                         struct coll_params *start)
 {
-	static const char *const relays[] = { "none", "cut-through", "store-and-forward", NULL };
 	json_t *fit = json_object_get(body, "fit"), *v;
 	size_t i;
 	int relay;
@@ -294,12 +283,14 @@ static int read_request(struct api_req *req, json_t *body, struct coll_fit_reque
 			fr->fit[t] = true;
 		}
 	}
-	if (api_get_enum(req, body, NULL, "relay", false, relays, &relay) < 0)
+	if (api_get_enum(req, body, NULL, "relay", false, api_relay_names, &relay) < 0)
 		return -EINVAL;
-	if (json_object_get(body, "relay")) {
+	if (json_object_get(body, "relay"))
 		start->relay = (enum coll_relay)relay;
+	/* A relay mode given, at the top or among the known facts, is not fitted. */
+	if (json_object_get(body, "relay") ||
+	    json_object_get(json_object_get(body, "params"), "relay"))
 		fr->fit_relay = false;
-	}
 	return 0;
 }
 

@@ -260,10 +260,12 @@ void api_fabric_create(struct api_req *req)
 	struct fabric_layout layout;
 	struct coll_params price;
 	size_t m = parse_fabric(req, false, &name, &names, &layout);
-	api_cost_params(req, &price);
-	layout.price = &price;
 	if (m) {
 		struct fabric_parts *parts;
+
+		/* After the request is read: the active cost set is a read of the store. */
+		api_cost_params(req, &price);
+		layout.price = &price;
 		int64_t fid = fabric_create(&c, name, names, m, &layout, parts_of(req, &parts), &e);
 		if (fid < 0)
 			api_fail(req, &e);
@@ -287,11 +289,12 @@ void api_fabric_put(struct api_req *req)
 	struct fabric_layout layout;
 	struct coll_params price;
 	size_t m = parse_fabric(req, true, &name, &names, &layout);
-	api_cost_params(req, &price);
-	layout.price = &price;
 	if (m &&
 	    api_if_match(req, topo_fabric_revision(c.store, topo_fabric_id(c.store, name))) == 0) {
 		struct fabric_parts *parts;
+
+		api_cost_params(req, &price);
+		layout.price = &price;
 		int64_t fid =
 		    fabric_put(&c, name, names, m, &layout, &created, parts_of(req, &parts), &e);
 		if (fid < 0)

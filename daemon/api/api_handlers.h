@@ -10,6 +10,7 @@
 #include "api.h"
 
 struct coll_params;
+struct fabric_view;
 struct fabric_layout;
 
 /* api_core.c */
@@ -105,6 +106,16 @@ int api_coll_params_read(struct api_req *req, json_t *body, struct coll_params *
                          bool *window_given);
 /** *p as the JSON api_coll_params_read() reads. New reference. */
 json_t *api_coll_params_json(const struct coll_params *p);
+/** The collectives' names as requests give them, NULL-terminated (for api_get_enum()). */
+extern const char *const api_collective_names[];
+/** The relay modes' names as requests give them, NULL-terminated (enum coll_relay's order). */
+extern const char *const api_relay_names[];
+/**
+ * Loads stored fabric @name's view without its circuits' details into *f (free it with
+ * fabric_view_free()). 0, or -EINVAL after a reply: 422 on "fabric" when there is no such
+ * fabric or it is past FABRIC_VIEW_MAX_SERVERS, 503/500 when it cannot be read.
+ */
+int api_fabric_view_named(struct api_req *req, const char *name, struct fabric_view *f);
 
 /* api_cost.c */
 /** POST /v1/cost/calibrate: fits the model's terms to measured runs, stores the set. */

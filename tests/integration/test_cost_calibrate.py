@@ -138,6 +138,11 @@ def test_calibrate_from_nccl_tests_lines(daemon):
     s = r.json()
     assert s["provenance"]["source"] == "nccl-tests" and s["fit"]["runs"] == 4
     assert [x["bytes"] for x in s["fit"]["residuals"]] == list(SIZES)
+    # A relay mode among the known facts is taken, not fitted.
+    r = d.post("/v1/cost/calibrate", dict(body, name="nccl-relay", fit=["alpha_us", "relay"],
+                                          params={"relay": "cut-through"}))
+    assert r.status_code == 201, r.text
+    assert r.json()["params"]["relay"] == "cut-through" and "relay" not in r.json()["fit"]["undetermined"]
     # Only what was asked is fitted; the relay is not chosen.
     assert set(s["fit"]["terms"]) == {"alpha_us", "link_efficiency"}
     # The in-place column on request: 1 % slower.
@@ -170,6 +175,11 @@ def test_calibrate_refusals_name_the_field_and_store_nothing(daemon):
     # A cube needs exactly 8 servers: the run cannot be priced.
     refused({"name": "x", "runs": [dict(good, algorithm="cube-300", servers=6)]}, 422,
             "runs[0].algorithm")
+    nccl = {"text": "1024 256 float sum -1 30.0 0 0 0\n", "collective": "allreduce",
+            "algorithm": "cube-300", "servers": 6, "devices": 8}
+    r = d.post("/v1/cost/calibrate", {"name": "x", "nccl_tests": nccl})
+    assert r.status_code == 422 and error_of(r)["field"] == "nccl_tests.algorithm", r.text
+    assert error_of(r)["message"].startswith("nccl_tests line 1: ")
     refused({"name": "x", "runs": [good], "fit": ["link_gbps"]}, 400, "fit")
     refused({"name": "x", "runs": [good], "relay": "teleport"}, 400, "relay")
     refused({"name": "x", "runs": [good], "params": {"link_efficiency": 2}}, 400,
