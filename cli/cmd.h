@@ -74,6 +74,7 @@ enum out_format {
 #define OPT_FIT              CMD_OPT(31) /**< --fit TERM,TERM... */
 #define OPT_RELAY            CMD_OPT(32) /**< --relay MODE */
 #define OPT_NOTE             CMD_OPT(33) /**< --note TEXT */
+#define OPT_COLLECTED        CMD_OPT(34) /**< --collected */
 
 /** What nccl-tests output does not say of its runs: cost calibrate's options for such a file. */
 #define OPT_NCCL_TESTS (OPT_COLLECTIVE | OPT_ALGORITHM | OPT_SERVERS | OPT_DEVICES | OPT_IN_PLACE)
@@ -335,5 +336,7 @@ int cmd_cost_calibrate(struct cmd_ctx *c);
 int cmd_cost_params(struct cmd_ctx *c);
 int cmd_cost_activate(struct cmd_ctx *c);
 int cmd_cost_delete(struct cmd_ctx *c);
+int cmd_cost_runs(struct cmd_ctx *c);
+int cmd_cost_runs_delete(struct cmd_ctx *c);
 
 #endif

@@ -1,8 +1,9 @@
 /*
- * cost calibrate|params|activate|delete: the collective cost model's named
+ * cost calibrate|params|activate|delete|runs: the collective cost model's named
  * parameter sets. calibrate sends measured runs, as JSON or as the output of
- * an nccl-tests binary, for the daemon to fit the model's terms to; the one
- * set made active prices every selection (docs/cost-model.md, "Calibration").
+ * an nccl-tests binary, or takes those servers' agents collected (cost runs),
+ * for the daemon to fit the model's terms to; the one set made active prices
+ * every selection (docs/cost-model.md, "Calibration").
  * The daemon's calibration refusals often name their field only in the error
  * body (runs[3].algorithm), so these commands print it (cmd_ctx.name_field).
  */
@@ -101,10 +102,22 @@ static void list_missing(const struct cmd_args *a, char *buf, size_t len)
 	}
 }
 
+/* True when nccl-tests output carries the line "# ofcd: ..." that says what it ran. */
+static bool has_ofcd_line(const char *text)
+{
+	for (const char *s = text; s; s = strchr(s, '\n'), s = s ? s + 1 : NULL) {
+		size_t sp = strspn(s, " \t");
+		if (s[sp] == '#' &&
+		    strncmp(s + sp + 1 + strspn(s + sp + 1, " \t"), "ofcd:", 5) == 0)
+			return true;
+	}
+	return false;
+}
+
 /*
  * The body from nccl-tests output: its result lines are the runs, and the
- * options say what it measured, which the output itself does not. NULL
- * after a message, with the exit code in *rc.
+ * options (or the output's "# ofcd:" line) say what it measured, which the
+ * output itself does not. NULL after a message, with the exit code in *rc.
  */
 static json_t *nccl_body(const struct cmd_args *a, const char *text, int *rc)
 {
@@ -112,21 +125,31 @@ static json_t *nccl_body(const struct cmd_args *a, const char *text, int *rc)
 	char missing[128];
 
 	list_missing(a, missing, sizeof(missing));
-	if (missing[0]) {
-		*rc = cmd_usage("%s is not JSON, so it is read as nccl-tests output, which needs "
-		                "--collective, --algorithm, --servers and --devices (missing %s)",
-		                file, missing);
+	if (missing[0] && !has_ofcd_line(text)) {
+		*rc =
+		    cmd_usage("%s is not JSON, so it is read as nccl-tests output, which needs "
+		              "--collective, --algorithm, --servers and --devices (missing %s), "
+		              "or a line \"# ofcd: collective=C algorithm=A servers=N devices=D\"",
+		              file, missing);
 		return NULL;
 	}
-	json_t *nt = json_pack("{s:I, s:I, s:b}", "servers", (json_int_t)a->servers, "devices",
-	                       (json_int_t)a->devices, "in_place", !!(a->given & OPT_IN_PLACE));
+	json_t *nt = json_object();
 	json_t *body = json_object();
 	if (!nt || !body) {
 		*rc = cmd_fail(CMD_UNREACHABLE, "out of memory");
 	} else {
+		/* The options given replace the line's values (the daemon fills in the rest). */
 		*rc = set(nt, "text", json_string(text), file);
-		*rc = *rc ? *rc : set(nt, "collective", json_string(a->collective), "--collective");
-		*rc = *rc ? *rc : set(nt, "algorithm", json_string(a->algorithm), "--algorithm");
+		if (!*rc && (a->given & OPT_COLLECTIVE))
+			*rc = set(nt, "collective", json_string(a->collective), "--collective");
+		if (!*rc && (a->given & OPT_ALGORITHM))
+			*rc = set(nt, "algorithm", json_string(a->algorithm), "--algorithm");
+		if (!*rc && (a->given & OPT_SERVERS))
+			*rc = set(nt, "servers", json_integer(a->servers), "--servers");
+		if (!*rc && (a->given & OPT_DEVICES))
+			*rc = set(nt, "devices", json_integer(a->devices), "--devices");
+		if (!*rc && (a->given & OPT_IN_PLACE))
+			*rc = set(nt, "in_place", json_true(), "--in-place");
 		*rc = *rc ? *rc : set(body, "nccl_tests", json_incref(nt), file);
 	}
 	json_decref(nt);
@@ -171,6 +194,8 @@ static int add_options(const struct cmd_args *a, json_t *body)
 	}
 	if (!rc && (a->given & OPT_RELAY))
 		rc = set(body, "relay", json_string(a->relay), "--relay");
+	if (!rc && (a->given & OPT_COLLECTED))
+		rc = set(body, "collected", json_true(), "--collected");
 	if (!rc && (a->given & OPT_FABRIC))
 		rc = set(body, "fabric", json_string(a->fabric), "--fabric");
 	/* The daemon keeps provenance as given, beside the source it records itself. */
@@ -184,12 +209,28 @@ static int add_options(const struct cmd_args *a, json_t *body)
 static json_t *calibrate_body(const struct cmd_args *a, int *rc)
 {
 	char err[512];
+	json_t *body;
+
+	/* Only what the agents collected: no file. */
+	if (a->argc < 2) {
+		if (!(a->given & OPT_COLLECTED)) {
+			*rc = cmd_usage("cost calibrate needs a FILE of runs, or --collected");
+			return NULL;
+		}
+		body = json_object();
+		*rc = body ? add_options(a, body) : cmd_fail(CMD_UNREACHABLE, "out of memory");
+		if (*rc) {
+			json_decref(body);
+			return NULL;
+		}
+		return body;
+	}
 	char *text = cmd_read_file(a->argv[1], err, sizeof(err));
 	if (!text) {
 		*rc = cmd_usage("%s", err);
 		return NULL;
 	}
-	json_t *body = looks_like_json(text) ? json_body(a, text, rc) : nccl_body(a, text, rc);
+	body = looks_like_json(text) ? json_body(a, text, rc) : nccl_body(a, text, rc);
 	free(text);
 	if (body && (*rc = add_options(a, body))) {
 		json_decref(body);
@@ -458,6 +499,80 @@ int cmd_cost_delete(struct cmd_ctx *c)
 	/* A 404 spared by --ignore-not-found prints nothing, as every delete. */
 	if (rc == CMD_OK && r.status != 404)
 		rc = cmd_print(c, &r, show_deleted, NULL);
+	free(path);
+	client_reply_free(&r);
+	return rc;
+}
+
+/* ---- runs the agents collected ------------------------------------------- */
+
+static int show_runs(const json_t *reply)
+{
+	static const char *const head[] = { "ID",          "COLLECTOR", "FABRIC",  "COLLECTIVE",
+		                            "ALGORITHM",   "SERVERS",   "DEVICES", "BYTES",
+		                            "MEASURED_US", "COLLECTED" };
+	static const char *const keys[] = { "id",          "collector", "fabric",  "collective",
+		                            "algorithm",   "servers",   "devices", "bytes",
+		                            "measured_us", "collected" };
+	const json_t *r;
+	struct table t;
+	size_t i;
+
+	table_init(&t, 10, head);
+	json_array_foreach(json_object_get(reply, "runs"), i, r)
+	{
+		for (size_t k = 0; k < 10; k++)
+			table_json(&t, json_object_get(r, keys[k]));
+	}
+	int rc = table_print(&t, stdout) ? CMD_UNREACHABLE : CMD_OK;
+	table_free(&t);
+	if (rc == CMD_OK)
+		printf("%zu of %lld runs kept\n", json_array_size(json_object_get(reply, "runs")),
+		       (long long)json_integer_value(json_object_get(reply, "total")));
+	return rc;
+}
+
+/* /v1/cost/runs with --fabric (and --limit) as its query; NULL after a message. */
+static char *runs_path(struct cmd_ctx *c, bool limit)
+{
+	char *path = strdup("/v1/cost/runs"), n[24];
+
+	snprintf(n, sizeof(n), "%ld", c->args.limit);
+	if (path && (c->args.given & OPT_FABRIC))
+		cmd_add_query(c, &path, "fabric", c->args.fabric);
+	if (path && limit && (c->args.given & OPT_LIMIT))
+		cmd_add_query(c, &path, "limit", n);
+	if (!path)
+		cmd_fail(CMD_UNREACHABLE, "out of memory");
+	return path;
+}
+
+int cmd_cost_runs(struct cmd_ctx *c)
+{
+	char *path = runs_path(c, true);
+	if (!path)
+		return CMD_UNREACHABLE;
+	int rc = cmd_get_show(c, path, show_runs, NULL);
+	free(path);
+	return rc;
+}
+
+static int show_runs_deleted(const json_t *reply)
+{
+	printf("%lld collected runs deleted\n",
+	       (long long)json_integer_value(json_object_get(reply, "deleted")));
+	return CMD_OK;
+}
+
+int cmd_cost_runs_delete(struct cmd_ctx *c)
+{
+	struct client_reply r = { 0 };
+	char *path = runs_path(c, false);
+	if (!path)
+		return CMD_UNREACHABLE;
+	int rc = cmd_call(c, "DELETE", path, NULL, 0, &r);
+	if (rc == CMD_OK)
+		rc = cmd_print(c, &r, show_runs_deleted, NULL);
 	free(path);
 	client_reply_free(&r);
 	return rc;

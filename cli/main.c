@@ -28,7 +28,7 @@ struct command {
 /* A fabric's layout: a full mesh, or a grid for more servers than one joins. */
 #define LAYOUT_OPTS (OPT_TOPOLOGY | OPT_SHAPE | OPT_TRAFFIC)
 /* A calibration's own options (besides OPT_NCCL_TESTS, for a file of nccl-tests output). */
-#define COST_FIT_OPTS (OPT_ACTIVATE | OPT_FIT | OPT_RELAY | OPT_NOTE | OPT_FABRIC)
+#define COST_FIT_OPTS (OPT_ACTIVATE | OPT_FIT | OPT_RELAY | OPT_NOTE | OPT_FABRIC | OPT_COLLECTED)
 
 static const struct command commands[] = {
 	{ "fabric create",
@@ -84,10 +84,12 @@ static const struct command commands[] = {
 	{ "events", "[--fabric NAME]", 0, 0, OPT_FABRIC, cmd_events },
 	{ "audit", "[--since ID|TIME] [--limit N]", 0, 0, OPT_SINCE | OPT_LIMIT, cmd_audit },
 	{ "cost calibrate",
-	  "NAME FILE|- [--activate] [--fit TERM,TERM...] [--relay MODE] [--note TEXT]\n"
-	  "                [--fabric NAME]\n"
+	  "NAME [FILE|-] [--collected] [--activate] [--fit TERM,TERM...] [--relay MODE]\n"
+	  "                [--note TEXT] [--fabric NAME]\n"
 	  "                [--collective C --algorithm A --servers N --devices D [--in-place]]",
-	  2, 2, COST_FIT_OPTS | OPT_NCCL_TESTS, cmd_cost_calibrate },
+	  1, 2, COST_FIT_OPTS | OPT_NCCL_TESTS, cmd_cost_calibrate },
+	{ "cost runs delete", "[--fabric NAME]", 0, 0, OPT_FABRIC, cmd_cost_runs_delete },
+	{ "cost runs", "[--fabric NAME] [--limit N]", 0, 0, OPT_FABRIC | OPT_LIMIT, cmd_cost_runs },
 	{ "cost params", "[NAME]", 0, 1, 0, cmd_cost_params },
 	{ "cost activate", "NAME|none", 1, 1, 0, cmd_cost_activate },
 	{ "cost delete", "NAME [--ignore-not-found]", 1, 1, OPT_IGNORE_NOT_FOUND, cmd_cost_delete },
@@ -118,7 +120,9 @@ static void print_usage(FILE *f)
 	        "-f FILE: the JSON body to send, its members overridden by the options given.\n"
 	        "cost calibrate: FILE is JSON (a request body, or an array of runs) or else\n"
 	        "the output of an nccl-tests binary, whose runs the --collective, --algorithm,\n"
-	        "--servers and --devices given describe; cost activate none: no set active.\n"
+	        "--servers and --devices given describe (or its \"# ofcd: ...\" line);\n"
+	        "--collected: the runs servers' agents sent too (cost runs);\n"
+	        "cost activate none: no set active.\n"
 	        "The daemon is --url, else $OFCCTL_URL, else url in ~/.config/ofcctl.ini or\n"
 	        "%s, else %s. An https daemon's certificate is checked against\n"
 	        "--cacert, else $OFCCTL_CACERT, $CURL_CA_BUNDLE, $SSL_CERT_FILE, cacert in the\n"

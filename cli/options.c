@@ -70,6 +70,7 @@ static const struct opt opts[] = {
 	{ "fit", 0, OPT_FIT, STR(fit) },
 	{ "relay", 0, OPT_RELAY, STR(relay) },
 	{ "note", 0, OPT_NOTE, STR(note) },
+	{ "collected", 0, OPT_COLLECTED, K_FLAG, 0 },
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 

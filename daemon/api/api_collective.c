@@ -541,29 +541,6 @@ static int query_bytes(struct api_req *req, uint64_t *out)
 #define SCHEDULE_PAGE_DEFAULT 4096
 #define SCHEDULE_PAGE_MAX     65536
 
-/* An optional query parameter of digits from 0 (lo) to hi; def when absent. */
-static int query_count(struct api_req *req, const char *key, uint64_t lo, uint64_t hi, uint64_t def,
-                       uint64_t *out)
-{
-	const char *v = api_query(req, key);
-	uint64_t x = 0;
-	size_t i;
-
-	*out = def;
-	if (!v)
-		return 0;
-	for (i = 0; v[i] >= '0' && v[i] <= '9' && x <= hi; i++)
-		x = x * 10 + (uint64_t)(v[i] - '0');
-	if (!v[0] || v[i] || x < lo || x > hi) {
-		api_error(req, OFCD_E_INVALID_FIELD, key,
-		          "%s must be an integer from %llu to %llu, got \"%.32s\"", key,
-		          (unsigned long long)lo, (unsigned long long)hi, v);
-		return -EINVAL;
-	}
-	*out = x;
-	return 0;
-}
-
 static json_t *circuit_json(const struct fabric_view *f, uint32_t src, uint32_t dst)
 {
 	const struct fabric_view_circuit *c = &f->circuits[f->pair[(size_t)src * f->m + dst]];
@@ -746,8 +723,8 @@ void api_fabric_schedule(struct api_req *req)
 	}
 	uint64_t from, limit;
 	if (query_bytes(req, &bytes) < 0 ||
-	    query_count(req, "round", 0, UINT32_MAX, 0, &from) < 0 ||
-	    query_count(req, "limit", 1, SCHEDULE_PAGE_MAX, SCHEDULE_PAGE_DEFAULT, &limit) < 0)
+	    api_query_uint(req, "round", 0, UINT32_MAX, 0, &from) < 0 ||
+	    api_query_uint(req, "limit", 1, SCHEDULE_PAGE_MAX, SCHEDULE_PAGE_DEFAULT, &limit) < 0)
 		return;
 	int rc = fabric_view_load(s, id, true, &f);
 	if (rc < 0) {

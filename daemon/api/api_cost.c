@@ -13,6 +13,7 @@
 #include "api_handlers.h"
 #include "coll.h"
 #include "coll_fit.h"
+#include "domain/cost_run.h"
 #include "domain/cost_set.h"
 #include "domain/fabric_view.h"
 #include "domain/topo.h"
@@ -25,6 +26,12 @@
 #define MAX_BYTES          (1ull << 50) /* as POST /v1/collective/select */
 #define MIN_US             1e-6         /* a measured time: a picosecond ... */
 #define MAX_US             1e12         /* ... to eleven days */
+
+/* Where a run came from, for its errors: a member of runs, a line of nccl-tests, a stored run. */
+struct run_src {
+	enum { SRC_RUNS, SRC_NCCL, SRC_COLLECTED } kind;
+	int64_t at; /* its index in runs, its line, its id */
+};
 
 /* A run's collective and algorithm from obj, under prefix. 0 or -EINVAL (replied). */
 static int read_kind(struct api_req *req, json_t *obj, const char *prefix, struct coll_run *r)
@@ -74,7 +81,8 @@ static int check_run(struct api_req *req, const struct coll_run *r, const char *
 	return -EINVAL;
 }
 
-static int read_runs(struct api_req *req, json_t *a, struct coll_run *runs, uint32_t *n)
+static int read_runs(struct api_req *req, json_t *a, struct coll_run *runs, struct run_src *src,
+                     uint32_t *n)
 {
 	static const char *const members[] = { "collective", "algorithm",   "servers", "devices",
 		                               "bytes",      "measured_us", NULL };
@@ -98,7 +106,7 @@ static int read_runs(struct api_req *req, json_t *a, struct coll_run *runs, uint
 		    api_get_double(req, o, prefix, "measured_us", true, MIN_US, MAX_US,
 		                   &r->measured_us) < 0)
 			return -EINVAL;
-		(*n)++;
+		src[(*n)++] = (struct run_src){ SRC_RUNS, (int64_t)i };
 	}
 	return 0;
 }
@@ -124,8 +132,8 @@ static void nccl_columns(char **col, int ncol, int *out_place, int *in_place)
  * rank's; allgather: the gathered result; alltoall: each rank's send buffer). *line gets each
  * run's line number, for its errors.
  */
-static int read_nccl_tests(struct api_req *req, json_t *o, struct coll_run *runs, uint32_t *lines,
-                           uint32_t *n)
+static int read_nccl_tests(struct api_req *req, json_t *o, struct coll_run *runs,
+                           struct run_src *src, uint32_t *n)
 {
 	static const char *const members[] = { "text",    "collective", "algorithm", "servers",
 		                               "devices", "in_place",   NULL };
@@ -184,8 +192,7 @@ static int read_nccl_tests(struct api_req *req, json_t *o, struct coll_run *runs
 		runs[*n] = proto;
 		runs[*n].bytes = size;
 		runs[*n].measured_us = us;
-		lines[*n] = line + 1;
-		(*n)++;
+		src[(*n)++] = (struct run_src){ SRC_NCCL, line + 1 };
 		found++;
 	}
 	if (!found) {
@@ -198,9 +205,9 @@ static int read_nccl_tests(struct api_req *req, json_t *o, struct coll_run *runs
 
 /*
  * Every run within what one calibration takes, then each one priced with the start's
- * capabilities: a 422 names the first that cannot be, by its member or nccl-tests line.
+ * capabilities: a 422 names the first that cannot be, by its member, nccl-tests line or id.
  */
-static int check_runs(struct api_req *req, const struct coll_run *runs, const uint32_t *lines,
+static int check_runs(struct api_req *req, const struct coll_run *runs, const struct run_src *src,
                       uint32_t n, const struct coll_params *start)
 {
 	struct coll_error err = { 0 };
@@ -210,13 +217,17 @@ static int check_runs(struct api_req *req, const struct coll_run *runs, const ui
 		return -EINVAL;
 	}
 	for (uint32_t i = 0; i < n; i++) {
+		const char *prefix = src[i].kind == SRC_NCCL        ? "nccl_tests"
+		                     : src[i].kind == SRC_COLLECTED ? "collected"
+		                                                    : NULL;
 		char where[48];
 
-		if (lines[i])
-			snprintf(where, sizeof(where), "nccl_tests line %u", lines[i]);
-		else
-			snprintf(where, sizeof(where), "runs[%u]", i);
-		if (check_run(req, &runs[i], lines[i] ? "nccl_tests" : where, where, start) < 0)
+		snprintf(where, sizeof(where),
+		         src[i].kind == SRC_NCCL        ? "nccl_tests line %lld"
+		         : src[i].kind == SRC_COLLECTED ? "collected run %lld"
+		                                        : "runs[%lld]",
+		         (long long)src[i].at);
+		if (check_run(req, &runs[i], prefix ? prefix : where, where, start) < 0)
 			return -EINVAL;
 	}
 	return 0;
@@ -224,22 +235,116 @@ static int check_runs(struct api_req *req, const struct coll_run *runs, const ui
 
 /*
  * "fabric": the facts of the hardware the runs were measured on, from a stored fabric: the
- * most circuits one of its devices ends (what its host link is shared by). 0 or -EINVAL
- * (replied).
+ * most circuits one of its devices ends (what its host link is shared by) into *ports, 0 when
+ * no fabric is named. 0 or -EINVAL (replied).
  */
-static int read_fabric(struct api_req *req, json_t *body, struct coll_params *start)
+static int read_fabric(struct api_req *req, json_t *body, const char **name, uint32_t *ports)
 {
 	struct fabric_view f;
-	const char *name = NULL;
 
-	if (api_get_name(req, body, NULL, "fabric", false, &name) < 0)
+	*name = NULL;
+	*ports = 0;
+	if (api_get_name(req, body, NULL, "fabric", false, name) < 0)
 		return -EINVAL;
-	if (!name)
+	if (!*name)
 		return 0;
-	if (api_fabric_view_named(req, name, &f) < 0)
+	if (api_fabric_view_named(req, *name, &f) < 0)
 		return -EINVAL;
-	start->ports_per_device = f.most_per_device ? f.most_per_device : 1;
+	*ports = f.most_per_device ? f.most_per_device : 1;
 	fabric_view_free(&f);
+	return 0;
+}
+
+/* A value of the "# ofcd:" line as JSON: digits as an integer, true/false, else a string. */
+static json_t *header_value(const char *v)
+{
+	size_t i = 0;
+
+	while (v[i] >= '0' && v[i] <= '9')
+		i++;
+	if (i && !v[i] && i < 10)
+		return json_integer(strtoll(v, NULL, 10));
+	if (!strcmp(v, "true") || !strcmp(v, "false"))
+		return json_boolean(v[0] == 't');
+	return json_string(v);
+}
+
+/*
+ * The line "# ofcd: fabric=NAME collective=C algorithm=A servers=S devices=D in_place=B" in
+ * nccl_tests.text says what the output does not: its values fill the members of nccl_tests
+ * (and the body's "fabric") that the request leaves out. At most one such line. 0 or -EINVAL
+ * (replied).
+ */
+static int nccl_header(struct api_req *req, json_t *body)
+{
+	static const char *const keys[] = { "fabric",  "collective", "algorithm", "servers",
+		                            "devices", "in_place",   NULL };
+	json_t *nt = json_object_get(body, "nccl_tests");
+	const char *text = json_string_value(json_object_get(nt, "text"));
+	uint32_t line = 0, seen = 0;
+
+	for (const char *s = text; s && *s; line++) {
+		const char *end = strchr(s, '\n');
+		size_t len = end ? (size_t)(end - s) : strlen(s);
+		char buf[512], *tok, *save;
+
+		snprintf(buf, sizeof(buf), "%.*s", (int)(len < sizeof(buf) ? len : sizeof(buf) - 1),
+		         s);
+		s += len + (end != NULL);
+		tok = strtok_r(buf, " \t\r", &save);
+		if (!tok || strcmp(tok, "#") || !(tok = strtok_r(NULL, " \t\r", &save)) ||
+		    strcmp(tok, "ofcd:"))
+			continue;
+		if (seen++) {
+			api_error(
+			    req, OFCD_E_INVALID_FIELD, "nccl_tests.text",
+			    "line %u: a second \"# ofcd:\" line (line %u was the first); send "
+			    "each test's output on its own",
+			    line + 1, seen);
+			return -EINVAL;
+		}
+		seen = line + 1;
+		while ((tok = strtok_r(NULL, " \t\r", &save))) {
+			char *eq = strchr(tok, '=');
+			unsigned k = 0;
+
+			if (eq)
+				*eq = '\0';
+			while (keys[k] && strcmp(keys[k], tok))
+				k++;
+			if (!eq || !keys[k]) {
+				api_error(
+				    req, OFCD_E_INVALID_FIELD, "nccl_tests.text",
+				    "line %u: \"%.32s\" is not KEY=VALUE of fabric, collective, "
+				    "algorithm, servers, devices, in_place",
+				    line + 1, tok);
+				return -EINVAL;
+			}
+			json_t *into = k ? nt : body;
+			if (!json_object_get(into, keys[k]))
+				json_object_set_new(into, keys[k], header_value(eq + 1));
+		}
+	}
+	return 0;
+}
+
+/*
+ * The measured runs of the body, "runs" and "nccl_tests", appended to runs[*n..] (room for
+ * CALIBRATE_MAX_RUNS) with where each came from. 0 or -EINVAL (replied).
+ */
+static int read_measured(struct api_req *req, json_t *body, struct coll_run *runs,
+                         struct run_src *src, uint32_t *n)
+{
+	json_t *a = json_object_get(body, "runs"), *nt = json_object_get(body, "nccl_tests");
+
+	if (a && (!json_is_array(a) || json_array_size(a) > CALIBRATE_MAX_RUNS)) {
+		api_error(req, OFCD_E_INVALID_FIELD, "runs",
+		          "runs must be an array of at most %u runs", CALIBRATE_MAX_RUNS);
+		return -EINVAL;
+	}
+	if ((a && read_runs(req, a, runs, src, n) < 0) ||
+	    (nt && read_nccl_tests(req, nt, runs, src, n) < 0))
+		return -EINVAL;
 	return 0;
 }
 
@@ -328,59 +433,141 @@ static json_t *fit_json(const struct coll_fit_result *res, const struct coll_fit
 	                 "residuals", rows);
 }
 
+/* The runs the request's "collected" selects, or none. A query or members of an object. */
+static int read_filter(struct api_req *req, json_t *o, const char *prefix,
+                       struct cost_run_filter *f)
+{
+	static const char *const members[] = { "fabric", "collector", "since", "before", NULL };
+	uint64_t since = 0, before = 0;
+
+	memset(f, 0, sizeof(*f));
+	if (!o) {
+		if (api_query_uint(req, "since", 0, INT64_MAX, 0, &since) < 0 ||
+		    api_query_uint(req, "before", 0, INT64_MAX, 0, &before) < 0)
+			return -EINVAL;
+		f->fabric = api_query(req, "fabric");
+		f->collector = api_query(req, "collector");
+	} else if (json_is_object(o)) {
+		if (api_check_members(req, o, prefix, members) < 0 ||
+		    api_get_name(req, o, prefix, "fabric", false, &f->fabric) < 0 ||
+		    api_get_name(req, o, prefix, "collector", false, &f->collector) < 0 ||
+		    api_get_uint(req, o, prefix, "since", false, 0, INT64_MAX, &since) < 0 ||
+		    api_get_uint(req, o, prefix, "before", false, 0, INT64_MAX, &before) < 0)
+			return -EINVAL;
+	} else if (!json_is_true(o)) {
+		api_error(
+		    req, OFCD_E_INVALID_FIELD, prefix,
+		    "%s must be true (every collected run) or an object of fabric, collector, "
+		    "since, before",
+		    prefix);
+		return -EINVAL;
+	}
+	f->since = (int64_t)since;
+	f->before = (int64_t)before;
+	return 0;
+}
+
+/*
+ * "collected": the stored runs it selects, appended to runs[*n..]; their ports per device
+ * into *ports (as cost_run_load()). A new object for the provenance into *prov, NULL when
+ * nothing is asked. 0 or -EINVAL (replied).
+ */
+static int read_collected(struct api_req *req, json_t *body, struct coll_run *runs,
+                          struct run_src *src, uint32_t *n, uint32_t *ports, json_t **prov)
+{
+	json_t *o = json_object_get(body, "collected"), *who;
+	struct cost_run_filter f;
+	int64_t lo, hi, got;
+
+	*prov = NULL;
+	*ports = 0;
+	if (!o || json_is_false(o))
+		return 0;
+	if (read_filter(req, o, "collected", &f) < 0)
+		return -EINVAL;
+	int64_t *ids = calloc(CALIBRATE_MAX_RUNS, sizeof(*ids));
+	got = ids ? cost_run_load(req->env->store, &f, runs + *n, ids, CALIBRATE_MAX_RUNS - *n, &lo,
+	                          &hi, ports, &who)
+	          : -EIO;
+	for (int64_t i = 0; i < got; i++)
+		src[*n + i] = (struct run_src){ SRC_COLLECTED, ids[i] };
+	free(ids);
+	if (got < 0) {
+		api_error(req, OFCD_E_STORE, NULL, "cannot read the collected runs");
+		return -EINVAL;
+	}
+	if (!got) {
+		json_decref(who);
+		api_error(req, OFCD_E_UNPROCESSABLE, "collected", "no collected run matches");
+		return -EINVAL;
+	}
+	*n += (uint32_t)got;
+	*prov = json_pack("{s:I, s:I, s:I, s:o}", "runs", (json_int_t)got, "first_id",
+	                  (json_int_t)lo, "last_id", (json_int_t)hi, "from", who);
+	return 0;
+}
+
 void api_cost_calibrate(struct api_req *req)
 {
-	static const char *const members[] = {
-		"name",  "runs",   "nccl_tests", "fabric",     "fit",
-		"relay", "params", "activate",   "provenance", NULL
-	};
-	json_t *body = api_body_object(req), *a, *nt;
+	static const char *const members[] = { "name",     "runs",       "nccl_tests", "collected",
+		                               "fabric",   "fit",        "relay",      "params",
+		                               "activate", "provenance", NULL };
+	json_t *body = api_body_object(req), *collected = NULL;
 	struct coll_params start;
 	struct coll_fit_request fr;
 	struct coll_fit_result res;
 	struct coll_error err = { 0 };
 	struct ofcd_error e = { 0 };
 	struct coll_run *runs = NULL;
-	uint32_t *lines = NULL;
+	struct run_src *src = NULL;
 	double *resid = NULL;
-	const char *name;
+	const char *name, *fabric;
 	bool activate = false, window_given;
-	uint32_t n = 0;
+	uint32_t n = 0, given = 0, ports, collected_ports;
 
 	if (!body || api_check_members(req, body, NULL, members) < 0 ||
 	    api_get_name(req, body, NULL, "name", true, &name) < 0 ||
-	    api_get_bool(req, body, NULL, "activate", false, &activate) < 0)
+	    api_get_bool(req, body, NULL, "activate", false, &activate) < 0 ||
+	    nccl_header(req, body) < 0)
 		return;
 	/* The fit starts from what the cluster prices with now, and the body's known facts. */
 	api_cost_params(req, &start);
-	if (read_fabric(req, body, &start) < 0 ||
-	    api_coll_params_read(req, body, &start, &window_given) < 0 ||
+	if (read_fabric(req, body, &fabric, &ports) < 0)
+		return;
+	if (ports)
+		start.ports_per_device = ports;
+	if (api_coll_params_read(req, body, &start, &window_given) < 0 ||
 	    read_request(req, body, &fr, &start) < 0)
 		return;
-	a = json_object_get(body, "runs");
-	nt = json_object_get(body, "nccl_tests");
-	if (!a && !nt) {
-		api_error(req, OFCD_E_INVALID_FIELD, "runs", "runs or nccl_tests is required");
-		return;
-	}
-	if (a && (!json_is_array(a) || json_array_size(a) > CALIBRATE_MAX_RUNS)) {
-		api_error(req, OFCD_E_INVALID_FIELD, "runs",
-		          "runs must be an array of at most %u runs", CALIBRATE_MAX_RUNS);
-		return;
-	}
 	runs = calloc(CALIBRATE_MAX_RUNS, sizeof(*runs));
 	resid = calloc(CALIBRATE_MAX_RUNS, sizeof(*resid));
-	lines = calloc(CALIBRATE_MAX_RUNS, sizeof(*lines));
-	if (!runs || !resid || !lines) {
+	src = calloc(CALIBRATE_MAX_RUNS, sizeof(*src));
+	if (!runs || !resid || !src) {
 		api_error(req, OFCD_E_INTERNAL, NULL, "out of memory");
 		goto out;
 	}
-	if ((a && read_runs(req, a, runs, &n) < 0) ||
-	    (nt && read_nccl_tests(req, nt, runs, lines, &n) < 0))
+	if (read_measured(req, body, runs, src, &n) < 0)
+		goto out;
+	given = n;
+	if (read_collected(req, body, runs, src, &n, &collected_ports, &collected) < 0)
 		goto out;
 	if (!n) {
-		api_error(req, OFCD_E_INVALID_FIELD, "runs", "no run to fit");
+		api_error(req, OFCD_E_INVALID_FIELD, "runs",
+		          "runs, nccl_tests or collected is required");
 		goto out;
+	}
+	/* Collected runs carry their fabric's host-link fact, unless the request gives it. */
+	if (collected_ports && !fabric &&
+	    !json_object_get(json_object_get(body, "params"), "ports_per_device")) {
+		if (collected_ports == UINT32_MAX) {
+			api_error(
+			    req, OFCD_E_UNPROCESSABLE, "collected",
+			    "the collected runs were measured on fabrics whose devices end "
+			    "different numbers of circuits; narrow collected by fabric, or give "
+			    "params.ports_per_device");
+			goto out;
+		}
+		start.ports_per_device = collected_ports;
 	}
 	/* A name that is taken is refused before the fit, not after. */
 	json_t *taken = cost_set_json(req->env->store, name, false);
@@ -391,7 +578,7 @@ void api_cost_calibrate(struct api_req *req)
 		          name);
 		goto out;
 	}
-	if (check_runs(req, runs, lines, n, &start) < 0)
+	if (check_runs(req, runs, src, n, &start) < 0)
 		goto out;
 	int rc = coll_fit(runs, n, &start, &fr, &res, resid, &err);
 	if (rc) {
@@ -399,16 +586,21 @@ void api_cost_calibrate(struct api_req *req)
 		          "%s", err.reason);
 		goto out;
 	}
-	json_t *prov = json_object_get(body, "provenance");
+	bool has_runs = json_object_get(body, "runs"),
+	     has_nccl = json_object_get(body, "nccl_tests");
+	char source[48];
+	snprintf(source, sizeof(source), "%s%s%s%s%s", has_runs ? "runs" : "",
+	         has_runs && has_nccl ? "+" : "", has_nccl ? "nccl-tests" : "",
+	         given && collected ? "+" : "", collected ? "collected" : "");
 	/* The facts the terms were fitted over: an efficiency means nothing without its rate. */
 	json_t *facts =
 	    json_pack("{s:f, s:f, s:I}", "link_gbps", start.link_gbps, "intra_gbps",
 	              start.intra_gbps, "ports_per_device", (json_int_t)start.ports_per_device);
-	json_t *provenance = json_pack("{s:s, s:I, s:o, s:O*}", "source",
-	                               a && nt ? "runs+nccl-tests"
-	                               : a     ? "runs"
-	                                       : "nccl-tests",
-	                               "runs", (json_int_t)n, "facts", facts, "note", prov);
+	json_t *provenance =
+	    json_pack("{s:s, s:I, s:o, s:O*, s:s*, s:o*}", "source", source, "runs", (json_int_t)n,
+	              "facts", facts, "note", json_object_get(body, "provenance"), "fabric", fabric,
+	              "collected", collected);
+	collected = NULL;
 	json_t *params = cost_set_params_json(&res.params);
 	json_t *fit = fit_json(&res, &fr, runs, resid, n);
 	rc = cost_set_add(req->env->store, name, params, fit, provenance, activate, &e);
@@ -422,9 +614,93 @@ void api_cost_calibrate(struct api_req *req)
 	api_reply(req, 201, cost_set_json(req->env->store, name, true));
 	api_set_location(req, "/v1/cost/params/%s", name);
 out:
+	json_decref(collected);
 	free(runs);
 	free(resid);
-	free(lines);
+	free(src);
+}
+
+void api_server_runs_post(struct api_req *req)
+{
+	static const char *const members[] = { "runs", "nccl_tests", "fabric", NULL };
+	json_t *body = api_body_object(req);
+	struct coll_params start;
+	struct coll_run *runs = NULL;
+	struct run_src *src = NULL;
+	struct ofcd_error e = { 0 };
+	struct cost_run_origin o = { .collector = req->params[0] };
+	uint32_t n = 0, dropped = 0;
+	int64_t first;
+
+	if (api_agent_scope(req) < 0 || api_server_param(req) <= 0 || !body ||
+	    api_check_members(req, body, NULL, members) < 0 || nccl_header(req, body) < 0 ||
+	    read_fabric(req, body, &o.fabric, &o.ports_per_device) < 0)
+		return;
+	api_cost_params(req, &start);
+	if (o.ports_per_device)
+		start.ports_per_device = o.ports_per_device;
+	runs = calloc(CALIBRATE_MAX_RUNS, sizeof(*runs));
+	src = calloc(CALIBRATE_MAX_RUNS, sizeof(*src));
+	if (!runs || !src) {
+		api_error(req, OFCD_E_INTERNAL, NULL, "out of memory");
+		goto out;
+	}
+	if (read_measured(req, body, runs, src, &n) < 0)
+		goto out;
+	if (!n) {
+		api_error(req, OFCD_E_INVALID_FIELD, "runs", "runs or nccl_tests is required");
+		goto out;
+	}
+	/* Stored only what a calibration can price: refused now, not at the fit. */
+	if (check_runs(req, runs, src, n, &start) < 0)
+		goto out;
+	if (cost_run_add(req->env->store, runs, n, &o, &first, &dropped, &e) < 0) {
+		api_fail(req, &e);
+		goto out;
+	}
+	api_reply(req, 201,
+	          json_pack("{s:I, s:I, s:I, s:I, s:I}", "added", (json_int_t)n, "first_id",
+	                    (json_int_t)first, "last_id", (json_int_t)(first + n - 1), "dropped",
+	                    (json_int_t)dropped, "total",
+	                    (json_int_t)cost_run_count(req->env->store)));
+out:
+	free(runs);
+	free(src);
+}
+
+void api_cost_runs_get(struct api_req *req)
+{
+	struct cost_run_filter f;
+	uint64_t limit;
+	json_t *runs;
+	int64_t total;
+
+	if (read_filter(req, NULL, NULL, &f) < 0 ||
+	    api_query_uint(req, "limit", 1, COST_RUN_KEEP, COST_RUN_KEEP, &limit) < 0)
+		return;
+	runs = cost_run_list(req->env->store, &f, (uint32_t)limit);
+	total = cost_run_count(req->env->store);
+	if (!runs || total < 0) {
+		json_decref(runs);
+		api_error(req, OFCD_E_STORE, NULL, "cannot read the collected runs");
+		return;
+	}
+	api_reply(req, 200, json_pack("{s:o, s:I}", "runs", runs, "total", (json_int_t)total));
+}
+
+void api_cost_runs_delete(struct api_req *req)
+{
+	struct cost_run_filter f;
+	int64_t n;
+
+	if (read_filter(req, NULL, NULL, &f) < 0)
+		return;
+	n = cost_run_delete(req->env->store, &f);
+	if (n < 0) {
+		api_error(req, OFCD_E_STORE, NULL, "cannot delete the collected runs");
+		return;
+	}
+	api_reply(req, 200, json_pack("{s:I}", "deleted", (json_int_t)n));
 }
 
 void api_cost_params_get(struct api_req *req)

@@ -69,6 +69,13 @@ int64_t api_server_param(struct api_req *req);
  */
 int api_agent_scope(struct api_req *req);
 
+/**
+ * Query parameter @key, optional, as an integer of digits from @lo to @hi; @def when absent.
+ * Returns 0, or -EINVAL with a 400 invalid_field naming @key.
+ */
+int api_query_uint(struct api_req *req, const char *key, uint64_t lo, uint64_t hi, uint64_t def,
+                   uint64_t *out);
+
 /* api_operations.c */
 void api_operations_list(struct api_req *req);
 void api_operation_get(struct api_req *req);
@@ -120,6 +127,12 @@ int api_fabric_view_named(struct api_req *req, const char *name, struct fabric_v
 /* api_cost.c */
 /** POST /v1/cost/calibrate: fits the model's terms to measured runs, stores the set. */
 void api_cost_calibrate(struct api_req *req);
+/** POST /v1/servers/{name}/runs: measured runs collected on the server, stored for calibration. */
+void api_server_runs_post(struct api_req *req);
+/** GET /v1/cost/runs: the collected runs (?fabric, collector, since, before, limit). */
+void api_cost_runs_get(struct api_req *req);
+/** DELETE /v1/cost/runs: deletes the collected runs the query selects (all without one). */
+void api_cost_runs_delete(struct api_req *req);
 /** GET /v1/cost/params: the parameters in force, the active set and every set. */
 void api_cost_params_get(struct api_req *req);
 /** GET /v1/cost/params/{name}: one set, with every run's residual. */

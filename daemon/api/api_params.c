@@ -23,3 +23,25 @@ int64_t api_server_param(struct api_req *req)
 		api_error(req, OFCD_E_NOT_FOUND, "name", "no server %s", req->params[0]);
 	return id;
 }
+
+int api_query_uint(struct api_req *req, const char *key, uint64_t lo, uint64_t hi, uint64_t def,
+                   uint64_t *out)
+{
+	const char *v = api_query(req, key);
+	uint64_t x = 0;
+	size_t i;
+
+	*out = def;
+	if (!v)
+		return 0;
+	for (i = 0; v[i] >= '0' && v[i] <= '9' && x <= hi; i++)
+		x = x * 10 + (uint64_t)(v[i] - '0');
+	if (!v[0] || v[i] || x < lo || x > hi) {
+		api_error(req, OFCD_E_INVALID_FIELD, key,
+		          "%s must be an integer from %llu to %llu, got \"%.32s\"", key,
+		          (unsigned long long)lo, (unsigned long long)hi, v);
+		return -EINVAL;
+	}
+	*out = x;
+	return 0;
+}

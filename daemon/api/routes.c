@@ -43,6 +43,7 @@ const struct api_route api_routes[] = {
 	/* AUTH_AGENT routes also check in the handler that an agent writes its own server. */
 	{ "PUT", "/v1/servers/{name}/devices/{index}", api_device_put, AUTH_AGENT, 0, NULL },
 	{ "PUT", "/v1/servers/{name}/inventory", api_inventory_put, AUTH_AGENT, 0, NULL },
+	{ "POST", "/v1/servers/{name}/runs", api_server_runs_post, AUTH_AGENT, 0, NULL },
 	{ "GET", "/v1/rdma/devices", api_rdma_devices, AUTH_READ, 0, NULL },
 
 	{ "GET", "/v1/wiring", api_wiring_get, AUTH_READ, 0, NULL },
@@ -71,6 +72,10 @@ const struct api_route api_routes[] = {
 
 	{ "POST", "/v1/cost/calibrate", api_cost_calibrate, AUTH_ADMIN, 0, NULL },
 	{ "GET", "/v1/cost/params", api_cost_params_get, AUTH_READ, 0, NULL },
+	{ "GET", "/v1/cost/runs", api_cost_runs_get, AUTH_READ, 0,
+	  "fabric,collector,since,before,limit" },
+	{ "DELETE", "/v1/cost/runs", api_cost_runs_delete, AUTH_ADMIN, 0,
+	  "fabric,collector,since,before" },
 	{ "GET", "/v1/cost/params/{name}", api_cost_set_get, AUTH_READ, 0, NULL },
 	{ "DELETE", "/v1/cost/params/{name}", api_cost_set_delete, AUTH_ADMIN, 0, NULL },
 	{ "PUT", "/v1/cost/active", api_cost_active_put, AUTH_ADMIN, 0, NULL },

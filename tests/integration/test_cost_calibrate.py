@@ -249,3 +249,173 @@ def test_calibrate_takes_the_facts_of_a_fabric(daemon):
     assert r.json()["provenance"]["facts"]["ports_per_device"] == 2
     r = d.post("/v1/cost/calibrate", {"name": "g", "runs": [run], "fabric": "nope"})
     assert r.status_code == 422 and error_of(r)["field"] == "fabric", r.text
+
+
+def two_port_fabric(d, name="job", servers=8):
+    """servers servers of 4 devices with 2 ports each, all in fabric name: its busiest device
+    ends two circuits."""
+    topo = {"ocs": [{"name": f"ocs{u}", "driver": "sim", "ports": 32, "endpoint": ""}
+                    for u in range(8)],
+            "servers": [{"name": f"s{i}", "devices": 4, "ports_per_device": 2}
+                        for i in range(servers)],
+            "wiring": {"rule": "plane-per-ocs"}}
+    assert d.put("/v1/topology", topo).status_code == 200
+    r = d.post("/v1/fabrics", {"name": name, "servers": [f"s{i}" for i in range(servers)]})
+    assert r.status_code == 201, r.text
+
+
+def nccl_text(d, coll, alg, servers, devices, header):
+    lines = [header] if header else []
+    for q in SIZES:
+        us = predicted(d, coll, alg, servers, devices, q, HIDDEN)
+        lines.append(f"{q:>12} {q // 4:>13}     float     sum      -1 {us:>8.2f}   0.00   0.00"
+                     f"      0 {us:>8.2f}   0.00   0.00      0")
+    return NCCL_TESTS.format(lines="\n".join(lines))
+
+
+def test_collected_runs_are_kept_and_calibrate(daemon):
+    """What servers' agents send is kept with where it came from; a calibration of the
+    collected runs finds the hidden terms, with the host-link fact of the fabric they ran on."""
+    d = daemon
+    two_port_fabric(d, servers=4)
+    runs = []
+    for coll, alg in CASES:
+        for q in SIZES:
+            runs.append({"collective": coll, "algorithm": alg, "servers": 4, "devices": 4,
+                         "bytes": q, "measured_us": predicted(d, coll, alg, 4, 4, q, HIDDEN)})
+    r = d.post("/v1/servers/s0/runs", {"runs": runs, "fabric": "job"})
+    assert r.status_code == 201, r.text
+    got = r.json()
+    assert got["added"] == len(runs) and got["dropped"] == 0 and got["total"] == len(runs)
+    assert got["last_id"] - got["first_id"] == len(runs) - 1
+    # nccl-tests' output says what it ran in its "# ofcd:" line.
+    text = nccl_text(d, "allreduce", "ring", 4, 4,
+                     "# ofcd: fabric=job collective=allreduce algorithm=ring servers=4 devices=4")
+    r = d.post("/v1/servers/s1/runs", {"nccl_tests": {"text": text}})
+    assert r.status_code == 201, r.text
+    assert r.json()["added"] == len(SIZES) and r.json()["first_id"] > got["last_id"]
+    listed = d.get("/v1/cost/runs").json()
+    assert listed["total"] == len(runs) + len(SIZES) == len(listed["runs"])
+    first = listed["runs"][0]
+    assert {k: first[k] for k in ("collector", "fabric", "ports_per_device", "collective",
+                                  "algorithm", "servers", "devices", "bytes")} == {
+        "collector": "s0", "fabric": "job", "ports_per_device": 2, "collective": "allreduce",
+        "algorithm": "ring", "servers": 4, "devices": 4, "bytes": SIZES[0]}
+    assert [x["collector"] for x in d.get("/v1/cost/runs?collector=s1").json()["runs"]] == \
+        ["s1"] * len(SIZES)
+    assert len(d.get("/v1/cost/runs?limit=3").json()["runs"]) == 3
+    assert len(d.get(f"/v1/cost/runs?since={got['last_id']}").json()["runs"]) == 1 + len(SIZES)
+    r = d.post("/v1/cost/calibrate", {"name": "fleet", "collected": True, "activate": True})
+    assert r.status_code == 201, r.text
+    s = r.json()
+    prov = s["provenance"]
+    assert prov["source"] == "collected" and prov["runs"] == len(runs) + len(SIZES)
+    assert prov["facts"]["ports_per_device"] == 2
+    assert prov["collected"]["from"] == {"collectors": ["s0", "s1"], "fabrics": ["job"]}
+    assert prov["collected"]["first_id"] == got["first_id"]
+    assert s["fit"]["rms"] < 1e-3, s["fit"]
+    for term in ("alpha_us", "launch_us", "overhead_us"):
+        assert abs(s["params"][term] - HIDDEN[term]) < 1e-2 * HIDDEN[term], term
+    # Narrowed to one collector, mixed with runs of the body.
+    r = d.post("/v1/cost/calibrate", {"name": "s1-only", "collected": {"collector": "s1"},
+                                      "runs": runs[:2], "fit": ["alpha_us"]})
+    assert r.status_code == 201, r.text
+    assert r.json()["provenance"]["source"] == "runs+collected"
+    assert r.json()["provenance"]["runs"] == 2 + len(SIZES)
+    # Deleted by what they ran on; kept across a restart until then.
+    d.restart()
+    assert d.get("/v1/cost/runs").json()["total"] == len(runs) + len(SIZES)
+    r = d.delete("/v1/cost/runs?collector=s0")
+    assert r.status_code == 200 and r.json() == {"deleted": len(runs)}
+    assert d.get("/v1/cost/runs").json()["total"] == len(SIZES)
+
+
+def test_collected_runs_are_bounded_oldest_first(daemon):
+    d = daemon
+    two_port_fabric(d)
+    run = {"collective": "allreduce", "algorithm": "ring", "servers": 4, "devices": 4,
+           "bytes": 4096, "measured_us": 50.0}
+    first = None
+    for k in range(2):
+        r = d.post("/v1/servers/s0/runs", {"runs": [run] * 2000})
+        assert r.status_code == 201, r.text
+        first = first or r.json()["first_id"]
+    r = d.post("/v1/servers/s0/runs", {"runs": [dict(run, measured_us=51.0)] * 10})
+    assert r.status_code == 201, r.text
+    assert r.json()["dropped"] == 10 and r.json()["total"] == 4000
+    kept = d.get("/v1/cost/runs").json()["runs"]
+    assert len(kept) == 4000 and kept[0]["id"] == first + 10
+    assert [x["measured_us"] for x in kept[-10:]] == [51.0] * 10
+
+
+def test_collected_runs_refusals_store_nothing(daemon):
+    d = daemon
+    two_port_fabric(d, servers=4)
+    good = {"collective": "allreduce", "algorithm": "ring", "servers": 4, "devices": 4,
+            "bytes": 4096, "measured_us": 50.0}
+    header = "# ofcd: fabric=job collective=allreduce algorithm=ring servers=4 devices=4"
+    cases = [
+        ("/v1/servers/nope/runs", {"runs": [good]}, 404, "name"),
+        ("/v1/servers/s0/runs", {"runs": [dict(good, collective="scan")]}, 400,
+         "runs[0].collective"),
+        ("/v1/servers/s0/runs", {"runs": [good], "fabric": "gone"}, 422, "fabric"),
+        ("/v1/servers/s0/runs", {"runs": [good], "fit": ["alpha_us"]}, 400, "fit"),
+        ("/v1/servers/s0/runs", {}, 400, "runs"),
+        ("/v1/servers/s0/runs", {"nccl_tests": {"text": nccl_text(d, "allreduce", "ring", 4, 4,
+                                                                  None)}}, 400,
+         "nccl_tests.collective"),
+        ("/v1/servers/s0/runs",
+         {"nccl_tests": {"text": header + "\n" + nccl_text(d, "allreduce", "ring", 4, 4, header)}},
+         400, "nccl_tests.text"),
+        ("/v1/servers/s0/runs",
+         {"nccl_tests": {"text": nccl_text(d, "allreduce", "ring", 4, 4, header + " nodes=4")}},
+         400, "nccl_tests.text"),
+        ("/v1/servers/s0/runs",
+         {"nccl_tests": {"text": nccl_text(d, "allreduce", "ring", 4, 4,
+                                           header.replace("devices=4", "devices=four"))}},
+         400, "nccl_tests.devices"),
+        ("/v1/cost/calibrate", {"name": "none", "collected": True}, 422, "collected"),
+        ("/v1/cost/calibrate", {"name": "bad", "collected": {"fabric": 7}}, 400,
+         "collected.fabric"),
+        ("/v1/cost/calibrate", {"name": "bad", "collected": "yes"}, 400, "collected"),
+    ]
+    for path, body, status, field in cases:
+        r = d.post(path, body)
+        assert r.status_code == status and error_of(r)["field"] == field, (body, r.text)
+    assert d.get("/v1/cost/runs").json() == {"runs": [], "total": 0}
+    assert d.get("/v1/cost/params").json()["sets"] == []
+    for q, field in (("limit=0", "limit"), ("since=x", "since"), ("limit=4001", "limit")):
+        r = d.get(f"/v1/cost/runs?{q}")
+        assert r.status_code == 400 and error_of(r)["field"] == field, r.text
+    # A run without a fabric carries no host-link fact: the one known is taken.
+    assert d.post("/v1/servers/s0/runs", {"runs": [good], "fabric": "job"}).status_code == 201
+    assert d.post("/v1/servers/s0/runs", {"runs": [good]}).status_code == 201
+    r = d.post("/v1/cost/calibrate", {"name": "one", "collected": True, "fit": ["alpha_us"]})
+    assert r.status_code == 201, r.text
+    assert r.json()["provenance"]["facts"]["ports_per_device"] == 2
+
+
+def test_collected_runs_of_different_host_links_are_not_fitted_as_one(daemon):
+    d = daemon
+    topo = {"ocs": [{"name": f"ocs{u}", "driver": "sim", "ports": 32, "endpoint": ""}
+                    for u in range(8)],
+            "servers": [{"name": f"a{i}", "devices": 4, "ports_per_device": 2} for i in range(4)]
+            + [{"name": f"b{i}", "devices": 4, "ports_per_device": 1} for i in range(4)],
+            "wiring": {"rule": "plane-per-ocs"}}
+    assert d.put("/v1/topology", topo).status_code == 200
+    for name, prefix in (("two", "a"), ("one", "b")):
+        r = d.post("/v1/fabrics", {"name": name, "servers": [f"{prefix}{i}" for i in range(4)]})
+        assert r.status_code == 201, r.text
+        run = {"collective": "allreduce", "algorithm": "ring", "servers": 4, "devices": 4,
+               "bytes": 4096, "measured_us": 50.0}
+        r = d.post(f"/v1/servers/{prefix}0/runs", {"runs": [run], "fabric": name})
+        assert r.status_code == 201, r.text
+    ports = {x["fabric"]: x["ports_per_device"] for x in d.get("/v1/cost/runs").json()["runs"]}
+    assert ports == {"two": 2, "one": 1}
+    r = d.post("/v1/cost/calibrate", {"name": "mixed", "collected": True, "fit": ["alpha_us"]})
+    assert r.status_code == 422 and error_of(r)["field"] == "collected", r.text
+    for body in ({"collected": {"fabric": "one"}}, {"collected": True, "fabric": "one"},
+                 {"collected": True, "params": {"ports_per_device": 1}}):
+        r = d.post("/v1/cost/calibrate", dict(body, name=f"n{len(str(body))}", fit=["alpha_us"]))
+        assert r.status_code == 201, r.text
+        assert r.json()["provenance"]["facts"]["ports_per_device"] == 1

@@ -516,12 +516,21 @@ def test_cost_parameter_sets_are_the_same_on_every_member(cluster):
         r = leader.post("/v1/cost/calibrate", {"name": name, "runs": runs, "activate": True,
                                                "fit": ["alpha_us", "link_efficiency"]})
         assert r.status_code == 201, r.text
+    # Collected runs, the oldest dropped in the same change as the newest come.
+    assert leader.put("/v1/topology", topology(2)).status_code == 200
+    runs = [dict(run, bytes=4096, measured_us=50.0 + k) for k in range(2000)]
+    for k in range(3):
+        r = leader.post("/v1/servers/s0/runs", {"runs": runs})
+        assert r.status_code == 201, r.text
+    assert r.json()["dropped"] == 2000 and r.json()["total"] == 4000
+    kept = leader.get("/v1/cost/runs").json()
     want = leader.get("/v1/cost/params").json()
     assert want["active"] == "b" and [s["active"] for s in want["sets"]] == [False, True]
     body = {"collective": "allreduce", "bytes": 8, "servers": 8, "devices": 8}
     price = leader.post("/v1/collective/select", body).json()["predicted_us"]
     for m in followers(cluster, leader):
         wait_for(lambda: m.get("/v1/cost/params").json() == want)
+        wait_for(lambda: m.get("/v1/cost/runs").json() == kept)
         assert m.post("/v1/collective/select", body).json()["predicted_us"] == price
         metrics = m.get("/metrics").text
         assert not [l for l in metrics.splitlines()

@@ -227,12 +227,14 @@ def test_wait_outcomes_exit_3(ctl, demo):
     (["cost"], "\"cost\" needs a command"),
     (["cost", "calibrate", "x", "/dev/null", "--servers", "4"],
      "/dev/null is not JSON, so it is read as nccl-tests output, which needs --collective, "
-     "--algorithm, --servers and --devices (missing --collective, --algorithm, --devices)"),
+     "--algorithm, --servers and --devices (missing --collective, --algorithm, --devices), "
+     "or a line \"# ofcd: collective=C algorithm=A servers=N devices=D\""),
     (["cost", "calibrate", "x", "-", "--in-place"],
      "standard input is JSON: --in-place is for a file of nccl-tests output"),
     (["cost", "calibrate", "x", "-", "--fit", "alpha_us,,launch_us"],
      "--fit takes term names joined by commas, got \"alpha_us,,launch_us\""),
-    (["cost", "calibrate", "x"], "usage: ofcctl cost calibrate NAME FILE|-"),
+    (["cost", "calibrate", "x"], "cost calibrate needs a FILE of runs, or --collected"),
+    (["cost", "runs", "--fit", "alpha_us"], "cost runs does not take --fit"),
     (["cost", "params", "a", "b"], "cost params: wrong number of arguments"),
     (["cost", "activate", "a", "--activate"], "cost activate does not take --activate"),
     (["cost", "delete", "a", "--fit", "alpha_us"], "cost delete does not take --fit"),
@@ -1250,12 +1252,48 @@ def test_cost_nccl_tests_usage_needs_no_daemon(tmp_path):
     assert (p.returncode, p.stdout) == (2, "")
     assert p.stderr.startswith(f"ofcctl: {f} is not JSON, so it is read as nccl-tests output, "
                                "which needs --collective, --algorithm, --servers and --devices "
-                               "(missing --algorithm, --servers)\n")
-    assert "usage: ofcctl cost calibrate NAME FILE|-" in p.stderr
+                               "(missing --algorithm, --servers), or a line \"# ofcd: "
+                               "collective=C algorithm=A servers=N devices=D\"\n")
+    assert "usage: ofcctl cost calibrate NAME [FILE|-]" in p.stderr
     # With all of them, the same file goes to the daemon, which is not there.
     p = ctl("cost", "calibrate", "x", f, "--collective", "allreduce", "--algorithm", "ring",
             "--servers", 4, "--devices", 8)
     assert p.returncode == 4 and p.stderr.startswith("ofcctl: cannot reach the daemon: ")
+
+
+def test_cost_runs_and_calibrate_collected(ctl, demo, tmp_path):
+    """Runs collected on the servers (by their agents: test_agent.py), listed, fitted and
+    deleted; nccl-tests output that says what it ran in its "# ofcd:" line needs no options."""
+    runs = measured_runs(demo)
+    r = demo.post("/v1/servers/srv0/runs", {"runs": runs})
+    assert r.status_code == 201, r.text
+    p = ctl("cost", "runs")
+    assert p.returncode == 0, p.stderr
+    table = rows(p.stdout)
+    assert table[0] == ["ID", "COLLECTOR", "FABRIC", "COLLECTIVE", "ALGORITHM", "SERVERS",
+                        "DEVICES", "BYTES", "MEASURED_US", "COLLECTED"]
+    assert [r[1] for r in table[1:-1]] == ["srv0"] * len(runs)
+    assert p.stdout.endswith(f"{len(runs)} of {len(runs)} runs kept\n")
+    p = ctl("cost", "runs", "--limit", 2)
+    assert p.returncode == 0 and p.stdout.endswith(f"2 of {len(runs)} runs kept\n")
+    p = ctl("-o", "json", "cost", "runs")
+    assert p.returncode == 0 and json.loads(p.stdout) == demo.get("/v1/cost/runs").json()
+    p = ctl("cost", "calibrate", "fleet", "--collected", "--fit", FIT)
+    assert p.returncode == 0, p.stderr
+    assert summary(p.stdout)["source"] == "collected"
+    f = tmp_path / "allreduce.txt"
+    f.write_text("# ofcd: collective=allreduce algorithm=ring servers=8 devices=8\n" +
+                 nccl_tests_output(demo))
+    p = ctl("cost", "calibrate", "both", f, "--collected", "--fit", FIT)
+    assert p.returncode == 0, p.stderr
+    assert summary(p.stdout)["source"] == "nccl-tests+collected"
+    assert summary(p.stdout)["runs"] == str(len(runs) + len(SIZES))
+    p = ctl("cost", "runs", "delete", "--fabric", "none-such")
+    assert (p.returncode, p.stdout) == (0, "0 collected runs deleted\n")
+    p = ctl("cost", "runs", "delete")
+    assert (p.returncode, p.stdout) == (0, f"{len(runs)} collected runs deleted\n")
+    p = ctl("cost", "calibrate", "again", "--collected")
+    assert (p.returncode, p.stderr) == (1, "ofcctl: 422 unprocessable: no collected run matches\n")
 
 
 def test_cost_params_activate_delete(ctl, demo, tmp_path):
