@@ -13,6 +13,15 @@
  * heartbeat or change. Port events also send the device state PUT at once,
  * before the inventory; those are not retried, since the inventory that
  * follows carries the same state.
+ *
+ * Runs files ([agent] runs_dir) go on a connection of their own, so a large
+ * one never holds up a device's state behind it: one POST at a time, the
+ * directory listed at start and every heartbeat (a round), oldest first. A
+ * file the controller takes goes to done/, one it refuses to rejected/ with
+ * its .error; any other answer leaves it for a later round. A failure that is
+ * not the file's (no answer, the token, an overloaded controller) ends the
+ * round; one that may be the file's (a 500) skips it, so it cannot hold up the
+ * files behind it.
  */
 #include "agent.h"
 
@@ -25,6 +34,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <openssl/err.h>
+#include <openssl/evp.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <signal.h>
@@ -32,21 +42,36 @@
 #include <stdlib.h>
 #include <string.h>
 #include <systemd/sd-daemon.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "runs_dir.h"
 #include "version.h"
 
 #define AGENT_HTTP_TIMEOUT_S 5
 #define AGENT_BACKOFF_MIN_MS 200
 #define AGENT_BACKOFF_MAX_MS 5000
+#define AGENT_RUNS_WARN_S    60    /* warnings about one runs file, at most one per this */
+#define AGENT_REPLY_MAX      65536 /* of a refusal's body kept in its .error file */
 
 struct agent;
+
+/* One HTTP connection to the controller. */
+struct agent_link {
+	struct evhttp_connection *conn;
+	struct bufferevent *bev; /* https: the TLS stream under conn (owned by conn) */
+};
+
+enum agent_call_kind { CALL_INVENTORY, CALL_DEVICE, CALL_RUNS };
 
 /* One request to the controller, owned by the agent until its callback ran. */
 struct agent_call {
 	struct agent *a;
-	bool inventory; /* else a device state */
+	struct agent_link *link; /* the connection it went on */
+	enum agent_call_kind kind;
 	int32_t device; /* device index of a device state */
 	bool failed;    /* the state sent */
+	unsigned round; /* runs: the round it was sent in */
 	char why[192];  /* transport error, from the error callback */
 	struct agent_call *next, *prev;
 };
@@ -55,11 +80,12 @@ struct agent {
 	const struct agent_config *cfg;
 	struct event_base *base;
 	struct evdns_base *dns;
-	struct evhttp_connection *conn;
-	SSL_CTX *ssl_ctx;        /* https: the client context (certificate checks), else NULL */
-	struct bufferevent *bev; /* https: the TLS stream under conn (owned by conn) */
-	char hostport[300];      /* Host header */
+	struct agent_link main; /* inventory and device states */
+	struct agent_link bulk; /* runs files */
+	SSL_CTX *ssl_ctx;       /* https: the client context (certificate checks), else NULL */
+	char hostport[300];     /* Host header */
 	char inv_path[128];
+	char runs_path[128];
 
 	const struct rdma_source_ops *ops;
 	struct rdma_source *src;
@@ -74,6 +100,16 @@ struct agent {
 	unsigned backoff_ms; /* 0 while the controller answers */
 	char refused[320];   /* the last refusal, logged as an error once */
 	struct agent_call *calls;
+
+	/* [agent] runs_dir */
+	int runs_fd;               /* the directory, -1 when not collecting */
+	struct runs_file *runs;    /* its files as last listed, oldest first */
+	size_t nruns, runs_next;   /* how many; the next one to try */
+	unsigned runs_round;       /* rounds so far */
+	unsigned runs_blocked;     /* a round the controller can take no file in */
+	bool runs_inflight;        /* runs_cur is being sent */
+	struct runs_file runs_cur; /* the file being sent */
+	double runs_scan_warned;   /* the last warning that the directory cannot be listed */
 
 	struct event *ev_heartbeat;
 	struct event *ev_retry;
@@ -168,12 +204,12 @@ static void call_unlink(struct agent *a, struct agent_call *c)
 }
 
 /* A failed TLS handshake says why (the certificate check, mostly) instead of "failed". */
-static void tls_why(struct agent *a, char *why, size_t len)
+static void tls_why(struct bufferevent *bev, char *why, size_t len)
 {
 	unsigned long e, last = 0;
-	while ((e = bufferevent_get_openssl_error(a->bev)))
+	while ((e = bufferevent_get_openssl_error(bev)))
 		last = e;
-	SSL *ssl = bufferevent_openssl_get_ssl(a->bev);
+	SSL *ssl = bufferevent_openssl_get_ssl(bev);
 	long verify = ssl ? SSL_get_verify_result(ssl) : X509_V_OK;
 	if (verify != X509_V_OK)
 		snprintf(why, len, "TLS: the controller's certificate: %s",
@@ -196,22 +232,36 @@ static void on_request_error(enum evhttp_request_error e, void *arg)
 	const char *n =
 	    (unsigned)e < sizeof(names) / sizeof(names[0]) && names[e] ? names[e] : "failed";
 	snprintf(c->why, sizeof(c->why), "%s", n);
-	if (c->a->bev)
-		tls_why(c->a, c->why, sizeof(c->why));
+	if (c->link->bev)
+		tls_why(c->link->bev, c->why, sizeof(c->why));
+}
+
+/* The first max bytes at most of a reply's body, in *len; NULL when there is none. */
+static const char *reply_body(struct evhttp_request *req, size_t max, size_t *len)
+{
+	struct evbuffer *in = req ? evhttp_request_get_input_buffer(req) : NULL;
+	size_t n = in ? evbuffer_get_length(in) : 0;
+	*len = n < max ? n : max;
+	return *len ? (const char *)evbuffer_pullup(in, (ev_ssize_t)*len) : NULL;
+}
+
+/* A reply's body as JSON (a new reference), NULL when it is not. */
+static json_t *reply_json(struct evhttp_request *req)
+{
+	size_t n;
+	const char *text = reply_body(req, AGENT_REPLY_MAX, &n);
+	return text ? json_loadb(text, n, 0, NULL) : NULL;
 }
 
 /* The controller's error message from a reply body, or its first bytes. */
 static void reply_message(struct evhttp_request *req, char *out, size_t len)
 {
-	struct evbuffer *in = req ? evhttp_request_get_input_buffer(req) : NULL;
-	size_t n = in ? evbuffer_get_length(in) : 0;
+	size_t n;
+	const char *text = reply_body(req, 2048, &n);
 	out[0] = '\0';
-	if (!n)
+	if (!text)
 		return;
-	if (n > 2048)
-		n = 2048;
-	const char *text = (const char *)evbuffer_pullup(in, (ev_ssize_t)n);
-	json_t *j = text ? json_loadb(text, n, 0, NULL) : NULL;
+	json_t *j = json_loadb(text, n, 0, NULL);
 	json_t *e = json_object_get(j, "error");
 	const char *msg = json_string_value(json_object_get(e, "message"));
 	const char *field = json_string_value(json_object_get(e, "field"));
@@ -263,6 +313,9 @@ static void inventory_done(struct agent *a, int code, const char *why)
 		send_inventory(a);
 }
 
+static void runs_done(struct agent *a, const struct agent_call *c, struct evhttp_request *req,
+                      int code, const char *why);
+
 static void on_request_done(struct evhttp_request *req, void *arg)
 {
 	struct agent_call *c = arg;
@@ -278,8 +331,10 @@ static void on_request_done(struct evhttp_request *req, void *arg)
 		reply_message(req, msg, sizeof(msg));
 		snprintf(why, sizeof(why), "HTTP %d%s%s", code, msg[0] ? ": " : "", msg);
 	}
-	if (c->inventory) {
+	if (c->kind == CALL_INVENTORY) {
 		inventory_done(a, code, why);
+	} else if (c->kind == CALL_RUNS) {
+		runs_done(a, c, req, code, why);
 	} else if (code >= 200 && code < 300) {
 		log_info("agent", "device %d reported %s", c->device, c->failed ? "failed" : "ok");
 	} else {
@@ -289,8 +344,19 @@ static void on_request_done(struct evhttp_request *req, void *arg)
 	free(c);
 }
 
-/* Queues a PUT of body (a JSON text, stolen) on the connection. */
-static int put(struct agent *a, struct agent_call *c, const char *path, char *body)
+static void free_body(const void *data, size_t len, void *extra)
+{
+	(void)len;
+	(void)extra;
+	free((void *)data);
+}
+
+/*
+ * Queues method (PUT or POST) path with body, a JSON text of len bytes (stolen), on link;
+ * c (stolen) is called back in on_request_done(). Returns 0 or -errno (c and body freed).
+ */
+static int request(struct agent *a, struct agent_link *l, struct agent_call *c,
+                   enum evhttp_cmd_type method, const char *path, char *body, size_t len)
 {
 	struct evhttp_request *req = evhttp_request_new(on_request_done, c);
 	int rc = -ENOMEM;
@@ -306,15 +372,20 @@ static int put(struct agent *a, struct agent_call *c, const char *path, char *bo
 		evhttp_add_header(h, "Authorization", auth);
 		explicit_bzero(auth, sizeof(auth));
 	}
-	evbuffer_add(evhttp_request_get_output_buffer(req), body, strlen(body));
-	free(body);
+	/* By reference: a runs file may be 16 MiB, not worth a copy. */
+	if (len && evbuffer_add_reference(evhttp_request_get_output_buffer(req), body, len,
+	                                  free_body, NULL) < 0)
+		goto fail;
+	if (!len)
+		free(body);
 	body = NULL;
 	c->a = a;
+	c->link = l;
 	c->next = a->calls;
 	if (c->next)
 		c->next->prev = c;
 	a->calls = c;
-	if (evhttp_make_request(a->conn, req, EVHTTP_REQ_PUT, path) < 0) {
+	if (evhttp_make_request(l->conn, req, method, path) < 0) {
 		/* The request is freed by libevent; ours is unlinked here. */
 		call_unlink(a, c);
 		rc = -EIO;
@@ -349,9 +420,10 @@ static void send_inventory(struct agent *a)
 		log_error("agent", "out of memory");
 		return;
 	}
-	c->inventory = true;
+	c->kind = CALL_INVENTORY;
 	a->inv_inflight = true;
-	if (put(a, c, a->inv_path, text) < 0) {
+	if (request(a, &a->main, c, EVHTTP_REQ_PUT, a->inv_path, text, text ? strlen(text) : 0) <
+	    0) {
 		a->inv_inflight = false;
 		log_error("agent", "cannot queue the inventory request");
 		/* Try again like after a failed delivery, not in a tight loop. */
@@ -365,13 +437,14 @@ static void send_device(struct agent *a, int32_t index, bool failed)
 	struct agent_call *c = calloc(1, sizeof(*c));
 	if (!c)
 		return;
+	c->kind = CALL_DEVICE;
 	c->device = index;
 	c->failed = failed;
 	snprintf(path, sizeof(path), "/v1/servers/%s/devices/%d", a->cfg->server, index);
 	json_t *j = json_pack("{s:s}", "state", failed ? "failed" : "ok");
 	char *body = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
-	if (put(a, c, path, body) < 0)
+	if (request(a, &a->main, c, EVHTTP_REQ_PUT, path, body, body ? strlen(body) : 0) < 0)
 		log_warn("agent", "cannot queue the state of device %d", index);
 }
 
@@ -442,6 +515,263 @@ static void on_rdma_event(void *arg, const char *device, unsigned port, enum rdm
 	refresh(a, false, rdma_event_name(kind));
 }
 
+/* ---- runs files ---------------------------------------------------------- */
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* A file that keeps failing is warned about once a minute, not at every round. */
+static void runs_defer(struct runs_file *mark, unsigned round, const char *why)
+{
+	double t = now_s();
+	bool warn = !mark->warned || t - mark->warned >= AGENT_RUNS_WARN_S;
+	mark->round = round;
+	if (warn)
+		mark->warned = t;
+	log_msg(warn ? LOG_LVL_WARN : LOG_LVL_DEBUG, "agent",
+	        "runs file %s not sent (%s); trying again at a later scan", mark->name, why);
+}
+
+/* After a file was handled: one that could not be moved must not go again. */
+static void runs_moved(struct runs_file *mark, const struct runs_file *f, int rc, const char *sub)
+{
+	if (rc == 0 || rc == -ENOENT) /* moved, or removed by someone meanwhile */
+		return;
+	if (rc == -ESTALE) {
+		log_warn(
+		    "agent",
+		    "runs file %s was replaced while it was sent; the new one goes at a later scan",
+		    f->name);
+		return;
+	}
+	log_error("agent",
+	          "runs file %s: cannot move it into %s/: %s; not sent again until "
+	          "the agent restarts",
+	          f->name, sub, strerror(-rc));
+	mark->held = true;
+	mark->dev = f->dev;
+	mark->ino = f->ino;
+}
+
+/* rejected/ with the .error holding line, the len bytes of the reason. */
+static void runs_reject(struct agent *a, struct runs_file *mark, const struct runs_file *f,
+                        const char *line, size_t len)
+{
+	int rc = runs_dir_write_error(a->runs_fd, f, line, len);
+	if (rc < 0)
+		log_error("agent", "runs file %s: cannot write rejected/%s.error: %s", f->name,
+		          f->name, strerror(-rc));
+	runs_moved(mark, f, runs_dir_move(a->runs_fd, f, "rejected"), "rejected");
+}
+
+static void runs_reject_local(struct agent *a, struct runs_file *f, const char *why)
+{
+	char line[256];
+	snprintf(line, sizeof(line), "agent: %s", why);
+	log_info("agent", "runs file %s rejected without sending it: %s", f->name, why);
+	runs_reject(a, f, f, line, strlen(line));
+}
+
+/* "HTTP CODE BODY": the controller's whole refusal for the .error file. */
+static void runs_reject_reply(struct agent *a, struct runs_file *mark, const struct runs_file *f,
+                              struct evhttp_request *req, int code, const char *why)
+{
+	size_t n;
+	const char *body = reply_body(req, AGENT_REPLY_MAX, &n);
+	char head[32];
+	int h = snprintf(head, sizeof(head), "HTTP %d%s", code, n ? " " : "");
+	char *line = malloc((size_t)h + n);
+	log_info("agent", "runs file %s rejected: %s", f->name, why);
+	if (!line) {
+		runs_reject(a, mark, f, head, (size_t)h);
+		return;
+	}
+	memcpy(line, head, (size_t)h);
+	if (n)
+		memcpy(line + h, body, n);
+	runs_reject(a, mark, f, line, (size_t)h + n);
+	free(line);
+}
+
+static void runs_delivered(struct agent *a, struct runs_file *mark, const struct runs_file *f,
+                           struct evhttp_request *req)
+{
+	json_t *j = reply_json(req);
+	json_t *added = json_object_get(j, "added");
+	if (json_is_integer(added))
+		log_info("agent", "runs file %s sent: %" JSON_INTEGER_FORMAT " runs added", f->name,
+		         json_integer_value(added));
+	else
+		log_info("agent", "runs file %s sent", f->name);
+	json_decref(j);
+	runs_moved(mark, f, runs_dir_move(a->runs_fd, f, "done"), "done");
+}
+
+/*
+ * The controller refuses the file itself: sending it again cannot help. A 404 that names
+ * no field is a controller without the runs route (older than the agent): not the file's.
+ */
+static bool runs_refused(int code, struct evhttp_request *req)
+{
+	if (code == 400 || code == 409 || code == 413 || code == 422)
+		return true;
+	if (code != 404)
+		return false;
+	json_t *j = reply_json(req);
+	bool field = json_is_string(json_object_get(json_object_get(j, "error"), "field"));
+	json_decref(j);
+	return field;
+}
+
+/* The listed entry of the file sent (a scan may have listed it again meanwhile). */
+static struct runs_file *runs_current(struct agent *a)
+{
+	size_t start = a->runs_next ? a->runs_next - 1 : 0; /* where it mostly is */
+	for (size_t k = 0; k < a->nruns; k++) {
+		struct runs_file *f = &a->runs[(start + k) % a->nruns];
+		if (strcmp(f->name, a->runs_cur.name) == 0)
+			return f;
+	}
+	return &a->runs_cur;
+}
+
+/*
+ * The runs route with ?batch= the body's SHA-256: a file sent again after its answer was lost
+ * (a controller that failed over, a 504) is taken once.
+ */
+static void runs_batch_path(const struct agent *a, const char *body, size_t len, char *path,
+                            size_t pathlen)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned mdlen = 0;
+	int at = snprintf(path, pathlen, "%s", a->runs_path);
+
+	if (EVP_Digest(body, len, md, &mdlen, EVP_sha256(), NULL) != 1)
+		return; /* without a batch: sent again, it would be taken twice */
+	at += snprintf(path + at, pathlen - (size_t)at, "?batch=sha256-");
+	for (unsigned i = 0; i < mdlen && (size_t)at + 2 < pathlen; i++)
+		at += snprintf(path + at, pathlen - (size_t)at, "%02x", md[i]);
+}
+
+/* Starts the POST of f, or rejects, skips or defers it. */
+static void runs_send(struct agent *a, struct runs_file *f)
+{
+	char why[160];
+	char *body;
+	size_t len;
+	int rc = runs_dir_body(a->runs_fd, f, &body, &len, why, sizeof(why));
+	if (rc == -ENOENT) /* gone since the scan */
+		return;
+	if (rc == -EFBIG || rc == -EILSEQ) {
+		runs_reject_local(a, f, why);
+		return;
+	}
+	if (rc < 0) {
+		runs_defer(f, a->runs_round, why);
+		return;
+	}
+	struct agent_call *c = calloc(1, sizeof(*c));
+	if (!c) {
+		free(body);
+		runs_defer(f, a->runs_round, "out of memory");
+		return;
+	}
+	c->kind = CALL_RUNS;
+	c->round = a->runs_round;
+	a->runs_cur = *f;
+	a->runs_inflight = true;
+	char path[sizeof(a->runs_path) + 80];
+	runs_batch_path(a, body, len, path, sizeof(path));
+	if (request(a, &a->bulk, c, EVHTTP_REQ_POST, path, body, len) < 0) {
+		a->runs_inflight = false;
+		a->runs_blocked = a->runs_round;
+		runs_defer(f, a->runs_round, "cannot queue the request");
+		return;
+	}
+	log_debug("agent", "runs file %s: sending %zu bytes", f->name, len);
+}
+
+/* The next file of the round that is still to be tried, if the round goes on. */
+static void runs_send_next(struct agent *a)
+{
+	while (!a->runs_inflight && a->runs_blocked != a->runs_round && a->runs_next < a->nruns) {
+		struct runs_file *f = &a->runs[a->runs_next++];
+		if (!f->held && f->round != a->runs_round)
+			runs_send(a, f);
+	}
+}
+
+static void runs_done(struct agent *a, const struct agent_call *c, struct evhttp_request *req,
+                      int code, const char *why)
+{
+	struct runs_file *mark = runs_current(a);
+	const struct runs_file *f = &a->runs_cur;
+
+	a->runs_inflight = false;
+	if (code >= 200 && code < 300) {
+		runs_delivered(a, mark, f, req);
+	} else if (runs_refused(code, req)) {
+		runs_reject_reply(a, mark, f, req, code, why);
+	} else {
+		runs_defer(mark, c->round, why);
+		/* A 500 may be this file's doing: the next goes on. The rest is no file's. */
+		if (code != 500)
+			a->runs_blocked = c->round;
+	}
+	runs_send_next(a);
+}
+
+static int cmp_name(const void *x, const void *y)
+{
+	return strcmp(((const struct runs_file *)x)->name, ((const struct runs_file *)y)->name);
+}
+
+/* What the agent knows of each file goes over to a new listing (old is reordered). */
+static void runs_carry(struct runs_file *old, size_t nold, struct runs_file *files, size_t n)
+{
+	if (nold)
+		qsort(old, nold, sizeof(*old), cmp_name);
+	for (size_t i = 0; nold && i < n; i++) {
+		const struct runs_file *o = bsearch(&files[i], old, nold, sizeof(*old), cmp_name);
+		if (!o)
+			continue;
+		files[i].round = o->round;
+		files[i].warned = o->warned;
+		/* Held is for that file: one renamed over it is a new one. */
+		files[i].held = o->held && o->dev == files[i].dev && o->ino == files[i].ino;
+	}
+}
+
+/* A new round: lists the directory and sends its files, oldest first. */
+static void runs_scan(struct agent *a)
+{
+	struct runs_file *files;
+	size_t n;
+	if (a->runs_fd < 0)
+		return;
+	int rc = runs_dir_scan(a->runs_fd, &files, &n);
+	if (rc < 0) {
+		double t = now_s();
+		if (!a->runs_scan_warned || t - a->runs_scan_warned >= AGENT_RUNS_WARN_S) {
+			log_warn("agent", "[agent] runs_dir %s: cannot list it: %s",
+			         a->cfg->runs_dir, strerror(-rc));
+			a->runs_scan_warned = t;
+		}
+		return;
+	}
+	runs_carry(a->runs, a->nruns, files, n);
+	free(a->runs);
+	a->runs = files;
+	a->nruns = n;
+	a->runs_next = 0;
+	a->runs_round++;
+	runs_send_next(a);
+}
+
 /* ---- loop ---------------------------------------------------------------- */
 
 static void on_heartbeat(evutil_socket_t fd, short what, void *arg)
@@ -449,6 +779,7 @@ static void on_heartbeat(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	refresh(arg, true, "heartbeat");
+	runs_scan(arg);
 }
 
 static void on_retry(evutil_socket_t fd, short what, void *arg)
@@ -469,6 +800,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 	if (sig == SIGHUP) {
 		log_info("agent", "SIGHUP: reading and sending the inventory now");
 		refresh(a, true, "SIGHUP");
+		runs_scan(a);
 		return;
 	}
 	log_info("agent", "stopping on signal %d", (int)sig);
@@ -482,22 +814,16 @@ static bool host_is_numeric(const char *host)
 	return inet_pton(AF_INET, host, buf) == 1 || inet_pton(AF_INET6, host, buf) == 1;
 }
 
-/*
- * The HTTPS connection: libevent's HTTP client over an OpenSSL bufferevent,
- * the controller's certificate checked against ca_file (or the system's CAs)
- * and against the host name or address of the controller setting.
- */
-static int tls_connection(struct agent *a)
+/* The client context for https: certificates checked against ca_file or the system's CAs. */
+static int tls_context(struct agent *a)
 {
 	const struct agent_config *cfg = a->cfg;
-	unsigned char addr[sizeof(struct in6_addr)];
-	bool numeric =
-	    inet_pton(AF_INET, cfg->host, addr) == 1 || inet_pton(AF_INET6, cfg->host, addr) == 1;
-	SSL *ssl = NULL;
-
 	a->ssl_ctx = SSL_CTX_new(TLS_client_method());
-	if (!a->ssl_ctx)
-		goto fail;
+	if (!a->ssl_ctx) {
+		log_error("agent", "cannot set up TLS to %s: %s", cfg->controller,
+		          ERR_reason_error_string(ERR_get_error()));
+		return -ENOMEM;
+	}
 	SSL_CTX_set_min_proto_version(a->ssl_ctx, TLS1_2_VERSION);
 	SSL_CTX_set_verify(a->ssl_ctx, SSL_VERIFY_PEER, NULL);
 	if (cfg->ca_file[0] ? SSL_CTX_load_verify_locations(a->ssl_ctx, cfg->ca_file, NULL) != 1
@@ -507,26 +833,39 @@ static int tls_connection(struct agent *a)
 		          ERR_reason_error_string(ERR_get_error()));
 		return -EINVAL;
 	}
-	ssl = SSL_new(a->ssl_ctx);
+	return 0;
+}
+
+/*
+ * An HTTPS connection: libevent's HTTP client over an OpenSSL bufferevent, the
+ * controller's certificate checked against the host name or address of the
+ * controller setting.
+ */
+static int tls_link(struct agent *a, struct agent_link *l)
+{
+	const struct agent_config *cfg = a->cfg;
+	SSL *ssl = SSL_new(a->ssl_ctx);
+
 	if (!ssl)
 		goto fail;
 	/* The certificate must name what the agent was told to reach. */
-	if (numeric ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), cfg->host) != 1
-	            : SSL_set1_host(ssl, cfg->host) != 1 ||
-	                  SSL_set_tlsext_host_name(ssl, cfg->host) != 1)
+	if (host_is_numeric(cfg->host)
+	        ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), cfg->host) != 1
+	        : SSL_set1_host(ssl, cfg->host) != 1 ||
+	              SSL_set_tlsext_host_name(ssl, cfg->host) != 1)
 		goto fail;
-	a->bev = bufferevent_openssl_socket_new(a->base, -1, ssl, BUFFEREVENT_SSL_CONNECTING,
+	l->bev = bufferevent_openssl_socket_new(a->base, -1, ssl, BUFFEREVENT_SSL_CONNECTING,
 	                                        BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
-	if (!a->bev)
+	if (!l->bev)
 		goto fail;
 	ssl = NULL; /* the bufferevent's now */
 	/* libmicrohttpd may close a connection without a TLS close_notify. */
-	bufferevent_openssl_set_allow_dirty_shutdown(a->bev, 1);
-	a->conn =
-	    evhttp_connection_base_bufferevent_new(a->base, a->dns, a->bev, cfg->host, cfg->port);
-	if (!a->conn) {
-		bufferevent_free(a->bev);
-		a->bev = NULL;
+	bufferevent_openssl_set_allow_dirty_shutdown(l->bev, 1);
+	l->conn =
+	    evhttp_connection_base_bufferevent_new(a->base, a->dns, l->bev, cfg->host, cfg->port);
+	if (!l->conn) {
+		bufferevent_free(l->bev);
+		l->bev = NULL;
 		goto fail;
 	}
 	return 0;
@@ -535,6 +874,37 @@ fail:
 	log_error("agent", "cannot set up TLS to %s: %s", cfg->controller,
 	          ERR_reason_error_string(ERR_get_error()));
 	return -ENOMEM;
+}
+
+/* A connection to the controller, http or https. */
+static int link_open(struct agent *a, struct agent_link *l)
+{
+	const struct agent_config *cfg = a->cfg;
+	int rc = cfg->tls ? tls_link(a, l) : 0;
+	if (rc < 0)
+		return rc;
+	if (!cfg->tls)
+		l->conn = evhttp_connection_base_new(a->base, a->dns, cfg->host, cfg->port);
+	if (!l->conn) {
+		log_error("agent", "cannot create the HTTP client for %s", cfg->controller);
+		return -ENOMEM;
+	}
+	evhttp_connection_set_timeout(l->conn, AGENT_HTTP_TIMEOUT_S);
+	return 0;
+}
+
+/* [agent] runs_dir: the directory, with done/ and rejected/, and a connection for it. */
+static int runs_open(struct agent *a)
+{
+	char err[1200];
+	int fd = runs_dir_open(a->cfg->runs_dir, err, sizeof(err));
+	if (fd < 0) {
+		log_error("agent", "[agent] runs_dir %s", err);
+		return fd;
+	}
+	a->runs_fd = fd;
+	snprintf(a->runs_path, sizeof(a->runs_path), "/v1/servers/%s/runs", a->cfg->server);
+	return link_open(a, &a->bulk);
 }
 
 static int agent_start(struct agent *a, const struct agent_config *cfg)
@@ -548,6 +918,7 @@ static int agent_start(struct agent *a, const struct agent_config *cfg)
 	int rc;
 
 	a->cfg = cfg;
+	a->runs_fd = -1;
 	snprintf(a->inv_path, sizeof(a->inv_path), "/v1/servers/%s/inventory", cfg->server);
 	snprintf(a->hostport, sizeof(a->hostport), strchr(cfg->host, ':') ? "[%s]:%u" : "%s:%u",
 	         cfg->host, cfg->port);
@@ -564,16 +935,14 @@ static int agent_start(struct agent *a, const struct agent_config *cfg)
 			log_warn("agent", "no asynchronous resolver; resolving %s blocks the loop",
 			         cfg->host);
 	}
-	rc = cfg->tls ? tls_connection(a) : 0;
+	rc = cfg->tls ? tls_context(a) : 0;
+	if (rc == 0)
+		rc = link_open(a, &a->main);
+	/* Runs go on a connection of their own: a large file never holds up a device's state. */
+	if (rc == 0 && cfg->runs_dir[0])
+		rc = runs_open(a);
 	if (rc < 0)
 		return rc;
-	if (!cfg->tls)
-		a->conn = evhttp_connection_base_new(a->base, a->dns, cfg->host, cfg->port);
-	if (!a->conn) {
-		log_error("agent", "cannot create the HTTP client for %s", cfg->controller);
-		return -ENOMEM;
-	}
-	evhttp_connection_set_timeout(a->conn, AGENT_HTTP_TIMEOUT_S);
 
 	a->ops = cfg->source;
 	rc = a->ops->open(a->base, &sc, on_rdma_event, a, &a->src, err, sizeof(err));
@@ -597,15 +966,23 @@ static int agent_start(struct agent *a, const struct agent_config *cfg)
 	for (size_t i = 0; i < cfg->nmap; i++)
 		log_info("agent", "device %u = %s:%u", cfg->map[i].index, cfg->map[i].device,
 		         cfg->map[i].port);
+	if (cfg->runs_dir[0])
+		log_info("agent", "sending measured runs from %s", cfg->runs_dir);
 	refresh(a, true, "start");
+	runs_scan(a);
 	return 0;
 }
 
 static void agent_stop(struct agent *a)
 {
-	/* Freeing the connection drops its requests without calling back: free ours too. */
-	if (a->conn)
-		evhttp_connection_free(a->conn); /* and its TLS bufferevent */
+	/* Freeing a connection drops its requests without calling back: free ours too. */
+	if (a->main.conn)
+		evhttp_connection_free(a->main.conn); /* and its TLS bufferevent */
+	if (a->bulk.conn)
+		evhttp_connection_free(a->bulk.conn);
+	if (a->runs_fd >= 0)
+		close(a->runs_fd);
+	free(a->runs);
 	if (a->ssl_ctx)
 		SSL_CTX_free(a->ssl_ctx);
 	while (a->calls) {

@@ -8,6 +8,10 @@
  * change and every heartbeat (always the whole current inventory, retried with
  * backoff while the controller is unreachable), and PUT
  * /v1/servers/{name}/devices/{index} at once when a port goes down or up.
+ * With [agent] runs_dir it also sends the files of measured collective runs that
+ * jobs drop there, POST /v1/servers/{name}/runs, one at a time, oldest first,
+ * at start and every heartbeat, and moves each into done/ or rejected/ by the
+ * controller's answer (runs_dir.h).
  * One thread, one libevent loop; SIGTERM/SIGINT end it with exit status 0.
  */
 #ifndef OFCD_AGENT_H
@@ -49,6 +53,7 @@ struct agent_config {
 	const struct rdma_source_ops *source; /**< [agent] source: verbs (default) or recorded */
 	char recorded_inventory[512];         /**< [agent] recorded_inventory file */
 	char recorded_events[512];            /**< [agent] recorded_events file, "" for none */
+	char runs_dir[512];                   /**< [agent] runs_dir, "" when not collecting */
 	enum log_level log_level;             /**< [log] level */
 };
 

@@ -128,6 +128,27 @@ static int parse_source(void *c, const char *key, const char *value, char *err, 
 	return 0;
 }
 
+/* An absolute directory path, kept without trailing slashes ("/" stays "/"). */
+static int parse_runs_dir(void *c, const char *key, const char *value, char *err, size_t errlen)
+{
+	struct agent_config *cfg = c;
+	size_t n = strlen(value);
+	(void)key;
+	if (value[0] != '/') {
+		snprintf(err, errlen, "expected an absolute directory path, got \"%s\"", value);
+		return -EINVAL;
+	}
+	while (n > 1 && value[n - 1] == '/')
+		n--;
+	if (n >= sizeof(cfg->runs_dir)) {
+		snprintf(err, errlen, "path longer than %zu bytes", sizeof(cfg->runs_dir) - 1);
+		return -EINVAL;
+	}
+	memcpy(cfg->runs_dir, value, n);
+	cfg->runs_dir[n] = '\0';
+	return 0;
+}
+
 #define AGENT(member) CFGTAB_FIELD(struct agent_config, member)
 
 static const struct cfgtab_key agent_keys[] = {
@@ -205,6 +226,15 @@ static const struct cfgtab_key agent_keys[] = {
 	  AGENT(recorded_events),
 	  .what = "a file path",
 	  .doc = "`source = recorded`: the event script" },
+	{ .section = "agent",
+	  .key = "runs_dir",
+	  .type = CFGTAB_CUSTOM,
+	  AGENT(runs_dir),
+	  .parse = parse_runs_dir,
+	  .what = "a directory path",
+	  .doc = "absolute path of a directory whose `*.json` and `*.nccl` files of measured runs "
+	         "the agent sends to the controller, moving each into `done/` or `rejected/` "
+	         "(created at start); not set: no collection" },
 	{ .section = "log",
 	  .key = "level",
 	  .type = CFGTAB_ENUM,

@@ -7,12 +7,16 @@
 -- fabric: the fabric the run was measured on, as named when it was sent
 --   (NULL: not said); ports_per_device: that fabric's busiest device then,
 --   the host-link fact its time depends on (NULL: not known).
+-- batch: the sender's name for the post they came in (?batch=; NULL: none):
+--   the same batch sent again by the same collector (a retry after an answer
+--   was lost) adds nothing.
 -- Ids come from id_seq ('cost_run') and are never given twice, so that a
 -- cluster change that drops old runs and adds new ones never reuses a key.
 
 CREATE TABLE cost_run (
 	id INTEGER PRIMARY KEY,
 	collector TEXT NOT NULL,
+	batch TEXT,
 	fabric TEXT,
 	ports_per_device INTEGER CHECK (ports_per_device IS NULL OR ports_per_device >= 1),
 	collective TEXT NOT NULL,

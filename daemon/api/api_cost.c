@@ -620,6 +620,16 @@ out:
 	free(src);
 }
 
+/* The reply to a post of runs. */
+static json_t *runs_added(struct api_req *req, uint32_t n, int64_t first, int64_t last,
+                          uint32_t dropped, bool repeated)
+{
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:b}", "added", (json_int_t)n, "first_id",
+	                 (json_int_t)first, "last_id", (json_int_t)last, "dropped",
+	                 (json_int_t)dropped, "total", (json_int_t)cost_run_count(req->env->store),
+	                 "repeated", repeated);
+}
+
 void api_server_runs_post(struct api_req *req)
 {
 	static const char *const members[] = { "runs", "nccl_tests", "fabric", NULL };
@@ -628,12 +638,27 @@ void api_server_runs_post(struct api_req *req)
 	struct coll_run *runs = NULL;
 	struct run_src *src = NULL;
 	struct ofcd_error e = { 0 };
-	struct cost_run_origin o = { .collector = req->params[0] };
+	struct cost_run_origin o = { .collector = req->params[0],
+		                     .batch = api_query(req, "batch") };
 	uint32_t n = 0, dropped = 0;
-	int64_t first;
+	int64_t first, last, again;
 
-	if (api_agent_scope(req) < 0 || api_server_param(req) <= 0 || !body ||
-	    api_check_members(req, body, NULL, members) < 0 || nccl_header(req, body) < 0 ||
+	if (api_agent_scope(req) < 0 || api_server_param(req) <= 0 || !body)
+		return;
+	if (o.batch && (!o.batch[0] || strlen(o.batch) > 128)) {
+		api_error(req, OFCD_E_INVALID_FIELD, "batch", "batch must be 1 to 128 characters");
+		return;
+	}
+	/* A batch sent again (its answer was lost): taken once, answered alike. */
+	again = cost_run_batch(req->env->store, &o, &first, &last);
+	if (again != 0) {
+		if (again < 0)
+			api_error(req, OFCD_E_STORE, NULL, "cannot read the collected runs");
+		else
+			api_reply(req, 200, runs_added(req, 0, first, last, 0, true));
+		return;
+	}
+	if (api_check_members(req, body, NULL, members) < 0 || nccl_header(req, body) < 0 ||
 	    read_fabric(req, body, &o.fabric, &o.ports_per_device) < 0)
 		return;
 	api_cost_params(req, &start);
@@ -658,11 +683,7 @@ void api_server_runs_post(struct api_req *req)
 		api_fail(req, &e);
 		goto out;
 	}
-	api_reply(req, 201,
-	          json_pack("{s:I, s:I, s:I, s:I, s:I}", "added", (json_int_t)n, "first_id",
-	                    (json_int_t)first, "last_id", (json_int_t)(first + n - 1), "dropped",
-	                    (json_int_t)dropped, "total",
-	                    (json_int_t)cost_run_count(req->env->store)));
+	api_reply(req, 201, runs_added(req, n, first, first + n - 1, dropped, false));
 out:
 	free(runs);
 	free(src);

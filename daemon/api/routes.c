@@ -43,7 +43,7 @@ const struct api_route api_routes[] = {
 	/* AUTH_AGENT routes also check in the handler that an agent writes its own server. */
 	{ "PUT", "/v1/servers/{name}/devices/{index}", api_device_put, AUTH_AGENT, 0, NULL },
 	{ "PUT", "/v1/servers/{name}/inventory", api_inventory_put, AUTH_AGENT, 0, NULL },
-	{ "POST", "/v1/servers/{name}/runs", api_server_runs_post, AUTH_AGENT, 0, NULL },
+	{ "POST", "/v1/servers/{name}/runs", api_server_runs_post, AUTH_AGENT, 0, "batch" },
 	{ "GET", "/v1/rdma/devices", api_rdma_devices, AUTH_READ, 0, NULL },
 
 	{ "GET", "/v1/wiring", api_wiring_get, AUTH_READ, 0, NULL },

@@ -53,9 +53,10 @@ int cost_run_add(struct store *s, const struct coll_run *runs, uint32_t n,
 	for (uint32_t i = 0; i < n; i++) {
 		const struct coll_run *r = &runs[i];
 
-		st = store_stmt(s, "INSERT INTO cost_run(id, collector, fabric, ports_per_device, "
-		                   "collective, algorithm, servers, devices, bytes, measured_us) "
-		                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+		st = store_stmt(
+		    s, "INSERT INTO cost_run(id, collector, fabric, ports_per_device, "
+		       "collective, algorithm, servers, devices, bytes, measured_us, batch) "
+		       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
 		if (!st)
 			goto fail;
 		sqlite3_bind_int64(st, 1, id + i);
@@ -69,6 +70,7 @@ int cost_run_add(struct store *s, const struct coll_run *runs, uint32_t n,
 		sqlite3_bind_int64(st, 8, r->devices);
 		sqlite3_bind_int64(st, 9, (sqlite3_int64)r->bytes);
 		sqlite3_bind_double(st, 10, r->measured_us);
+		sqlite3_bind_text(st, 11, o->batch, -1, SQLITE_STATIC);
 		if (store_step_done(st) < 0)
 			goto fail;
 	}
@@ -83,6 +85,30 @@ int cost_run_add(struct store *s, const struct coll_run *runs, uint32_t n,
 	return 0;
 fail:
 	return ofcd_fail(e, -EIO, OFCD_E_STORE, NULL, NULL, "cannot store the runs");
+}
+
+int64_t cost_run_batch(struct store *s, const struct cost_run_origin *o, int64_t *first,
+                       int64_t *last)
+{
+	sqlite3_stmt *st;
+	int64_t n = -EIO;
+
+	*first = *last = 0;
+	if (!o->batch)
+		return 0;
+	st = store_stmt(s, "SELECT count(*), min(id), max(id) FROM cost_run WHERE collector = ? "
+	                   "AND batch = ?");
+	if (!st)
+		return -EIO;
+	sqlite3_bind_text(st, 1, o->collector, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, o->batch, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		n = sqlite3_column_int64(st, 0);
+		*first = sqlite3_column_int64(st, 1);
+		*last = sqlite3_column_int64(st, 2);
+	}
+	sqlite3_reset(st);
+	return n;
 }
 
 #define RUN_COLUMNS                                                                                \

@@ -31,6 +31,7 @@ struct cost_run_filter {
 /** Where a batch of runs came from, as stored beside each of them. */
 struct cost_run_origin {
 	const char *collector;     /**< the server they were sent for (borrowed) */
+	const char *batch;         /**< the sender's name for the post, or NULL (borrowed) */
 	const char *fabric;        /**< the fabric named, or NULL (borrowed) */
 	uint32_t ports_per_device; /**< that fabric's busiest device, 0 when not known */
 };
@@ -42,6 +43,13 @@ struct cost_run_origin {
 int cost_run_add(struct store *s, const struct coll_run *runs, uint32_t n,
                  const struct cost_run_origin *o, int64_t *first, uint32_t *dropped,
                  struct ofcd_error *e);
+
+/**
+ * The runs stored from batch @o->batch of @o->collector: their ids' range into *first..*last.
+ * Returns how many (0 when none, or when @o has no batch), or -EIO.
+ */
+int64_t cost_run_batch(struct store *s, const struct cost_run_origin *o, int64_t *first,
+                       int64_t *last);
 
 /** The runs @f selects, oldest first, at most @limit, as JSON objects; NULL on error. */
 json_t *cost_run_list(struct store *s, const struct cost_run_filter *f, uint32_t limit);

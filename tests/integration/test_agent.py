@@ -1,6 +1,8 @@
 """The host agent (`ofcd-agent`) against a real controller: recorded inventories and event
 scripts, device failures re-planned, controller restarts, staleness, bad inventories, agent
-token scoping, and the real libibverbs source on this machine."""
+token scoping, the real libibverbs source on this machine, and the measured runs it collects
+from its runs_dir."""
+import hashlib
 import json
 import os
 import signal
@@ -44,7 +46,7 @@ class Agent:
     """One `ofcd-agent` process with its own configuration and recorded files."""
 
     def __init__(self, tmp_path, daemon, server="srv0", token=AGENT0, heartbeat=1, events="",
-                 source="recorded", devices=4, name="agent", mapping=None):
+                 source="recorded", devices=4, name="agent", mapping=None, runs_dir=None):
         self.dir = tmp_path
         self.config = tmp_path / f"{name}.ini"
         self.log_path = tmp_path / f"{name}.log"
@@ -58,6 +60,8 @@ class Agent:
             text += f"recorded_inventory = {inv}\nrecorded_events = {ev}\n"
         for line in mapping or [f"device.{i} = mlx5_{i}:1" for i in range(devices)]:
             text += line + "\n"
+        if runs_dir is not None:
+            text += f"runs_dir = {runs_dir}\n"
         text += "[log]\nlevel = debug\n"
         self.config.write_text(text)
         self.proc = None
@@ -366,3 +370,167 @@ def test_agent_command_line(tmp_path, ctl):
     b = Agent(tmp_path, ctl, name="b").start()
     time.sleep(0.3)
     assert b.stop(sig=signal.SIGINT) == 0
+
+
+# ---- measured runs (runs_dir) ----------------------------------------------------------------
+
+NCCL_EXAMPLE = os.path.join(os.path.dirname(__file__), "../../docs/examples/all_reduce_perf.txt")
+NCCL_SIZES = [8 * 8 ** k for k in range(10)]  # the example's sizes, 8 B to 1 GiB
+OFCD_LINE = "# ofcd: fabric=job collective=allreduce algorithm=ring servers=4 devices=4"
+
+
+def run_json(**kw):
+    return {"collective": "allreduce", "algorithm": "ring", "servers": 4, "devices": 4,
+            "bytes": 4096, "measured_us": 50.0, **kw}
+
+
+def drop(runs, name, data, age=None):
+    """A runs file written as a job writes one: under a dot name, then renamed into place;
+    age seconds old when given."""
+    tmp = runs / f".{name}.part"
+    tmp.write_bytes(data if isinstance(data, bytes) else data.encode())
+    if age is not None:
+        t = time.time() - age
+        os.utime(tmp, (t, t))
+    os.rename(tmp, runs / name)
+
+
+def nccl_file():
+    with open(NCCL_EXAMPLE) as f:
+        return OFCD_LINE + "\n" + f.read()
+
+
+def listing(path):
+    return set(os.listdir(path)) if os.path.isdir(path) else set()
+
+
+def collected(ctl):
+    return ctl.get("/v1/cost/runs?collector=srv0").json()["runs"]
+
+
+def test_runs_collected_from_runs_dir(ctl, agents, tmp_path):
+    cluster(ctl)
+    make_fabric(ctl)
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    done, rejected = runs / "done", runs / "rejected"
+    # Before the agent starts, oldest first: a, b, c, then what is refused without a request.
+    drop(runs, "a.nccl", nccl_file(), age=50)
+    two = [run_json(), run_json(bytes=1 << 20, measured_us=400.0)]
+    drop(runs, "b.json", json.dumps({"runs": two, "fabric": "job"}), age=40)
+    drop(runs, "c.json", json.dumps({"runs": [run_json(collective="scan")]}), age=30)
+    drop(runs, "bad.nccl", OFCD_LINE.encode() + b"\n\xff\xfe 8 2 float\n", age=20)
+    with open(runs / "big.json", "wb") as f:
+        f.truncate(16 * 1024 * 1024 + 1)
+    # Not the agent's: other endings, dot names (a file being written), subdirectories.
+    ignored = {"d.json.tmp": "{}", ".d.json": json.dumps({"runs": [run_json()]}),
+               "notes.txt": "x", "sub/e.json": json.dumps({"runs": [run_json()]})}
+    (runs / "sub").mkdir()
+    for name, text in ignored.items():
+        (runs / name).write_text(text)
+    a = agents(ctl, runs_dir=runs).start()
+    wait_for(lambda: listing(done) == {"a.nccl", "b.json"} and listing(rejected) == {
+        "c.json", "c.json.error", "bad.nccl", "bad.nccl.error", "big.json", "big.json.error"})
+    got = collected(ctl)
+    # Oldest first: the nccl-tests lines (their out-of-place times), then the JSON runs.
+    assert [r["bytes"] for r in got] == NCCL_SIZES + [4096, 1 << 20]
+    assert got[0]["measured_us"] == 184.55 and got[-1]["measured_us"] == 400.0
+    assert all(r["collector"] == "srv0" and r["fabric"] == "job" and r["servers"] == 4 and
+               r["devices"] == 4 and r["collective"] == "allreduce" and r["algorithm"] == "ring"
+               for r in got)
+    assert [r["id"] for r in got] == sorted(r["id"] for r in got)
+    # Sent as they were: the file moved, not rewritten.
+    assert (done / "a.nccl").read_text() == nccl_file()
+    # Refused by the controller: the status and its reply, naming the field.
+    err = (rejected / "c.json.error").read_text()
+    assert err.startswith("HTTP 400 {") and err.endswith("}\n") and err.count("\n") == 1
+    assert json.loads(err[len("HTTP 400 "):])["error"]["field"] == "runs[0].collective"
+    # Refused by the agent itself, without a request.
+    assert (rejected / "bad.nccl.error").read_text() == \
+        f"agent: not UTF-8 text (byte {len(OFCD_LINE) + 1})\n"
+    assert (rejected / "big.json.error").read_text() == \
+        "agent: 16777217 bytes, larger than 16777216\n"
+    for name, text in ignored.items():
+        assert (runs / name).read_text() == text
+    assert listing(runs) == {"done", "rejected", "sub", "d.json.tmp", ".d.json", "notes.txt"}
+    log = a.log()
+    assert "runs file a.nccl sent: 10 runs added" in log
+    assert "runs file b.json sent: 2 runs added" in log
+    assert "runs file c.json rejected: HTTP 400: runs[0].collective: " in log
+    assert "runs file big.json rejected without sending it: 16777217 bytes" in log
+    assert log.index("runs file a.nccl sent") < log.index("runs file b.json sent") < \
+        log.index("runs file c.json rejected")
+    # A file dropped later goes at a heartbeat; one of a name sent before replaces it in done/.
+    drop(runs, "b.json", json.dumps({"runs": [run_json(bytes=64, measured_us=20.0)]}))
+    wait_for(lambda: "b.json" not in listing(runs) and len(collected(ctl)) == 13)
+    assert json.loads((done / "b.json").read_text())["runs"][0]["bytes"] == 64
+    assert collected(ctl)[-1]["fabric"] is None
+    assert log.count("runs file a.nccl sent") == 1 == a.log().count("runs file a.nccl sent")
+    # Each post was named by its body's hash: the same file again, as a retry after a lost
+    # answer, adds nothing.
+    body = json.dumps({"nccl_tests": {"text": nccl_file()}}, separators=(",", ":"))
+    r = ctl.post("/v1/servers/srv0/runs?batch=sha256-" +
+                 hashlib.sha256(body.encode()).hexdigest(), raw=body.encode())
+    assert r.status_code == 200 and r.json()["repeated"] and r.json()["added"] == 0, r.text
+    assert len(collected(ctl)) == 13
+    assert a.stop() == 0
+
+
+def test_runs_wait_for_the_controller(ctl, agents, tmp_path):
+    cluster(ctl)
+    make_fabric(ctl)
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    a = agents(ctl, runs_dir=runs).start()
+    wait_for(lambda: ctl.get("/v1/servers/srv0").json()["inventory"])
+    assert ctl.stop() == 0
+    drop(runs, "down.json", json.dumps({"runs": [run_json()], "fabric": "job"}))
+    drop(runs, "down2.nccl", nccl_file())
+    # Tried at every heartbeat while the controller is away, warned about once a minute.
+    wait_for(lambda: a.log().count("runs file down.json not sent (") >= 3, timeout=15)
+    log = a.log()
+    assert log.count("warn agent: runs file down.json not sent") == 1
+    assert listing(runs / "done") == set() and listing(runs / "rejected") == set()
+    assert listing(runs) == {"done", "rejected", "down.json", "down2.nccl"}
+    ctl.start()
+    wait_for(lambda: listing(runs / "done") == {"down.json", "down2.nccl"}, timeout=15)
+    got = collected(ctl)
+    assert [r["bytes"] for r in got] == [4096] + NCCL_SIZES
+    assert listing(runs / "rejected") == set()
+    assert a.stop() == 0
+
+
+def test_runs_of_another_server_stay(ctl, agents, tmp_path):
+    """An agent token of another server is a token problem, not the file's: it stays."""
+    cluster(ctl)
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    drop(runs, "r.json", json.dumps({"runs": [run_json()]}))
+    a = agents(ctl, server="srv1", token=AGENT0, runs_dir=runs).start()
+    wait_for(lambda: a.log().count("runs file r.json not sent (HTTP 403") >= 2, timeout=10)
+    assert listing(runs) == {"done", "rejected", "r.json"}
+    assert ctl.get("/v1/cost/runs").json()["total"] == 0
+    assert a.stop() == 0
+
+
+def test_runs_dir_must_be_usable(tmp_path, ctl):
+    a = Agent(tmp_path, ctl, runs_dir=tmp_path / "missing")
+    r = subprocess.run([OFCD_AGENT_BIN, "-c", str(a.config)], capture_output=True, text=True,
+                       timeout=10)
+    assert r.returncode == 1 and f"[agent] runs_dir {tmp_path}/missing: " in r.stderr, r.stderr
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "done").write_text("not a directory")
+    a = Agent(tmp_path, ctl, runs_dir=runs, name="b")
+    r = subprocess.run([OFCD_AGENT_BIN, "-c", str(a.config)], capture_output=True, text=True,
+                       timeout=10)
+    assert r.returncode == 1 and "cannot use done/ in it: Not a directory" in r.stderr, r.stderr
+    a.config.write_text(a.config.read_text().replace(f"runs_dir = {runs}", "runs_dir = runs"))
+    r = subprocess.run([OFCD_AGENT_BIN, "-c", str(a.config), "--check-config"],
+                       capture_output=True, text=True)
+    assert r.returncode == 1 and "[agent] runs_dir: expected an absolute directory path" in r.stderr
+    # Both made at start when missing.
+    (runs / "done").unlink()
+    a = Agent(tmp_path, ctl, runs_dir=runs, name="c").start()
+    wait_for(lambda: listing(runs) == {"done", "rejected"})
+    assert a.stop() == 0

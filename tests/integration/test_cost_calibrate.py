@@ -291,9 +291,19 @@ def test_collected_runs_are_kept_and_calibrate(daemon):
     # nccl-tests' output says what it ran in its "# ofcd:" line.
     text = nccl_text(d, "allreduce", "ring", 4, 4,
                      "# ofcd: fabric=job collective=allreduce algorithm=ring servers=4 devices=4")
-    r = d.post("/v1/servers/s1/runs", {"nccl_tests": {"text": text}})
+    r = d.post("/v1/servers/s1/runs?batch=sha256-x", {"nccl_tests": {"text": text}})
     assert r.status_code == 201, r.text
-    assert r.json()["added"] == len(SIZES) and r.json()["first_id"] > got["last_id"]
+    added = r.json()
+    assert added["added"] == len(SIZES) and added["first_id"] > got["last_id"]
+    assert not added["repeated"]
+    # The same batch again (its answer lost): nothing added, the same ids.
+    r = d.post("/v1/servers/s1/runs?batch=sha256-x", {"nccl_tests": {"text": text}})
+    assert r.status_code == 200, r.text
+    assert r.json() == dict(added, added=0, repeated=True)
+    # Another server's batch of that name is its own.
+    r = d.post("/v1/servers/s2/runs?batch=sha256-x", {"runs": runs[:1]})
+    assert r.status_code == 201 and r.json()["added"] == 1, r.text
+    assert d.delete("/v1/cost/runs?collector=s2").json() == {"deleted": 1}
     listed = d.get("/v1/cost/runs").json()
     assert listed["total"] == len(runs) + len(SIZES) == len(listed["runs"])
     first = listed["runs"][0]
@@ -361,6 +371,8 @@ def test_collected_runs_refusals_store_nothing(daemon):
         ("/v1/servers/s0/runs", {"runs": [good], "fabric": "gone"}, 422, "fabric"),
         ("/v1/servers/s0/runs", {"runs": [good], "fit": ["alpha_us"]}, 400, "fit"),
         ("/v1/servers/s0/runs", {}, 400, "runs"),
+        ("/v1/servers/s0/runs?batch=", {"runs": [good]}, 400, "batch"),
+        ("/v1/servers/s0/runs?batch=" + "b" * 129, {"runs": [good]}, 400, "batch"),
         ("/v1/servers/s0/runs", {"nccl_tests": {"text": nccl_text(d, "allreduce", "ring", 4, 4,
                                                                   None)}}, 400,
          "nccl_tests.collective"),

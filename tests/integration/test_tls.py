@@ -1,6 +1,8 @@
 """HTTPS: the daemon serves TLS with a certificate made here (openssl), the host agent
-reports over it and checks the certificate, and bearer tokens never cross a non-loopback
-plain-HTTP listener unless the configuration says so, at start and on reload."""
+reports over it (its measured runs too) and checks the certificate, and bearer tokens never
+cross a non-loopback plain-HTTP listener unless the configuration says so, at start and on
+reload."""
+import json
 import os
 import re
 import signal
@@ -11,7 +13,7 @@ import pytest
 import requests
 
 from conftest import ADMIN, OFCD_AGENT_BIN, OFCD_BIN, Daemon
-from test_agent import AGENT_TOKENS, Agent, cluster, device_state, wait_for
+from test_agent import AGENT_TOKENS, Agent, cluster, device_state, run_json, wait_for
 
 OFCCTL_BIN = os.path.abspath(os.environ.get(
     "OFCCTL_BIN", os.path.join(os.path.dirname(__file__), "../../build/ofcctl")))
@@ -154,12 +156,18 @@ def test_agent_over_https(tmp_path, pki):
     a = None
     try:
         cluster(ctl)
-        a = Agent(tmp_path, ctl, events="3000 mlx5_1 1 port_err\n")
+        runs = tmp_path / "runs"
+        runs.mkdir()
+        (runs / "r.json").write_text(json.dumps({"runs": [run_json()]}))
+        a = Agent(tmp_path, ctl, events="3000 mlx5_1 1 port_err\n", runs_dir=runs)
         a.config.write_text(a.config.read_text().replace(
             f"controller = http://127.0.0.1:{ctl.port}",
             f"controller = https://127.0.0.1:{ctl.port}\nca_file = {pki / 'ca.pem'}"))
         a.start()
         wait_for(lambda: ctl.get("/v1/servers/srv0").json()["inventory"])
+        # Measured runs go over a TLS connection of their own.
+        wait_for(lambda: os.listdir(runs / "done") == ["r.json"])
+        assert ctl.get("/v1/cost/runs").json()["total"] == 1
         # A restart of the controller: the agent connects again over a new TLS session.
         assert ctl.stop() == 0
         time.sleep(3.5)
@@ -178,14 +186,19 @@ def test_agent_checks_the_certificate(tmp_path, pki):
     a = None
     try:
         cluster(ctl)
-        a = Agent(tmp_path, ctl)
+        runs = tmp_path / "runs"
+        runs.mkdir()
+        (runs / "r.json").write_text(json.dumps({"runs": [run_json()]}))
+        a = Agent(tmp_path, ctl, runs_dir=runs)
         a.config.write_text(a.config.read_text().replace(
             f"controller = http://127.0.0.1:{ctl.port}",
             f"controller = https://127.0.0.1:{ctl.port}\nca_file = {pki / 'other-ca.pem'}"))
         a.start()
-        wait_for(lambda: "certificate" in a.log(), timeout=5)
+        wait_for(lambda: "runs file r.json not sent (TLS" in a.log(), timeout=5)
         assert "TLS: the controller's certificate" in a.log()
+        assert "runs file r.json not sent (TLS: the controller's certificate" in a.log()
         assert ctl.get("/v1/servers/srv0").json()["inventory"] is None
+        assert sorted(os.listdir(runs)) == ["done", "r.json", "rejected"]
     finally:
         if a:
             a.stop(sig=signal.SIGKILL)

@@ -508,6 +508,7 @@ static void test_agent_config(void **state)
 	assert_int_equal(cfg.map[0].index, 0); /* sorted by index */
 	assert_string_equal(cfg.map[1].device, "mlx5_1");
 	assert_ptr_equal(cfg.source, &rdma_verbs_source);
+	assert_string_equal(cfg.runs_dir, ""); /* collection off unless asked for */
 	agent_config_free(&cfg);
 	assert_int_equal(agent_config_load_string("[agent]\ncontroller = http://[::1]:80\n"
 	                                          "server = s\nmap = pci-order\nsource = recorded\n"
@@ -531,6 +532,26 @@ static void test_agent_config(void **state)
 	assert_int_equal(cfg.port, 8443);
 	assert_string_equal(cfg.ca_file, "/etc/ofcd/ca.pem");
 	agent_config_free(&cfg);
+	/* runs_dir: kept without trailing slashes, "/" itself as it is. */
+	static const struct {
+		const char *value, *want;
+	} dirs[] = {
+		{ "/var/lib/ofcd/runs", "/var/lib/ofcd/runs" },
+		{ "/var/lib/ofcd/runs//", "/var/lib/ofcd/runs" },
+		{ "/", "/" },
+		{ "///", "/" },
+	};
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		char text[256];
+		snprintf(text, sizeof(text),
+		         "[agent]\ncontroller = http://h:1\nserver = s\nmap = pci-order\n"
+		         "runs_dir = %s\n",
+		         dirs[i].value);
+		assert_int_equal(agent_config_load_string(text, "a.ini", &cfg, err, sizeof(err)),
+		                 0);
+		assert_string_equal(cfg.runs_dir, dirs[i].want);
+		agent_config_free(&cfg);
+	}
 
 	static const char head[] = "[agent]\ncontroller = http://h:1\nserver = s\n";
 	static const struct {
@@ -561,6 +582,13 @@ static void test_agent_config(void **state)
 		{ "[agent]\nmap = bus-order\n", "a.ini:2: [agent] map: expected pci-order" },
 		{ "[agent]\nsource = sysfs\n",
 		  "a.ini:2: [agent] source: expected verbs or recorded" },
+		{ "[agent]\nruns_dir = runs\n",
+		  "a.ini:2: [agent] runs_dir: expected an absolute directory path, got \"runs\"" },
+		{ "[agent]\nruns_dir = ./runs\n",
+		  "a.ini:2: [agent] runs_dir: expected an absolute" },
+		{ "[agent]\nruns_dir =\n", "a.ini:2: [agent] runs_dir: expected an absolute" },
+		{ "[agent]\nruns_dir = /a\nruns_dir = /b\n",
+		  "a.ini:3: [agent] runs_dir: key given twice" },
 		{ "[log]\nlevel = loud\n", "a.ini:2: [log] level: expected error, warn" },
 		{ "[agent]\nserver = s\n", "a.ini: [agent] controller is required" },
 		{ "[agent]\ncontroller = http://h:1\n", "a.ini: [agent] server is required" },
