@@ -612,19 +612,12 @@ static void runs_delivered(struct agent *a, struct runs_file *mark, const struct
 }
 
 /*
- * The controller refuses the file itself: sending it again cannot help. A 404 that names
- * no field is a controller without the runs route (older than the agent): not the file's.
+ * The controller refuses the file itself: sending it again cannot help. A 404 is never the
+ * file's: this server not declared yet, or a controller older than the runs route.
  */
-static bool runs_refused(int code, struct evhttp_request *req)
+static bool runs_refused(int code)
 {
-	if (code == 400 || code == 409 || code == 413 || code == 422)
-		return true;
-	if (code != 404)
-		return false;
-	json_t *j = reply_json(req);
-	bool field = json_is_string(json_object_get(json_object_get(j, "error"), "field"));
-	json_decref(j);
-	return field;
+	return code == 400 || code == 413 || code == 422;
 }
 
 /* The listed entry of the file sent (a scan may have listed it again meanwhile). */
@@ -714,7 +707,7 @@ static void runs_done(struct agent *a, const struct agent_call *c, struct evhttp
 	a->runs_inflight = false;
 	if (code >= 200 && code < 300) {
 		runs_delivered(a, mark, f, req);
-	} else if (runs_refused(code, req)) {
+	} else if (runs_refused(code)) {
 		runs_reject_reply(a, mark, f, req, code, why);
 	} else {
 		runs_defer(mark, c->round, why);

@@ -102,13 +102,19 @@ static void list_missing(const struct cmd_args *a, char *buf, size_t len)
 	}
 }
 
-/* True when nccl-tests output carries the line "# ofcd: ..." that says what it ran. */
+/*
+ * True when nccl-tests output carries the line "# ofcd: ..." that says what it ran, its words
+ * apart as the daemon reads them: "#", then "ofcd:".
+ */
 static bool has_ofcd_line(const char *text)
 {
+	static const char blank[] = " \t\r";
 	for (const char *s = text; s; s = strchr(s, '\n'), s = s ? s + 1 : NULL) {
-		size_t sp = strspn(s, " \t");
-		if (s[sp] == '#' &&
-		    strncmp(s + sp + 1 + strspn(s + sp + 1, " \t"), "ofcd:", 5) == 0)
+		s += strspn(s, blank);
+		if (*s != '#' || !s[1] || !strchr(blank, s[1]))
+			continue;
+		const char *w = s + 1 + strspn(s + 1, blank);
+		if (strncmp(w, "ofcd:", 5) == 0 && (!w[5] || w[5] == '\n' || strchr(blank, w[5])))
 			return true;
 	}
 	return false;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "api_handlers.h"
+#include "auth_rules.h"
 #include "coll.h"
 #include "coll_fit.h"
 #include "domain/cost_run.h"
@@ -111,6 +112,30 @@ static int read_runs(struct api_req *req, json_t *a, struct coll_run *runs, stru
 	return 0;
 }
 
+/* The longest line of nccl_tests.text read: nccl-tests' own are under 200 bytes. */
+#define NCCL_LINE_MAX 512
+
+/*
+ * Line number line (from 0) of nccl_tests.text at *s into buf (NCCL_LINE_MAX), *s moved past
+ * it. 0, or -EINVAL (replied) for a line too long to be nccl-tests' or ofcd's.
+ */
+static int next_line(struct api_req *req, const char **s, char *buf, uint32_t line)
+{
+	const char *end = strchr(*s, '\n');
+	size_t len = end ? (size_t)(end - *s) : strlen(*s);
+
+	if (len >= NCCL_LINE_MAX) {
+		api_error(req, OFCD_E_INVALID_FIELD, "nccl_tests.text",
+		          "line %u has %zu bytes, more than a line of nccl-tests (at most %u)",
+		          line + 1, len, NCCL_LINE_MAX - 1);
+		return -EINVAL;
+	}
+	memcpy(buf, *s, len);
+	buf[len] = '\0';
+	*s += len + (end != NULL);
+	return 0;
+}
+
 /*
  * The columns of nccl-tests' results, from its header line "#  size  count  type  redop  root
  * time  algbw  busbw  #wrong  time ...": the first "time" is the out-of-place one, the second
@@ -153,14 +178,11 @@ static int read_nccl_tests(struct api_req *req, json_t *o, struct coll_run *runs
 	    api_get_bool(req, o, p, "in_place", false, &in_place) < 0)
 		return -EINVAL;
 	for (const char *s = text; *s; line++) {
-		const char *end = strchr(s, '\n');
-		size_t len = end ? (size_t)(end - s) : strlen(s);
-		char buf[512], *tok, *save, *col[16];
+		char buf[NCCL_LINE_MAX], *tok, *save, *col[16];
 		int ncol = 0;
 
-		snprintf(buf, sizeof(buf), "%.*s", (int)(len < sizeof(buf) ? len : sizeof(buf) - 1),
-		         s);
-		s += len + (end != NULL);
+		if (next_line(req, &s, buf, line) < 0)
+			return -EINVAL;
 		for (tok = strtok_r(buf, " \t\r", &save); tok && ncol < 16;
 		     tok = strtok_r(NULL, " \t\r", &save))
 			col[ncol++] = tok;
@@ -186,7 +208,7 @@ static int read_nccl_tests(struct api_req *req, json_t *o, struct coll_run *runs
 		}
 		if (*n >= CALIBRATE_MAX_RUNS) {
 			api_error(req, OFCD_E_INVALID_FIELD, "nccl_tests.text",
-			          "more than %u runs in one calibration", CALIBRATE_MAX_RUNS);
+			          "more than %u runs in one request", CALIBRATE_MAX_RUNS);
 			return -EINVAL;
 		}
 		runs[*n] = proto;
@@ -236,9 +258,11 @@ static int check_runs(struct api_req *req, const struct coll_run *runs, const st
 /*
  * "fabric": the facts of the hardware the runs were measured on, from a stored fabric: the
  * most circuits one of its devices ends (what its host link is shared by) into *ports, 0 when
- * no fabric is named. 0 or -EINVAL (replied).
+ * no fabric is named, or when it is not stored and @gone_ok (runs sent after their job's
+ * fabric went keep its name alone). 0 or -EINVAL (replied).
  */
-static int read_fabric(struct api_req *req, json_t *body, const char **name, uint32_t *ports)
+static int read_fabric(struct api_req *req, json_t *body, bool gone_ok, const char **name,
+                       uint32_t *ports)
 {
 	struct fabric_view f;
 
@@ -246,7 +270,7 @@ static int read_fabric(struct api_req *req, json_t *body, const char **name, uin
 	*ports = 0;
 	if (api_get_name(req, body, NULL, "fabric", false, name) < 0)
 		return -EINVAL;
-	if (!*name)
+	if (!*name || (gone_ok && !topo_fabric_id(req->env->store, *name)))
 		return 0;
 	if (api_fabric_view_named(req, *name, &f) < 0)
 		return -EINVAL;
@@ -255,25 +279,11 @@ static int read_fabric(struct api_req *req, json_t *body, const char **name, uin
 	return 0;
 }
 
-/* A value of the "# ofcd:" line as JSON: digits as an integer, true/false, else a string. */
-static json_t *header_value(const char *v)
-{
-	size_t i = 0;
-
-	while (v[i] >= '0' && v[i] <= '9')
-		i++;
-	if (i && !v[i] && i < 10)
-		return json_integer(strtoll(v, NULL, 10));
-	if (!strcmp(v, "true") || !strcmp(v, "false"))
-		return json_boolean(v[0] == 't');
-	return json_string(v);
-}
-
 /*
  * The line "# ofcd: fabric=NAME collective=C algorithm=A servers=S devices=D in_place=B" in
  * nccl_tests.text says what the output does not: its values fill the members of nccl_tests
- * (and the body's "fabric") that the request leaves out. At most one such line. 0 or -EINVAL
- * (replied).
+ * (and the body's "fabric") that the request leaves out, typed by their key. At most one such
+ * line, each key once. 0 or -EINVAL (replied).
  */
 static int nccl_header(struct api_req *req, json_t *body)
 {
@@ -281,48 +291,62 @@ static int nccl_header(struct api_req *req, json_t *body)
 		                            "devices", "in_place",   NULL };
 	json_t *nt = json_object_get(body, "nccl_tests");
 	const char *text = json_string_value(json_object_get(nt, "text"));
-	uint32_t line = 0, seen = 0;
+	uint32_t line = 0, first = 0;
 
 	for (const char *s = text; s && *s; line++) {
-		const char *end = strchr(s, '\n');
-		size_t len = end ? (size_t)(end - s) : strlen(s);
-		char buf[512], *tok, *save;
+		char buf[NCCL_LINE_MAX], *tok, *save;
+		unsigned seen = 0;
 
-		snprintf(buf, sizeof(buf), "%.*s", (int)(len < sizeof(buf) ? len : sizeof(buf) - 1),
-		         s);
-		s += len + (end != NULL);
+		if (next_line(req, &s, buf, line) < 0)
+			return -EINVAL;
 		tok = strtok_r(buf, " \t\r", &save);
 		if (!tok || strcmp(tok, "#") || !(tok = strtok_r(NULL, " \t\r", &save)) ||
 		    strcmp(tok, "ofcd:"))
 			continue;
-		if (seen++) {
+		if (first) {
 			api_error(
 			    req, OFCD_E_INVALID_FIELD, "nccl_tests.text",
 			    "line %u: a second \"# ofcd:\" line (line %u was the first); send "
 			    "each test's output on its own",
-			    line + 1, seen);
+			    line + 1, first);
 			return -EINVAL;
 		}
-		seen = line + 1;
+		first = line + 1;
 		while ((tok = strtok_r(NULL, " \t\r", &save))) {
-			char *eq = strchr(tok, '=');
+			char *eq = strchr(tok, '='), *end;
 			unsigned k = 0;
 
 			if (eq)
 				*eq = '\0';
 			while (keys[k] && strcmp(keys[k], tok))
 				k++;
-			if (!eq || !keys[k]) {
+			if (!eq || !keys[k] || (seen & (1u << k))) {
 				api_error(
 				    req, OFCD_E_INVALID_FIELD, "nccl_tests.text",
 				    "line %u: \"%.32s\" is not KEY=VALUE of fabric, collective, "
-				    "algorithm, servers, devices, in_place",
+				    "algorithm, servers, devices, in_place, each once",
 				    line + 1, tok);
 				return -EINVAL;
 			}
-			json_t *into = k ? nt : body;
-			if (!json_object_get(into, keys[k]))
-				json_object_set_new(into, keys[k], header_value(eq + 1));
+			seen |= 1u << k;
+			const char *v = eq + 1, *key = keys[k];
+			json_t *into = k ? nt : body, *value;
+			if (!strcmp(key, "servers") || !strcmp(key, "devices")) {
+				unsigned long long x = strtoull(v, &end, 10);
+				/* Not a number: the member's own check names it. */
+				value = *v >= '0' && *v <= '9' && !*end && x <= UINT32_MAX
+				            ? json_integer((json_int_t)x)
+				            : json_string(v);
+			} else if (!strcmp(key, "in_place") &&
+			           (!strcmp(v, "true") || !strcmp(v, "false"))) {
+				value = json_boolean(v[0] == 't');
+			} else {
+				value = json_string(v);
+			}
+			if (!json_object_get(into, key))
+				json_object_set_new(into, key, value);
+			else
+				json_decref(value);
 		}
 	}
 	return 0;
@@ -443,16 +467,25 @@ static int read_filter(struct api_req *req, json_t *o, const char *prefix,
 	memset(f, 0, sizeof(*f));
 	if (!o) {
 		if (api_query_uint(req, "since", 0, INT64_MAX, 0, &since) < 0 ||
-		    api_query_uint(req, "before", 0, INT64_MAX, 0, &before) < 0)
+		    api_query_uint(req, "before", 1, INT64_MAX, 0, &before) < 0)
 			return -EINVAL;
 		f->fabric = api_query(req, "fabric");
 		f->collector = api_query(req, "collector");
+		const char *bad = f->fabric && !auth_valid_name(f->fabric)         ? "fabric"
+		                  : f->collector && !auth_valid_name(f->collector) ? "collector"
+		                                                                   : NULL;
+		if (bad) {
+			api_error(req, OFCD_E_INVALID_FIELD, bad,
+			          "%s must be a name: 1 to 64 characters of A-Z a-z 0-9 . _ -",
+			          bad);
+			return -EINVAL;
+		}
 	} else if (json_is_object(o)) {
 		if (api_check_members(req, o, prefix, members) < 0 ||
 		    api_get_name(req, o, prefix, "fabric", false, &f->fabric) < 0 ||
 		    api_get_name(req, o, prefix, "collector", false, &f->collector) < 0 ||
 		    api_get_uint(req, o, prefix, "since", false, 0, INT64_MAX, &since) < 0 ||
-		    api_get_uint(req, o, prefix, "before", false, 0, INT64_MAX, &before) < 0)
+		    api_get_uint(req, o, prefix, "before", false, 1, INT64_MAX, &before) < 0)
 			return -EINVAL;
 	} else if (!json_is_true(o)) {
 		api_error(
@@ -485,6 +518,14 @@ static int read_collected(struct api_req *req, json_t *body, struct coll_run *ru
 		return 0;
 	if (read_filter(req, o, "collected", &f) < 0)
 		return -EINVAL;
+	got = cost_run_count(req->env->store, &f);
+	if (got > CALIBRATE_MAX_RUNS - *n) {
+		api_error(req, OFCD_E_UNPROCESSABLE, "collected",
+		          "%lld collected runs match and the request has %u: more than %u runs in "
+		          "one calibration; narrow collected (fabric, collector, since, before)",
+		          (long long)got, *n, CALIBRATE_MAX_RUNS);
+		return -EINVAL;
+	}
 	int64_t *ids = calloc(CALIBRATE_MAX_RUNS, sizeof(*ids));
 	got = ids ? cost_run_load(req->env->store, &f, runs + *n, ids, CALIBRATE_MAX_RUNS - *n, &lo,
 	                          &hi, ports, &who)
@@ -532,7 +573,7 @@ void api_cost_calibrate(struct api_req *req)
 		return;
 	/* The fit starts from what the cluster prices with now, and the body's known facts. */
 	api_cost_params(req, &start);
-	if (read_fabric(req, body, &fabric, &ports) < 0)
+	if (read_fabric(req, body, false, &fabric, &ports) < 0)
 		return;
 	if (ports)
 		start.ports_per_device = ports;
@@ -626,8 +667,8 @@ static json_t *runs_added(struct api_req *req, uint32_t n, int64_t first, int64_
 {
 	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:b}", "added", (json_int_t)n, "first_id",
 	                 (json_int_t)first, "last_id", (json_int_t)last, "dropped",
-	                 (json_int_t)dropped, "total", (json_int_t)cost_run_count(req->env->store),
-	                 "repeated", repeated);
+	                 (json_int_t)dropped, "total",
+	                 (json_int_t)cost_run_count(req->env->store, NULL), "repeated", repeated);
 }
 
 void api_server_runs_post(struct api_req *req)
@@ -659,7 +700,7 @@ void api_server_runs_post(struct api_req *req)
 		return;
 	}
 	if (api_check_members(req, body, NULL, members) < 0 || nccl_header(req, body) < 0 ||
-	    read_fabric(req, body, &o.fabric, &o.ports_per_device) < 0)
+	    read_fabric(req, body, true, &o.fabric, &o.ports_per_device) < 0)
 		return;
 	api_cost_params(req, &start);
 	if (o.ports_per_device)
@@ -700,7 +741,7 @@ void api_cost_runs_get(struct api_req *req)
 	    api_query_uint(req, "limit", 1, COST_RUN_KEEP, COST_RUN_KEEP, &limit) < 0)
 		return;
 	runs = cost_run_list(req->env->store, &f, (uint32_t)limit);
-	total = cost_run_count(req->env->store);
+	total = cost_run_count(req->env->store, NULL);
 	if (!runs || total < 0) {
 		json_decref(runs);
 		api_error(req, OFCD_E_STORE, NULL, "cannot read the collected runs");

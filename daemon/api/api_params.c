@@ -34,8 +34,9 @@ int api_query_uint(struct api_req *req, const char *key, uint64_t lo, uint64_t h
 	*out = def;
 	if (!v)
 		return 0;
+	/* Stops past hi, before x * 10 + d can wrap. */
 	for (i = 0; v[i] >= '0' && v[i] <= '9' && x <= hi; i++)
-		x = x * 10 + (uint64_t)(v[i] - '0');
+		x = x > (UINT64_MAX - 9) / 10 ? UINT64_MAX : x * 10 + (uint64_t)(v[i] - '0');
 	if (!v[0] || v[i] || x < lo || x > hi) {
 		api_error(req, OFCD_E_INVALID_FIELD, key,
 		          "%s must be an integer from %llu to %llu, got \"%.32s\"", key,

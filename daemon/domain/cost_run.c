@@ -155,11 +155,14 @@ json_t *cost_run_list(struct store *s, const struct cost_run_filter *f, uint32_t
 	return a;
 }
 
-int64_t cost_run_count(struct store *s)
+int64_t cost_run_count(struct store *s, const struct cost_run_filter *f)
 {
-	sqlite3_stmt *st = store_stmt(s, "SELECT count(*) FROM cost_run");
+	static const struct cost_run_filter all = { 0 };
+	sqlite3_stmt *st = store_stmt(s, "SELECT count(*) FROM cost_run" WHERE);
 	int64_t n = -EIO;
 
+	if (st)
+		bind_filter(st, f ? f : &all);
 	if (st && sqlite3_step(st) == SQLITE_ROW)
 		n = sqlite3_column_int64(st, 0);
 	if (st)

@@ -54,8 +54,8 @@ int64_t cost_run_batch(struct store *s, const struct cost_run_origin *o, int64_t
 /** The runs @f selects, oldest first, at most @limit, as JSON objects; NULL on error. */
 json_t *cost_run_list(struct store *s, const struct cost_run_filter *f, uint32_t limit);
 
-/** How many runs are stored, or -EIO. */
-int64_t cost_run_count(struct store *s);
+/** How many runs @f selects (NULL: every one), or -EIO. */
+int64_t cost_run_count(struct store *s, const struct cost_run_filter *f);
 
 /**
  * The runs @f selects, oldest first, into @runs and their ids into @ids (room for @max in

@@ -513,6 +513,22 @@ def test_runs_of_another_server_stay(ctl, agents, tmp_path):
     assert a.stop() == 0
 
 
+def test_runs_wait_for_their_server_and_keep_a_gone_fabric(ctl, agents, tmp_path):
+    """A server not declared yet is no fault of the file: it stays, and goes once the server is
+    there; runs of a fabric gone meanwhile (its job ended) are kept with its name."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    drop(runs, "r.json", json.dumps({"runs": [run_json()], "fabric": "ended-job"}))
+    a = agents(ctl, runs_dir=runs).start()
+    wait_for(lambda: "runs file r.json not sent (HTTP 404" in a.log(), timeout=10)
+    assert listing(runs) == {"done", "rejected", "r.json"}
+    cluster(ctl)
+    wait_for(lambda: listing(runs / "done") == {"r.json"})
+    got = collected(ctl)
+    assert [(r["fabric"], r["ports_per_device"]) for r in got] == [("ended-job", None)]
+    assert a.stop() == 0
+
+
 def test_runs_dir_must_be_usable(tmp_path, ctl):
     a = Agent(tmp_path, ctl, runs_dir=tmp_path / "missing")
     r = subprocess.run([OFCD_AGENT_BIN, "-c", str(a.config)], capture_output=True, text=True,

@@ -368,7 +368,7 @@ def test_collected_runs_refusals_store_nothing(daemon):
         ("/v1/servers/nope/runs", {"runs": [good]}, 404, "name"),
         ("/v1/servers/s0/runs", {"runs": [dict(good, collective="scan")]}, 400,
          "runs[0].collective"),
-        ("/v1/servers/s0/runs", {"runs": [good], "fabric": "gone"}, 422, "fabric"),
+        ("/v1/servers/s0/runs", {"runs": [good], "fabric": "not a name"}, 400, "fabric"),
         ("/v1/servers/s0/runs", {"runs": [good], "fit": ["alpha_us"]}, 400, "fit"),
         ("/v1/servers/s0/runs", {}, 400, "runs"),
         ("/v1/servers/s0/runs?batch=", {"runs": [good]}, 400, "batch"),
@@ -384,6 +384,13 @@ def test_collected_runs_refusals_store_nothing(daemon):
          400, "nccl_tests.text"),
         ("/v1/servers/s0/runs",
          {"nccl_tests": {"text": nccl_text(d, "allreduce", "ring", 4, 4,
+                                           header + " collective=broadcast")}},
+         400, "nccl_tests.text"),
+        ("/v1/servers/s0/runs",
+         {"nccl_tests": {"text": nccl_text(d, "allreduce", "ring", 4, 4, header + " " + "x" * 600)}},
+         400, "nccl_tests.text"),
+        ("/v1/servers/s0/runs",
+         {"nccl_tests": {"text": nccl_text(d, "allreduce", "ring", 4, 4,
                                            header.replace("devices=4", "devices=four"))}},
          400, "nccl_tests.devices"),
         ("/v1/cost/calibrate", {"name": "none", "collected": True}, 422, "collected"),
@@ -396,9 +403,28 @@ def test_collected_runs_refusals_store_nothing(daemon):
         assert r.status_code == status and error_of(r)["field"] == field, (body, r.text)
     assert d.get("/v1/cost/runs").json() == {"runs": [], "total": 0}
     assert d.get("/v1/cost/params").json()["sets"] == []
-    for q, field in (("limit=0", "limit"), ("since=x", "since"), ("limit=4001", "limit")):
-        r = d.get(f"/v1/cost/runs?{q}")
-        assert r.status_code == 400 and error_of(r)["field"] == field, r.text
+    # The second "# ofcd:" line is named with the first.
+    text = header + "\n" + nccl_text(d, "allreduce", "ring", 4, 4, header)
+    r = d.post("/v1/servers/s0/runs", {"nccl_tests": {"text": text}})
+    assert "line 10: a second \"# ofcd:\" line (line 1 was the first)" in error_of(r)["message"]
+    for q, field in (("limit=0", "limit"), ("since=x", "since"), ("limit=4001", "limit"),
+                     ("since=18446744073709551617", "since"), ("before=0", "before"),
+                     ("fabric=a%20b", "fabric"), ("collector=%2F", "collector")):
+        for method in ("GET", "DELETE"):
+            if method == "DELETE" and field == "limit":
+                continue
+            r = d.req(method, f"/v1/cost/runs?{q}")
+            assert r.status_code == 400 and error_of(r)["field"] == field, (q, r.text)
+    # Runs of a fabric that is gone keep its name; they are not refused.
+    r = d.post("/v1/servers/s0/runs", {"runs": [good], "fabric": "gone"})
+    assert r.status_code == 201, r.text
+    assert [(x["fabric"], x["ports_per_device"]) for x in d.get("/v1/cost/runs").json()["runs"]] \
+        == [("gone", None)]
+    # A calibration takes at most 4,000 runs, collected ones included: refused, not cut.
+    r = d.post("/v1/cost/calibrate", {"name": "big", "runs": [good] * 4000, "collected": True})
+    assert r.status_code == 422 and error_of(r)["field"] == "collected", r.text
+    assert "more than 4000 runs" in error_of(r)["message"]
+    assert d.delete("/v1/cost/runs").json() == {"deleted": 1}
     # A run without a fabric carries no host-link fact: the one known is taken.
     assert d.post("/v1/servers/s0/runs", {"runs": [good], "fabric": "job"}).status_code == 201
     assert d.post("/v1/servers/s0/runs", {"runs": [good]}).status_code == 201

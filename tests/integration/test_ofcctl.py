@@ -1255,6 +1255,15 @@ def test_cost_nccl_tests_usage_needs_no_daemon(tmp_path):
                                "(missing --algorithm, --servers), or a line \"# ofcd: "
                                "collective=C algorithm=A servers=N devices=D\"\n")
     assert "usage: ofcctl cost calibrate NAME [FILE|-]" in p.stderr
+    # "#ofcd:" is not the daemon's "# ofcd:" line: the options are still needed.
+    g = tmp_path / "glued.txt"
+    g.write_text("#ofcd: collective=allreduce algorithm=ring servers=4 devices=8\n" + f.read_text())
+    p = ctl("cost", "calibrate", "x", g)
+    assert p.returncode == 2 and "is not JSON, so it is read as nccl-tests output" in p.stderr
+    g.write_text(" # ofcd:  collective=allreduce algorithm=ring servers=4 devices=8\n" +
+                 f.read_text())
+    p = ctl("cost", "calibrate", "x", g)
+    assert p.returncode == 4 and p.stderr.startswith("ofcctl: cannot reach the daemon: ")
     # With all of them, the same file goes to the daemon, which is not there.
     p = ctl("cost", "calibrate", "x", f, "--collective", "allreduce", "--algorithm", "ring",
             "--servers", 4, "--devices", 8)
