@@ -23,6 +23,8 @@ echo "== HA: failover after kill -9 of the leader (lease_ttl 1, 2); fabric creat
 /usr/bin/python3 bench/ha.py "$B"
 echo "== HA: a replicated 1-circuit change at 130, 2,050 and 8,194 servers; follower apply cost"
 /usr/bin/python3 bench/ha_scale.py "$B"
+echo "== HA: a follower catching up through a snapshot of a 32,770-server store"
+/usr/bin/python3 bench/ha_catchup.py "$B"
 echo "== HA: the randomized workload with 120 faults injected"
 /usr/bin/python3 bench/ha_jepsen.py "$B" 120
 echo "== Slurm: job turnover with ofcd's programs vs without (a real slurmctld, eight slurmd)"

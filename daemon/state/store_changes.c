@@ -245,25 +245,102 @@ int store_unreplicated_tables(struct store *s, char *out, size_t len)
 	return rc == SQLITE_DONE ? n : -EIO;
 }
 
-int store_snapshot(struct store *s, void **data, size_t *len)
+struct store_snapshot {
+	struct store *s;
+	sqlite3 *mem;      /* the copy, a database in memory */
+	sqlite3_backup *b; /* from s into mem, NULL once whole */
+};
+
+void store_snapshot_free(struct store_snapshot *ss)
+{
+	if (!ss)
+		return;
+	if (ss->b)
+		sqlite3_backup_finish(ss->b);
+	sqlite3_close(ss->mem);
+	free(ss);
+}
+
+int store_snapshot_begin(struct store *s, struct store_snapshot **out)
+{
+	struct store_snapshot *ss = calloc(1, sizeof(*ss));
+	char sql[48];
+	sqlite3_stmt *st = NULL;
+	int page = 0;
+
+	*out = NULL;
+	if (!ss)
+		return -ENOMEM;
+	ss->s = s;
+	/* A private memdb database: its pages can be handed over without a copy at the end. */
+	if (sqlite3_open_v2("file:snapshot?vfs=memdb", &ss->mem,
+	                    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI,
+	                    NULL) != SQLITE_OK)
+		goto fail;
+	/* An empty destination in memory takes the source's page size only when told. */
+	if (sqlite3_prepare_v2(store_db(s), "PRAGMA page_size", -1, &st, NULL) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW)
+		page = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	snprintf(sql, sizeof(sql), "PRAGMA page_size = %d", page);
+	if (!page || sqlite3_exec(ss->mem, sql, NULL, NULL, NULL) != SQLITE_OK)
+		goto fail;
+	ss->b = sqlite3_backup_init(ss->mem, "main", store_db(s), "main");
+	if (!ss->b)
+		goto fail;
+	*out = ss;
+	return 0;
+fail:
+	log_error("store", "cannot start a snapshot: %s",
+	          ss->mem ? sqlite3_errmsg(ss->mem) : "out of memory");
+	store_snapshot_free(ss);
+	return -EIO;
+}
+
+int store_snapshot_step(struct store_snapshot *ss, int pages, void **data, size_t *len)
 {
 	sqlite3_int64 n = 0;
+	int rc;
+
 	*data = NULL;
 	*len = 0;
-	if (store_in_txn(s))
+	/* A backup step reads the store: never in the middle of one of its transactions. */
+	if (store_in_txn(ss->s))
 		return -EBUSY;
-	/* A copy of the file as of now: its replica_state says how far the log it holds goes. */
-	unsigned char *p = sqlite3_serialize(store_db(s), "main", &n, 0);
-	if (!p)
-		return -ENOMEM;
-	*data = malloc((size_t)n);
-	if (*data)
-		memcpy(*data, p, (size_t)n);
-	sqlite3_free(p);
+	rc = sqlite3_backup_step(ss->b, pages);
+	if (rc == SQLITE_OK)
+		return 0;
+	if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED)
+		return -EBUSY;
+	int end = sqlite3_backup_finish(ss->b);
+	ss->b = NULL;
+	if (rc != SQLITE_DONE || end != SQLITE_OK) {
+		log_error("store", "cannot copy the store: %s",
+		          sqlite3_errstr(rc != SQLITE_DONE ? rc : end));
+		return rc == SQLITE_NOMEM ? -ENOMEM : -EIO;
+	}
+	/* The store as of this step: its replica_state says how far the log it holds goes. */
+	unsigned char *p = sqlite3_serialize(ss->mem, "main", &n, SQLITE_SERIALIZE_NOCOPY);
+	*data = p ? malloc((size_t)n) : NULL;
 	if (!*data)
 		return -ENOMEM;
+	memcpy(*data, p, (size_t)n);
 	*len = (size_t)n;
-	return 0;
+	return 1;
+}
+
+int store_snapshot(struct store *s, void **data, size_t *len)
+{
+	struct store_snapshot *ss;
+	int rc = store_in_txn(s) ? -EBUSY : store_snapshot_begin(s, &ss);
+
+	*data = NULL;
+	*len = 0;
+	if (rc < 0)
+		return rc;
+	rc = store_snapshot_step(ss, -1, data, len);
+	store_snapshot_free(ss);
+	return rc == 1 ? 0 : rc < 0 ? rc : -EIO;
 }
 
 int store_restore(struct store *s, const void *data, size_t len)

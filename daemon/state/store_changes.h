@@ -112,6 +112,28 @@ int store_unreplicated_tables(struct store *s, char *out, size_t len);
  */
 int store_snapshot(struct store *s, void **data, size_t *len);
 
+/** A copy of the store made a part at a time (store_snapshot_begin()). */
+struct store_snapshot;
+
+/**
+ * Starts a copy of the whole store, to be made by store_snapshot_step() a part per loop turn,
+ * so that a large store never holds the loop. Writes made through s meanwhile are in the copy
+ * (SQLite's backup follows the changes of its own connection): it is the store as of the last
+ * step. Returns 0 with *out (free it with store_snapshot_free()), -ENOMEM or -EIO.
+ */
+int store_snapshot_begin(struct store *s, struct store_snapshot **out);
+
+/**
+ * Copies up to @pages more pages of the store (-1: every one left). Returns 0 while there is
+ * more; 1 when the copy is whole, with *data (malloc'd, the caller's) and *len as
+ * store_snapshot() gives them; -EBUSY inside one of the store's transactions (step again
+ * later); -ENOMEM or -EIO (the copy is over: free it).
+ */
+int store_snapshot_step(struct store_snapshot *ss, int pages, void **data, size_t *len);
+
+/** Frees a copy, whole or not (NULL: nothing). */
+void store_snapshot_free(struct store_snapshot *ss);
+
 /**
  * Replaces the whole content of s with a snapshot from store_snapshot() of
  * another store of the same schema version (SQLite's backup API, in one

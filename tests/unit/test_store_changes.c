@@ -364,6 +364,57 @@ static void test_snapshot_restore(void **state)
 	sqlite3_finalize(st);
 }
 
+/*
+ * A snapshot made a part per turn is the store as of its last part: a write made through the
+ * store between two parts is in it, on a page already copied or not; no part runs inside a
+ * transaction.
+ */
+static void test_snapshot_in_parts(void **state)
+{
+	struct pair *p = *state;
+	struct store_snapshot *ss;
+	void *snap;
+	size_t len;
+	int rc, parts = 0;
+	char sql[160];
+
+	/* Enough rows for many pages. */
+	exec(p->a, "BEGIN");
+	for (int i = 100; i < 3100; i++) {
+		snprintf(sql, sizeof(sql),
+		         "INSERT INTO server(id, name, devices, ports_per_device) VALUES (%d, "
+		         "'bulk-server-with-a-long-name-%06d', 4, 1)",
+		         i, i);
+		exec(p->a, sql);
+	}
+	exec(p->a, "COMMIT");
+	assert_int_equal(store_snapshot_begin(p->a, &ss), 0);
+	assert_int_equal(store_snapshot_step(ss, 4, &snap, &len), 0);
+	/* Inside a transaction a part waits. */
+	assert_int_equal(store_begin(p->a), 0);
+	assert_int_equal(store_snapshot_step(ss, 4, &snap, &len), -EBUSY);
+	exec(p->a, "UPDATE server SET devices = 8 WHERE id = 100; DELETE FROM server WHERE id = "
+	           "3099; INSERT INTO server(id, name, devices, ports_per_device) VALUES (5000, "
+	           "'late', 2, 1)");
+	assert_int_equal(store_commit(p->a), 0);
+	while ((rc = store_snapshot_step(ss, 4, &snap, &len)) == 0)
+		parts++;
+	assert_int_equal(rc, 1);
+	assert_true(parts > 10);
+	store_snapshot_free(ss);
+	assert_int_equal(store_restore(p->b, snap, len), 0);
+	free(snap);
+	assert_int_equal(count(p->b, "SELECT devices FROM server WHERE id = 100"), 8);
+	assert_int_equal(count(p->b, "SELECT count(*) FROM server WHERE id = 3099"), 0);
+	assert_int_equal(count(p->b, "SELECT devices FROM server WHERE id = 5000"), 2);
+	assert_int_equal(count(p->b, "SELECT count(*) FROM server"),
+	                 count(p->a, "SELECT count(*) FROM server"));
+	/* A copy given up half way frees what it holds. */
+	assert_int_equal(store_snapshot_begin(p->a, &ss), 0);
+	assert_int_equal(store_snapshot_step(ss, 2, &snap, &len), 0);
+	store_snapshot_free(ss);
+}
+
 /* Sessions skip tables without a primary key: the schema has none such, and one is named. */
 static void test_unreplicated(void **state)
 {
@@ -384,6 +435,7 @@ int main(void)
 		cmocka_unit_test(test_expected_differences),
 		cmocka_unit_test(test_combine),
 		cmocka_unit_test(test_snapshot_restore),
+		cmocka_unit_test(test_snapshot_in_parts),
 		cmocka_unit_test(test_unreplicated),
 		cmocka_unit_test(test_order_and_constraints),
 		cmocka_unit_test(test_parent_taken_over),
