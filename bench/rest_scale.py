@@ -126,6 +126,16 @@ def server(s):
     return f"srv{s:05d}"
 
 
+def topology(n):
+    """n servers of DEVICES x PORTS on UNITS sim units, plane-per-ocs."""
+    return {
+        "ocs": [{"name": f"ocs{u:02d}", "driver": "sim", "ports": n} for u in range(UNITS)],
+        "servers": [{"name": server(s), "devices": DEVICES, "ports_per_device": PORTS}
+                    for s in range(n)],
+        "wiring": {"rule": "plane-per-ocs"},
+    }
+
+
 def fabric_body(name, first, count):
     return {"name": name, "servers": [server(s) for s in range(first, first + count)]}
 
@@ -153,12 +163,7 @@ def run(build, n):
     c = Client(d.port)
     out = {}
     try:
-        topo = {
-            "ocs": [{"name": f"ocs{u:02d}", "driver": "sim", "ports": n} for u in range(UNITS)],
-            "servers": [{"name": server(s), "devices": DEVICES, "ports_per_device": PORTS}
-                        for s in range(n)],
-            "wiring": {"rule": "plane-per-ocs"},
-        }
+        topo = topology(n)
         with Probes(d.port) as probes:
             t0, c0 = time.perf_counter(), cpu_s(d.proc.pid)
             c.call("PUT", "/v1/topology", topo)

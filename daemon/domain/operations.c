@@ -167,13 +167,17 @@ int operations_end(struct store *s, int64_t id, const char *status, const char *
 	return store_step_done(st);
 }
 
-int operations_prune(struct store *s, int64_t newest, int64_t keep)
+int64_t operations_prune(struct store *s, int64_t newest, int64_t keep, int64_t most)
 {
-	sqlite3_stmt *st = store_stmt(s, "DELETE FROM operation WHERE id <= ?");
+	sqlite3_stmt *st = store_stmt(s, "DELETE FROM operation WHERE id IN (SELECT id FROM "
+	                                 "operation WHERE id <= ? ORDER BY id LIMIT ?)");
 	if (!st)
 		return -EIO;
 	sqlite3_bind_int64(st, 1, newest - keep);
-	return store_step_done(st);
+	sqlite3_bind_int64(st, 2, most);
+	if (store_step_done(st) < 0)
+		return -EIO;
+	return sqlite3_changes(store_db(s));
 }
 
 int64_t operations_next_id(struct store *s)

@@ -42,8 +42,12 @@ int operations_insert(struct store *s, const struct operations_row *op);
  */
 int operations_end(struct store *s, int64_t id, const char *status, const char *error);
 
-/** Forgets the operations older than the last keep before newest, in the open transaction. */
-int operations_prune(struct store *s, int64_t newest, int64_t keep);
+/**
+ * Forgets the operations older than the last @keep before @newest, the oldest first and at
+ * most @most of them, in the open transaction. Returns how many it forgot (@most: there may
+ * be more), or -EIO.
+ */
+int64_t operations_prune(struct store *s, int64_t newest, int64_t keep, int64_t most);
 
 /** The id after the highest stored (1 for none). */
 int64_t operations_next_id(struct store *s);

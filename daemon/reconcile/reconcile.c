@@ -152,6 +152,40 @@ static void on_apply(void *arg, int status, const char *err)
 	metrics_loop_leave(l);
 }
 
+/* Ports a and b are being joined by a batch sent: until the next read-back. */
+static void join(struct unit *u, uint32_t a, uint32_t b)
+{
+	u->joining[a] = b;
+	u->joining[b] = a;
+	if (u->njoining + 2 > u->joined_cap && !u->joined_lost) {
+		size_t cap = u->joined_cap ? 2 * u->joined_cap : 64;
+		uint32_t *p = realloc(u->joined, cap * sizeof(*p));
+		if (p) {
+			u->joined = p;
+			u->joined_cap = cap;
+		} else {
+			u->joined_lost = true;
+		}
+	}
+	if (!u->joined_lost) {
+		u->joined[u->njoining] = a;
+		u->joined[u->njoining + 1] = b;
+	}
+	u->njoining += 2;
+}
+
+/* What was joining is read back: cleared port by port, not the unit's whole array. */
+static void unjoin_all(struct unit *u)
+{
+	if (u->joined_lost)
+		memset(u->joining, 0, ((size_t)u->ports + 1) * sizeof(*u->joining));
+	else
+		for (size_t i = 0; i < u->njoining; i++)
+			u->joining[u->joined[i]] = 0;
+	u->njoining = 0;
+	u->joined_lost = false;
+}
+
 static void read_done(struct unit *u, int status, const char *err, const struct ocs_readback *rb)
 {
 	struct reconciler *r = u->r;
@@ -173,11 +207,19 @@ static void read_done(struct unit *u, int status, const char *err, const struct 
 		reconcile_work_end(t0);
 		return;
 	}
-	struct plan_xc *actual = malloc((rb->nxcs ? rb->nxcs : 1) * sizeof(*actual));
-	if (!actual) {
-		reconcile_work_end(t0);
-		return;
+	/* The room of the read-back before: no allocation, on a heap a carve fragmented. */
+	size_t cap = u->spare_cap;
+	struct plan_xc *actual = u->spare;
+	if (cap < rb->nxcs || !actual) {
+		cap = rb->nxcs ? rb->nxcs : 1;
+		actual = realloc(u->spare, cap * sizeof(*actual));
+		if (!actual) {
+			reconcile_work_end(t0);
+			return;
+		}
 	}
+	u->spare = NULL;
+	u->spare_cap = 0;
 	size_t n = rb->nxcs, before = u->nactual;
 	/*
 	 * What equals the previous read-back (normalized, in order) at both ends
@@ -207,7 +249,13 @@ static void read_done(struct unit *u, int status, const char *err, const struct 
 	}
 	if (!in_order)
 		n = plan_xc_sort_unique(actual, n);
-	bool changed = reconcile_ports_set_actual(r, u, actual, n, rb->partial, rb->npartial,
+	/* In order, what was copied as it was is known to agree: not compared again. */
+	struct reconcile_readback got = { .xcs = actual,
+		                          .n = n,
+		                          .cap = cap,
+		                          .same_head = in_order ? head : 0,
+		                          .same_tail = in_order ? tail : 0 };
+	bool changed = reconcile_ports_set_actual(r, u, &got, rb->partial, rb->npartial,
 	                                          rb->foreign, rb->nforeign) ||
 	               !u->have_actual;
 	/* A change nobody asked for: someone touched the unit behind our back. */
@@ -220,9 +268,7 @@ static void read_done(struct unit *u, int status, const char *err, const struct 
 		                         (json_int_t)before, "held_now", (json_int_t)n));
 		u->trigger = "audit";
 	}
-	if (u->njoining)
-		memset(u->joining, 0, ((size_t)u->ports + 1) * sizeof(*u->joining));
-	u->njoining = 0;
+	unjoin_all(u);
 	u->have_actual = true;
 	u->applied_since_read = false;
 	if (changed)
@@ -336,6 +382,7 @@ static void unit_free(struct unit *u, bool shutdown)
 		event_free(u->retry);
 	reconcile_ports_free(u->r, u);
 	free(u->actual);
+	free(u->spare);
 	free(u->partial);
 	free(u->foreign);
 	free(u->flushed);
@@ -395,7 +442,8 @@ static void last_known(struct reconciler *r, struct unit *u)
 	size_t n;
 	if (reconcile_store_last_known(r, u, &held, &n) < 0)
 		return;
-	reconcile_ports_set_actual(r, u, held, n, NULL, 0, NULL, 0);
+	struct reconcile_readback rb = { .xcs = held, .n = n, .cap = n };
+	reconcile_ports_set_actual(r, u, &rb, NULL, 0, NULL, 0);
 	reconcile_store_flushed(u);
 }
 
@@ -627,13 +675,9 @@ static void drive(struct unit *u)
 		log_debug("reconcile", "%s: batch of %zu removals, %zu additions (%s)", u->name,
 		          b.ndel, b.nadd, u->trigger);
 		u->busy = true;
-		for (size_t i = 0; i < b.nadd; i++) {
-			if (b.add[i].b <= u->ports) {
-				u->joining[b.add[i].a] = b.add[i].b;
-				u->joining[b.add[i].b] = b.add[i].a;
-				u->njoining++;
-			}
-		}
+		for (size_t i = 0; i < b.nadd; i++)
+			if (b.add[i].b <= u->ports)
+				join(u, b.add[i].a, b.add[i].b);
 		int rc = u->ops->apply(u->h, &batch, on_apply, u);
 		if (rc < 0) {
 			u->busy = false;

@@ -125,9 +125,15 @@ struct unit {
 	bool actual_dirty;       /**< actual[] not yet written to the store */
 	struct plan_xc *actual;  /**< cross-connects held at the last read-back, sorted */
 	size_t nactual;          /**< entries in actual */
+	size_t actual_cap;       /**< room in actual */
+	struct plan_xc *spare;   /**< the read-back before, its room reused by the next */
+	size_t spare_cap;        /**< room in spare */
 	uint32_t *peer;          /**< peer[port] for actual, 0 when unjoined; ports + 1 entries */
 	uint32_t *joining; /**< the same for additions sent since the last read-back; ports + 1 */
 	size_t njoining;   /**< entries set in joining (0: nothing to clear at the next read) */
+	uint32_t *joined;  /**< the ports set in joining, njoining of them, unless joined_lost */
+	size_t joined_cap; /**< room in joined */
+	bool joined_lost;  /**< joined could not grow: the next read clears all of joining */
 	int64_t *owner;    /**< fabric owning each port (0: none), as desired.h said; ports + 1 */
 	uint32_t *hold;    /**< hold-back marks per port, see reconcile_ports.c; ports + 1 */
 	struct reconcile_xcset miss;  /**< desired cross-connects the unit does not hold */
@@ -175,6 +181,7 @@ struct reconciler {
 	struct event *ev_audit;  /**< periodic audit */
 	struct event *ev_states; /**< deferred fabric state update, and its tick */
 	struct event *ev_flush;  /**< deferred write of read-back states to the store */
+	bool prune_due;          /**< operations were journaled since the history was pruned */
 	struct event *ev_journal; /**< deferred write of the operations journal */
 	struct reconcile_journal_entry
 	    *journal;            /**< operations not written yet (reconcile_store.c) */

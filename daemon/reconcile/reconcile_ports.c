@@ -228,21 +228,26 @@ static struct ocs_flow *flows_copy(const struct ocs_flow *v, size_t n)
 	return c;
 }
 
-bool reconcile_ports_set_actual(struct reconciler *r, struct unit *u, struct plan_xc *actual,
-                                size_t n, const struct ocs_flow *partial, size_t npartial,
-                                const struct ocs_flow *foreign, size_t nforeign)
+bool reconcile_ports_set_actual(struct reconciler *r, struct unit *u,
+                                const struct reconcile_readback *rb, const struct ocs_flow *partial,
+                                size_t npartial, const struct ocs_flow *foreign, size_t nforeign)
 {
 	struct desired_set ds = reconcile_unit_desired(u);
+	struct plan_xc *actual = rb->xcs;
 	const struct plan_xc *old = u->actual;
-	size_t on = u->nactual, i = 0, j = 0, head = 0, tail = 0;
+	size_t n = rb->n, on = u->nactual, m = n < on ? n : on, i = 0, j = 0;
 	/*
 	 * A read-back differs from the previous one by the few cross-connects a
 	 * batch or a hand changed: the common head and tail are skipped at the
-	 * speed of a memory compare, and only what lies between is merged.
+	 * speed of a memory compare (from where the caller knows they agree), and
+	 * only what lies between is merged.
 	 */
-	head = reconcile_xcs_head(actual, old, n < on ? n : on);
-	if (n > head && on > head)
-		tail = reconcile_xcs_tail(actual + head, n - head, old + head, on - head);
+	size_t head = rb->same_head <= m ? rb->same_head : 0;
+	head += reconcile_xcs_head(actual + head, old + head, m - head);
+	size_t tail = rb->same_tail <= m - head ? rb->same_tail : 0;
+	if (n > head + tail && on > head + tail)
+		tail += reconcile_xcs_tail(actual + head, n - head - tail, old + head,
+		                           on - head - tail);
 	bool changed = head + tail != n || n != on;
 	for (i = j = head; changed && (i < on - tail || j < n - tail);) {
 		int c = i == on - tail ? 1 : j == n - tail ? -1 : xc_cmp(&old[i], &actual[j]);
@@ -253,8 +258,11 @@ bool reconcile_ports_set_actual(struct reconciler *r, struct unit *u, struct pla
 		else
 			actual_change(r, u, &ds, actual[j++], true);
 	}
-	free(u->actual);
+	free(u->spare);
+	u->spare = u->actual;
+	u->spare_cap = u->actual_cap;
 	u->actual = actual;
+	u->actual_cap = rb->cap;
 	u->nactual = n;
 	/* Entries that are not whole cross-connects are few: replaced as a whole. */
 	struct ocs_flow *p = flows_copy(partial, npartial), *f = flows_copy(foreign, nforeign);
@@ -310,9 +318,9 @@ int reconcile_ports_init(struct reconciler *r, struct unit *u)
 void reconcile_ports_rebuild(struct reconciler *r, struct unit *u)
 {
 	size_t n = (size_t)u->ports + 1;
-	struct plan_xc *actual = u->actual;
+	struct reconcile_readback rb = { .xcs = u->actual, .n = u->nactual, .cap = u->actual_cap };
 	struct ocs_flow *partial = u->partial, *foreign = u->foreign;
-	size_t nactual = u->nactual, npartial = u->npartial, nforeign = u->nforeign;
+	size_t npartial = u->npartial, nforeign = u->nforeign;
 	reconcile_cells_drop(r, u);
 	memset(u->peer, 0, n * sizeof(*u->peer));
 	memset(u->owner, 0, n * sizeof(*u->owner));
@@ -322,14 +330,16 @@ void reconcile_ports_rebuild(struct reconciler *r, struct unit *u)
 	u->miss.n = u->stray.n = u->noor = 0;
 	u->foreign_all = 0;
 	u->actual = NULL;
+	u->actual_cap = 0;
 	u->partial = u->foreign = NULL;
 	u->nactual = u->npartial = u->nforeign = 0;
 	seed_from_desired(r, u);
-	if (!actual)
-		actual = malloc(sizeof(*actual));
-	if (actual)
-		reconcile_ports_set_actual(r, u, actual, nactual, partial, npartial, foreign,
-		                           nforeign);
+	if (!rb.xcs) {
+		rb.xcs = malloc(sizeof(*rb.xcs));
+		rb.cap = 1;
+	}
+	if (rb.xcs)
+		reconcile_ports_set_actual(r, u, &rb, partial, npartial, foreign, nforeign);
 	free(partial);
 	free(foreign);
 	reconcile_unit_changed(r, u);
@@ -340,12 +350,15 @@ void reconcile_ports_free(struct reconciler *r, struct unit *u)
 	reconcile_cells_drop(r, u);
 	free(u->peer);
 	free(u->joining);
+	free(u->joined);
 	free(u->owner);
 	free(u->hold);
 	xcset_free(&u->miss);
 	xcset_free(&u->stray);
 	free(u->oor);
-	u->peer = u->joining = u->hold = NULL;
+	u->peer = u->joining = u->hold = u->joined = NULL;
+	u->joined_cap = u->njoining = 0;
+	u->joined_lost = false;
 	u->owner = NULL;
 	u->oor = NULL;
 	u->noor = 0;

@@ -36,15 +36,24 @@ void reconcile_ports_desired(struct reconciler *r, struct unit *u, struct plan_x
 void reconcile_ports_owner(struct reconciler *r, struct unit *u, uint32_t port, int64_t before,
                            int64_t after);
 
+/** What a caller of reconcile_ports_set_actual() knows of its new read-back. */
+struct reconcile_readback {
+	struct plan_xc *xcs; /**< sorted and unique, malloc'd with room for cap: taken over */
+	size_t n;            /**< entries in xcs */
+	size_t cap;          /**< room in xcs (at least n) */
+	size_t same_head;    /**< leading entries known equal to u->actual's (0: unknown) */
+	size_t same_tail;    /**< trailing entries known equal to u->actual's (0: unknown) */
+};
+
 /**
- * Replaces what u holds by a read-back: actual[0..n) sorted and unique (taken
- * over, malloc'd), one-way and foreign entries (copied). Only the
- * cross-connects that differ from the previous read-back are looked at.
- * Returns whether the held cross-connects changed.
+ * Replaces what u holds by a read-back: rb's cross-connects (the previous
+ * array is kept as u->spare for the next read-back), one-way and foreign
+ * entries (copied). Only the cross-connects that differ from the previous
+ * read-back are looked at. Returns whether the held cross-connects changed.
  */
-bool reconcile_ports_set_actual(struct reconciler *r, struct unit *u, struct plan_xc *actual,
-                                size_t n, const struct ocs_flow *partial, size_t npartial,
-                                const struct ocs_flow *foreign, size_t nforeign);
+bool reconcile_ports_set_actual(struct reconciler *r, struct unit *u,
+                                const struct reconcile_readback *rb, const struct ocs_flow *partial,
+                                size_t npartial, const struct ocs_flow *foreign, size_t nforeign);
 
 /**
  * The next batch for u from its bookkeeping alone: its stray cross-connects

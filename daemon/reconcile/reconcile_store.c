@@ -183,15 +183,55 @@ static int journal_write(struct store *s, const struct reconcile_journal_entry *
 	return operations_insert(s, &op);
 }
 
+/* Operations kept: the history GET /v1/operations reads. */
+#define HISTORY_KEEP 10000
+
+/* Operations the history loses per loop turn at most: a carve's are 256 pairs each. */
+#define HISTORY_PRUNE_TURN 256
+
+/* The read-back copy and the history's pruning, a second from now, once for all. */
+static void flush_soon(struct reconciler *r)
+{
+	if (r->ev_flush && !evtimer_pending(r->ev_flush, NULL)) {
+		struct timeval sec = { 1, 0 };
+		evtimer_add(r->ev_flush, &sec);
+	}
+}
+
+/*
+ * Keeps the history bounded, off the path of a change: a second after operations were
+ * journaled, the oldest go in bulk, a turn's worth at a time. False while more are left
+ * this turn.
+ */
+static bool prune_some(struct reconciler *r)
+{
+	struct store *s = r->d.store;
+	int64_t gone = -EIO;
+
+	if (!r->prune_due)
+		return true;
+	if (store_begin_relaxed(s) < 0)
+		return false;
+	gone = operations_prune(s, r->next_op_id - 1, HISTORY_KEEP, HISTORY_PRUNE_TURN);
+	if (gone < 0 || store_commit(s) < 0) {
+		/* Tried again after the next operations, not at once: the store may stay unwell. */
+		store_rollback(s);
+		return true;
+	}
+	r->prune_due = gone == HISTORY_PRUNE_TURN;
+	return !r->prune_due;
+}
+
 int reconcile_journal_write(struct reconciler *r)
 {
 	struct store *s = r->d.store;
 	int rc = 0;
 	for (size_t i = 0; rc == 0 && i < r->njournal; i++)
 		rc = journal_write(s, &r->journal[i]);
-	/* Keep the history bounded. */
-	if (r->njournal && rc == 0)
-		rc = operations_prune(s, r->next_op_id - 1, 10000);
+	if (r->njournal && rc == 0) {
+		r->prune_due = true;
+		flush_soon(r);
+	}
 	return rc;
 }
 
@@ -272,10 +312,7 @@ void reconcile_actual_changed(struct reconciler *r, struct unit *u)
 	if (u->actual_dirty)
 		return;
 	u->actual_dirty = true;
-	if (!evtimer_pending(r->ev_flush, NULL)) {
-		struct timeval sec = { 1, 0 };
-		evtimer_add(r->ev_flush, &sec);
-	}
+	flush_soon(r);
 }
 
 static void flushed_copy(struct unit *u)
@@ -353,7 +390,8 @@ void reconcile_flush_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	struct reconcile_work t0 = reconcile_work_start();
-	if (!flush_some(r, RECONCILE_SLICE_US)) {
+	bool pruned = prune_some(r);
+	if (!flush_some(r, RECONCILE_SLICE_US) || !pruned) {
 		/* The rest on the next iteration, after whatever else is ready. */
 		struct timeval now = { 0, 0 };
 		evtimer_add(r->ev_flush, &now);

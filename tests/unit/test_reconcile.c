@@ -453,6 +453,40 @@ static void test_applied(void **state)
 	assert_int_equal(reconcile_unit_held(f->r, topo_ocs_id(f->s, "o2")), 0);
 }
 
+/* The history is at most 10,000 operations. */
+static bool history_bounded(struct fixture *f, const void *arg)
+{
+	(void)arg;
+	return query_int(f, "SELECT count(*) FROM operation") <= 10000;
+}
+
+/*
+ * The history is pruned off the path of a change: a batch only records itself, and the
+ * oldest operations go in bulk a second later, a turn's worth at a time, down to 10,000.
+ */
+static void test_history_pruned_in_bulk(void **state)
+{
+	struct fixture *f = *state;
+	int64_t oldest;
+	exec(f, "WITH RECURSIVE k(v) AS (SELECT 1 UNION ALL SELECT v + 1 FROM k WHERE v < 10600) "
+	        "INSERT INTO operation(id, ocs, trigger, nadds, ndeletes, status) "
+	        "SELECT v, 'o1', 'change', 0, 0, 'succeeded' FROM k; "
+	        "INSERT INTO operation_xc(operation_id, adds, deletes) "
+	        "SELECT id, '[]', '[]' FROM operation");
+	f->r->next_op_id = 10601;
+	create_fabric(f, "A", s1234);
+	assert_true(run_until(f, journal_written, NULL, 5000));
+	assert_true(run_until(f, history_bounded, NULL, 10000));
+	oldest = query_int(f, "SELECT min(id) FROM operation");
+	assert_int_equal(query_int(f, "SELECT count(*) FROM operation"), 10000);
+	assert_int_equal(query_int(f, "SELECT max(id) - min(id) + 1 FROM operation"), 10000);
+	assert_true(oldest > 600);
+	assert_int_equal(query_int(f, "SELECT count(*) FROM operation_xc WHERE operation_id < "
+	                              "(SELECT min(id) FROM operation)"),
+	                 0);
+	settle(f, (const char *const[]){ "A=applied", NULL });
+}
+
 static void test_degraded(void **state)
 {
 	struct fixture *f = *state;
@@ -867,7 +901,14 @@ static void random_flows(struct fixture *f, uint64_t *seed)
 		    (struct ocs_flow){ k == 0 ? OCS_PORT_ANY : 1 + rnd(seed) % u->ports,
 			               k == 1 ? OCS_PORT_EVERY : rnd(seed) % (u->ports + 1) };
 	}
-	reconcile_ports_set_actual(f->r, u, actual, u->nactual, partial, np, foreign, nf);
+	/* The same cross-connects: any head and tail said to agree do. */
+	size_t head = rnd(seed) % (u->nactual + 1), tail = rnd(seed) % (u->nactual - head + 1);
+	struct reconcile_readback rb = { .xcs = actual,
+		                         .n = u->nactual,
+		                         .cap = u->nactual + 1,
+		                         .same_head = head,
+		                         .same_tail = tail };
+	reconcile_ports_set_actual(f->r, u, &rb, partial, np, foreign, nf);
 	reconcile_unit_changed(f->r, u);
 }
 
@@ -1020,6 +1061,7 @@ int main(void)
 	log_set_level(LOG_LVL_ERROR);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_applied, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_history_pruned_in_bulk, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_degraded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failed_and_recovered, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_drift_repaired_break_before_make, setup,
