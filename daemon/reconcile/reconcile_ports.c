@@ -243,7 +243,8 @@ bool reconcile_ports_set_actual(struct reconciler *r, struct unit *u,
 	 * only what lies between is merged.
 	 */
 	size_t head = rb->same_head <= m ? rb->same_head : 0;
-	head += reconcile_xcs_head(actual + head, old + head, m - head);
+	if (m > head) /* old is NULL before the first read-back */
+		head += reconcile_xcs_head(actual + head, old + head, m - head);
 	size_t tail = rb->same_tail <= m - head ? rb->same_tail : 0;
 	if (n > head + tail && on > head + tail)
 		tail += reconcile_xcs_tail(actual + head, n - head - tail, old + head,

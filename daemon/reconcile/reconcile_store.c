@@ -210,11 +210,11 @@ static bool prune_some(struct reconciler *r)
 
 	if (!r->prune_due)
 		return true;
+	/* Tried again after the next operations, not at once: the store may stay unwell. */
 	if (store_begin_relaxed(s) < 0)
-		return false;
+		return true;
 	gone = operations_prune(s, r->next_op_id - 1, HISTORY_KEEP, HISTORY_PRUNE_TURN);
 	if (gone < 0 || store_commit(s) < 0) {
-		/* Tried again after the next operations, not at once: the store may stay unwell. */
 		store_rollback(s);
 		return true;
 	}

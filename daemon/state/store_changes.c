@@ -246,9 +246,9 @@ int store_unreplicated_tables(struct store *s, char *out, size_t len)
 }
 
 struct store_snapshot {
-	struct store *s;
-	sqlite3 *mem;      /* the copy, a database in memory */
-	sqlite3_backup *b; /* from s into mem, NULL once whole */
+	sqlite3 *src; /* a connection of its own, in a read transaction: the store as of then */
+	sqlite3 *mem; /* the copy, a database in memory */
+	sqlite3_backup *b; /* from src into mem, NULL once whole */
 };
 
 void store_snapshot_free(struct store_snapshot *ss)
@@ -258,12 +258,15 @@ void store_snapshot_free(struct store_snapshot *ss)
 	if (ss->b)
 		sqlite3_backup_finish(ss->b);
 	sqlite3_close(ss->mem);
+	sqlite3_close(ss->src); /* and its read transaction */
 	free(ss);
 }
 
 int store_snapshot_begin(struct store *s, struct store_snapshot **out)
 {
 	struct store_snapshot *ss = calloc(1, sizeof(*ss));
+	const char *path = sqlite3_db_filename(store_db(s), "main");
+	sqlite3_int64 limit = INT64_MAX;
 	char sql[48];
 	sqlite3_stmt *st = NULL;
 	int page = 0;
@@ -271,28 +274,46 @@ int store_snapshot_begin(struct store *s, struct store_snapshot **out)
 	*out = NULL;
 	if (!ss)
 		return -ENOMEM;
-	ss->s = s;
-	/* A private memdb database: its pages can be handed over without a copy at the end. */
+	/*
+	 * Copied from a read transaction of another connection, which WAL keeps at one point in
+	 * time: the loop's connection writes and rolls back (a cluster leader's every write)
+	 * meanwhile without restarting the copy, and its pages are consistent with the revision
+	 * its replica_state records.
+	 */
+	if (!path || !path[0] ||
+	    sqlite3_open_v2(path, &ss->src, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
+	    sqlite3_exec(ss->src, "BEGIN", NULL, NULL, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(ss->src, "PRAGMA page_size", -1, &st, NULL) != SQLITE_OK ||
+	    sqlite3_step(st) != SQLITE_ROW)
+		goto fail;
+	page = sqlite3_column_int(st, 0);
+	/* A read of the schema opens the read transaction now, not at the first part. */
+	sqlite3_finalize(st);
+	st = NULL;
+	if (sqlite3_exec(ss->src, "SELECT count(*) FROM sqlite_schema", NULL, NULL, NULL) !=
+	    SQLITE_OK)
+		goto fail;
+	/* A private memdb database, unbounded (its default limit is 1 GiB). */
 	if (sqlite3_open_v2("file:snapshot?vfs=memdb", &ss->mem,
 	                    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI,
-	                    NULL) != SQLITE_OK)
+	                    NULL) != SQLITE_OK ||
+	    sqlite3_file_control(ss->mem, "main", SQLITE_FCNTL_SIZE_LIMIT, &limit) != SQLITE_OK)
 		goto fail;
 	/* An empty destination in memory takes the source's page size only when told. */
-	if (sqlite3_prepare_v2(store_db(s), "PRAGMA page_size", -1, &st, NULL) == SQLITE_OK &&
-	    sqlite3_step(st) == SQLITE_ROW)
-		page = sqlite3_column_int(st, 0);
-	sqlite3_finalize(st);
 	snprintf(sql, sizeof(sql), "PRAGMA page_size = %d", page);
 	if (!page || sqlite3_exec(ss->mem, sql, NULL, NULL, NULL) != SQLITE_OK)
 		goto fail;
-	ss->b = sqlite3_backup_init(ss->mem, "main", store_db(s), "main");
+	ss->b = sqlite3_backup_init(ss->mem, "main", ss->src, "main");
 	if (!ss->b)
 		goto fail;
 	*out = ss;
 	return 0;
 fail:
+	sqlite3_finalize(st);
 	log_error("store", "cannot start a snapshot: %s",
-	          ss->mem ? sqlite3_errmsg(ss->mem) : "out of memory");
+	          ss->mem   ? sqlite3_errmsg(ss->mem)
+	          : ss->src ? sqlite3_errmsg(ss->src)
+	                    : "no file");
 	store_snapshot_free(ss);
 	return -EIO;
 }
@@ -304,9 +325,6 @@ int store_snapshot_step(struct store_snapshot *ss, int pages, void **data, size_
 
 	*data = NULL;
 	*len = 0;
-	/* A backup step reads the store: never in the middle of one of its transactions. */
-	if (store_in_txn(ss->s))
-		return -EBUSY;
 	rc = sqlite3_backup_step(ss->b, pages);
 	if (rc == SQLITE_OK)
 		return 0;
@@ -319,7 +337,7 @@ int store_snapshot_step(struct store_snapshot *ss, int pages, void **data, size_
 		          sqlite3_errstr(rc != SQLITE_DONE ? rc : end));
 		return rc == SQLITE_NOMEM ? -ENOMEM : -EIO;
 	}
-	/* The store as of this step: its replica_state says how far the log it holds goes. */
+	/* The copy's own pages, read in place, then copied once into memory the caller frees. */
 	unsigned char *p = sqlite3_serialize(ss->mem, "main", &n, SQLITE_SERIALIZE_NOCOPY);
 	*data = p ? malloc((size_t)n) : NULL;
 	if (!*data)

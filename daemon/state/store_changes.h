@@ -116,18 +116,19 @@ int store_snapshot(struct store *s, void **data, size_t *len);
 struct store_snapshot;
 
 /**
- * Starts a copy of the whole store, to be made by store_snapshot_step() a part per loop turn,
- * so that a large store never holds the loop. Writes made through s meanwhile are in the copy
- * (SQLite's backup follows the changes of its own connection): it is the store as of the last
- * step. Returns 0 with *out (free it with store_snapshot_free()), -ENOMEM or -EIO.
+ * Starts a copy of the whole store as it is now, to be made by store_snapshot_step() a part
+ * per loop turn, so that a large store never holds the loop. The copy reads from a read
+ * transaction of a connection of its own: what s writes or rolls back meanwhile is not in it
+ * and does not restart it. Returns 0 with *out (free it with store_snapshot_free()), -ENOMEM
+ * or -EIO.
  */
 int store_snapshot_begin(struct store *s, struct store_snapshot **out);
 
 /**
  * Copies up to @pages more pages of the store (-1: every one left). Returns 0 while there is
  * more; 1 when the copy is whole, with *data (malloc'd, the caller's) and *len as
- * store_snapshot() gives them; -EBUSY inside one of the store's transactions (step again
- * later); -ENOMEM or -EIO (the copy is over: free it).
+ * store_snapshot() gives them; -EBUSY when the file is locked (step again later); -ENOMEM or
+ * -EIO (the copy is over: free it).
  */
 int store_snapshot_step(struct store_snapshot *ss, int pages, void **data, size_t *len);
 
