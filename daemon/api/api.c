@@ -53,11 +53,21 @@ void api_stream_end(struct api_stream *s)
 	s->transport->stream_end(s);
 }
 
+void api_reply_text_drop(struct api_req *req)
+{
+	if (req->reply_text_free)
+		req->reply_text_free(req->reply_text_cls);
+	else
+		free(req->reply_text);
+	req->reply_text = NULL;
+	req->reply_text_free = NULL;
+	req->reply_text_cls = NULL;
+}
+
 void api_reply(struct api_req *req, unsigned status, json_t *body)
 {
 	json_decref(req->reply);
-	free(req->reply_text);
-	req->reply_text = NULL;
+	api_reply_text_drop(req);
 	req->content_type = NULL;
 	req->status = status;
 	req->reply = body ? body : json_object();
@@ -68,11 +78,20 @@ void api_reply_text(struct api_req *req, unsigned status, const char *content_ty
 {
 	json_decref(req->reply);
 	req->reply = NULL;
-	free(req->reply_text);
+	api_reply_text_drop(req);
 	req->status = status;
 	req->reply_text = text;
 	req->reply_len = len;
 	req->content_type = content_type;
+}
+
+void api_reply_text_owned(struct api_req *req, unsigned status, const char *content_type,
+                          const char *text, size_t len, void (*free_fn)(void *cls), void *cls)
+{
+	/* Never written through: only sent, then handed back to free_fn. */
+	api_reply_text(req, status, content_type, (char *)text, len);
+	req->reply_text_free = free_fn;
+	req->reply_text_cls = cls;
 }
 
 /*

@@ -212,10 +212,13 @@ struct api_req {
 	/** Where api_begin() copies the token (a SIGHUP reload frees the configuration's). */
 	struct auth_token token_copy;
 	/* Reply, set through the helpers below. */
-	unsigned status;          /**< HTTP status; 0 while unanswered */
-	json_t *reply;            /**< JSON reply (owned by req) */
-	char *reply_text;         /**< non-JSON reply (malloc'd, owned by req) */
-	size_t reply_len;         /**< length of reply_text */
+	unsigned status;  /**< HTTP status; 0 while unanswered */
+	json_t *reply;    /**< JSON reply (owned by req) */
+	char *reply_text; /**< non-JSON reply (owned by req: see api_reply_text_drop()) */
+	size_t reply_len; /**< length of reply_text */
+	/** How reply_text is released when not by free(): reply_text_free(reply_text_cls). */
+	void (*reply_text_free)(void *cls);
+	void *reply_text_cls;     /**< reply_text_free's argument */
 	const char *content_type; /**< type of reply_text (static string) */
 	/**
 	 * Reply headers the transport sends with the reply, "" for none: the
@@ -257,6 +260,16 @@ struct api_req {
 
 /** Replies status with the JSON value body (stolen; NULL gives an empty object). */
 void api_reply(struct api_req *req, unsigned status, json_t *body);
+
+/**
+ * Replies a non-JSON body that stays another owner's until free_fn(cls) releases it, after
+ * the reply is sent or dropped: text is not copied (a store snapshot of hundreds of MiB).
+ */
+void api_reply_text_owned(struct api_req *req, unsigned status, const char *content_type,
+                          const char *text, size_t len, void (*free_fn)(void *cls), void *cls);
+
+/** Releases req's non-JSON reply however it is owned (free(), or its reply_text_free). */
+void api_reply_text_drop(struct api_req *req);
 
 /** Replies a non-JSON body (text is stolen, malloc'd) with the given content type. */
 void api_reply_text(struct api_req *req, unsigned status, const char *content_type, char *text,

@@ -55,10 +55,17 @@ struct snapshot_job {
 
 static void snapshot_job_free(struct snapshot_job *j)
 {
+	if (!j)
+		return;
 	store_snapshot_free(j->ss);
 	if (j->turn)
 		event_free(j->turn);
 	free(j);
+}
+
+static void snapshot_job_release(void *cls)
+{
+	snapshot_job_free(cls);
 }
 
 static void on_snapshot_abort(struct api_req *req, bool conn_closed)
@@ -83,20 +90,26 @@ static void on_snapshot_turn(evutil_socket_t fd, short what, void *arg)
 	struct metrics_loop l = metrics_loop_enter("api");
 	struct snapshot_job *j = arg;
 	struct api_req *req = j->req;
-	void *data;
-	size_t len;
+	const void *data = NULL;
+	size_t len = 0;
 	(void)fd;
 	(void)what;
-	int rc = store_snapshot_step(j->ss, SNAPSHOT_PAGES, &data, &len);
+	int rc = store_snapshot_step(j->ss, SNAPSHOT_PAGES);
 	if (rc == 0 || rc == -EBUSY) {
 		snapshot_next(j, rc == -EBUSY);
 	} else {
-		if (rc < 0)
-			api_error(req, OFCD_E_INTERNAL, NULL, "cannot copy the store: %s",
-			          strerror(-rc));
+		if (rc == 1)
+			data = store_snapshot_data(j->ss, &len);
+		/* The copy's memory is sent as it is, the job freed once it is sent. */
+		req->wait_arg = NULL;
+		if (data)
+			api_reply_text_owned(req, 200, "application/vnd.sqlite3", data, len,
+			                     snapshot_job_release, j);
 		else
-			api_reply_text(req, 200, "application/vnd.sqlite3", data, len);
-		snapshot_job_free(j);
+			api_error(req, OFCD_E_INTERNAL, NULL, "cannot copy the store: %s",
+			          strerror(rc < 0 ? -rc : ENOMEM));
+		if (!data)
+			snapshot_job_free(j);
 		api_resume(req);
 	}
 	metrics_loop_leave(l);

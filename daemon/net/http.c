@@ -423,10 +423,15 @@ static enum MHD_Result send_reply(struct http_req *r)
 	if (a->status == 204) {
 		resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
 	} else if (a->reply_text) {
-		resp = MHD_create_response_from_buffer(a->reply_len, a->reply_text,
-		                                       MHD_RESPMEM_MUST_FREE);
-		if (resp)
+		resp = a->reply_text_free
+		           ? MHD_create_response_from_buffer_with_free_callback_cls(
+		                 a->reply_len, a->reply_text, a->reply_text_free, a->reply_text_cls)
+		           : MHD_create_response_from_buffer(a->reply_len, a->reply_text,
+		                                             MHD_RESPMEM_MUST_FREE);
+		if (resp) { /* MHD's now */
 			a->reply_text = NULL;
+			a->reply_text_free = NULL;
+		}
 	} else {
 		/* 15 significant digits: exact to a double's noise, and cheaper to print than 17.
 		 */
@@ -855,7 +860,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		stream_free(r->stream);
 	json_decref(r->api.body);
 	json_decref(r->api.reply);
-	free(r->api.reply_text);
+	api_reply_text_drop(&r->api);
 	free(r->body);
 	free(r);
 	*con_cls = NULL;

@@ -266,7 +266,8 @@ int store_snapshot_begin(struct store *s, struct store_snapshot **out)
 {
 	struct store_snapshot *ss = calloc(1, sizeof(*ss));
 	const char *path = sqlite3_db_filename(store_db(s), "main");
-	sqlite3_int64 limit = INT64_MAX;
+	sqlite3_int64 limit = INT64_MAX, pages = 0;
+	unsigned char *room;
 	char sql[48];
 	sqlite3_stmt *st = NULL;
 	int page = 0;
@@ -287,18 +288,32 @@ int store_snapshot_begin(struct store *s, struct store_snapshot **out)
 	    sqlite3_step(st) != SQLITE_ROW)
 		goto fail;
 	page = sqlite3_column_int(st, 0);
-	/* A read of the schema opens the read transaction now, not at the first part. */
+	sqlite3_finalize(st);
+	/* The size as of this read transaction, which the page count opens. */
+	if (sqlite3_prepare_v2(ss->src, "PRAGMA page_count", -1, &st, NULL) != SQLITE_OK ||
+	    sqlite3_step(st) != SQLITE_ROW)
+		goto fail;
+	pages = sqlite3_column_int64(st, 0);
 	sqlite3_finalize(st);
 	st = NULL;
-	if (sqlite3_exec(ss->src, "SELECT count(*) FROM sqlite_schema", NULL, NULL, NULL) !=
-	    SQLITE_OK)
-		goto fail;
-	/* A private memdb database, unbounded (its default limit is 1 GiB). */
-	if (sqlite3_open_v2("file:snapshot?vfs=memdb", &ss->mem,
+	/*
+	 * A private memdb database with room for the whole store from the start: grown by
+	 * doubling, its last growth alone would copy half of it in one turn. Unbounded (the
+	 * default limit is 1 GiB).
+	 */
+	room = sqlite3_malloc64((sqlite3_uint64)((pages ? pages : 1) * page));
+	if (!room ||
+	    sqlite3_open_v2("file:snapshot?vfs=memdb", &ss->mem,
 	                    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI,
 	                    NULL) != SQLITE_OK ||
-	    sqlite3_file_control(ss->mem, "main", SQLITE_FCNTL_SIZE_LIMIT, &limit) != SQLITE_OK)
+	    sqlite3_deserialize(ss->mem, "main", room, 0, (pages ? pages : 1) * page,
+	                        SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_RESIZEABLE) !=
+	        SQLITE_OK ||
+	    sqlite3_file_control(ss->mem, "main", SQLITE_FCNTL_SIZE_LIMIT, &limit) != SQLITE_OK) {
+		if (!ss->mem)
+			sqlite3_free(room); /* deserialize owns it from its call on */
 		goto fail;
+	}
 	/* An empty destination in memory takes the source's page size only when told. */
 	snprintf(sql, sizeof(sql), "PRAGMA page_size = %d", page);
 	if (!page || sqlite3_exec(ss->mem, sql, NULL, NULL, NULL) != SQLITE_OK)
@@ -318,14 +333,10 @@ fail:
 	return -EIO;
 }
 
-int store_snapshot_step(struct store_snapshot *ss, int pages, void **data, size_t *len)
+int store_snapshot_step(struct store_snapshot *ss, int pages)
 {
-	sqlite3_int64 n = 0;
-	int rc;
+	int rc = sqlite3_backup_step(ss->b, pages);
 
-	*data = NULL;
-	*len = 0;
-	rc = sqlite3_backup_step(ss->b, pages);
 	if (rc == SQLITE_OK)
 		return 0;
 	if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED)
@@ -337,14 +348,17 @@ int store_snapshot_step(struct store_snapshot *ss, int pages, void **data, size_
 		          sqlite3_errstr(rc != SQLITE_DONE ? rc : end));
 		return rc == SQLITE_NOMEM ? -ENOMEM : -EIO;
 	}
-	/* The copy's own pages, read in place, then copied once into memory the caller frees. */
-	unsigned char *p = sqlite3_serialize(ss->mem, "main", &n, SQLITE_SERIALIZE_NOCOPY);
-	*data = p ? malloc((size_t)n) : NULL;
-	if (!*data)
-		return -ENOMEM;
-	memcpy(*data, p, (size_t)n);
-	*len = (size_t)n;
 	return 1;
+}
+
+const void *store_snapshot_data(struct store_snapshot *ss, size_t *len)
+{
+	sqlite3_int64 n = 0;
+	/* The copy's own memory, in place: no second copy of a store of hundreds of MiB. */
+	const void *p =
+	    ss->b ? NULL : sqlite3_serialize(ss->mem, "main", &n, SQLITE_SERIALIZE_NOCOPY);
+	*len = p ? (size_t)n : 0;
+	return p;
 }
 
 int store_snapshot(struct store *s, void **data, size_t *len)
@@ -356,7 +370,12 @@ int store_snapshot(struct store *s, void **data, size_t *len)
 	*len = 0;
 	if (rc < 0)
 		return rc;
-	rc = store_snapshot_step(ss, -1, data, len);
+	rc = store_snapshot_step(ss, -1);
+	const void *p = rc == 1 ? store_snapshot_data(ss, len) : NULL;
+	if (p && (*data = malloc(*len)) != NULL)
+		memcpy(*data, p, *len);
+	else if (rc == 1)
+		rc = -ENOMEM;
 	store_snapshot_free(ss);
 	return rc == 1 ? 0 : rc < 0 ? rc : -EIO;
 }

@@ -126,11 +126,16 @@ int store_snapshot_begin(struct store *s, struct store_snapshot **out);
 
 /**
  * Copies up to @pages more pages of the store (-1: every one left). Returns 0 while there is
- * more; 1 when the copy is whole, with *data (malloc'd, the caller's) and *len as
- * store_snapshot() gives them; -EBUSY when the file is locked (step again later); -ENOMEM or
- * -EIO (the copy is over: free it).
+ * more; 1 when the copy is whole (store_snapshot_data()); -EBUSY when the file is locked (step
+ * again later); -ENOMEM or -EIO (the copy is over: free it).
  */
-int store_snapshot_step(struct store_snapshot *ss, int pages, void **data, size_t *len);
+int store_snapshot_step(struct store_snapshot *ss, int pages);
+
+/**
+ * The whole copy's bytes, as store_snapshot() gives them, and their length in *len; NULL
+ * before store_snapshot_step() said 1. Owned by ss: valid until store_snapshot_free().
+ */
+const void *store_snapshot_data(struct store_snapshot *ss, size_t *len);
 
 /** Frees a copy, whole or not (NULL: nothing). */
 void store_snapshot_free(struct store_snapshot *ss);

@@ -438,7 +438,7 @@ static void run_one(char *text, size_t len)
 out:
 	json_decref(r->api.body);
 	json_decref(r->api.reply);
-	free(r->api.reply_text);
+	api_reply_text_drop(&r->api);
 	free(r);
 }
 

@@ -257,7 +257,7 @@ static void done(struct test_req *r)
 {
 	json_decref(r->api.body);
 	json_decref(r->api.reply);
-	free(r->api.reply_text);
+	api_reply_text_drop(&r->api);
 	free(r);
 }
 
