@@ -125,7 +125,9 @@ void api_cluster_snapshot(struct api_req *req)
 	if (rc < 0) {
 		if (j)
 			snapshot_job_free(j);
-		api_error(req, OFCD_E_INTERNAL, NULL, "cannot copy the store: %s", strerror(-rc));
+		/* Busy: the file is being recovered or checkpointed; a retry is the cure. */
+		api_error(req, rc == -EBUSY ? OFCD_E_STORE : OFCD_E_INTERNAL, NULL,
+		          "cannot copy the store: %s", strerror(-rc));
 		return;
 	}
 	j->req = req;

@@ -247,30 +247,53 @@ int store_unreplicated_tables(struct store *s, char *out, size_t len)
 
 struct store_snapshot {
 	sqlite3 *src; /* a connection of its own, in a read transaction: the store as of then */
-	sqlite3 *mem; /* the copy, a database in memory */
-	sqlite3_backup *b; /* from src into mem, NULL once whole */
+	sqlite3 *mem; /* the copy, a memdb database in room */
+	unsigned char *room; /* the copy's memory, malloc'd, sized for the whole store */
+	sqlite3_backup *b;   /* from src into mem, NULL once over */
+	bool whole;          /* the copy is done */
 };
+
+/* The source's read transaction ends as soon as the copy is over, not when it is sent. */
+static void snapshot_source_close(struct store_snapshot *ss)
+{
+	if (ss->b)
+		sqlite3_backup_finish(ss->b);
+	ss->b = NULL;
+	sqlite3_close(ss->src); /* and its read transaction */
+	ss->src = NULL;
+}
 
 void store_snapshot_free(struct store_snapshot *ss)
 {
 	if (!ss)
 		return;
-	if (ss->b)
-		sqlite3_backup_finish(ss->b);
+	snapshot_source_close(ss);
 	sqlite3_close(ss->mem);
-	sqlite3_close(ss->src); /* and its read transaction */
+	free(ss->room); /* after the memdb that used it */
 	free(ss);
+}
+
+/* PRAGMA name of the source as an integer into *v. SQLite's result code. */
+static int source_pragma(struct store_snapshot *ss, const char *sql, sqlite3_int64 *v)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(ss->src, sql, -1, &st, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*v = sqlite3_column_int64(st, 0);
+		rc = SQLITE_OK;
+	}
+	sqlite3_finalize(st);
+	return rc;
 }
 
 int store_snapshot_begin(struct store *s, struct store_snapshot **out)
 {
 	struct store_snapshot *ss = calloc(1, sizeof(*ss));
 	const char *path = sqlite3_db_filename(store_db(s), "main");
-	sqlite3_int64 limit = INT64_MAX, pages = 0;
-	unsigned char *room;
-	char sql[48];
-	sqlite3_stmt *st = NULL;
-	int page = 0;
+	sqlite3_int64 page = 0, pages = 0;
+	int rc = SQLITE_CANTOPEN;
 
 	*out = NULL;
 	if (!ss)
@@ -279,62 +302,54 @@ int store_snapshot_begin(struct store *s, struct store_snapshot **out)
 	 * Copied from a read transaction of another connection, which WAL keeps at one point in
 	 * time: the loop's connection writes and rolls back (a cluster leader's every write)
 	 * meanwhile without restarting the copy, and its pages are consistent with the revision
-	 * its replica_state records.
+	 * its replica_state records. The page count opens the transaction: the size as of then.
 	 */
-	if (!path || !path[0] ||
-	    sqlite3_open_v2(path, &ss->src, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
-	    sqlite3_exec(ss->src, "BEGIN", NULL, NULL, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(ss->src, "PRAGMA page_size", -1, &st, NULL) != SQLITE_OK ||
-	    sqlite3_step(st) != SQLITE_ROW)
+	if (path && path[0] &&
+	    (rc = sqlite3_open_v2(path, &ss->src, SQLITE_OPEN_READONLY, NULL)) == SQLITE_OK &&
+	    (rc = sqlite3_exec(ss->src, "BEGIN", NULL, NULL, NULL)) == SQLITE_OK &&
+	    (rc = source_pragma(ss, "PRAGMA page_size", &page)) == SQLITE_OK)
+		rc = source_pragma(ss, "PRAGMA page_count", &pages);
+	if (rc != SQLITE_OK)
 		goto fail;
-	page = sqlite3_column_int(st, 0);
-	sqlite3_finalize(st);
-	/* The size as of this read transaction, which the page count opens. */
-	if (sqlite3_prepare_v2(ss->src, "PRAGMA page_count", -1, &st, NULL) != SQLITE_OK ||
-	    sqlite3_step(st) != SQLITE_ROW)
-		goto fail;
-	pages = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	st = NULL;
 	/*
-	 * A private memdb database with room for the whole store from the start: grown by
-	 * doubling, its last growth alone would copy half of it in one turn. Unbounded (the
-	 * default limit is 1 GiB).
+	 * A memdb database in memory of ours, with room for the whole store from the start: one
+	 * that grows by doubling copies half the store in one turn at its last growth, and
+	 * SQLite's allocator stops at 2 GiB.
 	 */
-	room = sqlite3_malloc64((sqlite3_uint64)((pages ? pages : 1) * page));
-	if (!room ||
-	    sqlite3_open_v2("file:snapshot?vfs=memdb", &ss->mem,
-	                    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI,
-	                    NULL) != SQLITE_OK ||
-	    sqlite3_deserialize(ss->mem, "main", room, 0, (pages ? pages : 1) * page,
-	                        SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_RESIZEABLE) !=
-	        SQLITE_OK ||
-	    sqlite3_file_control(ss->mem, "main", SQLITE_FCNTL_SIZE_LIMIT, &limit) != SQLITE_OK) {
-		if (!ss->mem)
-			sqlite3_free(room); /* deserialize owns it from its call on */
+	size_t size = (size_t)(pages ? pages : 1) * (size_t)page;
+	rc = SQLITE_NOMEM;
+	if (!page || !(ss->room = malloc(size)))
 		goto fail;
-	}
-	/* An empty destination in memory takes the source's page size only when told. */
-	snprintf(sql, sizeof(sql), "PRAGMA page_size = %d", page);
-	if (!page || sqlite3_exec(ss->mem, sql, NULL, NULL, NULL) != SQLITE_OK)
+	if ((rc = sqlite3_open_v2("file:snapshot?vfs=memdb", &ss->mem,
+	                          SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI,
+	                          NULL)) != SQLITE_OK ||
+	    (rc = sqlite3_deserialize(ss->mem, "main", ss->room, 0, (sqlite3_int64)size, 0)) !=
+	        SQLITE_OK)
+		goto fail;
+	/* The source's page size, which a copy into memory cannot change later (a no-op mostly). */
+	char sql[48];
+	snprintf(sql, sizeof(sql), "PRAGMA page_size = %lld", (long long)page);
+	if ((rc = sqlite3_exec(ss->mem, sql, NULL, NULL, NULL)) != SQLITE_OK)
 		goto fail;
 	ss->b = sqlite3_backup_init(ss->mem, "main", ss->src, "main");
-	if (!ss->b)
+	if (!ss->b) {
+		rc = sqlite3_errcode(ss->mem);
 		goto fail;
+	}
 	*out = ss;
 	return 0;
 fail:
-	sqlite3_finalize(st);
-	log_error("store", "cannot start a snapshot: %s",
-	          ss->mem   ? sqlite3_errmsg(ss->mem)
-	          : ss->src ? sqlite3_errmsg(ss->src)
-	                    : "no file");
+	log_error("store", "cannot start a snapshot: %s", sqlite3_errstr(rc));
 	store_snapshot_free(ss);
-	return -EIO;
+	return rc == SQLITE_BUSY || rc == SQLITE_LOCKED ? -EBUSY
+	       : rc == SQLITE_NOMEM                     ? -ENOMEM
+	                                                : -EIO;
 }
 
 int store_snapshot_step(struct store_snapshot *ss, int pages)
 {
+	if (!ss->b)
+		return ss->whole ? 1 : -EIO;
 	int rc = sqlite3_backup_step(ss->b, pages);
 
 	if (rc == SQLITE_OK)
@@ -343,11 +358,13 @@ int store_snapshot_step(struct store_snapshot *ss, int pages)
 		return -EBUSY;
 	int end = sqlite3_backup_finish(ss->b);
 	ss->b = NULL;
+	snapshot_source_close(ss);
 	if (rc != SQLITE_DONE || end != SQLITE_OK) {
 		log_error("store", "cannot copy the store: %s",
 		          sqlite3_errstr(rc != SQLITE_DONE ? rc : end));
 		return rc == SQLITE_NOMEM ? -ENOMEM : -EIO;
 	}
+	ss->whole = true;
 	return 1;
 }
 
@@ -356,7 +373,7 @@ const void *store_snapshot_data(struct store_snapshot *ss, size_t *len)
 	sqlite3_int64 n = 0;
 	/* The copy's own memory, in place: no second copy of a store of hundreds of MiB. */
 	const void *p =
-	    ss->b ? NULL : sqlite3_serialize(ss->mem, "main", &n, SQLITE_SERIALIZE_NOCOPY);
+	    ss->whole ? sqlite3_serialize(ss->mem, "main", &n, SQLITE_SERIALIZE_NOCOPY) : NULL;
 	*len = p ? (size_t)n : 0;
 	return p;
 }
