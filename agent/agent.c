@@ -920,6 +920,15 @@ static int agent_start(struct agent *a, const struct agent_config *cfg)
 		log_error("agent", "cannot create the event loop");
 		return -ENOMEM;
 	}
+	/*
+	 * First: a stop asked for while the agent starts (it may make runs_dir's directories)
+	 * ends it with status 0 once its loop runs, rather than by the signal's default.
+	 */
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		a->ev_sig[i] = evsignal_new(a->base, sigs[i], on_signal, a);
+		if (!a->ev_sig[i] || event_add(a->ev_sig[i], NULL) < 0)
+			return -ENOMEM;
+	}
 	if (!host_is_numeric(cfg->host)) {
 		/* Resolving on the loop keeps events flowing while DNS is slow. */
 		a->dns = evdns_base_new(a->base, EVDNS_BASE_INITIALIZE_NAMESERVERS |
@@ -948,11 +957,6 @@ static int agent_start(struct agent *a, const struct agent_config *cfg)
 	struct timeval hb = { .tv_sec = cfg->heartbeat_s, .tv_usec = 0 };
 	if (!a->ev_heartbeat || !a->ev_retry || event_add(a->ev_heartbeat, &hb) < 0)
 		return -ENOMEM;
-	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
-		a->ev_sig[i] = evsignal_new(a->base, sigs[i], on_signal, a);
-		if (!a->ev_sig[i] || event_add(a->ev_sig[i], NULL) < 0)
-			return -ENOMEM;
-	}
 	log_info("agent", "ofcd-agent %s: server %s, controller %s, source %s, heartbeat %u s, %s",
 	         OFCD_VERSION, cfg->server, cfg->controller, a->ops->name, cfg->heartbeat_s,
 	         cfg->pci_order ? "map = pci-order" : "device.N map");
