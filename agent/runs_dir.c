@@ -16,6 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "utf8.h"
+
 #define ERROR_TMP ".agent-error.tmp" /* rejected/'s .error files are written here first */
 
 static int make_subdir(int fd, const char *path, const char *sub, char *err, size_t errlen)
@@ -141,45 +143,6 @@ int runs_dir_scan(int dirfd, struct runs_file **files, size_t *n)
 	if (*n)
 		qsort(*files, *n, sizeof(**files), cmp_age);
 	return 0;
-}
-
-/* Bytes of the UTF-8 character at p (n bytes left), 0 when it is not one: jansson's rule,
- * no overlong form, no surrogate, nothing past U+10FFFF. */
-static size_t utf8_char(const unsigned char *p, size_t n)
-{
-	static const uint32_t min[] = { 0, 0, 0x80, 0x800, 0x10000 };
-	size_t k = *p < 0x80           ? 1
-	           : (*p >> 5) == 0x6  ? 2
-	           : (*p >> 4) == 0xe  ? 3
-	           : (*p >> 3) == 0x1e ? 4
-	                               : 0;
-	if (k <= 1)
-		return k;
-	if (k > n)
-		return 0;
-	uint32_t c = *p & (0x7f >> k);
-	for (size_t i = 1; i < k; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		c = c << 6 | (p[i] & 0x3f);
-	}
-	if (c < min[k] || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-		return 0;
-	return k;
-}
-
-/* The offset of the first byte that is not valid UTF-8, or len when all are. */
-static size_t utf8_bad_at(const char *s, size_t len)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	size_t i = 0;
-	while (i < len) {
-		size_t k = utf8_char(p + i, len - i);
-		if (!k)
-			return i;
-		i += k;
-	}
-	return len;
 }
 
 /* {"nccl_tests": {"text": TEXT}} with jansson escaping every byte JSON needs escaped. */

@@ -1,6 +1,7 @@
 #include "api.h"
 
 #include "jsonin.h"
+#include "utf8.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -98,34 +99,13 @@ void api_reply_text_owned(struct api_req *req, unsigned status, const char *cont
  * Messages echo what the client sent (paths, member names) and may be cut in
  * the middle of a character: JSON needs valid UTF-8, so anything else becomes
  * '?' rather than an error body jansson refuses to build. Valid means what
- * jansson accepts: no overlong form, no surrogate, nothing past U+10FFFF.
+ * jansson accepts (utf8.h).
  */
-static size_t utf8_len(const unsigned char *p)
-{
-	static const uint32_t min[] = { 0, 0, 0x80, 0x800, 0x10000 };
-	size_t n = *p < 0x80           ? 1
-	           : (*p >> 5) == 0x6  ? 2
-	           : (*p >> 4) == 0xe  ? 3
-	           : (*p >> 3) == 0x1e ? 4
-	                               : 0;
-	if (n <= 1)
-		return n;
-	uint32_t c = *p & (0x7f >> n);
-	for (size_t i = 1; i < n; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		c = c << 6 | (p[i] & 0x3f);
-	}
-	if (c < min[n] || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-		return 0;
-	return n;
-}
-
 static void utf8_clean(char *s)
 {
-	unsigned char *p = (unsigned char *)s;
+	unsigned char *p = (unsigned char *)s, *end = p + strlen(s);
 	while (*p) {
-		size_t n = utf8_len(p);
+		size_t n = utf8_char(p, (size_t)(end - p));
 		if (!n || (n == 1 && *p < 0x20)) {
 			*p++ = '?';
 			continue;
