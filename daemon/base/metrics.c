@@ -41,6 +41,7 @@ struct counter {
 	const char *help;
 	char label[128];
 	double value;
+	bool gauge; /* metrics_gauge_add(): may go down */
 };
 
 struct collector {
@@ -135,7 +136,7 @@ void metrics_connections(int delta)
 	m.connections += delta;
 }
 
-void metrics_counter_add(const char *name, const char *help, const char *label, double v)
+static void value_add(const char *name, const char *help, const char *label, double v, bool gauge)
 {
 	const char *lab = label ? label : "";
 	for (size_t i = 0; i < m.ncounters; i++) {
@@ -152,6 +153,17 @@ void metrics_counter_add(const char *name, const char *help, const char *label, 
 	c->help = help;
 	snprintf(c->label, sizeof(c->label), "%s", lab);
 	c->value = v;
+	c->gauge = gauge;
+}
+
+void metrics_counter_add(const char *name, const char *help, const char *label, double v)
+{
+	value_add(name, help, label, v, false);
+}
+
+void metrics_gauge_add(const char *name, const char *help, double v)
+{
+	value_add(name, help, NULL, v, true);
 }
 
 int metrics_collector_add(metrics_collect_fn fn, void *arg)
@@ -398,8 +410,8 @@ char *metrics_render(size_t *len)
 			seen = strcmp(m.counters[j].name, m.counters[i].name) == 0;
 		if (seen)
 			continue;
-		fprintf(f, "# HELP %s %s\n# TYPE %s counter\n", m.counters[i].name,
-		        m.counters[i].help, m.counters[i].name);
+		fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", m.counters[i].name, m.counters[i].help,
+		        m.counters[i].name, m.counters[i].gauge ? "gauge" : "counter");
 		for (size_t k = i; k < m.ncounters; k++) {
 			const struct counter *c = &m.counters[k];
 			if (strcmp(c->name, m.counters[i].name) != 0)

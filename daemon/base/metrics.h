@@ -35,6 +35,13 @@ void metrics_connections(int delta);
 void metrics_counter_add(const char *name, const char *help, const char *label, double v);
 
 /**
+ * Adds v (negative: takes it) to a gauge named name (a static string), with
+ * help text, created on first use: for a value the loop itself keeps up to
+ * date as things start and end.
+ */
+void metrics_gauge_add(const char *name, const char *help, double v);
+
+/**
  * Where a collector writes its samples while the metrics are rendered (see
  * metrics_collector_add()). Only valid during the collector's call.
  */

@@ -13,6 +13,7 @@
 
 #include "log.h"
 #include "base/metrics.h"
+#include "store_changes.h"
 #include "store_checkpoint.h"
 #include "store_migrations.h"
 #include "store_table.h"
@@ -207,6 +208,7 @@ int store_open(const char *path, struct store **out, char *err, size_t errlen)
 	if (store_checkpointer_start(s->db, path, &s->ckpt) < 0)
 		log_warn("store", "%s: checkpoints stay inside commits (no checkpoint thread)",
 		         path);
+	metrics_gauge_add(STORE_SNAPSHOT_GAUGE, STORE_SNAPSHOT_GAUGE_HELP, 0);
 	*out = s;
 	return 0;
 fail:

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/metrics.h"
 #include "changeset_apply.h"
 #include "log.h"
 #include "store_sql.h"
@@ -249,6 +250,7 @@ struct store_snapshot {
 	sqlite3 *src; /* a connection of its own, in a read transaction: the store as of then */
 	sqlite3 *mem; /* the copy, a memdb database in room */
 	unsigned char *room; /* the copy's memory, malloc'd, sized for the whole store */
+	size_t size;         /* room's bytes, counted in STORE_SNAPSHOT_GAUGE while held */
 	sqlite3_backup *b;   /* from src into mem, NULL once over */
 	bool whole;          /* the copy is done */
 };
@@ -270,6 +272,7 @@ void store_snapshot_free(struct store_snapshot *ss)
 	snapshot_source_close(ss);
 	sqlite3_close(ss->mem);
 	free(ss->room); /* after the memdb that used it */
+	metrics_gauge_add(STORE_SNAPSHOT_GAUGE, STORE_SNAPSHOT_GAUGE_HELP, -(double)ss->size);
 	free(ss);
 }
 
@@ -320,6 +323,8 @@ int store_snapshot_begin(struct store *s, struct store_snapshot **out)
 	rc = SQLITE_NOMEM;
 	if (!page || !(ss->room = malloc(size)))
 		goto fail;
+	ss->size = size;
+	metrics_gauge_add(STORE_SNAPSHOT_GAUGE, STORE_SNAPSHOT_GAUGE_HELP, (double)size);
 	if ((rc = sqlite3_open_v2("file:snapshot?vfs=memdb", &ss->mem,
 	                          SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI,
 	                          NULL)) != SQLITE_OK ||

@@ -112,6 +112,13 @@ int store_unreplicated_tables(struct store *s, char *out, size_t len);
  */
 int store_snapshot(struct store *s, void **data, size_t *len);
 
+/**
+ * The gauge of the memory copies hold, from store_snapshot_begin() to store_snapshot_free():
+ * a client that stops reading GET /v1/cluster/snapshot holds a whole store until it is cut off.
+ */
+#define STORE_SNAPSHOT_GAUGE      "ofcd_snapshot_bytes_held"
+#define STORE_SNAPSHOT_GAUGE_HELP "Memory held by copies of the store being made or sent."
+
 /** A copy of the store made a part at a time (store_snapshot_begin()). */
 struct store_snapshot;
 
