@@ -166,14 +166,20 @@ static void etag_of_revision(char *buf, size_t len, int64_t revision)
 }
 
 /* FNV-1a over the key-sorted compact JSON: equal views give equal tags. */
+/* FNV-1a of a view's text. */
+static void etag_of_text(char *buf, size_t len, const char *text, size_t n)
+{
+	uint64_t h = 14695981039346656037ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)text[i]) * 1099511628211ull;
+	snprintf(buf, len, "\"%016" PRIx64 "\"", h);
+}
+
 static void etag_of_json(char *buf, size_t len, const json_t *view)
 {
 	char *text = json_dumps(view, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
-	uint64_t h = 14695981039346656037ull;
-	for (const char *p = text ? text : ""; *p; p++)
-		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	etag_of_text(buf, len, text ? text : "", text ? strlen(text) : 0);
 	free(text);
-	snprintf(buf, len, "\"%016" PRIx64 "\"", h);
 }
 
 void api_set_etag(struct api_req *req, int64_t revision)
@@ -184,6 +190,11 @@ void api_set_etag(struct api_req *req, int64_t revision)
 void api_set_etag_json(struct api_req *req, const json_t *view)
 {
 	etag_of_json(req->etag, sizeof(req->etag), view);
+}
+
+void api_set_etag_text(struct api_req *req, const char *text, size_t len)
+{
+	etag_of_text(req->etag, sizeof(req->etag), text, len);
 }
 
 void api_set_location(struct api_req *req, const char *fmt, ...)
@@ -258,6 +269,14 @@ int api_if_match_json(struct api_req *req, const json_t *view)
 	if (view)
 		etag_of_json(tag, sizeof(tag), view);
 	return check_if_match(req, view ? tag : NULL);
+}
+
+int api_if_match_text(struct api_req *req, const char *text, size_t len)
+{
+	char tag[40];
+	if (text)
+		etag_of_text(tag, sizeof(tag), text, len);
+	return check_if_match(req, text ? tag : NULL);
 }
 
 const char *api_field(char *buf, size_t len, const char *prefix, const char *key)

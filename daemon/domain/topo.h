@@ -70,9 +70,11 @@ json_t *topo_switch_json(struct store *s, const char *name);
 bool topo_switch_exists(struct store *s, const char *name);
 /**
  * The whole topology in the form PUT /v1/topology takes: {"ocs", "switches",
- * "servers" (without fabric membership), "wiring" (its rule, else its links)}.
+ * "wiring" (its rule, else its links), "servers" (without fabric membership)},
+ * as a line of malloc'd JSON text (the caller frees it) of *len bytes; NULL
+ * when out of memory or the store fails. The same store gives the same text.
  */
-json_t *topo_json(struct store *s);
+char *topo_json_text(struct store *s, size_t *len);
 /** The wiring {"rule": name|null, "links": [...]}, links by server order, device, port. */
 json_t *topo_wiring_json(struct store *s);
 

@@ -70,12 +70,6 @@ static int new_cable_add(struct store *s, int64_t server_id, uint32_t dev, uint3
 	return store_step_done(st);
 }
 
-struct rule_unit {
-	int64_t id;
-	char name[65];
-	uint32_t ports, next, needed;
-};
-
 static int store_fail(struct ofcd_error *e)
 {
 	return ofcd_fail(e, -EIO, OFCD_E_STORE, NULL, NULL, "cannot store the wiring");
@@ -112,109 +106,155 @@ static int cabling_push(struct cabling *c, struct cable x)
 /*
  * Slot k = device * P + port of every server goes to unit k mod K, ports in
  * server order. Each device port once, each unit's ports in turn: never taken
- * twice, so the rule needs no check per cable; it is built in memory (half a
- * million cables for 8,192 servers), in the cable table's key order.
+ * twice, so the rule needs no check per cable. A plan reads the units and the
+ * servers once and checks that every unit has the ports the rule gives it;
+ * rule_emit() then makes the cables in the cable table's key order, all at
+ * once or a part at a time (2.1 million of them at 32,768 servers).
  */
-static int wiring_rule(struct store *s, const char *field, struct cabling *out,
-                       struct ofcd_error *e)
-{
-	struct rule_unit *units = NULL;
-	size_t k = 0, cap = 0;
-	int rc = -EINVAL;
+struct rule_unit {
+	int64_t id;
+	char name[65];
+	uint32_t ports, next, needed;
+};
 
+struct rule_server {
+	int64_t id;
+	uint32_t slots, ports;
+};
+
+struct rule_plan {
+	struct rule_unit *units; /* by name */
+	size_t nunits;
+	struct rule_server *servers; /* by id, as the plan found them */
+	size_t nservers;
+	size_t total;    /* cables in all */
+	size_t at, slot; /* rule_emit()'s place: servers[at], its slot */
+};
+
+static void rule_plan_free(struct rule_plan *p)
+{
+	free(p->units);
+	free(p->servers);
+	*p = (struct rule_plan){ 0 };
+}
+
+static int out_of_memory(struct ofcd_error *e)
+{
+	return ofcd_fail(e, -ENOMEM, OFCD_E_INTERNAL, NULL, NULL, "out of memory");
+}
+
+static int grow(void **v, size_t *cap, size_t n, size_t size)
+{
+	if (n < *cap)
+		return 0;
+	size_t c = *cap ? 2 * *cap : 1024;
+	void *t = realloc(*v, c * size);
+	if (!t)
+		return -ENOMEM;
+	*v = t;
+	*cap = c;
+	return 0;
+}
+
+/* Reads the units and the servers, and checks the rule fits the units. */
+static int rule_plan(struct store *s, const char *field, struct rule_plan *p, struct ofcd_error *e)
+{
+	size_t cap = 0;
+	int step, rc = 0;
+
+	*p = (struct rule_plan){ 0 };
 	sqlite3_stmt *st = store_stmt(s, "SELECT id, name, ports FROM ocs ORDER BY name");
-	int step;
-	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-		if (k == cap) {
-			cap = cap ? cap * 2 : 16;
-			struct rule_unit *u = realloc(units, cap * sizeof(*u));
-			if (!u) {
-				sqlite3_reset(st);
-				rc = ofcd_fail(e, -ENOMEM, OFCD_E_INTERNAL, NULL, NULL,
-				               "out of memory");
-				goto out;
-			}
-			units = u;
+	while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
+		rc = grow((void **)&p->units, &cap, p->nunits, sizeof(*p->units));
+		if (rc == 0) {
+			struct rule_unit *u = &p->units[p->nunits++];
+			*u = (struct rule_unit){ .id = sqlite3_column_int64(st, 0),
+				                 .ports = (uint32_t)sqlite3_column_int64(st, 2) };
+			snprintf(u->name, sizeof(u->name), "%s", sqlite3_column_text(st, 1));
 		}
-		units[k] = (struct rule_unit){ .id = sqlite3_column_int64(st, 0),
-			                       .ports = (uint32_t)sqlite3_column_int64(st, 2) };
-		snprintf(units[k].name, sizeof(units[k].name), "%s", sqlite3_column_text(st, 1));
-		k++;
 	}
 	sqlite3_reset(st);
-	if (step != SQLITE_DONE) {
-		rc = store_fail(e);
-		goto out;
+	cap = 0;
+	/* A scan cut short would make fewer cables, and the others' be removed. */
+	if (rc == 0 && step != SQLITE_DONE)
+		rc = -EIO;
+	st = store_stmt(s, "SELECT id, devices, ports_per_device FROM server ORDER BY id");
+	while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
+		rc = grow((void **)&p->servers, &cap, p->nservers, sizeof(*p->servers));
+		if (rc == 0) {
+			uint32_t ports = (uint32_t)sqlite3_column_int64(st, 2);
+			p->servers[p->nservers++] =
+			    (struct rule_server){ sqlite3_column_int64(st, 0),
+				                  (uint32_t)sqlite3_column_int64(st, 1) * ports,
+				                  ports };
+		}
 	}
-	if (k == 0) {
+	sqlite3_reset(st);
+	if (rc == 0 && step != SQLITE_DONE)
+		rc = -EIO;
+	if (rc == -ENOMEM)
+		rc = out_of_memory(e);
+	else if (rc == -EIO)
+		rc = store_fail(e);
+	else if (p->nunits == 0)
 		rc = ofcd_fail(e, -EINVAL, OFCD_E_UNPROCESSABLE, field, NULL,
 		               "rule plane-per-ocs needs at least one OCS unit");
-		goto out;
-	}
-	/* The servers once, in order; then what each unit needs, then the cables. */
-	struct rule_server {
-		int64_t id;
-		uint32_t slots, ports;
-	} *sv = NULL;
-	size_t nsv = 0, capsv = 0;
-	st = store_stmt(s, "SELECT id, devices, ports_per_device FROM server ORDER BY id");
-	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-		if (nsv == capsv) {
-			capsv = capsv ? 2 * capsv : 1024;
-			struct rule_server *t = realloc(sv, capsv * sizeof(*t));
-			if (!t) {
-				sqlite3_reset(st);
-				free(sv);
-				rc = ofcd_fail(e, -ENOMEM, OFCD_E_INTERNAL, NULL, NULL,
-				               "out of memory");
-				goto out;
-			}
-			sv = t;
-		}
-		uint32_t p = (uint32_t)sqlite3_column_int64(st, 2);
-		sv[nsv++] = (struct rule_server){ sqlite3_column_int64(st, 0),
-			                          (uint32_t)sqlite3_column_int64(st, 1) * p, p };
-	}
-	sqlite3_reset(st);
-	if (step != SQLITE_DONE) {
-		/* A scan cut short would make fewer cables, and the others' be removed. */
-		free(sv);
-		rc = store_fail(e);
-		goto out;
-	}
-	size_t total = 0;
-	for (size_t i = 0; i < nsv; i++) {
-		total += sv[i].slots;
+	size_t k = p->nunits;
+	for (size_t i = 0; rc == 0 && i < p->nservers; i++) {
+		p->total += p->servers[i].slots;
 		for (size_t u = 0; u < k; u++)
-			units[u].needed += sv[i].slots / (uint32_t)k + (sv[i].slots % k > u);
+			p->units[u].needed +=
+			    p->servers[i].slots / (uint32_t)k + (p->servers[i].slots % k > u);
 	}
-	for (size_t u = 0; u < k; u++)
-		if (units[u].needed > units[u].ports) {
+	for (size_t u = 0; rc == 0 && u < k; u++)
+		if (p->units[u].needed > p->units[u].ports)
 			rc =
 			    ofcd_fail(e, -EINVAL, OFCD_E_UNPROCESSABLE, field, NULL,
 			              "rule plane-per-ocs needs %u ports on OCS unit %s, it has %u",
-			              units[u].needed, units[u].name, units[u].ports);
-			free(sv);
-			goto out;
-		}
-	struct cable *v = total ? realloc(out->v, total * sizeof(*v)) : out->v;
-	if (total && !v) {
-		free(sv);
-		rc = ofcd_fail(e, -ENOMEM, OFCD_E_INTERNAL, NULL, NULL, "out of memory");
-		goto out;
+			              p->units[u].needed, p->units[u].name, p->units[u].ports);
+	if (rc < 0)
+		rule_plan_free(p);
+	return rc;
+}
+
+/* The plan's next cables, at most max of them, appended to out (room for them made). */
+static int rule_emit(struct rule_plan *p, size_t max, struct cabling *out)
+{
+	if (out->cap < out->n + max) {
+		struct cable *v = realloc(out->v, (out->n + max) * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		out->v = v;
+		out->cap = out->n + max;
 	}
-	out->v = v;
-	out->cap = total > out->cap ? total : out->cap;
-	for (size_t i = 0; i < nsv; i++)
-		for (uint32_t slot = 0; slot < sv[i].slots; slot++) {
-			struct rule_unit *u = &units[slot % k];
-			out->v[out->n++] = (struct cable){ sv[i].id, slot / sv[i].ports,
-				                           slot % sv[i].ports, u->id, ++u->next };
+	size_t k = p->nunits;
+	for (size_t made = 0; made < max && p->at < p->nservers; made++) {
+		const struct rule_server *sv = &p->servers[p->at];
+		struct rule_unit *u = &p->units[p->slot % k];
+		out->v[out->n++] = (struct cable){ sv->id, p->slot / sv->ports, p->slot % sv->ports,
+			                           u->id, ++u->next };
+		if (++p->slot == sv->slots) {
+			p->at++;
+			p->slot = 0;
 		}
-	free(sv);
-	rc = 0;
-out:
-	free(units);
+	}
+	return 0;
+}
+
+static bool rule_emitted(const struct rule_plan *p)
+{
+	return p->at == p->nservers;
+}
+
+/* The rule's whole cabling, in the cable table's key order. */
+static int wiring_rule(struct store *s, const char *field, struct cabling *out,
+                       struct ofcd_error *e)
+{
+	struct rule_plan p;
+	int rc = rule_plan(s, field, &p, e);
+	if (rc == 0 && p.total && rule_emit(&p, p.total, out) < 0)
+		rc = out_of_memory(e);
+	rule_plan_free(&p);
 	return rc;
 }
 
@@ -348,10 +388,16 @@ static int insert_cables(struct store *s, const struct cabling *nc, const size_t
 	                         5, n, bind_cable, &adds);
 }
 
-/* The cables a wiring change still has to insert (topo_apply.h). */
+/*
+ * The cables a wiring change still has to insert (topo_apply.h): those of a
+ * merge with the table, or a rule's made a part at a time where the table was
+ * empty (nothing to merge: no array of them all, no merge in the first turn).
+ */
 struct topo_cables {
-	struct cabling add; /* in key order */
+	struct cabling add; /* in key order; a rule's: the part being inserted */
 	size_t next;        /* add.v[next..] are still to insert */
+	bool by_rule;       /* the cables come from rule, add is a part's room */
+	struct rule_plan rule;
 };
 
 /*
@@ -438,12 +484,17 @@ static int set_whole(struct store *s)
 
 int topo_cables_step(struct store *s, struct topo_cables *c, bool *done)
 {
+	if (c->by_rule) {
+		c->add.n = c->next = 0;
+		if (rule_emit(&c->rule, TOPO_CABLES_STEP, &c->add) < 0)
+			return -EIO;
+	}
 	size_t n = c->add.n - c->next < TOPO_CABLES_STEP ? c->add.n - c->next : TOPO_CABLES_STEP;
 	struct cabling part = { .v = c->add.v + c->next, .n = n };
 	if (insert_cables(s, &part, NULL, n) < 0)
 		return -EIO;
 	c->next += n;
-	*done = c->next == c->add.n;
+	*done = c->next == c->add.n && (!c->by_rule || rule_emitted(&c->rule));
 	if (*done)
 		return set_whole(s) < 0 ? -EIO : 0;
 	return 1;
@@ -460,9 +511,47 @@ int topo_cables_finish(struct store *s, struct topo_cables *c)
 
 void topo_cables_free(struct topo_cables *c)
 {
-	if (c)
+	if (c) {
 		free(c->add.v);
+		rule_plan_free(&c->rule);
+	}
 	free(c);
+}
+
+static bool no_cables(struct store *s)
+{
+	sqlite3_stmt *st = store_stmt(s, "SELECT EXISTS (SELECT 1 FROM cable)");
+	bool none = st && sqlite3_step(st) == SQLITE_ROW && !sqlite3_column_int(st, 0);
+	if (st)
+		sqlite3_reset(st);
+	return none;
+}
+
+/*
+ * A rule's cabling into an empty table, more than TOPO_CABLES_AT_ONCE cables:
+ * nothing to merge or to refuse past the plan's checks, so *rest makes and
+ * inserts them a part at a time. 1 when it applies (rest set), 0 when not.
+ */
+static int rule_in_parts(struct store *s, const char *field, struct topo_cables **rest,
+                         struct ofcd_error *e)
+{
+	if (!rest || !no_cables(s))
+		return 0;
+	struct rule_plan p;
+	int rc = rule_plan(s, field, &p, e);
+	if (rc < 0)
+		return rc;
+	if (p.total <= TOPO_CABLES_AT_ONCE) {
+		rule_plan_free(&p);
+		return 0;
+	}
+	if (!(*rest = calloc(1, sizeof(**rest)))) {
+		rule_plan_free(&p);
+		return out_of_memory(e);
+	}
+	(*rest)->by_rule = true;
+	(*rest)->rule = p;
+	return 1;
 }
 
 int topo_wiring_apply(struct store *s, const struct topo_wiring_spec *w, const char *prefix,
@@ -475,7 +564,12 @@ int topo_wiring_apply(struct store *s, const struct topo_wiring_spec *w, const c
 		*rest = NULL;
 
 	if (w->rule >= 0) {
-		rc = wiring_rule(s, ofcd_field(f, sizeof(f), prefix, "rule"), &nc, e);
+		ofcd_field(f, sizeof(f), prefix, "rule");
+		rc = rule_in_parts(s, f, rest, e);
+		if (rc == 1)
+			return set_rule(s, w->rule, true) < 0 ? store_fail(e) : 0;
+		if (rc == 0)
+			rc = wiring_rule(s, f, &nc, e);
 	} else {
 		ofcd_field(f, sizeof(f), prefix, "links");
 		rc = new_cable_drop(s) < 0 || new_cable_reset(s) < 0 ? store_fail(e) : 0;

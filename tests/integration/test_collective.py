@@ -127,6 +127,10 @@ def test_topology_switches(daemon):
     got = put_topology(daemon, topo)
     assert got["switches"] == topo["switches"] and got["servers"] == topo["servers"]
     assert daemon.get("/v1/topology").json() == got
+    # The topology writes its servers as text: as GET /v1/servers shows them, less their state.
+    listed = daemon.get("/v1/servers").json()["servers"]
+    assert got["servers"] == [{k: v for k, v in s.items() if k not in ("fabric", "failed_devices", "stale")}
+                              for s in listed]
     before = daemon.get("/v1/topology").json()
     # Bad switches and references name the field; nothing changes.
     cases = [
