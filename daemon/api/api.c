@@ -165,8 +165,7 @@ static void etag_of_revision(char *buf, size_t len, int64_t revision)
 	snprintf(buf, len, "\"%" PRId64 "\"", revision);
 }
 
-/* FNV-1a over the key-sorted compact JSON: equal views give equal tags. */
-/* FNV-1a of a view's text. */
+/* FNV-1a of a view's text: equal views give equal tags. */
 static void etag_of_text(char *buf, size_t len, const char *text, size_t n)
 {
 	uint64_t h = 14695981039346656037ull;
@@ -175,6 +174,7 @@ static void etag_of_text(char *buf, size_t len, const char *text, size_t n)
 	snprintf(buf, len, "\"%016" PRIx64 "\"", h);
 }
 
+/* Over the key-sorted compact JSON. */
 static void etag_of_json(char *buf, size_t len, const json_t *view)
 {
 	char *text = json_dumps(view, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);

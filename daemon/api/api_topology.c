@@ -480,18 +480,26 @@ static int if_match_view(struct api_req *req, json_t *view)
 	return rc;
 }
 
-/* The topology's view, tagged by its text (a third of a second as JSON values at 32,768 servers).
+/*
+ * The topology's view, tagged by its text (a third of a second as JSON values at 32,768
+ * servers). After parts already committed (stored) a view that cannot be read does not turn
+ * the write into a failure: the reply says it is stored and where to read it.
  */
-static void reply_topology(struct api_req *req, struct store *s)
+static void reply_topology(struct api_req *req, struct store *s, bool stored)
 {
 	size_t len = 0;
 	char *text = topo_json_text(s, &len);
-	if (!text) {
+	if (text) {
+		api_set_etag_text(req, text, len);
+		api_reply_text(req, 200, "application/json", text, len);
+	} else if (stored) {
+		api_reply(req, 200,
+		          json_pack("{s:s}", "message",
+		                    "the topology is stored; its view could not be read now: GET "
+		                    "/v1/topology"));
+	} else {
 		api_error(req, OFCD_E_STORE, NULL, "cannot read the topology");
-		return;
 	}
-	api_set_etag_text(req, text, len);
-	api_reply_text(req, 200, "application/json", text, len);
 }
 
 /* api_if_match_text() against the stored topology: 0 to go on, else the reply is set. */
@@ -541,7 +549,7 @@ static void cables_reply(void *arg, struct api_req *req, int rc)
 {
 	struct cables_rest *r = arg;
 	if (rc == 0 && r->topology)
-		reply_topology(req, r->store);
+		reply_topology(req, r->store, true);
 	else if (rc == 0)
 		reply_view(req, topo_wiring_json(r->store));
 	else /* in the handler's own turn: all of it rolled back */
@@ -572,7 +580,7 @@ static void cables_continue(struct api_req *req, struct topo_cables *cables, boo
 		if (cables && topo_cables_finish(s, cables) < 0)
 			api_error(req, OFCD_E_STORE, NULL, "cannot store the wiring");
 		else if (topology)
-			reply_topology(req, s);
+			reply_topology(req, s, false);
 		else
 			reply_view(req, topo_wiring_json(s));
 		topo_cables_free(cables);
@@ -620,7 +628,7 @@ void api_wiring_get(struct api_req *req)
 
 void api_topology_get(struct api_req *req)
 {
-	reply_topology(req, req->env->store);
+	reply_topology(req, req->env->store, false);
 }
 
 void api_topology_put(struct api_req *req)

@@ -273,10 +273,27 @@ int topo_server_remove(struct store *s, const char *name, struct ofcd_error *e)
 /* ---- the whole topology -------------------------------------------------- */
 
 /*
+ * A JSON string. The API takes names of [A-Za-z0-9._-] only, but a store edited by hand or
+ * restored from elsewhere may hold anything: the view stays JSON.
+ */
+static void put_string(FILE *f, const char *v)
+{
+	fputc('"', f);
+	for (const unsigned char *p = (const unsigned char *)(v ? v : ""); *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p < 0x20)
+			fprintf(f, "\\u%04x", *p);
+		else
+			fputc(*p, f);
+	}
+	fputc('"', f);
+}
+
+/*
  * The servers as the topology shows them: server_row()'s objects without fabric and failed
  * devices, written as text (32,768 servers as JSON values take a third of a second to build,
- * sort and free; as text a tenth of that). Names are of [A-Za-z0-9._-] (api.md): nothing in
- * them to escape.
+ * sort and free; as text a tenth of that).
  */
 static int write_servers_text(struct store *s, FILE *f)
 {
@@ -285,19 +302,20 @@ static int write_servers_text(struct store *s, FILE *f)
 	int step = SQLITE_ERROR;
 	fputc('[', f);
 	for (bool first = true; st && (step = sqlite3_step(st)) == SQLITE_ROW; first = false) {
-		fprintf(f,
-		        "%s{\"name\":\"%s\",\"devices\":%lld,\"ports_per_device\":%lld,"
-		        "\"p2p\":%s,\"intra\":\"%s\",\"offload\":%s,\"switch\":",
-		        first ? "" : ",", (const char *)sqlite3_column_text(st, 0),
+		fputs(first ? "{\"name\":" : ",{\"name\":", f);
+		put_string(f, (const char *)sqlite3_column_text(st, 0));
+		fprintf(f, ",\"devices\":%lld,\"ports_per_device\":%lld,\"p2p\":%s,\"intra\":",
 		        (long long)sqlite3_column_int64(st, 1),
 		        (long long)sqlite3_column_int64(st, 2),
-		        sqlite3_column_int(st, 3) ? "true" : "false",
-		        (const char *)sqlite3_column_text(st, 4),
-		        sqlite3_column_int(st, 5) ? "true" : "false");
+		        sqlite3_column_int(st, 3) ? "true" : "false");
+		put_string(f, (const char *)sqlite3_column_text(st, 4));
+		fprintf(
+		    f, ",\"offload\":%s,\"switch\":", sqlite3_column_int(st, 5) ? "true" : "false");
 		if (sqlite3_column_type(st, 6) == SQLITE_NULL)
-			fputs("null}", f);
+			fputs("null", f);
 		else
-			fprintf(f, "\"%s\"}", (const char *)sqlite3_column_text(st, 6));
+			put_string(f, (const char *)sqlite3_column_text(st, 6));
+		fputc('}', f);
 	}
 	fputc(']', f);
 	if (st)
@@ -335,6 +353,8 @@ char *topo_json_text(struct store *s, size_t *len)
 		fprintf(f, "%.*s,\"servers\":", (int)(hlen - 1), h);
 		rc = write_servers_text(s, f);
 		fputs("}\n", f);
+		if (ferror(f))
+			rc = -ENOMEM;
 		if (fclose(f) != 0)
 			rc = -ENOMEM;
 	}

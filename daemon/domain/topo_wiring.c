@@ -17,7 +17,8 @@ const char *const topo_wiring_rules[] = { "plane-per-ocs", NULL };
  * Explicit links are first collected in a temporary table, whose unique keys
  * catch a device port or an OCS port used twice; the new cabling (the links',
  * or the rule's, built in memory) replaces the cable table only once it is
- * complete, and keeps every cable a fabric's circuit uses.
+ * complete, and keeps every cable a fabric's circuit uses. A rule's cabling
+ * into an empty table is made a part at a time instead (rule_in_parts()).
  */
 static int new_cable_reset(struct store *s)
 {
@@ -484,7 +485,8 @@ static int set_whole(struct store *s)
 
 int topo_cables_step(struct store *s, struct topo_cables *c, bool *done)
 {
-	if (c->by_rule) {
+	/* A rule's next part once the last is in: a part that failed is inserted again. */
+	if (c->by_rule && c->next == c->add.n) {
 		c->add.n = c->next = 0;
 		if (rule_emit(&c->rule, TOPO_CABLES_STEP, &c->add) < 0)
 			return -EIO;
@@ -566,8 +568,13 @@ int topo_wiring_apply(struct store *s, const struct topo_wiring_spec *w, const c
 	if (w->rule >= 0) {
 		ofcd_field(f, sizeof(f), prefix, "rule");
 		rc = rule_in_parts(s, f, rest, e);
+		if (rc == 1 && set_rule(s, w->rule, true) < 0) {
+			topo_cables_free(*rest);
+			*rest = NULL;
+			return store_fail(e);
+		}
 		if (rc == 1)
-			return set_rule(s, w->rule, true) < 0 ? store_fail(e) : 0;
+			return 0;
 		if (rc == 0)
 			rc = wiring_rule(s, f, &nc, e);
 	} else {

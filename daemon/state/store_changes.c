@@ -309,6 +309,8 @@ int store_snapshot_begin(struct store *s, struct store_snapshot **out)
 	 */
 	if (path && path[0] &&
 	    (rc = sqlite3_open_v2(path, &ss->src, SQLITE_OPEN_READONLY, NULL)) == SQLITE_OK &&
+	    /* As the loop's own connection waits: a checkpoint's moment, not a refusal. */
+	    (rc = sqlite3_busy_timeout(ss->src, 1000)) == SQLITE_OK &&
 	    (rc = sqlite3_exec(ss->src, "BEGIN", NULL, NULL, NULL)) == SQLITE_OK &&
 	    (rc = source_pragma(ss, "PRAGMA page_size", &page)) == SQLITE_OK)
 		rc = source_pragma(ss, "PRAGMA page_count", &pages);

@@ -335,10 +335,24 @@ def test_large_topology_put_goes_in_parts(daemon):
     assert len(ports) == 64 and {p["ocs_port"] for p in ports} == {BIG}
     # Into an empty table the rule's cables were made a part at a time: each is the rule's.
     assert stored_cabling(daemon.store) == rule_cabling(big_topology())
+    assert "applied again" not in daemon.log()  # the parts' own cables, not a redo at once
     # The same topology again changes nothing, at once (the table merged with the rule).
     again = daemon.put("/v1/topology", big_topology(), timeout=120)
     assert again.status_code == 200 and again.headers["ETag"] == r.headers["ETag"]
     assert cables(daemon.store) == (BIG * 64, 0)
+
+
+def test_parts_that_end_inside_a_server(daemon):
+    """Servers of 15 and 12 ports on 7 units: 4,096-cable parts end inside servers, and the
+    rule's place (server, slot, each unit's next port) carries from one part to the next."""
+    t = {"ocs": [{"name": f"u{k}", "driver": "sim", "ports": 2000} for k in (3, 1, 4, 0, 6, 2, 5)],
+         "servers": [{"name": f"m{i}", "devices": 3 if i % 2 else 4,
+                      "ports_per_device": 5 if i % 2 else 3} for i in range(700)],
+         "wiring": {"rule": "plane-per-ocs"}}
+    r = daemon.put("/v1/topology", t, timeout=120)
+    assert r.status_code == 200, r.text
+    assert stored_cabling(daemon.store) == rule_cabling(t) and len(rule_cabling(t)) > 8192
+    assert "applied again" not in daemon.log()  # the parts' own cables, not a redo at once
 
 
 def test_a_topology_put_goes_on_when_its_client_leaves(daemon):

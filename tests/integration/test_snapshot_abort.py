@@ -57,6 +57,13 @@ def test_snapshot_left_by_its_client(daemon, tmp_path):
     assert whole.status_code == 200 and len(whole.content) > 8 << 20
     base_fds = fds(pid)
 
+    # A client that does not read holds its copy (the whole store) until it goes.
+    idle = socket.create_connection(("127.0.0.1", daemon.port))
+    idle.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    idle.sendall(b"GET /v1/cluster/snapshot HTTP/1.1\r\nHost: x\r\n\r\n")
+    wait_for(lambda: held(daemon) >= len(whole.content), timeout=30)
+    idle.close()
+
     for i in range(24):
         abandon(daemon, ("close", "reset", "part")[i % 3])
         # Writes go on while copies are made and dropped.
