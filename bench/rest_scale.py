@@ -12,7 +12,8 @@ each). Then, in the same daemon:
    deleted again while another process asks GET /v1/health every 2 ms on its own connection;
    the p99 of those probes shows how long a request can wait behind the loop;
 3. PUT /v1/topology (with the health probes running: the longest probe says how long the loop
-   was held), the time to carve the fabrics, and the daemon's resident memory;
+   was held), GET /v1/topology (median of 5), the time to carve the fabrics, and the daemon's
+   resident memory;
 4. at the largest size only: the periodic audit at its default interval (30 s), idle, over
    two rounds: its own work counter (ofcd_reconcile_audit_work_cpu_seconds_total) and the
    daemon's whole CPU time, as shares of a core; the change work counter must not move;
@@ -170,6 +171,13 @@ def run(build, n):
             out["topology_put_ms"] = (time.perf_counter() - t0) * 1e3
             out["topology_put_cpu_ms"] = (cpu_s(d.proc.pid) - c0) * 1e3
         out["topology_put_health_max_ms"] = max(probes.lat) * 1e3
+        # The topology's view, what the PUT's reply and If-Match build too (one loop callback).
+        views = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            c.call("GET", "/v1/topology")
+            views.append((time.perf_counter() - t0) * 1e3)
+        out["topology_get_ms"] = statistics.median(views)
         nfab = (n - 2) // FABRIC
         t0, c0 = time.perf_counter(), cpu_s(d.proc.pid)
         for f in range(nfab):
