@@ -466,49 +466,45 @@ void api_server_delete(struct api_req *req)
 /* ---- views tagged by their content: wiring and topology -------------------- */
 
 /* 200 with the view (stolen), tagged by its content. */
-static void reply_view(struct api_req *req, json_t *view)
+/* The topology's view, or the wiring's, as text (topo.h). */
+static char *view_text(struct store *s, bool topology, size_t *len)
 {
-	api_reply(req, 200, view);
-	api_set_etag_json(req, req->reply);
-}
-
-/* api_if_match_json() against the stored view (stolen). */
-static int if_match_view(struct api_req *req, json_t *view)
-{
-	int rc = api_if_match_json(req, view);
-	json_decref(view);
-	return rc;
+	return topology ? topo_json_text(s, len) : topo_wiring_text(s, len);
 }
 
 /*
- * The topology's view, tagged by its text (a third of a second as JSON values at 32,768
- * servers). After parts already committed (stored) a view that cannot be read does not turn
- * the write into a failure: the reply says it is stored and where to read it.
+ * A view, tagged by its text. After parts already committed (stored) a view that cannot be
+ * read does not turn the write into a failure: the reply says it is stored and where to read
+ * it.
  */
-static void reply_topology(struct api_req *req, struct store *s, bool stored)
+static void reply_view(struct api_req *req, struct store *s, bool topology, bool stored)
 {
 	size_t len = 0;
-	char *text = topo_json_text(s, &len);
+	char *text = view_text(s, topology, &len);
 	if (text) {
 		api_set_etag_text(req, text, len);
 		api_reply_text(req, 200, "application/json", text, len);
 	} else if (stored) {
 		api_reply(req, 200,
 		          json_pack("{s:s}", "message",
-		                    "the topology is stored; its view could not be read now: GET "
-		                    "/v1/topology"));
+		                    topology ? "the topology is stored; its view could not be read "
+		                               "now: GET /v1/topology"
+		                             : "the wiring is stored; its view could not be read "
+		                               "now: GET /v1/wiring"));
 	} else {
-		api_error(req, OFCD_E_STORE, NULL, "cannot read the topology");
+		api_error(req, OFCD_E_STORE, NULL, "cannot read the %s",
+		          topology ? "topology" : "wiring");
 	}
 }
 
-/* api_if_match_text() against the stored topology: 0 to go on, else the reply is set. */
-static int if_match_topology(struct api_req *req, struct store *s)
+/* api_if_match_text() against the stored view: 0 to go on, else the reply is set. */
+static int if_match_view(struct api_req *req, struct store *s, bool topology)
 {
 	size_t len = 0;
-	char *text = topo_json_text(s, &len);
+	char *text = view_text(s, topology, &len);
 	if (!text) {
-		api_error(req, OFCD_E_STORE, NULL, "cannot read the topology");
+		api_error(req, OFCD_E_STORE, NULL, "cannot read the %s",
+		          topology ? "topology" : "wiring");
 		return -EIO;
 	}
 	int rc = api_if_match_text(req, text, len);
@@ -548,10 +544,8 @@ static int cables_abandon(void *arg)
 static void cables_reply(void *arg, struct api_req *req, int rc)
 {
 	struct cables_rest *r = arg;
-	if (rc == 0 && r->topology)
-		reply_topology(req, r->store, true);
-	else if (rc == 0)
-		reply_view(req, topo_wiring_json(r->store));
+	if (rc == 0)
+		reply_view(req, r->store, r->topology, true);
 	else /* in the handler's own turn: all of it rolled back */
 		api_error(req, OFCD_E_STORE, NULL, "the change could not be stored, try again");
 }
@@ -579,10 +573,8 @@ static void cables_continue(struct api_req *req, struct topo_cables *cables, boo
 		/* None left, or no room to leave them: at once. */
 		if (cables && topo_cables_finish(s, cables) < 0)
 			api_error(req, OFCD_E_STORE, NULL, "cannot store the wiring");
-		else if (topology)
-			reply_topology(req, s, false);
 		else
-			reply_view(req, topo_wiring_json(s));
+			reply_view(req, s, topology, false);
 		topo_cables_free(cables);
 		return;
 	}
@@ -610,7 +602,7 @@ void api_wiring_put(struct api_req *req)
 	json_t *body = api_body_object(req);
 	struct topo_cables *cables;
 	if (body && parse_wiring(req, body, NULL, &w, &links) == 0 &&
-	    if_match_view(req, topo_wiring_json(req->env->store)) == 0) {
+	    if_match_view(req, req->env->store, false) == 0) {
 		if (topo_wiring_apply(req->env->store, &w, NULL, cables_of(req, &cables), &e) < 0)
 			api_fail(req, &e);
 		else
@@ -621,14 +613,14 @@ void api_wiring_put(struct api_req *req)
 
 void api_wiring_get(struct api_req *req)
 {
-	reply_view(req, topo_wiring_json(req->env->store));
+	reply_view(req, req->env->store, false, false);
 }
 
 /* ---- the whole topology -------------------------------------------------- */
 
 void api_topology_get(struct api_req *req)
 {
-	reply_topology(req, req->env->store, false);
+	reply_view(req, req->env->store, true, false);
 }
 
 void api_topology_put(struct api_req *req)
@@ -641,7 +633,7 @@ void api_topology_put(struct api_req *req)
 	json_t *body = api_body_object(req);
 
 	if (!body || api_check_members(req, body, NULL, members) < 0 ||
-	    if_match_topology(req, req->env->store) < 0)
+	    if_match_view(req, req->env->store, true) < 0)
 		return;
 	json_t *jo = json_object_get(body, "ocs"), *js = json_object_get(body, "servers");
 	if (!json_is_array(jo) || !json_is_array(js)) {

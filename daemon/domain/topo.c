@@ -246,39 +246,6 @@ json_t *topo_server_list(struct store *s)
 	return a;
 }
 
-json_t *topo_wiring_json(struct store *s)
-{
-	sqlite3_stmt *st = store_stmt(s, "SELECT rule, partial FROM wiring WHERE id = 1");
-	json_t *rule = json_null();
-	bool partial = false;
-	if (st && sqlite3_step(st) == SQLITE_ROW) {
-		if (sqlite3_column_type(st, 0) != SQLITE_NULL)
-			rule = json_string((const char *)sqlite3_column_text(st, 0));
-		partial = sqlite3_column_int(st, 1);
-	}
-	if (st)
-		sqlite3_reset(st);
-	json_t *links = json_array();
-	st = store_stmt(s, "SELECT sv.name, c.device, c.port, o.name, c.ocs_port FROM cable c "
-	                   "JOIN server sv ON sv.id = c.server_id JOIN ocs o ON o.id = c.ocs_id "
-	                   "ORDER BY sv.id, c.device, c.port");
-	while (st && sqlite3_step(st) == SQLITE_ROW)
-		json_array_append_new(links,
-		                      json_pack("{s:s, s:I, s:I, s:s, s:I}", "server",
-		                                sqlite3_column_text(st, 0), "device",
-		                                (json_int_t)sqlite3_column_int64(st, 1), "port",
-		                                (json_int_t)sqlite3_column_int64(st, 2), "ocs",
-		                                sqlite3_column_text(st, 3), "ocs_port",
-		                                (json_int_t)sqlite3_column_int64(st, 4)));
-	if (st)
-		sqlite3_reset(st);
-	json_t *w = json_pack("{s:o, s:o}", "rule", rule, "links", links);
-	/* A rule's cabling still being inserted a part at a time (topo_apply.h). */
-	if (partial)
-		json_object_set_new(w, "partial", json_true());
-	return w;
-}
-
 /* Server names of a fabric by position, as a JSON array. */
 static json_t *fabric_servers(struct store *s, int64_t fabric_id)
 {

@@ -68,15 +68,20 @@ json_t *topo_switch_list(struct store *s, bool detail);
 json_t *topo_switch_json(struct store *s, const char *name);
 /** True when a switch of that name is stored. */
 bool topo_switch_exists(struct store *s, const char *name);
+/*
+ * The topology's and the wiring's views as text (topo_view.c): written from the rows, not
+ * built as JSON values (2.1 million cables at 32,768 servers would be gigabytes of those).
+ * Each is one line of malloc'd JSON (the caller frees it) of *len bytes, NULL when out of
+ * memory or the store fails; the same store gives the same text, which tags the view.
+ */
+
 /**
  * The whole topology in the form PUT /v1/topology takes: {"ocs", "switches",
- * "wiring" (its rule, else its links), "servers" (without fabric membership)},
- * as a line of malloc'd JSON text (the caller frees it) of *len bytes; NULL
- * when out of memory or the store fails. The same store gives the same text.
+ * "wiring" (its rule, else its links), "servers" (without fabric membership)}.
  */
 char *topo_json_text(struct store *s, size_t *len);
 /** The wiring {"rule": name|null, "links": [...]}, links by server order, device, port. */
-json_t *topo_wiring_json(struct store *s);
+char *topo_wiring_text(struct store *s, size_t *len);
 
 /** A fabric with its plan (see docs/api.md), or NULL. */
 json_t *topo_fabric_json(struct store *s, int64_t id);
