@@ -174,22 +174,9 @@ static void etag_of_text(char *buf, size_t len, const char *text, size_t n)
 	snprintf(buf, len, "\"%016" PRIx64 "\"", h);
 }
 
-/* Over the key-sorted compact JSON. */
-static void etag_of_json(char *buf, size_t len, const json_t *view)
-{
-	char *text = json_dumps(view, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
-	etag_of_text(buf, len, text ? text : "", text ? strlen(text) : 0);
-	free(text);
-}
-
 void api_set_etag(struct api_req *req, int64_t revision)
 {
 	etag_of_revision(req->etag, sizeof(req->etag), revision);
-}
-
-void api_set_etag_json(struct api_req *req, const json_t *view)
-{
-	etag_of_json(req->etag, sizeof(req->etag), view);
 }
 
 void api_set_etag_text(struct api_req *req, const char *text, size_t len)
@@ -261,14 +248,6 @@ int api_if_match(struct api_req *req, int64_t revision)
 	if (revision > 0)
 		etag_of_revision(tag, sizeof(tag), revision);
 	return check_if_match(req, revision > 0 ? tag : NULL);
-}
-
-int api_if_match_json(struct api_req *req, const json_t *view)
-{
-	char tag[40];
-	if (view)
-		etag_of_json(tag, sizeof(tag), view);
-	return check_if_match(req, view ? tag : NULL);
 }
 
 int api_if_match_text(struct api_req *req, const char *text, size_t len)

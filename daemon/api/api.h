@@ -301,9 +301,6 @@ void api_fail(struct api_req *req, struct ofcd_error *e);
 /** Sets the reply's ETag to the revision of the object it shows. */
 void api_set_etag(struct api_req *req, int64_t revision);
 
-/** Sets the reply's ETag to a hash of the view (borrowed; compared key-sorted). */
-void api_set_etag_json(struct api_req *req, const json_t *view);
-
 /** Sets the reply's ETag to a hash of a view written as text (its writer's one form). */
 void api_set_etag_text(struct api_req *req, const char *text, size_t len);
 
@@ -315,10 +312,7 @@ void api_set_etag_text(struct api_req *req, const char *text, size_t len);
  */
 int api_if_match(struct api_req *req, int64_t revision);
 
-/** Same as api_if_match() for a view tagged by its content (NULL: none). */
-int api_if_match_json(struct api_req *req, const json_t *view);
-
-/** Same for a view tagged by its text (api_set_etag_text(); NULL: none). */
+/** Same as api_if_match() for a view tagged by its text (api_set_etag_text(); NULL: none). */
 int api_if_match_text(struct api_req *req, const char *text, size_t len);
 
 /** Sets the reply's Location header (a path such as /v1/fabrics/job-a). */

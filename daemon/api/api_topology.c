@@ -465,7 +465,6 @@ void api_server_delete(struct api_req *req)
 
 /* ---- views tagged by their content: wiring and topology -------------------- */
 
-/* 200 with the view (stolen), tagged by its content. */
 /* The topology's view, or the wiring's, as text (topo.h). */
 static char *view_text(struct store *s, bool topology, size_t *len)
 {

@@ -2,6 +2,7 @@
  * The topology's and the wiring's views as JSON text, written from the rows (topo.h).
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,55 +10,110 @@
 
 #include "state/store_sql.h"
 #include "topo.h"
+#include "utf8.h"
+
+/*
+ * A view being written. A memstream that cannot grow does not say so through ferror() or
+ * fclose() (glibc keeps what fitted): every write's result is checked, and one that fell
+ * short fails the view rather than sending it cut.
+ */
+struct view {
+	FILE *f;
+	bool short_write;
+};
+
+static void put(struct view *v, const char *s, size_t n)
+{
+	if (n && fwrite(s, 1, n, v->f) != n)
+		v->short_write = true;
+}
+
+static void put_raw(struct view *v, const char *s)
+{
+	put(v, s, strlen(s));
+}
+
+static void __attribute__((format(printf, 2, 3))) putf(struct view *v, const char *fmt, ...)
+{
+	char buf[160];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(buf))
+		v->short_write = true;
+	else
+		put(v, buf, (size_t)n);
+}
+
+/* Bytes from p that go into a JSON string as they are: valid UTF-8, nothing to escape. */
+static size_t plain_run(const unsigned char *p, size_t left)
+{
+	size_t run = 0;
+	while (run < left) {
+		unsigned char c = p[run];
+		if (c < 0x20 || c == '"' || c == '\\')
+			break;
+		size_t n = c < 0x80 ? 1 : utf8_char(p + run, left - run);
+		if (!n)
+			break;
+		run += n;
+	}
+	return run;
+}
 
 /*
  * A JSON string. The API takes names of [A-Za-z0-9._-] only, but a store edited by hand or
- * restored from elsewhere may hold anything: the view stays JSON.
+ * restored from elsewhere may hold anything: quotes, backslashes and control characters are
+ * escaped, and a byte that is not UTF-8 becomes U+FFFD, so the view stays JSON.
  */
-static void put_string(FILE *f, const char *v)
+static void put_string(struct view *v, const char *s)
 {
-	static const char escaped[] = "\"\\\001\002\003\004\005\006\007\010\011\012\013\014\015"
-	                              "\016\017\020\021\022\023\024\025\026\027\030\031\032"
-	                              "\033\034\035\036\037";
-	const char *p = v ? v : "";
-	fputc('"', f);
-	for (size_t n; *p; p += n + 1) {
-		n = strcspn(p, escaped);
-		fwrite(p, 1, n, f);
-		if (!p[n])
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+	size_t left = strlen((const char *)p);
+	put(v, "\"", 1);
+	while (left) {
+		size_t run = plain_run(p, left);
+		put(v, (const char *)p, run);
+		p += run;
+		left -= run;
+		if (!left)
 			break;
-		if (p[n] == '"' || p[n] == '\\')
-			fprintf(f, "\\%c", p[n]);
+		if (*p == '"' || *p == '\\')
+			putf(v, "\\%c", *p);
+		else if (*p < 0x20)
+			putf(v, "\\u%04x", *p);
 		else
-			fprintf(f, "\\u%04x", (unsigned char)p[n]);
+			put_raw(v, "\\ufffd");
+		p++;
+		left--;
 	}
-	fputc('"', f);
+	put(v, "\"", 1);
 }
 
 /* The servers as the topology shows them: GET /v1/servers' objects without their state. */
-static int put_servers(struct store *s, FILE *f)
+static int put_servers(struct store *s, struct view *v)
 {
 	sqlite3_stmt *st = store_stmt(s, "SELECT name, devices, ports_per_device, p2p, intra, "
 	                                 "offload, switch FROM server ORDER BY id");
 	int step = SQLITE_ERROR;
-	fputc('[', f);
+	put(v, "[", 1);
 	for (bool first = true; st && (step = sqlite3_step(st)) == SQLITE_ROW; first = false) {
-		fputs(first ? "{\"name\":" : ",{\"name\":", f);
-		put_string(f, (const char *)sqlite3_column_text(st, 0));
-		fprintf(f, ",\"devices\":%lld,\"ports_per_device\":%lld,\"p2p\":%s,\"intra\":",
-		        (long long)sqlite3_column_int64(st, 1),
-		        (long long)sqlite3_column_int64(st, 2),
-		        sqlite3_column_int(st, 3) ? "true" : "false");
-		put_string(f, (const char *)sqlite3_column_text(st, 4));
-		fprintf(
-		    f, ",\"offload\":%s,\"switch\":", sqlite3_column_int(st, 5) ? "true" : "false");
+		put_raw(v, first ? "{\"name\":" : ",{\"name\":");
+		put_string(v, (const char *)sqlite3_column_text(st, 0));
+		putf(v, ",\"devices\":%lld,\"ports_per_device\":%lld,\"p2p\":%s,\"intra\":",
+		     (long long)sqlite3_column_int64(st, 1), (long long)sqlite3_column_int64(st, 2),
+		     sqlite3_column_int(st, 3) ? "true" : "false");
+		put_string(v, (const char *)sqlite3_column_text(st, 4));
+		putf(v,
+		     ",\"offload\":%s,\"switch\":", sqlite3_column_int(st, 5) ? "true" : "false");
 		if (sqlite3_column_type(st, 6) == SQLITE_NULL)
-			fputs("null", f);
+			put_raw(v, "null");
 		else
-			put_string(f, (const char *)sqlite3_column_text(st, 6));
-		fputc('}', f);
+			put_string(v, (const char *)sqlite3_column_text(st, 6));
+		put(v, "}", 1);
 	}
-	fputc(']', f);
+	put(v, "]", 1);
 	if (st)
 		sqlite3_reset(st);
 	return step == SQLITE_DONE ? 0 : -EIO;
@@ -67,24 +123,24 @@ static int put_servers(struct store *s, FILE *f)
  * Every cable, by server order, device, port: the cable table's own order (ordered by sv.id
  * instead, SQLite read the cables by unit port and sorted them, four times as long).
  */
-static int put_links(struct store *s, FILE *f)
+static int put_links(struct store *s, struct view *v)
 {
 	sqlite3_stmt *st = store_stmt(s, "SELECT sv.name, c.device, c.port, o.name, c.ocs_port "
 	                                 "FROM cable c JOIN server sv ON sv.id = c.server_id "
 	                                 "JOIN ocs o ON o.id = c.ocs_id "
 	                                 "ORDER BY c.server_id, c.device, c.port");
 	int step = SQLITE_ERROR;
-	fputc('[', f);
+	put(v, "[", 1);
 	for (bool first = true; st && (step = sqlite3_step(st)) == SQLITE_ROW; first = false) {
-		fputs(first ? "{\"server\":" : ",{\"server\":", f);
-		put_string(f, (const char *)sqlite3_column_text(st, 0));
-		fprintf(f, ",\"device\":%lld,\"port\":%lld,\"ocs\":",
-		        (long long)sqlite3_column_int64(st, 1),
-		        (long long)sqlite3_column_int64(st, 2));
-		put_string(f, (const char *)sqlite3_column_text(st, 3));
-		fprintf(f, ",\"ocs_port\":%lld}", (long long)sqlite3_column_int64(st, 4));
+		put_raw(v, first ? "{\"server\":" : ",{\"server\":");
+		put_string(v, (const char *)sqlite3_column_text(st, 0));
+		putf(v, ",\"device\":%lld,\"port\":%lld,\"ocs\":",
+		     (long long)sqlite3_column_int64(st, 1),
+		     (long long)sqlite3_column_int64(st, 2));
+		put_string(v, (const char *)sqlite3_column_text(st, 3));
+		putf(v, ",\"ocs_port\":%lld}", (long long)sqlite3_column_int64(st, 4));
 	}
-	fputc(']', f);
+	put(v, "]", 1);
 	if (st)
 		sqlite3_reset(st);
 	return step == SQLITE_DONE ? 0 : -EIO;
@@ -94,40 +150,40 @@ static int put_links(struct store *s, FILE *f)
  * The wiring object: {"rule", "links", "partial"?} for its own view; inside the topology
  * (PUT-able) the rule alone when there is one (its links are not even read), else the links.
  */
-static int put_wiring(struct store *s, FILE *f, bool in_topology)
+static int put_wiring(struct store *s, struct view *v, bool in_topology)
 {
 	sqlite3_stmt *st = store_stmt(s, "SELECT rule, partial FROM wiring WHERE id = 1");
 	int step = st ? sqlite3_step(st) : SQLITE_ERROR;
 	bool rule = step == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL;
 	bool partial = step == SQLITE_ROW && sqlite3_column_int(st, 1);
 	int rc = step == SQLITE_ROW || step == SQLITE_DONE ? 0 : -EIO;
-	fputc('{', f);
+	put(v, "{", 1);
 	if (rule) {
-		fputs("\"rule\":", f);
-		put_string(f, (const char *)sqlite3_column_text(st, 0));
+		put_raw(v, "\"rule\":");
+		put_string(v, (const char *)sqlite3_column_text(st, 0));
 	} else if (!in_topology) {
-		fputs("\"rule\":null", f);
+		put_raw(v, "\"rule\":null");
 	}
 	if (st)
 		sqlite3_reset(st);
 	if (rc == 0 && (!in_topology || !rule)) {
-		fputs(rule || !in_topology ? ",\"links\":" : "\"links\":", f);
-		rc = put_links(s, f);
+		put_raw(v, rule || !in_topology ? ",\"links\":" : "\"links\":");
+		rc = put_links(s, v);
 	}
 	/* A rule's cabling still being inserted a part at a time (topo_apply.h). */
 	if (partial)
-		fputs(",\"partial\":true", f);
-	fputc('}', f);
+		put_raw(v, ",\"partial\":true");
+	put(v, "}", 1);
 	return rc;
 }
 
-/* Ends a view's text: its line, and whether it was all written. */
-static char *view_end(FILE *f, int rc, char **text)
+/* Ends a view's text: its line, then the text, or NULL when any of it failed. */
+static char *view_end(struct view *v, int rc, char **text)
 {
-	fputc('\n', f);
-	if (ferror(f))
+	put(v, "\n", 1);
+	if (ferror(v->f) || v->short_write)
 		rc = -ENOMEM;
-	if (fclose(f) != 0)
+	if (fclose(v->f) != 0)
 		rc = -ENOMEM;
 	if (rc < 0) {
 		free(*text);
@@ -142,25 +198,26 @@ char *topo_json_text(struct store *s, size_t *len)
 	                         topo_switch_list(s, false));
 	char *h = head ? json_dumps(head, JSON_COMPACT | JSON_SORT_KEYS) : NULL, *text = NULL;
 	size_t hlen = h ? strlen(h) : 0;
-	FILE *f = hlen > 2 ? open_memstream(&text, len) : NULL;
-	int rc = f ? 0 : -ENOMEM;
-	if (f) {
+	struct view v = { .f = hlen > 2 ? open_memstream(&text, len) : NULL };
+	int rc = 0;
+	if (v.f) {
 		/* head is an object: the wiring and the servers go before its closing brace. */
-		fprintf(f, "%.*s,\"wiring\":", (int)(hlen - 1), h);
-		rc = put_wiring(s, f, true);
-		fputs(",\"servers\":", f);
+		put(&v, h, hlen - 1);
+		put_raw(&v, ",\"wiring\":");
+		rc = put_wiring(s, &v, true);
+		put_raw(&v, ",\"servers\":");
 		if (rc == 0)
-			rc = put_servers(s, f);
-		fputc('}', f);
+			rc = put_servers(s, &v);
+		put(&v, "}", 1);
 	}
 	free(h);
 	json_decref(head);
-	return f ? view_end(f, rc, &text) : NULL;
+	return v.f ? view_end(&v, rc, &text) : NULL;
 }
 
 char *topo_wiring_text(struct store *s, size_t *len)
 {
 	char *text = NULL;
-	FILE *f = open_memstream(&text, len);
-	return f ? view_end(f, put_wiring(s, f, false), &text) : NULL;
+	struct view v = { .f = open_memstream(&text, len) };
+	return v.f ? view_end(&v, put_wiring(s, &v, false), &text) : NULL;
 }

@@ -392,22 +392,25 @@ def test_topology_round_trip_with_fabric(daemon):
 
 
 def test_views_of_a_store_edited_by_hand(daemon):
-    """The topology's and the wiring's views are written as text from the rows: a name the API
-    would refuse, put in by hand, still comes out as JSON, and the views match the rows."""
-    make_cluster(daemon, servers=3, devices=2, ports=1, units=2, unit_ports=8)
+    """The topology's and the wiring's views are written as text from the rows: names the API
+    would refuse, put in by hand (a quote, a backslash, control characters, a byte that is not
+    UTF-8), still come out as JSON, and the views match the rows."""
+    make_cluster(daemon, servers=4, devices=2, ports=1, units=2, unit_ports=8)
     assert daemon.stop() == 0
     odd = 'a"b\\c\nd\x01é'
     db = sqlite3.connect(daemon.store)
     with db:
         db.execute("UPDATE server SET name = ? WHERE name = 'srv1'", (odd,))
+        db.execute("UPDATE server SET name = CAST(X'61ff62' AS TEXT) WHERE name = 'srv3'")
         db.execute("UPDATE ocs SET name = ? WHERE name = 'ocs1'", ("u\t1",))
+    db.text_factory = lambda b: b.decode("utf-8", "replace")  # what the view makes of it
     rows = db.execute("SELECT sv.name, c.device, c.port, o.name, c.ocs_port FROM cable c JOIN "
                       "server sv ON sv.id = c.server_id JOIN ocs o ON o.id = c.ocs_id "
-                      "ORDER BY c.server_id, c.device, c.port").fetchall()
+                      "ORDER BY sv.id, c.device, c.port").fetchall()
     db.close()
     daemon.start()
     topo = daemon.get("/v1/topology", validate=False).json()
-    assert [s["name"] for s in topo["servers"]] == ["srv0", odd, "srv2"]
+    assert [s["name"] for s in topo["servers"]] == ["srv0", odd, "srv2", "a\ufffdb"]
     links = daemon.get("/v1/wiring", validate=False).json()["links"]
     assert [(l["server"], l["device"], l["port"], l["ocs"], l["ocs_port"]) for l in links] == rows
-    assert {l["ocs"] for l in links} == {"ocs0", "u\t1"} and len(rows) == 6
+    assert {l["ocs"] for l in links} == {"ocs0", "u\t1"} and len(rows) == 8
