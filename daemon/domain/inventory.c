@@ -238,26 +238,47 @@ json_t *inventory_view(struct store *s, int64_t server_id, json_t *server)
 	return server;
 }
 
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * The stale servers' names sorted, each server looked up among them: a loop over both lists
+ * took 1.6 s at 8,194 servers all stale (a whole cluster's agents stopped), half a minute
+ * at 32,768.
+ */
 void inventory_mark_stale(struct store *s, json_t *servers)
 {
-	size_t i;
+	size_t i, n = 0, cap = 0;
+	char **stale = NULL;
 	json_t *v;
-	json_array_foreach(servers, i, v)
-	{
-		json_object_set_new(v, "stale", json_false());
-	}
 	sqlite3_stmt *st = store_stmt(s, "SELECT sv.name FROM inventory JOIN server sv ON sv.id = "
 	                                 "server_id WHERE " STALE_SQL);
-	if (!st)
-		return;
-	sqlite3_bind_int(st, 1, INVENTORY_STALE_MISSED);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		const char *name = (const char *)sqlite3_column_text(st, 0);
-		json_array_foreach(servers, i, v)
-		{
-			if (strcmp(json_string_value(json_object_get(v, "name")), name) == 0)
-				json_object_set_new(v, "stale", json_true());
+	if (st) {
+		sqlite3_bind_int(st, 1, INVENTORY_STALE_MISSED);
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			if (n == cap) {
+				char **t = realloc(stale, (cap = cap ? 2 * cap : 64) * sizeof(*t));
+				if (!t)
+					break;
+				stale = t;
+			}
+			if (!(stale[n] = strdup((const char *)sqlite3_column_text(st, 0))))
+				break;
+			n++;
 		}
+		sqlite3_reset(st);
 	}
-	sqlite3_reset(st);
+	if (n)
+		qsort(stale, n, sizeof(*stale), name_cmp);
+	json_array_foreach(servers, i, v)
+	{
+		const char *name = json_string_value(json_object_get(v, "name"));
+		bool is = name && n && bsearch(&name, stale, n, sizeof(*stale), name_cmp);
+		json_object_set_new(v, "stale", json_boolean(is));
+	}
+	for (i = 0; i < n; i++)
+		free(stale[i]);
+	free(stale);
 }
