@@ -249,9 +249,18 @@ void api_ocs_put(struct api_req *req)
 		ocs_reply(req, created ? 201 : 200, id, o.name);
 }
 
+/* 200 {key: list}, or 503 when the store could not give the whole list (NULL). */
+static void reply_list(struct api_req *req, const char *key, json_t *list)
+{
+	if (list)
+		api_reply(req, 200, json_pack("{s:o}", key, list));
+	else
+		api_error(req, OFCD_E_STORE, NULL, "cannot read the %s, try again", key);
+}
+
 void api_ocs_list(struct api_req *req)
 {
-	api_reply(req, 200, json_pack("{s:o}", "ocs", topo_ocs_list(req->env->store)));
+	reply_list(req, "ocs", topo_ocs_list(req->env->store));
 }
 
 static int64_t ocs_param(struct api_req *req)
@@ -364,8 +373,7 @@ void api_switch_put(struct api_req *req)
 
 void api_switch_list(struct api_req *req)
 {
-	api_reply(req, 200,
-	          json_pack("{s:o}", "switches", topo_switch_list(req->env->store, true)));
+	reply_list(req, "switches", topo_switch_list(req->env->store, true));
 }
 
 void api_switch_get(struct api_req *req)
@@ -437,8 +445,9 @@ void api_server_put(struct api_req *req)
 void api_server_list(struct api_req *req)
 {
 	json_t *servers = topo_server_list(req->env->store);
-	inventory_mark_stale(req->env->store, servers);
-	api_reply(req, 200, json_pack("{s:o}", "servers", servers));
+	if (servers)
+		inventory_mark_stale(req->env->store, servers);
+	reply_list(req, "servers", servers);
 }
 
 void api_server_get(struct api_req *req)

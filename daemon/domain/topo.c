@@ -130,16 +130,25 @@ json_t *topo_ocs_json(struct store *s, int64_t id)
 	return o;
 }
 
+json_t *topo_list_end(json_t *a, int step)
+{
+	if (step == SQLITE_DONE)
+		return a;
+	json_decref(a);
+	return NULL;
+}
+
 json_t *topo_ocs_list(struct store *s)
 {
 	sqlite3_stmt *st =
 	    store_stmt(s, "SELECT name, driver, ports, endpoint FROM ocs ORDER BY name");
 	json_t *a = json_array();
-	while (st && sqlite3_step(st) == SQLITE_ROW)
+	int step = SQLITE_ERROR;
+	while (st && (step = sqlite3_step(st)) == SQLITE_ROW)
 		json_array_append_new(a, ocs_row(st));
 	if (st)
 		sqlite3_reset(st);
-	return a;
+	return topo_list_end(a, step);
 }
 
 /* "2,5" (group_concat of device_fault, ascending) as [2, 5]; NULL as []. */
@@ -239,11 +248,12 @@ json_t *topo_server_list(struct store *s)
 	                          "ORDER BY s.id";
 	sqlite3_stmt *st = store_stmt(s, sql);
 	json_t *a = json_array();
-	while (st && sqlite3_step(st) == SQLITE_ROW)
+	int step = SQLITE_ERROR;
+	while (st && (step = sqlite3_step(st)) == SQLITE_ROW)
 		json_array_append_new(a, server_row(st));
 	if (st)
 		sqlite3_reset(st);
-	return a;
+	return topo_list_end(a, step);
 }
 
 /* Server names of a fabric by position, as a JSON array. */

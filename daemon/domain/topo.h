@@ -47,6 +47,11 @@ bool topo_ocs_in_use(struct store *s, int64_t ocs_id);
 
 /** One OCS unit {"name","driver","ports","endpoint"}, or NULL. */
 json_t *topo_ocs_json(struct store *s, int64_t id);
+/*
+ * The lists below are NULL when the store fails: a list cut short would look like units,
+ * servers or switches gone, and a client putting it back would remove them.
+ */
+
 /** All OCS units, by name. */
 json_t *topo_ocs_list(struct store *s);
 
@@ -58,6 +63,9 @@ json_t *topo_ocs_list(struct store *s);
 json_t *topo_server_json(struct store *s, int64_t id, bool detail);
 /** All servers, in creation order. */
 json_t *topo_server_list(struct store *s);
+
+/** The end of a list read from the store: a, or NULL (a freed) unless step is SQLITE_DONE. */
+json_t *topo_list_end(json_t *a, int step);
 
 /**
  * All switches by name, {"name","aggregating","offload","buffer","window"};

@@ -94,11 +94,12 @@ json_t *topo_switch_list(struct store *s, bool detail)
 	sqlite3_stmt *st = store_stmt(s, "SELECT name, aggregating, offload, buffer, window "
 	                                 "FROM switch ORDER BY name");
 	json_t *a = json_array();
-	while (st && sqlite3_step(st) == SQLITE_ROW)
+	int step = SQLITE_ERROR;
+	while (st && (step = sqlite3_step(st)) == SQLITE_ROW)
 		json_array_append_new(a, switch_row(s, st, detail));
 	if (st)
 		sqlite3_reset(st);
-	return a;
+	return topo_list_end(a, step);
 }
 
 json_t *topo_switch_json(struct store *s, const char *name)

@@ -194,8 +194,11 @@ static char *view_end(struct view *v, int rc, char **text)
 
 char *topo_json_text(struct store *s, size_t *len)
 {
-	json_t *head = json_pack("{s:o, s:o}", "ocs", topo_ocs_list(s), "switches",
-	                         topo_switch_list(s, false));
+	json_t *ocs = topo_ocs_list(s), *switches = topo_switch_list(s, false);
+	json_t *head =
+	    ocs && switches ? json_pack("{s:O, s:O}", "ocs", ocs, "switches", switches) : NULL;
+	json_decref(ocs);
+	json_decref(switches);
 	char *h = head ? json_dumps(head, JSON_COMPACT | JSON_SORT_KEYS) : NULL, *text = NULL;
 	size_t hlen = h ? strlen(h) : 0;
 	struct view v = { .f = hlen > 2 ? open_memstream(&text, len) : NULL };
