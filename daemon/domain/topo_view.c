@@ -91,32 +91,56 @@ static void put_string(struct view *v, const char *s)
 	put(v, "\"", 1);
 }
 
-/* The servers as the topology shows them: GET /v1/servers' objects without their state. */
-static int put_servers(struct store *s, struct view *v)
+/* A JSON array of the rows of st, each written by put_row(). 0, or -EIO when the scan fails. */
+static int put_rows(struct view *v, sqlite3_stmt *st,
+                    void (*put_row)(struct view *v, sqlite3_stmt *st))
 {
-	sqlite3_stmt *st = store_stmt(s, "SELECT name, devices, ports_per_device, p2p, intra, "
-	                                 "offload, switch FROM server ORDER BY id");
 	int step = SQLITE_ERROR;
 	put(v, "[", 1);
 	for (bool first = true; st && (step = sqlite3_step(st)) == SQLITE_ROW; first = false) {
-		put_raw(v, first ? "{\"name\":" : ",{\"name\":");
-		put_string(v, (const char *)sqlite3_column_text(st, 0));
-		putf(v, ",\"devices\":%lld,\"ports_per_device\":%lld,\"p2p\":%s,\"intra\":",
-		     (long long)sqlite3_column_int64(st, 1), (long long)sqlite3_column_int64(st, 2),
-		     sqlite3_column_int(st, 3) ? "true" : "false");
-		put_string(v, (const char *)sqlite3_column_text(st, 4));
-		putf(v,
-		     ",\"offload\":%s,\"switch\":", sqlite3_column_int(st, 5) ? "true" : "false");
-		if (sqlite3_column_type(st, 6) == SQLITE_NULL)
-			put_raw(v, "null");
-		else
-			put_string(v, (const char *)sqlite3_column_text(st, 6));
-		put(v, "}", 1);
+		if (!first)
+			put(v, ",", 1);
+		put_row(v, st);
 	}
 	put(v, "]", 1);
 	if (st)
 		sqlite3_reset(st);
 	return step == SQLITE_DONE ? 0 : -EIO;
+}
+
+/* A server as the topology shows it: GET /v1/servers' object without its state. */
+static void put_server(struct view *v, sqlite3_stmt *st)
+{
+	put_raw(v, "{\"name\":");
+	put_string(v, (const char *)sqlite3_column_text(st, 0));
+	putf(v, ",\"devices\":%lld,\"ports_per_device\":%lld,\"p2p\":%s,\"intra\":",
+	     (long long)sqlite3_column_int64(st, 1), (long long)sqlite3_column_int64(st, 2),
+	     sqlite3_column_int(st, 3) ? "true" : "false");
+	put_string(v, (const char *)sqlite3_column_text(st, 4));
+	putf(v, ",\"offload\":%s,\"switch\":", sqlite3_column_int(st, 5) ? "true" : "false");
+	if (sqlite3_column_type(st, 6) == SQLITE_NULL)
+		put_raw(v, "null");
+	else
+		put_string(v, (const char *)sqlite3_column_text(st, 6));
+	put(v, "}", 1);
+}
+
+static int put_servers(struct store *s, struct view *v)
+{
+	return put_rows(v,
+	                store_stmt(s, "SELECT name, devices, ports_per_device, p2p, intra, "
+	                              "offload, switch FROM server ORDER BY id"),
+	                put_server);
+}
+
+static void put_link(struct view *v, sqlite3_stmt *st)
+{
+	put_raw(v, "{\"server\":");
+	put_string(v, (const char *)sqlite3_column_text(st, 0));
+	putf(v, ",\"device\":%lld,\"port\":%lld,\"ocs\":", (long long)sqlite3_column_int64(st, 1),
+	     (long long)sqlite3_column_int64(st, 2));
+	put_string(v, (const char *)sqlite3_column_text(st, 3));
+	putf(v, ",\"ocs_port\":%lld}", (long long)sqlite3_column_int64(st, 4));
 }
 
 /*
@@ -125,25 +149,12 @@ static int put_servers(struct store *s, struct view *v)
  */
 static int put_links(struct store *s, struct view *v)
 {
-	sqlite3_stmt *st = store_stmt(s, "SELECT sv.name, c.device, c.port, o.name, c.ocs_port "
-	                                 "FROM cable c JOIN server sv ON sv.id = c.server_id "
-	                                 "JOIN ocs o ON o.id = c.ocs_id "
-	                                 "ORDER BY c.server_id, c.device, c.port");
-	int step = SQLITE_ERROR;
-	put(v, "[", 1);
-	for (bool first = true; st && (step = sqlite3_step(st)) == SQLITE_ROW; first = false) {
-		put_raw(v, first ? "{\"server\":" : ",{\"server\":");
-		put_string(v, (const char *)sqlite3_column_text(st, 0));
-		putf(v, ",\"device\":%lld,\"port\":%lld,\"ocs\":",
-		     (long long)sqlite3_column_int64(st, 1),
-		     (long long)sqlite3_column_int64(st, 2));
-		put_string(v, (const char *)sqlite3_column_text(st, 3));
-		putf(v, ",\"ocs_port\":%lld}", (long long)sqlite3_column_int64(st, 4));
-	}
-	put(v, "]", 1);
-	if (st)
-		sqlite3_reset(st);
-	return step == SQLITE_DONE ? 0 : -EIO;
+	return put_rows(v,
+	                store_stmt(s, "SELECT sv.name, c.device, c.port, o.name, c.ocs_port "
+	                              "FROM cable c JOIN server sv ON sv.id = c.server_id "
+	                              "JOIN ocs o ON o.id = c.ocs_id "
+	                              "ORDER BY c.server_id, c.device, c.port"),
+	                put_link);
 }
 
 /*

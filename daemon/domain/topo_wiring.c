@@ -90,20 +90,6 @@ struct cabling {
 	size_t n, cap;
 };
 
-static int cabling_push(struct cabling *c, struct cable x)
-{
-	if (c->n == c->cap) {
-		size_t cap = c->cap ? 2 * c->cap : 1024;
-		struct cable *t = realloc(c->v, cap * sizeof(*t));
-		if (!t)
-			return -ENOMEM;
-		c->v = t;
-		c->cap = cap;
-	}
-	c->v[c->n++] = x;
-	return 0;
-}
-
 /*
  * Slot k = device * P + port of every server goes to unit k mod K, ports in
  * server order. Each device port once, each unit's ports in turn: never taken
@@ -144,6 +130,7 @@ static int out_of_memory(struct ofcd_error *e)
 	return ofcd_fail(e, -ENOMEM, OFCD_E_INTERNAL, NULL, NULL, "out of memory");
 }
 
+/* Room for element n of *v (doubling), or -ENOMEM. */
 static int grow(void **v, size_t *cap, size_t n, size_t size)
 {
 	if (n < *cap)
@@ -154,6 +141,14 @@ static int grow(void **v, size_t *cap, size_t n, size_t size)
 		return -ENOMEM;
 	*v = t;
 	*cap = c;
+	return 0;
+}
+
+static int cabling_push(struct cabling *c, struct cable x)
+{
+	if (grow((void **)&c->v, &c->cap, c->n, sizeof(*c->v)) < 0)
+		return -ENOMEM;
+	c->v[c->n++] = x;
 	return 0;
 }
 

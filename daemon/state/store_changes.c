@@ -385,25 +385,6 @@ const void *store_snapshot_data(struct store_snapshot *ss, size_t *len)
 	return p;
 }
 
-int store_snapshot(struct store *s, void **data, size_t *len)
-{
-	struct store_snapshot *ss;
-	int rc = store_in_txn(s) ? -EBUSY : store_snapshot_begin(s, &ss);
-
-	*data = NULL;
-	*len = 0;
-	if (rc < 0)
-		return rc;
-	rc = store_snapshot_step(ss, -1);
-	const void *p = rc == 1 ? store_snapshot_data(ss, len) : NULL;
-	if (p && (*data = malloc(*len)) != NULL)
-		memcpy(*data, p, *len);
-	else if (rc == 1)
-		rc = -ENOMEM;
-	store_snapshot_free(ss);
-	return rc == 1 ? 0 : rc < 0 ? rc : -EIO;
-}
-
 int store_restore(struct store *s, const void *data, size_t len)
 {
 	sqlite3 *mem = NULL;

@@ -105,14 +105,6 @@ int64_t store_applied_revision(struct store *s);
 int store_unreplicated_tables(struct store *s, char *out, size_t len);
 
 /**
- * A consistent copy of the whole store as it is now (SQLite's serialization
- * of the file), for a member that cannot follow the log any more: *data
- * (malloc'd, the caller's) and *len. Returns 0, -EBUSY inside a
- * transaction, or -ENOMEM.
- */
-int store_snapshot(struct store *s, void **data, size_t *len);
-
-/**
  * The gauge of the memory copies hold, from store_snapshot_begin() to store_snapshot_free():
  * a client that stops reading GET /v1/cluster/snapshot holds a whole store until it is cut off.
  */
@@ -123,7 +115,8 @@ int store_snapshot(struct store *s, void **data, size_t *len);
 struct store_snapshot;
 
 /**
- * Starts a copy of the whole store as it is now, to be made by store_snapshot_step() a part
+ * Starts a consistent copy of the whole store as it is now (GET /v1/cluster/snapshot: how a
+ * member that cannot follow the log catches up), to be made by store_snapshot_step() a part
  * per loop turn, so that a large store never holds the loop. The copy reads from a read
  * transaction of a connection of its own: what s writes or rolls back meanwhile is not in it
  * and does not restart it. Returns 0 with *out (free it with store_snapshot_free()), -ENOMEM
@@ -139,8 +132,9 @@ int store_snapshot_begin(struct store *s, struct store_snapshot **out);
 int store_snapshot_step(struct store_snapshot *ss, int pages);
 
 /**
- * The whole copy's bytes, as store_snapshot() gives them, and their length in *len; NULL
- * before store_snapshot_step() said 1. Owned by ss: valid until store_snapshot_free().
+ * The whole copy's bytes (SQLite's serialization of the file, what store_restore() takes)
+ * and their length in *len; NULL before store_snapshot_step() said 1. Owned by ss: valid until
+ * store_snapshot_free().
  */
 const void *store_snapshot_data(struct store_snapshot *ss, size_t *len);
 
@@ -148,7 +142,7 @@ const void *store_snapshot_data(struct store_snapshot *ss, size_t *len);
 void store_snapshot_free(struct store_snapshot *ss);
 
 /**
- * Replaces the whole content of s with a snapshot from store_snapshot() of
+ * Replaces the whole content of s with a snapshot (store_snapshot_data()) of
  * another store of the same schema version (SQLite's backup API, in one
  * step: readers see the old store or the new one). Statements prepared on s
  * stay valid; in-memory mirrors of it must reload. Returns 0, -EPROTO (not

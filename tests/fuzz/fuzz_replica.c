@@ -36,7 +36,8 @@
 
 static struct store *store;
 static struct desired *mirror;
-static void *snapshot;
+static struct store_snapshot *copy; /* kept for the run: its data is the snapshot */
+static const void *snapshot;
 static size_t snapshot_len;
 static int64_t revision;
 
@@ -185,7 +186,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		write_seeds(seeds);
 		exit(0);
 	}
-	if (store_snapshot(store, &snapshot, &snapshot_len) < 0)
+	if (store_snapshot_begin(store, &copy) < 0 || store_snapshot_step(copy, -1) != 1 ||
+	    !(snapshot = store_snapshot_data(copy, &snapshot_len)))
 		fail("cannot take the snapshot");
 	return 0;
 }

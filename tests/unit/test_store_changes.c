@@ -333,14 +333,17 @@ static void test_combine(void **state)
 static void test_snapshot_restore(void **state)
 {
 	struct pair *p = *state;
-	void *snap;
+	struct store_snapshot *ss;
+	const void *snap;
 	size_t len;
 	exec(p->a, "INSERT INTO server(id, name, devices, ports_per_device) VALUES (31, 's31', 4, "
 	           "1); INSERT INTO replica_state(id, applied_revision) VALUES (1, 77) ON "
 	           "CONFLICT(id) DO UPDATE SET applied_revision = 77");
 	exec(p->b, "INSERT INTO server(id, name, devices, ports_per_device) VALUES (32, 's32', 4, "
 	           "1)");
-	assert_int_equal(store_snapshot(p->a, &snap, &len), 0);
+	assert_int_equal(store_snapshot_begin(p->a, &ss), 0);
+	assert_int_equal(store_snapshot_step(ss, -1), 1);
+	assert_non_null(snap = store_snapshot_data(ss, &len));
 	assert_true(len > 4096);
 
 	/* Not a store, or cut short: refused, nothing touched. */
@@ -349,7 +352,7 @@ static void test_snapshot_restore(void **state)
 	assert_int_equal(count(p->b, "SELECT count(*) FROM server WHERE id = 32"), 1);
 
 	assert_int_equal(store_restore(p->b, snap, len), 0);
-	free(snap);
+	store_snapshot_free(ss);
 	assert_int_equal(count(p->b, "SELECT count(*) FROM server WHERE id = 32"), 0);
 	assert_int_equal(count(p->b, "SELECT count(*) FROM server WHERE id = 31"), 1);
 	assert_string_equal(servers(p->b), servers(p->a));
