@@ -398,18 +398,25 @@ static void slice_turn(evutil_socket_t fd, short what, void *arg)
 		slices_abandon(&w->slices, st);
 		goto end;
 	}
-	rc = store_begin(st);
+	/*
+	 * The parts of a write that goes on commit without fsync: a stop that
+	 * loses some leaves it unfinished, as one between two parts does, and its
+	 * end commits in a transaction of its own that syncs them all with it.
+	 * A write that may be undone ends in its last part's transaction.
+	 */
+	rc = goes_on ? store_begin_relaxed(st) : store_begin(st);
 	if (rc == 0)
 		rc = slices_run(&w->slices, &t0, &done);
-	if (rc == 0 && !done) {
+	if (rc == 0 && (!done || goes_on))
 		rc = store_commit(st);
-		if (rc == 0) {
-			static const struct timeval now = { 0, 0 };
-			evtimer_add(w->turn, &now); /* a timer: the loop polls its sockets first */
-			metrics_loop_leave(l);
-			return;
-		}
+	if (rc == 0 && !done) {
+		static const struct timeval now = { 0, 0 };
+		evtimer_add(w->turn, &now); /* a timer: the loop polls its sockets first */
+		metrics_loop_leave(l);
+		return;
 	}
+	if (rc == 0 && goes_on)
+		rc = store_begin(st);
 	if (rc < 0 && goes_on) {
 		/* It cannot stop part-way: the rest at once. */
 		store_rollback(st);

@@ -267,7 +267,7 @@ def test_sigkill_during_a_large_delete(tmp_path):
 
 # ---- a topology whose rule makes more cables than a turn holds ------------------------------
 
-BIG = 4098  # servers: 262,272 cables, inserted 4,096 a part
+BIG = 4098  # servers: 262,272 cables, inserted 256 servers (16,384 cables) a part
 
 
 def big_topology():
@@ -292,6 +292,15 @@ def stored_cabling(path):
         return db.execute("SELECT sv.name, c.device, c.port, o.name, c.ocs_port FROM cable c "
                           "JOIN server sv ON sv.id = c.server_id JOIN ocs o ON o.id = c.ocs_id "
                           "ORDER BY sv.id, c.device, c.port").fetchall()
+    finally:
+        db.close()
+
+
+def revisions(path):
+    """The servers' revisions, as a set."""
+    db = sqlite3.connect(path)
+    try:
+        return {r for (r,) in db.execute("SELECT revision FROM server")}
     finally:
         db.close()
 
@@ -336,23 +345,26 @@ def test_large_topology_put_goes_in_parts(daemon):
     # Into an empty table the rule's cables were made a part at a time: each is the rule's.
     assert stored_cabling(daemon.store) == rule_cabling(big_topology())
     assert "applied again" not in daemon.log()  # the parts' own cables, not a redo at once
+    # Each server's revision rose once, with the part of its cables (created at 1).
+    assert revisions(daemon.store) == {2}
     # The same topology again changes nothing, at once (the table merged with the rule).
     again = daemon.put("/v1/topology", big_topology(), timeout=120)
     assert again.status_code == 200 and again.headers["ETag"] == r.headers["ETag"]
     assert cables(daemon.store) == (BIG * 64, 0)
 
 
-def test_parts_that_end_inside_a_server(daemon):
-    """Servers of 15 and 12 ports on 7 units: 4,096-cable parts end inside servers, and the
-    rule's place (server, slot, each unit's next port) carries from one part to the next."""
-    t = {"ocs": [{"name": f"u{k}", "driver": "sim", "ports": 2000} for k in (3, 1, 4, 0, 6, 2, 5)],
+def test_parts_of_uneven_servers(daemon):
+    """Servers of 15 and 12 ports on 7 units: a part (whole servers, inserted unit by unit) holds
+    some of every unit, and each unit's next port carries from one part to the next."""
+    t = {"ocs": [{"name": f"u{k}", "driver": "sim", "ports": 7000} for k in (3, 1, 4, 0, 6, 2, 5)],
          "servers": [{"name": f"m{i}", "devices": 3 if i % 2 else 4,
-                      "ports_per_device": 5 if i % 2 else 3} for i in range(700)],
+                      "ports_per_device": 5 if i % 2 else 3} for i in range(2600)],
          "wiring": {"rule": "plane-per-ocs"}}
     r = daemon.put("/v1/topology", t, timeout=120)
     assert r.status_code == 200, r.text
-    assert stored_cabling(daemon.store) == rule_cabling(t) and len(rule_cabling(t)) > 8192
+    assert stored_cabling(daemon.store) == rule_cabling(t) and len(rule_cabling(t)) > 2 * 16384
     assert "applied again" not in daemon.log()  # the parts' own cables, not a redo at once
+    assert revisions(daemon.store) == {2}
 
 
 def test_a_topology_put_goes_on_when_its_client_leaves(daemon):
