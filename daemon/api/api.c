@@ -263,18 +263,52 @@ const char *api_field(char *buf, size_t len, const char *prefix, const char *key
 	return jsonin_field(buf, len, prefix, key);
 }
 
+int api_body_check(const json_t *body, struct ofcd_error *e)
+{
+	if (!body)
+		return ofcd_fail(e, -EINVAL, OFCD_E_INVALID_JSON, NULL, NULL,
+		                 "request body is empty, expected a JSON object");
+	if (!json_is_object(body))
+		return ofcd_fail(e, -EINVAL, OFCD_E_INVALID_FIELD, NULL, NULL,
+		                 "request body must be a JSON object");
+	return 0;
+}
+
 json_t *api_body_object(struct api_req *req)
 {
-	if (!req->body) {
-		api_error(req, OFCD_E_INVALID_JSON, NULL,
-		          "request body is empty, expected a JSON object");
-		return NULL;
-	}
-	if (!json_is_object(req->body)) {
-		api_error(req, OFCD_E_INVALID_FIELD, NULL, "request body must be a JSON object");
+	struct ofcd_error e = { 0 };
+	if (api_body_check(req->body, &e) < 0) {
+		api_fail(req, &e);
 		return NULL;
 	}
 	return req->body;
+}
+
+void *api_prepared(struct api_req *req)
+{
+	if (req->prepare_refusal) {
+		api_fail(req, req->prepare_refusal);
+		api_prepared_drop(req);
+		return NULL;
+	}
+	if (!req->prepared && req->route && req->route->prepare) {
+		struct ofcd_error e = { 0 };
+		req->prepared = req->route->prepare->read(req->body, &e);
+		if (!req->prepared)
+			api_fail(req, &e);
+	}
+	return req->prepared;
+}
+
+void api_prepared_drop(struct api_req *req)
+{
+	if (req->prepared && req->route && req->route->prepare)
+		req->route->prepare->free(req->prepared);
+	req->prepared = NULL;
+	if (req->prepare_refusal)
+		ofcd_error_clear(req->prepare_refusal);
+	free(req->prepare_refusal);
+	req->prepare_refusal = NULL;
 }
 
 json_t *api_put_body(struct api_req *req)

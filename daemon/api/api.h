@@ -138,6 +138,22 @@ struct api_transport {
 typedef void (*api_handler)(struct api_req *req);
 
 /**
+ * Reads a request's body (NULL when empty) into what its handler takes, for a
+ * body too large to read in one loop turn: http.c calls it on its parser's
+ * thread (body_parse.h), so it touches nothing but body, which it may change
+ * and which outlives its result (the result may point into it), and what it
+ * allocates. Returns the result, freed by the route's prepare->free, or NULL
+ * with e set to the refusal. See api_prepared().
+ */
+typedef void *(*api_prepare_fn)(json_t *body, struct ofcd_error *e);
+
+/** A route's body read ahead of its handler (api_prepared()). */
+struct api_prepare {
+	api_prepare_fn read;          /**< reads the body: any thread */
+	void (*free)(void *prepared); /**< frees what read returned */
+};
+
+/**
  * Route flags. API_F_PURE: the handler only computes (e.g. POST /v1/plan): it
  * runs without a store transaction and leaves no audit row, like a GET.
  */
@@ -151,6 +167,7 @@ struct api_route {
 	enum auth_role role; /**< least role needed when tokens are configured */
 	unsigned flags;      /**< API_F_* */
 	const char *query;   /**< comma-separated query parameters it takes; NULL: none */
+	const struct api_prepare *prepare; /**< reads the body ahead of the handler, or NULL */
 };
 
 #define API_MAX_PARAMS 4
@@ -206,6 +223,10 @@ struct api_req {
 	const char *client;
 	const char *params[API_MAX_PARAMS]; /**< path parameters, in pattern order */
 	json_t *body; /**< parsed JSON body (owned by req) or NULL when empty */
+	/** The route's prepare->read of body (owned by req, api_prepared_drop()), or NULL. */
+	void *prepared;
+	/** Its refusal when the transport read it (owned), for api_prepared() to reply. */
+	struct ofcd_error *prepare_refusal;
 	/** Who asked (a copy without the secret, valid for the request); NULL when unauthenticated.
 	 */
 	const struct auth_token *token;
@@ -417,6 +438,19 @@ void api_continue(struct api_req *req, const struct api_slices *rest);
 
 /** The body as an object, or 400 (invalid_json when empty, invalid_field when not an object). */
 json_t *api_body_object(struct api_req *req);
+
+/** api_body_object()'s check without a request: 0, or -EINVAL with e set. Any thread. */
+int api_body_check(const json_t *body, struct ofcd_error *e);
+
+/**
+ * What the route's prepare made of the body: made now if the transport did
+ * not (a small body), or NULL with the refusal replied. The handler asks when
+ * its order of checks says (a stale If-Match may come first). Loop thread.
+ */
+void *api_prepared(struct api_req *req);
+
+/** Frees req->prepared and its refusal (the transport calls it with the body's). */
+void api_prepared_drop(struct api_req *req);
 
 /**
  * The body of a PUT to /v1/KIND/{name} as an object whose "name" is the

@@ -58,6 +58,10 @@ void api_wiring_get(struct api_req *req);
 void api_wiring_put(struct api_req *req);
 void api_topology_get(struct api_req *req);
 void api_topology_put(struct api_req *req);
+/** PUT /v1/topology's body read into its spec (api_prepare_fn: any thread). */
+void *api_topology_prepare(json_t *body, struct ofcd_error *e);
+/** Frees what api_topology_prepare() returned (NULL is fine). */
+void api_topology_prepared_free(void *prepared);
 
 /* api_params.c */
 /** Row id of the server named by path parameter 0, or 0 after replying 404. */

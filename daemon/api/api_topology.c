@@ -10,123 +10,173 @@
 #include <string.h>
 
 #include "api_handlers.h"
+#include "jsonin.h"
 #include "domain/inventory.h"
 #include "plan.h"
 #include "reconcile/reconcile.h"
 #include "domain/topo.h"
 #include "domain/topo_apply.h"
 
-/* ---- reading the form ---------------------------------------------------- */
+/* ---- reading the form ----------------------------------------------------
+ *
+ * Request-free, so that a topology's body can be read off the loop
+ * (api_topology_prepare()): each reader fills e with the refusal.
+ */
 
-static int not_object(struct api_req *req, const char *prefix)
+/* jsonin's refusal (a field's form) as the request's: 400, the field named. */
+static int form_fail(struct ofcd_error *e, const struct jsonin_err *je)
 {
-	api_error(req, OFCD_E_INVALID_FIELD, prefix, "%s must be an object",
-	          prefix ? prefix : "body");
-	return -EINVAL;
+	return ofcd_fail(e, -EINVAL, OFCD_E_INVALID_FIELD, je->field[0] ? je->field : NULL, NULL,
+	                 "%s", je->msg);
 }
 
-static int domain_check(struct api_req *req, int rc, struct ofcd_error *e)
+static int not_object(struct ofcd_error *e, const char *prefix)
 {
-	if (rc < 0)
-		api_fail(req, e);
-	return rc;
+	return ofcd_fail(e, -EINVAL, OFCD_E_INVALID_FIELD, prefix, NULL, "%s must be an object",
+	                 prefix ? prefix : "body");
 }
 
-static int parse_ocs(struct api_req *req, json_t *o, const char *prefix, struct topo_ocs_spec *out)
+static int parse_ocs(json_t *o, const char *prefix, struct topo_ocs_spec *out, struct ofcd_error *e)
 {
 	static const char *const members[] = { "name", "driver", "ports", "endpoint", NULL };
-	struct ofcd_error e = { 0 };
-	uint64_t ports;
+	struct jsonin_err je;
+	uint64_t ports = 0;
 	*out = (struct topo_ocs_spec){ .driver = "sim", .endpoint = "" };
 
 	if (!json_is_object(o))
-		return not_object(req, prefix);
-	if (api_check_members(req, o, prefix, members) < 0 ||
-	    api_get_name(req, o, prefix, "name", true, &out->name) < 0 ||
-	    api_get_string(req, o, prefix, "driver", false, 32, &out->driver) < 0 ||
-	    api_get_uint(req, o, prefix, "ports", true, 1, TOPO_OCS_MAX_PORTS, &ports) < 0)
-		return -EINVAL;
+		return not_object(e, prefix);
+	int rc = jsonin_check_members_strict(&je, o, prefix, members);
+	if (rc >= 0)
+		rc = jsonin_name(&je, o, prefix, "name", true, &out->name);
+	if (rc >= 0)
+		rc = jsonin_string(&je, o, prefix, "driver", false, 1, 32, &out->driver);
+	if (rc >= 0)
+		rc = jsonin_uint(&je, o, prefix, "ports", true, 1, TOPO_OCS_MAX_PORTS, &ports);
 	out->ports = (uint32_t)ports;
 	json_t *ep = json_object_get(o, "endpoint");
-	if (ep && !json_is_null(ep) && json_is_string(ep) && json_string_length(ep) == 0)
-		out->endpoint = "";
-	else if (api_get_string(req, o, prefix, "endpoint", false, TOPO_ENDPOINT_MAX_LEN,
-	                        &out->endpoint) < 0)
-		return -EINVAL;
-	return domain_check(req, topo_ocs_check(out, prefix, &e), &e);
+	if (rc >= 0 && !(ep && json_is_string(ep) && json_string_length(ep) == 0))
+		rc = jsonin_string(&je, o, prefix, "endpoint", false, 1, TOPO_ENDPOINT_MAX_LEN,
+		                   &out->endpoint);
+	return rc < 0 ? form_fail(e, &je) : topo_ocs_check(out, prefix, e);
 }
 
-static int parse_server(struct api_req *req, json_t *o, const char *prefix,
-                        struct topo_server_spec *out)
+static int parse_server(json_t *o, const char *prefix, struct topo_server_spec *out,
+                        struct ofcd_error *e)
 {
 	/* null is how GET shows a server without a switch, so PUT takes it back. */
 	static const char *const members[] = { "name",  "devices", "ports_per_device", "p2p",
 		                               "intra", "offload", "switch?",          NULL };
-	struct ofcd_error e = { 0 };
-	uint64_t devices, ports = 1;
+	struct jsonin_err je;
+	uint64_t devices = 0, ports = 1;
 	*out = (struct topo_server_spec){ .ports_per_device = 1 };
 	if (!json_is_object(o))
-		return not_object(req, prefix);
-	if (api_check_members(req, o, prefix, members) < 0 ||
-	    api_get_name(req, o, prefix, "name", true, &out->name) < 0 ||
-	    api_get_uint(req, o, prefix, "devices", true, 1, PLAN_MAX_DEVICES, &devices) < 0 ||
-	    api_get_uint(req, o, prefix, "ports_per_device", false, 1, PLAN_MAX_PORTS, &ports) <
-	        0 ||
-	    api_get_bool(req, o, prefix, "p2p", false, &out->p2p) < 0 ||
-	    api_get_enum(req, o, prefix, "intra", false, topo_intra_names, &out->intra) < 0 ||
-	    api_get_bool(req, o, prefix, "offload", false, &out->offload) < 0 ||
-	    api_get_name(req, o, prefix, "switch", false, &out->sw) < 0)
-		return -EINVAL;
+		return not_object(e, prefix);
+	int rc = jsonin_check_members_strict(&je, o, prefix, members);
+	if (rc >= 0)
+		rc = jsonin_name(&je, o, prefix, "name", true, &out->name);
+	if (rc >= 0)
+		rc = jsonin_uint(&je, o, prefix, "devices", true, 1, PLAN_MAX_DEVICES, &devices);
+	if (rc >= 0)
+		rc = jsonin_uint(&je, o, prefix, "ports_per_device", false, 1, PLAN_MAX_PORTS,
+		                 &ports);
+	if (rc >= 0)
+		rc = jsonin_bool(&je, o, prefix, "p2p", false, &out->p2p);
+	if (rc >= 0)
+		rc = jsonin_enum(&je, o, prefix, "intra", false, topo_intra_names, &out->intra);
+	if (rc >= 0)
+		rc = jsonin_bool(&je, o, prefix, "offload", false, &out->offload);
+	if (rc >= 0)
+		rc = jsonin_name(&je, o, prefix, "switch", false, &out->sw);
 	out->devices = (uint32_t)devices;
 	out->ports_per_device = (uint32_t)ports;
-	return domain_check(req, topo_server_check(out, prefix, &e), &e);
+	return rc < 0 ? form_fail(e, &je) : topo_server_check(out, prefix, e);
 }
 
-static int parse_switch(struct api_req *req, json_t *o, const char *prefix,
-                        struct topo_switch_spec *out)
+static int parse_switch(json_t *o, const char *prefix, struct topo_switch_spec *out,
+                        struct ofcd_error *e)
 {
 	static const char *const members[] = { "name",    "aggregating", "offload",
 		                               "buffer?", "window?",     NULL };
-	struct ofcd_error e = { 0 };
+	struct jsonin_err je;
 	uint64_t buffer = 0, window = 0;
 
 	*out = (struct topo_switch_spec){ 0 };
 	if (!json_is_object(o))
-		return not_object(req, prefix);
-	if (api_check_members(req, o, prefix, members) < 0 ||
-	    api_get_name(req, o, prefix, "name", true, &out->name) < 0 ||
-	    api_get_bool(req, o, prefix, "aggregating", false, &out->aggregating) < 0 ||
-	    api_get_bool(req, o, prefix, "offload", false, &out->offload) < 0 ||
-	    api_get_uint(req, o, prefix, "buffer", false, 1, TOPO_SWITCH_MAX_MESSAGES, &buffer) <
-	        0 ||
-	    api_get_uint(req, o, prefix, "window", false, 1, TOPO_SWITCH_MAX_MESSAGES, &window) < 0)
-		return -EINVAL;
+		return not_object(e, prefix);
+	int rc = jsonin_check_members_strict(&je, o, prefix, members);
+	if (rc >= 0)
+		rc = jsonin_name(&je, o, prefix, "name", true, &out->name);
+	if (rc >= 0)
+		rc = jsonin_bool(&je, o, prefix, "aggregating", false, &out->aggregating);
+	if (rc >= 0)
+		rc = jsonin_bool(&je, o, prefix, "offload", false, &out->offload);
+	if (rc >= 0)
+		rc = jsonin_uint(&je, o, prefix, "buffer", false, 1, TOPO_SWITCH_MAX_MESSAGES,
+		                 &buffer);
+	if (rc >= 0)
+		rc = jsonin_uint(&je, o, prefix, "window", false, 1, TOPO_SWITCH_MAX_MESSAGES,
+		                 &window);
 	out->buffer = (uint32_t)buffer;
 	out->window = (uint32_t)window;
-	return domain_check(req, topo_switch_check(out, prefix, &e), &e);
+	return rc < 0 ? form_fail(e, &je) : topo_switch_check(out, prefix, e);
 }
 
-/* Parses one element of an array into the spec at out. */
-typedef int (*parse_fn)(struct api_req *req, json_t *o, const char *prefix, void *out);
-
-static int parse_ocs_at(struct api_req *req, json_t *o, const char *prefix, void *out)
+static int parse_link(json_t *l, const char *f, struct topo_link_spec *out, struct ofcd_error *e)
 {
-	return parse_ocs(req, o, prefix, out);
+	static const char *const members[] = {
+		"server", "device", "port", "ocs", "ocs_port", NULL
+	};
+	struct jsonin_err je;
+	uint64_t dev = 0, port = 0, ocs_port = 0;
+	if (!json_is_object(l))
+		return not_object(e, f);
+	int rc = jsonin_check_members_strict(&je, l, f, members);
+	if (rc >= 0)
+		rc = jsonin_name(&je, l, f, "server", true, &out->server);
+	if (rc >= 0)
+		rc = jsonin_uint(&je, l, f, "device", true, 0, PLAN_MAX_DEVICES - 1, &dev);
+	if (rc >= 0)
+		rc = jsonin_uint(&je, l, f, "port", true, 0, PLAN_MAX_PORTS - 1, &port);
+	if (rc >= 0)
+		rc = jsonin_name(&je, l, f, "ocs", true, &out->ocs);
+	if (rc >= 0)
+		rc = jsonin_uint(&je, l, f, "ocs_port", true, 1, TOPO_OCS_MAX_PORTS, &ocs_port);
+	out->device = (uint32_t)dev;
+	out->port = (uint32_t)port;
+	out->ocs_port = (uint32_t)ocs_port;
+	return rc < 0 ? form_fail(e, &je) : 0;
 }
 
-static int parse_server_at(struct api_req *req, json_t *o, const char *prefix, void *out)
+/* A reader's refusal as the reply: true when it read. */
+static bool form_read(struct api_req *req, int rc, struct ofcd_error *e)
 {
-	return parse_server(req, o, prefix, out);
+	if (rc < 0)
+		api_fail(req, e);
+	return rc == 0;
 }
 
-static int parse_switch_at(struct api_req *req, json_t *o, const char *prefix, void *out)
+/* Each element of an array, by the reader of its kind. */
+enum spec_kind { SPEC_OCS, SPEC_SERVER, SPEC_SWITCH, SPEC_LINK };
+
+static int parse_element(enum spec_kind kind, json_t *o, const char *f, void *out,
+                         struct ofcd_error *e)
 {
-	return parse_switch(req, o, prefix, out);
+	switch (kind) {
+	case SPEC_OCS:
+		return parse_ocs(o, f, out, e);
+	case SPEC_SERVER:
+		return parse_server(o, f, out, e);
+	case SPEC_SWITCH:
+		return parse_switch(o, f, out, e);
+	case SPEC_LINK:
+		return parse_link(o, f, out, e);
+	}
+	return -EINVAL;
 }
 
 /* Each element of the array arr as one of the specs (n of them, malloc'd into *out). */
-static int parse_array(struct api_req *req, json_t *arr, const char *field, parse_fn parse,
-                       size_t size, void **out, size_t *n)
+static int parse_array(json_t *arr, const char *field, enum spec_kind kind, size_t size, void **out,
+                       size_t *n, struct ofcd_error *e)
 {
 	char f[96];
 	size_t i;
@@ -134,74 +184,47 @@ static int parse_array(struct api_req *req, json_t *arr, const char *field, pars
 
 	*out = NULL;
 	*n = 0;
-	if (!json_is_array(arr)) {
-		api_error(req, OFCD_E_INVALID_FIELD, field, "%s must be an array", field);
-		return -EINVAL;
-	}
+	if (!json_is_array(arr))
+		return ofcd_fail(e, -EINVAL, OFCD_E_INVALID_FIELD, field, NULL,
+		                 "%s must be an array", field);
 	*out = calloc(json_array_size(arr) + 1, size);
-	if (!*out) {
-		api_error(req, OFCD_E_INTERNAL, NULL, "out of memory");
-		return -ENOMEM;
-	}
+	if (!*out)
+		return ofcd_fail(e, -ENOMEM, OFCD_E_INTERNAL, NULL, NULL, "out of memory");
 	json_array_foreach(arr, i, v)
 	{
 		snprintf(f, sizeof(f), "%s[%zu]", field, i);
-		if (parse(req, v, f, (char *)*out + i * size) < 0)
+		if (parse_element(kind, v, f, (char *)*out + i * size, e) < 0)
 			return -EINVAL;
 	}
 	*n = json_array_size(arr);
 	return 0;
 }
 
-static int parse_link(struct api_req *req, json_t *l, const char *f, void *spec)
-{
-	struct topo_link_spec *out = spec;
-	static const char *const members[] = {
-		"server", "device", "port", "ocs", "ocs_port", NULL
-	};
-	uint64_t dev, port, ocs_port;
-	if (!json_is_object(l)) {
-		api_error(req, OFCD_E_INVALID_FIELD, f, "%s must be an object", f);
-		return -EINVAL;
-	}
-	if (api_check_members(req, l, f, members) < 0 ||
-	    api_get_name(req, l, f, "server", true, &out->server) < 0 ||
-	    api_get_uint(req, l, f, "device", true, 0, PLAN_MAX_DEVICES - 1, &dev) < 0 ||
-	    api_get_uint(req, l, f, "port", true, 0, PLAN_MAX_PORTS - 1, &port) < 0 ||
-	    api_get_name(req, l, f, "ocs", true, &out->ocs) < 0 ||
-	    api_get_uint(req, l, f, "ocs_port", true, 1, TOPO_OCS_MAX_PORTS, &ocs_port) < 0)
-		return -EINVAL;
-	out->device = (uint32_t)dev;
-	out->port = (uint32_t)port;
-	out->ocs_port = (uint32_t)ocs_port;
-	return 0;
-}
-
 /* A wiring object {"rule"} or {"links"}; *links (malloc'd) backs out->links. */
-static int parse_wiring(struct api_req *req, json_t *wiring, const char *prefix,
-                        struct topo_wiring_spec *out, struct topo_link_spec **links)
+static int parse_wiring(json_t *wiring, const char *prefix, struct topo_wiring_spec *out,
+                        struct topo_link_spec **links, struct ofcd_error *e)
 {
 	static const char *const members[] = { "rule", "links", NULL };
+	struct jsonin_err je;
 	char f[96];
 	void *v = NULL;
 
 	*out = (struct topo_wiring_spec){ .rule = -1 };
 	*links = NULL;
 	if (!json_is_object(wiring))
-		return not_object(req, prefix);
-	if (api_check_members(req, wiring, prefix, members) < 0 ||
-	    api_get_enum(req, wiring, prefix, "rule", false, topo_wiring_rules, &out->rule) < 0)
-		return -EINVAL;
+		return not_object(e, prefix);
+	if (jsonin_check_members_strict(&je, wiring, prefix, members) < 0 ||
+	    jsonin_enum(&je, wiring, prefix, "rule", false, topo_wiring_rules, &out->rule) < 0)
+		return form_fail(e, &je);
 	json_t *l = json_object_get(wiring, "links");
-	if ((out->rule >= 0) == (l != NULL)) {
-		api_error(req, OFCD_E_INVALID_FIELD, api_field(f, sizeof(f), prefix, "rule"),
-		          "give either rule or links");
-		return -EINVAL;
-	}
+	if ((out->rule >= 0) == (l != NULL))
+		return ofcd_fail(e, -EINVAL, OFCD_E_INVALID_FIELD,
+		                 ofcd_field(f, sizeof(f), prefix, "rule"), NULL,
+		                 "give either rule or links");
 	if (out->rule >= 0)
 		return 0;
-	int rc = parse_array(req, l, api_field(f, sizeof(f), prefix, "links"), parse_link,
-	                     sizeof(**links), &v, &out->nlinks);
+	int rc = parse_array(l, ofcd_field(f, sizeof(f), prefix, "links"), SPEC_LINK,
+	                     sizeof(**links), &v, &out->nlinks, e);
 	*links = v;
 	out->links = *links;
 	return rc;
@@ -223,7 +246,7 @@ void api_ocs_create(struct api_req *req)
 	struct ofcd_error e = { 0 };
 	struct topo_ocs_spec o;
 	json_t *body = api_body_object(req);
-	if (!body || parse_ocs(req, body, NULL, &o) < 0)
+	if (!body || !form_read(req, parse_ocs(body, NULL, &o, &e), &e))
 		return;
 	int64_t id = topo_ocs_add(req->env->store, &o, &e);
 	if (id < 0)
@@ -239,7 +262,7 @@ void api_ocs_put(struct api_req *req)
 	struct topo_ocs_spec o;
 	bool created;
 	json_t *body = api_put_body(req);
-	if (!body || parse_ocs(req, body, NULL, &o) < 0 ||
+	if (!body || !form_read(req, parse_ocs(body, NULL, &o, &e), &e) ||
 	    api_if_match(req, topo_ocs_revision(s, topo_ocs_id(s, o.name))) < 0)
 		return;
 	int64_t id = topo_ocs_put(s, &o, &created, &e);
@@ -346,7 +369,7 @@ void api_switch_create(struct api_req *req)
 	struct topo_switch_spec w;
 	json_t *body = api_body_object(req);
 
-	if (!body || parse_switch(req, body, NULL, &w) < 0)
+	if (!body || !form_read(req, parse_switch(body, NULL, &w, &e), &e))
 		return;
 	if (topo_switch_add(req->env->store, &w, &e) < 0)
 		api_fail(req, &e);
@@ -362,7 +385,7 @@ void api_switch_put(struct api_req *req)
 	bool created;
 	json_t *body = api_put_body(req);
 
-	if (!body || parse_switch(req, body, NULL, &w) < 0 ||
+	if (!body || !form_read(req, parse_switch(body, NULL, &w, &e), &e) ||
 	    api_if_match(req, topo_switch_revision(s, w.name)) < 0)
 		return;
 	if (topo_switch_put(s, &w, &created, &e) < 0)
@@ -416,7 +439,7 @@ void api_server_create(struct api_req *req)
 	struct ofcd_error e = { 0 };
 	struct topo_server_spec v;
 	json_t *body = api_body_object(req);
-	if (!body || parse_server(req, body, NULL, &v) < 0)
+	if (!body || !form_read(req, parse_server(body, NULL, &v, &e), &e))
 		return;
 	int64_t id = topo_server_add(req->env->store, &v, &e);
 	if (id < 0)
@@ -432,7 +455,7 @@ void api_server_put(struct api_req *req)
 	struct topo_server_spec v;
 	bool created;
 	json_t *body = api_put_body(req);
-	if (!body || parse_server(req, body, NULL, &v) < 0 ||
+	if (!body || !form_read(req, parse_server(body, NULL, &v, &e), &e) ||
 	    api_if_match(req, topo_server_revision(s, topo_server_id(s, v.name))) < 0)
 		return;
 	int64_t id = topo_server_put(s, &v, &created, &e);
@@ -609,7 +632,7 @@ void api_wiring_put(struct api_req *req)
 	struct topo_link_spec *links = NULL;
 	json_t *body = api_body_object(req);
 	struct topo_cables *cables;
-	if (body && parse_wiring(req, body, NULL, &w, &links) == 0 &&
+	if (body && form_read(req, parse_wiring(body, NULL, &w, &links, &e), &e) &&
 	    if_match_view(req, req->env->store, false) == 0) {
 		if (topo_wiring_apply(req->env->store, &w, NULL, cables_of(req, &cables), &e) < 0)
 			api_fail(req, &e);
@@ -631,45 +654,84 @@ void api_topology_get(struct api_req *req)
 	reply_view(req, req->env->store, true, false);
 }
 
-void api_topology_put(struct api_req *req)
-{
-	static const char *const members[] = { "ocs", "switches?", "servers", "wiring", NULL };
-	struct ofcd_error e = { 0 };
-	struct topo_spec t = { .wiring = { .rule = -1 } };
-	struct topo_link_spec *links = NULL;
-	void *ocs = NULL, *switches = NULL, *servers = NULL;
-	json_t *body = api_body_object(req);
+/* What a PUT /v1/topology says (api_topology_prepare()): t and the arrays behind it. */
+struct topo_put {
+	struct topo_spec t;
+	struct topo_ocs_spec *ocs;
+	struct topo_switch_spec *switches;
+	struct topo_server_spec *servers;
+	struct topo_link_spec *links;
+};
 
-	if (!body || api_check_members(req, body, NULL, members) < 0 ||
-	    if_match_view(req, req->env->store, true) < 0)
-		return;
+void api_topology_prepared_free(void *prepared)
+{
+	struct topo_put *p = prepared;
+	if (p) {
+		free(p->ocs);
+		free(p->switches);
+		free(p->servers);
+		free(p->links);
+	}
+	free(p);
+}
+
+static const char *const topology_members[] = { "ocs", "switches?", "servers", "wiring", NULL };
+
+void *api_topology_prepare(json_t *body, struct ofcd_error *e)
+{
+	struct jsonin_err je;
+	if (api_body_check(body, e) < 0)
+		return NULL;
+	if (jsonin_check_members_strict(&je, body, NULL, topology_members) < 0) {
+		form_fail(e, &je);
+		return NULL;
+	}
 	json_t *jo = json_object_get(body, "ocs"), *js = json_object_get(body, "servers");
 	if (!json_is_array(jo) || !json_is_array(js)) {
-		api_error(req, OFCD_E_INVALID_FIELD, json_is_array(jo) ? "servers" : "ocs",
-		          "%s must be an array", json_is_array(jo) ? "servers" : "ocs");
-		return;
+		const char *f = json_is_array(jo) ? "servers" : "ocs";
+		ofcd_fail(e, -EINVAL, OFCD_E_INVALID_FIELD, f, NULL, "%s must be an array", f);
+		return NULL;
 	}
-	json_t *jw = json_object_get(body, "switches");
-	json_t *wiring = json_object_get(body, "wiring");
-	if (parse_array(req, jo, "ocs", parse_ocs_at, sizeof(*t.ocs), &ocs, &t.nocs) < 0 ||
-	    /* Like the wiring, switches not given are none. */
-	    (jw && parse_array(req, jw, "switches", parse_switch_at, sizeof(*t.switches), &switches,
-	                       &t.nswitches) < 0) ||
-	    parse_array(req, js, "servers", parse_server_at, sizeof(*t.servers), &servers,
-	                &t.nservers) < 0 ||
-	    (wiring && parse_wiring(req, wiring, "wiring", &t.wiring, &links) < 0))
-		goto out;
-	t.ocs = ocs;
-	t.switches = switches;
-	t.servers = servers;
+	struct topo_put *p = calloc(1, sizeof(*p));
+	if (!p) {
+		ofcd_fail(e, -ENOMEM, OFCD_E_INTERNAL, NULL, NULL, "out of memory");
+		return NULL;
+	}
+	p->t.wiring.rule = -1;
+	json_t *jw = json_object_get(body, "switches"), *wiring = json_object_get(body, "wiring");
+	void *ocs = NULL, *switches = NULL, *servers = NULL;
+	int rc = parse_array(jo, "ocs", SPEC_OCS, sizeof(*p->ocs), &ocs, &p->t.nocs, e);
+	/* Like the wiring, switches not given are none. */
+	if (rc == 0 && jw)
+		rc = parse_array(jw, "switches", SPEC_SWITCH, sizeof(*p->switches), &switches,
+		                 &p->t.nswitches, e);
+	if (rc == 0)
+		rc = parse_array(js, "servers", SPEC_SERVER, sizeof(*p->servers), &servers,
+		                 &p->t.nservers, e);
+	p->t.ocs = p->ocs = ocs;
+	p->t.switches = p->switches = switches;
+	p->t.servers = p->servers = servers;
+	if (rc == 0 && wiring)
+		rc = parse_wiring(wiring, "wiring", &p->t.wiring, &p->links, e);
+	if (rc < 0) {
+		api_topology_prepared_free(p);
+		return NULL;
+	}
+	return p;
+}
+
+void api_topology_put(struct api_req *req)
+{
+	struct ofcd_error e = { 0 };
+	struct topo_put *p;
 	struct topo_cables *cables;
-	if (topo_apply(req->env->store, req->env->units, &t, cables_of(req, &cables), &e) < 0)
+	/* The body's form, then If-Match, then its contents: the order of every PUT. */
+	json_t *body = api_body_object(req);
+	if (!body || api_check_members(req, body, NULL, topology_members) < 0 ||
+	    if_match_view(req, req->env->store, true) < 0 || !(p = api_prepared(req)))
+		return;
+	if (topo_apply(req->env->store, req->env->units, &p->t, cables_of(req, &cables), &e) < 0)
 		api_fail(req, &e);
 	else
 		cables_continue(req, cables, true);
-out:
-	free(ocs);
-	free(switches);
-	free(servers);
-	free(links);
 }

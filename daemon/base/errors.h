@@ -49,7 +49,7 @@ unsigned ofcd_err_status(enum ofcd_err err);
  */
 struct ofcd_error {
 	enum ofcd_err err; /**< kind of refusal; OFCD_OK while none */
-	char field[128];   /**< the request field to blame, "" for none */
+	char field[160];   /**< the request field to blame, "" for none (jsonin's length) */
 	char msg[512];     /**< a message naming the object and what to do */
 	json_t *details;   /**< extra facts for the error body (owned), or NULL */
 };

@@ -21,6 +21,7 @@
 #include "base/config.h"
 #include "log.h"
 #include "base/metrics.h"
+#include "body_parse.h"
 
 #define HTTP_MAX_PATH 1024
 /* Connections beyond [http] max_connections that only health probes and scrapes may use. */
@@ -41,6 +42,7 @@ struct http_server {
 	/* MHD_run must run again at once, whatever MHD's timeout says (see run_soon()). */
 	bool run_again;
 	struct http_req *suspended;  /* doubly linked list of suspended requests */
+	struct body_parser *parser;  /* large bodies' (NULL: all parsed on the loop) */
 	struct http_stream *streams; /* doubly linked list of open streams */
 	struct http_conn *conns;     /* doubly linked list of open connections */
 	size_t streams_queued;       /* bytes queued for all streams */
@@ -91,6 +93,7 @@ struct http_stream {
 
 enum req_state {
 	REQ_RECEIVING, /* reading the body */
+	REQ_PARSING,   /* its body is with the parser (r->parsing) */
 	REQ_SUSPENDED, /* handler holds it */
 	REQ_READY,     /* reply set, to be queued on the next access call */
 	REQ_SENT,      /* response queued */
@@ -115,6 +118,7 @@ struct http_req {
 	bool close_after;           /* its framing was refused: take no further request */
 	bool refused;               /* the reply is set: its body is read and dropped first */
 	bool in_dispatch;           /* the handler runs: a resume now is sent when it returns */
+	struct body_job *parsing;   /* while REQ_PARSING */
 	struct http_stream *stream; /* set when the reply is a stream */
 	struct http_conn *c;        /* its connection, NULL once that is gone */
 	struct http_req *next, *prev;
@@ -620,24 +624,50 @@ static void add_body(struct http_req *r, const char *data, size_t len)
 	r->body_len += len;
 }
 
-static bool parse_body(struct http_req *r)
+/* Bodies from this size up are parsed off the loop (about 2.5 ms of jansson's time). */
+#define PARSE_OFF_LOOP (64 * 1024)
+
+#define PARSE_FLAGS (JSON_DECODE_ANY | JSON_REJECT_DUPLICATES)
+
+enum body_state {
+	BODY_READY,   /* parsed, or none: dispatch it */
+	BODY_REFUSED, /* the reply is set */
+	BODY_PARSING, /* on_parsed() dispatches it */
+};
+
+/* The body's value, or the reply that says why it is not JSON. */
+static enum body_state set_body(struct http_req *r, json_t *value, const json_error_t *jerr)
 {
-	struct api_req *a = &r->api;
+	r->api.body = value;
+	if (value)
+		return BODY_READY;
+	api_error(&r->api, OFCD_E_INVALID_JSON, NULL, "malformed JSON at line %d, column %d: %s",
+	          jerr->line, jerr->column, jerr->text);
+	return BODY_REFUSED;
+}
+
+static void on_parsed(void *arg, struct body_parsed *parsed);
+
+static enum body_state parse_body(struct http_req *r)
+{
 	json_error_t jerr;
 	if (r->too_large) {
-		api_error(a, OFCD_E_BODY_TOO_LARGE, NULL,
+		api_error(&r->api, OFCD_E_BODY_TOO_LARGE, NULL,
 		          "request body over the limit of %zu bytes", r->h->cfg->max_body);
-		return false;
+		return BODY_REFUSED;
 	}
 	if (r->body_len == 0)
-		return true;
-	a->body = json_loadb(r->body, r->body_len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
-	if (!a->body) {
-		api_error(a, OFCD_E_INVALID_JSON, NULL, "malformed JSON at line %d, column %d: %s",
-		          jerr.line, jerr.column, jerr.text);
-		return false;
+		return BODY_READY;
+	if (r->h->parser && r->body_len >= PARSE_OFF_LOOP) {
+		r->parsing =
+		    body_parser_submit(r->h->parser, r->body, r->body_len, PARSE_FLAGS,
+		                       r->api.route ? r->api.route->prepare : NULL, on_parsed, r);
+		if (r->parsing) {
+			r->body = NULL; /* the parser's now */
+			return BODY_PARSING;
+		}
 	}
-	return true;
+	return set_body(r, json_loadb(r->body, r->body_len, PARSE_FLAGS, &jerr), &jerr);
 }
 
 /*
@@ -662,6 +692,52 @@ static void peer_address(struct MHD_Connection *conn, char *buf, size_t len)
 	else if (sa && sa->sa_family == AF_INET6)
 		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, buf,
 		          (socklen_t)len);
+}
+
+static void unlink_suspended(struct http_req *r)
+{
+	if (r->prev)
+		r->prev->next = r->next;
+	else if (r->h->suspended == r)
+		r->h->suspended = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	r->next = r->prev = NULL;
+}
+
+/* The API's turn: the handler, or the audit of a request its body refused. */
+static void dispatch(struct http_req *r, enum body_state body)
+{
+	if (body == BODY_READY) {
+		r->in_dispatch = true;
+		api_dispatch(&r->api);
+		r->in_dispatch = false;
+	} else {
+		api_audit_refusal(&r->api);
+	}
+}
+
+/*
+ * Held, its connection suspended, until its reply or its client's end: the
+ * drain and a closing client find it in h->suspended.
+ */
+static void hold(struct http_req *r, enum req_state state)
+{
+	struct http_server *h = r->h;
+	r->state = state;
+	r->next = h->suspended;
+	if (h->suspended)
+		h->suspended->prev = r;
+	h->suspended = r;
+	set_timeout(r->conn, h->cfg->idle_timeout_s); /* ?wait= holds it up to a minute */
+}
+
+/* Its body is not parsed, or its value not wanted, any more. */
+static void stop_parsing(struct http_req *r)
+{
+	if (r->parsing)
+		body_parser_cancel(r->parsing);
+	r->parsing = NULL;
 }
 
 static void req_resume(struct api_req *req);
@@ -746,35 +822,44 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 	conn_phase(r->c, CONN_OTHER, 0);
 	if (r->refused)
 		return refuse_early(r);
-	if (parse_body(r)) {
-		r->in_dispatch = true;
-		api_dispatch(&r->api);
-		r->in_dispatch = false;
-	} else {
-		api_audit_refusal(&r->api);
-	}
-	if (r->api.suspended) {
-		r->state = REQ_SUSPENDED;
-		r->next = h->suspended;
-		if (h->suspended)
-			h->suspended->prev = r;
-		h->suspended = r;
-		set_timeout(conn, h->cfg->idle_timeout_s); /* ?wait= holds it up to a minute */
+	enum body_state body = parse_body(r);
+	if (body != BODY_PARSING)
+		dispatch(r, body);
+	if (body == BODY_PARSING || r->api.suspended) {
+		hold(r, body == BODY_PARSING ? REQ_PARSING : REQ_SUSPENDED);
 		MHD_suspend_connection(conn);
 		return MHD_YES;
 	}
 	return send_reply(r);
 }
 
-static void unlink_suspended(struct http_req *r)
+/*
+ * A body the parser is done with: the request's turn, as on_access() would
+ * have given it, its body read by its route's prepare already.
+ */
+static void on_parsed(void *arg, struct body_parsed *parsed)
 {
-	if (r->prev)
-		r->prev->next = r->next;
-	else if (r->h->suspended == r)
-		r->h->suspended = r->next;
-	if (r->next)
-		r->next->prev = r->prev;
-	r->next = r->prev = NULL;
+	struct metrics_loop l = metrics_loop_enter("http");
+	struct http_req *r = arg;
+	r->parsing = NULL;
+	unlink_suspended(r);
+	enum body_state body = set_body(r, parsed->value, &parsed->err);
+	r->api.prepared = parsed->prepared;
+	/* A refusal is the handler's to give, in its order of checks (api_prepared()). */
+	if (body == BODY_READY && parsed->refusal.err != OFCD_OK &&
+	    (r->api.prepare_refusal = malloc(sizeof(*r->api.prepare_refusal)))) {
+		*r->api.prepare_refusal = parsed->refusal;
+		parsed->refusal = (struct ofcd_error){ 0 };
+	}
+	dispatch(r, body);
+	if (r->api.suspended) {
+		hold(r, REQ_SUSPENDED); /* its connection is still suspended */
+	} else {
+		r->state = REQ_READY;
+		MHD_resume_connection(r->conn);
+		run_soon(r->h);
+	}
+	metrics_loop_leave(l);
 }
 
 static void req_resume(struct api_req *req)
@@ -832,8 +917,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	(void)toe;
 	if (!r)
 		return;
-	if (r->state == REQ_SUSPENDED) {
+	if (r->state == REQ_SUSPENDED || r->state == REQ_PARSING) {
 		unlink_suspended(r);
+		stop_parsing(r);
 		if (r->api.on_abort)
 			r->api.on_abort(&r->api, true);
 	}
@@ -858,6 +944,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	}
 	if (r->stream) /* never handed to MHD */
 		stream_free(r->stream);
+	api_prepared_drop(&r->api);
 	json_decref(r->api.body);
 	json_decref(r->api.reply);
 	api_reply_text_drop(&r->api);
@@ -892,13 +979,14 @@ static void on_peer_closed(evutil_socket_t fd, short what, void *arg)
 	shutdown(fd, SHUT_RDWR);
 	if (c->stream) {
 		stream_end(&c->stream->api);
-	} else if (c->req && c->req->state == REQ_SUSPENDED) {
+	} else if (c->req && (c->req->state == REQ_SUSPENDED || c->req->state == REQ_PARSING)) {
 		/*
 		 * Its holder hears now, not when its wait or write ends: a large
 		 * create whose client left is undone rather than made for no one.
 		 */
 		struct http_req *r = c->req;
 		unlink_suspended(r);
+		stop_parsing(r);
 		r->state = REQ_GONE;
 		r->api.suspended = false;
 		if (r->api.on_abort)
@@ -1115,6 +1203,10 @@ int http_start(struct api_env *env, bool probes_only, struct http_server **out, 
 	h->cfg = env->cfg;
 	h->listen_fd = -1;
 	h->probes_only = probes_only;
+	/* The probes' bodies are small (their routes take none): parsed where they arrive. */
+	if (!probes_only && !(h->parser = body_parser_new(env->base)))
+		log_warn("http",
+		         "cannot start the body parser's thread: bodies are parsed on the loop");
 	/* Every counter shown from 0, so the first increase is an increase to alert on. */
 	metrics_counter_add("ofcd_http_warnings_total", HELP_WARNINGS, NULL, 0);
 	metrics_counter_add("ofcd_http_deadline_cuts_total", HELP_CUTS, "phase=\"header\"", 0);
@@ -1228,6 +1320,20 @@ void http_abort_suspended(struct http_server *h, bool replicating_too)
 			r = r->next;
 			continue;
 		}
+		/* Those still parsing are let finish during the drain, as their handlers would be.
+		 */
+		if (r->state == REQ_PARSING && !replicating_too) {
+			r = r->next;
+			continue;
+		}
+		if (r->state == REQ_PARSING) {
+			/* Not handed to the API yet: refused as a request arriving now would be. */
+			stop_parsing(r);
+			api_error(&r->api, OFCD_E_SHUTTING_DOWN, NULL,
+			          "the daemon is shutting down");
+			api_audit_refusal(&r->api);
+			r->state = REQ_SUSPENDED;
+		}
 		if (r->api.on_abort)
 			r->api.on_abort(&r->api, false);
 		req_resume(&r->api); /* unlinks it */
@@ -1259,6 +1365,7 @@ void http_destroy(struct http_server *h)
 		MHD_stop_daemon(h->mhd);
 	else if (h->listen_fd >= 0)
 		close(h->listen_fd);
+	body_parser_free(h->parser);
 	free(h->tls_cert);
 	free_secret(h->tls_key);
 	free(h);

@@ -37,7 +37,9 @@ size_t http_inflight(const struct http_server *h);
 /**
  * Ends every suspended request early (their on_abort runs with
  * conn_closed = false), for shutdown; a cluster write whose change the log
- * has in hand (api_req.replicating) only when replicating_too is set.
+ * has in hand (api_req.replicating), and a request whose body is still being
+ * parsed (refused 503), only when replicating_too is set: the drain lets them
+ * end on their own.
  */
 void http_abort_suspended(struct http_server *h, bool replicating_too);
 

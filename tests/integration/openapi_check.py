@@ -171,7 +171,7 @@ def routes():
     table = text[text.index("api_routes[] = {"):]
     table = table[:table.index("\n};")]
     entry = re.compile(r'\{\s*"(\w+)",\s*"([^"]+)",\s*(\w+),\s*(AUTH_\w+),\s*([\w|]+),\s*'
-                       r'(NULL|"[^"]*")\s*\}', re.S)
+                       r'(NULL|"[^"]*"),\s*(NULL|&\w+)\s*\}', re.S)
     out = []
     for m in entry.finditer(table):
         query = [] if m.group(6) == "NULL" else m.group(6).strip('"').split(",")

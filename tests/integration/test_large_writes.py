@@ -7,6 +7,7 @@ and refuses only a fabric left half-made."""
 import json
 import os
 import signal
+import socket
 import sqlite3
 import subprocess
 import threading
@@ -365,6 +366,54 @@ def test_parts_of_uneven_servers(daemon):
     assert stored_cabling(daemon.store) == rule_cabling(t) and len(rule_cabling(t)) > 2 * 16384
     assert "applied again" not in daemon.log()  # the parts' own cables, not a redo at once
     assert revisions(daemon.store) == {2}
+
+
+def test_a_large_body_read_off_the_loop_is_refused_as_any(daemon):
+    """A topology past 64 KiB is parsed and read on the parser's thread: a bad field deep in
+    it, or JSON cut short, is the same 400 naming it, and stores nothing."""
+    t = big_topology()
+    t["servers"][3000]["devices"] = 0
+    r = daemon.put("/v1/topology", t, timeout=120)
+    assert r.status_code == 400, r.text
+    assert error_of(r)["code"] == "invalid_field"
+    assert r.json()["error"]["field"] == "servers[3000].devices"
+    t["servers"][3000]["devices"] = 8
+    t["servers"][4000]["colour"] = "red"
+    r = daemon.put("/v1/topology", t, timeout=120)
+    assert r.status_code == 400 and r.json()["error"]["field"] == "servers[4000].colour", r.text
+    # A stale If-Match is answered before the contents, as for a small body.
+    r = daemon.put("/v1/topology", t, headers={"If-Match": '"0000"'}, timeout=120)
+    assert r.status_code == 412, r.text
+    text = json.dumps(big_topology())
+    assert len(text) > 64 * 1024
+    r = daemon.put("/v1/topology", raw=text[:-2], timeout=120)
+    assert r.status_code == 400 and error_of(r)["code"] == "invalid_json", r.text
+    assert "line 1, column" in r.json()["error"]["message"]
+    stored = daemon.get("/v1/topology").json()
+    assert stored["servers"] == [] and stored["ocs"] == [], stored
+    # And the same body whole is taken.
+    assert daemon.put("/v1/topology", raw=text, timeout=120).status_code == 200
+
+
+def test_clients_that_leave_while_their_body_is_parsed(daemon):
+    """Clients that send a large topology and close at once, some while its body is still with
+    the parser, some after: the daemon lives on, and the store holds no topology or all of it."""
+    text = json.dumps(big_topology()).encode()
+    for i in range(6):
+        s = socket.create_connection(("127.0.0.1", daemon.port))
+        s.sendall(b"PUT /v1/topology HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: %d\r\n\r\n" % len(text) + text)
+        time.sleep(0.002 * i)
+        s.close()
+        assert daemon.get("/v1/health").status_code == 200
+    # Whatever was taken goes on to the end; the store is then whole.
+    def settled():
+        t = daemon.get("/v1/topology").json()
+        return not t["servers"] or ("partial" not in t["wiring"]
+                                    and cables(daemon.store) == (BIG * 64, 0))
+    assert wait_for(settled, timeout=120)
+    assert daemon.put("/v1/topology", raw=text.decode(), timeout=120).status_code == 200
+    assert cables(daemon.store) == (BIG * 64, 0)
 
 
 def test_a_topology_put_goes_on_when_its_client_leaves(daemon):

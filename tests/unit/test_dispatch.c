@@ -255,6 +255,7 @@ static json_t *reply_of(const struct test_req *r)
 
 static void done(struct test_req *r)
 {
+	api_prepared_drop(&r->api);
 	json_decref(r->api.body);
 	json_decref(r->api.reply);
 	api_reply_text_drop(&r->api);
