@@ -465,12 +465,19 @@ void api_server_put(struct api_req *req)
 		server_reply(req, created ? 201 : 200, id, v.name);
 }
 
+/* Written as text from the rows: as JSON values, 32,768 servers held the loop 250 ms. */
 void api_server_list(struct api_req *req)
 {
-	json_t *servers = topo_server_list(req->env->store);
-	if (servers)
-		inventory_mark_stale(req->env->store, servers);
-	reply_list(req, "servers", servers);
+	struct topo_names stale;
+	size_t len = 0;
+	char *text = inventory_stale_names(req->env->store, &stale) == 0
+	                 ? topo_servers_text(req->env->store, &stale, &len)
+	                 : NULL;
+	topo_names_free(&stale);
+	if (text)
+		api_reply_text(req, 200, "application/json", text, len);
+	else
+		api_error(req, OFCD_E_STORE, NULL, "cannot read the servers, try again");
 }
 
 void api_server_get(struct api_req *req)

@@ -23,6 +23,7 @@
 struct fabric_ctx;
 struct rdma_inventory;
 struct store;
+struct topo_names;
 
 /** Heartbeats an agent may miss before its server is flagged stale. */
 #define INVENTORY_STALE_MISSED 3
@@ -47,7 +48,10 @@ int inventory_apply(const struct fabric_ctx *c, int64_t server_id, const char *s
  */
 json_t *inventory_view(struct store *s, int64_t server_id, json_t *server);
 
-/** Sets "stale" on every server object of the array servers (as the single view does). */
-void inventory_mark_stale(struct store *s, json_t *servers);
+/**
+ * The names of the servers whose inventory is stale (as inventory_view() says), sorted,
+ * into *out (topo_names_free()). 0, or -EIO / -ENOMEM with *out empty.
+ */
+int inventory_stale_names(struct store *s, struct topo_names *out);
 
 #endif

@@ -237,25 +237,6 @@ json_t *topo_server_json(struct store *s, int64_t id, bool detail)
 	return o;
 }
 
-json_t *topo_server_list(struct store *s)
-{
-	static const char sql[] = "SELECT s.id, s.name, s.devices, s.ports_per_device, s.p2p, "
-	                          "s.intra, f.name, s.offload, s.switch, "
-	                          "(SELECT group_concat(device) FROM (SELECT device FROM "
-	                          "device_fault WHERE server_id = s.id ORDER BY device)) "
-	                          "FROM server s LEFT JOIN fabric_server fs ON fs.server_id = s.id "
-	                          "LEFT JOIN fabric f ON f.id = fs.fabric_id AND NOT f.partial "
-	                          "ORDER BY s.id";
-	sqlite3_stmt *st = store_stmt(s, sql);
-	json_t *a = json_array();
-	int step = SQLITE_ERROR;
-	while (st && (step = sqlite3_step(st)) == SQLITE_ROW)
-		json_array_append_new(a, server_row(st));
-	if (st)
-		sqlite3_reset(st);
-	return topo_list_end(a, step);
-}
-
 /* Server names of a fabric by position, as a JSON array. */
 static json_t *fabric_servers(struct store *s, int64_t fabric_id)
 {

@@ -61,8 +61,6 @@ json_t *topo_ocs_list(struct store *s);
  * with detail, also "device_info": [{"index","state","ports":[{"port","ocs","ocs_port"}]}].
  */
 json_t *topo_server_json(struct store *s, int64_t id, bool detail);
-/** All servers, in creation order. */
-json_t *topo_server_list(struct store *s);
 
 /** The end of a list read from the store: a, or NULL (a freed) unless step is SQLITE_DONE. */
 json_t *topo_list_end(json_t *a, int step);
@@ -90,6 +88,26 @@ bool topo_switch_exists(struct store *s, const char *name);
 char *topo_json_text(struct store *s, size_t *len);
 /** The wiring {"rule": name|null, "links": [...]}, links by server order, device, port. */
 char *topo_wiring_text(struct store *s, size_t *len);
+
+/** Server names, sorted (strcmp), each and the array malloc'd: topo_names_free(). */
+struct topo_names {
+	char **v;
+	size_t n;
+};
+
+/** Their order: qsort()'s and bsearch()'s comparison of two char * elements. */
+int topo_names_cmp(const void *a, const void *b);
+
+/** Frees what names holds (the struct itself is the caller's). */
+void topo_names_free(struct topo_names *names);
+
+/**
+ * GET /v1/servers' reply: {"servers": [...]} in creation order, each server as
+ * topo_server_json() shows it plus "stale" (its name among stale, borrowed).
+ * NULL when the store cannot be read or memory runs out; the text is the
+ * caller's (*len bytes, a newline last).
+ */
+char *topo_servers_text(struct store *s, const struct topo_names *stale, size_t *len);
 
 /** A fabric with its plan (see docs/api.md), or NULL. */
 json_t *topo_fabric_json(struct store *s, int64_t id);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plan.h"
 #include "state/store_sql.h"
 #include "topo.h"
 #include "utf8.h"
@@ -91,16 +92,20 @@ static void put_string(struct view *v, const char *s)
 	put(v, "\"", 1);
 }
 
-/* A JSON array of the rows of st, each written by put_row(). 0, or -EIO when the scan fails. */
+/*
+ * A JSON array of the rows of st, each written by put_row(v, st, arg). 0, or -EIO when the
+ * scan fails.
+ */
 static int put_rows(struct view *v, sqlite3_stmt *st,
-                    void (*put_row)(struct view *v, sqlite3_stmt *st))
+                    void (*put_row)(struct view *v, sqlite3_stmt *st, const void *arg),
+                    const void *arg)
 {
 	int step = SQLITE_ERROR;
 	put(v, "[", 1);
 	for (bool first = true; st && (step = sqlite3_step(st)) == SQLITE_ROW; first = false) {
 		if (!first)
 			put(v, ",", 1);
-		put_row(v, st);
+		put_row(v, st, arg);
 	}
 	put(v, "]", 1);
 	if (st)
@@ -108,8 +113,20 @@ static int put_rows(struct view *v, sqlite3_stmt *st,
 	return step == SQLITE_DONE ? 0 : -EIO;
 }
 
-/* A server as the topology shows it: GET /v1/servers' object without its state. */
-static void put_server(struct view *v, sqlite3_stmt *st)
+/* A string column, or null. */
+static void put_string_or_null(struct view *v, sqlite3_stmt *st, int col)
+{
+	if (sqlite3_column_type(st, col) == SQLITE_NULL)
+		put_raw(v, "null");
+	else
+		put_string(v, (const char *)sqlite3_column_text(st, col));
+}
+
+/*
+ * A server's definition, columns 0-6 (name, devices, ports_per_device, p2p, intra, offload,
+ * switch), as the members of its object, without the closing brace.
+ */
+static void put_server_definition(struct view *v, sqlite3_stmt *st)
 {
 	put_raw(v, "{\"name\":");
 	put_string(v, (const char *)sqlite3_column_text(st, 0));
@@ -118,10 +135,14 @@ static void put_server(struct view *v, sqlite3_stmt *st)
 	     sqlite3_column_int(st, 3) ? "true" : "false");
 	put_string(v, (const char *)sqlite3_column_text(st, 4));
 	putf(v, ",\"offload\":%s,\"switch\":", sqlite3_column_int(st, 5) ? "true" : "false");
-	if (sqlite3_column_type(st, 6) == SQLITE_NULL)
-		put_raw(v, "null");
-	else
-		put_string(v, (const char *)sqlite3_column_text(st, 6));
+	put_string_or_null(v, st, 6);
+}
+
+/* A server as the topology shows it: GET /v1/servers' object without its state. */
+static void put_server(struct view *v, sqlite3_stmt *st, const void *arg)
+{
+	(void)arg;
+	put_server_definition(v, st);
 	put(v, "}", 1);
 }
 
@@ -130,11 +151,53 @@ static int put_servers(struct store *s, struct view *v)
 	return put_rows(v,
 	                store_stmt(s, "SELECT name, devices, ports_per_device, p2p, intra, "
 	                              "offload, switch FROM server ORDER BY id"),
-	                put_server);
+	                put_server, NULL);
 }
 
-static void put_link(struct view *v, sqlite3_stmt *st)
+static int device_cmp(const void *a, const void *b)
 {
+	long long x = *(const long long *)a, y = *(const long long *)b;
+	return (x > y) - (x < y);
+}
+
+int topo_names_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/*
+ * A server as GET /v1/servers lists it: its definition, then "fabric" (column 7), the
+ * failed devices (column 8, "1,5" as group_concat() gives them) and "stale" (arg: the
+ * sorted names of stale servers, struct topo_names).
+ */
+static void put_listed_server(struct view *v, sqlite3_stmt *st, const void *arg)
+{
+	const struct topo_names *stale = arg;
+	put_server_definition(v, st);
+	put_raw(v, ",\"fabric\":");
+	put_string_or_null(v, st, 7);
+	put_raw(v, ",\"failed_devices\":[");
+	/* group_concat() keeps no order: sorted here. */
+	long long dev[PLAN_MAX_DEVICES];
+	size_t n = 0;
+	for (const char *p = (const char *)sqlite3_column_text(st, 8);
+	     p && *p && n < PLAN_MAX_DEVICES;) {
+		char *end;
+		dev[n++] = strtoll(p, &end, 10);
+		p = *end == ',' ? end + 1 : end + strlen(end);
+	}
+	qsort(dev, n, sizeof(*dev), device_cmp);
+	for (size_t i = 0; i < n; i++)
+		putf(v, "%s%lld", i ? "," : "", dev[i]);
+	const char *name = (const char *)sqlite3_column_text(st, 0);
+	bool is = name && stale->n &&
+	          bsearch(&name, stale->v, stale->n, sizeof(*stale->v), topo_names_cmp) != NULL;
+	putf(v, "],\"stale\":%s}", is ? "true" : "false");
+}
+
+static void put_link(struct view *v, sqlite3_stmt *st, const void *arg)
+{
+	(void)arg;
 	put_raw(v, "{\"server\":");
 	put_string(v, (const char *)sqlite3_column_text(st, 0));
 	putf(v, ",\"device\":%lld,\"port\":%lld,\"ocs\":", (long long)sqlite3_column_int64(st, 1),
@@ -154,7 +217,7 @@ static int put_links(struct store *s, struct view *v)
 	                              "FROM cable c JOIN server sv ON sv.id = c.server_id "
 	                              "JOIN ocs o ON o.id = c.ocs_id "
 	                              "ORDER BY c.server_id, c.device, c.port"),
-	                put_link);
+	                put_link, NULL);
 }
 
 /*
@@ -234,4 +297,33 @@ char *topo_wiring_text(struct store *s, size_t *len)
 	char *text = NULL;
 	struct view v = { .f = open_memstream(&text, len) };
 	return v.f ? view_end(&v, put_wiring(s, &v, false), &text) : NULL;
+}
+
+char *topo_servers_text(struct store *s, const struct topo_names *stale, size_t *len)
+{
+	/* Failed devices grouped once rather than looked up for each of 32,768 servers. */
+	static const char sql[] =
+	    "SELECT s.name, s.devices, s.ports_per_device, s.p2p, s.intra, s.offload, s.switch, "
+	    "f.name, df.devices FROM server s "
+	    "LEFT JOIN fabric_server fs ON fs.server_id = s.id "
+	    "LEFT JOIN fabric f ON f.id = fs.fabric_id AND NOT f.partial "
+	    "LEFT JOIN (SELECT server_id, group_concat(device) AS devices FROM (SELECT "
+	    "server_id, device FROM device_fault ORDER BY server_id, device) GROUP BY server_id) "
+	    "df ON df.server_id = s.id ORDER BY s.id";
+	char *text = NULL;
+	struct view v = { .f = open_memstream(&text, len) };
+	if (!v.f)
+		return NULL;
+	put_raw(&v, "{\"servers\":");
+	int rc = put_rows(&v, store_stmt(s, sql), put_listed_server, stale);
+	put(&v, "}", 1);
+	return view_end(&v, rc, &text);
+}
+
+void topo_names_free(struct topo_names *names)
+{
+	for (size_t i = 0; i < names->n; i++)
+		free(names->v[i]);
+	free(names->v);
+	*names = (struct topo_names){ 0 };
 }

@@ -151,6 +151,24 @@ def test_server_crud(daemon):
     assert daemon.get("/v1/servers/srv1").status_code == 404
 
 
+def test_server_list_is_each_server_view(daemon):
+    """GET /v1/servers (written as text) lists each server as GET /v1/servers/NAME shows it,
+    less its device and inventory detail: fabric, failed devices in order, stale."""
+    make_cluster(daemon, servers=4, devices=8, ports=1)
+    assert daemon.post("/v1/fabrics", {"name": "f", "servers": ["srv0", "srv1"]}).status_code == 201
+    for dev in (5, 1, 3):
+        r = daemon.put(f"/v1/servers/srv2/devices/{dev}", {"state": "failed"})
+        assert r.status_code == 200, r.text
+    listed = daemon.get("/v1/servers").json()["servers"]
+    assert [v["name"] for v in listed] == [f"srv{i}" for i in range(4)]
+    for v in listed:
+        one = daemon.get(f"/v1/servers/{v['name']}").json()
+        assert v == {k: x for k, x in one.items() if k not in ("device_info", "inventory")}, v
+    assert [v["fabric"] for v in listed] == ["f", "f", None, None]
+    assert listed[2]["failed_devices"] == [1, 3, 5] and listed[3]["failed_devices"] == []
+    assert not any(v["stale"] for v in listed)
+
+
 def test_wiring(daemon):
     make_cluster(daemon, servers=4, devices=4, units=2, unit_ports=8)
     w = daemon.get("/v1/wiring").json()
