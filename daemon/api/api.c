@@ -166,12 +166,21 @@ static void etag_of_revision(char *buf, size_t len, int64_t revision)
 }
 
 /* FNV-1a of a view's text: equal views give equal tags. */
-static void etag_of_text(char *buf, size_t len, const char *text, size_t n)
+uint64_t api_text_hash(uint64_t h, const char *text, size_t n)
 {
-	uint64_t h = 14695981039346656037ull;
 	for (size_t i = 0; i < n; i++)
 		h = (h ^ (unsigned char)text[i]) * 1099511628211ull;
-	snprintf(buf, len, "\"%016" PRIx64 "\"", h);
+	return h;
+}
+
+static void etag_of_text(char *buf, size_t len, const char *text, size_t n)
+{
+	snprintf(buf, len, "\"%016" PRIx64 "\"", api_text_hash(API_TEXT_HASH_START, text, n));
+}
+
+void api_set_etag_hash(struct api_req *req, uint64_t hash)
+{
+	snprintf(req->etag, sizeof(req->etag), "\"%016" PRIx64 "\"", hash);
 }
 
 void api_set_etag(struct api_req *req, int64_t revision)

@@ -325,6 +325,18 @@ void api_set_etag(struct api_req *req, int64_t revision);
 /** Sets the reply's ETag to a hash of a view written as text (its writer's one form). */
 void api_set_etag_text(struct api_req *req, const char *text, size_t len);
 
+/** Where api_text_hash() starts (FNV-1a's offset basis). */
+#define API_TEXT_HASH_START 14695981039346656037ull
+
+/**
+ * The hash api_set_etag_text() tags a text by, taken a piece at a time: h is
+ * API_TEXT_HASH_START or what the text's pieces before gave. Any thread.
+ */
+uint64_t api_text_hash(uint64_t h, const char *text, size_t n);
+
+/** The tag of a text whose api_text_hash() is hash: as api_set_etag_text() would set it. */
+void api_set_etag_hash(struct api_req *req, uint64_t hash);
+
 /**
  * Checks If-Match against an object's revision (0: there is no such object).
  * Returns 0 when the request may go on (no If-Match, or it matches), or

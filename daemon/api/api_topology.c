@@ -9,7 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <event2/event.h>
+
 #include "api_handlers.h"
+#include "base/metrics.h"
 #include "jsonin.h"
 #include "domain/inventory.h"
 #include "plan.h"
@@ -649,9 +652,114 @@ void api_wiring_put(struct api_req *req)
 	free(links);
 }
 
+/*
+ * Links a turn of GET /v1/wiring writes: about 15 ms. At 32,768 servers its 2.1 million
+ * links held the loop 3.6 s written at once (the console asks for them when it opens).
+ */
+#define WIRING_LINKS_A_TURN 8192
+
+/* A GET /v1/wiring being written, a part per turn, and tagged as it grows. */
+struct wiring_get {
+	struct api_req *req;
+	struct topo_wiring_job *job;
+	struct event *turn;
+	uint64_t hash; /* api_text_hash() of the text's first hashed bytes */
+	size_t hashed;
+};
+
+/* The bytes written since the last call into the tag's hash. */
+static void wiring_get_hash(struct wiring_get *g, const char *text, size_t len)
+{
+	g->hash = api_text_hash(g->hash, text + g->hashed, len - g->hashed);
+	g->hashed = len;
+}
+
+static void wiring_get_free(struct wiring_get *g)
+{
+	if (!g)
+		return;
+	topo_wiring_job_free(g->job);
+	if (g->turn)
+		event_free(g->turn);
+	free(g);
+}
+
+static void on_wiring_get_abort(struct api_req *req, bool conn_closed)
+{
+	(void)conn_closed; /* the 503 set before suspending is the answer at a shutdown */
+	wiring_get_free(req->wait_arg);
+}
+
+/* The reply once every link is written, or the error of a part that failed. */
+static void wiring_get_end(struct wiring_get *g, int rc)
+{
+	size_t len = 0;
+	char *text = rc == 0 ? topo_wiring_text_end(g->job, &len) : NULL;
+	if (rc == 0)
+		g->job = NULL;
+	if (text) {
+		wiring_get_hash(g, text, len);
+		api_set_etag_hash(g->req, g->hash);
+		api_reply_text(g->req, 200, "application/json", text, len);
+	} else {
+		api_error(g->req, OFCD_E_STORE, NULL, "cannot read the wiring");
+	}
+}
+
+static void on_wiring_get_turn(evutil_socket_t fd, short what, void *arg)
+{
+	struct metrics_loop l = metrics_loop_enter("api");
+	struct wiring_get *g = arg;
+	struct api_req *req = g->req;
+	(void)fd;
+	(void)what;
+	int rc = topo_wiring_text_step(g->job, WIRING_LINKS_A_TURN);
+	if (rc == 1) {
+		size_t len = 0;
+		const char *text = topo_wiring_text_so_far(g->job, &len);
+		wiring_get_hash(g, text, len);
+		/* A timer: the loop polls its sockets before the next part. */
+		static const struct timeval now = { 0, 0 };
+		evtimer_add(g->turn, &now);
+	} else {
+		wiring_get_end(g, rc);
+		req->wait_arg = NULL;
+		wiring_get_free(g);
+		api_resume(req);
+	}
+	metrics_loop_leave(l);
+}
+
 void api_wiring_get(struct api_req *req)
 {
-	reply_view(req, req->env->store, false, false);
+	struct wiring_get *g = calloc(1, sizeof(*g));
+	int rc = g ? topo_wiring_text_begin(req->env->store, &g->job) : -ENOMEM;
+	if (g)
+		g->hash = API_TEXT_HASH_START;
+	if (rc == 0)
+		rc = topo_wiring_text_step(g->job, WIRING_LINKS_A_TURN);
+	if (rc == 1 && !(g->turn = evtimer_new(req->env->base, on_wiring_get_turn, g)))
+		rc = -ENOMEM;
+	if (rc != 1) {
+		/* Written in its first turn; at once for a store in memory (no second connection).
+		 */
+		if (rc == -ENOTSUP) {
+			reply_view(req, req->env->store, false, false);
+		} else if (g) {
+			g->req = req;
+			wiring_get_end(g, rc);
+		} else {
+			api_error(req, OFCD_E_INTERNAL, NULL, "out of memory");
+		}
+		wiring_get_free(g);
+		return;
+	}
+	g->req = req;
+	/* The answer if the daemon stops before the view is whole. */
+	api_error(req, OFCD_E_SHUTTING_DOWN, NULL, "the daemon stopped before the wiring was read");
+	api_suspend(req, on_wiring_get_abort, g);
+	static const struct timeval now = { 0, 0 };
+	evtimer_add(g->turn, &now);
 }
 
 /* ---- the whole topology -------------------------------------------------- */

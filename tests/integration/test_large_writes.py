@@ -354,6 +354,26 @@ def test_large_topology_put_goes_in_parts(daemon):
     assert cables(daemon.store) == (BIG * 64, 0)
 
 
+def test_a_large_wiring_is_read_in_parts(daemon):
+    """GET /v1/wiring of 262,272 links is written 8,192 a turn from a read transaction of its
+    own: every link is the rule's, in order, and its tag is the one the view written at once
+    has (a PUT's If-Match compares with that one)."""
+    t = big_topology()
+    assert daemon.put("/v1/topology", t, timeout=120).status_code == 200
+    r = daemon.get("/v1/wiring", timeout=120)
+    assert r.status_code == 200, r.text
+    links = [(x["server"], x["device"], x["port"], x["ocs"], x["ocs_port"])
+             for x in r.json()["links"]]
+    assert r.json()["rule"] == "plane-per-ocs" and links == rule_cabling(t)
+    put = daemon.put("/v1/wiring", {"rule": "plane-per-ocs"}, headers={"If-Match": r.headers["ETag"]},
+                     timeout=120)
+    assert put.status_code == 200, put.text
+    assert put.headers["ETag"] == r.headers["ETag"]
+    # Reads in parts while writes go on between them: each whole, each the store at one moment.
+    assert daemon.post("/v1/fabrics", {"name": "f", "servers": ["s0", "s1"]}).status_code == 201
+    assert daemon.get("/v1/wiring", timeout=120).headers["ETag"] == r.headers["ETag"]
+
+
 def test_parts_of_uneven_servers(daemon):
     """Servers of 15 and 12 ports on 7 units: a part (whole servers, inserted unit by unit) holds
     some of every unit, and each unit's next port carries from one part to the next."""
