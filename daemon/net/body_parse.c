@@ -29,9 +29,9 @@ struct job_queue {
 
 struct body_parser {
 	pthread_t thread;
-	pthread_mutex_t mu; /* guards todo, finished and stop */
+	pthread_mutex_t mu; /* guards queued, finished and stop */
 	pthread_cond_t cv;
-	struct job_queue todo, finished;
+	struct job_queue queued, finished;
 	bool stop;
 	int efd;          /* written by the worker once a job is finished */
 	struct event *ev; /* reads efd on the loop */
@@ -74,11 +74,11 @@ static void *run(void *arg)
 	struct body_parser *p = arg;
 	pthread_mutex_lock(&p->mu);
 	for (;;) {
-		while (!p->todo.head && !p->stop)
+		while (!p->queued.head && !p->stop)
 			pthread_cond_wait(&p->cv, &p->mu);
 		if (p->stop)
 			break;
-		struct body_job *j = pop(&p->todo);
+		struct body_job *j = pop(&p->queued);
 		pthread_mutex_unlock(&p->mu);
 		j->r.value = json_loadb(j->buf, j->len, j->flags, &j->r.err);
 		free(j->buf);
@@ -161,7 +161,7 @@ struct body_job *body_parser_submit(struct body_parser *p, char *buf, size_t len
 		                .done = done,
 		                .arg = arg };
 	pthread_mutex_lock(&p->mu);
-	push(&p->todo, j);
+	push(&p->queued, j);
 	pthread_cond_signal(&p->cv);
 	pthread_mutex_unlock(&p->mu);
 	return j;
@@ -173,11 +173,12 @@ void body_parser_cancel(struct body_job *j)
 	bool waiting = false;
 	pthread_mutex_lock(&p->mu);
 	/* Not parsed yet: not parsed at all. */
-	for (struct body_job **at = &p->todo.head, *prev = NULL; *at; prev = *at, at = &(*at)->next)
+	for (struct body_job **at = &p->queued.head, *prev = NULL; *at;
+	     prev = *at, at = &(*at)->next)
 		if (*at == j) {
 			*at = j->next;
-			if (p->todo.tail == j)
-				p->todo.tail = prev;
+			if (p->queued.tail == j)
+				p->queued.tail = prev;
 			waiting = true;
 			break;
 		}
@@ -197,7 +198,7 @@ void body_parser_free(struct body_parser *p)
 	pthread_cond_signal(&p->cv);
 	pthread_mutex_unlock(&p->mu);
 	pthread_join(p->thread, NULL);
-	for (struct body_job *j; (j = pop(&p->todo)) || (j = pop(&p->finished));)
+	for (struct body_job *j; (j = pop(&p->queued)) || (j = pop(&p->finished));)
 		job_free(j);
 	event_free(p->ev);
 	close(p->efd);
