@@ -49,7 +49,7 @@ static void bench_gen_check(const char *name, enum coll_algorithm a, uint32_t se
 }
 
 static void bench_select(const char *name, enum coll_collective c, uint32_t servers,
-                         uint32_t devices)
+                         uint32_t devices, enum coll_sync sync)
 {
 	struct coll_selection sel;
 	struct coll_params p;
@@ -59,6 +59,7 @@ static void bench_select(const char *name, enum coll_collective c, uint32_t serv
 	coll_params_default(&p);
 	p.offload = true;
 	p.aggregating_switch = true;
+	p.sync = sync;
 	t0 = now_ns();
 	do {
 		if (coll_select(c, 64ull << 20, servers, devices, &p, &sel, NULL)) {
@@ -77,9 +78,13 @@ int main(void)
 	bench_gen_check("coll_allreduce_cube400_8_generate_check", COLL_ALG_CUBE_400, 8);
 	bench_gen_check("coll_allreduce_full_mesh_direct_64_generate_check",
 	                COLL_ALG_FULL_MESH_DIRECT, 64);
-	bench_select("coll_select_allreduce_64", COLL_ALLREDUCE, 64, 63);
-	bench_select("coll_select_alltoall_8x8", COLL_ALLTOALL, 8, 8);
-	bench_select("coll_select_alltoall_16x16", COLL_ALLTOALL, 16, 16);
-	bench_select("coll_select_alltoall_64x63", COLL_ALLTOALL, 64, 63);
+	bench_select("coll_select_allreduce_64", COLL_ALLREDUCE, 64, 63, COLL_SYNC_BARRIER);
+	bench_select("coll_select_alltoall_8x8", COLL_ALLTOALL, 8, 8, COLL_SYNC_BARRIER);
+	bench_select("coll_select_alltoall_16x16", COLL_ALLTOALL, 16, 16, COLL_SYNC_BARRIER);
+	bench_select("coll_select_alltoall_64x63", COLL_ALLTOALL, 64, 63, COLL_SYNC_BARRIER);
+	/* Without the barrier: both algorithms replayed (8x8), plane-relayed only (16x16). */
+	bench_select("coll_select_alltoall_8x8_pairwise", COLL_ALLTOALL, 8, 8, COLL_SYNC_PAIRWISE);
+	bench_select("coll_select_alltoall_16x16_pairwise", COLL_ALLTOALL, 16, 16,
+	             COLL_SYNC_PAIRWISE);
 	return 0;
 }

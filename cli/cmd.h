@@ -75,6 +75,7 @@ enum out_format {
 #define OPT_RELAY            CMD_OPT(32) /**< --relay MODE */
 #define OPT_NOTE             CMD_OPT(33) /**< --note TEXT */
 #define OPT_COLLECTED        CMD_OPT(34) /**< --collected */
+#define OPT_SYNC             CMD_OPT(35) /**< --sync MODE */
 
 /** What nccl-tests output does not say of its runs: cost calibrate's options for such a file. */
 #define OPT_NCCL_TESTS (OPT_COLLECTIVE | OPT_ALGORITHM | OPT_SERVERS | OPT_DEVICES | OPT_IN_PLACE)
@@ -110,6 +111,7 @@ struct cmd_args {
 	const char *algorithm;      /**< --algorithm */
 	const char *fit;            /**< --fit, as given ("alpha_us,link_efficiency") */
 	const char *relay;          /**< --relay */
+	const char *sync;           /**< --sync */
 	const char *note;           /**< --note */
 	int argc;                   /**< positional words after the command's own name */
 	char **argv;                /**< those words (argv of main) */

@@ -200,6 +200,15 @@ static int add_options(const struct cmd_args *a, json_t *body)
 	}
 	if (!rc && (a->given & OPT_RELAY))
 		rc = set(body, "relay", json_string(a->relay), "--relay");
+	if (!rc && (a->given & OPT_SYNC)) {
+		json_t *params = json_object_get(body, "params");
+		if (!json_is_object(params)) {
+			params = json_object();
+			rc = set(body, "params", params, "--sync");
+		}
+		if (!rc)
+			rc = set(params, "sync", json_string(a->sync), "--sync");
+	}
 	if (!rc && (a->given & OPT_COLLECTED))
 		rc = set(body, "collected", json_true(), "--collected");
 	if (!rc && (a->given & OPT_FABRIC))

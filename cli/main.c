@@ -28,7 +28,8 @@ struct command {
 /* A fabric's layout: a full mesh, or a grid for more servers than one joins. */
 #define LAYOUT_OPTS (OPT_TOPOLOGY | OPT_SHAPE | OPT_TRAFFIC)
 /* A calibration's own options (besides OPT_NCCL_TESTS, for a file of nccl-tests output). */
-#define COST_FIT_OPTS (OPT_ACTIVATE | OPT_FIT | OPT_RELAY | OPT_NOTE | OPT_FABRIC | OPT_COLLECTED)
+#define COST_FIT_OPTS                                                                              \
+	(OPT_ACTIVATE | OPT_FIT | OPT_RELAY | OPT_SYNC | OPT_NOTE | OPT_FABRIC | OPT_COLLECTED)
 
 static const struct command commands[] = {
 	{ "fabric create",
@@ -85,7 +86,7 @@ static const struct command commands[] = {
 	{ "audit", "[--since ID|TIME] [--limit N]", 0, 0, OPT_SINCE | OPT_LIMIT, cmd_audit },
 	{ "cost calibrate",
 	  "NAME [FILE|-] [--collected] [--activate] [--fit TERM,TERM...] [--relay MODE]\n"
-	  "                [--note TEXT] [--fabric NAME]\n"
+	  "                [--sync MODE] [--note TEXT] [--fabric NAME]\n"
 	  "                [--collective C --algorithm A --servers N --devices D [--in-place]]",
 	  1, 2, COST_FIT_OPTS | OPT_NCCL_TESTS, cmd_cost_calibrate },
 	{ "cost runs delete", "[--fabric NAME]", 0, 0, OPT_FABRIC, cmd_cost_runs_delete },

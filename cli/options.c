@@ -69,6 +69,7 @@ static const struct opt opts[] = {
 	{ "in-place", 0, OPT_IN_PLACE, K_FLAG, 0 },
 	{ "fit", 0, OPT_FIT, STR(fit) },
 	{ "relay", 0, OPT_RELAY, STR(relay) },
+	{ "sync", 0, OPT_SYNC, STR(sync) },
 	{ "note", 0, OPT_NOTE, STR(note) },
 	{ "collected", 0, OPT_COLLECTED, K_FLAG, 0 },
 };

@@ -83,6 +83,10 @@ int coll_params_validate(const struct coll_params *p, struct coll_error *err)
 		coll_err_set(err, "relay", "unknown relay %d", (int)p->relay);
 		return -EINVAL;
 	}
+	if ((unsigned)p->sync >= COLL_SYNC__COUNT) {
+		coll_err_set(err, "sync", "unknown sync %d", (int)p->sync);
+		return -EINVAL;
+	}
 	if (p->mtu < 256 || p->mtu > (1u << 20)) {
 		coll_err_set(err, "mtu", "mtu must be 256..1048576 bytes, got %u", p->mtu);
 		return -EINVAL;

@@ -320,6 +320,12 @@ int coll_predict(enum coll_collective c, enum coll_algorithm a, uint64_t bytes, 
 		break;
 	default:
 		rc = coll_price_alltoall(a, p, n, servers, devices, est);
+		/* Without the barrier, the replay's time instead of the sum of the rounds. */
+		if (!rc && p->sync == COLL_SYNC_PAIRWISE) {
+			rc =
+			    coll_alltoall_flow_price(a, p, n, servers, devices, &est->predicted_us);
+			rc = rc == -E2BIG ? 0 : rc;
+		}
 		if (rc) {
 			coll_err_set(err, NULL, "out of memory");
 			memset(est, 0, sizeof(*est));
@@ -360,6 +366,14 @@ int coll_schedule_cost(const struct coll_schedule *s, const struct coll_params *
 	if (!s || !s->devices || !s->participants || s->participants > COLL_MAX_PARTICIPANTS ||
 	    (uint64_t)s->servers * s->devices != s->participants || coll_params_validate(p, NULL))
 		return -EINVAL;
+	/* Without the barrier an all-to-all's time is its replay, as in its selection. */
+	if (p->sync == COLL_SYNC_PAIRWISE && s->collective == COLL_ALLTOALL &&
+	    (s->algorithm == COLL_ALG_DIRECT || s->algorithm == COLL_ALG_PLANE_RELAYED)) {
+		rc = coll_alltoall_flow_price((enum coll_algorithm)s->algorithm, p,
+		                              (double)s->bytes, s->servers, s->devices, us);
+		if (rc != -E2BIG)
+			return rc;
+	}
 	for (uint32_t k = 0; k < s->nrounds; k++) {
 		if ((uint64_t)s->rounds[k].first + s->rounds[k].count > s->ntransfers)
 			return -EINVAL;

@@ -495,8 +495,12 @@ int coll_run_check(const struct coll_run *run, const struct coll_params *start,
 		coll_err_set(err, "measured_us", "measured_us must be a finite time above 0");
 		return -EINVAL;
 	}
+	/* Whether it can be priced does not depend on the sync mode; the barrier's price is the
+	 * cheap one (an all-to-all without it is a replay). */
+	struct coll_params barrier = *start;
+	barrier.sync = COLL_SYNC_BARRIER;
 	rc = coll_predict(run->collective, run->algorithm, run->bytes, run->servers, run->devices,
-	                  start, &e, err);
+	                  &barrier, &e, err);
 	if (rc && err && !err->field)
 		err->field = "algorithm";
 	return rc;
@@ -590,6 +594,17 @@ int coll_fit(const struct coll_run *runs, uint32_t nruns, const struct coll_para
 	rc = coll_fit_work(runs, nruns, err);
 	if (rc)
 		return rc;
+	/* Without the barrier an all-to-all's price is a replay of its schedule, milliseconds
+	 * each, and a fit prices every run hundreds of times. */
+	for (uint32_t i = 0; i < nruns && start->sync == COLL_SYNC_PAIRWISE; i++)
+		if (runs[i].collective == COLL_ALLTOALL && !coll_is_shape_alg(runs[i].algorithm)) {
+			coll_err_set(
+			    err, "params.sync",
+			    "run %u is an all-to-all, which is fitted with sync barrier only: "
+			    "fit it with the barrier, or leave the all-to-all runs out",
+			    i);
+			return -EDOM;
+		}
 	rc = -EINVAL;
 	for (uint32_t i = 0; i < nruns; i++) {
 		struct coll_error why_run = { 0 };

@@ -139,8 +139,9 @@ int coll_fit_work(const struct coll_run *runs, uint32_t nruns, struct coll_error
  * when not NULL, gets each run's relative residual under the fit. Returns 0; -EINVAL (bad
  * arguments, no run, or a run coll_run_check() refuses: @err->field "runs", the reason naming
  * the run and its field); -E2BIG (more than COLL_FIT_MAX_FLOWS or COLL_FIT_MAX_PIECES); -EDOM (no
- * fit prices the runs to finite errors); -ENOMEM. @err may be NULL. The relay mode is chosen only
- * when some run relays (more than one device per server, an algorithm that forwards).
+ * fit prices the runs to finite errors, or an all-to-all run with @start's sync "pairwise");
+ * -ENOMEM. @err may be NULL. The relay mode is chosen only when some run relays (more than one
+ * device per server, an algorithm that forwards). The sync mode is @start's.
  */
 int coll_fit(const struct coll_run *runs, uint32_t nruns, const struct coll_params *start,
              const struct coll_fit_request *req, struct coll_fit_result *out, double *residuals,

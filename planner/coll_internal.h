@@ -84,7 +84,8 @@ uint64_t coll_alltoall_step(enum coll_algorithm a, uint32_t S, uint32_t D, uint3
 
 /**
  * Price all-to-all algorithm @a for @q bytes per device into @e (rounds, counts, circuits,
- * time) on the circuits of @p (validated). Returns 0 or -ENOMEM.
+ * time) on the circuits of @p (validated), with the barrier whatever @p->sync (the caller
+ * replays it without: coll_alltoall_flow_price()). Returns 0 or -ENOMEM.
  */
 int coll_price_alltoall(enum coll_algorithm a, const struct coll_params *p, double q, uint32_t S,
                         uint32_t D, struct coll_estimate *e);
@@ -122,6 +123,34 @@ int coll_links_init(struct coll_links *l, const struct coll_params *p, uint32_t 
 
 /** Add a message of @bytes from participant @src to @dst to the round. */
 void coll_links_add(struct coll_links *l, uint32_t src, uint32_t dst, double bytes);
+
+/** Most links one message crosses: a hop, the circuit, two host links, a hop. */
+#define COLL_ROUTE_MAX 5
+
+/**
+ * The links a message from participant @src to @dst crosses, in order, as keys into @key (one
+ * key per link and direction, the same whatever the message), and its latency class in @cls
+ * (an index of @l->lat). Returns how many. Reads @l only: any thread that owns it.
+ */
+unsigned coll_links_route(const struct coll_links *l, uint32_t src, uint32_t dst,
+                          uint64_t key[COLL_ROUTE_MAX], int *cls);
+
+/** µs per byte on the link of @key (a key coll_links_route() gave). */
+double coll_links_rate(const struct coll_links *l, uint64_t key);
+
+/**
+ * Price all-to-all algorithm @a (direct or plane-relayed) for @q bytes per device with no
+ * barrier between rounds (COLL_SYNC_PAIRWISE): its messages replayed as flows sharing every
+ * link max-min fairly, participant x starting its round r message once its round r - 1 message
+ * and the round r - 1 message into it are through, its route's latency later. The time the
+ * last message ends into *us. Returns 0, -E2BIG past COLL_FLOW_MAX messages, -EINVAL (another
+ * algorithm) or -ENOMEM.
+ */
+int coll_alltoall_flow_price(enum coll_algorithm a, const struct coll_params *p, double q,
+                             uint32_t S, uint32_t D, double *us);
+
+/** Most messages coll_alltoall_flow_price() replays (about 1.5 µs of CPU each, on the caller). */
+#define COLL_FLOW_MAX 4096u
 
 /** One link's time in a round as a linear function of the rates: the sum of each times its rate. */
 struct coll_lin {

@@ -100,7 +100,7 @@ static uint64_t host_key(uint32_t s, uint32_t d, int out)
 	return (((uint64_t)s * COLL_MAX_DEVICES + d) * 2 + (uint64_t)out) * 4 + KIND_HOST;
 }
 
-static double rate_of(const struct coll_links *l, uint64_t key)
+double coll_links_rate(const struct coll_links *l, uint64_t key)
 {
 	switch (key % 4) {
 	case KIND_CIRCUIT:
@@ -112,34 +112,44 @@ static double rate_of(const struct coll_links *l, uint64_t key)
 	}
 }
 
-void coll_links_add(struct coll_links *l, uint32_t src, uint32_t dst, double bytes)
+unsigned coll_links_route(const struct coll_links *l, uint32_t src, uint32_t dst,
+                          uint64_t key[COLL_ROUTE_MAX], int *cls)
 {
 	uint32_t D = l->devices, a = src / D, b = dst / D, d = src % D, e = dst % D;
 	uint32_t ca, cb;
-	int hops = 0;
+	unsigned n = 0;
 
 	if (a == b) {
-		load(l, intra_key(a, d, e), 0, bytes);
-		return;
+		key[0] = intra_key(a, d, e);
+		*cls = 0;
+		return 1;
 	}
 	/* A server of one device holds everything where its circuits end (no hop). */
 	ca = D > 1 ? circuit_device(l, a, b) : d;
 	cb = D > 1 ? circuit_device(l, b, a) : e;
+	*cls = 1 + (d != ca) + (e != cb);
 	if (d != ca)
-		hops++;
-	if (e != cb)
-		hops++;
-	if (d != ca)
-		load(l, intra_key(a, d, ca), 1 + hops, bytes);
-	load(l, ((uint64_t)a * l->servers + b) * 4 + KIND_CIRCUIT, 1 + hops, bytes);
+		key[n++] = intra_key(a, d, ca);
+	key[n++] = ((uint64_t)a * l->servers + b) * 4 + KIND_CIRCUIT;
 	/* The circuit's devices reach their ports through their host links (server-level
 	 * schedules have one participant per server, not its devices: none there). */
 	if (l->k_host > 0 && D > 1) {
-		load(l, host_key(a, ca, 1), 1 + hops, bytes);
-		load(l, host_key(b, cb, 0), 1 + hops, bytes);
+		key[n++] = host_key(a, ca, 1);
+		key[n++] = host_key(b, cb, 0);
 	}
 	if (e != cb)
-		load(l, intra_key(b, cb, e), 1 + hops, bytes);
+		key[n++] = intra_key(b, cb, e);
+	return n;
+}
+
+void coll_links_add(struct coll_links *l, uint32_t src, uint32_t dst, double bytes)
+{
+	uint64_t key[COLL_ROUTE_MAX];
+	int cls;
+	unsigned n = coll_links_route(l, src, dst, key, &cls);
+
+	for (unsigned i = 0; i < n; i++)
+		load(l, key[i], cls, bytes);
 }
 
 /*
@@ -170,7 +180,7 @@ double coll_links_round(struct coll_links *l)
 	for (uint32_t i = 0; i < l->nused; i++) {
 		struct coll_link_load *ld = &l->slot[l->used[i]];
 
-		t = fmax(t, busy(l, ld, rate_of(l, ld->key)));
+		t = fmax(t, busy(l, ld, coll_links_rate(l, ld->key)));
 		memset(ld, 0, sizeof(*ld));
 	}
 	l->nused = 0;

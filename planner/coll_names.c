@@ -7,6 +7,15 @@
 #include <errno.h>
 #include <string.h>
 
+/* Index of @name among names[0..n), or -EINVAL. */
+static int lookup(const char *const *names, unsigned n, const char *name)
+{
+	for (unsigned i = 0; name && i < n; i++)
+		if (names[i] && !strcmp(name, names[i]))
+			return (int)i;
+	return -EINVAL;
+}
+
 static const char *const collective_names[COLL_COLLECTIVE__COUNT] = {
 	[COLL_ALLREDUCE] = "allreduce",
 	[COLL_ALLGATHER] = "allgather",
@@ -46,22 +55,22 @@ const char *coll_algorithm_name(enum coll_algorithm a)
 
 int coll_collective_from_name(const char *name, enum coll_collective *c)
 {
-	for (unsigned i = 0; name && i < COLL_COLLECTIVE__COUNT; i++)
-		if (!strcmp(name, collective_names[i])) {
-			*c = (enum coll_collective)i;
-			return 0;
-		}
-	return -EINVAL;
+	int i = lookup(collective_names, COLL_COLLECTIVE__COUNT, name);
+
+	if (i < 0)
+		return i;
+	*c = (enum coll_collective)i;
+	return 0;
 }
 
 int coll_algorithm_from_name(const char *name, enum coll_algorithm *a)
 {
-	for (unsigned i = 0; name && i < COLL_ALGORITHM__COUNT; i++)
-		if (!strcmp(name, algorithm_names[i])) {
-			*a = (enum coll_algorithm)i;
-			return 0;
-		}
-	return -EINVAL;
+	int i = lookup(algorithm_names, COLL_ALGORITHM__COUNT, name);
+
+	if (i < 0)
+		return i;
+	*a = (enum coll_algorithm)i;
+	return 0;
 }
 
 static const char *const topology_names[COLL_TOPOLOGY__COUNT] = {
@@ -77,12 +86,12 @@ const char *coll_topology_name(enum coll_topology t)
 
 int coll_topology_from_name(const char *name, enum coll_topology *t)
 {
-	for (unsigned i = 0; name && i < COLL_TOPOLOGY__COUNT; i++)
-		if (!strcmp(name, topology_names[i])) {
-			*t = (enum coll_topology)i;
-			return 0;
-		}
-	return -EINVAL;
+	int i = lookup(topology_names, COLL_TOPOLOGY__COUNT, name);
+
+	if (i < 0)
+		return i;
+	*t = (enum coll_topology)i;
+	return 0;
 }
 
 static const char *const relay_names[COLL_RELAY__COUNT] = {
@@ -98,10 +107,30 @@ const char *coll_relay_name(enum coll_relay r)
 
 int coll_relay_from_name(const char *name, enum coll_relay *r)
 {
-	for (unsigned i = 0; name && i < COLL_RELAY__COUNT; i++)
-		if (!strcmp(name, relay_names[i])) {
-			*r = (enum coll_relay)i;
-			return 0;
-		}
-	return -EINVAL;
+	int i = lookup(relay_names, COLL_RELAY__COUNT, name);
+
+	if (i < 0)
+		return i;
+	*r = (enum coll_relay)i;
+	return 0;
+}
+
+static const char *const sync_names[COLL_SYNC__COUNT] = {
+	[COLL_SYNC_BARRIER] = "barrier",
+	[COLL_SYNC_PAIRWISE] = "pairwise",
+};
+
+const char *coll_sync_name(enum coll_sync s)
+{
+	return (unsigned)s < COLL_SYNC__COUNT ? sync_names[s] : NULL;
+}
+
+int coll_sync_from_name(const char *name, enum coll_sync *s)
+{
+	int i = lookup(sync_names, COLL_SYNC__COUNT, name);
+
+	if (i < 0)
+		return i;
+	*s = (enum coll_sync)i;
+	return 0;
 }

@@ -102,7 +102,7 @@ static void fab_params(struct api_req *req, const struct fabric_view *f, struct 
 	}
 }
 
-enum param_kind { PARAM_DOUBLE, PARAM_U32, PARAM_BOOL, PARAM_RELAY };
+enum param_kind { PARAM_DOUBLE, PARAM_U32, PARAM_BOOL, PARAM_RELAY, PARAM_SYNC };
 
 static const struct param_field {
 	const char *name;
@@ -138,9 +138,11 @@ static const struct param_field {
 	{ "ports_per_device", PARAM_U32, offsetof(struct coll_params, ports_per_device), 1,
 	  COLL_MAX_SERVERS },
 	{ "relay", PARAM_RELAY, offsetof(struct coll_params, relay), 0, 0 },
+	{ "sync", PARAM_SYNC, offsetof(struct coll_params, sync), 0, 0 },
 };
 
 const char *const api_relay_names[] = { "none", "cut-through", "store-and-forward", NULL };
+static const char *const sync_names[] = { "barrier", "pairwise", NULL };
 
 #define NPARAMS (sizeof(param_fields) / sizeof(param_fields[0]))
 
@@ -206,6 +208,11 @@ int api_coll_params_read(struct api_req *req, json_t *body, struct coll_params *
 				return -EINVAL;
 			*(enum coll_relay *)at = (enum coll_relay)r;
 			break;
+		case PARAM_SYNC:
+			if (api_get_enum(req, o, "params", key, true, sync_names, &r) < 0)
+				return -EINVAL;
+			*(enum coll_sync *)at = (enum coll_sync)r;
+			break;
 		default:
 			if (api_get_bool(req, o, "params", key, true, &b) < 0)
 				return -EINVAL;
@@ -227,6 +234,7 @@ json_t *api_coll_params_json(const struct coll_params *p)
 		json_t *v = pf->kind == PARAM_DOUBLE  ? json_real(*(const double *)at)
 		            : pf->kind == PARAM_U32   ? json_integer(*(const uint32_t *)at)
 		            : pf->kind == PARAM_RELAY ? json_string(coll_relay_name(p->relay))
+		            : pf->kind == PARAM_SYNC  ? json_string(coll_sync_name(p->sync))
 		                                      : json_boolean(*(const bool *)at);
 		json_object_set_new(o, pf->name, v);
 	}

@@ -21,6 +21,9 @@ json_t *cost_set_params_json(const struct coll_params *p)
 		json_object_set_new(o, coll_fit_term_name((enum coll_fit_term)t), json_real(v));
 	}
 	json_object_set_new(o, "relay", json_string(coll_relay_name(p->relay)));
+	/* Only when set, as the launches: a release before sync can still read the set. */
+	if (p->sync != COLL_SYNC_BARRIER)
+		json_object_set_new(o, "sync", json_string(coll_sync_name(p->sync)));
 	return o;
 }
 
@@ -35,6 +38,9 @@ int cost_set_params_apply(json_t *params, struct coll_params *p, const char **ba
 
 		if (!strcmp(key, "relay")) {
 			if (coll_relay_from_name(json_string_value(v), &p->relay) < 0)
+				goto fail;
+		} else if (!strcmp(key, "sync")) {
+			if (coll_sync_from_name(json_string_value(v), &p->sync) < 0)
 				goto fail;
 		} else if (coll_fit_term_from_name(key, &t) == 0 && json_is_number(v)) {
 			coll_fit_term_set(p, t, json_number_value(v));
@@ -73,6 +79,7 @@ int cost_set_load(struct store *s, const char *name, struct coll_params *p)
 	/* Written by cost_set_add() from a checked fit: a bad member would be a bug, and then
 	 * nothing of the set applies. */
 	struct coll_params q = *p;
+	q.sync = COLL_SYNC_BARRIER; /* a set without the member was fitted with the barrier */
 	rc = cost_set_params_apply(o, &q, &bad);
 	json_decref(o);
 	if (rc < 0 || coll_params_validate(&q, NULL) < 0)

@@ -19,7 +19,7 @@
 
 /**
  * The terms a set holds, from @p: every calibration term ("alpha_us", ...; a per-algorithm
- * launch "launch_us.ring" only when not 0) and "relay".
+ * launch "launch_us.ring" only when not 0), "relay", and "sync" when not "barrier".
  */
 json_t *cost_set_params_json(const struct coll_params *p);
 

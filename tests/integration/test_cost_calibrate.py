@@ -106,6 +106,34 @@ def test_calibrate_survives_a_restart(daemon):
     assert view["active"] == "kept" and view["params"]["alpha_us"] == alpha
 
 
+def test_a_set_keeps_its_sync_mode(daemon):
+    """"sync": "pairwise" (no barrier between rounds) rides in a set as the relay mode does: the
+    set keeps it across a restart and prices all-to-all without the barrier (on 8 servers of 8
+    devices at 16 MiB that changes the pick); all-to-all runs are not fitted under it."""
+    d = daemon
+    r = d.post("/v1/cost/calibrate", {"name": "pw", "runs": measured_runs(d)[:12],
+                                      "params": {"sync": "pairwise"}, "activate": True})
+    assert r.status_code == 201, r.text
+    assert r.json()["params"]["sync"] == "pairwise"
+    d.restart()
+    assert d.get("/v1/cost/params").json()["params"]["sync"] == "pairwise"
+    body = {"collective": "alltoall", "bytes": 16 << 20, "servers": 8, "devices": 8,
+            "params": {"alpha_us": 3, "link_gbps": 400, "intra_alpha_us": 2, "intra_gbps": 512}}
+    free = d.post("/v1/collective/select", body).json()
+    barrier = d.post("/v1/collective/select",
+                     dict(body, params=dict(body["params"], sync="barrier"))).json()
+    assert free["params"]["sync"] == "pairwise" and barrier["params"]["sync"] == "barrier"
+    assert (free["algorithm"], barrier["algorithm"]) == ("direct", "plane-relayed")
+    run = {"collective": "alltoall", "algorithm": "direct", "servers": 4, "devices": 8,
+           "bytes": 1 << 20, "measured_us": 500.0}
+    r = d.post("/v1/cost/calibrate", {"name": "a2a", "runs": [run],
+                                      "params": {"sync": "pairwise"}})
+    assert r.status_code == 422 and error_of(r)["field"] == "params.sync", r.text
+    r = d.post("/v1/collective/select", dict(body, params={"sync": "free"}))
+    assert r.status_code == 400 and error_of(r)["field"] == "params.sync", r.text
+    assert [x["name"] for x in d.get("/v1/cost/params").json()["sets"]] == ["pw"]
+
+
 NCCL_TESTS = """\
 # nThread 1 nGpus 1 minBytes 8 maxBytes 1073741824 step: 64(factor) warmup iters: 5 iters: 20
 #

@@ -1184,6 +1184,12 @@ def test_cost_calibrate_from_json(ctl, demo, tmp_path):
     assert body["name"] == "lab2" and body["active"] is True and body["fit"]["runs"] == 8
     assert set(body["fit"]["terms"]) == set(HIDDEN) and body["params"]["relay"] == "cut-through"
     assert demo.get("/v1/cost/params").json()["active"] == "lab2"
+    # --sync sets params.sync beside the file's params.
+    f.write_text(json.dumps({"runs": runs[:8], "fit": ["alpha_us"], "params": {"root": 0}}))
+    p = ctl("-o", "json", "cost", "calibrate", "lab-pw", f, "--sync", "pairwise")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["params"]["sync"] == "pairwise"
+    assert demo.delete("/v1/cost/params/lab-pw").status_code == 200
     # Its name, if it has one, must be NAME's.
     f.write_text(json.dumps({"name": "other", "runs": runs}))
     p = ctl("cost", "calibrate", "lab3", f)

@@ -765,6 +765,119 @@ static void test_alltoall_bound(void **state)
 	    coll_predict(COLL_ALLTOALL, COLL_ALG_DIRECT, 1 << 20, 8, 4, &p, &est, NULL), -EDOM);
 }
 
+/*
+ * Without the barrier (sync "pairwise") an all-to-all is its messages replayed as flows sharing
+ * links max-min fairly. One message each way alone on its circuit is latency plus bytes; the
+ * full meshes of 7 and 8 servers of 8 devices (one port each) against SimGrid's replay of the
+ * same schedules (make fidelity-free, 2026-11-27), where the barrier's sum picked wrong.
+ */
+static void test_alltoall_pairwise(void **state)
+{
+	static const struct {
+		uint32_t servers;
+		uint64_t bytes;
+		double direct, relayed; /* SimGrid, µs */
+	} simgrid[] = {
+		{ 7, 16 << 20, 916.692, 963.179 },
+		{ 8, 16 << 20, 996.686, 1016.25 },
+		{ 7, 1 << 20, 382.141, 114.461 },
+	};
+	struct coll_params p;
+	struct coll_estimate est, barrier;
+	struct coll_selection sel;
+
+	(void)state;
+	coll_params_default(&p);
+	p.sync = COLL_SYNC_PAIRWISE;
+	assert_int_equal(
+	    coll_predict(COLL_ALLTOALL, COLL_ALG_DIRECT, 1 << 20, 2, 1, &p, &est, NULL), 0);
+	assert_close(est.predicted_us, 3.0 + (1 << 19) / 25000.0);
+
+	p.alpha_us = 3;
+	p.link_gbps = 400;
+	p.intra_alpha_us = 2;
+	p.intra_gbps = 512;
+	for (size_t i = 0; i < sizeof(simgrid) / sizeof(simgrid[0]); i++) {
+		uint32_t S = simgrid[i].servers;
+
+		assert_int_equal(coll_predict(COLL_ALLTOALL, COLL_ALG_DIRECT, simgrid[i].bytes, S,
+		                              8, &p, &est, NULL),
+		                 0);
+		assert_true(fabs(est.predicted_us / simgrid[i].direct - 1) < 1e-3);
+		assert_int_equal(coll_predict(COLL_ALLTOALL, COLL_ALG_PLANE_RELAYED,
+		                              simgrid[i].bytes, S, 8, &p, &est, NULL),
+		                 0);
+		assert_true(fabs(est.predicted_us / simgrid[i].relayed - 1) < 1e-3);
+		assert_int_equal(coll_select(COLL_ALLTOALL, simgrid[i].bytes, S, 8, &p, &sel, NULL),
+		                 0);
+		assert_int_equal(sel.candidates[sel.chosen].algorithm,
+		                 simgrid[i].direct < simgrid[i].relayed ? COLL_ALG_DIRECT
+		                                                        : COLL_ALG_PLANE_RELAYED);
+	}
+	/* The schedule route's price of the same schedule is its selection's. */
+	{
+		struct coll_schedule sch;
+		double us;
+
+		assert_int_equal(coll_generate(COLL_ALLTOALL, COLL_ALG_PLANE_RELAYED, 8, 8,
+		                               16 << 20, &p, &sch, NULL),
+		                 0);
+		assert_int_equal(coll_schedule_cost(&sch, &p, &us), 0);
+		assert_true(fabs(us / 1016.25 - 1) < 1e-3);
+		coll_schedule_free(&sch);
+	}
+	/*
+	 * Host links (device_link_gbps) are on the route: far faster than the circuit they change
+	 * nothing; slower, every message through a circuit's device is held to them. A map of the
+	 * circuits that is the plan's prices as the plan.
+	 */
+	{
+		struct coll_params q = p;
+		double plain, fast, slow, mapped;
+		uint32_t map[8 * 8];
+
+		for (uint32_t a = 0; a < 8; a++)
+			for (uint32_t b = 0; b < 8; b++)
+				map[a * 8 + b] = a == b ? 0 : coll_plan_circuit_device(8, a, b);
+		assert_int_equal(
+		    coll_predict(COLL_ALLTOALL, COLL_ALG_DIRECT, 16 << 20, 8, 8, &q, &est, NULL),
+		    0);
+		plain = est.predicted_us;
+		q.device_link_gbps = 1e6;
+		assert_int_equal(
+		    coll_predict(COLL_ALLTOALL, COLL_ALG_DIRECT, 16 << 20, 8, 8, &q, &est, NULL),
+		    0);
+		fast = est.predicted_us;
+		q.device_link_gbps = 100;
+		assert_int_equal(
+		    coll_predict(COLL_ALLTOALL, COLL_ALG_DIRECT, 16 << 20, 8, 8, &q, &est, NULL),
+		    0);
+		slow = est.predicted_us;
+		assert_true(fabs(fast / plain - 1) < 1e-4);
+		/* Every circuit's messages through a host link of a quarter of its rate. */
+		assert_true(slow > 2 * plain);
+		q = p;
+		q.circuit_device = map;
+		assert_int_equal(
+		    coll_predict(COLL_ALLTOALL, COLL_ALG_DIRECT, 16 << 20, 8, 8, &q, &est, NULL),
+		    0);
+		mapped = est.predicted_us;
+		assert_close(mapped, plain);
+	}
+	/* With the barrier, 16 MiB on 8 servers picks plane-relayed: the pick the sync changes. */
+	p.sync = COLL_SYNC_BARRIER;
+	assert_int_equal(coll_select(COLL_ALLTOALL, 16 << 20, 8, 8, &p, &sel, NULL), 0);
+	assert_int_equal(sel.candidates[sel.chosen].algorithm, COLL_ALG_PLANE_RELAYED);
+
+	/* Past COLL_FLOW_MAX messages (16 x 16 direct: 65,280) the barrier's price stands. */
+	assert_int_equal(
+	    coll_predict(COLL_ALLTOALL, COLL_ALG_DIRECT, 1 << 20, 16, 16, &p, &barrier, NULL), 0);
+	p.sync = COLL_SYNC_PAIRWISE;
+	assert_int_equal(
+	    coll_predict(COLL_ALLTOALL, COLL_ALG_DIRECT, 1 << 20, 16, 16, &p, &est, NULL), 0);
+	assert_close(est.predicted_us, barrier.predicted_us);
+}
+
 static const struct coll_candidate *cand(const struct coll_selection *sel, enum coll_algorithm a)
 {
 	for (uint32_t i = 0; i < sel->ncandidates; i++)
@@ -971,6 +1084,25 @@ static void test_names(void **state)
 		assert_null(coll_collective_name(COLL_COLLECTIVE__COUNT));
 		assert_string_equal(coll_algorithm_name(COLL_ALG_INA), "in-network-aggregation");
 	}
+	{
+		enum coll_sync s;
+		enum coll_relay r;
+		struct coll_params p;
+		struct coll_error err = { 0 };
+
+		assert_int_equal(coll_sync_from_name("pairwise", &s), 0);
+		assert_int_equal(s, COLL_SYNC_PAIRWISE);
+		assert_string_equal(coll_sync_name(COLL_SYNC_BARRIER), "barrier");
+		assert_int_equal(coll_sync_from_name("free", &s), -EINVAL);
+		assert_null(coll_sync_name(COLL_SYNC__COUNT));
+		assert_int_equal(coll_relay_from_name("cut-through", &r), 0);
+		assert_int_equal(r, COLL_RELAY_CUT_THROUGH);
+		coll_params_default(&p);
+		assert_int_equal(p.sync, COLL_SYNC_BARRIER);
+		p.sync = COLL_SYNC__COUNT;
+		assert_int_equal(coll_params_validate(&p, &err), -EINVAL);
+		assert_string_equal(err.field, "sync");
+	}
 }
 
 /* Document 004: mean over N=3 senders with inputs (1,2,3), (4,5,6), (7,8,9). */
@@ -1081,6 +1213,7 @@ int main(void)
 		cmocka_unit_test(test_plan_circuit_device),
 		cmocka_unit_test(test_alltoall_schedules),
 		cmocka_unit_test(test_alltoall_bound),
+		cmocka_unit_test(test_alltoall_pairwise),
 		cmocka_unit_test(test_checker_circuit_sharing),
 		cmocka_unit_test(test_checker_dropped_transfer),
 		cmocka_unit_test(test_checker_doubled_link),
