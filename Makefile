@@ -231,9 +231,9 @@ fidelity: $(B)/ofcd
 	OFCD_BIN=$(abspath $(B)/ofcd) $(PYTHON) tests/fidelity/fidelity.py
 
 # The same against SimGrid without a barrier per round (tests/fidelity/fidelity_free.py): each
-# participant goes on once what it depends on has arrived, priced with "sync": "pairwise"; full
-# meshes of 2 to 31 servers with one and two ports per device and two re-planned around a failed
-# device, 8 B to 4 GiB. Same pass rule, for both the pairwise and the barrier prices.
+# participant goes on once what it depends on has arrived (pairwise, and dataflow as NCCL runs),
+# priced with that "sync"; full meshes of 2 to 31 servers with one and two ports per device and
+# two re-planned around a failed device, 8 B to 4 GiB. Same pass rule, for each sync mode.
 fidelity-free: $(B)/ofcd
 	OFCD_BIN=$(abspath $(B)/ofcd) $(PYTHON) tests/fidelity/fidelity_free.py
 

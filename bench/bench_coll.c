@@ -84,6 +84,7 @@ int main(void)
 	bench_select("coll_select_alltoall_64x63", COLL_ALLTOALL, 64, 63, COLL_SYNC_BARRIER);
 	/* Without the barrier: both algorithms replayed (8x8), plane-relayed only (16x16). */
 	bench_select("coll_select_alltoall_8x8_pairwise", COLL_ALLTOALL, 8, 8, COLL_SYNC_PAIRWISE);
+	bench_select("coll_select_alltoall_8x8_dataflow", COLL_ALLTOALL, 8, 8, COLL_SYNC_DATAFLOW);
 	bench_select("coll_select_alltoall_16x16_pairwise", COLL_ALLTOALL, 16, 16,
 	             COLL_SYNC_PAIRWISE);
 	return 0;

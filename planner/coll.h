@@ -65,13 +65,13 @@ enum coll_relay {
  * How the participants of a collective wait for one another between its rounds
  * (docs/cost-model.md, "Without the barrier"). Only the all-to-all price tells them apart: every
  * server-level schedule takes the same time either way.
+ *   barrier:  every round ends for all at once (the sum of the rounds);
+ *   pairwise: a participant goes on once its own send and receive of the round are through
+ *             (MPI's pairwise exchange);
+ *   dataflow: a send waits only for its sender's previous one and the data it carries (a
+ *             library that posts every send at once, NCCL).
  */
-enum coll_sync {
-	COLL_SYNC_BARRIER =
-	    0,              /**< "barrier": every round ends for all at once (sum of the rounds) */
-	COLL_SYNC_PAIRWISE, /**< "pairwise": each goes on once its own send and receive are in */
-	COLL_SYNC__COUNT
-};
+enum coll_sync { COLL_SYNC_BARRIER = 0, COLL_SYNC_PAIRWISE, COLL_SYNC_DATAFLOW, COLL_SYNC__COUNT };
 
 /** Reduction operators of the in-network aggregation simulator. */
 enum coll_reduce_op {
@@ -128,9 +128,9 @@ enum coll_reduce_op {
  * @relay:              how data a server received on one circuit reaches the device of the
  *                      circuit it leaves on (enum coll_relay) [none].
  * @sync:               how participants wait for one another between rounds (enum coll_sync):
- *                      "pairwise" prices an all-to-all as its schedule's messages sharing the
- *                      links max-min fairly, each participant going on when its previous send
- *                      and receive are through [barrier].
+ *                      "pairwise" and "dataflow" price an all-to-all as its schedule's
+ *                      messages sharing the links max-min fairly, each starting once what it
+ *                      waits for under that convention is through [barrier].
  * @shape:              the circuits the fabric has (struct coll_shape); the product of its
  *                      dimensions must be the number of servers priced. On a HyperX or torus
  *                      shape an algorithm is eligible only where every pair of servers it
@@ -316,9 +316,10 @@ int coll_generate(enum coll_collective c, enum coll_algorithm a, uint32_t server
  * A link's time in a round is the latest, over its transfers, of one's latency (the alphas of
  * its whole route) plus the bytes of every transfer on the link that starts no earlier, over
  * the link's bandwidth: the link is kept busy from then on. For every generated schedule this
- * equals coll_predict() when the chunks divide evenly. With @p->sync "pairwise" an all-to-all
- * schedule of at most 4,096 transfers is priced as coll_predict() prices it then: replayed
- * without the barrier. Returns 0 and sets @us, -EINVAL or -ENOMEM.
+ * equals coll_predict() when the chunks divide evenly. With @p->sync "pairwise" or "dataflow" a
+ * direct or plane-relayed all-to-all schedule of at most 64 participants is priced as
+ * coll_predict() prices it then: replayed without the barrier. Returns 0 and sets @us, -EINVAL
+ * or -ENOMEM.
  */
 int coll_schedule_cost(const struct coll_schedule *s, const struct coll_params *p, double *us);
 
@@ -345,7 +346,7 @@ const char *coll_relay_name(enum coll_relay r);
 /** Parse a relay name into @r. Returns 0 or -EINVAL. */
 int coll_relay_from_name(const char *name, enum coll_relay *r);
 
-/** "barrier", "pairwise"; NULL when out of range. */
+/** "barrier", "pairwise", "dataflow"; NULL when out of range. */
 const char *coll_sync_name(enum coll_sync s);
 
 /** Parse a sync name into @s. Returns 0 or -EINVAL. */

@@ -321,13 +321,15 @@ int coll_predict(enum coll_collective c, enum coll_algorithm a, uint64_t bytes, 
 	default:
 		rc = coll_price_alltoall(a, p, n, servers, devices, est);
 		/* Without the barrier, the replay's time instead of the sum of the rounds. */
-		if (!rc && p->sync == COLL_SYNC_PAIRWISE) {
+		if (!rc && p->sync != COLL_SYNC_BARRIER) {
 			rc =
 			    coll_alltoall_flow_price(a, p, n, servers, devices, &est->predicted_us);
 			rc = rc == -E2BIG ? 0 : rc;
 		}
 		if (rc) {
-			coll_err_set(err, NULL, "out of memory");
+			coll_err_set(err, NULL,
+			             rc == -ENOMEM ? "out of memory"
+			                           : "the all-to-all cannot be replayed");
 			memset(est, 0, sizeof(*est));
 			return rc;
 		}
@@ -367,10 +369,9 @@ int coll_schedule_cost(const struct coll_schedule *s, const struct coll_params *
 	    (uint64_t)s->servers * s->devices != s->participants || coll_params_validate(p, NULL))
 		return -EINVAL;
 	/* Without the barrier an all-to-all's time is its replay, as in its selection. */
-	if (p->sync == COLL_SYNC_PAIRWISE && s->collective == COLL_ALLTOALL &&
+	if (p->sync != COLL_SYNC_BARRIER && s->collective == COLL_ALLTOALL &&
 	    (s->algorithm == COLL_ALG_DIRECT || s->algorithm == COLL_ALG_PLANE_RELAYED)) {
-		rc = coll_alltoall_flow_price((enum coll_algorithm)s->algorithm, p,
-		                              (double)s->bytes, s->servers, s->devices, us);
+		rc = coll_schedule_flow_price(s, p, us);
 		if (rc != -E2BIG)
 			return rc;
 	}

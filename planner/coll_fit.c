@@ -596,7 +596,7 @@ int coll_fit(const struct coll_run *runs, uint32_t nruns, const struct coll_para
 		return rc;
 	/* Without the barrier an all-to-all's price is a replay of its schedule, milliseconds
 	 * each, and a fit prices every run hundreds of times. */
-	for (uint32_t i = 0; i < nruns && start->sync == COLL_SYNC_PAIRWISE; i++)
+	for (uint32_t i = 0; i < nruns && start->sync != COLL_SYNC_BARRIER; i++)
 		if (runs[i].collective == COLL_ALLTOALL && !coll_is_shape_alg(runs[i].algorithm)) {
 			coll_err_set(
 			    err, "params.sync",

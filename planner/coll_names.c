@@ -118,6 +118,7 @@ int coll_relay_from_name(const char *name, enum coll_relay *r)
 static const char *const sync_names[COLL_SYNC__COUNT] = {
 	[COLL_SYNC_BARRIER] = "barrier",
 	[COLL_SYNC_PAIRWISE] = "pairwise",
+	[COLL_SYNC_DATAFLOW] = "dataflow",
 };
 
 const char *coll_sync_name(enum coll_sync s)

@@ -142,7 +142,7 @@ static const struct param_field {
 };
 
 const char *const api_relay_names[] = { "none", "cut-through", "store-and-forward", NULL };
-static const char *const sync_names[] = { "barrier", "pairwise", NULL };
+static const char *const sync_names[] = { "barrier", "pairwise", "dataflow", NULL };
 
 #define NPARAMS (sizeof(param_fields) / sizeof(param_fields[0]))
 

@@ -6,14 +6,16 @@ end of each round, the convention the model's "sum of the rounds" shares. Real c
 libraries have no global barrier: a participant goes on as soon as what it depends on has
 arrived. This test replays the same schedules (the schedule route's transfers, between the
 devices it names, on the platform simnet.py builds from the stored circuits) as one DAG per
-candidate (Net.add_dag), with these dependencies, per participant (a server for the
+candidate (Net.add_dag), twice, with these dependencies, per participant (a server for the
 server-level collectives, a device for all-to-all):
 
-  - a transfer of round r that leaves participant p starts when
-      * every transfer of an earlier round that arrived at p is through, and, where the
-        schedule's op is "reduce", p has reduced it;
-      * p's own transfers of its previous sending round are through (a participant issues its
-        rounds in order: its links are busy until then);
+  - a transfer of round r that leaves participant p starts when p's own transfers of its
+    previous sending round are through (a participant issues its rounds in order: its links
+    are busy until then), and
+      * pairwise (MPI's pairwise exchange): every transfer of an earlier round that arrived at
+        p is through, and, where the schedule's op is "reduce", p has reduced it;
+      * dataflow (a library that posts every send at once, NCCL): what last wrote each chunk
+        it carries at p is through (the transfer that brought it, or p's reduction of it);
     and then, as in fidelity.py, its route's latency later;
   - p reduces the transfers of round r that bring it a "reduce" once they have all arrived and
     its reduction of its previous round is done (one reducer per participant), at gamma per
@@ -24,12 +26,12 @@ server-level collectives, a device for all-to-all):
     at the round's start);
   - what arrives at p lands in a receive buffer: a transfer into p never waits for p.
 
-The job ends when the last transfer or reduction is through. ofcd prices each candidate twice:
-with "sync": "pairwise" (params of the selection), which it prices for all-to-all by replaying
-the schedule as flows sharing links max-min fairly with these dependencies, against this
-replay; and with the default barrier, against the same schedules replayed with the barrier
-(Net.add_rounds, as fidelity.py does), so the report shows both conventions and what removing
-the barrier changes.
+The job ends when the last transfer or reduction is through. ofcd prices each candidate three
+times: with "sync": "pairwise" and "dataflow" (params of the selection), which it prices for
+all-to-all by replaying the schedule as flows sharing links max-min fairly with these
+dependencies, each against its replay; and with the default barrier, against the same schedules
+replayed with the barrier (Net.add_rounds, as fidelity.py does), so the report shows every
+convention and what removing the barrier changes.
 
 The fabrics are full meshes of 2, 3, 4, 7, 8, 13, 16 and 31 servers, once with one port per
 device and once with two (8, 16 or 32 devices per server with one port, half as many with
@@ -46,11 +48,11 @@ Both replays run from simnet's event queue (add_dag and add_rounds with queued=T
 runners' times (checked once: the barrier replay both ways on every case at three sizes agreed
 to 10⁻¹³, the DAGs of 60 cases to 10⁻¹⁴) without scanning every message at every event, which
 a whole schedule as one DAG (up to 4,650 messages here) would make quadratic. The run takes
-1.5 to 3 minutes on a 2-CPU virtual machine, depending on its host's load; most of it in
-SimGrid.
+about 70 s on a 2-CPU virtual machine, depending on its host's load; most of it in SimGrid.
 
-Fails (exit 1) when, under either convention, fewer than 95 % of the cases are within 5 % of
-their replay, or a pick is not its replay's fastest (times within 10⁻⁶ count as equal).
+Fails (exit 1) when, under any of the three conventions, fewer than 95 % of the cases are
+within 5 % of their replay, or a pick is not its replay's fastest (times within 10⁻⁶ count as
+equal).
     fidelity_free.py [--table FILE] [--verbose]
 """
 import argparse
@@ -110,26 +112,40 @@ def topology():
             "servers": servers, "wiring": {"rule": "plane-per-ocs"}}
 
 
-def free_flows(sch, host, gamma_ns_per_byte):
+def free_flows(sch, host, gamma_ns_per_byte, dataflow=False):
     """The schedule's transfers as one DAG of Net.add_dag() flows, dependencies as in the
-    module's docstring; host(server, device) gives the SimGrid host."""
+    module's docstring; host(server, device) gives the SimGrid host. dataflow: a transfer waits
+    for its sender's previous sending round and for what wrote the chunks it carries at the
+    sender (the transfer that brought one, the reduction that reduced one), not for everything
+    that arrived before."""
     per_device = sch["collective"] == "alltoall"
     gamma = gamma_ns_per_byte * 1e-9
     flows = []
     frontier = {}  # participant -> flows its next round's transfers wait for
     reducer = {}   # participant -> its last reduction
+    last_sent = {}  # participant -> its transfers of its last sending round
+    writer = {}    # (participant, chunk) -> the flow that put the chunk there last
     for rnd in sch["rounds"]:
         sent, got, reduced = {}, {}, {}
         for t in rnd["transfers"]:
             (a, src), (b, dst) = ends(t, per_device, host)
-            flows.append((src, dst, t["bytes"], list(frontier.get(a, ()))))
+            if dataflow:
+                deps = set(last_sent.get(a, ())) | {writer[a, c] for c in t["chunks"]
+                                                     if (a, c) in writer}
+            else:
+                deps = frontier.get(a, ())
+            flows.append((src, dst, t["bytes"], sorted(deps)))
             sent.setdefault(a, []).append((len(flows) - 1, t))
             (reduced if t["op"] == "reduce" else got).setdefault(b, []).append(
                 (len(flows) - 1, t, dst))
         for p, out in sent.items():
             frontier[p] = [i for i, _ in out]
+            last_sent[p] = [i for i, _ in out]
         for p, arrived in got.items():
             frontier.setdefault(p, []).extend(i for i, _, _ in arrived)
+            for i, t, _ in arrived:
+                for c in t["chunks"]:
+                    writer[p, c] = i
         for p, arrived in reduced.items():
             writes = {c for _, t, _ in arrived for c in t["chunks"]}
             deps = [i for i, _, _ in arrived] + ([reducer[p]] if p in reducer else []) + \
@@ -139,6 +155,8 @@ def free_flows(sch, host, gamma_ns_per_byte):
             flows.append((where, where, 0, deps, nbytes * gamma))
             reducer[p] = len(flows) - 1
             frontier.setdefault(p, []).append(reducer[p])
+            for c in writes:
+                writer[p, c] = reducer[p]
     return flows
 
 
@@ -159,13 +177,18 @@ def size_name(q):
     return f"{q} B"
 
 
+# ofcd's sync modes, each judged against the replay of its convention.
+SYNCS = ("barrier", "pairwise", "dataflow")
+
+
 class Run:
     def __init__(self, daemon):
         self.d = daemon
         self.net = Net()
-        self.cases = []       # every candidate replayed: with and without the barrier
-        # (label, ofcd's pick with sync "pairwise", its pick with the barrier, [case indexes])
-        self.selections = []
+        # Every candidate replayed under each convention: "price"[sync] is ofcd's price with
+        # that sync, "job"[sync] the SimGrid job of that replay.
+        self.cases = []
+        self.selections = []  # (label, {sync: ofcd's pick}, [case indexes])
         self.skipped = {}     # why -> candidates not simulated
         self.built = set()
 
@@ -209,118 +232,126 @@ class Run:
         for coll in COLLECTIVES:
             for q in (THIN_SIZES if n_servers >= THIN else SIZES):
                 ask = {"collective": coll, "bytes": q, "fabric": fab}
-                r = self.d.post("/v1/collective/select", dict(ask, params={"sync": "pairwise"}))
+                r = self.d.post("/v1/collective/select", ask)
                 if r.status_code == 422 and r.json()["error"]["code"] == "infeasible":
                     self.skip("no eligible candidate (the missing pair)")
                     continue
-                sel = ok(r)
-                barrier = ok(self.d.post("/v1/collective/select", ask))
-                price_b = {c["algorithm"]: c["predicted_us"] for c in barrier["candidates"]}
-                p = sel["params"]
+                sel = {"barrier": ok(r)}
+                for sync in SYNCS[1:]:
+                    sel[sync] = ok(self.d.post("/v1/collective/select",
+                                               dict(ask, params={"sync": sync})))
+                price = {sync: {c["algorithm"]: c["predicted_us"] for c in x["candidates"]}
+                         for sync, x in sel.items()}
+                p = sel["barrier"]["params"]
                 self.platform(fab, n, p)
                 label = f"{coll} {fab} {size_name(q)}"
                 idx = []
-                for c in sel["candidates"]:
+                for c in sel["barrier"]["candidates"]:
                     if not c["eligible"]:
                         continue
-                    sch = self.schedule(fab, coll, c["algorithm"], q)
+                    alg = c["algorithm"]
+                    sch = self.schedule(fab, coll, alg, q)
                     if sch is None:
                         self.skip("all-to-all past the schedule route's 64 participants")
                         continue
                     g = p["gamma_ns_per_byte"]
-                    free = self.net.add_dag(free_flows(sch, host, g), queued=True)
-                    rounds = self.net.add_rounds(schedule_rounds(sch, host), g, queued=True)
-                    self.cases.append({"family": f"{coll} {c['algorithm']}", "label": label,
-                                       "what": c["algorithm"], "job": free, "barrier": rounds,
-                                       "predicted": c["predicted_us"],
-                                       "predicted_b": price_b[c["algorithm"]]})
+                    job = {"barrier": self.net.add_rounds(schedule_rounds(sch, host), g,
+                                                          queued=True),
+                           "pairwise": self.net.add_dag(free_flows(sch, host, g), queued=True),
+                           "dataflow": self.net.add_dag(free_flows(sch, host, g, True),
+                                                        queued=True)}
+                    self.cases.append({"family": f"{coll} {alg}", "label": label, "what": alg,
+                                       "job": job,
+                                       "price": {sync: price[sync][alg] for sync in SYNCS}})
                     idx.append(len(self.cases) - 1)
-                self.selections.append((label, sel["algorithm"], barrier["algorithm"], idx))
+                self.selections.append(
+                    (label, {sync: sel[sync]["algorithm"] for sync in SYNCS}, idx))
 
     def skip(self, why):
         self.skipped[why] = self.skipped.get(why, 0) + 1
 
 
-def picks_of(run, key):
-    """(agreeing picks, judged selections, [(label, pick, its time, fastest, its time)]):
-    key "sim" judges the pairwise picks by the replay without the barrier, "sim_b" the
-    barrier picks by the replay with it."""
+def picks_of(run, sync):
+    """(agreeing picks, judged selections, [(label, pick, its time, fastest, its time)]) of
+    ofcd's picks with @sync against the replay of that convention."""
     picks = judged = 0
     wrong = []
-    for label, pick_free, pick_barrier, idx in run.selections:
+    for label, pick_of, idx in run.selections:
         if not idx:
             continue
-        pick = pick_free if key == "sim" else pick_barrier
+        pick = pick_of[sync]
         judged += 1
-        best = min(run.cases[i][key] for i in idx)
+        best = min(run.cases[i]["sim"][sync] for i in idx)
         mine = [run.cases[i] for i in idx if run.cases[i]["what"] == pick]
-        if mine and mine[0][key] <= best * (1 + TIE):
+        if mine and mine[0]["sim"][sync] <= best * (1 + TIE):
             picks += 1
         else:
-            fastest = min((run.cases[i] for i in idx), key=lambda c: c[key])
-            wrong.append((label, pick, mine[0][key] if mine else None, fastest["what"],
-                          fastest[key]))
+            fastest = min((run.cases[i] for i in idx), key=lambda c: c["sim"][sync])
+            wrong.append((label, pick, mine[0]["sim"][sync] if mine else None,
+                          fastest["what"], fastest["sim"][sync]))
     return picks, judged, wrong
+
+
+REPLAY = {"barrier": "with the barrier (fidelity.py's replay)",
+          "pairwise": "without it, pairwise", "dataflow": "without it, dataflow"}
 
 
 def report(run, sim, args):
     for c in run.cases:
-        c["sim"], c["sim_b"] = sim[c["job"]], sim[c["barrier"]]
-        c["dev"] = (c["predicted"] - c["sim"]) / c["sim"]
-        c["dev_b"] = (c["predicted_b"] - c["sim_b"]) / c["sim_b"]
+        c["sim"] = {sync: sim[c["job"][sync]] for sync in SYNCS}
+        c["dev"] = {sync: (c["price"][sync] - c["sim"][sync]) / c["sim"][sync]
+                    for sync in SYNCS}
     n = len(run.cases)
-    bad = [c for c in run.cases if abs(c["dev"]) > WITHIN]
-    good, good_b = n - len(bad), sum(abs(c["dev_b"]) <= WITHIN for c in run.cases)
-    picks, judged, wrong = picks_of(run, "sim")
-    picks_b, _, wrong_b = picks_of(run, "sim_b")
+    passed = True
     if args.verbose:
-        for c in sorted(run.cases, key=lambda c: -abs(c["dev"])):
-            print(f"  {c['dev'] * 100:+7.2f} %  (barrier {c['dev_b'] * 100:+7.2f} %)  "
-                  f"{c['label']:<30} {c['what']:<27} ofcd {c['predicted']:.6g}  "
-                  f"simgrid {c['sim']:.6g}  with the barrier {c['sim_b']:.6g}")
-    for c in bad:
-        print(f"fidelity-free: off by {c['dev'] * 100:+.1f} %: {c['label']} {c['what']} "
-              f"(ofcd {c['predicted']:.6g} µs, SimGrid {c['sim']:.6g} µs)")
-    for c in run.cases:
-        if abs(c["dev_b"]) > WITHIN:
-            print(f"fidelity-free: with the barrier, off by {c['dev_b'] * 100:+.1f} %: "
-                  f"{c['label']} {c['what']} (ofcd {c['predicted_b']:.6g} µs, SimGrid "
-                  f"{c['sim_b']:.6g} µs)")
-    for how, miss in (("", wrong), ("with the barrier, ", wrong_b)):
-        for label, pick, t, fastest, ft in miss:
-            print(f"fidelity-free: {how}wrong pick: {label}: ofcd picks {pick} ({t:.6g} µs in "
-                  f"SimGrid), SimGrid's fastest is {fastest} ({ft:.6g} µs)")
+        for c in sorted(run.cases, key=lambda c: -max(abs(d) for d in c["dev"].values())):
+            print("  " + "  ".join(f"{sync} {c['dev'][sync] * 100:+7.2f} %" for sync in SYNCS) +
+                  f"  {c['label']:<30} {c['what']:<27} " +
+                  "  ".join(f"{sync} ofcd {c['price'][sync]:.6g} simgrid {c['sim'][sync]:.6g}"
+                            for sync in SYNCS))
+    summary = {}
+    for sync in SYNCS:
+        good = sum(abs(c["dev"][sync]) <= WITHIN for c in run.cases)
+        picks, judged, wrong = picks_of(run, sync)
+        summary[sync] = (good, picks, judged)
+        for c in run.cases:
+            if abs(c["dev"][sync]) > WITHIN:
+                print(f"fidelity-free: sync {sync}: off by {c['dev'][sync] * 100:+.1f} %: "
+                      f"{c['label']} {c['what']} (ofcd {c['price'][sync]:.6g} µs, SimGrid "
+                      f"{c['sim'][sync]:.6g} µs)")
+        for label, pick, t, fastest, ft in wrong:
+            print(f"fidelity-free: sync {sync}: wrong pick: {label}: ofcd picks {pick} "
+                  f"({t:.6g} µs in SimGrid), SimGrid's fastest is {fastest} ({ft:.6g} µs)")
+        share = good / n if n else 0
+        print(f"fidelity-free: {n} cases priced with sync {sync} against the replay "
+              f"{REPLAY[sync]}: {good} within 5 % ({share * 100:.1f} %), picks {picks}/{judged}")
+        passed = passed and share >= REQUIRED and picks == judged
     if args.table:
-        write_table(run, args.table, n, good, picks, judged)
-    share = good / n if n else 0
-    share_b = good_b / n if n else 0
-    print(f"fidelity-free: {n} cases, priced with sync pairwise against the replay without the "
-          f"barrier: {good} within 5 % ({share * 100:.1f} %), picks {picks}/{judged}")
-    print(f"fidelity-free: the same cases priced with the barrier against fidelity.py's replay: "
-          f"{good_b} within 5 % ({share_b * 100:.1f} %), picks {picks_b}/{judged}")
+        write_table(run, args.table, summary)
     if run.skipped:
         print("fidelity-free: not simulated: " +
               ", ".join(f"{k} {v}" for k, v in sorted(run.skipped.items())))
-    return share >= REQUIRED and share_b >= REQUIRED and picks == judged and picks_b == judged
+    return passed
 
 
-def write_table(run, path, n, good, picks, judged):
+def write_table(run, path, summary):
     fam = {}
     for c in run.cases:
         fam.setdefault(c["family"], []).append(c)
-    lines = [f"{n} cases, {good} within 5 % ({good / n * 100:.1f} %), picks {picks}/{judged}",
-             "", "| candidate | cases | within 5 % | mean deviation | worst | "
-             "within 5 % with the barrier | worst with the barrier |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
+    n = len(run.cases)
+    lines = [f"sync {sync}: {n} cases, {good} within 5 %, picks {picks}/{judged}"
+             for sync, (good, picks, judged) in summary.items()]
+    lines += ["", "| candidate | cases | " +
+              " | ".join(f"{sync}: within 5 % | {sync}: worst" for sync in SYNCS) + " |",
+              "| --- | --- |" + " --- | --- |" * len(SYNCS)]
     for name in sorted(fam):
         cs = fam[name]
-        worst = max(cs, key=lambda c: abs(c["dev"]))
-        worst_b = max(cs, key=lambda c: abs(c["dev_b"]))
-        lines.append(f"| {name} | {len(cs)} | {sum(abs(c['dev']) <= WITHIN for c in cs)} | "
-                     f"{sum(c['dev'] for c in cs) / len(cs) * 100:+.2f} % | "
-                     f"{worst['dev'] * 100:+.2f} % ({worst['label']}) | "
-                     f"{sum(abs(c['dev_b']) <= WITHIN for c in cs)} | "
-                     f"{worst_b['dev_b'] * 100:+.2f} % |")
+        cells = []
+        for sync in SYNCS:
+            worst = max(cs, key=lambda c: abs(c["dev"][sync]))
+            cells += [str(sum(abs(c["dev"][sync]) <= WITHIN for c in cs)),
+                      f"{worst['dev'][sync] * 100:+.2f} % ({worst['label']})"]
+        lines.append(f"| {name} | {len(cs)} | " + " | ".join(cells) + " |")
     lines += ["", "Deviation: (ofcd − SimGrid) / SimGrid; positive where ofcd is slower."]
     Path(path).write_text("\n".join(lines) + "\n")
 

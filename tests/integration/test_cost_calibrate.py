@@ -109,7 +109,8 @@ def test_calibrate_survives_a_restart(daemon):
 def test_a_set_keeps_its_sync_mode(daemon):
     """"sync": "pairwise" (no barrier between rounds) rides in a set as the relay mode does: the
     set keeps it across a restart and prices all-to-all without the barrier (on 8 servers of 8
-    devices at 16 MiB that changes the pick); all-to-all runs are not fitted under it."""
+    devices at 16 MiB that changes the pick, and "dataflow" changes it back); all-to-all runs
+    are not fitted under it."""
     d = daemon
     r = d.post("/v1/cost/calibrate", {"name": "pw", "runs": measured_runs(d)[:12],
                                       "params": {"sync": "pairwise"}, "activate": True})
@@ -124,6 +125,13 @@ def test_a_set_keeps_its_sync_mode(daemon):
                      dict(body, params=dict(body["params"], sync="barrier"))).json()
     assert free["params"]["sync"] == "pairwise" and barrier["params"]["sync"] == "barrier"
     assert (free["algorithm"], barrier["algorithm"]) == ("direct", "plane-relayed")
+    # A library that posts every send at once: plane-relayed again, by less than either.
+    dataflow = d.post("/v1/collective/select",
+                      dict(body, params=dict(body["params"], sync="dataflow"))).json()
+    assert dataflow["params"]["sync"] == "dataflow" and dataflow["algorithm"] == "plane-relayed"
+    prices = {s: {c["algorithm"]: c["predicted_us"] for c in x["candidates"]}
+              for s, x in (("free", free), ("dataflow", dataflow))}
+    assert prices["dataflow"]["plane-relayed"] < prices["free"]["plane-relayed"]
     run = {"collective": "alltoall", "algorithm": "direct", "servers": 4, "devices": 8,
            "bytes": 1 << 20, "measured_us": 500.0}
     r = d.post("/v1/cost/calibrate", {"name": "a2a", "runs": [run],

@@ -766,21 +766,26 @@ static void test_alltoall_bound(void **state)
 }
 
 /*
- * Without the barrier (sync "pairwise") an all-to-all is its messages replayed as flows sharing
- * links max-min fairly. One message each way alone on its circuit is latency plus bytes; the
- * full meshes of 7 and 8 servers of 8 devices (one port each) against SimGrid's replay of the
- * same schedules (make fidelity-free, 2026-11-27), where the barrier's sum picked wrong.
+ * Without the barrier (sync "pairwise" or "dataflow") an all-to-all is its messages replayed as
+ * flows sharing links max-min fairly. One message each way alone on its circuit is latency plus
+ * bytes; the full meshes of 7 and 8 servers of 8 devices (one port each) against SimGrid's
+ * replay of the same schedules (make fidelity-free, 2026-11-27): at 16 MiB the barrier's sum
+ * picks plane-relayed, pairwise direct, dataflow plane-relayed again.
  */
 static void test_alltoall_pairwise(void **state)
 {
 	static const struct {
+		enum coll_sync sync;
 		uint32_t servers;
 		uint64_t bytes;
 		double direct, relayed; /* SimGrid, µs */
 	} simgrid[] = {
-		{ 7, 16 << 20, 916.692, 963.179 },
-		{ 8, 16 << 20, 996.686, 1016.25 },
-		{ 7, 1 << 20, 382.141, 114.461 },
+		{ COLL_SYNC_PAIRWISE, 7, 16 << 20, 916.692, 963.179 },
+		{ COLL_SYNC_PAIRWISE, 8, 16 << 20, 996.686, 1016.25 },
+		{ COLL_SYNC_PAIRWISE, 7, 1 << 20, 382.141, 114.461 },
+		{ COLL_SYNC_DATAFLOW, 7, 16 << 20, 948.699, 943.497 },
+		{ COLL_SYNC_DATAFLOW, 8, 16 << 20, 1005.17, 992.329 },
+		{ COLL_SYNC_DATAFLOW, 8, 1 << 20, 423.602, 116.704 },
 	};
 	struct coll_params p;
 	struct coll_estimate est, barrier;
@@ -800,6 +805,7 @@ static void test_alltoall_pairwise(void **state)
 	for (size_t i = 0; i < sizeof(simgrid) / sizeof(simgrid[0]); i++) {
 		uint32_t S = simgrid[i].servers;
 
+		p.sync = simgrid[i].sync;
 		assert_int_equal(coll_predict(COLL_ALLTOALL, COLL_ALG_DIRECT, simgrid[i].bytes, S,
 		                              8, &p, &est, NULL),
 		                 0);
@@ -814,6 +820,7 @@ static void test_alltoall_pairwise(void **state)
 		                 simgrid[i].direct < simgrid[i].relayed ? COLL_ALG_DIRECT
 		                                                        : COLL_ALG_PLANE_RELAYED);
 	}
+	p.sync = COLL_SYNC_PAIRWISE;
 	/* The schedule route's price of the same schedule is its selection's. */
 	{
 		struct coll_schedule sch;
@@ -876,6 +883,83 @@ static void test_alltoall_pairwise(void **state)
 	assert_int_equal(
 	    coll_predict(COLL_ALLTOALL, COLL_ALG_DIRECT, 1 << 20, 16, 16, &p, &est, NULL), 0);
 	assert_close(est.predicted_us, barrier.predicted_us);
+}
+
+/* A hand-made all-to-all of @rounds rounds of @P transfers on one server, priced with @sync. */
+static int price_made(uint32_t P, uint32_t nrounds, const uint32_t (*t)[5],
+                      const struct coll_chunk *chunks, uint32_t nchunks, enum coll_sync sync,
+                      double *us)
+{
+	struct coll_schedule s;
+	struct coll_params p;
+	int rc;
+
+	coll_params_default(&p);
+	p.sync = sync;
+	/* Priced as the generators' plane-relayed schedules are. */
+	assert_int_equal(
+	    coll_schedule_init(&s, COLL_ALLTOALL, COLL_ALG_PLANE_RELAYED, 1, P, nchunks), 0);
+	memcpy(s.chunks, chunks, nchunks * sizeof(*chunks));
+	for (uint32_t r = 0; r < nrounds; r++) {
+		assert_int_equal(coll_schedule_add_round(&s), 0);
+		for (uint32_t i = 0; i < P; i++) {
+			const uint32_t *x = t[r * P + i];
+
+			assert_int_equal(coll_schedule_add_transfer(&s, x[0], x[1], COLL_OP_COPY,
+			                                            x + 2,
+			                                            x[4] == UINT32_MAX ? 1 : 3),
+			                 0);
+		}
+	}
+	rc = coll_schedule_cost(&s, &p, us);
+	coll_schedule_free(&s);
+	return rc;
+}
+
+/*
+ * What each convention waits for, on a hand-made schedule of three devices of one server
+ * (intra alpha 1 µs, 400 Gbit/s: a 1 MiB chunk takes B = 20.97152 µs, a 1-byte one d). Device
+ * 0 sends the big chunk 0 to 1 in round 0; in round 2, 1 relays it to 2 between two small
+ * ones (5, which 2 sent it in round 1, and 8, its own), having sent only small chunks of its
+ * own in between. Dataflow: the relay waits for the big chunk alone, 1 + B, and ends 1 µs +
+ * B + 2d later. Pairwise: 1's round 1 send already waited for the big chunk, so the relay
+ * starts a round later still. A chunk sent by a participant that does not hold it, or an index
+ * out of range, is refused.
+ */
+static void test_alltoall_sync_waits(void **state)
+{
+	static const uint32_t none = UINT32_MAX;
+	/* src, dst, chunks (one, or three) */
+	static const uint32_t t[9][5] = {
+		{ 0, 1, 0, 0, none }, { 1, 2, 1, 0, none }, { 2, 0, 2, 0, none },
+		{ 0, 2, 3, 0, none }, { 1, 0, 4, 0, none }, { 2, 1, 5, 0, none },
+		{ 1, 2, 5, 0, 8 },    { 2, 0, 6, 0, none }, { 0, 1, 7, 0, none },
+	};
+	static const uint32_t origin[9] = { 0, 1, 2, 0, 1, 2, 2, 0, 1 };
+	const double big = (1 << 20) / 50000.0, d = 1 / 50000.0;
+	struct coll_chunk chunks[9];
+	uint32_t bad[9][5];
+	double us;
+
+	(void)state;
+	for (uint32_t c = 0; c < 9; c++)
+		chunks[c] =
+		    (struct coll_chunk){ .origin = origin[c], .dest = 0, .bytes = c ? 1 : 1 << 20 };
+	assert_int_equal(price_made(3, 3, t, chunks, 9, COLL_SYNC_DATAFLOW, &us), 0);
+	assert_true(fabs(us - (2 + 2 * big + 2 * d)) < 1e-6);
+	assert_int_equal(price_made(3, 3, t, chunks, 9, COLL_SYNC_PAIRWISE, &us), 0);
+	assert_true(fabs(us - (3 + 2 * big + 3 * d)) < 1e-6);
+	/* Round 2's device 2 sends chunk 0, which device 1 holds then. */
+	memcpy(bad, t, sizeof(bad));
+	bad[7][2] = 0;
+	assert_int_equal(price_made(3, 3, bad, chunks, 9, COLL_SYNC_DATAFLOW, &us), -EINVAL);
+	/* A chunk the schedule does not have; a device it does not have. */
+	memcpy(bad, t, sizeof(bad));
+	bad[3][2] = 9;
+	assert_int_equal(price_made(3, 3, bad, chunks, 9, COLL_SYNC_PAIRWISE, &us), -EINVAL);
+	memcpy(bad, t, sizeof(bad));
+	bad[3][1] = 3;
+	assert_int_equal(price_made(3, 3, bad, chunks, 9, COLL_SYNC_PAIRWISE, &us), -EINVAL);
 }
 
 static const struct coll_candidate *cand(const struct coll_selection *sel, enum coll_algorithm a)
@@ -1092,6 +1176,8 @@ static void test_names(void **state)
 
 		assert_int_equal(coll_sync_from_name("pairwise", &s), 0);
 		assert_int_equal(s, COLL_SYNC_PAIRWISE);
+		assert_int_equal(coll_sync_from_name("dataflow", &s), 0);
+		assert_int_equal(s, COLL_SYNC_DATAFLOW);
 		assert_string_equal(coll_sync_name(COLL_SYNC_BARRIER), "barrier");
 		assert_int_equal(coll_sync_from_name("free", &s), -EINVAL);
 		assert_null(coll_sync_name(COLL_SYNC__COUNT));
@@ -1214,6 +1300,7 @@ int main(void)
 		cmocka_unit_test(test_alltoall_schedules),
 		cmocka_unit_test(test_alltoall_bound),
 		cmocka_unit_test(test_alltoall_pairwise),
+		cmocka_unit_test(test_alltoall_sync_waits),
 		cmocka_unit_test(test_checker_circuit_sharing),
 		cmocka_unit_test(test_checker_dropped_transfer),
 		cmocka_unit_test(test_checker_doubled_link),
