@@ -10,6 +10,9 @@
 /** Most participants of a checkable all-to-all schedule (its chunks grow as participants²). */
 #define COLL_MAX_ALLTOALL_PARTICIPANTS 64u
 
+/** Index of @name among names[0..n) (NULL entries skipped), or -EINVAL (also for NULL). */
+int coll_name_index(const char *const *names, unsigned n, const char *name);
+
 /** Set @err (may be NULL) to @field and the formatted reason. */
 void coll_err_set(struct coll_error *err, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -7,8 +7,7 @@
 #include <errno.h>
 #include <string.h>
 
-/* Index of @name among names[0..n), or -EINVAL. */
-static int lookup(const char *const *names, unsigned n, const char *name)
+int coll_name_index(const char *const *names, unsigned n, const char *name)
 {
 	for (unsigned i = 0; name && i < n; i++)
 		if (names[i] && !strcmp(name, names[i]))
@@ -55,7 +54,7 @@ const char *coll_algorithm_name(enum coll_algorithm a)
 
 int coll_collective_from_name(const char *name, enum coll_collective *c)
 {
-	int i = lookup(collective_names, COLL_COLLECTIVE__COUNT, name);
+	int i = coll_name_index(collective_names, COLL_COLLECTIVE__COUNT, name);
 
 	if (i < 0)
 		return i;
@@ -65,7 +64,7 @@ int coll_collective_from_name(const char *name, enum coll_collective *c)
 
 int coll_algorithm_from_name(const char *name, enum coll_algorithm *a)
 {
-	int i = lookup(algorithm_names, COLL_ALGORITHM__COUNT, name);
+	int i = coll_name_index(algorithm_names, COLL_ALGORITHM__COUNT, name);
 
 	if (i < 0)
 		return i;
@@ -86,7 +85,7 @@ const char *coll_topology_name(enum coll_topology t)
 
 int coll_topology_from_name(const char *name, enum coll_topology *t)
 {
-	int i = lookup(topology_names, COLL_TOPOLOGY__COUNT, name);
+	int i = coll_name_index(topology_names, COLL_TOPOLOGY__COUNT, name);
 
 	if (i < 0)
 		return i;
@@ -107,7 +106,7 @@ const char *coll_relay_name(enum coll_relay r)
 
 int coll_relay_from_name(const char *name, enum coll_relay *r)
 {
-	int i = lookup(relay_names, COLL_RELAY__COUNT, name);
+	int i = coll_name_index(relay_names, COLL_RELAY__COUNT, name);
 
 	if (i < 0)
 		return i;
@@ -128,7 +127,7 @@ const char *coll_sync_name(enum coll_sync s)
 
 int coll_sync_from_name(const char *name, enum coll_sync *s)
 {
-	int i = lookup(sync_names, COLL_SYNC__COUNT, name);
+	int i = coll_name_index(sync_names, COLL_SYNC__COUNT, name);
 
 	if (i < 0)
 		return i;

@@ -22,12 +22,12 @@ const char *coll_traffic_name(enum coll_traffic t)
 
 int coll_traffic_from_name(const char *name, enum coll_traffic *t)
 {
-	for (unsigned i = 0; name && i < COLL_TRAFFIC__COUNT; i++)
-		if (!strcmp(name, traffic_names[i])) {
-			*t = (enum coll_traffic)i;
-			return 0;
-		}
-	return -EINVAL;
+	int i = coll_name_index(traffic_names, COLL_TRAFFIC__COUNT, name);
+
+	if (i < 0)
+		return i;
+	*t = (enum coll_traffic)i;
+	return 0;
 }
 
 /* The best algorithm for @c on the shape of @p: 0, -ENOENT (reason in @out) or an error. */
