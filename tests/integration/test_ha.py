@@ -41,6 +41,20 @@ def cluster(tmp_path, etcd):
         m.stop(sig=9)
 
 
+@pytest.fixture
+def steady_cluster(tmp_path, etcd):
+    """For the tests about replication, not failover, which name who leads across several
+    steps: a leader steps down after a stall of 2.7 s (lease_ttl = 4, as test_cluster.c's),
+    not of 0.67 s, which a busy machine's etcd fsync makes now and then."""
+    with running_members(tmp_path, etcd, ttl=4) as members:
+        yield members
+
+
+# A step-down that only a lease not renewed in time explains (a late renewal on a busy
+# machine): the one reason a test lets the leadership move where nothing else should move it.
+LEASE_LAPSE = "stepping down: the lease could not be renewed in time"
+
+
 def followers(members, leader):
     return [m for m in members if m is not leader and m.proc.poll() is None]
 
@@ -78,7 +92,8 @@ def follow_events(member, got, opened):
         pass  # the fixture stops the members
 
 
-def test_one_leader_and_writes_through_a_follower(cluster):
+def test_one_leader_and_writes_through_a_follower(steady_cluster):
+    cluster = steady_cluster
     leader = wait_leader(cluster)
     view = leader.cluster()
     assert view["self"] == leader.name and view["role"] == "leader" and view["etcd_reachable"]
@@ -205,7 +220,8 @@ def test_writes_take_fabric_states_along(cluster, etcd):
     assert d["along"] >= 10, d  # apart: 0, and a states entry after most writes
 
 
-def test_follower_reloads_its_configuration(cluster):
+def test_follower_reloads_its_configuration(steady_cluster):
+    cluster = steady_cluster
     leader = wait_leader(cluster)
     f = followers(cluster, leader)[0]
     # A follower runs no reconciler: a new audit interval waits for it to lead.
@@ -221,8 +237,9 @@ def test_role_changes_are_events_and_metrics(cluster):
     assert "ofcd_cluster_leader 1" in text and "ofcd_cluster_etcd_reachable 1" in text
     fs = followers(cluster, leader)
     assert "ofcd_cluster_leader 0" in fs[0].get("/metrics").text
-    # A follower's event stream shows it taking over when the leader goes.
-    got = {f.name: [] for f in fs}
+    # A follower's event stream shows it taking over when the leader goes. Every member is
+    # listened to: on a busy machine the leadership may move before the kill.
+    got = {m.name: [] for m in cluster}
 
     def listen(f):
         try:
@@ -241,10 +258,11 @@ def test_role_changes_are_events_and_metrics(cluster):
                     if got[f.name][-1]["role"] == "leader":
                         return
 
-    threads = {f.name: threading.Thread(target=listen, args=(f,), daemon=True) for f in fs}
+    threads = {m.name: threading.Thread(target=listen, args=(m,), daemon=True) for m in cluster}
     for t in threads.values():
         t.start()
     time.sleep(0.3)
+    leader = wait_leader(cluster)  # the one that leads now is the one killed
     leader.kill9()
     new = wait_leader(cluster, exclude=(leader,))
     threads[new.name].join(timeout=10)
@@ -294,10 +312,12 @@ def test_kill_leader_during_burst_loses_nothing(cluster):
         for t in threads:
             t.start()
         time.sleep(0.1)
+        leader = wait_leader(cluster)  # on a busy machine the leadership may have moved
         leader.kill9()
         for t in threads:
             t.join(timeout=60)
         new = wait_leader(cluster, exclude=(leader,))
+        mark = len(new.log())
         assert new is not leader
         have = set(names(new))
         # The kill came while fabrics were still being created.
@@ -307,11 +327,14 @@ def test_kill_leader_during_burst_loses_nothing(cluster):
         assert not ((refused - acked - unknown) & have)
         for m in followers(cluster, new):
             wait_for(lambda: set(names(m)) == have)
-        # The old leader rejoins as a follower and catches up.
+        # The old leader rejoins as a follower and catches up. It takes nothing from a leader
+        # in good standing: only a renewal of new's that came too late moves the leadership.
         leader.start()
-        wait_for(lambda: leader.cluster()["role"] == "follower" and set(names(leader)) == have)
-        assert wait_leader(cluster) is new
-        leader = new
+        wait_for(lambda: set(names(leader)) == have and leader.cluster()["role"] != "candidate")
+        now = wait_leader(cluster)
+        assert now is new or LEASE_LAPSE in new.log()[mark:], now.name
+        assert leader.cluster()["role"] == "follower" or LEASE_LAPSE in new.log()[mark:]
+        leader = now
     # Writes through a follower reach the leader, and come back through the log.
     f = followers(cluster, leader)[0]
     r = f.post("/v1/fabrics?wait=10", {"name": "after", "servers": ["s398", "s399"]})
@@ -327,6 +350,7 @@ def test_etcd_member_lost_changes_nothing(tmp_path, etcd):
     with running_members(tmp_path, etcd, ttl=2) as members:
         leader = wait_leader(members)
         assert leader.put("/v1/topology", topology(8)).status_code == 200
+        etcd.move_leader_off(0)  # again: a loaded etcd may have elected e0 since
         etcd.kill(0)  # the endpoint every member tries first
         r = leader.post("/v1/fabrics?wait=10", {"name": "a", "servers": ["s0", "s1"]})
         assert r.status_code == 201, r.text
@@ -367,14 +391,18 @@ def test_quorum_lost_refuses_writes_and_serves_reads(cluster, etcd):
     # Quorum back: a leader again, and writes.
     etcd.start_member(1)
     etcd.start_member(2)
-    leader = wait_leader(cluster, timeout=30)
-    assert leader.post("/v1/fabrics", {"name": "b", "servers": ["s2", "s3"]}).status_code == 201
+    wait_leader(cluster, timeout=30)
+    # PUT on whoever leads: a leader elected while etcd catches up may step down again.
+    r = put_on_leader(cluster, "/v1/fabrics/b", {"servers": ["s2", "s3"]})
+    assert r.status_code in (200, 201), r.text  # 200: an earlier try without an answer got in
     for m in cluster:
         wait_for(lambda: names(m) == ["a", "b"])
 
 
 def test_member_behind_a_trimmed_log_copies_a_snapshot(tmp_path, etcd):
-    with running_members(tmp_path, etcd, extra="log_keep = 4\n") as members:
+    # lease_ttl = 4: one leadership must append the 8 fabrics for the trim to come (a
+    # leader trims what it appended itself), and each post is made once.
+    with running_members(tmp_path, etcd, ttl=4, extra="log_keep = 4\n") as members:
         leader = wait_leader(members)
         late = followers(members, leader)[0]
         assert leader.put("/v1/topology", topology(24)).status_code == 200
@@ -486,12 +514,13 @@ def test_append_etcd_refuses_is_answered(tmp_path):
             leader = wait_leader(members)
             r = leader.put("/v1/topology", topology(400))
             assert r.status_code == 503 and error_of(r)["code"] == "store_unavailable", r.text
-            assert "etcd refused it" in leader.log()
+            assert any("etcd refused it" in m.log() for m in members)
             # Nothing changed anywhere, and the writes behind it go on.
             assert leader.put("/v1/topology", topology(8)).status_code == 200
             for m in members:
                 wait_for(lambda: server_count(m) == 8)
-            assert wait_leader(members) is leader
+            # A refusal is no reason to step down; a renewal too late on a busy machine is.
+            assert wait_leader(members) is leader or LEASE_LAPSE in leader.log()
     finally:
         e.stop()
 
@@ -502,7 +531,8 @@ def test_a_hyperx_fabric_is_the_same_on_every_member(cluster):
     assert put_on_leader(cluster, "/v1/topology", topology(16, 8, 1, 8)).status_code == 200
     r = put_on_leader(cluster, "/v1/fabrics/hx?wait=10",
                       {"servers": [f"s{i}" for i in range(16)], "topology": "auto"})
-    assert r.status_code == 201 and r.json()["state"] == "applied", r.text
+    # 200: an earlier try, cut by a move of the leadership, got in.
+    assert r.status_code in (200, 201) and r.json()["state"] == "applied", r.text
     want = r.json()
     assert (want["topology"], want["shape"]) == ("hyperx", [4, 4])
     for m in cluster:
@@ -512,9 +542,10 @@ def test_a_hyperx_fabric_is_the_same_on_every_member(cluster):
             {k: want[k] for k in ("topology", "shape", "diameter", "degree", "choice")}
 
 
-def test_cost_parameter_sets_are_the_same_on_every_member(cluster):
+def test_cost_parameter_sets_are_the_same_on_every_member(steady_cluster):
     """A calibrated set, and which one is active, replicate: moving the active mark from one
     set to another (two rows in one change) applies on every follower without a conflict."""
+    cluster = steady_cluster
     run = {"collective": "allreduce", "algorithm": "ring", "servers": 8, "devices": 8}
     leader = wait_leader(cluster)
     for name, alpha_us in (("a", 100.0), ("b", 200.0)):

@@ -65,11 +65,12 @@ def test_new_leader_fences_the_old_one_at_the_switch(tmp_path):
         lab.add_bridge("ocs0", controller=TARGET)
         lab.enter()  # etcd, ofcd and the bridge's controller port on the lab's loopback
         etcd = Etcd().start()
-        members = make_members(tmp_path, etcd, ttl=1)
+        # lease_ttl = 3: the freeze lasts until another leads whatever the TTL, and the new
+        # leader must keep leading through the writes and checks below on a busy machine.
+        members = make_members(tmp_path, etcd, ttl=3)
         for m in members:
             m.start()
         old = wait_leader(members)
-        first = old.cluster()["generation"]
         topo = {
             "ocs": [{"name": "ocs0", "driver": "openflow", "ports": 32, "endpoint": ENDPOINT}],
             "servers": [{"name": f"s{i}", "devices": 3, "ports_per_device": 1, "p2p": False,
@@ -81,7 +82,11 @@ def test_new_leader_fences_the_old_one_at_the_switch(tmp_path):
         assert r.status_code == 201 and r.json()["state"] == "applied", r.text
         assert set(flows(lab)) == circuits(old, "fa")
 
-        # The leader freezes (a stalled VM, a long pause): it cannot renew its lease.
+        # The leader freezes (a stalled VM, a long pause): it cannot renew its lease. Found
+        # again first: on a busy machine the leadership may have moved meanwhile.
+        old = wait_leader(members)
+        first = old.cluster()["generation"]
+        mark = len(old.log())
         old.proc.send_signal(signal.SIGSTOP)
         new = wait_leader(members, exclude=(old,))
         assert new.cluster()["generation"] > first  # what the switch compares
@@ -97,6 +102,7 @@ def test_new_leader_fences_the_old_one_at_the_switch(tmp_path):
         # The old leader wakes up still holding fa in its store: the switch has demoted it.
         old.proc.send_signal(signal.SIGCONT)
         wait_for(lambda: old.cluster()["role"] == "follower", timeout=10)
+        assert "stepping down" in old.log()[mark:]  # it did lead when frozen
         time.sleep(1.5)  # a reconciler pass and an audit of the new leader
         assert set(flows(lab)) == want
         assert wait_leader(members) is new
@@ -157,8 +163,12 @@ def freeze_rounds(lab, members, ttl, lengths, seed):
     results = []
     try:
         for length in lengths:
-            leader = wait_leader(members, timeout=30)
-            wait_for(lambda: controller_ports(leader.proc.pid), timeout=15)
+            # Whoever leads once it is connected to the bridge: on a busy machine the one
+            # found may step down before it connects, and a follower never does.
+            def connected_leader():
+                m = wait_leader(members, timeout=30)
+                return m if controller_ports(m.proc.pid) else None
+            leader = wait_for(connected_leader, timeout=30)
             ports = controller_ports(leader.proc.pid)
             time.sleep(rng.uniform(0.05, 0.6))  # anywhere in the renewal period
             log_at = len(leader.log())

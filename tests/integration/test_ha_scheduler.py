@@ -30,8 +30,12 @@ def etcd():
     e.stop()
 
 
+# lease_ttl = 4 in both tests: they write through one leader, once each, and compare with
+# it; a busy machine's etcd fsync makes a leader of a 1 s lease step down now and then.
+
+
 def test_epilog_deletes_without_wait_keep_every_member_alive(tmp_path, etcd):
-    with running_members(tmp_path, etcd) as members:
+    with running_members(tmp_path, etcd, ttl=4) as members:
         leader = wait_leader(members)
         assert leader.put("/v1/topology", topo16()).status_code == 200
         s = requests.Session()
@@ -66,6 +70,7 @@ class Stream:
     def __init__(self, member, last=None):
         self.events = []
         self.stop = threading.Event()
+        self.opened = threading.Event()  # the reply's headers came: the member subscribed
         self.sock = socket.create_connection(("127.0.0.1", member.port), timeout=5)
         extra = f"Last-Event-ID: {last}\r\n" if last else ""
         self.sock.sendall(f"GET /v1/events HTTP/1.0\r\nHost: 127.0.0.1\r\n{extra}\r\n".encode())
@@ -90,6 +95,8 @@ class Stream:
                 line = raw.decode(errors="replace").rstrip("\r")
                 if not body:
                     body = line == ""  # the end of the reply's headers
+                    if body:
+                        self.opened.set()
                     continue
                 if line == "":
                     if cur:
@@ -118,11 +125,14 @@ class Stream:
 def test_every_member_publishes_the_same_events(tmp_path, etcd):
     """Fabric states and operations show on every member's stream under the leader's ids,
     and a client resumes a stream of one member on another with Last-Event-ID."""
-    with running_members(tmp_path, etcd) as members:
+    with running_members(tmp_path, etcd, ttl=4) as members:
         leader = wait_leader(members)
         assert leader.put("/v1/topology", topo16()).status_code == 200
         streams = {m.name: Stream(m) for m in members}
         try:
+            # Subscribed before the first write: a member that had not yet read the request
+            # would start its stream after the first events.
+            assert all(s.opened.wait(10) for s in streams.values())
             for i in range(3):
                 r = leader.post("/v1/fabrics?wait=10",
                                 {"name": f"e{i}", "servers": [f"s{2 * i}", f"s{2 * i + 1}"]})

@@ -328,7 +328,9 @@ def test_new_leader_fences_the_old_one_at_the_unit(tmp_path):
     etcd = None
     try:
         etcd = Etcd().start()
-        with running_members(tmp_path, etcd, ttl=1, extra=netconf_ini(server)) as members:
+        # lease_ttl = 3: the freeze lasts until another leads whatever the TTL, and the new
+        # leader must keep leading through the edits and checks on a busy machine.
+        with running_members(tmp_path, etcd, ttl=3, extra=netconf_ini(server)) as members:
             fence_and_take_over(server, members, wait_leader)
     finally:
         if etcd:
@@ -352,6 +354,8 @@ def fence_and_take_over(server, members, wait_leader):
         server.add_pair(29, 30, m=op)
     assert server.sessions(op) == 2  # the leader's and this one
 
+    old = wait_leader(members)  # found again: on a busy machine the leadership may have moved
+    mark = len(old.log())
     old.proc.send_signal(signal.SIGSTOP)
     new = wait_leader(members, exclude=(old,))
     wait_for(lambda: unit(new)["state"] == "connected", timeout=30)
@@ -369,6 +373,7 @@ def fence_and_take_over(server, members, wait_leader):
 
     old.proc.send_signal(signal.SIGCONT)
     wait_for(lambda: old.cluster()["role"] == "follower", timeout=15)
+    assert "stepping down" in old.log()[mark:]  # it did lead when frozen
     time.sleep(2)  # a pass and an audit of the new leader
     assert server.pairs() == want
     assert wait_leader(members) is new
