@@ -10,7 +10,9 @@ the same run, PAIRS bare txns through etcd's JSON gateway like an append of the 
 put guarded by the create revision of a key, value as large as the create's log entry), then
 as many again while two watches on the other etcd members follow them, as the followers
 follow the log. Each follower's CPU time (/proc/PID/stat, utime + stime) over those pairs,
-divided by the changes it applied, is its apply cost per change.
+divided by the changes it applied, is its apply cost per change. The leader's
+ofcd_cluster_write_stage_seconds over the same pairs says where a write's time goes: its handler,
+the log's round trip through etcd, the apply.
 
 Usage: python3 bench/ha_scale.py BUILD_DIR [N ...]   (default 130 2050 8194)
 """
@@ -73,6 +75,20 @@ def creates(c, label, n, lat):
         assert status == 201, text[:200]
         status, text = c.call("DELETE", f"/v1/fabrics/{label}{i}")
         assert status in (200, 202), text[:200]
+
+
+def stages(member):
+    """{stage: (sum seconds, count)} of the member's ofcd_cluster_write_stage_seconds."""
+    out = {}
+    for line in member.get("/metrics").text.splitlines():
+        for part in ("_sum", "_count"):
+            head = f"ofcd_cluster_write_stage_seconds{part}{{stage=\""
+            if line.startswith(head):
+                stage = line[len(head):line.index('"', len(head))]
+                s, n = out.get(stage, (0.0, 0))
+                v = float(line.split()[-1])
+                out[stage] = (s + v, n) if part == "_sum" else (s, n + int(v))
+    return out
 
 
 def etcd_cpu_s(etcd):
@@ -161,7 +177,12 @@ def one_size(etcd, root, n):
         etcd0 = etcd_cpu_s(etcd)
         rev0 = etcd.revision()
         lat = []
+        st0 = stages(leader)
         creates(c, "p", PAIRS, lat)
+        st1 = stages(leader)
+        # Mean per write (creates and deletes alike), ms: where the leader's time goes.
+        stage_ms = {k: (st1[k][0] - st0.get(k, (0, 0))[0]) /
+                    max(st1[k][1] - st0.get(k, (0, 0))[1], 1) * 1e3 for k in st1}
         rev = leader.cluster()["applied_revision"]
         for m in followers:
             wait_for(lambda m=m: m.cluster()["applied_revision"] >= rev, timeout=60)
@@ -178,10 +199,10 @@ def one_size(etcd, root, n):
         c.close()
         return {
             "p50": statistics.median(lat) * 1e3, "p99": percentile(lat, 99) * 1e3,
-            "bare50": statistics.median(bare) * 1e3, "entry": size, "changes": changes,
+            "bare50": statistics.median(bare) * 1e3, "bare_mean": statistics.mean(bare) * 1e3, "entry": size, "changes": changes,
             "watched50": statistics.median(watched) * 1e3,
             "apply_ms": max(apply_ms), "leader_ms": leader_ms, "etcd_ms": etcd_ms,
-            "bare_etcd_ms": bare_etcd_ms,
+            "bare_etcd_ms": bare_etcd_ms, "stage_ms": stage_ms,
             "reloads": sum(float(line.split()[-1]) for m in members
                            for line in m.get("/metrics").text.splitlines()
                            if line.startswith("ofcd_desired_reloads_total")),
@@ -216,6 +237,10 @@ def main():
             print(f"ha_scale_{n}_cpu: per change, leader {x['leader_ms']:.2f} ms, each follower "
                   f"{x['apply_ms']:.2f} ms, the three etcd {x['etcd_ms']:.2f} ms (a bare txn: "
                   f"{x['bare_etcd_ms']:.2f} ms), on {os.cpu_count()} CPUs", flush=True)
+            st = x["stage_ms"]
+            print(f"ha_scale_{n}_stages: the leader's write, mean ms per write: handler "
+                  f"{st.get('handler', 0):.2f}, log round trip {st.get('log', 0):.2f} (a bare "
+                  f"txn's mean {x['bare_mean']:.2f}), apply {st.get('apply', 0):.2f}", flush=True)
     finally:
         etcd.stop()
         shutil.rmtree(root, ignore_errors=True)

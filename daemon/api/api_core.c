@@ -9,13 +9,11 @@
 #include "base/metrics.h"
 #include "state/store_changes.h"
 #include "version.h"
+#include "monotonic.h"
 
 static double uptime(const struct api_env *env)
 {
-	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)(now.tv_sec - env->started.tv_sec) +
-	       (double)(now.tv_nsec - env->started.tv_nsec) / 1e9;
+	return mono_since(&env->started);
 }
 
 void api_health(struct api_req *req)

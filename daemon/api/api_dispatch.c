@@ -24,6 +24,7 @@
 #include "log.h"
 #include "state/store.h"
 #include "state/store_changes.h"
+#include "monotonic.h"
 
 static bool is_write_method(const char *method)
 {
@@ -270,13 +271,6 @@ static void slices_drop(struct api_slices *sl)
 	memset(sl, 0, sizeof(*sl));
 }
 
-static double since_us(const struct timespec *t0)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)(t.tv_sec - t0->tv_sec) * 1e6 + (double)(t.tv_nsec - t0->tv_nsec) / 1e3;
-}
-
 /*
  * Parts in the open transaction until the write is whole, one fails, one
  * asks for its commit, or the budget is spent. Returns 0 or -errno.
@@ -287,7 +281,7 @@ static int slices_run(const struct api_slices *sl, const struct timespec *t0, bo
 	*done = false;
 	do
 		rc = sl->step(sl->arg, done);
-	while (rc == 0 && !*done && since_us(t0) < SLICES_BUDGET_US);
+	while (rc == 0 && !*done && mono_since(t0) * 1e6 < SLICES_BUDGET_US);
 	return rc < 0 ? rc : 0;
 }
 
@@ -536,7 +530,7 @@ static void local_slices(struct api_req *req, const struct timespec *t0)
 	struct api_slices *sl = &req->slices;
 	bool done = false;
 	/* A handler that spent the turn's budget leaves every part to the turns after. */
-	int rc = since_us(t0) < SLICES_BUDGET_US ? slices_run(sl, t0, &done) : 0;
+	int rc = mono_since(t0) * 1e6 < SLICES_BUDGET_US ? slices_run(sl, t0, &done) : 0;
 	if (rc < 0) {
 		slices_fail(req, sl, rc, false);
 	} else if (done) {
@@ -836,7 +830,9 @@ static void run_write(struct api_req *req)
 	struct store *st = env->store;
 	struct store_capture *cap = NULL;
 	struct api_write *w = calloc(1, sizeof(*w));
+	struct timespec t0;
 
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	req->suspended = false;
 	req->on_abort = NULL;
 	req->wait_arg = NULL;
@@ -874,6 +870,7 @@ static void run_write(struct api_req *req)
 	api_suspend(req, on_inflight_abort, w);
 	req->replicating = true;
 	env->writes.current = w;
+	metrics_observe_write_stage("handler", mono_since(&t0));
 	rc = env->cluster->append(env->cluster->arg, w->data, w->len, on_appended, w);
 	if (rc < 0) {
 		req->suspended = false;

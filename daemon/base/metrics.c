@@ -12,6 +12,7 @@
 
 #include "version.h"
 #include "log.h"
+#include "monotonic.h"
 
 /* Latency buckets (seconds), shared by request and commit histograms. */
 static const double bucket_le[] = { 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
@@ -58,10 +59,12 @@ struct metrics_out {
 #define MAX_COUNTERS      128
 #define MAX_COLLECTORS    8
 #define MAX_LOOP_KINDS    16
+#define MAX_WRITE_STAGES  4
 #define STALL_S           0.1 /* a callback this long is logged */
 
-struct loop_kind {
-	const char *where;
+/* A histogram of one label value (a static string, compared by address). */
+struct named_histogram {
+	const char *name;
 	struct histogram h;
 };
 
@@ -76,8 +79,10 @@ static struct {
 	size_t ncounters;
 	struct collector collectors[MAX_COLLECTORS];
 	size_t ncollectors;
-	struct loop_kind loop[MAX_LOOP_KINDS];
+	struct named_histogram loop[MAX_LOOP_KINDS];
 	size_t nloop;
+	struct named_histogram write_stages[MAX_WRITE_STAGES];
+	size_t nwrite_stages;
 	unsigned loop_depth;
 } m;
 
@@ -129,6 +134,27 @@ void metrics_request(const char *route, const char *method, unsigned status, dou
 void metrics_observe_commit(double seconds)
 {
 	observe(&m.commit, seconds);
+}
+
+/* Observes v in the histogram of v[0..*n) named name, added if there is room. */
+static void observe_named(struct named_histogram *v, size_t *n, size_t max, const char *name,
+                          double seconds)
+{
+	struct named_histogram *k = NULL;
+	for (size_t i = 0; i < *n && !k; i++)
+		if (v[i].name == name)
+			k = &v[i];
+	if (!k && *n < max) {
+		k = &v[(*n)++];
+		k->name = name;
+	}
+	if (k)
+		observe(&k->h, seconds);
+}
+
+void metrics_observe_write_stage(const char *stage, double seconds)
+{
+	observe_named(m.write_stages, &m.nwrite_stages, MAX_WRITE_STAGES, stage, seconds);
 }
 
 void metrics_connections(int delta)
@@ -207,22 +233,11 @@ struct metrics_loop metrics_loop_enter(const char *where)
 
 void metrics_loop_leave(struct metrics_loop l)
 {
-	struct timespec t1;
 	m.loop_depth--;
 	if (!l.outer)
 		return;
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	double s = (double)(t1.tv_sec - l.t0.tv_sec) + (double)(t1.tv_nsec - l.t0.tv_nsec) / 1e9;
-	struct loop_kind *k = NULL;
-	for (size_t i = 0; i < m.nloop && !k; i++)
-		if (m.loop[i].where == l.where)
-			k = &m.loop[i];
-	if (!k && m.nloop < MAX_LOOP_KINDS) {
-		k = &m.loop[m.nloop++];
-		k->where = l.where;
-	}
-	if (k)
-		observe(&k->h, s);
+	double s = mono_since(&l.t0);
+	observe_named(m.loop, &m.nloop, MAX_LOOP_KINDS, l.where, s);
 	if (s > STALL_S)
 		log_warn("daemon",
 		         "the loop was busy %.0f ms in one %s callback: everything else "
@@ -384,8 +399,21 @@ char *metrics_render(size_t *len)
 	      "# TYPE ofcd_loop_busy_seconds histogram\n",
 	      f);
 	for (size_t i = 0; i < m.nloop; i++) {
-		snprintf(label, sizeof(label), "callback=\"%s\"", m.loop[i].where);
+		snprintf(label, sizeof(label), "callback=\"%s\"", m.loop[i].name);
 		render_histogram(f, "ofcd_loop_busy_seconds", label, &m.loop[i].h);
+	}
+
+	if (m.nwrite_stages)
+		fputs(
+		    "# HELP ofcd_cluster_write_stage_seconds Where a write the leader replicates "
+		    "spends its time: its handler and changeset, the log's round trip through etcd "
+		    "for each entry, applying the change here.\n"
+		    "# TYPE ofcd_cluster_write_stage_seconds histogram\n",
+		    f);
+	for (size_t i = 0; i < m.nwrite_stages; i++) {
+		snprintf(label, sizeof(label), "stage=\"%s\"", m.write_stages[i].name);
+		render_histogram(f, "ofcd_cluster_write_stage_seconds", label,
+		                 &m.write_stages[i].h);
 	}
 
 	fprintf(f,

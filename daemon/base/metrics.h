@@ -22,6 +22,15 @@ void metrics_request(const char *route, const char *method, unsigned status, dou
 /** Observes the latency of one store COMMIT. */
 void metrics_observe_commit(double seconds);
 
+/**
+ * Observes one stage of a write the cluster's leader replicates, in the
+ * histogram ofcd_cluster_write_stage_seconds{stage}: stage is a static
+ * string, "handler" (the handler and its changeset), "log" (an entry's round
+ * trip through etcd, from its first send to its answer) or "apply" (the
+ * change applied to this member's store).
+ */
+void metrics_observe_write_stage(const char *stage, double seconds);
+
 /** Adjusts the open HTTP connections gauge by delta. */
 void metrics_connections(int delta);
 

@@ -11,6 +11,7 @@
 
 #include "etcd.h"
 #include "log.h"
+#include "monotonic.h"
 
 /* Where a member stands in its own cycle. */
 enum phase {
@@ -49,13 +50,6 @@ struct cluster {
 	void (*resigned)(void *arg); /* cluster_resign()'s done */
 	void *resigned_arg;
 };
-
-static double since(const struct timespec *t)
-{
-	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)(now.tv_sec - t->tv_sec) + (double)(now.tv_nsec - t->tv_nsec) / 1e9;
-}
 
 static void seen(struct cluster *c, int64_t revision)
 {
@@ -245,7 +239,7 @@ static bool holds_lease(const struct cluster *c)
 
 static bool renewal_overdue(struct cluster *c)
 {
-	double late = since(&c->last_renewed) - c->ttl_s * 2.0 / 3.0;
+	double late = mono_since(&c->last_renewed) - c->ttl_s * 2.0 / 3.0;
 	if (!holds_lease(c) || c->phase == PH_RESIGNED || late < 0)
 		return false;
 	/* When, on the wall clock, it stopped driving units: what a switch's log can be read
@@ -265,7 +259,7 @@ static bool renewal_overdue(struct cluster *c)
 
 static void arm_deadline(struct cluster *c)
 {
-	double left = c->ttl_s * 2.0 / 3.0 - since(&c->last_renewed);
+	double left = c->ttl_s * 2.0 / 3.0 - mono_since(&c->last_renewed);
 	if (left < 0)
 		left = 0;
 	struct timeval tv = { .tv_sec = (time_t)left,
@@ -330,7 +324,7 @@ static void step(struct cluster *c)
 			c->phase = PH_GRANT;
 		break;
 	case PH_CAMPAIGN:
-		if (since(&c->hold_until) < 0)
+		if (mono_since(&c->hold_until) < 0)
 			break; /* stepped down: the next tick campaigns again */
 		v = json_pack("{s:s, s:s}", "name", c->name, "advertise", c->advertise);
 		body = v ? json_dumps(v, JSON_COMPACT) : NULL;
@@ -444,7 +438,7 @@ int64_t cluster_revision(const struct cluster *c)
 
 bool cluster_in_touch(const struct cluster *c)
 {
-	return holds_lease(c) && since(&c->last_renewed) < c->ttl_s * 2.0 / 3.0;
+	return holds_lease(c) && mono_since(&c->last_renewed) < c->ttl_s * 2.0 / 3.0;
 }
 
 bool cluster_may_drive(const struct cluster *c)

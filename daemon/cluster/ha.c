@@ -22,6 +22,7 @@
 #include "replica.h"
 #include "state/store_changes.h"
 #include "url.h"
+#include "monotonic.h"
 
 /*
  * etcd's default --max-request-bytes is 1.5 MiB; an entry travels base64
@@ -78,6 +79,7 @@ struct append {
 	bool more;       /* a part of a change whose later parts follow it (done is on the last) */
 	bool sent;       /* sent at least once: a retry sends the very same entry */
 	bool unanswered; /* a try got no answer: it may be in the log */
+	struct timespec first_sent; /* CLOCK_MONOTONIC */
 	ha_append_done done;
 	void *done_arg;
 	struct append *next;
@@ -389,9 +391,13 @@ static int apply_own(struct ha *h, struct append *a, int64_t revision)
 {
 	if (h->state != MEMBER_LEADING || a->generation != h->generation)
 		return -EREMOTE;
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (apply_change(h->d.store, revision, a->change, a->change_len, true, &h->applied_hook) ==
-	    0)
+	    0) {
+		metrics_observe_write_stage("apply", mono_since(&t0));
 		return 0;
+	}
 	ha_hand_over(h, "it could not apply a change it appended");
 	return -EPROTO;
 }
@@ -399,8 +405,10 @@ static int apply_own(struct ha *h, struct append *a, int64_t revision)
 static void append_over(struct ha *h, int rc, int64_t revision)
 {
 	struct append *a = pop(h);
-	if (rc == 0)
+	if (rc == 0) {
 		note_logged(h, a->key, revision);
+		metrics_observe_write_stage("log", mono_since(&a->first_sent));
+	}
 	h->sending = false;
 	while (rc < 0 && a->more) {
 		/*
@@ -619,6 +627,7 @@ static void send_append(struct ha *h)
 		take_states_along(h, a);
 		h->appended[a->kind]++;
 		a->sent = true;
+		clock_gettime(CLOCK_MONOTONIC, &a->first_sent);
 	}
 	h->sending = true;
 	if (etcd_call(h->etcd, "/v3/kv/txn",

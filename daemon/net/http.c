@@ -22,6 +22,7 @@
 #include "log.h"
 #include "base/metrics.h"
 #include "body_parse.h"
+#include "monotonic.h"
 
 #define HTTP_MAX_PATH 1024
 /* Connections beyond [http] max_connections that only health probes and scrapes may use. */
@@ -927,10 +928,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		log_debug("http", "%s %s: its client went away before the reply", r->method,
 		          r->path);
 	} else if (r->api.status) {
-		struct timespec t1;
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		double s =
-		    (double)(t1.tv_sec - r->t0.tv_sec) + (double)(t1.tv_nsec - r->t0.tv_nsec) / 1e9;
+		double s = mono_since(&r->t0);
 		/* A stream lasts as long as its client: its length says nothing of latency. */
 		metrics_request(r->api.route ? r->api.route->pattern : "unmatched", r->method,
 		                r->api.status, r->streamed ? -1 : s);
@@ -1014,8 +1012,7 @@ static void on_deadline_tick(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	for (struct http_conn *c = h->conns; c; c = c->next) {
-		double age = (double)(now.tv_sec - c->since.tv_sec) +
-		             (double)(now.tv_nsec - c->since.tv_nsec) / 1e9;
+		double age = mono_diff(&c->since, &now);
 		double grace = h->cfg->header_timeout_s;
 		const char *cut = NULL;
 		if (c->phase == CONN_HEADER && age > c->header_limit_s)

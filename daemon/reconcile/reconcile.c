@@ -530,7 +530,7 @@ static int sync_unit(void *arg, const struct topo_unit_row *row)
 		unit_free(u, false);
 		u = NULL;
 	}
-	if (!u && reconcile_since(&w->t0->wall) * 1e6 > RECONCILE_SLICE_US) {
+	if (!u && mono_since(&w->t0->wall) * 1e6 > RECONCILE_SLICE_US) {
 		r->units_synced = false;
 		return 0;
 	}
@@ -762,7 +762,7 @@ static void on_audit_slice(evutil_socket_t fd, short what, void *arg)
 		i++;
 	bool more = r->audit_round_units < r->nunits;
 	for (size_t done = 0; more; done++) {
-		if (done && reconcile_since(&t0.wall) * 1e6 >= RECONCILE_SLICE_US)
+		if (done && mono_since(&t0.wall) * 1e6 >= RECONCILE_SLICE_US)
 			break;
 		if (i == r->nunits)
 			i = 0; /* round the units again */

@@ -48,6 +48,7 @@
 #include "ocs_driver.h"
 #include "plan_diff.h"
 #include "reconcile.h"
+#include "monotonic.h"
 
 struct event;
 struct reconcile_fab;           /* a fabric as the state update sees it (reconcile_state.c) */
@@ -215,14 +216,6 @@ struct reconciler {
 
 /* ---- small helpers every part uses ---------------------------------------- */
 
-/** Seconds elapsed since t (CLOCK_MONOTONIC). */
-static inline double reconcile_since(const struct timespec *t)
-{
-	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)(now.tv_sec - t->tv_sec) + (double)(now.tv_nsec - t->tv_nsec) / 1e9;
-}
-
 /** Start of a stretch of the reconciler's own work, for reconcile_work_end(). */
 struct reconcile_work {
 	struct timespec wall; /**< CLOCK_MONOTONIC */
@@ -255,8 +248,7 @@ static inline void reconcile_work_end(struct reconcile_work w)
 {
 	struct timespec cpu;
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
-	double wall = reconcile_since(&w.wall), used = (double)(cpu.tv_sec - w.cpu.tv_sec) +
-	                                               (double)(cpu.tv_nsec - w.cpu.tv_nsec) / 1e9;
+	double wall = mono_since(&w.wall), used = mono_diff(&w.cpu, &cpu);
 	if (w.audit) {
 		metrics_counter_add("ofcd_reconcile_audit_work_seconds_total",
 		                    "Time the periodic audit spent on its own work (read-backs it "

@@ -416,7 +416,7 @@ void reconcile_unit_changed(struct reconciler *r, struct unit *u)
 static bool failing(const struct unit *u)
 {
 	return u->failures >= RECONCILE_FAILED_AFTER ||
-	       (u->conn != OCS_CONN_UP && reconcile_since(&u->down_since) > DOWN_GRACE_S);
+	       (u->conn != OCS_CONN_UP && mono_since(&u->down_since) > DOWN_GRACE_S);
 }
 
 /* Why a unit holds a fabric back, once it has failed long enough to say so. */
@@ -424,7 +424,7 @@ static void blame(const struct unit *u, char *err, size_t len, const char *why)
 {
 	if (u->failures >= RECONCILE_FAILED_AFTER)
 		snprintf(err, len, "OCS unit %s: %s%s", u->name, u->last_error, why);
-	else if (u->conn != OCS_CONN_UP && reconcile_since(&u->down_since) > DOWN_GRACE_S)
+	else if (u->conn != OCS_CONN_UP && mono_since(&u->down_since) > DOWN_GRACE_S)
 		snprintf(err, len, "OCS unit %s is not connected%s%s%s", u->name,
 		         u->last_error[0] ? ": " : "", u->last_error, why);
 }
@@ -574,7 +574,7 @@ bool reconcile_states_update(struct reconciler *r)
 	json_t *changes = json_array();
 
 	/* The tick: fabrics still on their way, or failed, may move with time alone. */
-	if (r->nunsettled && reconcile_since(&r->last_tick) * 1000 >= STATES_TICK_MS) {
+	if (r->nunsettled && mono_since(&r->last_tick) * 1000 >= STATES_TICK_MS) {
 		r->last_tick = t0.wall;
 		for (size_t i = 0; i < r->nfabs; i++)
 			if (r->fabs[i]->unsettled)
@@ -583,7 +583,7 @@ bool reconcile_states_update(struct reconciler *r)
 	take_touched_units(r);
 	if (r->rows_stale)
 		load_rows(r);
-	while (r->ndirty && reconcile_since(&t0.wall) * 1e6 < RECONCILE_SLICE_US) {
+	while (r->ndirty && mono_since(&t0.wall) * 1e6 < RECONCILE_SLICE_US) {
 		struct reconcile_fab *f = r->dirty[--r->ndirty];
 		f->dirty = false;
 		if (f->row_stale)

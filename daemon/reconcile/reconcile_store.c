@@ -347,7 +347,7 @@ static bool flush_some(struct reconciler *r, double limit_us)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	int rc = 0;
 	struct unit *u;
-	for (u = r->units; u && rc == 0 && reconcile_since(&t0) * 1e6 < limit_us; u = u->next) {
+	for (u = r->units; u && rc == 0 && mono_since(&t0) * 1e6 < limit_us; u = u->next) {
 		if (!u->actual_dirty)
 			continue;
 		if (!u->flushed)

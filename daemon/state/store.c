@@ -17,6 +17,7 @@
 #include "store_checkpoint.h"
 #include "store_migrations.h"
 #include "store_table.h"
+#include "monotonic.h"
 
 #define STMT_SLOTS  512 /* power of two, well above the number of distinct statements */
 #define TABLE_SLOTS 64  /* above the number of tables */
@@ -395,8 +396,7 @@ int store_commit(struct store *s)
 		return rc;
 	}
 	end_relaxed(s);
-	metrics_observe_commit((double)(t1.tv_sec - t0.tv_sec) +
-	                       (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+	metrics_observe_commit(mono_diff(&t0, &t1));
 	store_txn_end_hook_call(&s->txn_end, s, true);
 	return 0;
 }

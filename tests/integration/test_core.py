@@ -38,6 +38,7 @@ def test_metrics(daemon):
     assert "ofcd_store_commit_duration_seconds_count " in text
     assert 'ofcd_loop_busy_seconds_bucket{callback="http",le="+Inf"} ' in text
     assert "ofcd_http_open_connections 1" in text
+    assert "ofcd_cluster_write_stage_seconds" not in text  # a cluster leader's only
     rss = [l for l in text.splitlines() if l.startswith("ofcd_resident_memory_bytes ")]
     assert rss and int(rss[0].split()[1]) > 1024 * 1024
 

@@ -218,6 +218,14 @@ def test_writes_take_fabric_states_along(cluster, etcd):
     d = wait_for(counted)
     assert d["part"] == 0 and (d["write"] == 20 or d["roles"] and d["write"] > 20), d
     assert d["along"] >= 10, d  # apart: 0, and a states entry after most writes
+    # The leader timed each write's handler, each entry's round trip and each apply.
+    stages = {}
+    for m in cluster:
+        for line in m.get("/metrics").text.splitlines():
+            if line.startswith("ofcd_cluster_write_stage_seconds_count{stage="):
+                k = line.split('"')[1]
+                stages[k] = stages.get(k, 0) + int(line.split()[-1])
+    assert min(stages.get(k, 0) for k in ("handler", "log", "apply")) >= 21, stages
 
 
 def test_follower_reloads_its_configuration(steady_cluster):
