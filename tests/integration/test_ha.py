@@ -475,8 +475,9 @@ def test_large_change_travels_in_parts(tmp_path, etcd):
 
 
 def test_change_cut_short_between_its_parts_is_dropped(tmp_path, etcd):
-    # The leader's loop is busy with the handler for about a second: the lease outlasts it.
-    with running_members(tmp_path, etcd, ttl=5) as members:
+    # The leader's loop is busy with the handler for about a second, several on a busy
+    # machine: the lease outlasts it (docs/ha.md asks for three times the longest write).
+    with running_members(tmp_path, etcd, ttl=15) as members:
         leader = wait_leader(members)
         assert leader.put("/v1/topology", topology(8)).status_code == 200
         for m in members:
@@ -497,7 +498,7 @@ def test_change_cut_short_between_its_parts_is_dropped(tmp_path, etcd):
         sent = len(etcd.parts("/ofcd/test/log/"))
         assert 1 <= sent < 6, sent
         others = [m for m in members if m is not leader]
-        new = wait_leader(others, timeout=20)
+        new = wait_leader(others, timeout=40)
         # The cut change is in nobody's store, and the log goes on.
         assert new.post("/v1/fabrics", {"name": "a", "servers": ["s0", "s1"]}).status_code == 201
         for m in others:
