@@ -55,15 +55,17 @@ class Daemon:
             self.wait_ready()
         return self
 
-    def wait_ready(self, timeout=10):
+    def wait_ready(self, timeout=30):
+        # Generous: a start on a large store, on a busy machine, takes seconds; a probe that
+        # the listening but still busy daemon has not answered yet is asked again.
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"ofcd exited with {self.proc.returncode}:\n{self.log()}")
             try:
-                if requests.get(self.url("/v1/health"), timeout=1).status_code == 200:
+                if requests.get(self.url("/v1/health"), timeout=5).status_code == 200:
                     return
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):
                 time.sleep(0.02)
         raise RuntimeError("ofcd did not become ready:\n" + self.log())
 

@@ -262,12 +262,13 @@ def test_ipv6_client_in_audit(make_daemon):
     d = make_daemon(listen_host="[::1]")
     d.start(wait=False)
     url = f"http://[::1]:{d.port}"
-    for _ in range(200):
+    deadline = time.time() + 30
+    while True:
         try:
-            requests.get(url + "/v1/health", timeout=1)
+            requests.get(url + "/v1/health", timeout=5)
             break
-        except requests.ConnectionError:
-            import time
+        except (requests.ConnectionError, requests.Timeout):
+            assert time.time() < deadline and d.proc.poll() is None, d.log()
             time.sleep(0.02)
     requests.post(url + "/v1/ocs", json={"name": "u", "ports": 4})
     rows = requests.get(url + "/v1/audit").json()["audit"]

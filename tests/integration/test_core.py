@@ -9,7 +9,7 @@ import time
 
 import requests
 
-from conftest import ADMIN, OFCD_BIN, READER, Daemon, error_of
+from conftest import ADMIN, OFCD_BIN, READER, Daemon, error_of, wait_for
 
 
 def test_health(daemon):
@@ -213,14 +213,16 @@ def test_sigterm_finishes_inflight(daemon):
               + f"Content-Length: {len(body)}\r\n\r\n".encode() + body[:10])
     time.sleep(0.2)
     daemon.send_signal(signal.SIGTERM)
-    time.sleep(0.2)
-    # New connections are refused while draining.
-    try:
-        socket.create_connection(("127.0.0.1", daemon.port), timeout=1).close()
-        refused = False
-    except OSError:
-        refused = True
-    assert refused
+
+    # New connections are refused while draining: once the daemon has taken the signal,
+    # which on a busy machine may be more than a moment.
+    def refused():
+        try:
+            socket.create_connection(("127.0.0.1", daemon.port), timeout=1).close()
+            return False
+        except OSError:
+            return True
+    assert wait_for(refused, timeout=5)
     s.sendall(body[10:])
     reply = b""
     while b"\r\n\r\n" not in reply:
@@ -251,7 +253,8 @@ def test_sigterm_under_load(daemon):
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
     for t in threads:
         t.start()
-    time.sleep(0.3)
+    # SIGTERM once writes are being acknowledged (a fixed 0.3 s could pass before the first).
+    wait_for(lambda: any(status == 201 for _, status in results), timeout=10)
     daemon.send_signal(signal.SIGTERM)
     for t in threads:
         t.join()

@@ -15,7 +15,7 @@ import time
 import pytest
 import yaml
 
-from conftest import ADMIN, READER, Daemon, free_port
+from conftest import ADMIN, READER, Daemon, free_port, wait_for
 
 OFCCTL_BIN = os.environ.get("OFCCTL_BIN", os.path.join(os.path.dirname(__file__), "../../build/ofcctl"))
 
@@ -141,9 +141,10 @@ def test_refusals_exit_1(ctl, demo):
 
 
 def test_wait_outcomes_exit_3(ctl, demo):
-    # Switching takes 2 s: a half-second wait answers with the state of the moment.
+    # Switching takes 4 s: a half-second wait answers with the state of the moment, and the
+    # second short wait below still comes before the end however slowly ofcctl starts.
     for unit in ("ocs0", "ocs1"):
-        assert demo.post(f"/v1/ocs/{unit}/faults", {"kind": "delay", "count": 2000}).status_code == 200
+        assert demo.post(f"/v1/ocs/{unit}/faults", {"kind": "delay", "count": 4000}).status_code == 200
     p = ctl("fabric", "create", "slow", "srv[1-3]", "--wait", "0.5")
     assert p.returncode == 3
     assert kv(p.stdout)["state"] in ("pending", "applying")
@@ -161,7 +162,7 @@ def test_wait_outcomes_exit_3(ctl, demo):
 
     # Degraded: every pair not joined is not what a job asked for. The servers of slow are
     # free once the units dropped its circuits (409 in_use until then).
-    deadline = time.time() + 10
+    deadline = time.time() + 20
     while (p := ctl("fabric", "create", "all", "srv[0-7]", "--wait", "10")).returncode == 1:
         assert "409 in_use" in p.stderr and time.time() < deadline
         time.sleep(0.1)
@@ -364,13 +365,22 @@ def read_until(proc, pred, timeout=10):
     raise AssertionError(f"not seen in {got}")
 
 
+def open_connections(d):
+    """ofcd_http_open_connections, asked over d's own keep-alive connection."""
+    text = d.get("/metrics").text
+    return int(re.search(r"^ofcd_http_open_connections (\d+)$", text, re.M).group(1))
+
+
 def test_events(tmp_path, ctl, demo):
     argv = [OFCCTL_BIN, "--url", demo.url("")]
+    assert wait_for(lambda: open_connections(demo) == 1)  # its own alone: no earlier probe left
     table = subprocess.Popen(argv + ["events"], stdout=subprocess.PIPE, text=True, env=ctl.env())
     js = subprocess.Popen(argv + ["-o", "json", "events", "--fabric", "e"], stdout=subprocess.PIPE,
                           text=True, env=ctl.env())
     try:
-        time.sleep(0.3)  # both subscribed
+        # Both subscribed: their connections taken (the daemon subscribes a stream as it reads
+        # its request, sent with the connection), counted over demo's own connection.
+        assert wait_for(lambda: open_connections(demo) >= 3), open_connections(demo)
         assert ctl("fabric", "create", "other", "srv[6-7]", "--wait", "10").returncode == 0
         assert ctl("fabric", "create", "e", "srv[0-1]", "--wait", "10").returncode == 0
         lines = read_until(table, lambda l: "fabric_state fabric=e state=applied" in l)

@@ -225,6 +225,20 @@ def wait_connected(e, units, timeout=20):
             time.sleep(0.05)
 
 
+def cross_connects_in_sync(env, unit, timeout=10):
+    """GET /v1/ocs/UNIT/cross-connects once in_sync. A unit reads false while any read-back is
+    in flight, the audit's too (every AUDIT s, a round trip to a switch a busy machine may
+    make long), so a single look can fall in one."""
+    deadline = time.monotonic() + timeout
+    while True:
+        xc = env.d.get(f"/v1/ocs/{unit}/cross-connects").json()
+        if xc["in_sync"] is True:
+            return xc
+        if time.monotonic() > deadline:
+            pytest.fail(f"{unit} not in sync after {timeout} s: {xc}")
+        time.sleep(0.05)
+
+
 def all_hosts():
     return [host_name(s, d) for s, n in SERVERS.items() for d in range(n)]
 
@@ -244,9 +258,8 @@ def test_a_flows_are_exactly_the_plan(env):
     # The reply comes once every circuit is on the switches: no waiting here.
     assert env.flow_problems() == []
     for unit in ("ocs0", "ocs1"):
-        xc = env.d.get(f"/v1/ocs/{unit}/cross-connects").json()
+        xc = cross_connects_in_sync(env, unit)
         want = {tuple(sorted(p)) for p in env.expected()[unit]}
-        assert xc["in_sync"] is True, xc
         assert {tuple(p) for p in xc["desired"]} == want
         assert {tuple(p) for p in xc["actual"]} == want
         assert env.d.get(f"/v1/ocs/{unit}").json()["connection"]["state"] == "connected"
@@ -500,5 +513,5 @@ def test_f_delete_removes_exactly_its_flows(env):
     env.fabrics.pop("fb")
     for unit in UNITS:
         assert env.lab.dump_flows(unit) == [], unit
-        xc = env.d.get(f"/v1/ocs/{unit}/cross-connects").json()
-        assert xc["desired"] == [] and xc["actual"] == [] and xc["in_sync"] is True, xc
+        xc = cross_connects_in_sync(env, unit)
+        assert xc["desired"] == [] and xc["actual"] == [], xc
