@@ -62,7 +62,7 @@ struct metrics_out {
 #define MAX_WRITE_STAGES  4
 #define STALL_S           0.1 /* a callback this long is logged */
 
-/* A histogram of one label value (a static string, compared by address). */
+/* A histogram of one label value (a static string). */
 struct named_histogram {
 	const char *name;
 	struct histogram h;
@@ -142,7 +142,7 @@ static void observe_named(struct named_histogram *v, size_t *n, size_t max, cons
 {
 	struct named_histogram *k = NULL;
 	for (size_t i = 0; i < *n && !k; i++)
-		if (v[i].name == name)
+		if (strcmp(v[i].name, name) == 0) /* a literal may have a copy per file */
 			k = &v[i];
 	if (!k && *n < max) {
 		k = &v[(*n)++];
