@@ -169,6 +169,14 @@ def error_of(resp):
     return body["error"]
 
 
+def open_connections(d):
+    """d's ofcd_http_open_connections, asked over d's own keep-alive connection (counted)."""
+    for line in d.get("/metrics").text.splitlines():
+        if line.startswith("ofcd_http_open_connections "):
+            return int(line.split()[1])
+    raise AssertionError("no ofcd_http_open_connections")
+
+
 def wait_for(cond, timeout=10, step=0.05):
     """cond()'s first true value, polled every step seconds; AssertionError after timeout."""
     deadline = time.monotonic() + timeout

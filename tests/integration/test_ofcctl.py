@@ -15,7 +15,7 @@ import time
 import pytest
 import yaml
 
-from conftest import ADMIN, READER, Daemon, free_port, wait_for
+from conftest import ADMIN, READER, Daemon, free_port, open_connections, wait_for
 
 OFCCTL_BIN = os.environ.get("OFCCTL_BIN", os.path.join(os.path.dirname(__file__), "../../build/ofcctl"))
 
@@ -363,12 +363,6 @@ def read_until(proc, pred, timeout=10):
         if pred(line):
             return got
     raise AssertionError(f"not seen in {got}")
-
-
-def open_connections(d):
-    """ofcd_http_open_connections, asked over d's own keep-alive connection."""
-    text = d.get("/metrics").text
-    return int(re.search(r"^ofcd_http_open_connections (\d+)$", text, re.M).group(1))
 
 
 def test_events(tmp_path, ctl, demo):

@@ -7,7 +7,7 @@ import time
 import pytest
 import requests
 
-from conftest import Daemon, error_of, wait_for
+from conftest import Daemon, error_of, open_connections, wait_for
 
 FAULTS = "[debug]\nfaults = true\n[reconcile]\naudit_interval = 1\n"
 
@@ -278,14 +278,6 @@ def test_wait_on_fabric_deleted_meanwhile(sim):
     body = json.loads(r.read())
     waiter.close()
     assert r.status == 404 and "deleted while waiting" in body["error"]["message"], body
-
-
-def open_connections(d):
-    """ofcd_http_open_connections, asked over d's own keep-alive connection."""
-    for line in d.get("/metrics").text.splitlines():
-        if line.startswith("ofcd_http_open_connections "):
-            return int(line.split()[1])
-    raise AssertionError("no ofcd_http_open_connections")
 
 
 def test_faults_are_audited(sim):
