@@ -36,8 +36,17 @@ struct cluster {
 	enum phase phase;
 	enum cluster_role role;
 	int64_t lease;
-	bool renewing;                /* keepalive in flight */
-	struct timespec renew_sent;   /* when the one in flight (or the grant) was sent */
+	bool renewing;              /* keepalive in flight */
+	struct timespec renew_sent; /* when the one in flight (or the grant) was sent */
+	/*
+	 * A second keepalive, to the next endpoint, while the first goes
+	 * unanswered for a sixth of the TTL: a member that hangs (rather than
+	 * refuses) holds a call for the whole call timeout, longer than the
+	 * lease has left.
+	 */
+	bool hedging;                 /* the second one is in flight */
+	struct timespec hedge_sent;   /* when it was sent */
+	struct event *hedge;          /* sends it */
 	struct event *deadline;       /* two thirds of a TTL after last_renewed */
 	struct timespec last_renewed; /* send time of the last renewal etcd confirmed */
 	char leader_name[65];
@@ -101,8 +110,9 @@ static void step(struct cluster *c);
 static void on_watch(int rc, const struct etcd_result *res, void *arg)
 {
 	struct cluster *c = arg;
-	if (rc < 0) {
-		/* Lost sight of the key: read it again through the campaign txn. */
+	if (rc < 0 || res->canceled) {
+		/* Lost sight of the key (etcd may also cancel a watch, e.g. past a compaction):
+		 * read it again through the campaign txn. */
 		etcd_watch_free(c->watch);
 		c->watch = NULL;
 		if (c->phase == PH_SETTLED)
@@ -153,6 +163,7 @@ void cluster_resign(struct cluster *c, void (*done)(void *arg), void *arg)
 	c->resigned_arg = arg;
 	event_del(c->tick);
 	event_del(c->deadline);
+	event_del(c->hedge);
 	etcd_watch_free(c->watch);
 	c->watch = NULL;
 	c->phase = PH_RESIGNED;
@@ -197,33 +208,42 @@ static void on_vote(int rc, const struct etcd_result *res, void *arg)
 		return;
 	}
 	seen(c, res->revision);
-	if (res->succeeded) {
-		snprintf(c->leader_name, sizeof(c->leader_name), "%s", c->name);
-		snprintf(c->leader_advertise, sizeof(c->leader_advertise), "%s", c->advertise);
-		c->generation = res->revision; /* the put created the key at this revision */
-		c->phase = PH_SETTLED;
-		set_role(c, CLUSTER_LEADER);
-		return;
-	}
-	if (res->nkvs == 0) {
+	if (!res->succeeded && res->nkvs == 0) {
 		/* The key vanished between compare and read: campaign again. */
 		c->phase = PH_CAMPAIGN;
 		step(c);
 		return;
 	}
-	if (res->kvs[0].lease == c->lease) {
-		/* Our own key: an earlier try of this txn got through before failing over. */
-		learn_holder(c, &res->kvs[0]);
-		c->phase = PH_SETTLED;
-		set_role(c, CLUSTER_LEADER);
-		return;
+	/* The put created the key at the txn's revision; else it is an earlier one's. */
+	bool ours = res->succeeded || res->kvs[0].lease == c->lease;
+	int64_t generation = res->succeeded ? res->revision : res->kvs[0].create_revision;
+	if (c->role == CLUSTER_LEADER && (!ours || generation != c->generation)) {
+		/* The key it led under went while it did not watch: that leadership is over. */
+		restart(c, PH_CAMPAIGN, "the leader key was deleted");
+		if (ours) {
+			step(c); /* its new key: leads again under a new generation */
+			return;
+		}
 	}
-	learn_holder(c, &res->kvs[0]);
+	if (ours) {
+		/* Its own (an earlier try of this txn may have got through before failing over). */
+		snprintf(c->leader_name, sizeof(c->leader_name), "%s", c->name);
+		snprintf(c->leader_advertise, sizeof(c->leader_advertise), "%s", c->advertise);
+		c->generation = generation;
+	} else {
+		learn_holder(c, &res->kvs[0]);
+	}
 	c->phase = PH_SETTLED;
-	/* From the txn's revision on, so that no change of the key slips between. */
+	/*
+	 * Leader and follower alike watch the key from the txn's revision on, so
+	 * that no change of it slips between: a leader whose key is deleted
+	 * (etcdctl del, to move the leadership) must stop leading at once.
+	 */
 	if (!c->watch && etcd_watch(c->etcd, etcd_req_watch(c->key, false, res->revision + 1),
 	                            on_watch, c, &c->watch) < 0)
 		c->phase = PH_CAMPAIGN;
+	if (ours)
+		set_role(c, CLUSTER_LEADER);
 }
 
 /*
@@ -293,10 +313,10 @@ static void on_grant(int rc, const struct etcd_result *res, void *arg)
 	step(c);
 }
 
-static void on_renew(int rc, const struct etcd_result *res, void *arg)
+/* A keepalive sent at sent was answered: the lease lives from then on, or is gone. */
+static void renewed(struct cluster *c, int rc, const struct etcd_result *res,
+                    const struct timespec *sent)
 {
-	struct cluster *c = arg;
-	c->renewing = false;
 	if (rc < 0 || res->lease_id != c->lease || c->phase == PH_RESIGNED)
 		return; /* the deadline check decides */
 	seen(c, res->revision);
@@ -306,8 +326,46 @@ static void on_renew(int rc, const struct etcd_result *res, void *arg)
 		step(c);
 		return;
 	}
-	c->last_renewed = c->renew_sent;
+	/* Answers may come out of order: the later send is the later renewal. */
+	if (mono_diff(&c->last_renewed, sent) > 0)
+		c->last_renewed = *sent;
 	arm_deadline(c);
+}
+
+static void on_renew(int rc, const struct etcd_result *res, void *arg)
+{
+	struct cluster *c = arg;
+	c->renewing = false;
+	evtimer_del(c->hedge);
+	renewed(c, rc, res, &c->renew_sent);
+}
+
+static void on_renew_hedged(int rc, const struct etcd_result *res, void *arg)
+{
+	struct cluster *c = arg;
+	c->hedging = false;
+	renewed(c, rc, res, &c->hedge_sent);
+}
+
+/* The keepalive in flight is slow to answer: another one goes to the next endpoint. */
+static void send_hedge(struct cluster *c)
+{
+	if (c->hedging || !holds_lease(c) || c->phase == PH_RESIGNED)
+		return;
+	c->hedging = true;
+	clock_gettime(CLOCK_MONOTONIC, &c->hedge_sent);
+	if (etcd_call_elsewhere(c->etcd, "/v3/lease/keepalive", etcd_req_lease_id(c->lease),
+	                        on_renew_hedged, c) < 0)
+		c->hedging = false;
+}
+
+static void on_hedge(evutil_socket_t fd, short what, void *arg)
+{
+	struct cluster *c = arg;
+	(void)fd;
+	(void)what;
+	if (c->renewing)
+		send_hedge(c);
 }
 
 /* Starts what the phase calls for, if nothing is in flight. */
@@ -351,12 +409,21 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 	struct cluster *c = arg;
 	(void)fd;
 	(void)what;
-	if (!renewal_overdue(c) && holds_lease(c) && !c->renewing) {
+	if (!renewal_overdue(c) && holds_lease(c) && c->renewing) {
+		send_hedge(c); /* the last one is still unanswered a period later */
+	} else if (!renewal_overdue(c) && holds_lease(c)) {
 		c->renewing = true;
 		clock_gettime(CLOCK_MONOTONIC, &c->renew_sent);
 		if (etcd_call(c->etcd, "/v3/lease/keepalive", etcd_req_lease_id(c->lease), on_renew,
-		              c) < 0)
+		              c) < 0) {
 			c->renewing = false;
+		} else {
+			double sixth = c->ttl_s / 6.0;
+			struct timeval tv = { .tv_sec = (time_t)sixth,
+				              .tv_usec =
+				                  (suseconds_t)((sixth - (time_t)sixth) * 1e6) };
+			evtimer_add(c->hedge, &tv);
+		}
 	}
 	step(c);
 }
@@ -385,6 +452,8 @@ int cluster_start(struct event_base *base, const struct ofcd_config *cfg, cluste
 		rc = -ENOMEM;
 	if (rc == 0 && !(c->deadline = evtimer_new(base, on_deadline, c)))
 		rc = -ENOMEM;
+	if (rc == 0 && !(c->hedge = evtimer_new(base, on_hedge, c)))
+		rc = -ENOMEM;
 	if (rc == 0 && event_add(c->tick, &period) < 0)
 		rc = -ENOMEM;
 	if (rc < 0) {
@@ -406,6 +475,8 @@ void cluster_free(struct cluster *c)
 		event_free(c->tick);
 	if (c->deadline)
 		event_free(c->deadline);
+	if (c->hedge)
+		event_free(c->hedge);
 	etcd_watch_free(c->watch);
 	etcd_client_free(c->etcd);
 	free(c);

@@ -26,10 +26,13 @@ struct endpoint {
 
 struct call {
 	struct etcd_client *c;
-	struct call *next; /* in c->calls, so that freeing the client frees it */
+	struct call *next;   /* in c->calls, so that freeing the client frees it */
+	struct call *unsent; /* in c->unsent until its first send */
 	char path[64];
 	char *body;
-	size_t tries; /* endpoints tried so far */
+	size_t ep;      /* endpoint this try went to */
+	size_t tries;   /* endpoints tried so far */
+	bool elsewhere; /* the first try goes past the current endpoint */
 	etcd_done_fn done;
 	void *arg;
 };
@@ -41,6 +44,21 @@ struct etcd_client {
 	size_t cur; /* endpoint calls go to */
 	unsigned timeout_s;
 	struct call *calls;
+	/*
+	 * Calls made but not sent yet, oldest first: sent from the loop, never
+	 * from etcd_call(), since evhttp fails a request that cannot connect
+	 * (no socket left) from inside evhttp_make_request(), and done would
+	 * run before its caller had returned.
+	 */
+	struct call *unsent, **unsent_tail;
+	struct event *send; /* sends them */
+	/*
+	 * Every watch not yet freed. A call that gets no answer from an endpoint
+	 * ends the watches on it too (hung members keep their streams open and
+	 * silent): their owners open them again where calls now go.
+	 */
+	struct etcd_watch *watches;
+	struct event *fail;      /* ends the watches marked failing */
 	struct etcd_watch *dead; /* watches freed from their own callback, freed later */
 	struct event *reap;      /* frees them once the callbacks have returned */
 };
@@ -48,15 +66,18 @@ struct etcd_client {
 struct etcd_watch {
 	struct etcd_client *c;
 	char *body;
-	size_t ep;      /* endpoint this stream is on */
-	size_t tries;   /* endpoints tried before any message arrived */
-	bool streaming; /* a message arrived: no more failing over */
-	bool ended;     /* the caller was told the stream is over */
-	bool in_cb;     /* fn is running: freeing must wait until evhttp is done */
-	bool dead;      /* etcd_watch_free() was called from fn */
+	size_t ep;               /* endpoint this stream is on */
+	size_t tries;            /* endpoints tried before any message arrived */
+	bool streaming;          /* a message arrived: no more failing over */
+	bool ended;              /* the caller was told the stream is over */
+	bool in_cb;              /* fn is running: freeing must wait until evhttp is done */
+	bool dead;               /* etcd_watch_free() was called from fn */
+	bool failing;            /* a call to its endpoint got no answer: to be ended */
+	struct etcd_watch *next; /* in c->watches */
 	struct etcd_watch *next_dead;
 	struct evhttp_connection *conn;
 	struct evhttp_connection *stale; /* the previous endpoint's, freed outside its callback */
+	struct event *open;              /* opens the stream from the loop, as calls are sent */
 	struct evhttp_request *req;
 	struct evbuffer *buf; /* part of a message not yet ended by a newline */
 	etcd_event_fn fn;
@@ -64,6 +85,8 @@ struct etcd_watch {
 };
 
 static void on_reap(evutil_socket_t fd, short what, void *arg);
+static void on_send(evutil_socket_t fd, short what, void *arg);
+static void on_fail(evutil_socket_t fd, short what, void *arg);
 
 static int parse_endpoint(const char *url, struct endpoint *ep)
 {
@@ -85,7 +108,17 @@ int etcd_client_new(struct event_base *base, const char (*endpoints)[128], size_
 		return n == 0 ? -EINVAL : -ENOMEM;
 	}
 	c->base = base;
-	if (!(c->reap = event_new(base, -1, 0, on_reap, c))) {
+	c->unsent_tail = &c->unsent;
+	c->reap = event_new(base, -1, 0, on_reap, c);
+	c->send = event_new(base, -1, 0, on_send, c);
+	c->fail = event_new(base, -1, 0, on_fail, c);
+	if (!c->reap || !c->send || !c->fail) {
+		if (c->reap)
+			event_free(c->reap);
+		if (c->send)
+			event_free(c->send);
+		if (c->fail)
+			event_free(c->fail);
 		free(c->eps);
 		free(c);
 		return -ENOMEM;
@@ -124,6 +157,8 @@ void etcd_client_free(struct etcd_client *c)
 		call_free(c->calls);
 	on_reap(-1, 0, c);
 	event_free(c->reap);
+	event_free(c->send);
+	event_free(c->fail);
 	free(c->eps);
 	free(c);
 }
@@ -162,6 +197,7 @@ static struct evhttp_request *post(struct evhttp_connection *conn, const struct 
 }
 
 static void call_send(struct call *k);
+static void fail_watches(struct etcd_client *c, size_t ep);
 
 /* The whole reply of a call, or NULL when the endpoint did not give one. */
 static bool answered(struct evhttp_request *req)
@@ -178,11 +214,15 @@ static void call_done(struct evhttp_request *req, void *arg)
 	int rc;
 
 	if (!answered(req)) {
-		size_t next = (c->cur + 1) % c->n;
-		log_debug("etcd", "%s%s: no answer (HTTP %d)%s", c->eps[c->cur].url, k->path,
+		size_t next = (k->ep + 1) % c->n;
+		log_debug("etcd", "%s%s: no answer (HTTP %d)%s", c->eps[k->ep].url, k->path,
 		          req ? evhttp_request_get_response_code(req) : 0,
 		          k->tries < c->n ? ", trying the next endpoint" : "");
-		c->cur = next;
+		/* Past the endpoint this call used: calls failing together move on once. */
+		if (c->cur == k->ep)
+			c->cur = next;
+		fail_watches(c, k->ep);
+		k->ep = next;
 		if (k->tries < c->n) {
 			call_send(k);
 			return;
@@ -204,7 +244,7 @@ static void call_done(struct evhttp_request *req, void *arg)
 static void call_send(struct call *k)
 {
 	struct etcd_client *c = k->c;
-	struct endpoint *ep = &c->eps[c->cur];
+	struct endpoint *ep = &c->eps[k->ep];
 
 	k->tries++;
 	if (!ep->conn)
@@ -215,7 +255,8 @@ static void call_send(struct call *k)
 	}
 }
 
-int etcd_call(struct etcd_client *c, const char *path, char *body, etcd_done_fn done, void *arg)
+static int call(struct etcd_client *c, const char *path, char *body, bool elsewhere,
+                etcd_done_fn done, void *arg)
 {
 	struct call *k = body ? calloc(1, sizeof(*k)) : NULL;
 	if (!k || strlen(path) >= sizeof(k->path)) {
@@ -228,10 +269,39 @@ int etcd_call(struct etcd_client *c, const char *path, char *body, etcd_done_fn 
 	k->body = body;
 	k->done = done;
 	k->arg = arg;
+	k->elsewhere = elsewhere;
 	k->next = c->calls;
 	c->calls = k;
-	call_send(k);
+	*c->unsent_tail = k;
+	c->unsent_tail = &k->unsent;
+	event_active(c->send, EV_TIMEOUT, 1);
 	return 0;
+}
+
+int etcd_call(struct etcd_client *c, const char *path, char *body, etcd_done_fn done, void *arg)
+{
+	return call(c, path, body, false, done, arg);
+}
+
+int etcd_call_elsewhere(struct etcd_client *c, const char *path, char *body, etcd_done_fn done,
+                        void *arg)
+{
+	return call(c, path, body, true, done, arg);
+}
+
+static void on_send(evutil_socket_t fd, short what, void *arg)
+{
+	struct etcd_client *c = arg;
+	(void)fd;
+	(void)what;
+	while (c->unsent) {
+		struct call *k = c->unsent;
+		c->unsent = k->unsent;
+		if (!c->unsent)
+			c->unsent_tail = &c->unsent;
+		k->ep = k->elsewhere ? (c->cur + 1) % c->n : c->cur;
+		call_send(k);
+	}
 }
 
 static void watch_close(struct etcd_watch *w)
@@ -244,6 +314,9 @@ static void watch_close(struct etcd_watch *w)
 	if (w->stale)
 		evhttp_connection_free(w->stale);
 	w->conn = w->stale = NULL;
+	if (w->open)
+		event_free(w->open);
+	w->open = NULL;
 }
 
 static void watch_destroy(struct etcd_watch *w);
@@ -261,6 +334,38 @@ static bool deliver(struct etcd_watch *w, int rc, const struct etcd_result *res)
 	w->c->dead = w;
 	event_active(w->c->reap, EV_TIMEOUT, 1);
 	return false;
+}
+
+/* Marks the streaming watches on endpoint ep to be ended from the loop (see watches). */
+static void fail_watches(struct etcd_client *c, size_t ep)
+{
+	for (struct etcd_watch *w = c->watches; w; w = w->next)
+		if (w->ep == ep && w->streaming && !w->ended) {
+			w->failing = true;
+			event_active(c->fail, EV_TIMEOUT, 1);
+		}
+}
+
+static void on_fail(evutil_socket_t fd, short what, void *arg)
+{
+	struct etcd_client *c = arg;
+	(void)fd;
+	(void)what;
+	/* Again from the head after each: the owner may free or open watches meanwhile. */
+	for (;;) {
+		struct etcd_watch *w = c->watches;
+		while (w && !w->failing)
+			w = w->next;
+		if (!w)
+			break;
+		w->failing = false;
+		if (w->ended)
+			continue;
+		log_warn("etcd", "%s: ending a watch there, a call got no answer from it",
+		         c->eps[w->ep].url);
+		w->ended = true;
+		deliver(w, -EHOSTUNREACH, NULL);
+	}
 }
 
 static void on_reap(evutil_socket_t fd, short what, void *arg)
@@ -330,6 +435,13 @@ static void watch_done(struct evhttp_request *req, void *arg)
 	}
 }
 
+static void on_open(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	watch_open(arg);
+}
+
 static void watch_open(struct etcd_watch *w)
 {
 	struct endpoint *ep = &w->c->eps[w->ep];
@@ -371,9 +483,15 @@ int etcd_watch(struct etcd_client *c, char *body, etcd_event_fn fn, void *arg,
 	w->ep = c->cur;
 	w->fn = fn;
 	w->arg = arg;
-	/* Set first: fn may run (and free w) before watch_open() returns. */
+	/* Opened from the loop: fn never runs before its caller has returned (see unsent). */
+	if (!(w->open = event_new(c->base, -1, 0, on_open, w))) {
+		watch_destroy(w);
+		return -ENOMEM;
+	}
+	event_active(w->open, EV_TIMEOUT, 1);
+	w->next = c->watches;
+	c->watches = w;
 	*out = w;
-	watch_open(w);
 	return 0;
 }
 
@@ -390,6 +508,11 @@ void etcd_watch_free(struct etcd_watch *w)
 
 static void watch_destroy(struct etcd_watch *w)
 {
+	struct etcd_watch **pp = &w->c->watches;
+	while (*pp && *pp != w)
+		pp = &(*pp)->next;
+	if (*pp)
+		*pp = w->next;
 	watch_close(w);
 	evbuffer_free(w->buf);
 	free(w->body);

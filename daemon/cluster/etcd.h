@@ -52,10 +52,19 @@ void etcd_client_free(struct etcd_client *c);
 
 /**
  * POSTs body (a request of etcd_proto.h; the call takes it and frees it) to
- * path ("/v3/kv/txn") and calls done(rc, res, arg) on the loop. Returns 0, or
+ * path ("/v3/kv/txn") and calls done(rc, res, arg) on the loop, never before
+ * etcd_call() has returned (the call is sent from the loop). Returns 0, or
  * -ENOMEM (body freed, done never called).
  */
 int etcd_call(struct etcd_client *c, const char *path, char *body, etcd_done_fn done, void *arg);
+
+/**
+ * etcd_call(), its first try on the endpoint after the current one: a second
+ * try sent while the first may be stuck on a member that hangs (a lease
+ * renewal that must not wait out the call timeout). Loop thread.
+ */
+int etcd_call_elsewhere(struct etcd_client *c, const char *path, char *body, etcd_done_fn done,
+                        void *arg);
 
 /** The endpoint calls go to now (the last that answered). */
 const char *etcd_endpoint(const struct etcd_client *c);
@@ -63,8 +72,9 @@ const char *etcd_endpoint(const struct etcd_client *c);
 /**
  * Opens a watch stream (body from etcd_req_watch(), taken) on the current
  * endpoint, or the next ones when it cannot connect; fn receives its
- * messages. Returns 0 and the watch in *out (set before fn can first run),
- * or -ENOMEM. fn may free the watch with etcd_watch_free().
+ * messages, from the loop once etcd_watch() has returned (the stream is
+ * opened from there). Returns 0 and the watch in *out, or -ENOMEM. fn may
+ * free the watch with etcd_watch_free().
  */
 int etcd_watch(struct etcd_client *c, char *body, etcd_event_fn fn, void *arg,
                struct etcd_watch **out);

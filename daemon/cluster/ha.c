@@ -104,8 +104,9 @@ struct ha {
 	enum member_state state;
 	uint64_t transitions[MEMBER_STATES][MEMBER_STATES]; /* by from and to */
 	uint64_t violations;                                /* invariants found broken */
-	int64_t generation; /* of this member's leadership, while it leads */
-	uint64_t seq;       /* entries appended in this leadership */
+	int64_t generation;     /* of this member's leadership, while it leads */
+	uint64_t seq;           /* entries appended under seq_generation */
+	int64_t seq_generation; /* the generation seq counts for, kept between leaderships */
 	struct replica *replica;
 	struct event *retry;    /* restarts following or catching up */
 	struct append *pending; /* entries for the log, oldest first: the head is in flight */
@@ -290,7 +291,14 @@ static void on_caught_up(void *arg, int rc)
 	replica_free(h->replica);
 	h->replica = NULL;
 	h->generation = cluster_generation(h->cluster);
-	h->seq = 0;
+	/*
+	 * The same generation again (its key outlived a step-down whose delete did
+	 * not get through): its keys go on after the ones it appended then.
+	 */
+	if (h->generation != h->seq_generation) {
+		h->seq = 0;
+		h->seq_generation = h->generation;
+	}
 	char why[96];
 	snprintf(why, sizeof(why), "caught up at revision %" PRId64 ", generation %" PRId64,
 	         applied_revision(h), h->generation);
@@ -468,8 +476,20 @@ static void on_append(int rc, const struct etcd_result *res, void *arg)
 	}
 	for (size_t i = 0; i < res->nkvs; i++) {
 		const struct etcd_kv *kv = &res->kvs[i];
-		if (strcmp(kv->key, a->key) == 0) {
+		if (strcmp(kv->key, a->key) == 0 && a->unanswered) {
 			append_over(h, 0, kv->mod_revision); /* an earlier try got in */
+			return;
+		}
+		if (strcmp(kv->key, a->key) == 0) {
+			/*
+			 * Never sent before, yet there: an entry of an earlier
+			 * leadership under the same generation. This one is not in.
+			 */
+			log_error("cluster",
+			          "appending %s: the log holds another entry under its key",
+			          a->key);
+			append_over(h, -ESTALE, 0);
+			ha_hand_over(h, "its log keys are taken");
 			return;
 		}
 		const char *trimmed = strcmp(kv->key, h->floor_key) == 0
@@ -484,6 +504,8 @@ static void on_append(int rc, const struct etcd_result *res, void *arg)
 	/* The leader key is no longer ours: the entry is not in, and never will be. */
 	log_warn("cluster", "%s no longer holds the leadership it appended under", h->name);
 	append_over(h, -ESTALE, 0);
+	/* Whoever removed the key, this member must stop driving units at once. */
+	ha_hand_over(h, "the leader key is no longer its own");
 }
 
 /*

@@ -17,7 +17,8 @@ outcome_unknown) may or may not have happened.
 Meanwhile one fault after another: the leader killed (-9) and restarted, the leader frozen
 past its lease and thawed, an etcd member killed and restarted, etcd's quorum lost and
 restored, a follower stopped while the log moves on and is trimmed and compacted, then
-restarted (it copies a snapshot).
+restarted (it copies a snapshot), an etcd member hung (SIGSTOP: it answers nothing but keeps
+its connections) and woken, the leader key deleted by hand (`etcdctl del`).
 
 At the end, with every fault healed: every member is alive and has applied the same log,
 every key is in an allowed state on the leader (every acknowledged write present, nothing
@@ -41,7 +42,8 @@ DEVICES = 4
 UNITS = 2
 TTL = 1
 REQUEST_TIMEOUT = 6
-FAULTS = ("kill_leader", "freeze_leader", "kill_etcd", "lose_quorum", "follower_behind")
+FAULTS = ("kill_leader", "freeze_leader", "kill_etcd", "lose_quorum", "follower_behind",
+          "hang_etcd", "delete_leader_key")
 
 
 def topology(extra=()):
@@ -270,6 +272,20 @@ class Faults:
         self.etcd.kill(i)
         time.sleep(self.rng.uniform(0.5, 1.5))
         self.etcd.start_member(i, state="existing")
+
+    def hang_etcd(self):
+        """A member that answers nothing but keeps its connections (a stalled disk)."""
+        p = self.etcd.procs[self.rng.randrange(len(self.etcd.procs))]
+        p.send_signal(signal.SIGSTOP)
+        try:
+            time.sleep(self.rng.uniform(1.0, 3.0))
+        finally:
+            p.send_signal(signal.SIGCONT)
+
+    def delete_leader_key(self):
+        """An operator's `etcdctl del PREFIX/leader` to move the leadership."""
+        self.leader()
+        self.etcd._any("/v3/kv/deleterange", {"key": self.etcd.b64("/ofcd/test/leader")})
 
     def lose_quorum(self):
         down = self.rng.sample(range(len(self.etcd.procs)), 2)

@@ -369,6 +369,79 @@ def test_etcd_member_lost_changes_nothing(tmp_path, etcd):
             wait_for(lambda: names(m) == ["a"])
 
 
+def test_deleting_the_leader_key_moves_the_leadership(tmp_path, etcd):
+    # An operator's `etcdctl del PREFIX/leader` while the leader's lease lives on: the
+    # leader must stop leading at once, or two members lead (and drive units) together.
+    with running_members(tmp_path, etcd, ttl=4) as members:
+        leader = wait_leader(members)
+        assert leader.put("/v1/topology", topology(8)).status_code == 200
+        before = leader.cluster()["generation"]
+        r = etcd._any("/v3/kv/deleterange", {"key": Etcd.b64("/ofcd/test/leader")})
+        assert r.status_code == 200, r.text
+
+        def one_new_leader():
+            views = [m.cluster() for m in members]
+            leading = [v for v in views if v["role"] == "leader"]
+            return (len(leading) == 1 and leading[0]["generation"] > before and
+                    all(v["generation"] == leading[0]["generation"] for v in views))
+        wait_for(one_new_leader, timeout=30)
+        assert sum(m.metric("ofcd_cluster_leader") for m in members) == 1
+        assert "stepping down: the leader key was deleted" in leader.log()
+        r = wait_leader(members).post("/v1/fabrics?wait=10", {"name": "a", "servers": ["s0", "s1"]})
+        assert r.status_code == 201, r.text
+        for m in members:
+            wait_for(lambda: names(m) == ["a"])
+
+
+def test_a_hung_etcd_member_costs_no_leadership(tmp_path, etcd):
+    # A renewal sent to a member that hangs is answered by no one until the call times
+    # out (1 s, past the 2/3 s a TTL of 2 leaves): a second renewal to the next member
+    # keeps the lease, as a lost member does (test_etcd_member_lost_changes_nothing).
+    etcd.move_leader_off(0)
+    with running_members(tmp_path, etcd, ttl=2) as members:
+        leader = wait_leader(members)
+        assert leader.put("/v1/topology", topology(8)).status_code == 200
+        etcd.move_leader_off(0)  # again: a loaded etcd may have elected e0 since
+        mark = len(leader.log())
+        etcd.procs[0].send_signal(signal.SIGSTOP)  # the endpoint every member tries first
+        try:
+            time.sleep(4)  # two TTLs: six renewals
+            assert "stepping down" not in leader.log()[mark:]
+            assert wait_leader(members) is leader
+        finally:
+            etcd.procs[0].send_signal(signal.SIGCONT)
+
+
+def test_a_hung_etcd_member_leaves_no_follower_behind(tmp_path, etcd):
+    # A member that stops answering yet keeps its sockets open (a stalled disk; here
+    # SIGSTOP) leaves the watches on it silent, not ended: a member whose call to it goes
+    # unanswered must end its watches there too and follow from another member.
+    etcd.move_leader_off(0)
+    with running_members(tmp_path, etcd, ttl=4) as members:
+        leader = wait_leader(members)
+        assert leader.put("/v1/topology", topology(8)).status_code == 200
+        etcd.move_leader_off(0)  # again: a loaded etcd may have elected e0 since
+        etcd.procs[0].send_signal(signal.SIGSTOP)  # the endpoint every member tries first
+        try:
+            deadline = time.time() + 90
+            while True:
+                # The leader's append waits out its call to e0 before going elsewhere.
+                try:
+                    r = wait_leader(members, timeout=30).post(
+                        "/v1/fabrics", {"name": "a", "servers": ["s0", "s1"]}, timeout=60)
+                    if r.status_code == 201 or (r.status_code == 409 and
+                                                error_of(r)["code"] == "conflict"):
+                        break
+                except requests.RequestException:
+                    pass
+                assert time.time() < deadline, "the write never got through"
+                time.sleep(0.5)
+            for m in members:
+                wait_for(lambda m=m: names(m) == ["a"], timeout=60)
+        finally:
+            etcd.procs[0].send_signal(signal.SIGCONT)
+
+
 def test_quorum_lost_refuses_writes_and_serves_reads(cluster, etcd):
     leader = wait_leader(cluster)
     assert leader.put("/v1/topology", topology(8)).status_code == 200

@@ -18,6 +18,7 @@
 #include <event2/event.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <netinet/in.h>
@@ -221,9 +222,78 @@ static void test_failover(void **state)
 	assert_true(r.rc < 0);
 }
 
+/* What a callback saw of its caller: whether etcd_call() or etcd_watch() was still running. */
+struct early {
+	bool inside; /* set around the call that starts it */
+	bool done;   /* the callback ran */
+	bool during; /* it ran while inside was set */
+	int rc;
+};
+
+static void on_early_reply(int rc, const struct etcd_result *res, void *arg)
+{
+	struct early *e = arg;
+	(void)res;
+	e->done = true;
+	e->during = e->inside;
+	e->rc = rc;
+}
+
+/* No descriptor can be opened until the limit is put back: evhttp cannot connect. */
+static struct rlimit exhaust_fds(void)
+{
+	struct rlimit old, low;
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+	int fd = open("/dev/null", O_RDONLY);
+	assert_true(fd >= 0);
+	close(fd);
+	low = old;
+	low.rlim_cur = (rlim_t)fd; /* every lower descriptor is in use */
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	return old;
+}
+
+/*
+ * A request evhttp cannot even connect fails inside evhttp_make_request(); its
+ * callback must still come from the loop, after the caller has returned (a caller
+ * sets its own state after the call, and may be freed by the callback).
+ */
+static void test_no_callback_before_return(void **state)
+{
+	(void)state;
+	const char ep[1][128] = { "http://127.0.0.1:9" };
+	struct event_base *base = event_base_new();
+	struct etcd_client *c;
+	assert_int_equal(etcd_client_new(base, ep, 1, 1, &c), 0);
+	struct early call = { .inside = true }, watch = { .inside = true };
+	struct etcd_watch *w = NULL;
+
+	struct rlimit old = exhaust_fds();
+	assert_int_equal(
+	    etcd_call(c, "/v3/kv/range", etcd_req_range("x", false, 0), on_early_reply, &call), 0);
+	call.inside = false;
+	assert_int_equal(etcd_watch(c, etcd_req_watch("/w/", true, 0), on_early_reply, &watch, &w),
+	                 0);
+	watch.inside = false;
+	for (int i = 0; i < 100 && !(call.done && watch.done); i++)
+		event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+
+	assert_true(call.done);
+	assert_false(call.during);
+	assert_true(call.rc < 0);
+	assert_true(watch.done);
+	assert_false(watch.during);
+	assert_true(watch.rc < 0);
+	etcd_watch_free(w);
+	etcd_client_free(c);
+	event_base_free(base);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_no_callback_before_return),
 		cmocka_unit_test(test_election_txns),
 		cmocka_unit_test(test_watch),
 		cmocka_unit_test(test_failover),
