@@ -115,7 +115,8 @@ struct api_stream {
 struct api_transport {
 	/** Sends the reply of a request that was suspended (see api_suspend). */
 	void (*resume)(struct api_req *req);
-	/** Value of query parameter key, or NULL (owned by the transport). */
+	/** Value of query parameter key ("" when given without "="), or NULL (owned by the
+	 * transport). */
 	const char *(*query)(struct api_req *req, const char *key);
 	/** Value of request header name (case-insensitive), or NULL (owned by the transport). */
 	const char *(*header)(struct api_req *req, const char *name);
@@ -352,7 +353,13 @@ int api_if_match_text(struct api_req *req, const char *text, size_t len);
 void api_set_location(struct api_req *req, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/** Value of query parameter key, or NULL. */
+/**
+ * Whether v is a number as people write it: digits, optionally a point and
+ * more digits (no sign, exponent, hex, inf or nan, which strtod() takes).
+ */
+bool api_plain_decimal(const char *v);
+
+/** Value of query parameter key ("" when given without "="), or NULL when absent. */
 const char *api_query(struct api_req *req, const char *key);
 
 /** Value of request header name (case-insensitive), or NULL. */

@@ -139,16 +139,20 @@ static int next_line(struct api_req *req, const char **s, char *buf, uint32_t li
 /*
  * The columns of nccl-tests' results, from its header line "#  size  count  type  redop  root
  * time  algbw  busbw  #wrong  time ...": the first "time" is the out-of-place one, the second
- * the in-place one. Releases differ in the columns before it (root came in 2.x), so they are
- * counted, not assumed; without a header, those of 2.x.
+ * the in-place one, and each "#wrong" (a count of results its check found wrong; -1 where an
+ * older release prints "error", a float's rounding error instead). Releases differ in the
+ * columns before it (root came in 2.x), so they are counted, not assumed; without a header,
+ * those of 2.x.
  */
-static void nccl_columns(char **col, int ncol, int *out_place, int *in_place)
+static void nccl_columns(char **col, int ncol, int time[2], int wrong[2])
 {
 	int seen = 0;
 
-	for (int i = 1; i < ncol; i++)
-		if (!strcmp(col[i], "time"))
-			*(seen++ ? in_place : out_place) = i - 1; /* the '#' is not a column */
+	for (int i = 1; i < ncol; i++) /* the '#' is not a column: i - 1 */
+		if (!strcmp(col[i], "time") && seen < 2)
+			time[seen++] = i - 1;
+		else if (seen && (!strcmp(col[i], "#wrong") || !strcmp(col[i], "error")))
+			wrong[seen - 1] = strcmp(col[i], "error") ? i - 1 : -1;
 }
 
 /*
@@ -166,7 +170,7 @@ static int read_nccl_tests(struct api_req *req, json_t *o, struct coll_run *runs
 	struct coll_run proto = { 0 };
 	bool in_place = false;
 	uint32_t line = 0, found = 0;
-	int tcol[2] = { 5, 9 };
+	int tcol[2] = { 5, 9 }, wcol[2] = { 8, 12 };
 
 	if (!json_is_object(o)) {
 		api_error(req, OFCD_E_INVALID_FIELD, p, "nccl_tests must be an object");
@@ -187,14 +191,14 @@ static int read_nccl_tests(struct api_req *req, json_t *o, struct coll_run *runs
 		     tok = strtok_r(NULL, " \t\r", &save))
 			col[ncol++] = tok;
 		if (ncol > 2 && !strcmp(col[0], "#") && !strcmp(col[1], "size"))
-			nccl_columns(col, ncol, &tcol[0], &tcol[1]);
+			nccl_columns(col, ncol, tcol, wcol);
 		/* Comments and the summary start with '#'; a result with a digit. */
 		if (ncol < 2 || col[0][0] < '0' || col[0][0] > '9')
 			continue;
 		char *e1, *e2 = "";
 		unsigned long long size = strtoull(col[0], &e1, 10);
 		int t = tcol[in_place];
-		double us = t < ncol ? strtod(col[t], &e2) : NAN;
+		double us = t < ncol && api_plain_decimal(col[t]) ? strtod(col[t], &e2) : NAN;
 
 		if (*e1 || t >= ncol || *e2 || !(us >= MIN_US && us <= MAX_US) || !size ||
 		    size > MAX_BYTES) {
@@ -204,6 +208,14 @@ static int read_nccl_tests(struct api_req *req, json_t *o, struct coll_run *runs
 			    "root time algbw busbw #wrong ..., a size of 1..2^50 bytes and a time "
 			    "of %g..%g us)",
 			    line + 1, MIN_US, MAX_US);
+			return -EINVAL;
+		}
+		/* nccl-tests' own check found wrong results: not a run to learn from. */
+		int w = wcol[in_place];
+		if (w >= 0 && w < ncol && strcmp(col[w], "0") != 0 && strcmp(col[w], "N/A") != 0) {
+			api_error(req, OFCD_E_INVALID_FIELD, "nccl_tests.text",
+			          "line %u: nccl-tests counted %s wrong results in this run",
+			          line + 1, col[w]);
 			return -EINVAL;
 		}
 		if (*n >= CALIBRATE_MAX_RUNS) {

@@ -96,8 +96,8 @@ int api_fabric_layout_parse(struct api_req *req, json_t *body, struct fabric_lay
 static size_t parse_fabric(struct api_req *req, bool put, const char **name, const char ***names,
                            struct fabric_layout *l)
 {
-	static const char *const members[] = { "name",   "servers",  "topology?",
-		                               "shape?", "traffic?", NULL };
+	static const char *const members[] = { "name",  "servers", "topology",
+		                               "shape", "traffic", NULL };
 	json_t *body = put ? api_put_body(req) : api_body_object(req);
 	char f[32];
 	size_t i;

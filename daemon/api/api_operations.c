@@ -3,6 +3,7 @@
  * units for tests and demos.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -125,6 +126,22 @@ void api_ocs_faults(struct api_req *req)
 	if (rc == -EOPNOTSUPP) {
 		api_error(req, OFCD_E_UNPROCESSABLE, "name",
 		          "OCS unit %s's driver has no fault injection", req->params[0]);
+		return;
+	}
+	if (rc == -ERANGE) {
+		api_error(req, OFCD_E_UNPROCESSABLE, a > b ? "a" : "b",
+		          "port %" PRIu64 " is not a port of OCS unit %s", a > b ? a : b,
+		          req->params[0]);
+		return;
+	}
+	if (rc == -EINVAL) {
+		api_error(req, OFCD_E_UNPROCESSABLE, "b", "a and b must be two different ports");
+		return;
+	}
+	if (rc == -ENOENT) {
+		api_error(req, OFCD_E_UNPROCESSABLE, "a",
+		          "OCS unit %s holds no cross-connect of ports %" PRIu64 " and %" PRIu64,
+		          req->params[0], a, b);
 		return;
 	}
 	if (rc < 0) {

@@ -78,9 +78,9 @@ static void plan_shaped(struct api_req *req, struct fabric_layout *l, uint64_t m
 
 void api_plan(struct api_req *req)
 {
-	static const char *const members[] = { "servers", "devices",  "ports_per_device",
-		                               "formula", "links",    "topology?",
-		                               "shape?",  "traffic?", NULL };
+	static const char *const members[] = { "servers", "devices", "ports_per_device",
+		                               "formula", "links",   "topology",
+		                               "shape",   "traffic", NULL };
 	static const char *const formulas[] = { "auto", "1", "3", NULL };
 	static const enum plan_formula formula_of[] = { PLAN_FORMULA_AUTO, PLAN_FORMULA_1,
 		                                        PLAN_FORMULA_3 };

@@ -30,25 +30,13 @@ static struct waiter *waiters;
 static struct events_sub *settled_sub;
 static struct events *settled_bus;
 
-/* Seconds as people write them: digits, optionally a point and more digits. */
-static bool plain_decimal(const char *v)
-{
-	size_t i = 0, digits = 0;
-	while (v[i] >= '0' && v[i] <= '9')
-		i++, digits++;
-	if (v[i] == '.')
-		for (i++; v[i] >= '0' && v[i] <= '9'; i++)
-			digits++;
-	return digits > 0 && v[i] == '\0';
-}
-
 int wait_parse(struct api_req *req, double *seconds)
 {
 	const char *v = api_query(req, "wait");
 	*seconds = 0;
 	if (!v)
 		return 0;
-	double s = plain_decimal(v) ? strtod(v, NULL) : -1;
+	double s = api_plain_decimal(v) ? strtod(v, NULL) : -1;
 	if (s < 0 || s > WAIT_MAX_S) {
 		api_error(req, OFCD_E_INVALID_FIELD, "wait",
 		          "wait must be 0 to %d seconds, got \"%s\"", WAIT_MAX_S, v);

@@ -2,10 +2,34 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "state/store_sql.h"
+
+/* The number in text[at..at+n), all digits already. */
+static int digits(const char *text, size_t at, size_t n)
+{
+	int v = 0;
+	for (size_t i = at; i < at + n; i++)
+		v = v * 10 + (text[i] - '0');
+	return v;
+}
+
+/* Whether the digits of a checked form (n characters) name a moment that exists. */
+static bool a_real_time(const char *text, size_t n)
+{
+	static const int days[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+	int year = digits(text, 0, 4), month = digits(text, 5, 2), day = digits(text, 8, 2);
+	bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+	if (month < 1 || month > 12 || day < 1 ||
+	    day > days[month - 1] + (month == 2 && leap ? 1 : 0))
+		return false;
+	if (n >= 16 && (digits(text, 11, 2) > 23 || digits(text, 14, 2) > 59))
+		return false;
+	return n < 19 || digits(text, 17, 2) <= 59;
+}
 
 int audit_parse_time(const char *text, char *out, size_t len)
 {
@@ -20,7 +44,7 @@ int audit_parse_time(const char *text, char *out, size_t len)
 	for (size_t i = 0; i < n; i++)
 		if (form[i] == 'd' ? !isdigit((unsigned char)text[i]) : text[i] != form[i])
 			return -EINVAL;
-	if (n + 1 > len)
+	if (!a_real_time(text, n) || n + 1 > len)
 		return -EINVAL;
 	/* Stored times end in "Z" after the milliseconds: a shorter prefix sorts before them. */
 	memcpy(out, text, n);

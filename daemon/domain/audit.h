@@ -23,8 +23,9 @@ struct audit_query {
 
 /**
  * Checks a time for audit_query.since_at: "YYYY-MM-DD", optionally followed
- * by "THH:MM", ":SS", ".fff" and "Z" (UTC in every case). Returns 0 and the
- * form the rows compare with in out (the "Z" dropped), or -EINVAL.
+ * by "THH:MM", ":SS", ".fff" and "Z" (UTC in every case), of a day and time
+ * that exist. Returns 0 and the form the rows compare with in out (the "Z"
+ * dropped), or -EINVAL.
  */
 int audit_parse_time(const char *text, char *out, size_t len);
 

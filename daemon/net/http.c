@@ -879,7 +879,12 @@ static void req_resume(struct api_req *req)
 static const char *req_query(struct api_req *req, const char *key)
 {
 	struct http_req *r = req->transport_arg;
-	return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);
+	const char *v = NULL;
+	/* "?wait" without "=" is given, empty: not the same as absent. */
+	if (MHD_lookup_connection_value_n(r->conn, MHD_GET_ARGUMENT_KIND, key, strlen(key), &v,
+	                                  NULL) != MHD_YES)
+		return NULL;
+	return v ? v : "";
 }
 
 static const char *req_header(struct api_req *req, const char *name)

@@ -248,8 +248,12 @@ def test_audit_route(daemon):
     assert len(daemon.get(f"/v1/audit?since={t0}Z").json()["audit"]) == 6
     assert len(daemon.get(f"/v1/audit?since={t0[:10]}").json()["audit"]) == 6
     assert daemon.get("/v1/audit?since=2999-01-01T00:00").json()["audit"] == []
+    assert daemon.get("/v1/audit?since=2028-02-29").json()["audit"] == []  # a leap day
     for q, field in (("since=yesterday", "since"), ("since=2026-1-1", "since"),
-                     ("since=-1", "since"), ("limit=0", "limit"), ("limit=1001", "limit"),
+                     ("since=-1", "since"), ("since=2026-13-01", "since"),
+                     ("since=2026-02-29", "since"), ("since=2026-00-10", "since"),
+                     ("since=2026-11-21T25:00", "since"), ("since=2026-11-27T05:99:00Z", "since"),
+                     ("limit=0", "limit"), ("limit=1001", "limit"),
                      ("limit=x", "limit"), ("until=1", "until")):
         r = daemon.get(f"/v1/audit?{q}")
         assert r.status_code == 400 and error_of(r)["field"] == field, q

@@ -229,6 +229,13 @@ def test_calibrate_refusals_name_the_field_and_store_nothing(daemon):
     refused({"name": "x", "nccl_tests": {"text": "1024 256 float sum -1 3.0 0 0 0\n",
                                          "collective": "allreduce", "algorithm": "ring",
                                          "servers": 4}}, 400, "nccl_tests.devices")
+    # A time as nccl-tests prints it, nothing strtod() would also take; a run whose own
+    # check found wrong results is no measurement.
+    for line in ("1024 256 float sum -1 0x10 0 0 0", "1024 256 float sum -1 1e3 0 0 0",
+                 "1024 256 float sum -1 30.0 0 0 3"):
+        refused({"name": "x", "nccl_tests": {"text": line + "\n", "collective": "allreduce",
+                                             "algorithm": "ring", "servers": 4, "devices": 8}},
+                400, "nccl_tests.text")
     assert d.get("/v1/cost/params").json()["sets"] == []
     assert d.post("/v1/cost/calibrate", {"name": "x", "runs": [good]}).status_code == 201
     refused({"name": "x", "runs": [good]}, 409, "name")

@@ -249,6 +249,13 @@ def test_fault_input(sim):
     assert sim.post("/v1/ocs/ocs0/faults", {"kind": "melt"}).status_code == 400
     assert sim.post("/v1/ocs/ocs0/faults", {"kind": "set_xc", "a": 1}).status_code == 400
     assert sim.post("/v1/ocs/nope/faults", {"kind": "disconnect"}).status_code == 404
+    # What the unit refuses names the port that is wrong.
+    for body, field in (({"kind": "set_xc", "a": 1, "b": 60000}, "b"),
+                        ({"kind": "set_xc", "a": 60000, "b": 2}, "a"),
+                        ({"kind": "set_xc", "a": 3, "b": 3}, "b"),
+                        ({"kind": "clear_xc", "a": 3, "b": 4}, "a")):
+        r = sim.post("/v1/ocs/ocs0/faults", body)
+        assert r.status_code == 422 and error_of(r)["field"] == field, (body, r.text)
 
 
 def test_restart_reapplies(sim):

@@ -116,12 +116,18 @@ def test_bad_layouts_are_refused_and_change_nothing(daemon):
         ({"traffic": "gossip", "topology": "auto"}, "traffic"),
         ({"topology": "full-mesh", "shape": [16]}, "shape"),  # 15 planes on 8
         ({"shape": [16]}, "shape"),            # a one-dimensional HyperX is a full mesh
+        ({"topology": None}, "topology"),      # null is no way to leave a member out
+        ({"shape": None}, "shape"),
+        ({"traffic": None}, "traffic"),
     ]
     for extra, field in cases:
         r = daemon.post("/v1/fabrics", {"name": "x", "servers": SIXTEEN, **extra})
         assert r.status_code in (400, 422), (extra, r.text)
         assert error_of(r)["field"] == field, (extra, r.text)
     assert daemon.get("/v1/fabrics").json()["fabrics"] == []
+    for extra, field in cases[-3:]:
+        r = daemon.post("/v1/plan", {"servers": 16, "devices": 8, "ports_per_device": 1, **extra})
+        assert r.status_code == 400 and error_of(r)["field"] == field, (extra, r.text)
     # Nothing fits 1 plane: the refusal says what would.
     r = daemon.post("/v1/servers", {"name": "thin0", "devices": 1})
     assert r.status_code == 201

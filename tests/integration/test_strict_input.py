@@ -27,6 +27,13 @@ def test_wait_takes_plain_seconds_only(demo, wait):
     assert r.status_code == 400 and error_of(r)["field"] == "wait", (wait, r.text)
 
 
+def test_wait_without_a_value_is_refused(demo):
+    # "?wait" is given, not absent: a PUT that would not wait must not pass for one that does.
+    r = demo.put("/v1/fabrics/y?wait", {"servers": ["srv0", "srv1"]})
+    assert r.status_code == 400 and error_of(r)["field"] == "wait", r.text
+    assert demo.get("/v1/fabrics/y").status_code == 404
+
+
 def test_wait_accepts_plain_decimals(demo):
     demo.post("/v1/fabrics", {"name": "f", "servers": ["srv0", "srv1"]})
     for wait in ("0", "2", "0.5", "10."):
