@@ -259,17 +259,6 @@ int api_if_match(struct api_req *req, int64_t revision)
 	return check_if_match(req, revision > 0 ? tag : NULL);
 }
 
-bool api_plain_decimal(const char *v)
-{
-	size_t i = 0, digits = 0;
-	while (v[i] >= '0' && v[i] <= '9')
-		i++, digits++;
-	if (v[i] == '.')
-		for (i++; v[i] >= '0' && v[i] <= '9'; i++)
-			digits++;
-	return digits > 0 && v[i] == '\0';
-}
-
 int api_if_match_text(struct api_req *req, const char *text, size_t len)
 {
 	char tag[40];

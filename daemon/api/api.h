@@ -353,12 +353,6 @@ int api_if_match_text(struct api_req *req, const char *text, size_t len);
 void api_set_location(struct api_req *req, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/**
- * Whether v is a number as people write it: digits, optionally a point and
- * more digits (no sign, exponent, hex, inf or nan, which strtod() takes).
- */
-bool api_plain_decimal(const char *v);
-
 /** Value of query parameter key ("" when given without "="), or NULL when absent. */
 const char *api_query(struct api_req *req, const char *key);
 

@@ -5,18 +5,18 @@
 #include <string.h>
 
 #include "api_handlers.h"
+#include "decimal.h"
 #include "domain/audit.h"
 
 /* ?since=: an audit id (rows after it) or a UTC time (rows from it on). */
 static int parse_since(struct api_req *req, struct audit_query *q, char *at, size_t len)
 {
 	const char *v = api_query(req, "since");
-	char *end;
+	uint64_t id;
 	if (!v)
 		return 0;
-	if (v[0] >= '0' && v[0] <= '9' && !strchr(v, '-')) {
-		unsigned long long id = strtoull(v, &end, 10);
-		if (!*end && id <= INT64_MAX) {
+	if (!strchr(v, '-')) {
+		if (decimal_u64(v, INT64_MAX, &id)) {
 			q->since_id = (int64_t)id;
 			return 0;
 		}

@@ -18,6 +18,7 @@
 #include "api_handlers.h"
 #include "coll.h"
 #include "coll_fit.h"
+#include "decimal.h"
 #include "domain/cost_set.h"
 #include "log.h"
 #include "base/config.h"
@@ -528,14 +529,10 @@ static int query_bytes(struct api_req *req, uint64_t *out)
 {
 	const char *v = query_required(req, "bytes");
 	uint64_t x = 0;
-	size_t i;
 
 	if (!v)
 		return -EINVAL;
-	/* Digits only: strtoull would take signs, spaces and wrap around. */
-	for (i = 0; v[i] >= '0' && v[i] <= '9' && x <= COLL_API_MAX_BYTES; i++)
-		x = x * 10 + (uint64_t)(v[i] - '0');
-	if (v[i] || x < 1 || x > COLL_API_MAX_BYTES) {
+	if (!decimal_u64(v, COLL_API_MAX_BYTES, &x) || x < 1) {
 		api_error(req, OFCD_E_INVALID_FIELD, "bytes",
 		          "bytes must be an integer from 1 to %llu, got \"%.32s\"",
 		          COLL_API_MAX_BYTES, v);

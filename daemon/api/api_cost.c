@@ -14,6 +14,7 @@
 #include "auth_rules.h"
 #include "coll.h"
 #include "coll_fit.h"
+#include "decimal.h"
 #include "domain/cost_run.h"
 #include "domain/cost_set.h"
 #include "domain/fabric_view.h"
@@ -195,13 +196,12 @@ static int read_nccl_tests(struct api_req *req, json_t *o, struct coll_run *runs
 		/* Comments and the summary start with '#'; a result with a digit. */
 		if (ncol < 2 || col[0][0] < '0' || col[0][0] > '9')
 			continue;
-		char *e1, *e2 = "";
-		unsigned long long size = strtoull(col[0], &e1, 10);
+		uint64_t size = 0;
 		int t = tcol[in_place];
-		double us = t < ncol && api_plain_decimal(col[t]) ? strtod(col[t], &e2) : NAN;
+		double us = t < ncol && decimal_plain(col[t]) ? strtod(col[t], NULL) : NAN;
 
-		if (*e1 || t >= ncol || *e2 || !(us >= MIN_US && us <= MAX_US) || !size ||
-		    size > MAX_BYTES) {
+		if (!decimal_u64(col[0], MAX_BYTES, &size) || !(us >= MIN_US && us <= MAX_US) ||
+		    !size) {
 			api_error(
 			    req, OFCD_E_INVALID_FIELD, "nccl_tests.text",
 			    "line %u is not a result line of nccl-tests (size count type redop "
@@ -325,7 +325,7 @@ static int nccl_header(struct api_req *req, json_t *body)
 		}
 		first = line + 1;
 		while ((tok = strtok_r(NULL, " \t\r", &save))) {
-			char *eq = strchr(tok, '='), *end;
+			char *eq = strchr(tok, '=');
 			unsigned k = 0;
 
 			if (eq)
@@ -344,11 +344,10 @@ static int nccl_header(struct api_req *req, json_t *body)
 			const char *v = eq + 1, *key = keys[k];
 			json_t *into = k ? nt : body, *value;
 			if (!strcmp(key, "servers") || !strcmp(key, "devices")) {
-				unsigned long long x = strtoull(v, &end, 10);
+				uint64_t x;
 				/* Not a number: the member's own check names it. */
-				value = *v >= '0' && *v <= '9' && !*end && x <= UINT32_MAX
-				            ? json_integer((json_int_t)x)
-				            : json_string(v);
+				value = decimal_u64(v, UINT32_MAX, &x) ? json_integer((json_int_t)x)
+				                                       : json_string(v);
 			} else if (!strcmp(key, "in_place") &&
 			           (!strcmp(v, "true") || !strcmp(v, "false"))) {
 				value = json_boolean(v[0] == 't');

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "api_handlers.h"
+#include "decimal.h"
 #include "domain/fabric.h"
 #include "domain/topo.h"
 #include "wait.h"
@@ -380,12 +381,9 @@ void api_device_put(struct api_req *req)
 	json_t *srv = topo_server_json(c.store, sid, false);
 	json_int_t devices = json_integer_value(json_object_get(srv, "devices"));
 	json_decref(srv);
-	char *end;
-	long long index = strtoll(req->params[1], &end, 10);
+	uint64_t index;
 	/* One spelling per device: "01" and "+1" are not device 1. */
-	bool canonical = req->params[1][0] >= '0' && req->params[1][0] <= '9' &&
-	                 (req->params[1][0] != '0' || req->params[1][1] == '\0');
-	if (*end || !canonical || index >= devices) {
+	if (devices < 1 || !decimal_u64(req->params[1], (uint64_t)devices - 1, &index)) {
 		api_error(req, OFCD_E_NOT_FOUND, "index", "server %s has devices 0 to %lld, not %s",
 		          req->params[0], (long long)devices - 1, req->params[1]);
 		return;

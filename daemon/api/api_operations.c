@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "api_handlers.h"
+#include "decimal.h"
 #include "ocs_driver.h"
 #include "base/config.h"
 #include "domain/operations.h"
@@ -32,19 +33,18 @@ void api_operations_list(struct api_req *req)
 		api_error(req, OFCD_E_INVALID_FIELD, "ocs", "ocs must be a name");
 		return;
 	}
+	uint64_t x = 0;
 	if (lim) {
-		char *end;
-		limit = strtol(lim, &end, 10);
-		if (!lim[0] || *end || limit < 1 || limit > OPERATIONS_MAX_LIMIT) {
+		limit = decimal_u64(lim, OPERATIONS_MAX_LIMIT, &x) ? (long)x : 0;
+		if (limit < 1) {
 			api_error(req, OFCD_E_INVALID_FIELD, "limit",
 			          "limit must be an integer from 1 to %d", OPERATIONS_MAX_LIMIT);
 			return;
 		}
 	}
 	if (bef) {
-		char *end;
-		before = strtoll(bef, &end, 10);
-		if (!bef[0] || *end || before < 1) {
+		before = decimal_u64(bef, INT64_MAX, &x) ? (long long)x : 0;
+		if (before < 1) {
 			api_error(req, OFCD_E_INVALID_FIELD, "before",
 			          "before must be an operation id (an integer from 1)");
 			return;
@@ -67,9 +67,8 @@ void api_operations_list(struct api_req *req)
 
 void api_operation_get(struct api_req *req)
 {
-	char *end;
-	long long id = strtoll(req->params[0], &end, 10);
-	if (*end || req->params[0][0] < '0' || req->params[0][0] > '9') {
+	uint64_t id;
+	if (!decimal_u64(req->params[0], INT64_MAX, &id)) {
 		api_error(req, OFCD_E_NOT_FOUND, "id", "no operation %s", req->params[0]);
 		return;
 	}

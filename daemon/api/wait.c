@@ -10,6 +10,7 @@
 #include "api.h"
 #include "base/events.h"
 #include "base/metrics.h"
+#include "decimal.h"
 #include "plan_state.h"
 #include "reconcile/reconcile.h"
 #include "domain/topo.h"
@@ -36,7 +37,7 @@ int wait_parse(struct api_req *req, double *seconds)
 	*seconds = 0;
 	if (!v)
 		return 0;
-	double s = api_plain_decimal(v) ? strtod(v, NULL) : -1;
+	double s = decimal_plain(v) ? strtod(v, NULL) : -1;
 	if (s < 0 || s > WAIT_MAX_S) {
 		api_error(req, OFCD_E_INVALID_FIELD, "wait",
 		          "wait must be 0 to %d seconds, got \"%s\"", WAIT_MAX_S, v);

@@ -7,6 +7,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "decimal.h"
+
 struct events_sub {
 	unsigned mask;
 	events_fn fn;
@@ -103,12 +105,9 @@ int events_replay(struct events *ev, const char *last, unsigned mask, events_fn 
 {
 	/* "INSTANCE-ID": the instance is hex or "g" and digits, never a '-'. */
 	const char *dash = strrchr(last, '-');
-	char *end;
+	uint64_t after;
 	if (!dash || dash == last || (size_t)(dash - last) >= EVENTS_INSTANCE_MAX ||
-	    dash[1] < '0' || dash[1] > '9')
-		return -ERANGE;
-	unsigned long long after = strtoull(dash + 1, &end, 10);
-	if (*end)
+	    !decimal_u64(dash + 1, UINT64_MAX, &after))
 		return -ERANGE;
 	unsigned long long oldest = ev->kept > EVENTS_HISTORY ? ev->kept - EVENTS_HISTORY : 0;
 	unsigned long long n = ev->kept;

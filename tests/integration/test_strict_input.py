@@ -54,6 +54,21 @@ def test_device_index_has_one_spelling(demo, index):
     assert demo.put("/v1/servers/srv0/devices/0", {"state": "ok"}).status_code == 200
 
 
+@pytest.mark.parametrize("query, field", [
+    ("limit=+5", "limit"), ("limit=%205", "limit"), ("limit=05", "limit"),
+    ("before=99999999999999999999", "before"), ("before=-1", "before"), ("before=0x10", "before"),
+])
+def test_numbers_in_queries_have_one_spelling(demo, query, field):
+    r = demo.get("/v1/operations?" + query)
+    assert r.status_code == 400 and error_of(r)["field"] == field, (query, r.text)
+
+
+@pytest.mark.parametrize("op", ["01", "+1", "1x", "99999999999999999999"])
+def test_operation_id_has_one_spelling(demo, op):
+    r = demo.get("/v1/operations/" + op)
+    assert r.status_code == 404 and error_of(r)["field"] == "id", (op, r.text)
+
+
 def test_null_is_not_absent(demo):
     r = demo.post("/v1/ocs", {"name": "x", "ports": 8, "driver": None})
     assert r.status_code == 400 and error_of(r)["field"] == "driver", r.text
