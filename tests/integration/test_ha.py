@@ -5,6 +5,7 @@ apply the replicated log; a killed leader is replaced with nothing
 acknowledged lost; without an etcd quorum writes are refused and reads go on.
 """
 import concurrent.futures
+import contextlib
 import json
 import os
 import signal
@@ -350,16 +351,33 @@ def test_kill_leader_during_burst_loses_nothing(cluster):
     wait_for(lambda: "after" in names(f))
 
 
-def test_etcd_member_lost_changes_nothing(tmp_path, etcd):
-    # Losing etcd's own Raft leader makes etcd elect another (about a second here) and
-    # stalls renewals meanwhile: a lease shorter than that makes ofcd's leader step down,
-    # safely (docs/ha.md). Here the member lost is one of the followers of etcd's Raft.
+@contextlib.contextmanager
+def e0_about_to_fail(tmp_path, etcd, ttl):
+    """Members with a topology, led by one, e0 (the endpoint every member tries first) not
+    etcd's Raft leader: losing etcd's own leader makes etcd elect another (about a second
+    here) and stalls renewals meanwhile, which a lease this short does not outlast (safely,
+    docs/ha.md). Yields (members, leader)."""
     etcd.move_leader_off(0)
-    with running_members(tmp_path, etcd, ttl=2) as members:
+    with running_members(tmp_path, etcd, ttl=ttl) as members:
         leader = wait_leader(members)
         assert leader.put("/v1/topology", topology(8)).status_code == 200
         etcd.move_leader_off(0)  # again: a loaded etcd may have elected e0 since
-        etcd.kill(0)  # the endpoint every member tries first
+        yield members, leader
+
+
+@contextlib.contextmanager
+def hung(etcd, i):
+    """etcd member i answers nothing but keeps its connections (a stalled disk)."""
+    etcd.procs[i].send_signal(signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        etcd.procs[i].send_signal(signal.SIGCONT)
+
+
+def test_etcd_member_lost_changes_nothing(tmp_path, etcd):
+    with e0_about_to_fail(tmp_path, etcd, ttl=2) as (members, leader):
+        etcd.kill(0)
         r = leader.post("/v1/fabrics?wait=10", {"name": "a", "servers": ["s0", "s1"]})
         assert r.status_code == 201, r.text
         time.sleep(3)  # more than a lease TTL: renewals go to the other members
@@ -397,49 +415,34 @@ def test_a_hung_etcd_member_costs_no_leadership(tmp_path, etcd):
     # A renewal sent to a member that hangs is answered by no one until the call times
     # out (1 s, past the 2/3 s a TTL of 2 leaves): a second renewal to the next member
     # keeps the lease, as a lost member does (test_etcd_member_lost_changes_nothing).
-    etcd.move_leader_off(0)
-    with running_members(tmp_path, etcd, ttl=2) as members:
-        leader = wait_leader(members)
-        assert leader.put("/v1/topology", topology(8)).status_code == 200
-        etcd.move_leader_off(0)  # again: a loaded etcd may have elected e0 since
+    with e0_about_to_fail(tmp_path, etcd, ttl=2) as (members, leader):
         mark = len(leader.log())
-        etcd.procs[0].send_signal(signal.SIGSTOP)  # the endpoint every member tries first
-        try:
+        with hung(etcd, 0):
             time.sleep(4)  # two TTLs: six renewals
             assert "stepping down" not in leader.log()[mark:]
             assert wait_leader(members) is leader
-        finally:
-            etcd.procs[0].send_signal(signal.SIGCONT)
 
 
 def test_a_hung_etcd_member_leaves_no_follower_behind(tmp_path, etcd):
     # A member that stops answering yet keeps its sockets open (a stalled disk; here
     # SIGSTOP) leaves the watches on it silent, not ended: a member whose call to it goes
     # unanswered must end its watches there too and follow from another member.
-    etcd.move_leader_off(0)
-    with running_members(tmp_path, etcd, ttl=4) as members:
-        leader = wait_leader(members)
-        assert leader.put("/v1/topology", topology(8)).status_code == 200
-        etcd.move_leader_off(0)  # again: a loaded etcd may have elected e0 since
-        etcd.procs[0].send_signal(signal.SIGSTOP)  # the endpoint every member tries first
-        try:
-            deadline = time.time() + 90
-            while True:
-                # The leader's append waits out its call to e0 before going elsewhere.
-                try:
-                    r = wait_leader(members, timeout=30).post(
-                        "/v1/fabrics", {"name": "a", "servers": ["s0", "s1"]}, timeout=60)
-                    if r.status_code == 201 or (r.status_code == 409 and
-                                                error_of(r)["code"] == "conflict"):
-                        break
-                except requests.RequestException:
-                    pass
-                assert time.time() < deadline, "the write never got through"
-                time.sleep(0.5)
-            for m in members:
-                wait_for(lambda m=m: names(m) == ["a"], timeout=60)
-        finally:
-            etcd.procs[0].send_signal(signal.SIGCONT)
+    with e0_about_to_fail(tmp_path, etcd, ttl=4) as (members, leader), hung(etcd, 0):
+        deadline = time.time() + 90
+        while True:
+            # The leader's append waits out its call to e0 before going elsewhere.
+            try:
+                r = wait_leader(members, timeout=30).post(
+                    "/v1/fabrics", {"name": "a", "servers": ["s0", "s1"]}, timeout=60)
+                if r.status_code == 201 or (r.status_code == 409 and
+                                            error_of(r)["code"] == "conflict"):
+                    break
+            except requests.RequestException:
+                pass
+            assert time.time() < deadline, "the write never got through"
+            time.sleep(0.5)
+        for m in members:
+            wait_for(lambda m=m: names(m) == ["a"], timeout=60)
 
 
 def test_quorum_lost_refuses_writes_and_serves_reads(cluster, etcd):
