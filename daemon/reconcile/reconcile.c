@@ -1052,7 +1052,9 @@ long reconcile_unit_held(struct reconciler *r, int64_t ocs_id)
 	struct unit *u = reconcile_unit_by_id(r, ocs_id);
 	if (!u || !u->have_actual)
 		return -1;
-	return (long)(u->nactual + u->npartial);
+	/* Additions sent since the last read-back may be on the unit already (a batch in flight).
+	 */
+	return (long)(u->nactual + u->npartial + (u->njoining + 1) / 2);
 }
 
 static bool units_port_joined(void *arg, int64_t ocs_id, uint32_t port, char *why, size_t len)

@@ -122,7 +122,8 @@ json_t *reconcile_unit_json(struct reconciler *r, int64_t ocs_id);
 
 /**
  * How many of ofcd's cross-connects (circuits and one-way entries) the unit
- * held at its last read-back: 0 when it can be forgotten safely, -1 when that
+ * held at its last read-back, with the additions sent since (a batch in
+ * flight may have made them): 0 when it can be forgotten safely, -1 when that
  * is unknown (not connected or never read back since the last connect).
  */
 long reconcile_unit_held(struct reconciler *r, int64_t ocs_id);

@@ -15,7 +15,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import netconf_lab  # noqa: E402
-from conftest import OFCD_BIN, Daemon, wait_for  # noqa: E402
+from conftest import OFCD_BIN, Daemon, error_of, wait_for  # noqa: E402
 
 SERVERS = [f"s{i}" for i in range(4)]
 
@@ -301,6 +301,35 @@ def test_a_reply_that_stalls_holds_nothing_but_its_unit(tmp_path):
         assert d.get("/v1/fabrics/fs").json()["state"] != "applied"
     finally:
         d.stop()  # with the read still stuck: the reader is let go, its socket shut
+        server.close()
+
+
+def test_a_unit_switching_a_batch_is_not_forgotten(tmp_path):
+    """A unit whose batch of additions is still in flight may hold them already: forgetting
+    it then (DELETE /v1/ocs, or a topology without it) would leave circuits on the hardware
+    that nobody removes, joining whatever tenants those servers serve next."""
+    reason = netconf_lab.unavailable()
+    if reason:
+        pytest.skip(reason)
+    root = tmp_path / "stall"
+    root.mkdir()
+    script = root / "server.py"
+    script.write_text(open(os.path.join(os.path.dirname(__file__), "netconf_stall.py")).read())
+    server = netconf_lab.Server(str(root), subsystem=f"{netconf_lab.PYTHON} {script}").start()
+    d = Daemon(tmp_path, extra=netconf_ini(server)).start()
+    try:
+        assert d.put("/v1/topology", topology(server.endpoint)).status_code == 200
+        wait_for(lambda: unit(d)["state"] == "connected" and unit(d)["in_sync"], timeout=30)
+        (root / "STALL_EDIT").touch()
+        assert d.post("/v1/fabrics", {"name": "fs", "servers": SERVERS[:2]}).status_code == 201
+        wait_for(lambda: (root / "EDIT_STALLED").exists(), timeout=30)
+        assert d.delete("/v1/fabrics/fs").status_code in (200, 202)
+        r = d.delete("/v1/ocs/nc0")
+        assert r.status_code == 409 and error_of(r)["code"] == "in_use", r.text
+        assert "still holds 1 cross-connect" in error_of(r)["message"], r.text
+        assert d.get("/v1/ocs/nc0").status_code == 200
+    finally:
+        d.stop()
         server.close()
 
 
