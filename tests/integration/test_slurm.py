@@ -371,6 +371,42 @@ def test_job_that_ends_while_ofcd_is_away_blocks_nothing(cluster):
     cluster.wait_fabric_gone(b)
 
 
+def scripts_with(cluster, tmp_path, **settings):
+    """A copy of the installed programs whose settings file says settings instead."""
+    scripts = tmp_path / "scripts"
+    shutil.copytree(cluster.d / "scripts", scripts)
+    conf = scripts / "ofcd-slurm.conf"
+    text = conf.read_text()
+    for key, value in settings.items():
+        text = re.sub(rf"{key}=.*", f"{key}={value}", text)
+    conf.write_text(text)
+    return scripts
+
+
+def test_a_prolog_that_cannot_read_the_node_list_fails(cluster, tmp_path):
+    """scontrol failing (a slurm.conf being rewritten, an Include it cannot read) must not
+    make a five-node job look like one that needs no fabric and start it unfenced."""
+    empty = tmp_path / "slurm.conf"
+    empty.write_text("")
+    scripts = scripts_with(cluster, tmp_path, SLURM_CONF=empty)
+    env = dict(cluster.env, SLURM_JOB_ID="999999", SLURM_JOB_NODELIST="srv[0-4]",
+               SLURM_JOB_NUM_NODES="5")
+    p = cluster.run(str(scripts / "ofcd-prolog"), env=env, timeout=120)
+    assert p.returncode == 1, (p.stdout, p.stderr)
+    assert "scontrol" in p.stderr, p.stderr
+    assert "slurm-999999" not in cluster.fabric_names()
+
+
+def test_gc_that_does_not_wait_for_removal_deletes(cluster, tmp_path):
+    """OFCD_DELETE_WAIT=0: ofcctl answers "removing" (exit 3) at once, which is a delete."""
+    ofcctl = [OFCCTL_BIN, "--url", cluster.url]
+    assert cluster.run(*ofcctl, "fabric", "create", "slurm-999998", "srv6").returncode == 0
+    scripts = scripts_with(cluster, tmp_path, OFCD_DELETE_WAIT=0)
+    p = cluster.run(str(scripts / "ofcd-slurm"), "gc", env=cluster.env)
+    assert p.returncode == 0, p.stderr
+    assert "slurm-999998" not in cluster.fabric_names()
+
+
 def test_gc_removes_a_leaked_fabric_and_spares_running_jobs(cluster):
     """A fabric whose job was cancelled or is gone leaks until the collector runs; a running
     job's fabric, and fabrics Slurm did not make, are left alone."""
