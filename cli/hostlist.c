@@ -8,12 +8,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Nine digits keep every number and every product of counts inside a long. */
-#define MAX_DIGITS 9
+/*
+ * Eighteen digits, as Slurm's own node numbers may have (n[0001234567-...]), keep every
+ * number, and a range's count, inside 64 bits.
+ */
+#define MAX_DIGITS 18
 
 /* One number of a bracket group, printed zero-padded to width digits. */
 struct num {
-	unsigned long value;
+	unsigned long long value;
 	int width;
 };
 
@@ -52,7 +55,7 @@ static int push(struct hostlist *hl, char *name)
 }
 
 /* Reads the digits at *p into a number; 0 or -EINVAL when there are none or too many. */
-static int read_number(const char **p, const char *end, unsigned long *value, int *width)
+static int read_number(const char **p, const char *end, unsigned long long *value, int *width)
 {
 	const char *s = *p;
 	while (*p < end && isdigit((unsigned char)**p))
@@ -60,7 +63,7 @@ static int read_number(const char **p, const char *end, unsigned long *value, in
 	*width = (int)(*p - s);
 	if (*width == 0 || *width > MAX_DIGITS)
 		return -EINVAL;
-	*value = strtoul(s, NULL, 10);
+	*value = strtoull(s, NULL, 10);
 	return 0;
 }
 
@@ -81,7 +84,7 @@ static int expand_group(const char *s, const char *end, struct group *g, size_t 
 {
 	const char *p = s;
 	for (;;) {
-		unsigned long lo, hi;
+		unsigned long long lo, hi;
 		int width, hiwidth;
 		const char *item = p;
 		if (read_number(&p, end, &lo, &width))
@@ -104,7 +107,7 @@ static int expand_group(const char *s, const char *end, struct group *g, size_t 
 		if (!nums)
 			return -ENOMEM;
 		g->nums = nums;
-		for (unsigned long v = lo; v <= hi; v++)
+		for (unsigned long long v = lo; v <= hi; v++)
 			g->nums[g->n++] = (struct num){ v, width };
 		if (p == end)
 			return 0;
@@ -154,7 +157,7 @@ static int expand_item(struct hostlist *hl, const char *s, const char *end, char
 			int w;
 			if (*p == '[') {
 				const struct num *nm = &groups[g].nums[idx[g]];
-				w = snprintf(buf + len, sizeof(buf) - len, "%0*lu", nm->width,
+				w = snprintf(buf + len, sizeof(buf) - len, "%0*llu", nm->width,
 				             nm->value);
 				g++;
 				p = memchr(p, ']', (size_t)(end - p));
@@ -257,7 +260,7 @@ void hostlist_free(struct hostlist *hl)
 }
 
 /* Splits name into a prefix length and its trailing number; false when it has none. */
-static bool split_number(const char *name, size_t *plen, unsigned long *value, int *width)
+static bool split_number(const char *name, size_t *plen, unsigned long long *value, int *width)
 {
 	size_t len = strlen(name), i = len;
 	while (i > 0 && isdigit((unsigned char)name[i - 1]))
@@ -266,7 +269,7 @@ static bool split_number(const char *name, size_t *plen, unsigned long *value, i
 		return false;
 	*plen = i;
 	*width = (int)(len - i);
-	*value = strtoul(name + i, NULL, 10);
+	*value = strtoull(name + i, NULL, 10);
 	return true;
 }
 
@@ -306,7 +309,7 @@ char *hostlist_compress(char *const *names, size_t n)
 		return NULL;
 	for (size_t i = 0; i < n;) {
 		size_t plen, pl2;
-		unsigned long v, v2;
+		unsigned long long v, v2;
 		int w, w2;
 		const char *sep = i ? "," : "";
 
@@ -331,9 +334,9 @@ char *hostlist_compress(char *const *names, size_t n)
 			while (e < j && split_number(names[e], &pl2, &v2, &w2) && v2 == v + (e - k))
 				e++;
 			const char *comma = k > i ? "," : "";
-			bool ok = e - k == 1 ? append(&s, &len, &cap, "%s%0*lu", comma, w, v)
-			                     : append(&s, &len, &cap, "%s%0*lu-%0*lu", comma, w, v,
-			                              w, v + (e - k - 1));
+			bool ok = e - k == 1 ? append(&s, &len, &cap, "%s%0*llu", comma, w, v)
+			                     : append(&s, &len, &cap, "%s%0*llu-%0*llu", comma, w,
+			                              v, w, v + (e - k - 1));
 			if (!ok)
 				return NULL;
 			k = e;
