@@ -1,6 +1,7 @@
 #include "client.h"
 
 #include <curl/curl.h>
+#include <jansson.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -263,8 +264,79 @@ static int perform(struct client *c, struct sink *k, char *err, size_t errlen)
 	return 0;
 }
 
+static int send_once(struct client *c, const struct client_req *q, struct client_reply *r,
+                     char *err, size_t errlen);
+
+/* scheme://host:port of url into out (len bytes); false when it has none. */
+static bool origin_of(const char *url, char *out, size_t len)
+{
+	const char *host = url ? strstr(url, "://") : NULL;
+	if (!host)
+		return false;
+	size_t n = strcspn(host + 3, "/?#") + (size_t)(host + 3 - url);
+	if (n >= len)
+		return false;
+	memcpy(out, url, n);
+	out[n] = '\0';
+	return true;
+}
+
+/*
+ * The member of the cluster at base whose advertise URL is origin, malloc'd, or NULL:
+ * a redirect there is to a member the client was given, through the one it was given.
+ */
+static char *cluster_member(struct client *c, const char *origin)
+{
+	struct client_reply r = { 0 };
+	struct client_req q = { .path = "/v1/cluster", .timeout_ms = 10000 };
+	char err[256], adv[512];
+	char *found = NULL;
+	if (send_once(c, &q, &r, err, sizeof(err)) == 0 && r.status == 200) {
+		/* The leader first: the members' list may not show it yet. */
+		const char *a = json_string_value(json_object_get(r.json, "leader_advertise"));
+		if (origin_of(a, adv, sizeof(adv)) && strcmp(adv, origin) == 0)
+			found = strdup(adv);
+		size_t i;
+		json_t *m;
+		json_array_foreach(json_object_get(r.json, "members"), i, m)
+		{
+			a = json_string_value(json_object_get(m, "advertise"));
+			if (!found && origin_of(a, adv, sizeof(adv)) && strcmp(adv, origin) == 0)
+				found = strdup(adv);
+		}
+	}
+	client_reply_free(&r);
+	return found;
+}
+
 int client_send(struct client *c, const struct client_req *q, struct client_reply *r, char *err,
                 size_t errlen)
+{
+	int rc = send_once(c, q, r, err, errlen);
+	long redirects = 0;
+	const char *last = NULL;
+	char origin[512];
+	curl_easy_getinfo(c->curl, CURLINFO_REDIRECT_COUNT, &redirects);
+	curl_easy_getinfo(c->curl, CURLINFO_EFFECTIVE_URL, &last);
+	/*
+	 * libcurl sends the token to the host it was given only, so a write that a follower
+	 * redirects reaches the leader without it (401). A leader the given member names in
+	 * its cluster is sent the request again, with the token, and so is every later one.
+	 */
+	if (rc != 0 || r->status != 401 || !c->token || redirects == 0 ||
+	    !origin_of(last, origin, sizeof(origin)))
+		return rc;
+	char *member = cluster_member(c, origin);
+	if (!member)
+		return rc;
+	free(c->base);
+	c->base = member;
+	client_reply_free(r);
+	return send_once(c, q, r, err, errlen);
+}
+
+static int send_once(struct client *c, const struct client_req *q, struct client_reply *r,
+                     char *err, size_t errlen)
 {
 	const char *method = q->method ? q->method : "GET";
 	struct sink k = { .c = c, .r = r, .fn = q->fn, .arg = q->arg, .stop = q->stop };

@@ -80,7 +80,11 @@ struct client_req {
  * whatever its status, with it in r (a body handed to q->fn is not in r);
  * -EIO when the daemon could not be reached or the exchange broke, with the
  * reason in err; -ECANCELED when q->fn stopped it; -EINTR when *q->stop
- * ended it. r->status is set in every case a reply began.
+ * ended it. r->status is set in every case a reply began. A request that a
+ * redirect took to another host, refused there 401 for want of the token
+ * (libcurl sends it to the given host only), is sent again with the token when
+ * the given host's GET /v1/cluster names that host as a member; the client
+ * then goes there from the start (a cluster's leader).
  */
 int client_send(struct client *c, const struct client_req *q, struct client_reply *r, char *err,
                 size_t errlen);

@@ -32,9 +32,9 @@ void api_cluster_get(struct api_req *req)
 	}
 	/* A single daemon is its own leader: the same shape, so clients need no special case. */
 	api_reply(req, 200,
-	          json_pack("{s:n, s:s, s:n, s:i, s:[], s:i, s:i, s:b}", "self", "role",
-	                    "standalone", "leader", "generation", 0, "members", "revision", 0,
-	                    "applied_revision", 0, "etcd_reachable", 0));
+	          json_pack("{s:n, s:s, s:n, s:n, s:i, s:[], s:i, s:i, s:b}", "self", "role",
+	                    "standalone", "leader", "leader_advertise", "generation", 0, "members",
+	                    "revision", 0, "applied_revision", 0, "etcd_reachable", 0));
 }
 
 /*

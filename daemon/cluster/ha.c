@@ -1050,8 +1050,10 @@ json_t *ha_status_json(struct ha *h)
 	                                h->advertise, "role", state_role(h), "applied_revision",
 	                                (json_int_t)applied_revision(h)));
 	const char *leader = cluster_leader_name(h->cluster);
-	return json_pack("{s:s, s:s, s:s?, s:I, s:o, s:I, s:I, s:b}", "self", h->name, "role",
-	                 state_role(h), "leader", leader[0] ? leader : NULL, "generation",
+	const char *adv = cluster_leader_advertise(h->cluster);
+	return json_pack("{s:s, s:s, s:s?, s:s?, s:I, s:o, s:I, s:I, s:b}", "self", h->name, "role",
+	                 state_role(h), "leader", leader[0] ? leader : NULL, "leader_advertise",
+	                 leader[0] && adv[0] ? adv : NULL, "generation",
 	                 (json_int_t)cluster_generation(h->cluster), "members", members, "revision",
 	                 (json_int_t)cluster_revision(h->cluster), "applied_revision",
 	                 (json_int_t)applied_revision(h), "etcd_reachable",

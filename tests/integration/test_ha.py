@@ -16,7 +16,7 @@ import time
 import pytest
 import requests
 
-from conftest import Daemon, error_of
+from conftest import ADMIN, Daemon, error_of
 from ha_lab import (Etcd, make_members, put_on_leader, running_members, topology, wait_for,
                     wait_leader, ETCD_BIN)
 
@@ -73,7 +73,8 @@ def test_cluster_section_checked(tmp_path):
 
 def test_standalone_cluster_view(daemon):
     assert daemon.get("/v1/cluster").json() == {
-        "self": None, "role": "standalone", "leader": None, "generation": 0, "members": [],
+        "self": None, "role": "standalone", "leader": None, "leader_advertise": None,
+        "generation": 0, "members": [],
         "revision": 0,
         "applied_revision": 0, "etcd_reachable": False}
 
@@ -178,6 +179,34 @@ def log_metrics_all(members):
         for k, v in log_metrics(m).items():
             got[k] = got.get(k, 0) + v
     return got
+
+
+def test_ofcctl_takes_its_token_to_the_leader(tmp_path, etcd):
+    # With tokens, a write sent to a follower reaches the leader through a 307 that libcurl
+    # follows without the token (a careful client's rule): ofcctl then asks the follower
+    # who its members are and, the leader being one, sends the write there with it.
+    members = make_members(tmp_path, etcd, ttl=4)
+    try:
+        for m in members:
+            m.tokens = True
+            m.write_config(tokens=True, extra=m.cluster_text + f"token = {ADMIN}\n")
+            m.start()
+        leader = wait_leader(members)
+        assert leader.put("/v1/topology", topology(8)).status_code == 200
+        f = followers(members, leader)[0]
+        wait_for(lambda: server_count(f) == 8)
+        token = tmp_path / "token"
+        token.write_text(ADMIN)
+        token.chmod(0o600)
+        p = subprocess.run([OFCCTL_BIN, "--url", f.url(""), "--token-file", str(token),
+                            "fabric", "create", "job", "s[0-1]", "--wait", "10"],
+                           capture_output=True, text=True, timeout=60,
+                           env={**os.environ, "HOME": str(tmp_path)})
+        assert p.returncode == 0, p.stderr
+        assert "applied" in p.stdout
+    finally:
+        for m in members:
+            m.stop(sig=9)
 
 
 def test_writes_take_fabric_states_along(cluster, etcd):
