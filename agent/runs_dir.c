@@ -26,7 +26,8 @@ static int make_subdir(int fd, const char *path, const char *sub, char *err, siz
 	int rc = 0;
 	if (mkdirat(fd, sub, 0755) < 0 && errno != EEXIST)
 		rc = -errno;
-	else if (fstatat(fd, sub, &st, 0) < 0)
+	/* Not a link: in a directory anyone may write to, it could point anywhere. */
+	else if (fstatat(fd, sub, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		rc = -errno;
 	else if (!S_ISDIR(st.st_mode))
 		rc = -ENOTDIR;
@@ -264,7 +265,16 @@ int runs_dir_move(int dirfd, const struct runs_file *f, const char *sub)
 	if (st.st_dev != f->dev || st.st_ino != f->ino)
 		return -ESTALE;
 	snprintf(to, sizeof(to), "%s/%s", sub, f->name);
-	return renameat(dirfd, f->name, dirfd, to) < 0 ? -errno : 0;
+	if (renameat(dirfd, f->name, dirfd, to) == 0)
+		return 0;
+	int rc = -errno;
+	/* The file is there, so sub/ is not (cleaned up by hand): made again, as at the start. */
+	if (rc == -ENOENT && fstatat(dirfd, f->name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		if (mkdirat(dirfd, sub, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		rc = renameat(dirfd, f->name, dirfd, to) < 0 ? -errno : 0;
+	}
+	return rc;
 }
 
 static int write_line(int fd, const char *text, size_t len)
@@ -302,6 +312,9 @@ int runs_dir_write_error(int dirfd, const struct runs_file *f, const char *text,
 	/* Written aside and renamed into place: a reader never sees half of it. */
 	int fd =
 	    openat(dirfd, "rejected/" ERROR_TMP, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0 && errno == ENOENT && (mkdirat(dirfd, "rejected", 0755) == 0 || errno == EEXIST))
+		fd = openat(dirfd, "rejected/" ERROR_TMP, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+		            0644); /* rejected/ was removed by hand: made again */
 	if (fd < 0)
 		return -errno;
 	int rc = write_line(fd, text, len);

@@ -114,6 +114,10 @@ static void test_open(void **state)
 	put_file(other, "done", "x", 1);
 	assert_int_equal(runs_dir_open(sub, err, sizeof(err)), -ENOTDIR);
 	assert_non_null(strstr(err, "cannot use done/ in it: Not a directory"));
+	/* done a link (to a directory elsewhere): refused too. */
+	assert_int_equal(unlinkat(other, "done", 0), 0);
+	assert_int_equal(symlinkat("/tmp", other, "done"), 0);
+	assert_int_equal(runs_dir_open(sub, err, sizeof(err)), -ENOTDIR);
 	close(other);
 }
 
@@ -308,6 +312,24 @@ static void test_move_and_reject(void **state)
 	free(body);
 	assert_int_equal(runs_dir_move(f->fd, &b, "rejected"), 0);
 	assert_string_equal(get_file(f->fd, "rejected/b.json"), "second");
+
+	/*
+	 * done/ and rejected/ cleaned up by hand while the agent runs: made again, and the
+	 * file moved (not taken for one removed meanwhile, and sent again at every scan).
+	 */
+	assert_int_equal(unlinkat(f->fd, "done/a.json", 0), 0);
+	assert_int_equal(unlinkat(f->fd, "done", AT_REMOVEDIR), 0);
+	put_file(f->fd, "c.json", "third", 5);
+	struct runs_file c = { .name = "c.json" };
+	assert_int_equal(runs_dir_body(f->fd, &c, &body, &len, why, sizeof(why)), 0);
+	free(body);
+	assert_int_equal(runs_dir_move(f->fd, &c, "done"), 0);
+	assert_string_equal(get_file(f->fd, "done/c.json"), "third");
+	assert_int_equal(unlinkat(f->fd, "rejected/b.json", 0), 0);
+	assert_int_equal(unlinkat(f->fd, "rejected/b.json.error", 0), 0);
+	assert_int_equal(unlinkat(f->fd, "rejected", AT_REMOVEDIR), 0);
+	assert_int_equal(runs_dir_write_error(f->fd, &c, "why", 3), 0);
+	assert_string_equal(get_file(f->fd, "rejected/c.json.error"), "why\n");
 }
 
 int main(void)
