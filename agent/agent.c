@@ -76,6 +76,18 @@ struct agent_call {
 	struct agent_call *next, *prev;
 };
 
+/*
+ * A device's state for the controller: one PUT of it in flight at a time, and only
+ * the newest state after it, so that a flapping port on a slow controller queues
+ * nothing but its last word.
+ */
+struct device_report {
+	int32_t index;
+	bool inflight; /* a PUT of it is on its way */
+	bool pending;  /* a newer state waits for that one's answer */
+	bool failed;   /* the newer state */
+};
+
 struct agent {
 	const struct agent_config *cfg;
 	struct event_base *base;
@@ -97,6 +109,8 @@ struct agent {
 
 	bool inv_inflight;
 	bool inv_dirty;
+	struct device_report *devs; /* the devices whose state was sent, by first report */
+	size_t ndevs;
 	unsigned backoff_ms; /* 0 while the controller answers */
 	char refused[320];   /* the last refusal, logged as an error once */
 	struct agent_call *calls;
@@ -315,6 +329,7 @@ static void inventory_done(struct agent *a, int code, const char *why)
 
 static void runs_done(struct agent *a, const struct agent_call *c, struct evhttp_request *req,
                       int code, const char *why);
+static void device_done(struct agent *a, const struct agent_call *c, int code, const char *why);
 
 static void on_request_done(struct evhttp_request *req, void *arg)
 {
@@ -335,11 +350,8 @@ static void on_request_done(struct evhttp_request *req, void *arg)
 		inventory_done(a, code, why);
 	} else if (c->kind == CALL_RUNS) {
 		runs_done(a, c, req, code, why);
-	} else if (code >= 200 && code < 300) {
-		log_info("agent", "device %d reported %s", c->device, c->failed ? "failed" : "ok");
 	} else {
-		log_warn("agent", "device %d state not delivered (%s); the inventory carries it",
-		         c->device, why);
+		device_done(a, c, code, why);
 	}
 	free(c);
 }
@@ -431,7 +443,21 @@ static void send_inventory(struct agent *a)
 	}
 }
 
-static void send_device(struct agent *a, int32_t index, bool failed)
+/* The device's report slot, added when new; NULL when out of memory. */
+static struct device_report *device_report(struct agent *a, int32_t index)
+{
+	for (size_t i = 0; i < a->ndevs; i++)
+		if (a->devs[i].index == index)
+			return &a->devs[i];
+	struct device_report *v = realloc(a->devs, (a->ndevs + 1) * sizeof(*v));
+	if (!v)
+		return NULL;
+	a->devs = v;
+	v[a->ndevs] = (struct device_report){ .index = index };
+	return &v[a->ndevs++];
+}
+
+static void put_device(struct agent *a, struct device_report *d, int32_t index, bool failed)
 {
 	char path[160];
 	struct agent_call *c = calloc(1, sizeof(*c));
@@ -446,6 +472,36 @@ static void send_device(struct agent *a, int32_t index, bool failed)
 	json_decref(j);
 	if (request(a, &a->main, c, EVHTTP_REQ_PUT, path, body, body ? strlen(body) : 0) < 0)
 		log_warn("agent", "cannot queue the state of device %d", index);
+	else if (d)
+		d->inflight = true;
+}
+
+static void send_device(struct agent *a, int32_t index, bool failed)
+{
+	struct device_report *d = device_report(a, index);
+	if (d && d->inflight) {
+		d->pending = true; /* goes when the one in flight is answered */
+		d->failed = failed;
+		return;
+	}
+	put_device(a, d, index, failed);
+}
+
+static void device_done(struct agent *a, const struct agent_call *c, int code, const char *why)
+{
+	if (code >= 200 && code < 300)
+		log_info("agent", "device %d reported %s", c->device, c->failed ? "failed" : "ok");
+	else
+		log_warn("agent", "device %d state not delivered (%s); the inventory carries it",
+		         c->device, why);
+	struct device_report *d = device_report(a, c->device);
+	if (!d)
+		return;
+	d->inflight = false;
+	if (d->pending) {
+		d->pending = false;
+		put_device(a, d, d->index, d->failed);
+	}
 }
 
 /* ---- inventory ----------------------------------------------------------- */
@@ -1000,6 +1056,7 @@ static void agent_stop(struct agent *a)
 			event_free(a->ev_sig[i]);
 	json_decref(a->report);
 	free(a->pmap);
+	free(a->devs);
 	if (a->base)
 		event_base_free(a->base);
 	memset(a, 0, sizeof(*a));

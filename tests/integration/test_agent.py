@@ -200,6 +200,29 @@ def test_port_events_fail_and_restore(ctl, agents):
     assert a.stop() == 0
 
 
+def test_a_stalled_controller_gets_only_the_latest_state(ctl, agents):
+    """A port that flaps while the controller is stalled queues nothing but its last word:
+    the PUT in flight, then the newest state, not every flap in turn."""
+    cluster(ctl)
+    flaps = "".join(f"{6000 + 100 * i} mlx5_0 1 {'port_err' if i % 2 == 0 else 'port_active'}\n"
+                    for i in range(5))
+    a = agents(ctl, heartbeat=30, events=flaps).start()
+    wait_for(lambda: ctl.get("/v1/servers/srv0").json()["inventory"])
+    assert time.monotonic() - a.started < 5.5, "the agent started too slowly for the flaps"
+    ctl.send_signal(signal.SIGSTOP)
+    try:
+        time.sleep(max(0.0, a.started + 8 - time.monotonic()))  # the flaps at 6.0-6.4 s
+    finally:
+        ctl.send_signal(signal.SIGCONT)
+    wait_for(lambda: device_state(ctl, "srv0", 0) == "failed", timeout=15)
+    wait_for(lambda: a.log().count("device 0 reported") >= 2, timeout=15)
+    time.sleep(1)  # anything else queued would have come by now
+    puts = [e for e in ctl.get("/v1/audit?limit=1000").json()["audit"]
+            if e["method"] == "PUT" and e["path"] == "/v1/servers/srv0/devices/0"]
+    assert len(puts) == 2, puts
+    assert a.stop() == 0
+
+
 def test_controller_restart_loses_nothing(ctl, agents):
     cluster(ctl)
     make_fabric(ctl)
