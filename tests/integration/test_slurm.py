@@ -397,6 +397,26 @@ def test_a_prolog_that_cannot_read_the_node_list_fails(cluster, tmp_path):
     assert "slurm-999999" not in cluster.fabric_names()
 
 
+def test_a_requeued_jobs_old_fabric_does_not_block_its_old_nodes(cluster):
+    """A job requeued and started again elsewhere leaves the fabric of its earlier start on
+    its old nodes until its own prolog deletes it: a job given those nodes first takes them
+    (the job is alive, but not on them)."""
+    hold = cluster.d / "release-requeued"
+    ofcctl = [OFCCTL_BIN, "--url", cluster.url]
+    a, _ = cluster.sbatch("-N", "1", "-w", "srv0", wait=False, hold=hold)
+    try:
+        cluster.wait_for(lambda: (cluster.out / f"{a}.json").exists(), "job a running")
+        # The fabric of a's earlier start, on nodes a no longer has.
+        assert cluster.run(*ofcctl, "fabric", "create", f"slurm-{a}", "srv[6-7]").returncode == 0
+        b, state = cluster.sbatch("-N", "2", "-w", "srv[6-7]")
+        assert state == "COMPLETED", cluster.job(b)
+        assert f"slurm-{a}" not in cluster.fabric_names()
+    finally:
+        hold.touch()
+    assert cluster.wait_job(a) == "COMPLETED"
+    cluster.wait_fabric_gone(b)
+
+
 def test_gc_that_does_not_wait_for_removal_deletes(cluster, tmp_path):
     """OFCD_DELETE_WAIT=0: ofcctl answers "removing" (exit 3) at once, which is a delete."""
     ofcctl = [OFCCTL_BIN, "--url", cluster.url]
