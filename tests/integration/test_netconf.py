@@ -5,6 +5,7 @@ One unit "nc0" (ofcd's YANG module, 32 ports) and four servers s0..s3 with three
 of one port each, cabled to it; a fabric of all four is a full mesh of 6 pairs. Every test
 leaves the unit empty of fabrics, so any test runs alone too.
 """
+import contextlib
 import os
 import re
 import signal
@@ -269,10 +270,10 @@ def test_a_unit_without_writable_running_gets_candidate_and_commit(tmp_path):
         server.close(keep=failed)
 
 
-def test_a_reply_that_stalls_holds_nothing_but_its_unit(tmp_path):
-    """A unit that sends half a reply and goes silent (tests/integration/netconf_stall.py):
-    libnetconf2 would wait for the rest for up to 20 s per byte, on the reply reader's
-    thread, while the daemon answers everyone else at once."""
+@contextlib.contextmanager
+def stalling_unit(tmp_path):
+    """A daemon whose unit nc0 is tests/integration/netconf_stall.py behind sshd, connected
+    and in sync: yields (daemon, the server's directory, where STALL files go)."""
     reason = netconf_lab.unavailable()
     if reason:
         pytest.skip(reason)
@@ -285,6 +286,17 @@ def test_a_reply_that_stalls_holds_nothing_but_its_unit(tmp_path):
     try:
         assert d.put("/v1/topology", topology(server.endpoint)).status_code == 200
         wait_for(lambda: unit(d)["state"] == "connected" and unit(d)["in_sync"], timeout=30)
+        yield d, root
+    finally:
+        d.stop()  # with a reply still stuck: the reader is let go, its socket shut
+        server.close()
+
+
+def test_a_reply_that_stalls_holds_nothing_but_its_unit(tmp_path):
+    """A unit that sends half a reply and goes silent (tests/integration/netconf_stall.py):
+    libnetconf2 would wait for the rest for up to 20 s per byte, on the reply reader's
+    thread, while the daemon answers everyone else at once."""
+    with stalling_unit(tmp_path) as (d, root):
         (root / "STALL").touch()
         r = d.post("/v1/fabrics", {"name": "fs", "servers": SERVERS[:2]})
         assert r.status_code in (201, 202), r.text
@@ -299,27 +311,13 @@ def test_a_reply_that_stalls_holds_nothing_but_its_unit(tmp_path):
             time.sleep(0.05)
         assert worst < 1.0, worst  # was 20 s and more, the loop waiting with libnetconf2
         assert d.get("/v1/fabrics/fs").json()["state"] != "applied"
-    finally:
-        d.stop()  # with the read still stuck: the reader is let go, its socket shut
-        server.close()
 
 
 def test_a_unit_switching_a_batch_is_not_forgotten(tmp_path):
     """A unit whose batch of additions is still in flight may hold them already: forgetting
     it then (DELETE /v1/ocs, or a topology without it) would leave circuits on the hardware
     that nobody removes, joining whatever tenants those servers serve next."""
-    reason = netconf_lab.unavailable()
-    if reason:
-        pytest.skip(reason)
-    root = tmp_path / "stall"
-    root.mkdir()
-    script = root / "server.py"
-    script.write_text(open(os.path.join(os.path.dirname(__file__), "netconf_stall.py")).read())
-    server = netconf_lab.Server(str(root), subsystem=f"{netconf_lab.PYTHON} {script}").start()
-    d = Daemon(tmp_path, extra=netconf_ini(server)).start()
-    try:
-        assert d.put("/v1/topology", topology(server.endpoint)).status_code == 200
-        wait_for(lambda: unit(d)["state"] == "connected" and unit(d)["in_sync"], timeout=30)
+    with stalling_unit(tmp_path) as (d, root):
         (root / "STALL_EDIT").touch()
         assert d.post("/v1/fabrics", {"name": "fs", "servers": SERVERS[:2]}).status_code == 201
         wait_for(lambda: (root / "EDIT_STALLED").exists(), timeout=30)
@@ -328,9 +326,6 @@ def test_a_unit_switching_a_batch_is_not_forgotten(tmp_path):
         assert r.status_code == 409 and error_of(r)["code"] == "in_use", r.text
         assert "still holds 1 cross-connect" in error_of(r)["message"], r.text
         assert d.get("/v1/ocs/nc0").status_code == 200
-    finally:
-        d.stop()
-        server.close()
 
 
 def test_big_fabric_in_one_edit(lab):
