@@ -366,6 +366,9 @@ def fence_and_take_over(server, members, wait_leader):
     """The leader freezes, another takes over and the unit: see the test above."""
     old = wait_leader(members)
     assert old.put("/v1/topology", topology(server.endpoint)).status_code == 200
+    # Connected first: on a busy machine the SSH session and the hello may take longer than
+    # a fabric waits for a unit that is down before it fails (the test is not about that).
+    wait_for(lambda: unit(old)["state"] == "connected", timeout=60)
     r = old.post("/v1/fabrics?wait=30", {"name": "fa", "servers": SERVERS[:3]}, timeout=60)
     assert r.status_code == 201 and r.json()["state"] == "applied", r.text
     assert server.pairs() == fabric_pairs(old, "fa")
