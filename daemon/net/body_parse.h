@@ -1,12 +1,10 @@
 /*
  * Large request bodies parsed off the loop thread. jansson reads a 3.3 MB
  * topology (32,768 servers) in about 130 ms, all of which would hold every
- * other client, and reading that into a topology's spec another 30 ms. One
- * worker thread parses the bodies handed to it, in order, and reads each with
- * its route's prepare (api.h); the loop hears of each result through an event
- * of its own. The worker touches nothing but the body, and what it builds:
- * jansson keeps no mutable global state once its hash seed is set, which the
- * first value the loop makes does.
+ * other client, and reading that into a topology's spec another 30 ms. A
+ * worker thread of its own (base/worker.h) parses the bodies handed to it, in
+ * order, and reads each with its route's prepare (api.h). It touches nothing
+ * but the body, and what it builds.
  */
 #ifndef OFCD_NET_BODY_PARSE_H
 #define OFCD_NET_BODY_PARSE_H
