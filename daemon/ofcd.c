@@ -19,6 +19,7 @@
 #include "net/http.h"
 #include "log.h"
 #include "base/metrics.h"
+#include "base/worker.h"
 #include "reconcile/reconcile.h"
 #include "state/store.h"
 
@@ -346,6 +347,13 @@ int ofcd_init(struct ofcd *d, struct ofcd_config *cfg, const char *config_path, 
 		return rc;
 	}
 	d->env.events = d->events;
+	d->compute = worker_new(d->base, "ofcd-compute", API_OFFLOAD_MAX_IN_HAND);
+	if (!d->compute) {
+		log_error("daemon", "cannot start the compute worker");
+		return -ENOMEM;
+	}
+	d->env.compute = d->compute;
+	api_offload_metrics_init();
 	if (!cluster && ((rc = drop_unfinished(d->store)) < 0 || (rc = start_reconciler(d, 0)) < 0))
 		return rc;
 	if (cluster) {
@@ -420,6 +428,10 @@ void ofcd_destroy(struct ofcd *d)
 	d->probes = NULL;
 	http_destroy(d->http);
 	d->http = NULL;
+	/* After the requests: their jobs are cancelled, the running one is waited for. */
+	worker_free(d->compute);
+	d->compute = NULL;
+	d->env.compute = NULL;
 	ha_free(d->ha);
 	d->ha = NULL;
 	d->env.cluster = NULL;

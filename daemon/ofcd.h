@@ -37,6 +37,7 @@ struct ofcd {
 	struct reconciler *reconciler; /**< keeps OCS units equal to the plans (owned) */
 	struct domain_units units;     /**< the reconciler's answers to the domain (env.units) */
 	struct events *events;         /**< the event bus (owned) */
+	struct worker *compute;        /**< long replies' worker, api_offload() (owned) */
 	struct ha *ha;                 /**< this member's part in a cluster; NULL: single node */
 	struct api_cluster cluster;    /**< the API's way to the cluster's log (env.cluster) */
 	struct api_env env; /**< what request handlers see (borrowed pointers to the above) */

@@ -152,6 +152,22 @@ void api_error_details(struct api_req *req, enum ofcd_err err, const char *field
 	va_end(ap);
 }
 
+char *api_json_text(const json_t *reply, size_t *len)
+{
+	/* 15 significant digits: exact to a double's noise, and cheaper to print than 17. */
+	char *text = json_dumps(reply, JSON_COMPACT | JSON_REAL_PRECISION(15));
+	size_t n = text ? strlen(text) : 0;
+	char *buf = text ? realloc(text, n + 2) : NULL;
+	if (!buf) {
+		free(text);
+		return NULL;
+	}
+	buf[n] = '\n';
+	buf[n + 1] = '\0';
+	*len = n + 1;
+	return buf;
+}
+
 void api_fail(struct api_req *req, struct ofcd_error *e)
 {
 	json_t *details = e->details;

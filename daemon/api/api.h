@@ -33,6 +33,7 @@ struct events;
 struct ofcd_config;
 struct reconciler;
 struct store;
+struct worker;
 
 /**
  * What handlers work with: the daemon's parts, filled in by the composition
@@ -95,6 +96,8 @@ struct api_env {
 	bool draining;                     /**< SIGTERM seen: writes and new waits are refused */
 	const struct api_cluster *cluster; /**< the replicated log; NULL: a single node */
 	struct api_writes writes;          /**< cluster writes in flight (api_dispatch.c's) */
+	/** Long replies' worker (api_offload()); NULL: they are made on the loop. */
+	struct worker *compute;
 };
 
 /** Called once when a stream's client is gone or the server ends it. */
@@ -310,6 +313,44 @@ void api_error_details(struct api_req *req, enum ofcd_err err, const char *field
 
 /** Replies with a domain module's refusal (its details are moved into the reply). */
 void api_fail(struct api_req *req, struct ofcd_error *e);
+
+/**
+ * A JSON reply as the transport sends it: compact, reals to 15 significant
+ * digits, a newline. Returns malloc'd text and its length, or NULL (out of
+ * memory). Any thread, on a value no other thread holds.
+ */
+char *api_json_text(const json_t *reply, size_t *len);
+
+/**
+ * Replies on out as a handler replies on its request; called on the compute
+ * worker's thread (api_offload()). out is a bare request: no transport, env,
+ * params, body or query; only api_reply*(), api_error*() and api_fail().
+ */
+typedef void (*api_offload_fn)(void *arg, struct api_req *out);
+
+/**
+ * Makes req's reply off the loop (base/worker.h): a handler checks the
+ * request and copies what it needs from the store into arg, then hands the
+ * long part (a plan of 65,536 servers, a 4,096-stage pipeline's 7 MB of
+ * JSON) to work, which replies on its own bare request; a JSON reply is
+ * written out as text there too. Then, on the loop, req takes that reply
+ * and is sent. free_arg(arg) is called once, on the loop thread, whatever
+ * becomes of req (its client may go first). The reply's text is freed on
+ * the worker (worker_free_later()), which must outlive the request. Without
+ * a worker (env->compute NULL) the work runs at once. When the worker has too many requests in
+ * hand, req gets 503 overloaded. Loop thread, from a handler, which must
+ * return without replying after it.
+ */
+void api_offload(struct api_req *req, api_offload_fn work, void (*free_arg)(void *arg), void *arg);
+
+/**
+ * Requests the compute worker takes in hand at most (waiting or running):
+ * each may hold megabytes until its reply is sent.
+ */
+#define API_OFFLOAD_MAX_IN_HAND 16
+
+/** Shows api_offload()'s counters at zero before their first use. Loop thread. */
+void api_offload_metrics_init(void);
 
 /*
  * Entity tags. An object stored with a revision (fabric, OCS unit, server,

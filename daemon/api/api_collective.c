@@ -690,81 +690,51 @@ static void reply_generate_error(struct api_req *req, int rc, const struct coll_
 	}
 }
 
-void api_fabric_schedule(struct api_req *req)
+/* A schedule's page, handed to the compute worker with all it reads. */
+struct schedule_job {
+	struct fabric_view f;
+	struct coll_params p; /* its circuit_device points into f */
+	enum coll_collective coll;
+	enum coll_algorithm alg;
+	char cname[16], aname[32];
+	uint64_t bytes, from, limit;
+};
+
+static void schedule_job_free(void *arg)
 {
-	struct store *s = req->env->store;
-	struct fabric_view f = { 0 };
-	struct coll_params p;
+	struct schedule_job *j = arg;
+	fabric_view_free(&j->f);
+	free(j);
+}
+
+/* Generates, checks and writes out a schedule's page: 100 ms and more, off the loop. */
+static void schedule_page(void *arg, struct api_req *out)
+{
+	struct schedule_job *j = arg;
+	const struct fabric_view *f = &j->f;
+	const char *cname = j->cname, *aname = j->aname;
 	struct coll_schedule sch = { 0 };
 	struct coll_schedule_stats stats;
 	struct coll_error err = { 0 };
-	enum coll_collective coll;
-	enum coll_algorithm alg;
-	uint64_t bytes;
 	double us = 0;
 
-	int64_t id = topo_fabric_id(s, req->params[0]);
-	if (!id) {
-		api_error(req, OFCD_E_NOT_FOUND, "name", "no fabric %s", req->params[0]);
-		return;
-	}
-	const char *cname = query_required(req, "collective");
-	if (!cname)
-		return;
-	if (coll_collective_from_name(cname, &coll) < 0) {
-		api_error(req, OFCD_E_INVALID_FIELD, "collective",
-		          "collective must be one of: allreduce, allgather, alltoall, broadcast, "
-		          "got \"%.64s\"",
-		          cname);
-		return;
-	}
-	const char *aname = query_required(req, "algorithm");
-	if (!aname)
-		return;
-	if (coll_algorithm_from_name(aname, &alg) < 0) {
-		api_error(req, OFCD_E_INVALID_FIELD, "algorithm", "unknown algorithm \"%.64s\"",
-		          aname);
-		return;
-	}
-	uint64_t from, limit;
-	if (query_bytes(req, &bytes) < 0 ||
-	    api_query_uint(req, "round", 0, UINT32_MAX, 0, &from) < 0 ||
-	    api_query_uint(req, "limit", 1, SCHEDULE_PAGE_MAX, SCHEDULE_PAGE_DEFAULT, &limit) < 0)
-		return;
-	int rc = fabric_view_load(s, id, true, &f);
+	int rc = coll_generate(j->coll, j->alg, f->m, f->devices, j->bytes, &j->p, &sch, &err);
 	if (rc < 0) {
-		view_error(req, rc, &f, req->params[0]);
-		return;
-	}
-	fab_params(req, &f, &p);
-	const char *root = api_query(req, "root");
-	if (root) {
-		for (p.root = 0; p.root < f.m && strcmp(f.names[p.root], root) != 0; p.root++)
-			;
-		if (p.root == f.m) {
-			api_error(req, OFCD_E_INVALID_FIELD, "root",
-			          "root must be a server of fabric %s, got \"%.64s\"", f.name,
-			          root);
-			goto out;
-		}
-	}
-	rc = coll_generate(coll, alg, f.m, f.devices, bytes, &p, &sch, &err);
-	if (rc < 0) {
-		reply_generate_error(req, rc, &err, &f, aname);
+		reply_generate_error(out, rc, &err, f, aname);
 		goto out;
 	}
 	/* The planner's tests prove its generators; a failure here is a bug to report. */
 	rc = coll_check(&sch, &err);
 	if (rc < 0) {
-		log_error("coll", "fabric %s: %s %s schedule failed the checker (%d): %s", f.name,
+		log_error("coll", "fabric %s: %s %s schedule failed the checker (%d): %s", f->name,
 		          cname, aname, rc, err.reason);
-		api_error(req, OFCD_E_INTERNAL, NULL, "the %s schedule failed the checker: %s",
+		api_error(out, OFCD_E_INTERNAL, NULL, "the %s schedule failed the checker: %s",
 		          aname, err.reason);
 		goto out;
 	}
-	json_t *missing = schedule_missing(&f, &sch);
+	json_t *missing = schedule_missing(f, &sch);
 	if (!missing) {
-		api_error(req, OFCD_E_INTERNAL, NULL, "out of memory");
+		api_error(out, OFCD_E_INTERNAL, NULL, "out of memory");
 		goto out;
 	}
 	if (json_array_size(missing)) {
@@ -774,42 +744,106 @@ void api_fabric_schedule(struct api_req *req)
 		if (more)
 			snprintf(also, sizeof(also), " (and %zu more pair%s)", more,
 			         more == 1 ? "" : "s");
-		api_error_details(req, OFCD_E_INFEASIBLE, "algorithm",
+		api_error_details(out, OFCD_E_INFEASIBLE, "algorithm",
 		                  json_pack("{s:o}", "missing", missing),
 		                  "%s needs a circuit between %s and %s%s, which fabric %s lacks",
 		                  aname, json_string_value(json_array_get(first, 0)),
-		                  json_string_value(json_array_get(first, 1)), also, f.name);
+		                  json_string_value(json_array_get(first, 1)), also, f->name);
 		goto out;
 	}
 	json_decref(missing);
-	if (from && from >= sch.nrounds) {
-		api_error(req, OFCD_E_INVALID_FIELD, "round",
+	if (j->from && j->from >= sch.nrounds) {
+		api_error(out, OFCD_E_INVALID_FIELD, "round",
 		          "round must be below %u, the schedule's rounds", sch.nrounds);
 		goto out;
 	}
-	if (coll_schedule_stats(&sch, &stats) < 0 || coll_schedule_cost(&sch, &p, &us) < 0) {
-		api_error(req, OFCD_E_INTERNAL, NULL, "cannot measure the schedule");
+	if (coll_schedule_stats(&sch, &stats) < 0 || coll_schedule_cost(&sch, &j->p, &us) < 0) {
+		api_error(out, OFCD_E_INTERNAL, NULL, "cannot measure the schedule");
 		goto out;
 	}
 	json_t *names = json_array();
-	for (uint32_t i = 0; i < f.m; i++)
-		json_array_append_new(names, json_string(f.names[i]));
-	json_t *o = json_pack(
-	    "{s:s, s:I, s:s, s:s, s:I, s:o, s:I, s:f, s:{s:I, s:I, s:I, s:I, s:I, "
-	    "s:I, s:I}, s:{s:b}}",
-	    "fabric", f.name, "revision", (json_int_t)f.revision, "collective", cname, "algorithm",
-	    aname, "bytes", (json_int_t)bytes, "servers", names, "devices", (json_int_t)sch.devices,
-	    "predicted_us", us, "stats", "rounds", (json_int_t)stats.rounds, "transfers",
-	    (json_int_t)stats.transfers, "inter_messages", (json_int_t)stats.inter_messages,
-	    "intra_messages", (json_int_t)stats.intra_messages, "max_degree",
-	    (json_int_t)stats.max_degree, "max_circuit_load", (json_int_t)stats.max_circuit_load,
-	    "bytes_sent", (json_int_t)stats.bytes_sent, "check", "valid", 1);
+	for (uint32_t i = 0; i < f->m; i++)
+		json_array_append_new(names, json_string(f->names[i]));
+	json_t *o =
+	    json_pack("{s:s, s:I, s:s, s:s, s:I, s:o, s:I, s:f, s:{s:I, s:I, s:I, s:I, s:I, "
+	              "s:I, s:I}, s:{s:b}}",
+	              "fabric", f->name, "revision", (json_int_t)f->revision, "collective", cname,
+	              "algorithm", aname, "bytes", (json_int_t)j->bytes, "servers", names,
+	              "devices", (json_int_t)sch.devices, "predicted_us", us, "stats", "rounds",
+	              (json_int_t)stats.rounds, "transfers", (json_int_t)stats.transfers,
+	              "inter_messages", (json_int_t)stats.inter_messages, "intra_messages",
+	              (json_int_t)stats.intra_messages, "max_degree", (json_int_t)stats.max_degree,
+	              "max_circuit_load", (json_int_t)stats.max_circuit_load, "bytes_sent",
+	              (json_int_t)stats.bytes_sent, "check", "valid", 1);
 	uint32_t next;
-	json_object_update_new(o, schedule_json(&f, &sch, (uint32_t)from, limit, &next));
+	json_object_update_new(o, schedule_json(f, &sch, (uint32_t)j->from, j->limit, &next));
 	if (next < sch.nrounds)
 		json_object_set_new(o, "next_round", json_integer(next));
-	api_reply(req, 200, o);
+	api_reply(out, 200, o);
 out:
 	coll_schedule_free(&sch);
-	fabric_view_free(&f);
+}
+
+void api_fabric_schedule(struct api_req *req)
+{
+	struct store *s = req->env->store;
+	struct schedule_job *j = NULL;
+
+	int64_t id = topo_fabric_id(s, req->params[0]);
+	if (!id) {
+		api_error(req, OFCD_E_NOT_FOUND, "name", "no fabric %s", req->params[0]);
+		return;
+	}
+	if (!(j = calloc(1, sizeof(*j)))) {
+		api_error(req, OFCD_E_INTERNAL, NULL, "out of memory");
+		return;
+	}
+	const char *cname = query_required(req, "collective");
+	if (!cname)
+		goto fail;
+	if (coll_collective_from_name(cname, &j->coll) < 0) {
+		api_error(req, OFCD_E_INVALID_FIELD, "collective",
+		          "collective must be one of: allreduce, allgather, alltoall, broadcast, "
+		          "got \"%.64s\"",
+		          cname);
+		goto fail;
+	}
+	const char *aname = query_required(req, "algorithm");
+	if (!aname)
+		goto fail;
+	if (coll_algorithm_from_name(aname, &j->alg) < 0) {
+		api_error(req, OFCD_E_INVALID_FIELD, "algorithm", "unknown algorithm \"%.64s\"",
+		          aname);
+		goto fail;
+	}
+	/* Both names are known ones, and short. */
+	snprintf(j->cname, sizeof(j->cname), "%s", cname);
+	snprintf(j->aname, sizeof(j->aname), "%s", aname);
+	if (query_bytes(req, &j->bytes) < 0 ||
+	    api_query_uint(req, "round", 0, UINT32_MAX, 0, &j->from) < 0 ||
+	    api_query_uint(req, "limit", 1, SCHEDULE_PAGE_MAX, SCHEDULE_PAGE_DEFAULT, &j->limit) <
+	        0)
+		goto fail;
+	int rc = fabric_view_load(s, id, true, &j->f);
+	if (rc < 0) {
+		view_error(req, rc, &j->f, req->params[0]);
+		goto fail;
+	}
+	fab_params(req, &j->f, &j->p);
+	const char *root = api_query(req, "root");
+	if (root) {
+		for (j->p.root = 0; j->p.root < j->f.m && strcmp(j->f.names[j->p.root], root) != 0;
+		     j->p.root++)
+			;
+		if (j->p.root == j->f.m) {
+			api_error(req, OFCD_E_INVALID_FIELD, "root",
+			          "root must be a server of fabric %s, got \"%.64s\"", j->f.name,
+			          root);
+			goto fail;
+		}
+	}
+	api_offload(req, schedule_page, schedule_job_free, j);
+	return;
+fail:
+	schedule_job_free(j);
 }

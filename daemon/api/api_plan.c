@@ -47,33 +47,55 @@ static char *reply_with_links(json_t *head, const struct plan_policy *pol, size_
  */
 #define PLAN_REPLY_MAX_LINKS 16384
 
+/* The what-if of a grid, handed to the compute worker with all it reads. */
+struct shaped_job {
+	struct fabric_layout layout; /* its price points at price */
+	struct coll_params price;
+	uint32_t m, n, p;
+};
+
 /*
- * The what-if of a grid: which layout m servers of n devices of p ports get,
- * and for auto the candidates weighed; its circuits are the fabric's to list.
+ * Which layout m servers of n devices of p ports get, and for auto the
+ * candidates weighed (65,536 servers: about 200 ms, off the loop); its
+ * circuits are the fabric's to list.
  */
-static void plan_shaped(struct api_req *req, struct fabric_layout *l, uint64_t m, uint64_t n,
-                        uint64_t p)
+static void plan_shaped(void *arg, struct api_req *out)
 {
+	struct shaped_job *j = arg;
 	struct ofcd_error e = { 0 };
 	struct plan_shape shape;
-	struct coll_params price;
 	json_t *choice = NULL;
-	api_cost_params(req, &price);
-	l->price = &price;
-	if (fabric_layout_choose(l, (uint32_t)m, (uint32_t)n, (uint32_t)p, &shape, &choice, &e) <
-	    0) {
-		api_fail(req, &e);
+	j->layout.price = &j->price;
+	if (fabric_layout_choose(&j->layout, j->m, j->n, j->p, &shape, &choice, &e) < 0) {
+		api_fail(out, &e);
 		return;
 	}
-	json_t *reply = json_pack("{s:I, s:I, s:I, s:I, s:b}", "servers", (json_int_t)m, "devices",
-	                          (json_int_t)n, "ports_per_device", (json_int_t)p, "planes",
-	                          (json_int_t)plan_shape_planes_total(&shape), "feasible", 1);
+	json_t *reply =
+	    json_pack("{s:I, s:I, s:I, s:I, s:b}", "servers", (json_int_t)j->m, "devices",
+	              (json_int_t)j->n, "ports_per_device", (json_int_t)j->p, "planes",
+	              (json_int_t)plan_shape_planes_total(&shape), "feasible", 1);
 	fabric_layout_json(reply, &shape, NULL);
 	if (shape.topology == PLAN_TOPO_FULL_MESH)
 		json_object_set_new(reply, "degree", json_integer(shape.degree));
 	if (choice)
 		json_object_set_new(reply, "choice", choice);
-	api_reply(req, 200, reply);
+	api_reply(out, 200, reply);
+}
+
+/* Hands the what-if of a grid to the compute worker. */
+static void plan_shaped_offload(struct api_req *req, const struct fabric_layout *l, uint64_t m,
+                                uint64_t n, uint64_t p)
+{
+	struct shaped_job *j = calloc(1, sizeof(*j));
+	if (!j) {
+		api_error(req, OFCD_E_INTERNAL, NULL, "out of memory");
+		return;
+	}
+	*j = (struct shaped_job){
+		.layout = *l, .m = (uint32_t)m, .n = (uint32_t)n, .p = (uint32_t)p
+	};
+	api_cost_params(req, &j->price);
+	api_offload(req, plan_shaped, free, j);
 }
 
 void api_plan(struct api_req *req)
@@ -120,7 +142,7 @@ void api_plan(struct api_req *req)
 			          "listed by the fabric it makes: ask without formula and links");
 			return;
 		}
-		plan_shaped(req, &layout, m, n, p);
+		plan_shaped_offload(req, &layout, m, n, p);
 		return;
 	}
 	if (want_links && m * (m - 1) / 2 > PLAN_REPLY_MAX_LINKS) {

@@ -364,10 +364,10 @@ static void pair_circuit(json_t *p, const struct topo_circuit *c)
 }
 
 /*
- * Prices every pair; returns the pairs array, or NULL after replying 500 (the
+ * Prices every pair; returns the pairs array, or NULL after replying 500 on out (the
  * inputs were validated, so a refusal here is a bug or inconsistent rows).
  */
-static json_t *pipeline_pairs(struct api_req *req, const char *fabric,
+static json_t *pipeline_pairs(struct api_req *out, const char *fabric,
                               const struct cost_request *base, const struct topo_member **stage,
                               const struct cost_server *srv, const struct topo_circuit *circ,
                               size_t n, double *total_us, bool *complete)
@@ -408,7 +408,7 @@ static json_t *pipeline_pairs(struct api_req *req, const char *fabric,
 		}
 		if (cost_select(&cr, &sel, &bad) < 0) {
 			json_decref(pairs);
-			api_error(req, OFCD_E_INTERNAL, NULL,
+			api_error(out, OFCD_E_INTERNAL, NULL,
 			          "cannot price stages %zu and %zu (%s to %s): %s is out of range",
 			          k, k + 1, a->name, b->name, bad);
 			return NULL;
@@ -419,17 +419,52 @@ static json_t *pipeline_pairs(struct api_req *req, const char *fabric,
 	return pairs;
 }
 
+/* A pipeline's pricing, handed to the compute worker with all it reads. */
+struct pipeline_job {
+	char fabric[65];
+	int64_t revision;
+	struct cost_request base;
+	struct topo_member *mem; /* the fabric's servers, which stage[] points into */
+	const struct topo_member **stage;
+	struct cost_server *srv;
+	struct topo_circuit *circ;
+	size_t n;
+};
+
+static void pipeline_job_free(void *arg)
+{
+	struct pipeline_job *j = arg;
+	free(j->circ);
+	free(j->srv);
+	free(j->stage);
+	free(j->mem);
+	free(j);
+}
+
+/* 4,096 stages make 7 MB of JSON: hundreds of milliseconds, off the loop. */
+static void pipeline_price(void *arg, struct api_req *out)
+{
+	struct pipeline_job *j = arg;
+	double total_us;
+	bool complete;
+	json_t *pairs = pipeline_pairs(out, j->fabric, &j->base, j->stage, j->srv, j->circ, j->n,
+	                               &total_us, &complete);
+	if (!pairs)
+		return;
+	api_reply(out, 200,
+	          json_pack("{s:s, s:I, s:s, s:o, s:o, s:f, s:b}", "fabric", j->fabric, "revision",
+	                    (json_int_t)j->revision, "policy", cost_policy_name(j->base.policy),
+	                    "params", params_json(&j->base.params), "pairs", pairs, "total_us",
+	                    total_us, "complete", complete));
+}
+
 void api_pipeline(struct api_req *req)
 {
 	static const char *const members[] = { "stages", "bytes",  "aggregation",
 		                               "policy", "params", NULL };
 	struct store *s = req->env->store;
 	json_t *body = api_body_object(req);
-	struct cost_request base;
-	struct topo_member *mem = NULL;
-	const struct topo_member **stage = NULL;
-	struct cost_server *srv = NULL;
-	struct topo_circuit *circ = NULL;
+	struct pipeline_job *j = NULL;
 	uint32_t m = 0;
 	char f[32];
 	size_t i;
@@ -457,49 +492,44 @@ void api_pipeline(struct api_req *req)
 			return;
 		}
 	}
-	if (get_common(req, body, &base) < 0)
+	if (!(j = calloc(1, sizeof(*j)))) {
+		api_error(req, OFCD_E_INTERNAL, NULL, "out of memory");
 		return;
+	}
+	if (get_common(req, body, &j->base) < 0)
+		goto fail;
 	int64_t fid = topo_fabric_id(s, req->params[0]);
 	if (!fid) {
 		api_error(req, OFCD_E_NOT_FOUND, "name", "no fabric %s", req->params[0]);
-		return;
+		goto fail;
 	}
-	if (topo_fabric_members(s, fid, &mem, &m) < 0) {
+	if (topo_fabric_members(s, fid, &j->mem, &m) < 0) {
 		api_error(req, OFCD_E_STORE, NULL, "cannot read fabric %s", req->params[0]);
-		return;
+		goto fail;
 	}
-	stage = calloc(n, sizeof(*stage));
-	srv = calloc(n, sizeof(*srv));
-	circ = calloc(n - 1, sizeof(*circ));
-	if (!stage || !srv || !circ) {
+	j->n = n;
+	j->stage = calloc(n, sizeof(*j->stage));
+	j->srv = calloc(n, sizeof(*j->srv));
+	j->circ = calloc(n - 1, sizeof(*j->circ));
+	if (!j->stage || !j->srv || !j->circ) {
 		api_error(req, OFCD_E_INTERNAL, NULL, "out of memory");
-		goto out;
+		goto fail;
 	}
-	if (resolve_stages(req, stages, req->params[0], mem, m, stage, srv) < 0)
-		goto out;
+	if (resolve_stages(req, stages, req->params[0], j->mem, m, j->stage, j->srv) < 0)
+		goto fail;
 	for (i = 0; i + 1 < n; i++) {
-		circ[i].src = stage[i]->position;
-		circ[i].dst = stage[i + 1]->position;
+		j->circ[i].src = j->stage[i]->position;
+		j->circ[i].dst = j->stage[i + 1]->position;
 	}
-	if (topo_fabric_circuits(s, fid, circ, n - 1) < 0) {
+	if (topo_fabric_circuits(s, fid, j->circ, n - 1) < 0) {
 		api_error(req, OFCD_E_STORE, NULL, "cannot read the circuits of fabric %s",
 		          req->params[0]);
-		goto out;
+		goto fail;
 	}
-	double total_us;
-	bool complete;
-	json_t *pairs =
-	    pipeline_pairs(req, req->params[0], &base, stage, srv, circ, n, &total_us, &complete);
-	if (!pairs)
-		goto out;
-	api_reply(req, 200,
-	          json_pack("{s:s, s:I, s:s, s:o, s:o, s:f, s:b}", "fabric", req->params[0],
-	                    "revision", (json_int_t)topo_fabric_revision(s, fid), "policy",
-	                    cost_policy_name(base.policy), "params", params_json(&base.params),
-	                    "pairs", pairs, "total_us", total_us, "complete", complete));
-out:
-	free(circ);
-	free(srv);
-	free(stage);
-	free(mem);
+	snprintf(j->fabric, sizeof(j->fabric), "%s", req->params[0]);
+	j->revision = topo_fabric_revision(s, fid);
+	api_offload(req, pipeline_price, pipeline_job_free, j);
+	return;
+fail:
+	pipeline_job_free(j);
 }

@@ -438,18 +438,11 @@ static enum MHD_Result send_reply(struct http_req *r)
 			a->reply_text_free = NULL;
 		}
 	} else {
-		/* 15 significant digits: exact to a double's noise, and cheaper to print than 17.
-		 */
-		char *text = json_dumps(a->reply, JSON_COMPACT | JSON_REAL_PRECISION(15));
-		size_t len = text ? strlen(text) : 0;
-		char *buf = text ? realloc(text, len + 2) : NULL;
-		if (!buf) {
-			free(text);
+		size_t len;
+		char *buf = api_json_text(a->reply, &len);
+		if (!buf)
 			return MHD_NO;
-		}
-		buf[len] = '\n';
-		buf[len + 1] = '\0';
-		resp = MHD_create_response_from_buffer(len + 1, buf, MHD_RESPMEM_MUST_FREE);
+		resp = MHD_create_response_from_buffer(len, buf, MHD_RESPMEM_MUST_FREE);
 		if (!resp)
 			free(buf);
 	}

@@ -1,10 +1,13 @@
 """Transmission-method selection (issue 5): POST /v1/transmission/select, POST
 /v1/fabrics/{name}/pipeline over the stored circuits, and the [cost] section."""
+import json
 import signal
 import subprocess
+import threading
 import time
 
 import pytest
+import requests
 
 from conftest import OFCD_BIN, READER, error_of
 
@@ -451,6 +454,33 @@ def test_pipeline_bad_input(daemon):
     # 4096 stages is the limit, and fine.
     r = daemon.post("/v1/fabrics/job/pipeline", dict(ok, stages=["srv0", "srv1"] * 2048))
     assert r.status_code == 200 and len(r.json()["pairs"]) == 4095
+
+
+def test_a_long_pipeline_holds_no_other_client(daemon):
+    """4,096 stages are 7 MB of JSON and a fifth of a second of work or more: made off the
+    loop (api_offload), they leave the daemon answering everyone else meanwhile, a leader's
+    lease renewals and its units too. A health probe sent while one is being made is
+    answered before it."""
+    make_fabric(daemon, servers=8)
+    body = json.dumps({"stages": [f"srv{i % 8}" for i in range(4096)], "bytes": 1024,
+                       "aggregation": "none"})
+    done = {}
+
+    def long_one():
+        r = requests.post(daemon.url("/v1/fabrics/job/pipeline"), data=body, stream=True,
+                          headers={"Content-Type": "application/json"}, timeout=120)
+        done["head"] = time.monotonic()
+        done["status"], done["pairs"] = r.status_code, len(r.json()["pairs"])
+
+    t = threading.Thread(target=long_one)
+    t.start()
+    time.sleep(0.02)  # its request on its way first
+    assert requests.get(daemon.url("/v1/health"), timeout=60).status_code == 200
+    answered = time.monotonic()
+    t.join()
+    assert (done["status"], done["pairs"]) == (200, 4095)
+    assert answered < done["head"], "the health probe waited for the pipeline"
+    assert "ofcd_http_offloaded_total 1" in daemon.get("/metrics").text.splitlines()
 
 
 def test_two_groups_needs_even_devices(daemon):

@@ -24,6 +24,7 @@
 #include "domain/demo.h"
 #include "state/desired.h"
 #include "base/events.h"
+#include "base/worker.h"
 #include "reconcile/reconcile.h"
 #include "state/store_sql.h"
 
@@ -484,6 +485,69 @@ static void test_wait_suspends_until_the_bus_says_so(void **state)
 	done(r);
 }
 
+/* Runs the loop until r is resumed (the worker's delivery wakes it). */
+static void until_resumed(struct fixture *f, struct test_req *r)
+{
+	for (int i = 0; i < 10000 && !r->resumed; i++)
+		event_base_loop(f->base, EVLOOP_ONCE);
+	assert_int_equal(r->resumed, 1);
+}
+
+static void test_long_replies_are_made_off_the_loop(void **state)
+{
+	struct fixture *f = *state;
+	const char *grid = "{\"servers\": 65536, \"devices\": 8, \"ports_per_device\": 8}";
+
+	/* Without a worker the work runs at once: the reference. */
+	struct test_req *ref = run(f, "POST", "/v1/plan", grid);
+	assert_int_equal(ref->api.status, 200);
+	assert_false(ref->api.suspended);
+	assert_non_null(json_object_get(ref->api.reply, "shape"));
+	size_t want_len;
+	char *want = api_json_text(ref->api.reply, &want_len);
+	assert_non_null(want);
+
+	f->env.compute = worker_new(f->base, "test-compute", 2);
+	assert_non_null(f->env.compute);
+	struct test_req *a = run(f, "POST", "/v1/plan", grid);
+	struct test_req *b = run(f, "POST", "/v1/plan", grid);
+	struct test_req *c = run(f, "POST", "/v1/plan", grid);
+	/* Two in hand, suspended with the reply a shutdown would give; a third refused. */
+	assert_true(a->api.suspended);
+	assert_true(b->api.suspended);
+	assert_int_equal(a->api.status, 503);
+	assert_false(c->api.suspended);
+	assert_int_equal(c->api.status, 503);
+	json_t *refusal = reply_of(c);
+	assert_string_equal(
+	    json_string_value(json_object_get(json_object_get(refusal, "error"), "code")),
+	    "overloaded");
+	json_decref(refusal);
+
+	/* b's client goes: it is never resumed, and its job is freed (ASan). */
+	b->api.on_abort(&b->api, true);
+	until_resumed(f, a);
+	/* The same bytes as the loop would have sent. */
+	assert_int_equal(a->api.status, 200);
+	assert_int_equal(a->api.reply_len, want_len);
+	assert_memory_equal(a->api.reply_text, want, want_len);
+
+	/* A refusal made off the loop is the same refusal. */
+	struct test_req *bad = run(f, "POST", "/v1/plan", "{\"servers\": 65536, \"devices\": 1}");
+	until_resumed(f, bad);
+	assert_int_equal(bad->api.status, 422);
+	assert_int_equal(b->resumed, 0);
+	free(want);
+	done(ref);
+	/* Their texts go back to the worker that wrote them: before it stops. */
+	done(a);
+	done(b);
+	done(c);
+	done(bad);
+	worker_free(f->env.compute);
+	f->env.compute = NULL;
+}
+
 static void test_events_stream_through_the_transport(void **state)
 {
 	struct fixture *f = *state;
@@ -684,6 +748,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_draining_refuses_writes_at_admission, setup,
 		                                teardown),
 		cmocka_unit_test_setup_teardown(test_wait_suspends_until_the_bus_says_so, setup,
+		                                teardown),
+		cmocka_unit_test_setup_teardown(test_long_replies_are_made_off_the_loop, setup,
 		                                teardown),
 		cmocka_unit_test_setup_teardown(test_events_stream_through_the_transport, setup,
 		                                teardown),

@@ -1,0 +1,134 @@
+/* Replies made off the loop: see api_offload() in api.h. */
+#include <stdlib.h>
+
+#include "api.h"
+#include "base/metrics.h"
+#include "base/worker.h"
+
+#define OFFLOADED_HELP "Requests whose reply was made on the compute worker, off the loop."
+#define REFUSED_HELP                                                                               \
+	"Requests refused with 503 overloaded because the compute worker had too many in hand."
+
+struct offload {
+	struct api_req *req; /* loop thread only */
+	struct api_req out;  /* the work's own reply */
+	api_offload_fn work;
+	void (*free_arg)(void *arg);
+	void *arg;
+	struct worker_job *job;
+};
+
+void api_offload_metrics_init(void)
+{
+	metrics_counter_add("ofcd_http_offloaded_total", OFFLOADED_HELP, NULL, 0);
+	metrics_counter_add("ofcd_http_offload_refused_total", REFUSED_HELP, NULL, 0);
+}
+
+static void offload_work(void *p)
+{
+	struct offload *o = p;
+	o->work(o->arg, &o->out);
+	size_t len;
+	char *text = o->out.reply ? api_json_text(o->out.reply, &len) : NULL;
+	/* Without memory for the text the loop writes it out, as for any reply. */
+	if (text)
+		api_reply_text(&o->out, o->out.status, "application/json", text, len);
+}
+
+/* A reply's text written on the worker, to be freed there (worker_free_later()). */
+struct worker_text {
+	struct worker *w;
+	char *text;
+};
+
+static void free_on_worker(void *cls)
+{
+	struct worker_text *t = cls;
+	worker_free_later(t->w, t->text);
+	free(t);
+}
+
+/* req's reply becomes out's; out keeps nothing. w: the worker out's reply was made on. */
+static void take_reply(struct api_req *req, struct api_req *out, struct worker *w)
+{
+	struct worker_text *t = w && out->reply_text ? malloc(sizeof(*t)) : NULL;
+	if (t) {
+		*t = (struct worker_text){ w, out->reply_text };
+		api_reply_text_owned(req, out->status, out->content_type, out->reply_text,
+		                     out->reply_len, free_on_worker, t);
+		out->reply_text = NULL;
+	} else if (out->reply_text) {
+		api_reply_text(req, out->status, out->content_type, out->reply_text,
+		               out->reply_len);
+		out->reply_text = NULL;
+	} else if (out->reply) {
+		api_reply(req, out->status, out->reply);
+		out->reply = NULL;
+	} else {
+		api_error(req, OFCD_E_INTERNAL, NULL, "the request's work made no reply");
+	}
+	if (req->status >= 400)
+		req->etag[0] = req->location[0] = '\0';
+}
+
+static void offload_done(void *p)
+{
+	struct offload *o = p;
+	struct api_req *req = o->req;
+	req->on_abort = NULL;
+	req->wait_arg = NULL;
+	take_reply(req, &o->out, req->env->compute);
+	api_resume(req);
+}
+
+static void offload_free(void *p)
+{
+	struct offload *o = p;
+	json_decref(o->out.reply);
+	api_reply_text_drop(&o->out);
+	if (o->free_arg)
+		o->free_arg(o->arg);
+	free(o);
+}
+
+static void on_offload_abort(struct api_req *req, bool conn_closed)
+{
+	struct offload *o = req->wait_arg;
+	/* Its work may be running: the worker frees it when done, and nobody hears. */
+	worker_cancel(o->job);
+	(void)conn_closed; /* the reply set in api_offload() says why, if anyone hears */
+}
+
+void api_offload(struct api_req *req, api_offload_fn work, void (*free_arg)(void *arg), void *arg)
+{
+	struct worker *w = req->env->compute;
+	struct offload *o = calloc(1, sizeof(*o));
+	if (!o) {
+		if (free_arg)
+			free_arg(arg);
+		api_error(req, OFCD_E_INTERNAL, NULL, "out of memory");
+		return;
+	}
+	*o = (struct offload){ .req = req, .work = work, .free_arg = free_arg, .arg = arg };
+	if (!w) {
+		o->work(o->arg, &o->out);
+		take_reply(req, &o->out, NULL);
+		offload_free(o);
+		return;
+	}
+	o->job = worker_submit(w, offload_work, offload_done, offload_free, o);
+	if (!o->job) {
+		size_t n = worker_queued(w);
+		offload_free(o);
+		metrics_counter_add("ofcd_http_offload_refused_total", REFUSED_HELP, NULL, 1);
+		api_error(req, OFCD_E_OVERLOADED, NULL,
+		          "the daemon has %zu long requests in hand (plans, pipelines, schedules): "
+		          "try again shortly",
+		          n);
+		return;
+	}
+	metrics_counter_add("ofcd_http_offloaded_total", OFFLOADED_HELP, NULL, 1);
+	/* What it would answer if it had to end before its work is done. */
+	api_error(req, OFCD_E_SHUTTING_DOWN, NULL, "the daemon is shutting down");
+	api_suspend(req, on_offload_abort, o);
+}
