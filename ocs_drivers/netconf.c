@@ -1081,10 +1081,17 @@ static int start_op(struct unit *u)
 	return 0;
 }
 
-static int check_xcs(const struct unit *u, const struct ocs_xc *xcs, size_t n)
+/*
+ * Whether a batch's cross-connects are a unit's. A removal may name one port
+ * (ocs_driver.h): a pair read back without its egress or joining a port to
+ * itself is removed by its ingress.
+ */
+static int check_xcs(const struct unit *u, const struct ocs_xc *xcs, size_t n, bool removals)
 {
 	for (size_t i = 0; i < n; i++) {
-		if (xcs[i].a < 1 || xcs[i].a >= xcs[i].b || xcs[i].b > u->ports)
+		bool one_port = removals && (xcs[i].a == 0 || xcs[i].a == xcs[i].b);
+		if (xcs[i].b < 1 || xcs[i].b > u->ports ||
+		    (!one_port && (xcs[i].a < 1 || xcs[i].a >= xcs[i].b)))
 			return -EINVAL;
 	}
 	return 0;
@@ -1113,7 +1120,8 @@ static int nd_apply(struct ocs_handle *h, const struct ocs_batch *batch, ocs_app
 	int r = start_op(u);
 	if (r < 0)
 		return r;
-	if (check_xcs(u, batch->del, batch->ndel) < 0 || check_xcs(u, batch->add, batch->nadd) < 0)
+	if (check_xcs(u, batch->del, batch->ndel, true) < 0 ||
+	    check_xcs(u, batch->add, batch->nadd, false) < 0)
 		return -EINVAL;
 	char *xml = ncm_edit_config(&u->model, u->ports, batch, u->reversed, u->nreversed);
 	if (!xml)

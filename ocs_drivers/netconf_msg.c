@@ -273,6 +273,11 @@ char *ncm_edit_config(const struct ncm_model *m, uint32_t ports, const struct oc
 	sb_add(&b, "<%s xmlns=\"%s\" xmlns:nc=\"" NC_BASE_NS "\">", m->container, m->ns);
 	for (size_t i = 0; i < batch->ndel; i++) {
 		const struct ocs_xc *x = &batch->del[i];
+		if (x->a == 0 || x->a == x->b) {
+			/* A pair without an egress, or from a port to itself: one port's. */
+			add_remove(&b, m, x->b);
+			continue;
+		}
 		if (m->one_way) {
 			add_remove(&b, m, x->a);
 			add_remove(&b, m, x->b);

@@ -51,7 +51,13 @@ struct ocs_flow {
  * need to live for the duration of the apply() call (drivers copy what they need).
  */
 struct ocs_batch {
-	const struct ocs_xc *del; /**< cross-connects to remove */
+	/**
+	 * Cross-connects to remove: a < b, or, for an entry read back as
+	 * partial that holds one port only (a pair without an egress, or from a
+	 * port to itself), a = 0 or a = b, naming port b. Only a driver that
+	 * reads such entries back is given them.
+	 */
+	const struct ocs_xc *del;
 	size_t ndel;              /**< number of entries in del */
 	const struct ocs_xc *add; /**< cross-connects to make */
 	size_t nadd;              /**< number of entries in add */

@@ -126,11 +126,13 @@ static void start_read(struct unit *u, bool audit)
 		reconcile_unit_changed(u->r, u);
 }
 
-static void on_apply(void *arg, int status, const char *err)
+/*
+ * A batch is over, answered by the unit or refused by its driver before
+ * sending: its operation's end and, after a failure, the next try backs off
+ * (a batch refused every time must not be remade on every pass).
+ */
+static void batch_over(struct unit *u, int status, const char *err)
 {
-	struct unit *u = arg;
-	struct metrics_loop l = metrics_loop_enter("reconcile");
-	struct reconcile_work t0 = reconcile_work_start();
 	u->busy = false;
 	u->applied_since_read = true;
 	reconcile_op_finish(u->r, u, status, err);
@@ -144,10 +146,17 @@ static void on_apply(void *arg, int status, const char *err)
 		u->failures = 0;
 		u->last_error[0] = '\0';
 	}
-	/* Whatever happened, learn what the unit now holds. */
+	/* Whatever happened, learn what the unit now holds (and what no longer joins). */
 	if (u->conn == OCS_CONN_UP)
 		start_read(u, false);
 	reconcile_unit_changed(u->r, u);
+}
+
+static void on_apply(void *arg, int status, const char *err)
+{
+	struct metrics_loop l = metrics_loop_enter("reconcile");
+	struct reconcile_work t0 = reconcile_work_start();
+	batch_over(arg, status, err);
 	reconcile_work_end(t0);
 	metrics_loop_leave(l);
 }
@@ -680,9 +689,10 @@ static void drive(struct unit *u)
 				join(u, b.add[i].a, b.add[i].b);
 		int rc = u->ops->apply(u->h, &batch, on_apply, u);
 		if (rc < 0) {
-			u->busy = false;
-			reconcile_op_finish(r, u, rc, strerror(-rc));
-			snprintf(u->last_error, sizeof(u->last_error), "apply: %s", strerror(-rc));
+			char why[80];
+			snprintf(why, sizeof(why), "the driver refused the batch: %s",
+			         strerror(-rc));
+			batch_over(u, rc, why);
 		}
 	}
 	free(del);

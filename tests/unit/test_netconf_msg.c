@@ -218,6 +218,16 @@ static void test_edit_config(void **state)
 	         "<pair><ingress>3</ingress><egress>21</egress></pair>"
 	         "<pair><ingress>5</ingress><egress>19</egress></pair></cross-connects>");
 	free(xml);
+	/* A pair without an egress, or from a port to itself: removed by its one port. */
+	const struct ocs_xc odd[] = { { 0, 7 }, { 4, 4 } };
+	struct ocs_batch ob = { .del = odd, .ndel = 2 };
+	xml = ncm_edit_config(&m, 16, &ob, NULL, 0);
+	assert_string_equal(
+	    xml, "<cross-connects xmlns=\"http://www.polatis.com/yang/optical-switch\" "
+	         "xmlns:nc=\"urn:ietf:params:xml:ns:netconf:base:1.0\">"
+	         "<pair nc:operation=\"remove\"><ingress>7</ingress></pair>"
+	         "<pair nc:operation=\"remove\"><ingress>4</ingress></pair></cross-connects>");
+	free(xml);
 	assert_int_equal(ncm_model_parse("ofcd", &m, err, sizeof(err)), 0);
 	char *filter = ncm_read_filter(&m);
 	assert_string_equal(filter, "<cross-connects xmlns=\"urn:ofcd:yang:optical-switch\"/>");
