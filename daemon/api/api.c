@@ -334,6 +334,30 @@ void api_prepared_drop(struct api_req *req)
 		ofcd_error_clear(req->prepare_refusal);
 	free(req->prepare_refusal);
 	req->prepare_refusal = NULL;
+	if (req->computed && req->computed_free)
+		req->computed_free(req->computed);
+	req->computed = NULL;
+	req->computed_free = NULL;
+	if (req->compute_arg && req->compute_free)
+		req->compute_free(req->compute_arg);
+	req->compute_arg = NULL;
+	req->compute_free = NULL;
+}
+
+void api_compute_first(struct api_req *req, api_offload_fn work, void (*free_arg)(void *arg),
+                       void *arg)
+{
+	req->compute_work = work;
+	req->compute_free = free_arg;
+	req->compute_arg = arg;
+	req->computing = true;
+	/* What it would answer if it had to end before its work is done. */
+	api_error(req, OFCD_E_SHUTTING_DOWN, NULL, "the daemon is shutting down");
+}
+
+void *api_computed(struct api_req *req)
+{
+	return req->computed;
 }
 
 json_t *api_put_body(struct api_req *req)

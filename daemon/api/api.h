@@ -231,6 +231,19 @@ struct api_req {
 	void *prepared;
 	/** Its refusal when the transport read it (owned), for api_prepared() to reply. */
 	struct ofcd_error *prepare_refusal;
+	/** What api_compute_first() computed (owned, api_prepared_drop()), or NULL. */
+	void *computed;
+	void (*computed_free)(void *computed); /**< frees computed; NULL: nothing to free */
+	/**
+	 * A write's work to do before its handler writes, as api_compute_first()
+	 * recorded it for the dispatch to hand to the worker (owned until then).
+	 */
+	void (*compute_work)(void *arg, struct api_req *out);
+	void (*compute_free)(void *arg); /**< frees compute_arg; NULL: nothing to free */
+	void *compute_arg;               /**< compute_work's argument */
+	bool computing; /**< a write's work is recorded or on the worker, before it writes */
+	/** Its reply or its write's work is being made off the loop: a drain lets it finish. */
+	bool offloaded;
 	/** Who asked (a copy without the secret, valid for the request); NULL when unauthenticated.
 	 */
 	const struct auth_token *token;
@@ -344,10 +357,44 @@ typedef void (*api_offload_fn)(void *arg, struct api_req *out);
 void api_offload(struct api_req *req, api_offload_fn work, void (*free_arg)(void *arg), void *arg);
 
 /**
- * Requests the compute worker takes in hand at most (waiting or running):
- * each may hold megabytes until its reply is sent.
+ * Called on the loop once api_offload_then()'s work is done, instead of
+ * sending the work's reply: refused, the work replied and req has its reply
+ * (not sent yet); else req->computed holds arg (and will free it). Also
+ * called before api_offload_then() returns when the work ran at once (no
+ * worker) or could not be handed over (req then has the refusal), so req
+ * is suspended only when the work ran off the loop.
  */
-#define API_OFFLOAD_MAX_IN_HAND 16
+typedef void (*api_offload_then_fn)(struct api_req *req, bool refused);
+
+/** api_offload() with what follows the work left to then (the dispatch's writes). */
+void api_offload_then(struct api_req *req, api_offload_fn work, void (*free_arg)(void *arg),
+                      void *arg, api_offload_then_fn then);
+
+/**
+ * For a write whose handler has long work to do before it writes (a
+ * calibration's fit over 4,000 runs: 130-800 ms): called from the handler,
+ * which must have written nothing yet, it records work for the dispatch,
+ * which drops the write's transaction, hands work to the compute worker
+ * (api_offload_then()) and lets the other writes go on. When work replied on
+ * out (a refusal), that is the reply, audited as a refused write. Otherwise
+ * the write is dispatched again in its turn (on a cluster, on the member that
+ * leads then) and its handler runs again with api_computed(req) = arg, and
+ * writes. free_arg(arg) is called once, on the loop thread, whatever becomes
+ * of req. Loop thread, from a write's handler, which must return without
+ * replying after it.
+ */
+void api_compute_first(struct api_req *req, api_offload_fn work, void (*free_arg)(void *arg),
+                       void *arg);
+
+/** What api_compute_first() computed for req; NULL in its handler's first run. */
+void *api_computed(struct api_req *req);
+
+/**
+ * Requests the compute worker takes in hand at most (waiting or running):
+ * one runs at a time, and each waiting one holds what it read (a schedule's
+ * fabric view: up to 32 MiB at 2,048 servers).
+ */
+#define API_OFFLOAD_MAX_IN_HAND 8
 
 /** Shows api_offload()'s counters at zero before their first use. Loop thread. */
 void api_offload_metrics_init(void);
@@ -503,7 +550,10 @@ int api_body_check(const json_t *body, struct ofcd_error *e);
  */
 void *api_prepared(struct api_req *req);
 
-/** Frees req->prepared and its refusal (the transport calls it with the body's). */
+/**
+ * Frees req->prepared and its refusal, and what api_compute_first() computed
+ * (the transport calls it with the body's).
+ */
 void api_prepared_drop(struct api_req *req);
 
 /**

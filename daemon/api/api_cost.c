@@ -559,20 +559,72 @@ static int read_collected(struct api_req *req, json_t *body, struct coll_run *ru
 	return 0;
 }
 
+/* A calibration: what its fit reads, handed to the compute worker, and what it made. */
+struct calibration {
+	char name[65];
+	bool activate;
+	struct coll_params start;
+	struct coll_fit_request fr;
+	struct coll_run *runs;
+	double *resid;
+	uint32_t n;
+	json_t *provenance;   /* made on the loop */
+	json_t *params, *fit; /* made by the fit, on the worker */
+};
+
+static void calibration_free(void *arg)
+{
+	struct calibration *c = arg;
+	json_decref(c->provenance);
+	json_decref(c->params);
+	json_decref(c->fit);
+	free(c->runs);
+	free(c->resid);
+	free(c);
+}
+
+/* The fit over up to 4,000 runs: 130-800 ms, off the loop. */
+static void calibration_fit(void *arg, struct api_req *out)
+{
+	struct calibration *c = arg;
+	struct coll_fit_result res;
+	struct coll_error err = { 0 };
+	int rc = coll_fit(c->runs, c->n, &c->start, &c->fr, &res, c->resid, &err);
+	if (rc) {
+		api_error(out, rc == -ENOMEM ? OFCD_E_INTERNAL : OFCD_E_UNPROCESSABLE, err.field,
+		          "%s", err.reason);
+		return;
+	}
+	c->params = cost_set_params_json(&res.params);
+	c->fit = fit_json(&res, &c->fr, c->runs, c->resid, c->n);
+}
+
+/* Stores a fitted set: the handler's second run (api_compute_first()). */
+static void calibration_store(struct api_req *req, const struct calibration *c)
+{
+	struct ofcd_error e = { 0 };
+	if (cost_set_add(req->env->store, c->name, c->params, c->fit, c->provenance, c->activate,
+	                 &e) < 0) {
+		api_fail(req, &e);
+		return;
+	}
+	api_reply(req, 201, cost_set_json(req->env->store, c->name, true));
+	api_set_location(req, "/v1/cost/params/%s", c->name);
+}
+
 void api_cost_calibrate(struct api_req *req)
 {
 	static const char *const members[] = { "name",     "runs",       "nccl_tests", "collected",
 		                               "fabric",   "fit",        "relay",      "params",
 		                               "activate", "provenance", NULL };
+	const struct calibration *done = api_computed(req);
+	if (done) {
+		calibration_store(req, done);
+		return;
+	}
 	json_t *body = api_body_object(req), *collected = NULL;
-	struct coll_params start;
-	struct coll_fit_request fr;
-	struct coll_fit_result res;
-	struct coll_error err = { 0 };
-	struct ofcd_error e = { 0 };
-	struct coll_run *runs = NULL;
+	struct calibration *c = NULL;
 	struct run_src *src = NULL;
-	double *resid = NULL;
 	const char *name, *fabric;
 	bool activate = false, window_given;
 	uint32_t n = 0, given = 0, ports, collected_ports;
@@ -582,32 +634,39 @@ void api_cost_calibrate(struct api_req *req)
 	    api_get_bool(req, body, NULL, "activate", false, &activate) < 0 ||
 	    nccl_header(req, body) < 0)
 		return;
-	/* The fit starts from what the cluster prices with now, and the body's known facts. */
-	api_cost_params(req, &start);
-	if (read_fabric(req, body, false, &fabric, &ports) < 0)
-		return;
-	if (ports)
-		start.ports_per_device = ports;
-	if (api_coll_params_read(req, body, &start, &window_given) < 0 ||
-	    read_request(req, body, &fr, &start) < 0)
-		return;
-	runs = calloc(CALIBRATE_MAX_RUNS, sizeof(*runs));
-	resid = calloc(CALIBRATE_MAX_RUNS, sizeof(*resid));
-	src = calloc(CALIBRATE_MAX_RUNS, sizeof(*src));
-	if (!runs || !resid || !src) {
+	if (!(c = calloc(1, sizeof(*c)))) {
 		api_error(req, OFCD_E_INTERNAL, NULL, "out of memory");
-		goto out;
+		return;
 	}
-	if (read_measured(req, body, runs, src, &n) < 0)
-		goto out;
+	snprintf(c->name, sizeof(c->name), "%s", name);
+	c->activate = activate;
+	/* The fit starts from what the cluster prices with now, and the body's known facts. */
+	api_cost_params(req, &c->start);
+	if (read_fabric(req, body, false, &fabric, &ports) < 0)
+		goto fail;
+	if (ports)
+		c->start.ports_per_device = ports;
+	if (api_coll_params_read(req, body, &c->start, &window_given) < 0 ||
+	    read_request(req, body, &c->fr, &c->start) < 0)
+		goto fail;
+	c->runs = calloc(CALIBRATE_MAX_RUNS, sizeof(*c->runs));
+	c->resid = calloc(CALIBRATE_MAX_RUNS, sizeof(*c->resid));
+	src = calloc(CALIBRATE_MAX_RUNS, sizeof(*src));
+	if (!c->runs || !c->resid || !src) {
+		api_error(req, OFCD_E_INTERNAL, NULL, "out of memory");
+		goto fail;
+	}
+	if (read_measured(req, body, c->runs, src, &n) < 0)
+		goto fail;
 	given = n;
-	if (read_collected(req, body, runs, src, &n, &collected_ports, &collected) < 0)
-		goto out;
+	if (read_collected(req, body, c->runs, src, &n, &collected_ports, &collected) < 0)
+		goto fail;
 	if (!n) {
 		api_error(req, OFCD_E_INVALID_FIELD, "runs",
 		          "runs, nccl_tests or collected is required");
-		goto out;
+		goto fail;
 	}
+	c->n = n;
 	/* Collected runs carry their fabric's host-link fact, unless the request gives it. */
 	if (collected_ports && !fabric &&
 	    !json_object_get(json_object_get(body, "params"), "ports_per_device")) {
@@ -617,27 +676,21 @@ void api_cost_calibrate(struct api_req *req)
 			    "the collected runs were measured on fabrics whose devices end "
 			    "different numbers of circuits; narrow collected by fabric, or give "
 			    "params.ports_per_device");
-			goto out;
+			goto fail;
 		}
-		start.ports_per_device = collected_ports;
+		c->start.ports_per_device = collected_ports;
 	}
-	/* A name that is taken is refused before the fit, not after. */
+	/* A name that is taken is refused before the fit, not after (and after it again). */
 	json_t *taken = cost_set_json(req->env->store, name, false);
 	if (taken) {
 		json_decref(taken);
 		api_error(req, OFCD_E_CONFLICT, "name",
 		          "a parameter set %s exists; choose another name or delete it first",
 		          name);
-		goto out;
+		goto fail;
 	}
-	if (check_runs(req, runs, src, n, &start) < 0)
-		goto out;
-	int rc = coll_fit(runs, n, &start, &fr, &res, resid, &err);
-	if (rc) {
-		api_error(req, rc == -ENOMEM ? OFCD_E_INTERNAL : OFCD_E_UNPROCESSABLE, err.field,
-		          "%s", err.reason);
-		goto out;
-	}
+	if (check_runs(req, c->runs, src, n, &c->start) < 0)
+		goto fail;
 	bool has_runs = json_object_get(body, "runs"),
 	     has_nccl = json_object_get(body, "nccl_tests");
 	char source[48];
@@ -645,31 +698,22 @@ void api_cost_calibrate(struct api_req *req)
 	         has_runs && has_nccl ? "+" : "", has_nccl ? "nccl-tests" : "",
 	         given && collected ? "+" : "", collected ? "collected" : "");
 	/* The facts the terms were fitted over: an efficiency means nothing without its rate. */
-	json_t *facts =
-	    json_pack("{s:f, s:f, s:I}", "link_gbps", start.link_gbps, "intra_gbps",
-	              start.intra_gbps, "ports_per_device", (json_int_t)start.ports_per_device);
-	json_t *provenance =
-	    json_pack("{s:s, s:I, s:o, s:O*, s:s*, s:o*}", "source", source, "runs", (json_int_t)n,
-	              "facts", facts, "note", json_object_get(body, "provenance"), "fabric", fabric,
-	              "collected", collected);
+	json_t *facts = json_pack("{s:f, s:f, s:I}", "link_gbps", c->start.link_gbps, "intra_gbps",
+	                          c->start.intra_gbps, "ports_per_device",
+	                          (json_int_t)c->start.ports_per_device);
+	/* A copy of the note: the body is the loop's, and freed with the request. */
+	c->provenance =
+	    json_pack("{s:s, s:I, s:o, s:o*, s:s*, s:o*}", "source", source, "runs", (json_int_t)n,
+	              "facts", facts, "note", json_deep_copy(json_object_get(body, "provenance")),
+	              "fabric", fabric, "collected", collected);
 	collected = NULL;
-	json_t *params = cost_set_params_json(&res.params);
-	json_t *fit = fit_json(&res, &fr, runs, resid, n);
-	rc = cost_set_add(req->env->store, name, params, fit, provenance, activate, &e);
-	json_decref(params);
-	json_decref(fit);
-	json_decref(provenance);
-	if (rc < 0) {
-		api_fail(req, &e);
-		goto out;
-	}
-	api_reply(req, 201, cost_set_json(req->env->store, name, true));
-	api_set_location(req, "/v1/cost/params/%s", name);
-out:
-	json_decref(collected);
-	free(runs);
-	free(resid);
 	free(src);
+	api_compute_first(req, calibration_fit, calibration_free, c);
+	return;
+fail:
+	json_decref(collected);
+	free(src);
+	calibration_free(c);
 }
 
 /* The reply to a post of runs. */

@@ -189,6 +189,7 @@ static void run_handler(struct api_req *req)
 
 static void cluster_write(struct api_req *req);
 static bool wait_elsewhere(struct api_req *req);
+static void compute_first(struct api_req *req);
 static void enqueue(struct api_req *req);
 static void local_write(struct api_req *req);
 
@@ -574,6 +575,11 @@ static void local_write(struct api_req *req)
 		return;
 	}
 	run_handler(req);
+	if (req->computing) {
+		store_rollback(st); /* it wrote nothing */
+		compute_first(req);
+		return;
+	}
 	if (req->status >= 400) {
 		store_rollback(st);
 		slices_drop(&req->slices);
@@ -843,6 +849,13 @@ static void run_write(struct api_req *req)
 		return;
 	}
 	run_handler(req);
+	if (req->computing) {
+		store_rollback(st); /* it wrote nothing */
+		store_capture_free(cap);
+		free(w);
+		compute_first(req);
+		return;
+	}
 	int rc = req->status >= 400 ? 0
 	                            : store_audit(st, token_name(req), req->client, req->method,
 	                                          req->path, req->status);
@@ -908,7 +921,8 @@ static void next_write(struct api_env *env)
 		}
 		if (env->cluster) {
 			run_write(req);
-			if (!q->current || q->current->req != req)
+			/* Unless in the log's hands, or its work off the loop. */
+			if (!req->suspended)
 				api_resume(req); /* answered at once: a refusal */
 			continue;
 		}
@@ -920,6 +934,47 @@ static void next_write(struct api_env *env)
 		if (!req->suspended)
 			api_resume(req);
 	}
+}
+
+/* ---- writes that compute first ------------------------------------------
+ *
+ * A handler that calls api_compute_first() has written nothing: its
+ * transaction is dropped, its work goes to the compute worker and the other
+ * writes go on. Once the work is done, a refusal is its reply; otherwise the
+ * write is dispatched again, and its handler's second run writes.
+ */
+
+static void on_computed(struct api_req *req, bool refused)
+{
+	bool held = req->suspended; /* its work ran off the loop */
+	req->computing = false;
+	if (refused) {
+		api_audit_refusal(req);
+		if (held)
+			api_resume(req);
+		return;
+	}
+	/* Not the reply its wait set: the handler's, or its turn's. */
+	req->suspended = false;
+	req->on_abort = NULL;
+	req->wait_arg = NULL;
+	json_decref(req->reply);
+	req->reply = NULL;
+	req->status = 0;
+	api_dispatch(req);
+	if (held && !req->suspended)
+		api_resume(req);
+}
+
+static void compute_first(struct api_req *req)
+{
+	api_offload_fn work = req->compute_work;
+	void (*free_arg)(void *arg) = req->compute_free;
+	void *arg = req->compute_arg;
+	req->compute_work = NULL;
+	req->compute_free = NULL;
+	req->compute_arg = NULL;
+	api_offload_then(req, work, free_arg, arg, on_computed);
 }
 
 static void cluster_write(struct api_req *req)

@@ -1,11 +1,13 @@
-/* Replies made off the loop: see api_offload() in api.h. */
+/* Replies and writes' work made off the loop: see api_offload() in api.h. */
 #include <stdlib.h>
 
 #include "api.h"
 #include "base/metrics.h"
 #include "base/worker.h"
 
-#define OFFLOADED_HELP "Requests whose reply was made on the compute worker, off the loop."
+#define OFFLOADED_HELP                                                                             \
+	"Requests whose reply, or whose write's work, was made on the compute worker, off the "    \
+	"loop."
 #define REFUSED_HELP                                                                               \
 	"Requests refused with 503 overloaded because the compute worker had too many in hand."
 
@@ -16,6 +18,7 @@ struct offload {
 	void (*free_arg)(void *arg);
 	void *arg;
 	struct worker_job *job;
+	api_offload_then_fn then; /* NULL: req takes the work's reply and is sent */
 };
 
 void api_offload_metrics_init(void)
@@ -71,14 +74,40 @@ static void take_reply(struct api_req *req, struct api_req *out, struct worker *
 		req->etag[0] = req->location[0] = '\0';
 }
 
+static bool replied(const struct api_req *out)
+{
+	return out->reply || out->reply_text;
+}
+
+/*
+ * The work is done: with then, req keeps arg when work did not reply (then
+ * decides what follows); else req takes the work's reply and is sent.
+ */
+static void deliver(struct offload *o, struct worker *w)
+{
+	struct api_req *req = o->req;
+	bool refused = replied(&o->out);
+	if (!o->then || refused)
+		take_reply(req, &o->out, w);
+	if (o->then && !refused) {
+		req->computed = o->arg;
+		req->computed_free = o->free_arg;
+		o->free_arg = NULL;
+	}
+	if (o->then)
+		o->then(req, refused);
+	else
+		api_resume(req);
+}
+
 static void offload_done(void *p)
 {
 	struct offload *o = p;
 	struct api_req *req = o->req;
 	req->on_abort = NULL;
 	req->wait_arg = NULL;
-	take_reply(req, &o->out, req->env->compute);
-	api_resume(req);
+	req->offloaded = false;
+	deliver(o, req->env->compute);
 }
 
 static void offload_free(void *p)
@@ -96,10 +125,11 @@ static void on_offload_abort(struct api_req *req, bool conn_closed)
 	struct offload *o = req->wait_arg;
 	/* Its work may be running: the worker frees it when done, and nobody hears. */
 	worker_cancel(o->job);
-	(void)conn_closed; /* the reply set in api_offload() says why, if anyone hears */
+	(void)conn_closed; /* the reply set in api_offload_then() says why, if anyone hears */
 }
 
-void api_offload(struct api_req *req, api_offload_fn work, void (*free_arg)(void *arg), void *arg)
+void api_offload_then(struct api_req *req, api_offload_fn work, void (*free_arg)(void *arg),
+                      void *arg, api_offload_then_fn then)
 {
 	struct worker *w = req->env->compute;
 	struct offload *o = calloc(1, sizeof(*o));
@@ -107,12 +137,16 @@ void api_offload(struct api_req *req, api_offload_fn work, void (*free_arg)(void
 		if (free_arg)
 			free_arg(arg);
 		api_error(req, OFCD_E_INTERNAL, NULL, "out of memory");
+		if (then)
+			then(req, true);
 		return;
 	}
-	*o = (struct offload){ .req = req, .work = work, .free_arg = free_arg, .arg = arg };
+	*o = (struct offload){
+		.req = req, .work = work, .free_arg = free_arg, .arg = arg, .then = then
+	};
 	if (!w) {
 		o->work(o->arg, &o->out);
-		take_reply(req, &o->out, NULL);
+		deliver(o, NULL);
 		offload_free(o);
 		return;
 	}
@@ -122,13 +156,21 @@ void api_offload(struct api_req *req, api_offload_fn work, void (*free_arg)(void
 		offload_free(o);
 		metrics_counter_add("ofcd_http_offload_refused_total", REFUSED_HELP, NULL, 1);
 		api_error(req, OFCD_E_OVERLOADED, NULL,
-		          "the daemon has %zu long requests in hand (plans, pipelines, schedules): "
-		          "try again shortly",
+		          "the daemon has %zu long requests in hand (plans, pipelines, schedules, "
+		          "calibrations): try again shortly",
 		          n);
+		if (then)
+			then(req, true);
 		return;
 	}
 	metrics_counter_add("ofcd_http_offloaded_total", OFFLOADED_HELP, NULL, 1);
 	/* What it would answer if it had to end before its work is done. */
 	api_error(req, OFCD_E_SHUTTING_DOWN, NULL, "the daemon is shutting down");
 	api_suspend(req, on_offload_abort, o);
+	req->offloaded = true;
+}
+
+void api_offload(struct api_req *req, api_offload_fn work, void (*free_arg)(void *arg), void *arg)
+{
+	api_offload_then(req, work, free_arg, arg, NULL);
 }

@@ -17,6 +17,7 @@ struct worker_job {
 	worker_free_fn free_arg;
 	void *arg;
 	bool cancelled; /* loop thread only */
+	bool bounded;   /* counted in in_hand (not worker_free_later()'s) */
 	struct worker_job *next;
 };
 
@@ -32,7 +33,7 @@ struct worker {
 	pthread_cond_t cv;
 	struct job_queue queued, finished;
 	bool stop;
-	size_t in_hand, max_queued; /* loop thread only: submitted, not yet delivered */
+	size_t in_hand, max_queued; /* loop thread only: bounded jobs not yet delivered */
 	int efd;                    /* written by the worker once a job is finished */
 	struct event *ev;           /* reads efd on the loop */
 };
@@ -73,7 +74,8 @@ static bool unlink_job(struct job_queue *q, struct worker_job *j)
 
 static void job_free(struct worker_job *j)
 {
-	j->w->in_hand--;
+	if (j->bounded)
+		j->w->in_hand--;
 	if (j->free_arg)
 		j->free_arg(j->arg);
 	free(j);
@@ -170,10 +172,13 @@ static struct worker_job *submit(struct worker *w, bool bounded, worker_work_fn 
 	struct worker_job *j = calloc(1, sizeof(*j));
 	if (!j)
 		return NULL;
-	*j = (struct worker_job){
-		.w = w, .work = work, .done = done, .free_arg = free_arg, .arg = arg
-	};
-	w->in_hand++;
+	*j = (struct worker_job){ .w = w,
+		                  .work = work,
+		                  .done = done,
+		                  .free_arg = free_arg,
+		                  .arg = arg,
+		                  .bounded = bounded };
+	w->in_hand += bounded;
 	pthread_mutex_lock(&w->mu);
 	push(&w->queued, j);
 	pthread_cond_signal(&w->cv);

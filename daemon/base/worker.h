@@ -53,12 +53,12 @@ void worker_cancel(struct worker_job *j);
  * Frees p (malloc'd on the worker's thread) on that thread, after the jobs
  * before it. glibc gathers an arena's small free blocks when a large block
  * is freed into it: a pipeline's 7 MB reply, freed on the loop into the
- * arena of the worker that wrote it, held the loop 50-100 ms. Never refused
- * for max_queued; freed at once when there is no memory. Loop thread.
+ * arena of the worker that wrote it, held the loop 50-100 ms. Not counted
+ * against max_queued; freed at once when there is no memory. Loop thread.
  */
 void worker_free_later(struct worker *w, void *p);
 
-/** Jobs waiting or running now (worker_free_later()'s too). Loop thread. */
+/** Jobs waiting or running now, worker_free_later()'s apart. Loop thread. */
 size_t worker_queued(const struct worker *w);
 
 /**

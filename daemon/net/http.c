@@ -1315,9 +1315,11 @@ void http_abort_suspended(struct http_server *h, bool replicating_too)
 			r = r->next;
 			continue;
 		}
-		/* Those still parsing are let finish during the drain, as their handlers would be.
+		/*
+		 * Those still parsing, or whose work is off the loop, are let finish
+		 * during the drain, as their handlers would be.
 		 */
-		if (r->state == REQ_PARSING && !replicating_too) {
+		if ((r->state == REQ_PARSING || r->api.offloaded) && !replicating_too) {
 			r = r->next;
 			continue;
 		}

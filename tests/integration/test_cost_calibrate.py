@@ -4,6 +4,11 @@ refusals that name the field and store nothing.
 
 The "measured" runs here come from the daemon's own what-if with hidden terms set, so the fit
 must find those terms again; tests/fidelity/calibration.py does the same against SimGrid."""
+import threading
+import time
+
+import requests
+
 from conftest import error_of
 
 HIDDEN = {"alpha_us": 7.0, "launch_us": 12.0, "overhead_us": 1.5, "link_efficiency": 0.85,
@@ -500,3 +505,47 @@ def test_collected_runs_of_different_host_links_are_not_fitted_as_one(daemon):
         r = d.post("/v1/cost/calibrate", dict(body, name=f"n{len(str(body))}", fit=["alpha_us"]))
         assert r.status_code == 201, r.text
         assert r.json()["provenance"]["facts"]["ports_per_device"] == 1
+
+
+def test_a_long_fit_holds_neither_the_loop_nor_the_other_writes(daemon):
+    """A fit over 4,000 runs takes a fifth of a second to most of one: it is made on the
+    compute worker before its write (api_compute_first), so a health probe and another
+    write sent meanwhile are answered first. Its write then takes its turn, audited; a
+    fit refused on the worker is a refused write in the audit trail, and stores nothing."""
+    d = daemon
+    runs = [{"collective": "allreduce", "algorithm": "ring", "servers": (4, 8, 16, 32)[k % 4],
+             "devices": 8, "bytes": 8 << (k % 24),
+             "measured_us": 42 + (8 << (k % 24)) / 20000 * (1 + (k * 7 % 11 - 5) / 50)}
+            for k in range(4000)]
+    done = {}
+
+    def long_one():
+        r = requests.post(d.url("/v1/cost/calibrate"), json={"name": "big", "runs": runs},
+                          stream=True, timeout=120)
+        done["head"] = time.monotonic()
+        done["status"] = r.status_code
+
+    t = threading.Thread(target=long_one)
+    t.start()
+    time.sleep(0.05)  # its request on its way first
+    assert requests.get(d.url("/v1/health"), timeout=60).status_code == 200
+    health = time.monotonic()
+    assert d.post("/v1/ocs", {"name": "o9", "ports": 8}).status_code == 201
+    write = time.monotonic()
+    t.join()
+    assert done["status"] == 201
+    assert health < done["head"], "the health probe waited for the fit"
+    assert write < done["head"], "the other write waited for the fit"
+    assert [s["name"] for s in d.get("/v1/cost/params").json()["sets"]] == ["big"]
+    rows = d.get("/v1/audit").json()["audit"]
+    mine = [(e["path"], e["status"]) for e in rows if e["method"] == "POST"]
+    assert ("/v1/cost/calibrate", 201) in mine and ("/v1/ocs", 201) in mine
+    # Refused by the fit itself (on the worker): audited as refused, nothing stored.
+    run = {"collective": "alltoall", "algorithm": "direct", "servers": 4, "devices": 8,
+           "bytes": 1 << 20, "measured_us": 500.0}
+    r = d.post("/v1/cost/calibrate", {"name": "a2a", "runs": [run],
+                                      "params": {"sync": "pairwise"}})
+    assert r.status_code == 422 and error_of(r)["field"] == "params.sync", r.text
+    assert [s["name"] for s in d.get("/v1/cost/params").json()["sets"]] == ["big"]
+    last = d.get("/v1/audit").json()["audit"][-1]
+    assert (last["path"], last["status"]) == ("/v1/cost/calibrate", 422)

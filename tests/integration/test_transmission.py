@@ -9,7 +9,7 @@ import time
 import pytest
 import requests
 
-from conftest import OFCD_BIN, READER, error_of
+from conftest import OFCD_BIN, READER, error_of, wait_for
 
 MIB16 = 16 * 1024 * 1024
 METHODS = ["intra-server", "send-broadcast", "p2p-relay", "allgather-send-scatter", "switch-relay"]
@@ -481,6 +481,36 @@ def test_a_long_pipeline_holds_no_other_client(daemon):
     assert (done["status"], done["pairs"]) == (200, 4095)
     assert answered < done["head"], "the health probe waited for the pipeline"
     assert "ofcd_http_offloaded_total 1" in daemon.get("/metrics").text.splitlines()
+
+
+def test_sigterm_lets_long_replies_finish(daemon):
+    """Pipelines whose replies are being made off the loop when SIGTERM comes are in flight
+    like any other request: the drain lets them finish, whole."""
+    make_fabric(daemon, servers=8)
+    body = json.dumps({"stages": [f"srv{i % 8}" for i in range(4096)], "bytes": 1024,
+                       "aggregation": "none"})
+    got = []
+
+    def long_one():
+        r = requests.post(daemon.url("/v1/fabrics/job/pipeline"), data=body,
+                          headers={"Content-Type": "application/json"}, timeout=120)
+        got.append((r.status_code, len(r.json().get("pairs", []))))
+
+    threads = [threading.Thread(target=long_one) for _ in range(4)]
+    for t in threads:
+        t.start()
+
+    def offloaded():
+        for line in daemon.get("/metrics").text.splitlines():
+            if line.startswith("ofcd_http_offloaded_total "):
+                return float(line.split()[1]) >= 4
+        return False
+    assert wait_for(offloaded, timeout=30)
+    daemon.send_signal(signal.SIGTERM)
+    for t in threads:
+        t.join()
+    assert got == [(200, 4095)] * 4
+    assert daemon.proc.wait(timeout=30) == 0
 
 
 def test_two_groups_needs_even_devices(daemon):

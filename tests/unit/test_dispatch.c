@@ -548,6 +548,53 @@ static void test_long_replies_are_made_off_the_loop(void **state)
 	f->env.compute = NULL;
 }
 
+static void test_a_write_computes_first_off_the_loop(void **state)
+{
+	struct fixture *f = *state;
+	const char *body = "{\"name\": \"%s\", \"runs\": [{\"collective\": \"allreduce\", "
+	                   "\"algorithm\": \"ring\", \"servers\": 4, \"devices\": 8, "
+	                   "\"bytes\": 1024, \"measured_us\": 30.0}]}";
+	char b[512];
+	long long audit = count(f, "SELECT count(*) FROM audit");
+
+	/* Without a worker the fit runs at once, in the write's own turn. */
+	snprintf(b, sizeof(b), body, "inline");
+	struct test_req *now = run(f, "POST", "/v1/cost/calibrate", b);
+	assert_int_equal(now->api.status, 201);
+	assert_false(now->api.suspended);
+
+	f->env.compute = worker_new(f->base, "test-compute", 2);
+	assert_non_null(f->env.compute);
+	snprintf(b, sizeof(b), body, "later");
+	struct test_req *r = run(f, "POST", "/v1/cost/calibrate", b);
+	assert_true(r->api.suspended);
+	assert_true(r->api.computing);
+	/* Its transaction is dropped while it computes: another write goes through. */
+	struct test_req *other = run(f, "POST", "/v1/ocs", "{\"name\": \"ox\", \"ports\": 8}");
+	assert_int_equal(other->api.status, 201);
+	until_resumed(f, r);
+	assert_int_equal(r->api.status, 201);
+	assert_false(r->api.computing);
+	assert_int_equal(count(f, "SELECT count(*) FROM cost_param_set"), 2);
+	/* Refused by the fit: audited, nothing stored. */
+	struct test_req *bad = run(f, "POST", "/v1/cost/calibrate",
+	                           "{\"name\": \"bad\", \"runs\": [{\"collective\": "
+	                           "\"alltoall\", \"algorithm\": \"direct\", \"servers\": 4, "
+	                           "\"devices\": 8, \"bytes\": 1024, \"measured_us\": 30.0}], "
+	                           "\"params\": {\"sync\": \"pairwise\"}}");
+	until_resumed(f, bad);
+	assert_int_equal(bad->api.status, 422);
+	assert_int_equal(count(f, "SELECT count(*) FROM cost_param_set"), 2);
+	assert_int_equal(count(f, "SELECT count(*) FROM audit"), audit + 4);
+	assert_int_equal(count(f, "SELECT status FROM audit ORDER BY id DESC LIMIT 1"), 422);
+	done(now);
+	done(r);
+	done(other);
+	done(bad);
+	worker_free(f->env.compute);
+	f->env.compute = NULL;
+}
+
 static void test_events_stream_through_the_transport(void **state)
 {
 	struct fixture *f = *state;
@@ -750,6 +797,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_wait_suspends_until_the_bus_says_so, setup,
 		                                teardown),
 		cmocka_unit_test_setup_teardown(test_long_replies_are_made_off_the_loop, setup,
+		                                teardown),
+		cmocka_unit_test_setup_teardown(test_a_write_computes_first_off_the_loop, setup,
 		                                teardown),
 		cmocka_unit_test_setup_teardown(test_events_stream_through_the_transport, setup,
 		                                teardown),

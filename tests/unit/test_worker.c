@@ -1,8 +1,7 @@
 /*
- * base/worker.h: the bound on jobs in hand, and a cancelled job's argument
- * freed exactly once: at once when it waits, once its work ends when it runs
- * (the order of delivery and the cancels of parsed bodies are
- * test_body_parse.c's).
+ * base/worker.h: the bound on jobs in hand (blocks to free apart), and a
+ * cancelled job's argument freed exactly once: at once when it waits, once its work ends when it
+ * runs (the order of delivery and the cancels of parsed bodies are test_body_parse.c's).
  */
 #include <semaphore.h>
 #include <setjmp.h>
@@ -69,8 +68,9 @@ static void test_bounded_and_cancelled(void **state)
 	struct worker_job *q = worker_submit(w, work, on_done, on_free, &waiting);
 	assert_non_null(r);
 	assert_non_null(q);
-	/* Two in hand: the third is the caller's still. */
+	/* Two in hand: the third is the caller's still; a block to free takes no slot. */
 	assert_null(worker_submit(w, work, on_done, on_free, &third));
+	worker_free_later(w, malloc(64));
 	assert_int_equal(worker_queued(w), 2);
 
 	sem_wait(&c.started);
