@@ -334,6 +334,11 @@ void api_prepared_drop(struct api_req *req)
 		ofcd_error_clear(req->prepare_refusal);
 	free(req->prepare_refusal);
 	req->prepare_refusal = NULL;
+}
+
+void api_req_release(struct api_req *req)
+{
+	api_prepared_drop(req);
 	if (req->computed && req->computed_free)
 		req->computed_free(req->computed);
 	req->computed = NULL;

@@ -231,7 +231,7 @@ struct api_req {
 	void *prepared;
 	/** Its refusal when the transport read it (owned), for api_prepared() to reply. */
 	struct ofcd_error *prepare_refusal;
-	/** What api_compute_first() computed (owned, api_prepared_drop()), or NULL. */
+	/** What api_compute_first() computed (owned, api_req_release()), or NULL. */
 	void *computed;
 	void (*computed_free)(void *computed); /**< frees computed; NULL: nothing to free */
 	/**
@@ -356,15 +356,23 @@ typedef void (*api_offload_fn)(void *arg, struct api_req *out);
  */
 void api_offload(struct api_req *req, api_offload_fn work, void (*free_arg)(void *arg), void *arg);
 
+/** How api_offload_then()'s work ended, for its then. */
+enum api_offload_end {
+	API_OFFLOAD_DONE,    /**< done without a reply: req->computed holds arg (and frees it) */
+	API_OFFLOAD_REFUSED, /**< the work replied, or could not be handed over: req has it */
+	API_OFFLOAD_GONE,    /**< req's client went away first: nobody hears */
+	API_OFFLOAD_STOPPED, /**< the daemon ends req first (a drain): its reply is set */
+};
+
 /**
- * Called on the loop once api_offload_then()'s work is done, instead of
- * sending the work's reply: refused, the work replied and req has its reply
- * (not sent yet); else req->computed holds arg (and will free it). Also
- * called before api_offload_then() returns when the work ran at once (no
- * worker) or could not be handed over (req then has the refusal), so req
- * is suspended only when the work ran off the loop.
+ * Called on the loop once api_offload_then()'s work is over, instead of
+ * sending the work's reply. DONE and REFUSED come before api_offload_then()
+ * returns when the work ran at once (no worker) or could not be handed over,
+ * so req is suspended only when the work ran off the loop; GONE and STOPPED
+ * come from the request's abort, which then ends it (the callee must not
+ * resume it).
  */
-typedef void (*api_offload_then_fn)(struct api_req *req, bool refused);
+typedef void (*api_offload_then_fn)(struct api_req *req, enum api_offload_end end);
 
 /** api_offload() with what follows the work left to then (the dispatch's writes). */
 void api_offload_then(struct api_req *req, api_offload_fn work, void (*free_arg)(void *arg),
@@ -550,11 +558,15 @@ int api_body_check(const json_t *body, struct ofcd_error *e);
  */
 void *api_prepared(struct api_req *req);
 
-/**
- * Frees req->prepared and its refusal, and what api_compute_first() computed
- * (the transport calls it with the body's).
- */
+/** Frees req->prepared and its refusal. */
 void api_prepared_drop(struct api_req *req);
+
+/**
+ * Frees what req holds besides its body and reply: what its route prepared,
+ * and what api_compute_first() was given or computed. The transport calls it
+ * when the request is done.
+ */
+void api_req_release(struct api_req *req);
 
 /**
  * The body of a PUT to /v1/KIND/{name} as an object whose "name" is the

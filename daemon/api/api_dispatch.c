@@ -944,11 +944,17 @@ static void next_write(struct api_env *env)
  * write is dispatched again, and its handler's second run writes.
  */
 
-static void on_computed(struct api_req *req, bool refused)
+static void on_computed(struct api_req *req, enum api_offload_end end)
 {
 	bool held = req->suspended; /* its work ran off the loop */
 	req->computing = false;
-	if (refused) {
+	if (end == API_OFFLOAD_GONE || end == API_OFFLOAD_STOPPED) {
+		/* Refused like a write that waits its turn, but in the audit trail. */
+		store_audit(req->env->store, token_name(req), req->client, req->method, req->path,
+		            end == API_OFFLOAD_GONE ? AUDIT_CLIENT_GONE : req->status);
+		return;
+	}
+	if (end == API_OFFLOAD_REFUSED) {
 		api_audit_refusal(req);
 		if (held)
 			api_resume(req);

@@ -95,7 +95,7 @@ static void deliver(struct offload *o, struct worker *w)
 		o->free_arg = NULL;
 	}
 	if (o->then)
-		o->then(req, refused);
+		o->then(req, refused ? API_OFFLOAD_REFUSED : API_OFFLOAD_DONE);
 	else
 		api_resume(req);
 }
@@ -123,9 +123,15 @@ static void offload_free(void *p)
 static void on_offload_abort(struct api_req *req, bool conn_closed)
 {
 	struct offload *o = req->wait_arg;
-	/* Its work may be running: the worker frees it when done, and nobody hears. */
+	api_offload_then_fn then = o->then;
+	req->offloaded = false;
+	/*
+	 * Its work may be running: the worker frees it when done, and nobody
+	 * hears. The reply set in api_offload_then() says why, if anyone hears.
+	 */
 	worker_cancel(o->job);
-	(void)conn_closed; /* the reply set in api_offload_then() says why, if anyone hears */
+	if (then)
+		then(req, conn_closed ? API_OFFLOAD_GONE : API_OFFLOAD_STOPPED);
 }
 
 void api_offload_then(struct api_req *req, api_offload_fn work, void (*free_arg)(void *arg),
@@ -138,7 +144,7 @@ void api_offload_then(struct api_req *req, api_offload_fn work, void (*free_arg)
 			free_arg(arg);
 		api_error(req, OFCD_E_INTERNAL, NULL, "out of memory");
 		if (then)
-			then(req, true);
+			then(req, API_OFFLOAD_REFUSED);
 		return;
 	}
 	*o = (struct offload){
@@ -160,7 +166,7 @@ void api_offload_then(struct api_req *req, api_offload_fn work, void (*free_arg)
 		          "calibrations): try again shortly",
 		          n);
 		if (then)
-			then(req, true);
+			then(req, API_OFFLOAD_REFUSED);
 		return;
 	}
 	metrics_counter_add("ofcd_http_offloaded_total", OFFLOADED_HELP, NULL, 1);

@@ -940,7 +940,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	}
 	if (r->stream) /* never handed to MHD */
 		stream_free(r->stream);
-	api_prepared_drop(&r->api);
+	api_req_release(&r->api);
 	json_decref(r->api.body);
 	json_decref(r->api.reply);
 	api_reply_text_drop(&r->api);
@@ -1316,10 +1316,13 @@ void http_abort_suspended(struct http_server *h, bool replicating_too)
 			continue;
 		}
 		/*
-		 * Those still parsing, or whose work is off the loop, are let finish
-		 * during the drain, as their handlers would be.
+		 * Those still parsing, or whose reply is being made off the loop, are
+		 * let finish during the drain, as their handlers would be; a write
+		 * whose work is off the loop has written nothing, and is refused as
+		 * one waiting its turn is.
 		 */
-		if ((r->state == REQ_PARSING || r->api.offloaded) && !replicating_too) {
+		if ((r->state == REQ_PARSING || (r->api.offloaded && !r->api.computing)) &&
+		    !replicating_too) {
 			r = r->next;
 			continue;
 		}

@@ -436,7 +436,7 @@ static void run_one(char *text, size_t len)
 		check_reply(a);
 	}
 out:
-	api_prepared_drop(&r->api);
+	api_req_release(&r->api);
 	json_decref(r->api.body);
 	json_decref(r->api.reply);
 	api_reply_text_drop(&r->api);

@@ -256,7 +256,7 @@ static json_t *reply_of(const struct test_req *r)
 
 static void done(struct test_req *r)
 {
-	api_prepared_drop(&r->api);
+	api_req_release(&r->api);
 	json_decref(r->api.body);
 	json_decref(r->api.reply);
 	api_reply_text_drop(&r->api);
@@ -587,10 +587,27 @@ static void test_a_write_computes_first_off_the_loop(void **state)
 	assert_int_equal(count(f, "SELECT count(*) FROM cost_param_set"), 2);
 	assert_int_equal(count(f, "SELECT count(*) FROM audit"), audit + 4);
 	assert_int_equal(count(f, "SELECT status FROM audit ORDER BY id DESC LIMIT 1"), 422);
+	/* Ended while it computes: its client gone (499), or a drain (503): audited, not made. */
+	snprintf(b, sizeof(b), body, "gone");
+	struct test_req *gone = run(f, "POST", "/v1/cost/calibrate", b);
+	snprintf(b, sizeof(b), body, "stopped");
+	struct test_req *stopped = run(f, "POST", "/v1/cost/calibrate", b);
+	assert_true(gone->api.suspended && stopped->api.suspended);
+	gone->api.on_abort(&gone->api, true);
+	assert_int_equal(count(f, "SELECT status FROM audit ORDER BY id DESC LIMIT 1"), 499);
+	stopped->api.on_abort(&stopped->api, false);
+	assert_int_equal(stopped->api.status, 503);
+	assert_int_equal(count(f, "SELECT status FROM audit ORDER BY id DESC LIMIT 1"), 503);
+	for (int i = 0; i < 50; i++)
+		event_base_loop(f->base, EVLOOP_NONBLOCK);
+	assert_int_equal(gone->resumed + stopped->resumed, 0);
+	assert_int_equal(count(f, "SELECT count(*) FROM cost_param_set"), 2);
 	done(now);
 	done(r);
 	done(other);
 	done(bad);
+	done(gone);
+	done(stopped);
 	worker_free(f->env.compute);
 	f->env.compute = NULL;
 }
