@@ -374,6 +374,14 @@ enum api_offload_end {
  */
 typedef void (*api_offload_then_fn)(struct api_req *req, enum api_offload_end end);
 
+/**
+ * Whether the compute worker is full: then req gets 503 overloaded and true
+ * is returned. A handler that will hand work over asks first, before it
+ * reads what it would copy (a client that tries again must not cost the
+ * loop those reads each time). Loop thread.
+ */
+bool api_offload_full(struct api_req *req);
+
 /** api_offload() with what follows the work left to then (the dispatch's writes). */
 void api_offload_then(struct api_req *req, api_offload_fn work, void (*free_arg)(void *arg),
                       void *arg, api_offload_then_fn then);

@@ -789,6 +789,8 @@ void api_fabric_schedule(struct api_req *req)
 	struct store *s = req->env->store;
 	struct schedule_job *j = NULL;
 
+	if (api_offload_full(req))
+		return;
 	int64_t id = topo_fabric_id(s, req->params[0]);
 	if (!id) {
 		api_error(req, OFCD_E_NOT_FOUND, "name", "no fabric %s", req->params[0]);

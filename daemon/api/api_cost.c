@@ -629,7 +629,7 @@ void api_cost_calibrate(struct api_req *req)
 	bool activate = false, window_given;
 	uint32_t n = 0, given = 0, ports, collected_ports;
 
-	if (!body || api_check_members(req, body, NULL, members) < 0 ||
+	if (api_offload_full(req) || !body || api_check_members(req, body, NULL, members) < 0 ||
 	    api_get_name(req, body, NULL, "name", true, &name) < 0 ||
 	    api_get_bool(req, body, NULL, "activate", false, &activate) < 0 ||
 	    nccl_header(req, body) < 0)

@@ -134,6 +134,25 @@ static void on_offload_abort(struct api_req *req, bool conn_closed)
 		then(req, conn_closed ? API_OFFLOAD_GONE : API_OFFLOAD_STOPPED);
 }
 
+/* 503 overloaded: the worker has as many requests in hand as it takes. */
+static void refuse(struct api_req *req)
+{
+	metrics_counter_add("ofcd_http_offload_refused_total", REFUSED_HELP, NULL, 1);
+	api_error(req, OFCD_E_OVERLOADED, NULL,
+	          "the daemon has %zu long requests in hand (plans, pipelines, schedules, "
+	          "calibrations): try again shortly",
+	          worker_queued(req->env->compute));
+}
+
+bool api_offload_full(struct api_req *req)
+{
+	struct worker *w = req->env->compute;
+	if (!w || worker_queued(w) < API_OFFLOAD_MAX_IN_HAND)
+		return false;
+	refuse(req);
+	return true;
+}
+
 void api_offload_then(struct api_req *req, api_offload_fn work, void (*free_arg)(void *arg),
                       void *arg, api_offload_then_fn then)
 {
@@ -158,13 +177,8 @@ void api_offload_then(struct api_req *req, api_offload_fn work, void (*free_arg)
 	}
 	o->job = worker_submit(w, offload_work, offload_done, offload_free, o);
 	if (!o->job) {
-		size_t n = worker_queued(w);
 		offload_free(o);
-		metrics_counter_add("ofcd_http_offload_refused_total", REFUSED_HELP, NULL, 1);
-		api_error(req, OFCD_E_OVERLOADED, NULL,
-		          "the daemon has %zu long requests in hand (plans, pipelines, schedules, "
-		          "calibrations): try again shortly",
-		          n);
+		refuse(req);
 		if (then)
 			then(req, API_OFFLOAD_REFUSED);
 		return;

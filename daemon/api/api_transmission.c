@@ -470,7 +470,7 @@ void api_pipeline(struct api_req *req)
 	size_t i;
 	json_t *v;
 
-	if (!body || api_check_members(req, body, NULL, members) < 0)
+	if (api_offload_full(req) || !body || api_check_members(req, body, NULL, members) < 0)
 		return;
 	json_t *stages = json_object_get(body, "stages");
 	size_t n = json_array_size(stages);
