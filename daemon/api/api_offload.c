@@ -81,9 +81,10 @@ static bool replied(const struct api_req *out)
 
 /*
  * The work is done: with then, req keeps arg when work did not reply (then
- * decides what follows); else req takes the work's reply and is sent.
+ * decides what follows); else req takes the work's reply, and is sent when
+ * it was held for it (not when the work ran at once, inside its handler).
  */
-static void deliver(struct offload *o, struct worker *w)
+static void deliver(struct offload *o, struct worker *w, bool held)
 {
 	struct api_req *req = o->req;
 	bool refused = replied(&o->out);
@@ -96,7 +97,7 @@ static void deliver(struct offload *o, struct worker *w)
 	}
 	if (o->then)
 		o->then(req, refused ? API_OFFLOAD_REFUSED : API_OFFLOAD_DONE);
-	else
+	else if (held)
 		api_resume(req);
 }
 
@@ -107,7 +108,7 @@ static void offload_done(void *p)
 	req->on_abort = NULL;
 	req->wait_arg = NULL;
 	req->offloaded = false;
-	deliver(o, req->env->compute);
+	deliver(o, req->env->compute, true);
 }
 
 static void offload_free(void *p)
@@ -171,7 +172,7 @@ void api_offload_then(struct api_req *req, api_offload_fn work, void (*free_arg)
 	};
 	if (!w) {
 		o->work(o->arg, &o->out);
-		deliver(o, NULL);
+		deliver(o, NULL, false);
 		offload_free(o);
 		return;
 	}

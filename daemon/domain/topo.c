@@ -1142,26 +1142,26 @@ int topo_fabric_circuits(struct store *s, int64_t fabric_id, struct topo_circuit
 		size_t k = 0;
 		while (k < nseen && seen[k].ocs_id != pairs[i].ocs_id)
 			k++;
-		if (k < nseen) {
-			memcpy(pairs[i].ocs, seen[k].ocs, sizeof(pairs[i].ocs));
-			continue;
+		if (k == nseen) {
+			struct topo_circuit *more =
+			    st ? realloc(seen, (k + 1) * sizeof(*seen)) : NULL;
+			if (!more) {
+				rc = st ? -ENOMEM : -EIO;
+				break;
+			}
+			seen = more;
+			seen[k].ocs_id = pairs[i].ocs_id;
+			seen[k].ocs[0] = '\0';
+			sqlite3_bind_int64(st, 1, pairs[i].ocs_id);
+			if (sqlite3_step(st) == SQLITE_ROW)
+				snprintf(seen[k].ocs, sizeof(seen[k].ocs), "%s",
+				         (const char *)sqlite3_column_text(st, 0));
+			else
+				rc = -EIO;
+			sqlite3_reset(st);
+			nseen++;
 		}
-		struct topo_circuit *more = realloc(seen, (nseen + 1) * sizeof(*seen));
-		if (!st || !more) {
-			free(more ? more : seen);
-			seen = NULL;
-			rc = st ? -ENOMEM : -EIO;
-			break;
-		}
-		seen = more;
-		sqlite3_bind_int64(st, 1, pairs[i].ocs_id);
-		if (sqlite3_step(st) == SQLITE_ROW)
-			snprintf(pairs[i].ocs, sizeof(pairs[i].ocs), "%s",
-			         (const char *)sqlite3_column_text(st, 0));
-		else
-			rc = -EIO;
-		sqlite3_reset(st);
-		seen[nseen++] = pairs[i];
+		memcpy(pairs[i].ocs, seen[k].ocs, sizeof(pairs[i].ocs));
 	}
 	free(seen);
 	return rc;
