@@ -236,6 +236,7 @@ static void call_done(struct evhttp_request *req, void *arg)
 		if (rc == 0 && evhttp_request_get_response_code(req) != 200)
 			rc = -EPROTO;
 	}
+	res.resent = k->tries > 1;
 	k->done(rc, &res, k->arg);
 	etcd_result_free(&res);
 	call_free(k);

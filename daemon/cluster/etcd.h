@@ -6,9 +6,10 @@
  * not answer (connection refused or reset, timeout, 5xx), trying each at most
  * once per call; it stays on the endpoint that answered.
  *
- * A call that failed over may have reached etcd before its answer was lost;
- * callers make their writes safe to repeat (a guarded txn that put the same
- * key and value again is harmless). Loop thread only.
+ * A call that failed over may have reached etcd before its answer was lost
+ * (its result says resent); callers make their writes safe to repeat (a
+ * guarded txn that put the same key and value again is harmless) and read a
+ * failed compare of a resent call as "maybe mine". Loop thread only.
  */
 #ifndef OFCD_ETCD_H
 #define OFCD_ETCD_H

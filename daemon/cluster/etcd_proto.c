@@ -153,6 +153,12 @@ static json_t *compare_create(const char *key, int64_t rev)
 	                 "CREATE", "result", "EQUAL", "create_revision", int64_str(rev));
 }
 
+static json_t *compare_mod(const char *key, int64_t rev)
+{
+	return json_pack("{s:o, s:s, s:s, s:o}", "key", b64_json(key, strlen(key)), "target", "MOD",
+	                 "result", "EQUAL", "mod_revision", int64_str(rev));
+}
+
 static json_t *put_obj(const char *key, const void *value, size_t len, int64_t lease)
 {
 	json_t *o = json_pack("{s:o, s:o}", "key", b64_json(key, strlen(key)), "value",
@@ -178,13 +184,14 @@ char *etcd_req_create(const char *key, const void *value, size_t len, int64_t le
 }
 
 char *etcd_req_append(const char *guard_key, int64_t guard_rev, const char *key, const void *value,
-                      size_t len, const char *floor_key)
+                      size_t len, const char *floor_key, int64_t floor_rev)
 {
-	return dump(json_pack("{s:[o,o], s:[{s:o}], s:[{s:o},{s:o},{s:o}]}", "compare",
+	return dump(json_pack("{s:[o,o,o], s:[{s:o}], s:[{s:o},{s:o},{s:o}]}", "compare",
 	                      compare_create(guard_key, guard_rev), compare_create(key, 0),
-	                      "success", "request_put", put_obj(key, value, len, 0), "failure",
-	                      "request_range", range_obj(guard_key, false), "request_range",
-	                      range_obj(key, false), "request_range", range_obj(floor_key, false)));
+	                      compare_mod(floor_key, floor_rev), "success", "request_put",
+	                      put_obj(key, value, len, 0), "failure", "request_range",
+	                      range_obj(guard_key, false), "request_range", range_obj(key, false),
+	                      "request_range", range_obj(floor_key, false)));
 }
 
 /* Sets o[name] = v (an int64 as etcd's JSON writes it) when v > 0; false when out of memory. */

@@ -48,14 +48,17 @@ char *etcd_req_create(const char *key, const void *value, size_t len, int64_t le
 
 /**
  * POST /v3/kv/txn that creates key = value only while guard_key still has the
- * create_revision guard_rev and key does not exist yet; otherwise it reads
- * back guard_key, key and floor_key, in that order. Appending to the
- * replication log: sent again after a lost answer, it cannot append twice,
- * and the read-back says whether the first try got through (or, through the
- * floor, that a trim may have removed it since).
+ * create_revision guard_rev, key does not exist yet and floor_key was last
+ * changed at floor_rev (0: never written); otherwise it reads back guard_key,
+ * key and floor_key, in that order. Appending to the replication log: sent
+ * again after a lost answer, it cannot append twice, and the read-back says
+ * whether the first try got through (or, through the floor, that a trim may
+ * have removed it since). A try that reaches etcd only after a trim (held by
+ * a member that hung) cannot put back an entry the trim removed: the trim
+ * moved the floor.
  */
 char *etcd_req_append(const char *guard_key, int64_t guard_rev, const char *key, const void *value,
-                      size_t len, const char *floor_key);
+                      size_t len, const char *floor_key, int64_t floor_rev);
 
 /**
  * POST /v3/kv/txn that reads, at one revision, floor_key and the keys under
@@ -121,6 +124,11 @@ struct etcd_result {
 	int64_t compact_revision; /**< watch: cancelled because history before it is gone */
 	bool more;                /**< range (in a txn too): keys past its limit are left */
 	char error[160];          /**< the gateway's error message when parsing returned -EIO */
+	/**
+	 * etcd.h: the call was sent to more than one endpoint, so a try before the
+	 * one that answered may have reached etcd and done its work.
+	 */
+	bool resent;
 };
 
 /**

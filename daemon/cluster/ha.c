@@ -79,6 +79,7 @@ struct append {
 	bool more;       /* a part of a change whose later parts follow it (done is on the last) */
 	bool sent;       /* sent at least once: a retry sends the very same entry */
 	bool unanswered; /* a try got no answer: it may be in the log */
+	int64_t floor_rev;          /* the log floor's mod revision its latest try required */
 	struct timespec first_sent; /* CLOCK_MONOTONIC */
 	ha_append_done done;
 	void *done_arg;
@@ -124,6 +125,7 @@ struct ha {
 	size_t trimming;         /* entries the trim txn in flight removes; 0: none */
 	int64_t trim_generation; /* the leadership that sent it */
 	char floor_key[160];     /* PREFIX/log_floor */
+	int64_t floor_rev;       /* its mod revision as last seen (0: none): appends require it */
 	unsigned log_keep;
 	char token[256];
 
@@ -440,6 +442,9 @@ static void on_append(int rc, const struct etcd_result *res, void *arg)
 {
 	struct ha *h = arg;
 	struct append *a = h->pending;
+	/* The client sent it on to another member: an earlier try may be in. */
+	if (res && res->resent)
+		a->unanswered = true;
 	if (rc == -EIO) {
 		/*
 		 * etcd refused the txn (too large, out of space...): it was not
@@ -474,32 +479,53 @@ static void on_append(int rc, const struct etcd_result *res, void *arg)
 		append_over(h, 0, res->revision);
 		return;
 	}
+	const struct etcd_kv *guard = NULL, *entry = NULL, *floor = NULL;
 	for (size_t i = 0; i < res->nkvs; i++) {
 		const struct etcd_kv *kv = &res->kvs[i];
-		if (strcmp(kv->key, a->key) == 0 && a->unanswered) {
-			append_over(h, 0, kv->mod_revision); /* an earlier try got in */
-			return;
-		}
-		if (strcmp(kv->key, a->key) == 0) {
-			/*
-			 * Never sent before, yet there: an entry of an earlier
-			 * leadership under the same generation. This one is not in.
-			 */
-			log_error("cluster",
-			          "appending %s: the log holds another entry under its key",
-			          a->key);
+		if (strcmp(kv->key, h->leader_key) == 0)
+			guard = kv;
+		else if (strcmp(kv->key, a->key) == 0)
+			entry = kv;
+		else if (strcmp(kv->key, h->floor_key) == 0)
+			floor = kv;
+	}
+	if (entry && a->unanswered) {
+		append_over(h, 0, entry->mod_revision); /* an earlier try got in */
+		return;
+	}
+	if (entry) {
+		/*
+		 * Never sent before, yet there: an entry of an earlier leadership
+		 * under the same generation. This one is not in.
+		 */
+		log_error("cluster", "appending %s: the log holds another entry under its key",
+		          a->key);
+		append_over(h, -ESTALE, 0);
+		ha_hand_over(h, "its log keys are taken");
+		return;
+	}
+	const char *trimmed = floor ? strchr((const char *)floor->value, ' ') : NULL;
+	if (trimmed && strcmp(trimmed + 1, a->key) >= 0) {
+		/* A later leader trimmed the log past it: in or not, nobody can say. */
+		append_over(h, -ETIMEDOUT, 0);
+		return;
+	}
+	int64_t floor_rev = floor ? floor->mod_revision : 0;
+	if (guard && guard->create_revision == a->generation && floor_rev != a->floor_rev) {
+		/*
+		 * Only the floor moved since this try was sent (a trim, or a
+		 * leadership's first append): the entry is not in. A try lands only
+		 * while the floor has the revision it requires, and the floor moves
+		 * only forward, so no earlier try (each required this floor or an
+		 * older one) can get in later either. Under the floor as it is now
+		 * the entry can go in while this member leads.
+		 */
+		h->floor_rev = floor_rev;
+		if (h->state == MEMBER_LEADING && a->generation == h->generation)
+			send_append(h);
+		else
 			append_over(h, -ESTALE, 0);
-			ha_hand_over(h, "its log keys are taken");
-			return;
-		}
-		const char *trimmed = strcmp(kv->key, h->floor_key) == 0
-		                          ? strchr((const char *)kv->value, ' ')
-		                          : NULL;
-		if (trimmed && strcmp(trimmed + 1, a->key) >= 0) {
-			/* A later leader trimmed the log past it: in or not, nobody can say. */
-			append_over(h, -ETIMEDOUT, 0);
-			return;
-		}
+		return;
 	}
 	/* The leader key is no longer ours: the entry is not in, and never will be. */
 	log_warn("cluster", "%s no longer holds the leadership it appended under", h->name);
@@ -652,9 +678,10 @@ static void send_append(struct ha *h)
 		clock_gettime(CLOCK_MONOTONIC, &a->first_sent);
 	}
 	h->sending = true;
+	a->floor_rev = h->floor_rev;
 	if (etcd_call(h->etcd, "/v3/kv/txn",
 	              etcd_req_append(h->leader_key, a->generation, a->key, a->data, a->len,
-	                              h->floor_key),
+	                              h->floor_key, a->floor_rev),
 	              on_append, h) < 0) {
 		struct timeval tv = { 0, 100 * 1000 };
 		evtimer_add(h->retry_append, &tv);
@@ -968,6 +995,8 @@ static void on_trimmed(int rc, const struct etcd_result *res, void *arg)
 	if (h->trim_generation != h->generation)
 		return; /* an earlier leadership's: this one keeps its own count */
 	h->trimming = 0;
+	if (rc == 0 && res->succeeded)
+		h->floor_rev = res->revision; /* the floor's put is the txn's one revision */
 	if (rc == 0 && res->succeeded && h->state == MEMBER_LEADING && n <= h->nlogged)
 		forget_logged(h, n);
 }

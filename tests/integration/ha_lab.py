@@ -12,6 +12,7 @@ import socket
 import sqlite3
 import subprocess
 import tempfile
+import threading
 import time
 
 import requests
@@ -146,16 +147,122 @@ class Etcd:
         return self._any("/v3/kv/compaction", {"revision": str(revision), "physical": True})
 
 
+class HoldingProxy:
+    """A TCP proxy in front of one etcd member that holds one request back, as a slow network
+    or a member that hung would: its client gets no answer and tries the next member, and the
+    request reaches etcd only when the test releases it. Or that lets one through and loses
+    its answer, as a member that dies right after would. Requests pass whole (evhttp sends a
+    Content-Length); answers, watch streams too, pass as bytes."""
+
+    def __init__(self, upstream):
+        self.upstream = upstream
+        self.lsock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.lsock.getsockname()[1]}"
+        self.lock = threading.Lock()
+        self.match = None
+        self.lose = False
+        self.held = None  # (path, body) of the request held back, or whose answer was lost
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def hold(self, match):
+        """Holds back the next request for which match(path, body) is true."""
+        with self.lock:
+            self.match, self.held, self.lose = match, None, False
+
+    def lose_answer(self, match):
+        """Lets the next request for which match(path, body) is true reach etcd, then drops
+        its connection before the answer: its client cannot tell it got through."""
+        with self.lock:
+            self.match, self.held, self.lose = match, None, True
+
+    def release(self):
+        """Sends the held request to etcd now; its answer, parsed."""
+        path, body = self.held
+        return requests.post(self.upstream + path, data=body, timeout=10,
+                             headers={"Content-Type": "application/json"}).json()
+
+    def close(self):
+        self.lsock.close()
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.lsock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(c,), daemon=True).start()
+
+    def _serve(self, c):
+        host, port = self.upstream.rsplit("/", 1)[1].split(":")
+        try:
+            u = socket.create_connection((host, int(port)))
+        except OSError:
+            c.close()
+            return
+        threading.Thread(target=self._pipe, args=(u, c), daemon=True).start()
+        buf = b""
+        try:
+            while True:
+                while b"\r\n\r\n" not in buf:
+                    data = c.recv(65536)
+                    if not data:
+                        return
+                    buf += data
+                head, rest = buf.split(b"\r\n\r\n", 1)
+                lines = head.decode("latin-1").split("\r\n")
+                n = sum(int(v) for k, _, v in (line.partition(":") for line in lines[1:])
+                        if k.strip().lower() == "content-length")
+                while len(rest) < n:
+                    data = c.recv(65536)
+                    if not data:
+                        return
+                    rest += data
+                path, body, buf = lines[0].split(" ")[1], rest[:n], rest[n:]
+                with self.lock:
+                    held = self.match is not None and self.match(path, body)
+                    if held:
+                        self.match, self.held = None, (path, body)
+                if held and self.lose:
+                    requests.post(self.upstream + path, data=body, timeout=10,
+                                  headers={"Content-Type": "application/json"})
+                    return  # the connection drops: the answer never comes
+                if held:
+                    while c.recv(65536):
+                        pass  # nothing more goes through here: the client gives up
+                    return
+                u.sendall(head + b"\r\n\r\n" + body)
+        except OSError:
+            pass
+        finally:
+            c.close()
+            u.close()
+
+    @staticmethod
+    def _pipe(src, dst):
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                dst.shutdown(socket.SHUT_WR)
+
+
 class Member(Daemon):
     """One ofcd of the cluster."""
 
-    def __init__(self, tmp_path, name, etcd, ttl=1, prefix="/ofcd/test", extra=""):
+    def __init__(self, tmp_path, name, etcd, ttl=1, prefix="/ofcd/test", extra="",
+                 endpoints=None):
         tmp_path.mkdir(parents=True, exist_ok=True)
         self.name = name
         self.etcd = etcd
         self.cluster_text = ""
         super().__init__(tmp_path)
-        self.cluster_text = (f"[cluster]\netcd = {etcd.endpoints()}\nname = {name}\n"
+        self.cluster_text = (f"[cluster]\netcd = {endpoints or etcd.endpoints()}\nname = {name}\n"
                              f"advertise = http://127.0.0.1:{self.port}\nlease_ttl = {ttl}\n"
                              f"prefix = {prefix}\n") + extra
         self.write_config(extra=self.cluster_text)

@@ -4,6 +4,7 @@ One leader takes writes and drives the units; followers redirect writes and
 apply the replicated log; a killed leader is replaced with nothing
 acknowledged lost; without an etcd quorum writes are refused and reads go on.
 """
+import base64
 import concurrent.futures
 import contextlib
 import json
@@ -17,8 +18,8 @@ import pytest
 import requests
 
 from conftest import ADMIN, Daemon, error_of
-from ha_lab import (Etcd, make_members, put_on_leader, running_members, topology, wait_for,
-                    wait_leader, ETCD_BIN)
+from ha_lab import (Etcd, HoldingProxy, assert_same_tables, make_members, put_on_leader,
+                    running_members, topology, wait_for, wait_leader, ETCD_BIN)
 
 OFCCTL_BIN = os.environ.get("OFCCTL_BIN", os.path.join(os.path.dirname(__file__), "../../build/ofcctl"))
 
@@ -543,6 +544,72 @@ def test_member_behind_a_trimmed_log_copies_a_snapshot(tmp_path, etcd):
         wait_for(lambda: "g" in names(late))
         # The snapshot is for administrators: a daemon with tokens refuses readers.
         assert leader.get("/v1/cluster/snapshot").headers["Content-Type"] == "application/vnd.sqlite3"
+
+
+def is_append(path, body, log="/ofcd/test/log/"):
+    """A request of HoldingProxy's: an append to the replication log."""
+    put = (json.loads(body).get("success") or [{}])[0].get("request_put") \
+        if path == "/v3/kv/txn" else None
+    return bool(put) and base64.b64decode(put["key"]).decode().startswith(log)
+
+
+def test_append_whose_answer_was_lost_is_acknowledged(tmp_path, etcd):
+    """etcd's client sends a call on to the next member when the first gives no answer; the
+    first may have appended all the same (a member that died right after). The retry then
+    meets its own entry: the write is in the log, and its client hears so."""
+    proxy = HoldingProxy(etcd.client[0])
+    endpoints = ",".join([proxy.url] + etcd.client[1:])
+    with running_members(tmp_path, etcd, ttl=3, endpoints=endpoints) as members:
+        try:
+            leader = wait_leader(members)
+            assert leader.put("/v1/topology", topology(8)).status_code == 200
+            proxy.lose_answer(is_append)
+            r = leader.post("/v1/fabrics", {"name": "a", "servers": ["s0", "s1"]})
+            assert proxy.held
+            assert r.status_code == 201, r.text
+            assert leader.cluster()["role"] == "leader"
+            assert leader.post("/v1/fabrics", {"name": "b", "servers": ["s2", "s3"]}).ok
+            for m in members:
+                wait_for(lambda m=m: names(m) == ["a", "b"])
+            assert_same_tables(leader, members)
+        finally:
+            proxy.close()
+
+
+def test_late_append_after_a_trim_stays_out(tmp_path, etcd):
+    """An append's first try that reaches etcd only after its retry got in and a trim took
+    the entry out again (a slow network, an etcd member that hung with it) does not put the
+    entry back: every follower would apply the change twice, the leader once."""
+    proxy = HoldingProxy(etcd.client[0])
+    endpoints = ",".join([proxy.url] + etcd.client[1:])
+    log = "/ofcd/test/log/"
+    # lease_ttl = 3: a call waits 1 s for an answer before it goes to the next member.
+    with running_members(tmp_path, etcd, ttl=3, endpoints=endpoints,
+                         extra="log_keep = 2\n") as members:
+        try:
+            leader = wait_leader(members)
+            assert leader.put("/v1/topology", topology(24)).status_code == 200
+            proxy.hold(is_append)
+            r = leader.post("/v1/fabrics", {"name": "a", "servers": ["s0", "s1"]})
+            assert r.status_code == 201, r.text  # its append went on to the next member
+            held = json.loads(proxy.held[1])["success"][0]["request_put"]["key"]
+            key = base64.b64decode(held).decode()
+            assert key in etcd.keys(log)
+            for i in range(1, 7):
+                body = {"name": f"f{i}", "servers": [f"s{2 * i}", f"s{2 * i + 1}"]}
+                assert leader.post("/v1/fabrics", body).status_code == 201
+            # The leader keeps the last two entries: the trim took the held one out.
+            wait_for(lambda: key not in etcd.keys(log), timeout=15)
+            late = proxy.release()
+            assert not late.get("succeeded"), late
+            assert key not in etcd.keys(log)
+            assert leader.post("/v1/fabrics", {"name": "g", "servers": ["s20", "s21"]}).ok
+            assert_same_tables(leader, members)
+            for m in members:
+                assert not m.metric("ofcd_cluster_apply_conflicts_total"), m.name
+                assert "cannot apply" not in m.log(), m.name
+        finally:
+            proxy.close()
 
 
 def big_topology(servers):

@@ -51,6 +51,7 @@ static void on_reply(int rc, const struct etcd_result *res, void *arg)
 	r->res.succeeded = res->succeeded;
 	r->res.lease_id = res->lease_id;
 	r->res.ttl = res->ttl;
+	r->res.resent = res->resent;
 	r->nkvs = res->nkvs;
 	if (res->nkvs) {
 		r->kv_create_revision = res->kvs[0].create_revision;
@@ -124,10 +125,11 @@ static void test_election_txns(void **state)
 
 	struct reply put =
 	    call(k, "/v3/kv/txn",
-	         etcd_req_append("/t/leader", rev, "/t/log/1", "change", 6, "/t/log_floor"));
+	         etcd_req_append("/t/leader", rev, "/t/log/1", "change", 6, "/t/log_floor", 0));
 	assert_true(put.rc == 0 && put.res.succeeded);
-	put = call(k, "/v3/kv/txn",
-	           etcd_req_append("/t/leader", rev + 100, "/t/log/2", "stale", 5, "/t/log_floor"));
+	put = call(
+	    k, "/v3/kv/txn",
+	    etcd_req_append("/t/leader", rev + 100, "/t/log/2", "stale", 5, "/t/log_floor", 0));
 	assert_true(put.rc == 0 && !put.res.succeeded);
 	struct reply log = call(k, "/v3/kv/range", etcd_req_range("/t/log/", true, 0));
 	assert_int_equal(log.nkvs, 1);
@@ -158,6 +160,55 @@ struct seen {
 	int ended;
 	char last[64];
 };
+
+/*
+ * A try of an append that reaches etcd late (held by a member that hung),
+ * after its retry got in and a trim removed the entry again, must not put
+ * it back: the trim moved the floor the append requires.
+ */
+static void test_append_after_trim(void **state)
+{
+	struct cluster *k = *state;
+	if (!k)
+		skip();
+	struct reply won = call(k, "/v3/kv/txn", etcd_req_create("/late/leader", "a", 1, 0));
+	assert_true(won.rc == 0 && won.res.succeeded);
+	int64_t gen = won.res.revision;
+	char *late =
+	    etcd_req_append("/late/leader", gen, "/late/log/1", "one", 3, "/late/log_floor", 0);
+	assert_non_null(late);
+
+	struct reply r = call(k, "/v3/kv/txn", strdup(late));
+	assert_true(r.rc == 0 && r.res.succeeded);
+	int64_t one = r.res.revision;
+	r = call(
+	    k, "/v3/kv/txn",
+	    etcd_req_append("/late/leader", gen, "/late/log/2", "two", 3, "/late/log_floor", 0));
+	assert_true(r.rc == 0 && r.res.succeeded);
+	char floor[64];
+	snprintf(floor, sizeof(floor), "%lld /late/log/1", (long long)one);
+	struct reply trim = call(k, "/v3/kv/txn",
+	                         etcd_req_trim("/late/leader", gen, "/late/log/", "/late/log/1",
+	                                       "/late/log_floor", floor));
+	assert_true(trim.rc == 0 && trim.res.succeeded);
+
+	r = call(k, "/v3/kv/txn", late);
+	assert_int_equal(r.rc, 0);
+	assert_false(r.res.succeeded);
+	struct reply log = call(k, "/v3/kv/range", etcd_req_range("/late/log/", true, 0));
+	assert_int_equal(log.nkvs, 1);
+	assert_string_equal(log.kv_value, "two");
+
+	/* The next append under the floor as it stood: refused; as it stands: in. */
+	r = call(
+	    k, "/v3/kv/txn",
+	    etcd_req_append("/late/leader", gen, "/late/log/3", "three", 5, "/late/log_floor", 0));
+	assert_true(r.rc == 0 && !r.res.succeeded);
+	r = call(k, "/v3/kv/txn",
+	         etcd_req_append("/late/leader", gen, "/late/log/3", "three", 5, "/late/log_floor",
+	                         trim.res.revision));
+	assert_true(r.rc == 0 && r.res.succeeded);
+}
 
 static void on_event(int rc, const struct etcd_result *res, void *arg)
 {
@@ -206,10 +257,13 @@ static void test_failover(void **state)
 		if (strcmp(k->m.client[i], first) == 0)
 			used = i;
 	assert_true(used >= 0);
+	struct reply r = call(k, "/v3/kv/range", etcd_req_range("/f/a", false, 0));
+	assert_false(r.res.resent);
 	stop_member(&k->m, used);
-	struct reply r = call(k, "/v3/kv/txn", etcd_req_create("/f/a", "x", 1, 0));
+	r = call(k, "/v3/kv/txn", etcd_req_create("/f/a", "x", 1, 0));
 	assert_int_equal(r.rc, 0);
 	assert_true(r.res.succeeded);
+	assert_true(r.res.resent); /* the stopped member may have had it: the caller must know */
 	assert_string_not_equal(etcd_endpoint(k->c), first);
 
 	/* Two of three members gone: no quorum, so no endpoint answers a write in time. */
@@ -295,6 +349,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_no_callback_before_return),
 		cmocka_unit_test(test_election_txns),
+		cmocka_unit_test(test_append_after_trim),
 		cmocka_unit_test(test_watch),
 		cmocka_unit_test(test_failover),
 	};

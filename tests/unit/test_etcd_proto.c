@@ -91,11 +91,14 @@ static void test_requests(void **state)
 	check_member(r, "failure.0.request_range.key", "L29mY2QvbGVhZGVy");
 	free(r);
 
-	r = etcd_req_append("/ofcd/leader", 12, "/ofcd/log/1", "xy", 2, "/ofcd/log_floor");
+	r = etcd_req_append("/ofcd/leader", 12, "/ofcd/log/1", "xy", 2, "/ofcd/log_floor", 0);
 	check_member(r, "compare.0.create_revision", "12");
 	check_member(r, "compare.0.key", "L29mY2QvbGVhZGVy");
 	check_member(r, "compare.1.create_revision", "0");
 	check_member(r, "compare.1.key", "L29mY2QvbG9nLzE=");
+	check_member(r, "compare.2.key", "L29mY2QvbG9nX2Zsb29y");
+	check_member(r, "compare.2.target", "MOD");
+	check_member(r, "compare.2.mod_revision", "0");
 	check_member(r, "success.0.request_put.key", "L29mY2QvbG9nLzE=");
 	check_member(r, "success.0.request_put.value", "eHk=");
 	check_member(r, "success.0.request_put.lease", NULL);

@@ -71,7 +71,7 @@ static int64_t append(struct world *w, const void *value, size_t len)
 	snprintf(key, sizeof(key), "/r/log/%016d", ++w->seq);
 	struct reply r =
 	    call(w, "/v3/kv/txn",
-	         etcd_req_append("/r/leader", w->generation, key, value, len, "/r/log_floor"));
+	         etcd_req_append("/r/leader", w->generation, key, value, len, "/r/log_floor", 0));
 	assert_true(r.rc == 0 && r.succeeded);
 	return r.revision;
 }
@@ -121,12 +121,12 @@ static int64_t leader_write(struct world *w, const char *sql)
 	snprintf(key, sizeof(key), "/r/log/%016d", ++w->seq);
 	struct reply r =
 	    call(w, "/v3/kv/txn",
-	         etcd_req_append("/r/leader", w->generation, key, cs, len, "/r/log_floor"));
+	         etcd_req_append("/r/leader", w->generation, key, cs, len, "/r/log_floor", 0));
 	assert_true(r.rc == 0 && r.succeeded);
 	/* Sent again, as after a lost answer: nothing appended twice. */
 	struct reply again =
 	    call(w, "/v3/kv/txn",
-	         etcd_req_append("/r/leader", w->generation, key, cs, len, "/r/log_floor"));
+	         etcd_req_append("/r/leader", w->generation, key, cs, len, "/r/log_floor", 0));
 	free(cs);
 	assert_true(again.rc == 0 && !again.succeeded);
 	assert_int_equal(store_commit(w->leader), 0);
