@@ -583,7 +583,8 @@ def test_late_append_after_a_trim_stays_out(tmp_path, etcd):
     proxy = HoldingProxy(etcd.client[0])
     endpoints = ",".join([proxy.url] + etcd.client[1:])
     log = "/ofcd/test/log/"
-    # lease_ttl = 3: a call waits 1 s for an answer before it goes to the next member.
+    # The held append waits out its call's 10 s, then goes on to the next member; lease_ttl
+    # = 3 keeps one leadership through it on a busy machine (renewals go their own way).
     with running_members(tmp_path, etcd, ttl=3, endpoints=endpoints,
                          extra="log_keep = 2\n") as members:
         try:
