@@ -226,15 +226,18 @@ char *etcd_req_log_read(const char *floor_key, const char *log_prefix, const cha
 }
 
 char *etcd_req_trim(const char *guard_key, int64_t guard_rev, const char *log_prefix,
-                    const char *last_key, const char *floor_key, const char *floor_value)
+                    const char *last_key, const char *floor_key, int64_t floor_rev,
+                    const char *floor_value)
 {
 	/* Up to and with last_key: the range ends at the first key after it, itself and a NUL. */
 	json_t *del = json_pack("{s:o, s:o}", "key", b64_json(log_prefix, strlen(log_prefix)),
 	                        "range_end", b64_json(last_key, strlen(last_key) + 1));
-	return dump(json_pack("{s:[o], s:[{s:o},{s:o}]}", "compare",
-	                      compare_create(guard_key, guard_rev), "success",
-	                      "request_delete_range", del, "request_put",
-	                      put_obj(floor_key, floor_value, strlen(floor_value), 0)));
+	return dump(json_pack("{s:[o,o], s:[{s:o},{s:o}], s:[{s:o}]}", "compare",
+	                      compare_create(guard_key, guard_rev),
+	                      compare_mod(floor_key, floor_rev), "success", "request_delete_range",
+	                      del, "request_put",
+	                      put_obj(floor_key, floor_value, strlen(floor_value), 0), "failure",
+	                      "request_range", range_obj(floor_key, false)));
 }
 
 char *etcd_req_put(const char *key, const void *value, size_t len, int64_t lease)

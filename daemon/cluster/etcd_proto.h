@@ -73,11 +73,14 @@ char *etcd_req_log_read(const char *floor_key, const char *log_prefix, const cha
 
 /**
  * POST /v3/kv/txn that, only while guard_key still has the create_revision
- * guard_rev, deletes every key from log_prefix up to and with last_key and
- * puts floor_key = floor_value: a leader trimming the log.
+ * guard_rev and floor_key was last changed at floor_rev (0: never written),
+ * deletes every key from log_prefix up to and with last_key and puts
+ * floor_key = floor_value: a leader trimming the log. Otherwise it reads
+ * floor_key back. A try that reaches etcd late cannot set the floor back.
  */
 char *etcd_req_trim(const char *guard_key, int64_t guard_rev, const char *log_prefix,
-                    const char *last_key, const char *floor_key, const char *floor_value);
+                    const char *last_key, const char *floor_key, int64_t floor_rev,
+                    const char *floor_value);
 
 /** POST /v3/kv/put of key = value, attached to lease (0: none). */
 char *etcd_req_put(const char *key, const void *value, size_t len, int64_t lease);

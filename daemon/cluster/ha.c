@@ -442,22 +442,33 @@ static void on_append(int rc, const struct etcd_result *res, void *arg)
 {
 	struct ha *h = arg;
 	struct append *a = h->pending;
+	/* Made under the leadership this member holds now, not an earlier one. */
+	bool current = h->state == MEMBER_LEADING && a->generation == h->generation;
 	/* The client sent it on to another member: an earlier try may be in. */
 	if (res && res->resent)
 		a->unanswered = true;
-	if (rc == -EIO) {
+	if (rc == -EIO && a->unanswered) {
 		/*
-		 * etcd refused the txn (too large, out of space...): it was not
-		 * applied. That proves the entry is not in the log only when no
-		 * earlier try went unanswered.
+		 * etcd refused this try (too large, out of space...), but an earlier
+		 * one may be in. A leader that went on would apply the next change
+		 * to a store that may lack this one: the log decides, through the
+		 * replica of a member that no longer leads.
 		 */
-		log_warn("cluster", "appending %s: etcd refused it (%s)%s", a->key, res->error,
-		         a->unanswered ? ": its outcome is unknown" : "");
-		append_over(h, a->unanswered ? -ETIMEDOUT : -EIO, 0);
+		log_warn("cluster", "appending %s: etcd refused it (%s): its outcome is unknown",
+		         a->key, res->error);
+		if (current)
+			ha_hand_over(h, "the outcome of a change it appended is unknown");
+		append_over(h, -ETIMEDOUT, 0);
 		return;
 	}
-	if (rc < 0 && h->state != MEMBER_LEADING) {
-		/* No answer, and no longer the leader: nobody can say now. */
+	if (rc == -EIO) {
+		/* Refused, and no earlier try went unanswered: the entry is not in the log. */
+		log_warn("cluster", "appending %s: etcd refused it (%s)", a->key, res->error);
+		append_over(h, -EIO, 0);
+		return;
+	}
+	if (rc < 0 && !current) {
+		/* No answer, and no longer the leadership it was made under: nobody can say now. */
 		log_warn("cluster", "appending %s: %s after stepping down: its outcome is unknown",
 		         a->key, res && res->error[0] ? res->error : strerror(-rc));
 		append_over(h, -ETIMEDOUT, 0);
@@ -500,13 +511,16 @@ static void on_append(int rc, const struct etcd_result *res, void *arg)
 		 */
 		log_error("cluster", "appending %s: the log holds another entry under its key",
 		          a->key);
+		if (current)
+			ha_hand_over(h, "its log keys are taken");
 		append_over(h, -ESTALE, 0);
-		ha_hand_over(h, "its log keys are taken");
 		return;
 	}
 	const char *trimmed = floor ? strchr((const char *)floor->value, ' ') : NULL;
 	if (trimmed && strcmp(trimmed + 1, a->key) >= 0) {
 		/* A later leader trimmed the log past it: in or not, nobody can say. */
+		if (current)
+			ha_hand_over(h, "a later leader trimmed the log");
 		append_over(h, -ETIMEDOUT, 0);
 		return;
 	}
@@ -521,7 +535,7 @@ static void on_append(int rc, const struct etcd_result *res, void *arg)
 		 * the entry can go in while this member leads.
 		 */
 		h->floor_rev = floor_rev;
-		if (h->state == MEMBER_LEADING && a->generation == h->generation)
+		if (current)
 			send_append(h);
 		else
 			append_over(h, -ESTALE, 0);
@@ -529,9 +543,13 @@ static void on_append(int rc, const struct etcd_result *res, void *arg)
 	}
 	/* The leader key is no longer ours: the entry is not in, and never will be. */
 	log_warn("cluster", "%s no longer holds the leadership it appended under", h->name);
+	/*
+	 * Whoever removed the key, this member must stop driving units at once;
+	 * unless the change was an earlier leadership's and this one is sound.
+	 */
+	if (current)
+		ha_hand_over(h, "the leader key is no longer its own");
 	append_over(h, -ESTALE, 0);
-	/* Whoever removed the key, this member must stop driving units at once. */
-	ha_hand_over(h, "the leader key is no longer its own");
 }
 
 /*
@@ -671,6 +689,15 @@ static void take_states_along(struct ha *h, struct append *a)
 static void send_append(struct ha *h)
 {
 	struct append *a = h->pending;
+	if (!a->sent && (h->state != MEMBER_LEADING || a->generation != h->generation)) {
+		/*
+		 * Its leadership ended before it was sent: it is not in the log and
+		 * never will be (its changeset is relative to a store the log may
+		 * have moved past).
+		 */
+		append_over(h, -ESTALE, 0);
+		return;
+	}
 	if (!a->sent) {
 		take_states_along(h, a);
 		h->appended[a->kind]++;
@@ -997,6 +1024,13 @@ static void on_trimmed(int rc, const struct etcd_result *res, void *arg)
 	h->trimming = 0;
 	if (rc == 0 && res->succeeded)
 		h->floor_rev = res->revision; /* the floor's put is the txn's one revision */
+	if (rc == 0 && !res->succeeded) {
+		/* The floor moved meanwhile (an earlier try of this trim got in): as it is now. */
+		h->floor_rev = 0;
+		for (size_t i = 0; i < res->nkvs; i++)
+			if (strcmp(res->kvs[i].key, h->floor_key) == 0)
+				h->floor_rev = res->kvs[i].mod_revision;
+	}
 	if (rc == 0 && res->succeeded && h->state == MEMBER_LEADING && n <= h->nlogged)
 		forget_logged(h, n);
 }
@@ -1027,10 +1061,10 @@ static void trim(struct ha *h)
 	/* The revision for replicas, the key for an append that lost its answer meanwhile. */
 	snprintf(floor, sizeof(floor), "%" PRId64 " %s", last->revision, last->key);
 	snprintf(prefix, sizeof(prefix), "%s/log/", h->prefix);
-	if (etcd_call(
-	        h->etcd, "/v3/kv/txn",
-	        etcd_req_trim(h->leader_key, h->generation, prefix, last->key, h->floor_key, floor),
-	        on_trimmed, h) == 0) {
+	if (etcd_call(h->etcd, "/v3/kv/txn",
+	              etcd_req_trim(h->leader_key, h->generation, prefix, last->key, h->floor_key,
+	                            h->floor_rev, floor),
+	              on_trimmed, h) == 0) {
 		h->trimming = n;
 		h->trim_generation = h->generation;
 	}

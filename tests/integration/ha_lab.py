@@ -35,8 +35,9 @@ def free_port():
 class Etcd:
     """Three etcd members. Short heartbeats let etcd grant one-second leases."""
 
-    def __init__(self, n=3, args=()):
+    def __init__(self, n=3, args=(), member_args=None):
         self.args = list(args)
+        self.member_args = member_args or {}  # member index -> more arguments of its own
         self.dir = tempfile.mkdtemp(prefix="ofcd-etcd-")
         self.client = [f"http://127.0.0.1:{free_port()}" for _ in range(n)]
         self.peer = [f"http://127.0.0.1:{free_port()}" for _ in range(n)]
@@ -52,7 +53,7 @@ class Etcd:
              "--initial-cluster", initial, "--initial-cluster-state", state,
              "--heartbeat-interval", "50", "--election-timeout", "500",
              "--auto-compaction-mode", "revision", "--auto-compaction-retention", "0",
-             *self.args],
+             *self.args, *self.member_args.get(i, ())],
             stdout=log, stderr=subprocess.STDOUT)
         log.close()
 

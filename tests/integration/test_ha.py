@@ -576,6 +576,64 @@ def test_append_whose_answer_was_lost_is_acknowledged(tmp_path, etcd):
             proxy.close()
 
 
+def test_append_refused_after_a_lost_answer_hands_over(tmp_path):
+    """The first try of an append gets in but its answer is lost; the retry on the next etcd
+    member is refused (there: too large). The change may be in the log, so the leader must
+    not go on applying later changes to a store that may lack it: it hands over, and the log
+    decides, on every member alike."""
+    # The second member refuses anything larger than a lease or an election.
+    e = Etcd(member_args={1: ["--max-request-bytes", "300"]}).start()
+    proxy = HoldingProxy(e.client[0])
+    try:
+        endpoints = ",".join([proxy.url] + e.client[1:])
+        with running_members(tmp_path, e, ttl=3, endpoints=endpoints) as members:
+            leader = wait_leader(members)
+            assert leader.put("/v1/topology", topology(8)).status_code == 200
+            proxy.lose_answer(is_append)
+            r = leader.post("/v1/fabrics", {"name": "a", "servers": ["s0", "s1"]})
+            assert proxy.held
+            assert r.status_code == 504, r.text
+            # It is in the log: every member has it, the one that appended it too.
+            first = leader
+            for m in members:
+                wait_for(lambda m=m: names(m) == ["a"], timeout=20)
+            assert put_on_leader(members, "/v1/fabrics/b", {"servers": ["s2", "s3"]}).ok
+            assert_same_tables(wait_leader(members, timeout=30), members)
+            assert "the outcome of a change it appended is unknown" in first.log()
+    finally:
+        proxy.close()
+        e.stop()
+
+
+def test_append_of_an_earlier_leadership_leaves_the_new_one_alone(tmp_path, etcd):
+    """A member re-elected while an append of its earlier leadership still waits for etcd:
+    that append cannot get in any more (its leader key is gone), and its failure is no
+    reason to give up the leadership the member holds now."""
+    proxy = HoldingProxy(etcd.client[0])
+    endpoints = ",".join([proxy.url] + etcd.client[1:])
+    try:
+        with running_members(tmp_path, etcd, n=1, ttl=3, endpoints=endpoints) as members:
+            m = wait_leader(members)
+            assert m.put("/v1/topology", topology(8)).status_code == 200
+            generation = m.cluster()["generation"]
+            proxy.hold(is_append)
+            with concurrent.futures.ThreadPoolExecutor(1) as pool:
+                posted = pool.submit(m.post, "/v1/fabrics", {"name": "a", "servers": ["s0", "s1"]})
+                wait_for(lambda: proxy.held)
+                # etcdctl del of the leader key: the member steps down and, alone, leads again.
+                etcd._any("/v3/kv/deleterange", {"key": Etcd.b64("/ofcd/test/leader")})
+                wait_for(lambda: m.cluster()["role"] == "leader"
+                         and m.cluster()["generation"] != generation, timeout=20)
+                r = posted.result(timeout=30)
+            assert r.status_code == 503, r.text  # not in the log, and never will be
+            assert m.cluster()["role"] == "leader"
+            assert "hands the leadership over" not in m.log()
+            assert m.post("/v1/fabrics", {"name": "b", "servers": ["s2", "s3"]}).status_code == 201
+            assert names(m) == ["b"]
+    finally:
+        proxy.close()
+
+
 def test_late_append_after_a_trim_stays_out(tmp_path, etcd):
     """An append's first try that reaches etcd only after its retry got in and a trim took
     the entry out again (a slow network, an etcd member that hung with it) does not put the

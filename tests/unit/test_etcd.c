@@ -187,9 +187,10 @@ static void test_append_after_trim(void **state)
 	assert_true(r.rc == 0 && r.res.succeeded);
 	char floor[64];
 	snprintf(floor, sizeof(floor), "%lld /late/log/1", (long long)one);
-	struct reply trim = call(k, "/v3/kv/txn",
-	                         etcd_req_trim("/late/leader", gen, "/late/log/", "/late/log/1",
-	                                       "/late/log_floor", floor));
+	char *late_trim = etcd_req_trim("/late/leader", gen, "/late/log/", "/late/log/1",
+	                                "/late/log_floor", 0, floor);
+	assert_non_null(late_trim);
+	struct reply trim = call(k, "/v3/kv/txn", strdup(late_trim));
 	assert_true(trim.rc == 0 && trim.res.succeeded);
 
 	r = call(k, "/v3/kv/txn", late);
@@ -208,6 +209,17 @@ static void test_append_after_trim(void **state)
 	         etcd_req_append("/late/leader", gen, "/late/log/3", "three", 5, "/late/log_floor",
 	                         trim.res.revision));
 	assert_true(r.rc == 0 && r.res.succeeded);
+
+	/* Nor can a late try of a trim set the floor back past a later trim. */
+	snprintf(floor, sizeof(floor), "%lld /late/log/2", (long long)r.res.revision);
+	r = call(k, "/v3/kv/txn",
+	         etcd_req_trim("/late/leader", gen, "/late/log/", "/late/log/2", "/late/log_floor",
+	                       trim.res.revision, floor));
+	assert_true(r.rc == 0 && r.res.succeeded);
+	r = call(k, "/v3/kv/txn", late_trim);
+	assert_true(r.rc == 0 && !r.res.succeeded);
+	struct reply now = call(k, "/v3/kv/range", etcd_req_range("/late/log_floor", false, 0));
+	assert_string_equal(now.kv_value, floor);
 }
 
 static void on_event(int rc, const struct etcd_result *res, void *arg)

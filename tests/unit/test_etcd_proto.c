@@ -107,6 +107,16 @@ static void test_requests(void **state)
 	check_member(r, "failure.2.request_range.key", "L29mY2QvbG9nX2Zsb29y");
 	free(r);
 
+	r = etcd_req_trim("/ofcd/leader", 12, "/ofcd/log/", "/ofcd/log/1", "/ofcd/log_floor", 40,
+	                  "41 /ofcd/log/1");
+	check_member(r, "compare.0.create_revision", "12");
+	check_member(r, "compare.1.key", "L29mY2QvbG9nX2Zsb29y");
+	check_member(r, "compare.1.target", "MOD");
+	check_member(r, "compare.1.mod_revision", "40");
+	check_member(r, "success.1.request_put.key", "L29mY2QvbG9nX2Zsb29y");
+	check_member(r, "failure.0.request_range.key", "L29mY2QvbG9nX2Zsb29y");
+	free(r);
+
 	/* The first page of a replica's read, then the next one, after its last key. */
 	r = etcd_req_log_read("/ofcd/log_floor", "/ofcd/log/", NULL, 5, 0, 64);
 	check_member(r, "success.0.request_range.key", "L29mY2QvbG9nX2Zsb29y");
