@@ -419,7 +419,6 @@ static void append_over(struct ha *h, int rc, int64_t revision)
 		note_logged(h, a->key, revision);
 		metrics_observe_write_stage("log", mono_since(&a->first_sent));
 	}
-	h->sending = false;
 	while (rc < 0 && a->more) {
 		/*
 		 * Its later parts are never sent, so the change is not in the log
@@ -430,7 +429,9 @@ static void append_over(struct ha *h, int rc, int64_t revision)
 		rc = -ESTALE;
 	}
 	if (rc == 0 && !a->more)
-		rc = apply_own(h, a, revision);
+		rc = apply_own(h, a,
+		               revision); /* may hand over: the entries behind are still queued */
+	h->sending = false;
 	if (a->done)
 		a->done(a->done_arg, rc, revision);
 	append_free(a);
@@ -452,11 +453,12 @@ static void on_append(int rc, const struct etcd_result *res, void *arg)
 		 * etcd refused this try (too large, out of space...), but an earlier
 		 * one may be in. A leader that went on would apply the next change
 		 * to a store that may lack this one: the log decides, through the
-		 * replica of a member that no longer leads.
+		 * replica of a member that no longer leads. (The fabric states are
+		 * in this store already, and a part alone is dropped everywhere.)
 		 */
 		log_warn("cluster", "appending %s: etcd refused it (%s): its outcome is unknown",
 		         a->key, res->error);
-		if (current)
+		if (current && a->kind != APPEND_STATES && !a->more)
 			ha_hand_over(h, "the outcome of a change it appended is unknown");
 		append_over(h, -ETIMEDOUT, 0);
 		return;
@@ -469,7 +471,8 @@ static void on_append(int rc, const struct etcd_result *res, void *arg)
 	}
 	if (rc < 0 && !current) {
 		/* No answer, and no longer the leadership it was made under: nobody can say now. */
-		log_warn("cluster", "appending %s: %s after stepping down: its outcome is unknown",
+		log_warn("cluster",
+		         "appending %s: %s after its leadership ended: its outcome is unknown",
 		         a->key, res && res->error[0] ? res->error : strerror(-rc));
 		append_over(h, -ETIMEDOUT, 0);
 		return;
@@ -534,7 +537,13 @@ static void on_append(int rc, const struct etcd_result *res, void *arg)
 		 * older one) can get in later either. Under the floor as it is now
 		 * the entry can go in while this member leads.
 		 */
-		h->floor_rev = floor_rev;
+		/*
+		 * Never back, lest a later try require a floor older than an earlier
+		 * one (answers of several members can come out of order); unless the
+		 * floor is older than what this try required: rewritten by hand.
+		 */
+		if (floor_rev > h->floor_rev || floor_rev < a->floor_rev)
+			h->floor_rev = floor_rev;
 		if (current)
 			send_append(h);
 		else
@@ -1024,13 +1033,11 @@ static void on_trimmed(int rc, const struct etcd_result *res, void *arg)
 	h->trimming = 0;
 	if (rc == 0 && res->succeeded)
 		h->floor_rev = res->revision; /* the floor's put is the txn's one revision */
-	if (rc == 0 && !res->succeeded) {
-		/* The floor moved meanwhile (an earlier try of this trim got in): as it is now. */
-		h->floor_rev = 0;
-		for (size_t i = 0; i < res->nkvs; i++)
-			if (strcmp(res->kvs[i].key, h->floor_key) == 0)
-				h->floor_rev = res->kvs[i].mod_revision;
-	}
+	for (size_t i = 0; rc == 0 && !res->succeeded && i < res->nkvs; i++)
+		if (strcmp(res->kvs[i].key, h->floor_key) == 0 &&
+		    res->kvs[i].mod_revision > h->floor_rev)
+			h->floor_rev =
+			    res->kvs[i].mod_revision; /* an earlier try of this trim got in */
 	if (rc == 0 && res->succeeded && h->state == MEMBER_LEADING && n <= h->nlogged)
 		forget_logged(h, n);
 }

@@ -162,6 +162,7 @@ class HoldingProxy:
         self.lock = threading.Lock()
         self.match = None
         self.lose = False
+        self.socks = []  # both ends of every connection, cut by close()
         self.held = None  # (path, body) of the request held back, or whose answer was lost
         threading.Thread(target=self._accept, daemon=True).start()
 
@@ -183,7 +184,13 @@ class HoldingProxy:
                              headers={"Content-Type": "application/json"}).json()
 
     def close(self):
-        self.lsock.close()
+        """Stops listening and cuts every connection through it (their threads end)."""
+        with self.lock:
+            socks, self.socks = [self.lsock] + self.socks, []
+        for sock in socks:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
 
     def _accept(self):
         while True:
@@ -200,6 +207,8 @@ class HoldingProxy:
         except OSError:
             c.close()
             return
+        with self.lock:
+            self.socks += [c, u]
         threading.Thread(target=self._pipe, args=(u, c), daemon=True).start()
         buf = b""
         try:

@@ -546,11 +546,15 @@ def test_member_behind_a_trimmed_log_copies_a_snapshot(tmp_path, etcd):
         assert leader.get("/v1/cluster/snapshot").headers["Content-Type"] == "application/vnd.sqlite3"
 
 
-def is_append(path, body, log="/ofcd/test/log/"):
-    """A request of HoldingProxy's: an append to the replication log."""
-    put = (json.loads(body).get("success") or [{}])[0].get("request_put") \
-        if path == "/v3/kv/txn" else None
-    return bool(put) and base64.b64decode(put["key"]).decode().startswith(log)
+def append_of(fabric, log="/ofcd/test/log/"):
+    """For HoldingProxy: a request that appends fabric's creation to the replication log (not
+    the entries of events and fabric states the leader ships on its own meanwhile)."""
+    def match(path, body):
+        put = (json.loads(body).get("success") or [{}])[0].get("request_put") \
+            if path == "/v3/kv/txn" else None
+        return (bool(put) and base64.b64decode(put["key"]).decode().startswith(log)
+                and fabric.encode() in base64.b64decode(put["value"]))
+    return match
 
 
 def test_append_whose_answer_was_lost_is_acknowledged(tmp_path, etcd):
@@ -563,14 +567,14 @@ def test_append_whose_answer_was_lost_is_acknowledged(tmp_path, etcd):
         try:
             leader = wait_leader(members)
             assert leader.put("/v1/topology", topology(8)).status_code == 200
-            proxy.lose_answer(is_append)
-            r = leader.post("/v1/fabrics", {"name": "a", "servers": ["s0", "s1"]})
+            proxy.lose_answer(append_of("held-a"))
+            r = leader.post("/v1/fabrics", {"name": "held-a", "servers": ["s0", "s1"]})
             assert proxy.held
             assert r.status_code == 201, r.text
             assert leader.cluster()["role"] == "leader"
             assert leader.post("/v1/fabrics", {"name": "b", "servers": ["s2", "s3"]}).ok
             for m in members:
-                wait_for(lambda m=m: names(m) == ["a", "b"])
+                wait_for(lambda m=m: names(m) == ["b", "held-a"])
             assert_same_tables(leader, members)
         finally:
             proxy.close()
@@ -589,14 +593,14 @@ def test_append_refused_after_a_lost_answer_hands_over(tmp_path):
         with running_members(tmp_path, e, ttl=3, endpoints=endpoints) as members:
             leader = wait_leader(members)
             assert leader.put("/v1/topology", topology(8)).status_code == 200
-            proxy.lose_answer(is_append)
-            r = leader.post("/v1/fabrics", {"name": "a", "servers": ["s0", "s1"]})
+            proxy.lose_answer(append_of("held-a"))
+            r = leader.post("/v1/fabrics", {"name": "held-a", "servers": ["s0", "s1"]})
             assert proxy.held
             assert r.status_code == 504, r.text
             # It is in the log: every member has it, the one that appended it too.
             first = leader
             for m in members:
-                wait_for(lambda m=m: names(m) == ["a"], timeout=20)
+                wait_for(lambda m=m: names(m) == ["held-a"], timeout=20)
             assert put_on_leader(members, "/v1/fabrics/b", {"servers": ["s2", "s3"]}).ok
             assert_same_tables(wait_leader(members, timeout=30), members)
             assert "the outcome of a change it appended is unknown" in first.log()
@@ -616,14 +620,15 @@ def test_append_of_an_earlier_leadership_leaves_the_new_one_alone(tmp_path, etcd
             m = wait_leader(members)
             assert m.put("/v1/topology", topology(8)).status_code == 200
             generation = m.cluster()["generation"]
-            proxy.hold(is_append)
+            proxy.hold(append_of("held-a"))
             with concurrent.futures.ThreadPoolExecutor(1) as pool:
-                posted = pool.submit(m.post, "/v1/fabrics", {"name": "a", "servers": ["s0", "s1"]})
+                posted = pool.submit(m.post, "/v1/fabrics",
+                                     {"name": "held-a", "servers": ["s0", "s1"]})
                 wait_for(lambda: proxy.held)
                 # etcdctl del of the leader key: the member steps down and, alone, leads again.
                 etcd._any("/v3/kv/deleterange", {"key": Etcd.b64("/ofcd/test/leader")})
-                wait_for(lambda: m.cluster()["role"] == "leader"
-                         and m.cluster()["generation"] != generation, timeout=20)
+                wait_for(lambda: (lambda c: c["role"] == "leader"
+                                  and c["generation"] != generation)(m.cluster()), timeout=20)
                 r = posted.result(timeout=30)
             assert r.status_code == 503, r.text  # not in the log, and never will be
             assert m.cluster()["role"] == "leader"
@@ -648,8 +653,8 @@ def test_late_append_after_a_trim_stays_out(tmp_path, etcd):
         try:
             leader = wait_leader(members)
             assert leader.put("/v1/topology", topology(24)).status_code == 200
-            proxy.hold(is_append)
-            r = leader.post("/v1/fabrics", {"name": "a", "servers": ["s0", "s1"]})
+            proxy.hold(append_of("held-a"))
+            r = leader.post("/v1/fabrics", {"name": "held-a", "servers": ["s0", "s1"]})
             assert r.status_code == 201, r.text  # its append went on to the next member
             held = json.loads(proxy.held[1])["success"][0]["request_put"]["key"]
             key = base64.b64decode(held).decode()
