@@ -106,6 +106,7 @@ static void learn_holder(struct cluster *c, const struct etcd_kv *kv)
 }
 
 static void step(struct cluster *c);
+static bool renewal_overdue(struct cluster *c);
 
 static void on_watch(int rc, const struct etcd_result *res, void *arg)
 {
@@ -123,7 +124,9 @@ static void on_watch(int rc, const struct etcd_result *res, void *arg)
 	seen(c, res->revision);
 	for (size_t i = 0; i < res->nkvs; i++)
 		if (res->kvs[i].deleted && c->role == CLUSTER_LEADER) {
-			restart(c, PH_CAMPAIGN, "the leader key was deleted");
+			/* A member woken past its lease's end says so first: its key expired. */
+			if (!renewal_overdue(c))
+				restart(c, PH_CAMPAIGN, "the leader key was deleted");
 		} else if (res->kvs[i].deleted && c->phase == PH_SETTLED) {
 			forget_leader(c);
 			c->phase = PH_CAMPAIGN;
@@ -189,6 +192,11 @@ void cluster_step_down(struct cluster *c, unsigned hold_s)
 {
 	if (c->role != CLUSTER_LEADER)
 		return;
+	/* Woken past its lease's end: that is why, and its key goes with the lease. */
+	if (renewal_overdue(c)) {
+		step(c);
+		return;
+	}
 	int64_t generation = c->generation;
 	clock_gettime(CLOCK_MONOTONIC, &c->hold_until);
 	c->hold_until.tv_sec += hold_s;

@@ -59,7 +59,9 @@ void cluster_resign(struct cluster *c, void (*done)(void *arg), void *arg);
  * A leader that cannot lead (its store cannot catch up with the log) hands
  * the leadership over: it becomes a follower at once (the role callback
  * runs), deletes its leader key and does not campaign for hold_s seconds, so
- * that another member wins. No-op on a follower.
+ * that another member wins. A leader whose lease's deadline has passed (a
+ * member woken from a freeze) steps down for that reason instead, without
+ * the hold: its key goes with its lease. No-op on a follower.
  */
 void cluster_step_down(struct cluster *c, unsigned hold_s);
 

@@ -557,27 +557,36 @@ def append_of(fabric, log="/ofcd/test/log/"):
     return match
 
 
+@contextlib.contextmanager
+def behind_proxy(tmp_path, etcd, servers=8, **kw):
+    """Members whose first etcd endpoint is a HoldingProxy in front of etcd's first member, with
+    a topology of servers: (proxy, members, leader). lease_ttl = 3 keeps one leadership on a
+    busy machine through an append held for its call's 10 s (renewals go their own way)."""
+    proxy = HoldingProxy(etcd.client[0])
+    endpoints = ",".join([proxy.url] + etcd.client[1:])
+    try:
+        with running_members(tmp_path, etcd, ttl=3, endpoints=endpoints, **kw) as members:
+            leader = wait_leader(members)
+            assert leader.put("/v1/topology", topology(servers)).status_code == 200
+            yield proxy, members, leader
+    finally:
+        proxy.close()
+
+
 def test_append_whose_answer_was_lost_is_acknowledged(tmp_path, etcd):
     """etcd's client sends a call on to the next member when the first gives no answer; the
     first may have appended all the same (a member that died right after). The retry then
     meets its own entry: the write is in the log, and its client hears so."""
-    proxy = HoldingProxy(etcd.client[0])
-    endpoints = ",".join([proxy.url] + etcd.client[1:])
-    with running_members(tmp_path, etcd, ttl=3, endpoints=endpoints) as members:
-        try:
-            leader = wait_leader(members)
-            assert leader.put("/v1/topology", topology(8)).status_code == 200
-            proxy.lose_answer(append_of("held-a"))
-            r = leader.post("/v1/fabrics", {"name": "held-a", "servers": ["s0", "s1"]})
-            assert proxy.held
-            assert r.status_code == 201, r.text
-            assert leader.cluster()["role"] == "leader"
-            assert leader.post("/v1/fabrics", {"name": "b", "servers": ["s2", "s3"]}).ok
-            for m in members:
-                wait_for(lambda m=m: names(m) == ["b", "held-a"])
-            assert_same_tables(leader, members)
-        finally:
-            proxy.close()
+    with behind_proxy(tmp_path, etcd) as (proxy, members, leader):
+        proxy.lose_answer(append_of("held-a"))
+        r = leader.post("/v1/fabrics", {"name": "held-a", "servers": ["s0", "s1"]})
+        assert proxy.held
+        assert r.status_code == 201, r.text
+        assert leader.cluster()["role"] == "leader"
+        assert leader.post("/v1/fabrics", {"name": "b", "servers": ["s2", "s3"]}).ok
+        for m in members:
+            wait_for(lambda m=m: names(m) == ["b", "held-a"])
+        assert_same_tables(leader, members)
 
 
 def test_append_refused_after_a_lost_answer_hands_over(tmp_path):
@@ -587,25 +596,19 @@ def test_append_refused_after_a_lost_answer_hands_over(tmp_path):
     decides, on every member alike."""
     # The second member refuses anything larger than a lease or an election.
     e = Etcd(member_args={1: ["--max-request-bytes", "300"]}).start()
-    proxy = HoldingProxy(e.client[0])
     try:
-        endpoints = ",".join([proxy.url] + e.client[1:])
-        with running_members(tmp_path, e, ttl=3, endpoints=endpoints) as members:
-            leader = wait_leader(members)
-            assert leader.put("/v1/topology", topology(8)).status_code == 200
+        with behind_proxy(tmp_path, e) as (proxy, members, leader):
             proxy.lose_answer(append_of("held-a"))
             r = leader.post("/v1/fabrics", {"name": "held-a", "servers": ["s0", "s1"]})
             assert proxy.held
             assert r.status_code == 504, r.text
             # It is in the log: every member has it, the one that appended it too.
-            first = leader
             for m in members:
                 wait_for(lambda m=m: names(m) == ["held-a"], timeout=20)
             assert put_on_leader(members, "/v1/fabrics/b", {"servers": ["s2", "s3"]}).ok
             assert_same_tables(wait_leader(members, timeout=30), members)
-            assert "the outcome of a change it appended is unknown" in first.log()
+            assert "the outcome of a change it appended is unknown" in leader.log()
     finally:
-        proxy.close()
         e.stop()
 
 
@@ -613,67 +616,50 @@ def test_append_of_an_earlier_leadership_leaves_the_new_one_alone(tmp_path, etcd
     """A member re-elected while an append of its earlier leadership still waits for etcd:
     that append cannot get in any more (its leader key is gone), and its failure is no
     reason to give up the leadership the member holds now."""
-    proxy = HoldingProxy(etcd.client[0])
-    endpoints = ",".join([proxy.url] + etcd.client[1:])
-    try:
-        with running_members(tmp_path, etcd, n=1, ttl=3, endpoints=endpoints) as members:
-            m = wait_leader(members)
-            assert m.put("/v1/topology", topology(8)).status_code == 200
-            generation = m.cluster()["generation"]
-            proxy.hold(append_of("held-a"))
-            with concurrent.futures.ThreadPoolExecutor(1) as pool:
-                posted = pool.submit(m.post, "/v1/fabrics",
-                                     {"name": "held-a", "servers": ["s0", "s1"]})
-                wait_for(lambda: proxy.held)
-                # etcdctl del of the leader key: the member steps down and, alone, leads again.
-                etcd._any("/v3/kv/deleterange", {"key": Etcd.b64("/ofcd/test/leader")})
-                wait_for(lambda: (lambda c: c["role"] == "leader"
-                                  and c["generation"] != generation)(m.cluster()), timeout=20)
-                r = posted.result(timeout=30)
-            assert r.status_code == 503, r.text  # not in the log, and never will be
-            assert m.cluster()["role"] == "leader"
-            assert "hands the leadership over" not in m.log()
-            assert m.post("/v1/fabrics", {"name": "b", "servers": ["s2", "s3"]}).status_code == 201
-            assert names(m) == ["b"]
-    finally:
-        proxy.close()
+    with behind_proxy(tmp_path, etcd, n=1) as (proxy, members, m):
+        generation = m.cluster()["generation"]
+        proxy.hold(append_of("held-a"))
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            posted = pool.submit(m.post, "/v1/fabrics", {"name": "held-a", "servers": ["s0", "s1"]})
+            wait_for(lambda: proxy.held)
+            # etcdctl del of the leader key: the member steps down and, alone, leads again.
+            etcd._any("/v3/kv/deleterange", {"key": Etcd.b64("/ofcd/test/leader")})
+            wait_for(lambda: (lambda c: c["role"] == "leader"
+                              and c["generation"] != generation)(m.cluster()), timeout=20)
+            r = posted.result(timeout=30)
+        assert r.status_code == 503, r.text  # not in the log, and never will be
+        assert m.cluster()["role"] == "leader"
+        assert "hands the leadership over" not in m.log()
+        assert m.post("/v1/fabrics", {"name": "b", "servers": ["s2", "s3"]}).status_code == 201
+        assert names(m) == ["b"]
 
 
 def test_late_append_after_a_trim_stays_out(tmp_path, etcd):
     """An append's first try that reaches etcd only after its retry got in and a trim took
     the entry out again (a slow network, an etcd member that hung with it) does not put the
     entry back: every follower would apply the change twice, the leader once."""
-    proxy = HoldingProxy(etcd.client[0])
-    endpoints = ",".join([proxy.url] + etcd.client[1:])
     log = "/ofcd/test/log/"
-    # The held append waits out its call's 10 s, then goes on to the next member; lease_ttl
-    # = 3 keeps one leadership through it on a busy machine (renewals go their own way).
-    with running_members(tmp_path, etcd, ttl=3, endpoints=endpoints,
-                         extra="log_keep = 2\n") as members:
-        try:
-            leader = wait_leader(members)
-            assert leader.put("/v1/topology", topology(24)).status_code == 200
-            proxy.hold(append_of("held-a"))
-            r = leader.post("/v1/fabrics", {"name": "held-a", "servers": ["s0", "s1"]})
-            assert r.status_code == 201, r.text  # its append went on to the next member
-            held = json.loads(proxy.held[1])["success"][0]["request_put"]["key"]
-            key = base64.b64decode(held).decode()
-            assert key in etcd.keys(log)
-            for i in range(1, 7):
-                body = {"name": f"f{i}", "servers": [f"s{2 * i}", f"s{2 * i + 1}"]}
-                assert leader.post("/v1/fabrics", body).status_code == 201
-            # The leader keeps the last two entries: the trim took the held one out.
-            wait_for(lambda: key not in etcd.keys(log), timeout=15)
-            late = proxy.release()
-            assert not late.get("succeeded"), late
-            assert key not in etcd.keys(log)
-            assert leader.post("/v1/fabrics", {"name": "g", "servers": ["s20", "s21"]}).ok
-            assert_same_tables(leader, members)
-            for m in members:
-                assert not m.metric("ofcd_cluster_apply_conflicts_total"), m.name
-                assert "cannot apply" not in m.log(), m.name
-        finally:
-            proxy.close()
+    with behind_proxy(tmp_path, etcd, servers=24, extra="log_keep = 2\n") as cluster:
+        proxy, members, leader = cluster
+        proxy.hold(append_of("held-a"))
+        r = leader.post("/v1/fabrics", {"name": "held-a", "servers": ["s0", "s1"]})
+        assert r.status_code == 201, r.text  # its append went on to the next member
+        held = json.loads(proxy.held[1])["success"][0]["request_put"]["key"]
+        key = base64.b64decode(held).decode()
+        assert key in etcd.keys(log)
+        for i in range(1, 7):
+            body = {"name": f"f{i}", "servers": [f"s{2 * i}", f"s{2 * i + 1}"]}
+            assert leader.post("/v1/fabrics", body).status_code == 201
+        # The leader keeps the last two entries: the trim took the held one out.
+        wait_for(lambda: key not in etcd.keys(log), timeout=15)
+        late = proxy.release()
+        assert not late.get("succeeded"), late
+        assert key not in etcd.keys(log)
+        assert leader.post("/v1/fabrics", {"name": "g", "servers": ["s20", "s21"]}).ok
+        assert_same_tables(leader, members)
+        for m in members:
+            assert not m.metric("ofcd_cluster_apply_conflicts_total"), m.name
+            assert "cannot apply" not in m.log(), m.name
 
 
 def big_topology(servers):
