@@ -75,7 +75,8 @@ static int whole_change(struct replica *r, const struct etcd_kv *kv, const void 
 
 /*
  * Applies entries in order, skipping what was applied already. Returns 0,
- * -EPROTO (diverged), -ESTALE (trimmed past this store) or -ENOMEM.
+ * -EPROTO (diverged), -ESTALE (trimmed past this store), or -ENOMEM, -EIO or
+ * -EBUSY (the store failed for now: read again from the last change applied).
  */
 static int apply(struct replica *r, const struct etcd_kv *kvs, size_t n)
 {
@@ -114,8 +115,14 @@ static int apply(struct replica *r, const struct etcd_kv *kvs, size_t n)
 			rc = r->cbs.apply(r->cbs.arg, kvs[i].mod_revision, data, len);
 			log_part_reset(&r->parts);
 		}
-		if (rc == -ENOMEM)
+		if (rc == -ENOMEM || rc == -EIO || rc == -EBUSY) {
+			/* The store failing (locked by another process, disk full) is worth a
+			 * retry. */
+			log_warn("replica",
+			         "cannot apply log entry %s (revision %lld) now: %s; trying again",
+			         kvs[i].key, (long long)kvs[i].mod_revision, strerror(-rc));
 			return rc; /* read again from the last change applied */
+		}
 		if (rc < 0) {
 			log_error("replica",
 			          "cannot apply log entry %s (revision %lld): %s; following "

@@ -4,7 +4,8 @@
  * back together (log_part.h), hands each change after the revision its store
  * has applied to the apply callback (the member's one apply path, apply.h),
  * then watches the log and hands over what is appended. A change that does
- * not apply stops it: the store has diverged and needs a snapshot.
+ * not apply stops it: the store has diverged and needs a snapshot; a store
+ * that fails for now (locked, disk full) stops it too, to be read again.
  *
  * Each entry's revision is recorded in the transaction that applies it
  * (store_applied_revision()), so a restart resumes from
@@ -25,8 +26,8 @@ struct replica;
 struct replica_cbs {
 	/**
 	 * Applies change (len bytes, borrowed) of the log at revision to the
-	 * store: 0, or -errno (-EPROTO: it conflicts, following stops; -ENOMEM:
-	 * read again later).
+	 * store: 0, or -errno (-EPROTO: it conflicts, following stops; -ENOMEM,
+	 * -EIO, -EBUSY: the store failed for now, read again later).
 	 */
 	int (*apply)(void *arg, int64_t revision, const void *change, size_t len);
 	/**
@@ -40,8 +41,8 @@ struct replica_cbs {
 	void (*applied)(void *arg, int64_t revision);
 	/**
 	 * Following ended: -EPROTO diverged, -ESTALE the log was compacted past
-	 * this replica, else the watch's error. Free the replica; start another
-	 * from replica_applied() to go on.
+	 * this replica, else the watch's or the store's error (for now). Free the
+	 * replica; start another from replica_applied() to go on.
 	 */
 	void (*stopped)(void *arg, int rc);
 	void *arg; /**< passed back to each */

@@ -10,6 +10,7 @@ import contextlib
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import threading
 import time
@@ -660,6 +661,29 @@ def test_late_append_after_a_trim_stays_out(tmp_path, etcd):
         for m in members:
             assert not m.metric("ofcd_cluster_apply_conflicts_total"), m.name
             assert "cannot apply" not in m.log(), m.name
+
+
+def test_follower_whose_store_is_locked_awhile_goes_on_without_a_snapshot(tmp_path, etcd):
+    """An operator's sqlite3 shell holds a write transaction on a follower's store for longer
+    than the store waits for its lock: the follower cannot apply the log for now, and reads it
+    again once the lock is gone, rather than copy a whole snapshot as if it had diverged."""
+    with running_members(tmp_path, etcd, ttl=3) as members:
+        leader = wait_leader(members)
+        assert leader.put("/v1/topology", topology(8)).status_code == 200
+        late = followers(members, leader)[0]
+        wait_for(lambda: len(late.get("/v1/servers").json()["servers"]) == 8)
+        shell = sqlite3.connect(late.store, isolation_level=None, timeout=10)
+        try:
+            shell.execute("BEGIN EXCLUSIVE")
+            assert leader.post("/v1/fabrics", {"name": "a", "servers": ["s0", "s1"]}).ok
+            wait_for(lambda: "cannot apply log entry" in late.log(), timeout=15)
+        finally:
+            shell.rollback()
+            shell.close()
+        wait_for(lambda: names(late) == ["a"], timeout=15)
+        assert not late.metric('ofcd_cluster_transitions_total{from="following",to="resyncing"}')
+        assert not late.metric("ofcd_cluster_apply_conflicts_total")
+        assert_same_tables(leader, members)
 
 
 def big_topology(servers):
