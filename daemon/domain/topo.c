@@ -865,6 +865,8 @@ static void bind_circuit(sqlite3_stmt *st, int first, size_t row, void *arg)
 int topo_circuits_add(struct store *s, int64_t fabric_id, const struct topo_input *in,
                       const struct plan_fabric *plan, size_t from, size_t to)
 {
+	if (from >= to)
+		return 0; /* a fabric of one server has no circuits, nor an array of them */
 	for (size_t i = from; i < to; i++)
 		if (plan->circuits[i].a.ocs < 0 || (uint32_t)plan->circuits[i].a.ocs >= in->nocs)
 			return -EINVAL;
