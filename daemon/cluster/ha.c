@@ -428,9 +428,9 @@ static void append_over(struct ha *h, int rc, int64_t revision)
 		a = pop(h);
 		rc = -ESTALE;
 	}
+	/* apply_own may hand over: until then the entries behind this one count as queued. */
 	if (rc == 0 && !a->more)
-		rc = apply_own(h, a,
-		               revision); /* may hand over: the entries behind are still queued */
+		rc = apply_own(h, a, revision);
 	h->sending = false;
 	if (a->done)
 		a->done(a->done_arg, rc, revision);
@@ -535,12 +535,10 @@ static void on_append(int rc, const struct etcd_result *res, void *arg)
 		 * while the floor has the revision it requires, and the floor moves
 		 * only forward, so no earlier try (each required this floor or an
 		 * older one) can get in later either. Under the floor as it is now
-		 * the entry can go in while this member leads.
-		 */
-		/*
-		 * Never back, lest a later try require a floor older than an earlier
-		 * one (answers of several members can come out of order); unless the
-		 * floor is older than what this try required: rewritten by hand.
+		 * the entry can go in while this member leads. What the member
+		 * requires never goes back (answers of several members can come out
+		 * of order), unless the floor is older than this try required: it
+		 * was rewritten by hand.
 		 */
 		if (floor_rev > h->floor_rev || floor_rev < a->floor_rev)
 			h->floor_rev = floor_rev;
@@ -1033,11 +1031,11 @@ static void on_trimmed(int rc, const struct etcd_result *res, void *arg)
 	h->trimming = 0;
 	if (rc == 0 && res->succeeded)
 		h->floor_rev = res->revision; /* the floor's put is the txn's one revision */
+	/* Refused: the floor moved meanwhile (an earlier try of this trim got in). */
 	for (size_t i = 0; rc == 0 && !res->succeeded && i < res->nkvs; i++)
 		if (strcmp(res->kvs[i].key, h->floor_key) == 0 &&
 		    res->kvs[i].mod_revision > h->floor_rev)
-			h->floor_rev =
-			    res->kvs[i].mod_revision; /* an earlier try of this trim got in */
+			h->floor_rev = res->kvs[i].mod_revision;
 	if (rc == 0 && res->succeeded && h->state == MEMBER_LEADING && n <= h->nlogged)
 		forget_logged(h, n);
 }

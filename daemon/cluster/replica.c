@@ -115,13 +115,12 @@ static int apply(struct replica *r, const struct etcd_kv *kvs, size_t n)
 			rc = r->cbs.apply(r->cbs.arg, kvs[i].mod_revision, data, len);
 			log_part_reset(&r->parts);
 		}
+		/* The store failing for now (locked by another process, disk full): read again. */
 		if (rc == -ENOMEM || rc == -EIO || rc == -EBUSY) {
-			/* The store failing (locked by another process, disk full) is worth a
-			 * retry. */
 			log_warn("replica",
 			         "cannot apply log entry %s (revision %lld) now: %s; trying again",
 			         kvs[i].key, (long long)kvs[i].mod_revision, strerror(-rc));
-			return rc; /* read again from the last change applied */
+			return rc;
 		}
 		if (rc < 0) {
 			log_error("replica",

@@ -179,9 +179,11 @@ class HoldingProxy:
 
     def release(self):
         """Sends the held request to etcd now; its answer, parsed."""
-        path, body = self.held
+        return self._send(*self.held).json()
+
+    def _send(self, path, body):
         return requests.post(self.upstream + path, data=body, timeout=10,
-                             headers={"Content-Type": "application/json"}).json()
+                             headers={"Content-Type": "application/json"})
 
     def close(self):
         """Stops listening and cuts every connection through it (their threads end)."""
@@ -233,8 +235,7 @@ class HoldingProxy:
                     if held:
                         self.match, self.held = None, (path, body)
                 if held and self.lose:
-                    requests.post(self.upstream + path, data=body, timeout=10,
-                                  headers={"Content-Type": "application/json"})
+                    self._send(path, body)
                     return  # the connection drops: the answer never comes
                 if held:
                     while c.recv(65536):
