@@ -55,7 +55,13 @@ struct cluster {
 	int64_t revision;
 	struct etcd_watch *watch;
 	struct event *tick;
-	struct timespec hold_until;  /* cluster_step_down(): no campaign before this */
+	struct timespec hold_until; /* cluster_step_down(): no campaign before this */
+	/*
+	 * The generation it stepped down from (cluster_step_down()): should its
+	 * key outlive the step-down, it is deleted again, never led under again.
+	 */
+	int64_t abandoned;
+	bool abandoning;             /* that delete is in flight */
 	void (*resigned)(void *arg); /* cluster_resign()'s done */
 	void *resigned_arg;
 };
@@ -181,11 +187,24 @@ void cluster_resign(struct cluster *c, void (*done)(void *arg), void *arg)
 		revoke(c);
 }
 
-static void ignore_reply(int rc, const struct etcd_result *res, void *arg)
+static void on_abandoned(int rc, const struct etcd_result *res, void *arg)
 {
-	(void)rc;
+	struct cluster *c = arg;
 	(void)res;
-	(void)arg; /* the key goes with the lease anyway if this did not get through */
+	c->abandoning = false;
+	/* Gone, or the next campaign finds it again and tries once more. */
+	if (rc == 0 && c->phase == PH_CAMPAIGN)
+		step(c);
+}
+
+/* Deletes the leader key of the generation it stepped down from, if it is still that one. */
+static void abandon(struct cluster *c)
+{
+	if (c->abandoning)
+		return;
+	c->abandoning =
+	    etcd_call(c->etcd, "/v3/kv/txn", etcd_req_delete_guarded(c->key, c->abandoned),
+	              on_abandoned, c) == 0;
 }
 
 void cluster_step_down(struct cluster *c, unsigned hold_s)
@@ -197,13 +216,11 @@ void cluster_step_down(struct cluster *c, unsigned hold_s)
 		step(c);
 		return;
 	}
-	int64_t generation = c->generation;
+	c->abandoned = c->generation;
 	clock_gettime(CLOCK_MONOTONIC, &c->hold_until);
 	c->hold_until.tv_sec += hold_s;
 	restart(c, PH_CAMPAIGN, "it cannot lead");
-	/* Guarded: the key goes only if it is still the one this member created. */
-	etcd_call(c->etcd, "/v3/kv/txn", etcd_req_delete_guarded(c->key, generation), ignore_reply,
-	          NULL);
+	abandon(c);
 }
 
 static void on_vote(int rc, const struct etcd_result *res, void *arg)
@@ -225,6 +242,22 @@ static void on_vote(int rc, const struct etcd_result *res, void *arg)
 	/* The put created the key at the txn's revision; else it is an earlier one's. */
 	bool ours = res->succeeded || res->kvs[0].lease == c->lease;
 	int64_t generation = res->succeeded ? res->revision : res->kvs[0].create_revision;
+	if (ours && generation == c->abandoned && c->role != CLUSTER_LEADER) {
+		/*
+		 * The key it stepped down from outlived the step-down (etcd did not
+		 * take its delete) and lives on with the lease. Leading under it
+		 * again would let an append of that leadership, still on its way,
+		 * land after this one caught up with the log: only a new key's
+		 * generation fences those out.
+		 */
+		log_warn("cluster",
+		         "%s still holds the leader key of generation %lld it stepped "
+		         "down from: deleting it before it campaigns again",
+		         c->name, (long long)generation);
+		c->phase = PH_CAMPAIGN;
+		abandon(c);
+		return;
+	}
 	if (c->role == CLUSTER_LEADER && (!ours || generation != c->generation)) {
 		/* The key it led under went while it did not watch: that leadership is over. */
 		restart(c, PH_CAMPAIGN, "the leader key was deleted");

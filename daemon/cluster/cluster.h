@@ -62,6 +62,10 @@ void cluster_resign(struct cluster *c, void (*done)(void *arg), void *arg);
  * that another member wins. A leader whose lease's deadline has passed (a
  * member woken from a freeze) steps down for that reason instead, without
  * the hold: its key goes with its lease. No-op on a follower.
+ *
+ * A member never leads twice under one generation: should the key outlive
+ * the step-down (etcd did not take the delete), the member deletes it again
+ * before it campaigns, rather than lead under it once more.
  */
 void cluster_step_down(struct cluster *c, unsigned hold_s);
 

@@ -105,9 +105,8 @@ struct ha {
 	enum member_state state;
 	uint64_t transitions[MEMBER_STATES][MEMBER_STATES]; /* by from and to */
 	uint64_t violations;                                /* invariants found broken */
-	int64_t generation;     /* of this member's leadership, while it leads */
-	uint64_t seq;           /* entries appended under seq_generation */
-	int64_t seq_generation; /* the generation seq counts for, kept between leaderships */
+	int64_t generation; /* of this member's leadership, while it leads */
+	uint64_t seq;       /* entries appended under generation */
 	struct replica *replica;
 	struct event *retry;    /* restarts following or catching up */
 	struct append *pending; /* entries for the log, oldest first: the head is in flight */
@@ -293,14 +292,7 @@ static void on_caught_up(void *arg, int rc)
 	replica_free(h->replica);
 	h->replica = NULL;
 	h->generation = cluster_generation(h->cluster);
-	/*
-	 * The same generation again (its key outlived a step-down whose delete did
-	 * not get through): its keys go on after the ones it appended then.
-	 */
-	if (h->generation != h->seq_generation) {
-		h->seq = 0;
-		h->seq_generation = h->generation;
-	}
+	h->seq = 0; /* a member never leads twice under one generation (cluster.h) */
 	char why[96];
 	snprintf(why, sizeof(why), "caught up at revision %" PRId64 ", generation %" PRId64,
 	         applied_revision(h), h->generation);
@@ -509,8 +501,9 @@ static void on_append(int rc, const struct etcd_result *res, void *arg)
 	}
 	if (entry) {
 		/*
-		 * Never sent before, yet there: an entry of an earlier leadership
-		 * under the same generation. This one is not in.
+		 * Never sent before, yet there: written under this leadership's key
+		 * by someone else (no member leads twice under one generation). This
+		 * one is not in.
 		 */
 		log_error("cluster", "appending %s: the log holds another entry under its key",
 		          a->key);

@@ -152,7 +152,8 @@ class HoldingProxy:
     """A TCP proxy in front of one etcd member that holds one request back, as a slow network
     or a member that hung would: its client gets no answer and tries the next member, and the
     request reaches etcd only when the test releases it. Or that lets one through and loses
-    its answer, as a member that dies right after would. Requests pass whole (evhttp sends a
+    its answer, as a member that dies right after would; or answers one with an error, as
+    etcd does a request it does not take. Requests pass whole (evhttp sends a
     Content-Length); answers, watch streams too, pass as bytes."""
 
     def __init__(self, upstream):
@@ -161,7 +162,7 @@ class HoldingProxy:
         self.url = f"http://127.0.0.1:{self.lsock.getsockname()[1]}"
         self.lock = threading.Lock()
         self.match = None
-        self.lose = False
+        self.mode = "hold"  # what happens to the request matched: hold, lose (its answer), refuse
         self.socks = []  # both ends of every connection, cut by close()
         self.held = None  # (path, body) of the request held back, or whose answer was lost
         threading.Thread(target=self._accept, daemon=True).start()
@@ -169,13 +170,19 @@ class HoldingProxy:
     def hold(self, match):
         """Holds back the next request for which match(path, body) is true."""
         with self.lock:
-            self.match, self.held, self.lose = match, None, False
+            self.match, self.held, self.mode = match, None, "hold"
 
     def lose_answer(self, match):
         """Lets the next request for which match(path, body) is true reach etcd, then drops
         its connection before the answer: its client cannot tell it got through."""
         with self.lock:
-            self.match, self.held, self.lose = match, None, True
+            self.match, self.held, self.mode = match, None, "lose"
+
+    def refuse(self, match):
+        """Answers the next request for which match(path, body) is true with an error of its
+        own, as etcd answers a request it does not take: it never reaches etcd."""
+        with self.lock:
+            self.match, self.held, self.mode = match, None, "refuse"
 
     def release(self):
         """Sends the held request to etcd now; its answer, parsed."""
@@ -234,7 +241,12 @@ class HoldingProxy:
                     held = self.match is not None and self.match(path, body)
                     if held:
                         self.match, self.held = None, (path, body)
-                if held and self.lose:
+                if held and self.mode == "refuse":
+                    err = json.dumps({"error": "refused", "code": 9, "message": "refused"})
+                    c.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\n"
+                              b"Content-Length: %d\r\n\r\n%s" % (len(err), err.encode()))
+                    continue
+                if held and self.mode == "lose":
                     self._send(path, body)
                     return  # the connection drops: the answer never comes
                 if held:

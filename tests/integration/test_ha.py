@@ -9,6 +9,7 @@ import concurrent.futures
 import contextlib
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -631,6 +632,49 @@ def test_append_of_an_earlier_leadership_leaves_the_new_one_alone(tmp_path, etcd
         assert r.status_code == 503, r.text  # not in the log, and never will be
         assert m.cluster()["role"] == "leader"
         assert "hands the leadership over" not in m.log()
+        assert m.post("/v1/fabrics", {"name": "b", "servers": ["s2", "s3"]}).status_code == 201
+        assert names(m) == ["b"]
+
+
+def delete_of(key):
+    """For HoldingProxy: a guarded delete of key (a leader's step-down deletes its key so)."""
+    def match(path, body):
+        ops = (json.loads(body).get("success") or [{}]) if path == "/v3/kv/txn" else [{}]
+        rng = ops[0].get("request_delete_range")
+        return bool(rng) and base64.b64decode(rng["key"]).decode() == key
+    return match
+
+
+def generations_led(member):
+    """The generations member led under, in order, from its log."""
+    return [int(g) for g in
+            re.findall(r"-> leading \(caught up at revision \d+, generation (\d+)\)", member.log())]
+
+
+def test_a_member_never_leads_twice_under_one_generation(tmp_path, etcd):
+    """A leader hands over and etcd does not take its delete of the leader key: the key lives
+    on with the member's lease. Leading under it again once the hold-off ends would let an
+    append of the earlier leadership, still on its way, land after the new one caught up with
+    the log (its generation still matches): every follower would apply it, this member not.
+    The member deletes the key first and leads under a new generation."""
+    prefix = "/ofcd/test"
+    with behind_proxy(tmp_path, etcd, n=1) as (proxy, members, m):
+        first = m.cluster()["generation"]
+        proxy.refuse(delete_of(f"{prefix}/leader"))
+        # A floor past every key: the next append finds the log trimmed past it, and the member
+        # hands over.
+        etcd._any("/v3/kv/put", {"key": Etcd.b64(f"{prefix}/log_floor"),
+                                 "value": Etcd.b64(f"0 {prefix}/log/g")})
+        r = m.post("/v1/fabrics", {"name": "a", "servers": ["s0", "s1"]})
+        assert r.status_code >= 500, r.text
+        wait_for(lambda: proxy.held)  # the step-down's delete, refused
+        assert "hands the leadership over" in m.log()
+        assert etcd.keys(f"{prefix}/leader") == [f"{prefix}/leader"]  # on the lease still
+        etcd._any("/v3/kv/deleterange", {"key": Etcd.b64(f"{prefix}/log_floor")})
+        wait_for(lambda: len(generations_led(m)) == 2, timeout=40)
+        assert generations_led(m)[0] == first
+        assert generations_led(m)[1] != first
+        assert "deleting it before it campaigns again" in m.log()
         assert m.post("/v1/fabrics", {"name": "b", "servers": ["s2", "s3"]}).status_code == 201
         assert names(m) == ["b"]
 
