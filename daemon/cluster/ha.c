@@ -109,6 +109,7 @@ struct ha {
 	uint64_t seq;       /* entries appended under generation */
 	struct replica *replica;
 	struct event *retry;    /* restarts following or catching up */
+	unsigned retry_ms;      /* its last wait (retry_later()); 0 after a success */
 	struct append *pending; /* entries for the log, oldest first: the head is in flight */
 	struct append *pending_tail;
 	bool sending; /* the head was sent (or waits to be sent again) and has no answer yet */
@@ -258,9 +259,19 @@ static void on_retry(evutil_socket_t fd, short what, void *arg)
 	start_replica(arg);
 }
 
+/*
+ * Waits before following (or catching up) again: 200 ms, twice that after
+ * each failure in a row, at most RETRY_MAX_MS, so that a store or an etcd
+ * that fails for long (a full disk) is not asked five times a second.
+ */
+#define RETRY_MAX_MS 2000
+
 static void retry_later(struct ha *h)
 {
-	struct timeval tv = { 0, 200 * 1000 };
+	h->retry_ms = h->retry_ms ? 2 * h->retry_ms : 200;
+	if (h->retry_ms > RETRY_MAX_MS)
+		h->retry_ms = RETRY_MAX_MS;
+	struct timeval tv = { h->retry_ms / 1000, (suseconds_t)(h->retry_ms % 1000) * 1000 };
 	evtimer_add(h->retry, &tv);
 }
 
@@ -287,6 +298,7 @@ static void on_caught_up(void *arg, int rc)
 		retry_later(h);
 		return;
 	}
+	h->retry_ms = 0;
 	if (h->state != MEMBER_CATCHING_UP)
 		return; /* a follower goes on following */
 	replica_free(h->replica);
@@ -314,7 +326,10 @@ static void on_stopped(void *arg, int rc)
 static int on_replica_apply(void *arg, int64_t revision, const void *change, size_t len)
 {
 	struct ha *h = arg;
-	return apply_change(h->d.store, revision, change, len, false, &h->applied_hook);
+	int rc = apply_change(h->d.store, revision, change, len, false, &h->applied_hook);
+	if (rc == 0)
+		h->retry_ms = 0;
+	return rc;
 }
 
 /* Follows the log (a follower) or reads the rest of it (just elected). */

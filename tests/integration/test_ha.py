@@ -515,6 +515,34 @@ def test_quorum_lost_refuses_writes_and_serves_reads(cluster, etcd):
         wait_for(lambda: names(m) == ["a", "b"])
 
 
+def test_members_without_etcd_ask_for_the_log_less_and_less_often(tmp_path):
+    """etcd gone altogether (every one of its members down): each ofcd asks for the log again
+    200 ms after a failure, twice as long after each failure in a row, at most every 2 s, and
+    logs each failure. Five lines a second would fill the disk of a cluster whose etcd is
+    down for a night."""
+    etcd = Etcd().start()
+    try:
+        with running_members(tmp_path, etcd, ttl=2) as members:
+            leader = wait_leader(members)
+            assert leader.put("/v1/topology", topology(8)).status_code == 200
+            marks = {m: len(m.log()) for m in members}
+            for i in range(3):
+                etcd.kill(i)
+            time.sleep(8)
+            for m in members:
+                tries = m.log()[marks[m]:].count("cannot read the replication log")
+                assert 1 <= tries <= 8, (m.name, tries)
+            for i in range(3):
+                etcd.start_member(i)
+            wait_leader(members, timeout=30)
+            r = put_on_leader(members, "/v1/fabrics/a", {"servers": ["s0", "s1"]})
+            assert r.status_code in (200, 201), r.text
+            for m in members:
+                wait_for(lambda: names(m) == ["a"])
+    finally:
+        etcd.stop()
+
+
 def test_member_behind_a_trimmed_log_copies_a_snapshot(tmp_path, etcd):
     # lease_ttl = 4: one leadership must append the 8 fabrics for the trim to come (a
     # leader trims what it appended itself), and each post is made once.
