@@ -13,6 +13,8 @@
 #include <stdio.h>
 
 #include "agent.h"
+#include "log.h"
+#include "secret_file.h"
 #include "version.h"
 
 static void usage(FILE *f)
@@ -78,6 +80,12 @@ int main(int argc, char **argv)
 		agent_config_free(&cfg);
 		return 1;
 	}
+	unsigned mode = cfg.token[0] ? secret_file_exposed(path) : 0;
+	if (mode)
+		log_warn("config",
+		         "%s holds the agent's token and any user of this machine can read it "
+		         "(mode %04o): chmod o-rwx %s",
+		         path, mode, path);
 	if (check) {
 		printf("%s: configuration is valid\n", path);
 		agent_config_free(&cfg);

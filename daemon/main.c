@@ -93,6 +93,8 @@ int main(int argc, char **argv)
 		config_free(&cfg);
 		return 1;
 	}
+	if (path)
+		config_warn_exposed(path, &cfg);
 	if (check) {
 		printf("%s: configuration is valid\n", path ? path : "(built-in)");
 		config_free(&cfg);

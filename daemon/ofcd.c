@@ -109,6 +109,7 @@ void ofcd_reload(struct ofcd *d)
 		config_free(&next);
 		return;
 	}
+	config_warn_exposed(d->config_path, &next);
 	/* The new file is judged against the socket that stays open until a restart. */
 	if (!config_auth_safe(&next, d->cfg.listen_host, d->cfg.tls_cert[0] != '\0', err,
 	                      sizeof(err))) {

@@ -1,6 +1,8 @@
 #include "config.h"
 
 #include "cfgtab.h"
+#include "log.h"
+#include "secret_file.h"
 #include "url.h"
 
 #include <arpa/inet.h>
@@ -656,4 +658,14 @@ int config_load_string(const char *text, const char *name, struct ofcd_config *c
                        size_t errlen)
 {
 	return load(NULL, text, name, cfg, err, errlen);
+}
+
+void config_warn_exposed(const char *path, const struct ofcd_config *cfg)
+{
+	unsigned mode = cfg->tokens.n || cfg->cluster_token[0] ? secret_file_exposed(path) : 0;
+	if (mode)
+		log_warn("config",
+		         "%s holds token secrets and any user of this machine can read it (mode "
+		         "%04o): chmod o-rwx %s",
+		         path, mode, path);
 }

@@ -139,6 +139,13 @@ const char *config_driver_setting(const struct ofcd_config *cfg, const char *dri
 bool config_host_is_loopback(const char *host);
 
 /**
+ * Logs a warning when the file at path, which cfg was loaded from, holds
+ * secrets (tokens, the cluster's token) and any user of the machine can read
+ * it. Loop thread (startup and SIGHUP).
+ */
+void config_warn_exposed(const char *path, const struct ofcd_config *cfg);
+
+/**
  * Whether next's authentication suits a listener on host, with or without
  * TLS: false, with the reason in err, when a host other than loopback would
  * serve without tokens ([auth] allow_unauthenticated off), or when bearer

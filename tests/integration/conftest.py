@@ -46,6 +46,7 @@ class Daemon:
             text += f"[auth]\ntoken.ops = admin:{ADMIN}\ntoken.mon = read:{READER}\n"
         text += extra
         self.config.write_text(text)
+        self.config.chmod(0o600)  # it may hold secrets (ofcd warns otherwise)
 
     def start(self, wait=True):
         self.logf = open(self.log_path, "a")

@@ -65,6 +65,7 @@ class Agent:
             text += f"runs_dir = {runs_dir}\n"
         text += "[log]\nlevel = debug\n"
         self.config.write_text(text)
+        self.config.chmod(0o600)  # it holds the agent's token (the agent warns otherwise)
         self.proc = None
 
     def start(self):
@@ -406,6 +407,15 @@ def test_agent_command_line(tmp_path, ctl):
     r = subprocess.run([OFCD_AGENT_BIN, "-c", str(a.config), "--check-config"],
                        capture_output=True, text=True)
     assert r.returncode == 0 and "configuration is valid" in r.stdout
+    assert r.stderr == "", r.stderr
+    # Its token readable by any user of the machine: valid, with a warning.
+    a.config.chmod(0o644)
+    r = subprocess.run([OFCD_AGENT_BIN, "-c", str(a.config), "--check-config"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert (f"{a.config} holds the agent's token and any user of this machine can read it "
+            f"(mode 0644): chmod o-rwx {a.config}") in r.stderr
+    a.config.chmod(0o600)
     # A missing recorded file stops the start with its name.
     a.config.write_text(a.config.read_text().replace("agent-inventory.json", "missing.json"))
     r = subprocess.run([OFCD_AGENT_BIN, "-c", str(a.config)], capture_output=True, text=True)

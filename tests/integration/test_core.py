@@ -178,6 +178,19 @@ def test_check_config(tmp_path):
     example = os.path.join(os.path.dirname(__file__), "../../schema/ofcd.example.ini")
     p = subprocess.run([OFCD_BIN, "-c", example, "--check-config"], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
+    # Token secrets any user of the machine can read: valid, with a warning.
+    secrets = tmp_path / "secrets.ini"
+    secrets.write_text(f"[http]\nlisten = 127.0.0.1:9999\n[auth]\ntoken.ops = admin:{ADMIN}\n")
+    secrets.chmod(0o644)
+    p = subprocess.run([OFCD_BIN, "-c", str(secrets), "--check-config"], capture_output=True,
+                       text=True)
+    assert p.returncode == 0, p.stderr
+    assert (f"{secrets} holds token secrets and any user of this machine can read it (mode "
+            f"0644): chmod o-rwx {secrets}") in p.stderr
+    secrets.chmod(0o640)
+    p = subprocess.run([OFCD_BIN, "-c", str(secrets), "--check-config"], capture_output=True,
+                       text=True)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
 
 
 def test_sighup_reload(make_daemon):

@@ -401,14 +401,21 @@ def test_events(tmp_path, ctl, demo):
                 p.wait()
 
 
+def secret(path, text):
+    """Writes a token file as it should be: readable by its owner only."""
+    path.write_text(text)
+    path.chmod(0o600)
+    return path
+
+
 def test_tokens(tmp_path):
     d = Daemon(tmp_path, tokens=True, args=("--demo",)).start()
     try:
         ctl = Ctl(tmp_path, d.url(""))
         admin, reader, bad = tmp_path / "admin.token", tmp_path / "reader.token", tmp_path / "bad.token"
-        admin.write_text(ADMIN + "\n")
-        reader.write_text(f"  {READER}  \n")
-        bad.write_text("not-the-secret-at-all\n")
+        secret(admin, ADMIN + "\n")
+        secret(reader, f"  {READER}  \n")
+        secret(bad, "not-the-secret-at-all\n")
         p = ctl("fabric", "list")
         assert p.returncode == 1 and p.stderr.startswith("ofcctl: 401 unauthorized: ")
         p = ctl("--token-file", bad, "fabric", "list")
@@ -426,6 +433,15 @@ def test_tokens(tmp_path):
         (tmp_path / "empty").write_text("\n")
         p = ctl("--token-file", tmp_path / "empty", "health")
         assert p.returncode == 2 and "is empty" in p.stderr
+        # A secret any user of the machine can read still works, but ofcctl says so.
+        reader.chmod(0o644)
+        p = ctl("--token-file", reader, "fabric", "list")
+        assert p.returncode == 0, p.stderr
+        assert p.stderr == (f"ofcctl: warning: token file {reader} can be read by any user of "
+                            f"this machine (mode 0644): chmod o-rwx {reader}\n")
+        reader.chmod(0o640)
+        p = ctl("--token-file", reader, "fabric", "list")
+        assert p.returncode == 0 and p.stderr == "", p.stderr
     finally:
         d.stop()
 
@@ -472,8 +488,7 @@ def test_redirects_and_server_errors(tmp_path):
     (tmp_path / "auth").mkdir()
     d = Daemon(tmp_path / "open", args=("--demo",)).start()
     a = Daemon(tmp_path / "auth", tokens=True, args=("--demo",)).start()
-    token = tmp_path / "t"
-    token.write_text(ADMIN)
+    token = secret(tmp_path / "t", ADMIN)
     servers = []
     try:
         # A 307 keeps the method and the body.
@@ -520,8 +535,8 @@ def test_url_and_token_sources(tmp_path):
         ctl = Ctl(tmp_path)  # no --url
         dead = f"http://127.0.0.1:{free_port()}"
         admin, reader = tmp_path / "admin.token", tmp_path / "reader.token"
-        admin.write_text(ADMIN)
-        reader.write_text(READER)
+        secret(admin, ADMIN)
+        secret(reader, READER)
         write = ("fabric", "create", "w", "srv0")
 
         # Environment.
@@ -687,8 +702,7 @@ def test_cluster_and_snapshot(ctl, demo, tmp_path):
 def test_snapshot_needs_admin(tmp_path):
     d = Daemon(tmp_path, tokens=True, args=("--demo",)).start()
     try:
-        reader = tmp_path / "reader.token"
-        reader.write_text(READER)
+        reader = secret(tmp_path / "reader.token", READER)
         f = tmp_path / "s.db"
         p = Ctl(tmp_path, d.url(""))("--token-file", reader, "cluster", "snapshot", "save", f)
         assert p.returncode == 1 and p.stderr.startswith("ofcctl: 403 forbidden: ")
