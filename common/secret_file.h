@@ -1,7 +1,8 @@
 /*
  * Whether a file that holds a secret (a bearer token, a configuration with
  * tokens) can be read by any user of the machine: ofcd, its agent and ofcctl
- * warn, as sshd and ssh do, rather than refuse. Any thread.
+ * warn (they do not refuse, as ssh does a private key: setups that work keep
+ * working). Any thread.
  */
 #ifndef OFCD_SECRET_FILE_H
 #define OFCD_SECRET_FILE_H
