@@ -427,6 +427,16 @@ def test_gc_that_does_not_wait_for_removal_deletes(cluster, tmp_path):
     assert "slurm-999998" not in cluster.fabric_names()
 
 
+def test_first_gc_on_a_new_node_makes_its_state_directory(cluster, tmp_path):
+    """The timer's first pass may come before any prolog made the state directory."""
+    fresh = tmp_path / "state"
+    scripts = scripts_with(cluster, tmp_path, OFCD_STATE_DIR=fresh)
+    p = cluster.run(str(scripts / "ofcd-slurm"), "gc", env=cluster.env)
+    assert p.returncode == 0, p.stderr
+    assert int((fresh / "max_nodes").read_text()) >= 2
+    assert sorted(f.name for f in fresh.iterdir()) == ["fabrics.json", "lock", "max_nodes"]
+
+
 def test_gc_removes_a_leaked_fabric_and_spares_running_jobs(cluster):
     """A fabric whose job was cancelled or is gone leaks until the collector runs; a running
     job's fabric, and fabrics Slurm did not make, are left alone."""
