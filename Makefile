@@ -222,8 +222,11 @@ unit-san: $(UNIT_BIN_SAN)
 ovs:
 	@sh tests/ovs/run.sh; rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 77 ]
 
+# Two tests at a time (pytest-xdist): most of them wait on timers, leases and
+# other processes. INTEGRATION_JOBS=0 runs them one by one.
+INTEGRATION_JOBS ?= 2
 integration: $(B)/ofcd $(B)/ofcd-agent $(B)/ofcctl
-	OFCD_BIN=$(abspath $(B)/ofcd) OFCCTL_BIN=$(abspath $(B)/ofcctl) $(PYTHON) -m pytest -p no:cacheprovider -q -rs tests/integration
+	OFCD_BIN=$(abspath $(B)/ofcd) OFCCTL_BIN=$(abspath $(B)/ofcctl) $(PYTHON) -m pytest -p no:cacheprovider -q -rs -n $(INTEGRATION_JOBS) tests/integration
 
 # The cost model against SimGrid (tests/fidelity/fidelity.py): fails when fewer than 95 % of
 # the cases are within 5 % or a pick is not SimGrid's fastest.

@@ -4,7 +4,7 @@
 set -e
 PKGS="build-essential pkg-config libevent-dev libssl-dev openssl libjansson-dev libmicrohttpd-dev libsqlite3-dev
 libibverbs-dev ibverbs-providers libsystemd-dev libinih-dev libcmocka-dev python3 python3-pytest
-python3-requests python3-yaml python3-jsonschema python3-simgrid sqlite3 curl iproute2 iputils-ping
+python3-pytest-xdist python3-requests python3-yaml python3-jsonschema python3-simgrid sqlite3 curl iproute2 iputils-ping
 openvswitch-switch wrk nginx-light chromium fonts-dejavu-core
 libcurl4-openssl-dev slurmctld slurmd slurm-client munge prometheus clang libclang-rt-14-dev
 etcd-server etcd-client stress-ng bash-completion
