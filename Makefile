@@ -226,7 +226,7 @@ ovs:
 # other processes. INTEGRATION_JOBS=0 runs them one by one.
 INTEGRATION_JOBS ?= 2
 integration: $(B)/ofcd $(B)/ofcd-agent $(B)/ofcctl
-	OFCD_BIN=$(abspath $(B)/ofcd) OFCCTL_BIN=$(abspath $(B)/ofcctl) $(PYTHON) -m pytest -p no:cacheprovider -q -rs -n $(INTEGRATION_JOBS) tests/integration
+	OFCD_BIN=$(abspath $(B)/ofcd) OFCCTL_BIN=$(abspath $(B)/ofcctl) $(PYTHON) -m pytest -p no:cacheprovider -q -rs $(if $(filter 0,$(INTEGRATION_JOBS)),,-n $(INTEGRATION_JOBS)) tests/integration
 
 # The cost model against SimGrid (tests/fidelity/fidelity.py): fails when fewer than 95 % of
 # the cases are within 5 % or a pick is not SimGrid's fastest.

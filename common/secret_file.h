@@ -11,13 +11,13 @@
 
 /**
  * The permission bits of the file at path (e.g. 0644) when users other than
- * its owner and its group have any access to it, else 0 (also when it cannot
- * be looked at).
+ * its owner and its group may read it, else 0 (also when it cannot be looked
+ * at). Its directories are not looked at.
  */
 static inline unsigned secret_file_exposed(const char *path)
 {
 	struct stat st;
-	if (stat(path, &st) < 0 || !(st.st_mode & S_IRWXO))
+	if (stat(path, &st) < 0 || !(st.st_mode & S_IROTH))
 		return 0;
 	return (unsigned)(st.st_mode & 07777);
 }

@@ -1,6 +1,8 @@
 """Fixtures that run the real build/ofcd (and build/ofcd-agent) on a free loopback port with a temp config and store."""
+import itertools
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -19,10 +21,35 @@ ADMIN = "admin-secret-0123456789"
 READER = "reader-secret-0123456789"
 
 
+def _port_share():
+    """This process's ports: below the kernel's ephemeral range, where connect() and bind(0)
+    take theirs (so a port a test lets go for a while, a daemon or an etcd member it restarts,
+    stays its own), one share of them per pytest-xdist worker."""
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        ephemeral = int(f.read().split()[0])
+    lo, hi = 10000, min(ephemeral, 32768)
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0")[2:] or 0)
+    size = (hi - lo) // workers
+    start = lo + worker * size
+    # From a random point, in turn: a port handed out is not handed again before its daemon binds it.
+    first = random.randrange(size)
+    return (start + (first + i) % size for i in itertools.count())
+
+
+_ports = _port_share()
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback port no other test of this run takes, free when handed out."""
+    while True:
+        port = next(_ports)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
 
 
 class Daemon:

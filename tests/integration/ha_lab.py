@@ -17,19 +17,13 @@ import time
 
 import requests
 
-from conftest import Daemon, wait_for  # noqa: F401 (the HA tests take it from here)
+from conftest import Daemon, free_port, wait_for  # noqa: F401 (the HA tests take it from here)
 
 ETCD_BIN = "/usr/bin/etcd"
 
 # The tables the log carries; every member's copy must equal the leader's row by row.
 REPLICATED = ("ocs", "server", "cable", "device_fault", "fabric", "fabric_server", "circuit",
               "missing_pair", "id_seq")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Etcd:

@@ -21,6 +21,8 @@ import socket
 import subprocess
 import time
 
+from conftest import free_port
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 YANG = os.path.join(HERE, "../../ocs_drivers/yang/ofcd-optical-switch.yang")
 NS = "urn:ofcd:yang:optical-switch"
@@ -40,12 +42,6 @@ def unavailable():
     if os.geteuid() != 0:
         return "sshd's privilege separation needs root"
     return None
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def keygen(path):
