@@ -80,12 +80,9 @@ int main(int argc, char **argv)
 		agent_config_free(&cfg);
 		return 1;
 	}
-	unsigned mode = cfg.token[0] ? secret_file_exposed(path) : 0;
-	if (mode)
-		log_warn("config",
-		         "%s holds the agent's token and any user of this machine can read it "
-		         "(mode %04o): chmod o-rwx %s",
-		         path, mode, path);
+	char msg[1024];
+	if (cfg.token[0] && secret_file_exposed(path, "the agent's token", msg, sizeof(msg)))
+		log_warn("config", "%s", msg);
 	if (check) {
 		printf("%s: configuration is valid\n", path);
 		agent_config_free(&cfg);

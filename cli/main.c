@@ -213,12 +213,10 @@ static int run(const struct command *cmd, struct cmd_ctx *ctx, const struct sett
 		return cmd_fail(CMD_USAGE, "%s", err);
 	if (s.token_file[0] && settings_read_token(s.token_file, &token, err, sizeof(err)))
 		return cmd_fail(CMD_USAGE, "%s", err);
-	unsigned mode = s.token_file[0] ? secret_file_exposed(s.token_file) : 0;
-	if (mode)
-		fprintf(stderr,
-		        "ofcctl: warning: token file %s can be read by any user of this machine "
-		        "(mode %04o): chmod o-rwx %s\n",
-		        s.token_file, mode, s.token_file);
+	char warning[2 * sizeof(s.token_file) + 128];
+	if (s.token_file[0] &&
+	    secret_file_exposed(s.token_file, "a bearer token", warning, sizeof(warning)))
+		fprintf(stderr, "ofcctl: warning: %s\n", warning);
 	struct client_tls tls = { .cacert = s.cacert, .insecure = s.insecure };
 	ctx->client = client_new(s.url, token, &tls, err, sizeof(err));
 	if (token) {

@@ -662,10 +662,8 @@ int config_load_string(const char *text, const char *name, struct ofcd_config *c
 
 void config_warn_exposed(const char *path, const struct ofcd_config *cfg)
 {
-	unsigned mode = cfg->tokens.n || cfg->cluster_token[0] ? secret_file_exposed(path) : 0;
-	if (mode)
-		log_warn("config",
-		         "%s holds token secrets and any user of this machine can read it (mode "
-		         "%04o): chmod o-rwx %s",
-		         path, mode, path);
+	char msg[1024];
+	if ((cfg->tokens.n || cfg->cluster_token[0]) &&
+	    secret_file_exposed(path, "token secrets", msg, sizeof(msg)))
+		log_warn("config", "%s", msg);
 }

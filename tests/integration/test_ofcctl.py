@@ -437,8 +437,8 @@ def test_tokens(tmp_path):
         reader.chmod(0o644)
         p = ctl("--token-file", reader, "fabric", "list")
         assert p.returncode == 0, p.stderr
-        assert p.stderr == (f"ofcctl: warning: token file {reader} can be read by any user of "
-                            f"this machine (mode 0644): chmod o-rwx {reader}\n")
+        assert p.stderr == (f"ofcctl: warning: {reader} holds a bearer token and any user of "
+                            f"this machine can read it (mode 0644): chmod o-rwx {reader}\n")
         reader.chmod(0o640)
         p = ctl("--token-file", reader, "fabric", "list")
         assert p.returncode == 0 and p.stderr == "", p.stderr
