@@ -22,12 +22,13 @@ READER = "reader-secret-0123456789"
 
 
 def _port_share():
-    """This process's ports: below the kernel's ephemeral range, where connect() and bind(0)
+    """This process's ports: outside the kernel's ephemeral range, where connect() and bind(0)
     take theirs (so a port a test lets go for a while, a daemon or an etcd member it restarts,
     stays its own), one share of them per pytest-xdist worker."""
     with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-        ephemeral = int(f.read().split()[0])
-    lo, hi = 10000, min(ephemeral, 32768)
+        first, last = (int(v) for v in f.read().split())
+    # The larger gap: below the range (Debian's 32768-60999) or above it.
+    lo, hi = max([(10000, first), (last + 1, 65536)], key=lambda g: g[1] - g[0])
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0")[2:] or 0)
     size = (hi - lo) // workers
