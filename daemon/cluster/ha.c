@@ -996,8 +996,8 @@ static void on_role(enum cluster_role role, void *arg)
 	replica_free(h->replica);
 	h->replica = NULL;
 	drop_snapshot(h);
-	h->retry_ms =
-	    0; /* a new role starts afresh: an elected member waits on no follower's streak */
+	/* A new role starts afresh: an elected member waits on no follower's streak. */
+	h->retry_ms = 0;
 	enter(h, role == CLUSTER_LEADER ? MEMBER_CATCHING_UP : MEMBER_FOLLOWING,
 	      role == CLUSTER_LEADER ? "elected" : "another member leads, or none is known");
 	start_replica(h);
