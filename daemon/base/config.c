@@ -660,10 +660,34 @@ int config_load_string(const char *text, const char *name, struct ofcd_config *c
 	return load(NULL, text, name, cfg, err, errlen);
 }
 
-void config_warn_exposed(const char *path, const struct ofcd_config *cfg)
+static void warn_if_exposed(const char *path, const char *what)
 {
 	char msg[1024];
-	if ((cfg->tokens.n || cfg->cluster_token[0]) &&
-	    secret_file_exposed(path, "token secrets", msg, sizeof(msg)))
+	if (path[0] && secret_file_exposed(path, what, msg, sizeof(msg)))
 		log_warn("config", "%s", msg);
+}
+
+/* Whether [netconf] key.UNIT entry i names a file warned of before it: units often share one. */
+static bool netconf_key_seen(const struct ofcd_config *cfg, unsigned i)
+{
+	const char *file = cfg->netconf_units[i].value;
+	if (strcmp(file, cfg->netconf_key) == 0)
+		return true;
+	for (unsigned j = 0; j < i; j++)
+		if (strcmp(cfg->netconf_units[j].key, "key") == 0 &&
+		    strcmp(cfg->netconf_units[j].value, file) == 0)
+			return true;
+	return false;
+}
+
+void config_warn_exposed(const char *path, const struct ofcd_config *cfg)
+{
+	if (cfg->tokens.n || cfg->cluster_token[0])
+		warn_if_exposed(path, "token secrets");
+	warn_if_exposed(cfg->tls_key, "the API's TLS private key");
+	warn_if_exposed(cfg->netconf_key, "an SSH private key of the NETCONF units");
+	for (unsigned i = 0; i < cfg->netconf_nunits; i++)
+		if (strcmp(cfg->netconf_units[i].key, "key") == 0 && !netconf_key_seen(cfg, i))
+			warn_if_exposed(cfg->netconf_units[i].value,
+			                "an SSH private key of the NETCONF units");
 }

@@ -139,9 +139,10 @@ const char *config_driver_setting(const struct ofcd_config *cfg, const char *dri
 bool config_host_is_loopback(const char *host);
 
 /**
- * Logs a warning when the file at path, which cfg was loaded from, holds
- * secrets (tokens, the cluster's token) and any user of the machine can read
- * it. Loop thread (startup and SIGHUP).
+ * Logs a warning for each file any user of the machine can read that holds a
+ * secret: the file at path, which cfg was loaded from, when it holds tokens
+ * (or the cluster's token); [http] tls_key; [netconf] key and key.UNIT. Loop
+ * thread (startup and SIGHUP).
  */
 void config_warn_exposed(const char *path, const struct ofcd_config *cfg);
 

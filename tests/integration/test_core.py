@@ -191,6 +191,30 @@ def test_check_config(tmp_path):
     p = subprocess.run([OFCD_BIN, "-c", str(secrets), "--check-config"], capture_output=True,
                        text=True)
     assert p.returncode == 0 and p.stderr == "", p.stderr
+    # Private keys any user can read: each file once, however many units share it.
+    for name in ("api.key", "units.key", "spine.key"):
+        (tmp_path / name).write_text("not read by --check-config\n")
+        (tmp_path / name).chmod(0o644)
+    keys = tmp_path / "keys.ini"
+    keys.write_text(f"[http]\nlisten = 127.0.0.1:9999\ntls_key = {tmp_path / 'api.key'}\n"
+                    f"tls_cert = {tmp_path / 'api.pem'}\n"
+                    f"[netconf]\nkey = {tmp_path / 'units.key'}\n"
+                    f"key.ocs1 = {tmp_path / 'units.key'}\nkey.ocs2 = {tmp_path / 'spine.key'}\n"
+                    f"key.ocs3 = {tmp_path / 'spine.key'}\n")
+    p = subprocess.run([OFCD_BIN, "-c", str(keys), "--check-config"], capture_output=True,
+                       text=True)
+    assert p.returncode == 0, p.stderr
+    for name, what in (("api.key", "the API's TLS private key"),
+                       ("units.key", "an SSH private key of the NETCONF units"),
+                       ("spine.key", "an SSH private key of the NETCONF units")):
+        line = (f"{tmp_path / name} holds {what} and any user of this machine can read it "
+                f"(mode 0644): chmod o-rwx {tmp_path / name}")
+        assert p.stderr.count(line) == 1, p.stderr
+    for name in ("api.key", "units.key", "spine.key"):
+        (tmp_path / name).chmod(0o600)
+    p = subprocess.run([OFCD_BIN, "-c", str(keys), "--check-config"], capture_output=True,
+                       text=True)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
 
 
 def test_sighup_reload(make_daemon):
