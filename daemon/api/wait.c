@@ -59,9 +59,13 @@ static bool done(struct waiter *w)
 	/* Until the cluster's log has the change, the store does not show it yet. */
 	if (w->req->replicating)
 		return false;
+	/*
+	 * Only the units that held the fabric's circuits count: another unit
+	 * down or busy with other fabrics does not hold up its removal.
+	 */
 	if (w->mode == WAIT_REMOVED)
 		return reconcile_generation(d->reconciler) >= w->generation &&
-		       reconcile_all_in_sync(d->reconciler);
+		       reconcile_fabric_removed(d->reconciler, w->fabric);
 	char state[16];
 	if (topo_fabric_state(d->store, w->fabric, state, sizeof(state)) < 0)
 		return true; /* deleted meanwhile: nothing more will happen */

@@ -1,8 +1,9 @@
 /*
  * ?wait=SECONDS on fabric routes: the reply is held (suspended connection, no
  * thread) until the fabric reaches a final state (applied, degraded, failed),
- * or, after a deletion, until every OCS unit holds exactly what is desired,
- * or until the time runs out; then it carries the state of that moment.
+ * or, after a deletion, until its circuits are read back gone from the units
+ * that held them, or until the time runs out; then it carries the state of
+ * that moment.
  * Waiters re-check their condition on every EVENTS_SETTLED of the bus (the
  * reconciler publishes one whenever states or sync may have changed).
  * Loop thread only.
@@ -20,7 +21,7 @@ struct api_req;
 /** What a waiter waits for. */
 enum wait_mode {
 	WAIT_FINAL_STATE, /**< the fabric's state is applied, degraded or failed */
-	WAIT_REMOVED,     /**< the deleted fabric's cross-connects are gone everywhere */
+	WAIT_REMOVED,     /**< the deleted fabric's cross-connects are read back gone */
 };
 
 /**

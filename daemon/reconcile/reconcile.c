@@ -1050,6 +1050,30 @@ bool reconcile_all_in_sync(struct reconciler *r)
 	return true;
 }
 
+/* desired_held_fn: what the unit held at its last read-back, or was sent since. */
+static bool unit_may_hold(void *arg, int64_t ocs_id, uint32_t a, uint32_t b)
+{
+	struct unit *u = reconcile_unit_by_id(arg, ocs_id);
+	if (!u)
+		return false; /* no longer this daemon's to drive */
+	if (!u->have_actual)
+		return true;
+	if (a > u->ports || b > u->ports)
+		return false;
+	if (u->peer[a] == b || u->joining[a] == b)
+		return true;
+	for (size_t i = 0; i < u->npartial; i++)
+		if (u->partial[i].in_port == a || u->partial[i].in_port == b ||
+		    u->partial[i].out_port == a || u->partial[i].out_port == b)
+			return true;
+	return false;
+}
+
+bool reconcile_fabric_removed(struct reconciler *r, const char *fabric)
+{
+	return !desired_former_left(r->d.desired, fabric, unit_may_hold, r);
+}
+
 bool reconcile_port_joined(struct reconciler *r, int64_t ocs_id, uint32_t port, char *why,
                            size_t len)
 {

@@ -152,6 +152,14 @@ struct domain_units reconcile_domain_units(struct reconciler *r);
 bool reconcile_all_in_sync(struct reconciler *r);
 
 /**
+ * Whether the circuits fabric (a name) had before it was deleted are gone
+ * from every unit that held them: read back without them, or never made.
+ * A unit not read back since it connected may hold anything; other units,
+ * down or busy with other fabrics, do not count.
+ */
+bool reconcile_fabric_removed(struct reconciler *r, const char *fabric);
+
+/**
  * Injects a fault into a unit's driver. Returns 0, -ENOENT (no such unit
  * instance), -EOPNOTSUPP (the driver has no fault injection) or the driver's
  * error.

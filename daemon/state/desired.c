@@ -1371,6 +1371,22 @@ const char *desired_former_owner(const struct desired *d, int64_t ocs_id, uint32
 	return f && f->fabric->s[0] ? f->fabric->s : NULL;
 }
 
+bool desired_former_left(const struct desired *d, const char *fabric, desired_held_fn held,
+                         void *arg)
+{
+	for (size_t i = 0; i < d->nunits; i++) {
+		const struct unit_set *u = &d->units[i];
+		for (size_t k = 0; k < u->nformer; k++) {
+			const char *owner = u->former[k].fabric->s;
+			/* One whose name could not be learnt may be the fabric's. */
+			if ((!owner[0] || strcmp(owner, fabric) == 0) &&
+			    held(arg, u->ocs_id, u->former[k].xc.a, u->former[k].xc.b))
+				return true;
+		}
+	}
+	return false;
+}
+
 void desired_prune(struct desired *d, int64_t ocs_id, const struct plan_xc *held, size_t n)
 {
 	struct unit_set *u = unit_find(d, ocs_id);

@@ -107,6 +107,18 @@ struct desired_set desired_of(const struct desired *d, int64_t ocs_id);
  */
 const char *desired_former_owner(const struct desired *d, int64_t ocs_id, uint32_t a, uint32_t b);
 
+/** Whether the unit may still hold cross-connect {a, b}, as its driver's last answers say. */
+typedef bool (*desired_held_fn)(void *arg, int64_t ocs_id, uint32_t a, uint32_t b);
+
+/**
+ * Whether a cross-connect that fabric (a name) desired before it was deleted
+ * or re-planned may still be on its unit: one that is not desired again, that
+ * no read-back has found gone since, and that held(arg, ...) says may be
+ * there.
+ */
+bool desired_former_left(const struct desired *d, const char *fabric, desired_held_fn held,
+                         void *arg);
+
 /**
  * Forgets former owners of cross-connects the unit no longer holds: held is
  * what a read-back returned (sorted by (a, b)).

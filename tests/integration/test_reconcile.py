@@ -343,6 +343,41 @@ def test_servers_held_by_a_stray_are_refused(sim):
     assert r.status_code == 201 and r.json()["state"] == "applied", r.text
 
 
+def test_removal_waits_for_the_units_that_held_the_fabric_alone(sim):
+    # A unit that never answers (down for maintenance) holds none of the fabric's circuits:
+    # a DELETE ?wait= answers "removed" as soon as they are off ocs0 and ocs1, not at the end
+    # of its wait (what a Slurm epilog or gc pass would spend on every delete).
+    assert sim.post("/v1/ocs", {"name": "far", "driver": "openflow", "ports": 8,
+                                "endpoint": "tcp:127.0.0.1:1"}).status_code == 201
+    r = sim.post("/v1/fabrics?wait=10", {"name": "a", "servers": ["srv0", "srv1", "srv2"]})
+    assert r.status_code == 201 and r.json()["state"] == "applied", r.text
+    t0 = time.monotonic()
+    r = sim.delete("/v1/fabrics/a?wait=30")
+    assert r.status_code == 200 and r.json() == {"deleted": "a", "state": "removed"}, r.text
+    assert time.monotonic() - t0 < 15
+    for unit in ("ocs0", "ocs1"):
+        assert sim.get(f"/v1/ocs/{unit}/cross-connects").json()["actual"] == []
+    # Deleted while its batches are still on their way: "removed" only once the circuits
+    # that landed after the delete are read back gone.
+    for u in ("ocs0", "ocs1"):
+        fault(sim, u, kind="delay", count=1500)
+    assert sim.post("/v1/fabrics", {"name": "b", "servers": ["srv3", "srv4"]}).status_code == 201
+    assert wait_for(lambda: sim.get("/v1/fabrics/b").json()["state"] == "applying")
+    r = sim.delete("/v1/fabrics/b?wait=30")
+    assert r.status_code == 200 and r.json()["state"] == "removed", r.text
+    for unit in ("ocs0", "ocs1"):
+        assert sim.get(f"/v1/ocs/{unit}/cross-connects").json()["actual"] == []
+    # A unit that held the fabric's circuits and stops answering holds the removal up.
+    for u in ("ocs0", "ocs1"):
+        fault(sim, u, kind="delay", count=0)
+    r = sim.post("/v1/fabrics?wait=10", {"name": "c", "servers": ["srv5", "srv6"]})
+    assert r.status_code == 201 and r.json()["state"] == "applied", r.text
+    fault(sim, "ocs0", kind="fail_batches", count=1000)
+    r = sim.delete("/v1/fabrics/c?wait=3")
+    assert r.status_code == 202 and r.json() == {"deleted": "c", "state": "removing"}, r.text
+    assert sim.get("/v1/ocs/ocs0/cross-connects").json()["actual"] != []
+
+
 def test_unit_holding_circuits_is_not_forgotten(tmp_path):
     d = Daemon(tmp_path).start()
     try:
