@@ -130,6 +130,7 @@ struct ha {
 	char token[256];
 
 	struct evhttp_connection *snap_conn; /* the snapshot's, while resyncing */
+	bool snap_answered;                  /* on_snapshot() ran for the request last made */
 
 	struct event *tick; /* publishes this member, reads the others */
 	bool publishing;    /* a put or range of the members is in flight */
@@ -280,12 +281,13 @@ static void resync(struct ha *h);
 static void on_caught_up(void *arg, int rc)
 {
 	struct ha *h = arg;
-	if (rc == -ESTALE || rc == -EPROTO) {
+	if (rc == -ESTALE || rc == -EPROTO || rc == -EXDEV) {
 		replica_free(h->replica);
 		h->replica = NULL;
 		if (h->state == MEMBER_CATCHING_UP) {
 			/* Its store cannot become the log's: a member whose can should lead. */
-			ha_hand_over(h, "it cannot catch up with the log");
+			ha_hand_over(h, rc == -EXDEV ? "etcd's revision is behind its store"
+			                             : "it cannot catch up with the log");
 			return;
 		}
 		resync(h);
@@ -408,6 +410,17 @@ static int apply_own(struct ha *h, struct append *a, int64_t revision)
 {
 	if (h->state != MEMBER_LEADING || a->generation != h->generation)
 		return -EREMOTE;
+	int64_t applied = store_applied_revision(h->d.store);
+	if (applied >= revision) {
+		/* apply_change() would take it for applied: it must not be acknowledged. */
+		log_error("cluster",
+		          "etcd gave a change this member appended revision %lld, which its store "
+		          "counts as applied (%lld): etcd went back (restored from a backup, or "
+		          "replaced)",
+		          (long long)revision, (long long)applied);
+		ha_hand_over(h, "etcd's revision is behind its store");
+		return -EPROTO;
+	}
 	struct timespec t0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (apply_change(h->d.store, revision, a->change, a->change_len, true, &h->applied_hook) ==
@@ -907,6 +920,7 @@ void ha_hand_over(struct ha *h, const char *why)
 static void on_snapshot(struct evhttp_request *req, void *arg)
 {
 	struct ha *h = arg;
+	h->snap_answered = true;
 	int status = req ? evhttp_request_get_response_code(req) : 0;
 	struct evbuffer *body = req ? evhttp_request_get_input_buffer(req) : NULL;
 	size_t len = body ? evbuffer_get_length(body) : 0;
@@ -962,6 +976,7 @@ static void resync(struct ha *h)
 			evhttp_add_header(hdr, "Authorization", auth);
 		}
 	}
+	h->snap_answered = false;
 	if (!req ||
 	    evhttp_make_request(h->snap_conn, req, EVHTTP_REQ_GET, "/v1/cluster/snapshot") < 0) {
 		/* No leader known yet (or no memory): try again soon. */
@@ -972,6 +987,9 @@ static void resync(struct ha *h)
 		evtimer_add(h->retry, &tv);
 		return;
 	}
+	/* libevent answers a connection that fails at once from inside the call. */
+	if (h->snap_answered)
+		return;
 	char why[96];
 	snprintf(why, sizeof(why), "the log does not reach back to its revision %" PRId64,
 	         applied_revision(h));

@@ -202,6 +202,18 @@ static void on_range(int rc, const struct etcd_result *res, void *arg)
 			floor = strtoll((const char *)res->kvs[i].value, NULL, 10);
 	if (rc < 0) {
 		log_warn("replica", "cannot read the log: %s", strerror(-rc));
+	} else if (res->revision < r->applied) {
+		/*
+		 * Its entries would get revisions this store counts as applied:
+		 * followers would skip them and a leader would acknowledge them
+		 * unapplied.
+		 */
+		log_error("replica",
+		          "etcd's revision %lld is behind this store's %lld: etcd lost changes "
+		          "this store has (restored from a backup, or replaced); this member "
+		          "neither follows nor leads this log (docs/ha.md, \"etcd restored\")",
+		          (long long)res->revision, (long long)r->applied);
+		rc = -EXDEV;
 	} else if (floor > r->applied) {
 		log_warn(
 		    "replica",

@@ -34,7 +34,9 @@ struct replica_cbs {
 	 * The first read of the log is over: rc 0 when everything in it is applied
 	 * (and, when following, the watch is open), -EPROTO when an entry
 	 * conflicted (diverged), -ESTALE when the log was trimmed past this
-	 * store's revision (PREFIX/log_floor, see ha.c), or the etcd call's error.
+	 * store's revision (PREFIX/log_floor, see ha.c), -EXDEV when etcd's
+	 * revision is behind the store's (etcd lost changes the store has), or
+	 * the etcd call's error.
 	 */
 	void (*caught_up)(void *arg, int rc);
 	/** Each entry applied, with its revision (what the store now records). */
