@@ -2,6 +2,7 @@
 #include "utf8.h"
 
 #include <stdint.h>
+#include <string.h>
 
 size_t utf8_char(const unsigned char *p, size_t n)
 {
@@ -37,4 +38,17 @@ size_t utf8_bad_at(const char *s, size_t len)
 		i += k;
 	}
 	return len;
+}
+
+void utf8_clean(char *s)
+{
+	unsigned char *p = (unsigned char *)s, *end = p + strlen(s);
+	while (*p) {
+		size_t n = utf8_char(p, (size_t)(end - p));
+		if (!n || (n == 1 && *p < 0x20)) {
+			*p++ = '?';
+			continue;
+		}
+		p += n;
+	}
 }

@@ -95,25 +95,6 @@ void api_reply_text_owned(struct api_req *req, unsigned status, const char *cont
 	req->reply_text_cls = cls;
 }
 
-/*
- * Messages echo what the client sent (paths, member names) and may be cut in
- * the middle of a character: JSON needs valid UTF-8, so anything else becomes
- * '?' rather than an error body jansson refuses to build. Valid means what
- * jansson accepts (utf8.h).
- */
-static void utf8_clean(char *s)
-{
-	unsigned char *p = (unsigned char *)s, *end = p + strlen(s);
-	while (*p) {
-		size_t n = utf8_char(p, (size_t)(end - p));
-		if (!n || (n == 1 && *p < 0x20)) {
-			*p++ = '?';
-			continue;
-		}
-		p += n;
-	}
-}
-
 static void verror(struct api_req *req, enum ofcd_err err, const char *field, json_t *details,
                    const char *fmt, va_list ap)
 {

@@ -1,7 +1,6 @@
 /* GET /v1/audit: the audit trail of write requests, for admins. */
 #include <errno.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "api_handlers.h"
@@ -33,17 +32,9 @@ static int parse_since(struct api_req *req, struct audit_query *q, char *at, siz
 
 static int parse_limit(struct api_req *req, struct audit_query *q)
 {
-	const char *v = api_query(req, "limit");
-	char *end;
-	q->limit = AUDIT_LIMIT_DEFAULT;
-	if (!v)
-		return 0;
-	unsigned long n = strtoul(v, &end, 10);
-	if (v[0] < '0' || v[0] > '9' || *end || n < 1 || n > AUDIT_LIMIT_MAX) {
-		api_error(req, OFCD_E_INVALID_FIELD, "limit", "limit must be 1 to %d, got \"%s\"",
-		          AUDIT_LIMIT_MAX, v);
+	uint64_t n;
+	if (api_query_uint(req, "limit", 1, AUDIT_LIMIT_MAX, AUDIT_LIMIT_DEFAULT, &n) < 0)
 		return -EINVAL;
-	}
 	q->limit = (unsigned)n;
 	return 0;
 }

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "api_handlers.h"
+#include "decimal.h"
 #include "domain/topo.h"
 
 int api_agent_scope(struct api_req *req)
@@ -29,15 +30,11 @@ int api_query_uint(struct api_req *req, const char *key, uint64_t lo, uint64_t h
 {
 	const char *v = api_query(req, key);
 	uint64_t x = 0;
-	size_t i;
 
 	*out = def;
 	if (!v)
 		return 0;
-	/* Stops past hi, before x * 10 + d can wrap. */
-	for (i = 0; v[i] >= '0' && v[i] <= '9' && x <= hi; i++)
-		x = x > (UINT64_MAX - 9) / 10 ? UINT64_MAX : x * 10 + (uint64_t)(v[i] - '0');
-	if (!v[0] || v[i] || x < lo || x > hi) {
+	if (!decimal_u64(v, hi, &x) || x < lo) {
 		api_error(req, OFCD_E_INVALID_FIELD, key,
 		          "%s must be an integer from %llu to %llu, got \"%.32s\"", key,
 		          (unsigned long long)lo, (unsigned long long)hi, v);

@@ -4,9 +4,11 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "state/store_sql.h"
+#include "utf8.h"
 
 /* The number in text[at..at+n), all digits already. */
 static int digits(const char *text, size_t at, size_t n)
@@ -76,14 +78,25 @@ json_t *audit_list(struct store *s, const struct audit_query *q)
 	else
 		sqlite3_bind_int64(st, 1, q->since_id);
 	sqlite3_bind_int64(st, 2, q->limit);
-	while ((step = sqlite3_step(st)) == SQLITE_ROW)
-		json_array_append_new(
-		    rows, json_pack("{s:I, s:s, s:o, s:o, s:s, s:s, s:I}", "id",
-		                    (json_int_t)sqlite3_column_int64(st, 0), "at",
-		                    sqlite3_column_text(st, 1), "token", text_or_null(st, 2),
-		                    "client", text_or_null(st, 3), "method",
-		                    sqlite3_column_text(st, 4), "path", sqlite3_column_text(st, 5),
-		                    "status", (json_int_t)sqlite3_column_int64(st, 6)));
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		/* A refused request's path is whatever the client sent (%FF decoded). */
+		char *path = strdup((const char *)sqlite3_column_text(st, 5));
+		if (path)
+			utf8_clean(path);
+		json_t *row = !path ? NULL
+		                    : json_pack("{s:I, s:s, s:o, s:o, s:s, s:s, s:I}", "id",
+		                                (json_int_t)sqlite3_column_int64(st, 0), "at",
+		                                sqlite3_column_text(st, 1), "token",
+		                                text_or_null(st, 2), "client", text_or_null(st, 3),
+		                                "method", sqlite3_column_text(st, 4), "path", path,
+		                                "status", (json_int_t)sqlite3_column_int64(st, 6));
+		free(path);
+		if (!row) {
+			step = SQLITE_NOMEM; /* a short page would end a client's reading early */
+			break;
+		}
+		json_array_append_new(rows, row);
+	}
 	sqlite3_reset(st);
 	if (step != SQLITE_DONE) {
 		json_decref(rows);

@@ -271,9 +271,10 @@ static bool put_wiring_head(struct view *v, const struct wiring_row *w, bool in_
 	return true;
 }
 
-static void put_wiring_tail(struct view *v, const struct wiring_row *w)
+static void put_wiring_tail(struct view *v, const struct wiring_row *w, bool in_topology)
 {
-	if (w->partial)
+	/* The topology's view is PUT back as it is: how far a rule's cabling got is not input. */
+	if (w->partial && !in_topology)
 		put_raw(v, ",\"partial\":true");
 	put(v, "}", 1);
 }
@@ -284,7 +285,7 @@ static int put_wiring(struct store *s, struct view *v, bool in_topology)
 	int rc = read_wiring_row(store_stmt(s, WIRING_ROW_SQL), &w);
 	if (rc == 0 && put_wiring_head(v, &w, in_topology))
 		rc = put_rows(v, store_stmt(s, LINKS_SQL), put_link, NULL);
-	put_wiring_tail(v, &w);
+	put_wiring_tail(v, &w, in_topology);
 	return rc;
 }
 
@@ -439,7 +440,7 @@ const char *topo_wiring_text_so_far(struct topo_wiring_job *j, size_t *len)
 char *topo_wiring_text_end(struct topo_wiring_job *j, size_t *len)
 {
 	put(&j->v, "]", 1);
-	put_wiring_tail(&j->v, &j->w);
+	put_wiring_tail(&j->v, &j->w, false);
 	char *text = view_end(&j->v, 0, len);
 	topo_wiring_job_free(j);
 	return text;

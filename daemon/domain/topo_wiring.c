@@ -101,7 +101,8 @@ struct cabling {
 struct rule_unit {
 	int64_t id;
 	char name[65];
-	uint32_t ports, next, needed;
+	uint32_t ports, next;
+	uint64_t needed; /* 4,096 servers of 2^20 ports wrap 32 bits */
 };
 
 struct rule_server {
@@ -204,10 +205,11 @@ static int rule_plan(struct store *s, const char *field, struct rule_plan *p, st
 	}
 	for (size_t u = 0; rc == 0 && u < k; u++)
 		if (p->units[u].needed > p->units[u].ports)
-			rc =
-			    ofcd_fail(e, -EINVAL, OFCD_E_UNPROCESSABLE, field, NULL,
-			              "rule plane-per-ocs needs %u ports on OCS unit %s, it has %u",
-			              p->units[u].needed, p->units[u].name, p->units[u].ports);
+			rc = ofcd_fail(
+			    e, -EINVAL, OFCD_E_UNPROCESSABLE, field, NULL,
+			    "rule plane-per-ocs needs %llu ports on OCS unit %s, it has %u",
+			    (unsigned long long)p->units[u].needed, p->units[u].name,
+			    p->units[u].ports);
 	if (rc < 0)
 		rule_plan_free(p);
 	return rc;

@@ -253,13 +253,19 @@ def test_audit_route(daemon):
                      ("since=-1", "since"), ("since=2026-13-01", "since"),
                      ("since=2026-02-29", "since"), ("since=2026-00-10", "since"),
                      ("since=2026-11-21T25:00", "since"), ("since=2026-11-27T05:99:00Z", "since"),
-                     ("limit=0", "limit"), ("limit=1001", "limit"),
+                     ("limit=0", "limit"), ("limit=1001", "limit"), ("limit=010", "limit"),
                      ("limit=x", "limit"), ("until=1", "until")):
         r = daemon.get(f"/v1/audit?{q}")
         assert r.status_code == 400 and error_of(r)["field"] == field, q
     # The column is in the table too, for sqlite3 users.
     with sqlite3.connect(daemon.store) as db:
         assert db.execute("SELECT DISTINCT client FROM audit").fetchall() == [("127.0.0.1",)]
+    # A path that is not UTF-8 (a probe's %FF), audited as sent: listed, not left out.
+    last = rows[-1]["id"]
+    assert daemon.req("DELETE", "/v1/fabrics/%C3%28x%FF", validate=False).status_code == 404
+    page = daemon.get(f"/v1/audit?since={last}").json()["audit"]
+    assert [(r["method"], r["path"], r["status"]) for r in page] == [
+        ("DELETE", "/v1/fabrics/?(x?", 404)]
 
 
 def test_ipv6_client_in_audit(make_daemon):

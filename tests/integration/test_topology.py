@@ -234,6 +234,19 @@ def test_wiring_rule_in_parts(daemon):
     assert daemon.get("/v1/wiring").json() == w
 
 
+def test_wiring_rule_past_32_bits_of_ports_is_refused(daemon):
+    # 4,096 servers of 2^20 ports each need 2^32 ports of the one unit: a count that wraps
+    # at 32 bits read 0, and the rule went on to store cables for hours.
+    body = {"ocs": [{"name": "o", "ports": 65536}],
+            "servers": [{"name": f"s{i}", "devices": 1024, "ports_per_device": 1024}
+                        for i in range(4096)],
+            "wiring": {"rule": "plane-per-ocs"}}
+    r = daemon.put("/v1/topology", body, timeout=20)
+    assert r.status_code == 422 and error_of(r)["field"] == "wiring.rule", r.text
+    assert "needs 4294967296 ports on OCS unit o, it has 65536" in error_of(r)["message"]
+    assert daemon.get("/v1/servers").json()["servers"] == []
+
+
 def test_fabric_lifecycle(daemon):
     make_cluster(daemon)
     r = daemon.post("/v1/fabrics?wait=10", {"name": "job-a", "servers": [f"srv{i}" for i in range(5)]})
