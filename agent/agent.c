@@ -41,11 +41,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <systemd/sd-daemon.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "runs_dir.h"
+#include "url.h"
 #include "version.h"
 
 #define AGENT_HTTP_TIMEOUT_S 5
@@ -58,8 +60,16 @@ struct agent;
 
 /* One HTTP connection to the controller. */
 struct agent_link {
-	struct evhttp_connection *conn;
-	struct bufferevent *bev; /* https: the TLS stream under conn (owned by conn) */
+	struct evhttp_connection *conn; /* NULL until first used */
+	struct bufferevent *bev;        /* https: the TLS stream under conn (owned by conn) */
+};
+
+/* One of the controller's addresses, and the agent's connections to it. */
+struct agent_target {
+	const struct agent_controller *ctl;
+	char hostport[300];     /* Host header */
+	struct agent_link main; /* inventory and device states */
+	struct agent_link bulk; /* runs files */
 };
 
 enum agent_call_kind { CALL_INVENTORY, CALL_DEVICE, CALL_RUNS };
@@ -92,10 +102,11 @@ struct agent {
 	const struct agent_config *cfg;
 	struct event_base *base;
 	struct evdns_base *dns;
-	struct agent_link main; /* inventory and device states */
-	struct agent_link bulk; /* runs files */
-	SSL_CTX *ssl_ctx;       /* https: the client context (certificate checks), else NULL */
-	char hostport[300];     /* Host header */
+	/* Requests go to targets[cur]: the leader, as far as the agent knows. */
+	struct agent_target targets[AGENT_CONTROLLERS_MAX];
+	size_t ntargets, cur;
+	char redirect_refused[300]; /* the last Location not followed, logged once */
+	SSL_CTX *ssl_ctx;           /* https: the client context (certificate checks), else NULL */
 	char inv_path[128];
 	char runs_path[128];
 
@@ -292,7 +303,7 @@ static void inventory_done(struct agent *a, int code, const char *why)
 	if (code >= 200 && code < 300) {
 		if (a->backoff_ms)
 			log_info("agent", "controller %s reachable again: inventory delivered",
-			         a->cfg->controller);
+			         a->targets[a->cur].ctl->url);
 		else
 			log_debug("agent", "inventory delivered");
 		a->backoff_ms = 0;
@@ -302,11 +313,14 @@ static void inventory_done(struct agent *a, int code, const char *why)
 		return;
 	}
 	if (code == 0 || code >= 500 || code == 408 || code == 429) {
+		const char *url = a->targets[a->cur].ctl->url;
 		if (!a->backoff_ms)
 			log_warn("agent", "controller %s: %s; resending the inventory with backoff",
-			         a->cfg->controller, why);
+			         url, why);
 		else
-			log_debug("agent", "controller %s: %s", a->cfg->controller, why);
+			log_debug("agent", "controller %s: %s", url, why);
+		/* A member that is gone, or knows no leader: another may answer. */
+		a->cur = (a->cur + 1) % a->ntargets;
 		a->backoff_ms = a->backoff_ms ? a->backoff_ms * 2 : AGENT_BACKOFF_MIN_MS;
 		if (a->backoff_ms > AGENT_BACKOFF_MAX_MS)
 			a->backoff_ms = AGENT_BACKOFF_MAX_MS;
@@ -331,6 +345,63 @@ static void runs_done(struct agent *a, const struct agent_call *c, struct evhttp
                       int code, const char *why);
 static void device_done(struct agent *a, const struct agent_call *c, int code, const char *why);
 
+/*
+ * A member of the controller's cluster that does not lead answers 307 with the leader's
+ * URL: the agent moves there when it is one of its controller addresses (its token goes
+ * to those only). True when it moved.
+ */
+static bool follow(struct agent *a, struct evhttp_request *req)
+{
+	const char *loc = evhttp_find_header(evhttp_request_get_input_headers(req), "Location");
+	const char *rest = loc ? strstr(loc, "://") : NULL;
+	size_t len = rest ? (size_t)(rest + 3 - loc) + strcspn(rest + 3, "/") : 0;
+	char host[256];
+	uint16_t port;
+	bool tls;
+	if (!rest || url_split(loc, len, &tls, host, sizeof(host), &port) < 0)
+		return false;
+	for (size_t i = 0; i < a->ntargets; i++) {
+		const struct agent_controller *ctl = a->targets[i].ctl;
+		if (tls != a->cfg->tls || port != ctl->port || strcasecmp(host, ctl->host) != 0)
+			continue;
+		if (i == a->cur)
+			return false; /* sent back to itself: no way on */
+		log_info("agent", "%s does not lead: following it to %s",
+		         a->targets[a->cur].ctl->url, ctl->url);
+		a->cur = i;
+		return true;
+	}
+	if (strncmp(a->redirect_refused, loc, len) != 0 || a->redirect_refused[len]) {
+		log_error("agent",
+		          "%s redirects to %.*s, which is not one of [agent] controller: list "
+		          "every member of the cluster there (the token goes to those only)",
+		          a->targets[a->cur].ctl->url, (int)len, loc);
+		snprintf(a->redirect_refused, sizeof(a->redirect_refused), "%.*s", (int)len, loc);
+	}
+	return false;
+}
+
+static struct device_report *device_report(struct agent *a, int32_t index);
+static void put_device(struct agent *a, struct device_report *d, int32_t index, bool failed);
+
+/* A call redirected to the leader goes again at once, there. */
+static void send_again(struct agent *a, const struct agent_call *c)
+{
+	if (c->kind == CALL_INVENTORY) {
+		a->inv_inflight = false;
+		send_inventory(a);
+		return;
+	}
+	struct device_report *d = device_report(a, c->device);
+	if (!d)
+		return;
+	d->inflight = false;
+	/* A newer state that waited for this one's answer goes instead. */
+	bool failed = d->pending ? d->failed : c->failed;
+	d->pending = false;
+	put_device(a, d, c->device, failed);
+}
+
 static void on_request_done(struct evhttp_request *req, void *arg)
 {
 	struct agent_call *c = arg;
@@ -339,6 +410,12 @@ static void on_request_done(struct evhttp_request *req, void *arg)
 	char why[320];
 
 	call_unlink(a, c);
+	/* A runs file goes to the leader with the next round, as after any refusal. */
+	if ((code == 307 || code == 308) && follow(a, req) && c->kind != CALL_RUNS) {
+		send_again(a, c);
+		free(c);
+		return;
+	}
 	if (code == 0)
 		snprintf(why, sizeof(why), "%s", c->why[0] ? c->why : "connection failed");
 	else {
@@ -363,20 +440,24 @@ static void free_body(const void *data, size_t len, void *extra)
 	free((void *)data);
 }
 
+static struct agent_link *link_of(struct agent *a, bool bulk);
+
 /*
- * Queues method (PUT or POST) path with body, a JSON text of len bytes (stolen), on link;
- * c (stolen) is called back in on_request_done(). Returns 0 or -errno (c and body freed).
+ * Queues method (PUT or POST) path with body, a JSON text of len bytes (stolen), to the
+ * current target, on its bulk link (runs files) or the main one; c (stolen) is called
+ * back in on_request_done(). Returns 0 or -errno (c and body freed).
  */
-static int request(struct agent *a, struct agent_link *l, struct agent_call *c,
-                   enum evhttp_cmd_type method, const char *path, char *body, size_t len)
+static int request(struct agent *a, bool bulk, struct agent_call *c, enum evhttp_cmd_type method,
+                   const char *path, char *body, size_t len)
 {
-	struct evhttp_request *req = evhttp_request_new(on_request_done, c);
+	struct agent_link *l = link_of(a, bulk);
+	struct evhttp_request *req = l ? evhttp_request_new(on_request_done, c) : NULL;
 	int rc = -ENOMEM;
 	if (!req || !body)
 		goto fail;
 	evhttp_request_set_error_cb(req, on_request_error);
 	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
-	evhttp_add_header(h, "Host", a->hostport);
+	evhttp_add_header(h, "Host", a->targets[a->cur].hostport);
 	evhttp_add_header(h, "Content-Type", "application/json");
 	if (a->cfg->token[0]) {
 		char auth[AUTH_SECRET_MAX + 16];
@@ -434,8 +515,7 @@ static void send_inventory(struct agent *a)
 	}
 	c->kind = CALL_INVENTORY;
 	a->inv_inflight = true;
-	if (request(a, &a->main, c, EVHTTP_REQ_PUT, a->inv_path, text, text ? strlen(text) : 0) <
-	    0) {
+	if (request(a, false, c, EVHTTP_REQ_PUT, a->inv_path, text, text ? strlen(text) : 0) < 0) {
 		a->inv_inflight = false;
 		log_error("agent", "cannot queue the inventory request");
 		/* Try again like after a failed delivery, not in a tight loop. */
@@ -470,7 +550,7 @@ static void put_device(struct agent *a, struct device_report *d, int32_t index, 
 	json_t *j = json_pack("{s:s}", "state", failed ? "failed" : "ok");
 	char *body = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
-	if (request(a, &a->main, c, EVHTTP_REQ_PUT, path, body, body ? strlen(body) : 0) < 0)
+	if (request(a, false, c, EVHTTP_REQ_PUT, path, body, body ? strlen(body) : 0) < 0)
 		log_warn("agent", "cannot queue the state of device %d", index);
 	else if (d)
 		d->inflight = true;
@@ -735,7 +815,7 @@ static void runs_send(struct agent *a, struct runs_file *f)
 	a->runs_inflight = true;
 	char path[sizeof(a->runs_path) + 80];
 	runs_batch_path(a, body, len, path, sizeof(path));
-	if (request(a, &a->bulk, c, EVHTTP_REQ_POST, path, body, len) < 0) {
+	if (request(a, true, c, EVHTTP_REQ_POST, path, body, len) < 0) {
 		a->runs_inflight = false;
 		a->runs_blocked = a->runs_round;
 		runs_defer(f, a->runs_round, "cannot queue the request");
@@ -887,21 +967,20 @@ static int tls_context(struct agent *a)
 
 /*
  * An HTTPS connection: libevent's HTTP client over an OpenSSL bufferevent, the
- * controller's certificate checked against the host name or address of the
- * controller setting.
+ * controller's certificate checked against the host name or address of its
+ * address in the controller setting.
  */
-static int tls_link(struct agent *a, struct agent_link *l)
+static int tls_link(struct agent *a, const struct agent_controller *ctl, struct agent_link *l)
 {
-	const struct agent_config *cfg = a->cfg;
 	SSL *ssl = SSL_new(a->ssl_ctx);
 
 	if (!ssl)
 		goto fail;
 	/* The certificate must name what the agent was told to reach. */
-	if (host_is_numeric(cfg->host)
-	        ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), cfg->host) != 1
-	        : SSL_set1_host(ssl, cfg->host) != 1 ||
-	              SSL_set_tlsext_host_name(ssl, cfg->host) != 1)
+	if (host_is_numeric(ctl->host)
+	        ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), ctl->host) != 1
+	        : SSL_set1_host(ssl, ctl->host) != 1 ||
+	              SSL_set_tlsext_host_name(ssl, ctl->host) != 1)
 		goto fail;
 	l->bev = bufferevent_openssl_socket_new(a->base, -1, ssl, BUFFEREVENT_SSL_CONNECTING,
 	                                        BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
@@ -911,7 +990,7 @@ static int tls_link(struct agent *a, struct agent_link *l)
 	/* libmicrohttpd may close a connection without a TLS close_notify. */
 	bufferevent_openssl_set_allow_dirty_shutdown(l->bev, 1);
 	l->conn =
-	    evhttp_connection_base_bufferevent_new(a->base, a->dns, l->bev, cfg->host, cfg->port);
+	    evhttp_connection_base_bufferevent_new(a->base, a->dns, l->bev, ctl->host, ctl->port);
 	if (!l->conn) {
 		bufferevent_free(l->bev);
 		l->bev = NULL;
@@ -920,26 +999,29 @@ static int tls_link(struct agent *a, struct agent_link *l)
 	return 0;
 fail:
 	SSL_free(ssl);
-	log_error("agent", "cannot set up TLS to %s: %s", cfg->controller,
+	log_error("agent", "cannot set up TLS to %s: %s", ctl->url,
 	          ERR_reason_error_string(ERR_get_error()));
 	return -ENOMEM;
 }
 
-/* A connection to the controller, http or https. */
-static int link_open(struct agent *a, struct agent_link *l)
+/*
+ * The current target's connection for runs files (bulk) or the rest, made on first use,
+ * http or https; NULL when it cannot be made.
+ */
+static struct agent_link *link_of(struct agent *a, bool bulk)
 {
-	const struct agent_config *cfg = a->cfg;
-	int rc = cfg->tls ? tls_link(a, l) : 0;
-	if (rc < 0)
-		return rc;
-	if (!cfg->tls)
-		l->conn = evhttp_connection_base_new(a->base, a->dns, cfg->host, cfg->port);
-	if (!l->conn) {
-		log_error("agent", "cannot create the HTTP client for %s", cfg->controller);
-		return -ENOMEM;
+	struct agent_target *t = &a->targets[a->cur];
+	struct agent_link *l = bulk ? &t->bulk : &t->main;
+	if (l->conn)
+		return l;
+	if (a->cfg->tls ? tls_link(a, t->ctl, l) < 0
+	                : !(l->conn = evhttp_connection_base_new(a->base, a->dns, t->ctl->host,
+	                                                         t->ctl->port))) {
+		log_error("agent", "cannot create the HTTP client for %s", t->ctl->url);
+		return NULL;
 	}
 	evhttp_connection_set_timeout(l->conn, AGENT_HTTP_TIMEOUT_S);
-	return 0;
+	return l;
 }
 
 /* [agent] runs_dir: the directory, with done/ and rejected/, and a connection for it. */
@@ -953,7 +1035,7 @@ static int runs_open(struct agent *a)
 	}
 	a->runs_fd = fd;
 	snprintf(a->runs_path, sizeof(a->runs_path), "/v1/servers/%s/runs", a->cfg->server);
-	return link_open(a, &a->bulk);
+	return 0;
 }
 
 static int agent_start(struct agent *a, const struct agent_config *cfg)
@@ -969,8 +1051,15 @@ static int agent_start(struct agent *a, const struct agent_config *cfg)
 	a->cfg = cfg;
 	a->runs_fd = -1;
 	snprintf(a->inv_path, sizeof(a->inv_path), "/v1/servers/%s/inventory", cfg->server);
-	snprintf(a->hostport, sizeof(a->hostport), strchr(cfg->host, ':') ? "[%s]:%u" : "%s:%u",
-	         cfg->host, cfg->port);
+	bool names = false;
+	for (size_t i = 0; i < cfg->ncontrollers; i++) {
+		const struct agent_controller *ctl = &cfg->controllers[i];
+		struct agent_target *t = &a->targets[a->ntargets++];
+		t->ctl = ctl;
+		snprintf(t->hostport, sizeof(t->hostport),
+		         strchr(ctl->host, ':') ? "[%s]:%u" : "%s:%u", ctl->host, ctl->port);
+		names = names || !host_is_numeric(ctl->host);
+	}
 	a->base = event_base_new();
 	if (!a->base) {
 		log_error("agent", "cannot create the event loop");
@@ -985,17 +1074,17 @@ static int agent_start(struct agent *a, const struct agent_config *cfg)
 		if (!a->ev_sig[i] || event_add(a->ev_sig[i], NULL) < 0)
 			return -ENOMEM;
 	}
-	if (!host_is_numeric(cfg->host)) {
+	if (names) {
 		/* Resolving on the loop keeps events flowing while DNS is slow. */
 		a->dns = evdns_base_new(a->base, EVDNS_BASE_INITIALIZE_NAMESERVERS |
 		                                     EVDNS_BASE_DISABLE_WHEN_INACTIVE);
 		if (!a->dns)
 			log_warn("agent", "no asynchronous resolver; resolving %s blocks the loop",
-			         cfg->host);
+			         cfg->controller);
 	}
 	rc = cfg->tls ? tls_context(a) : 0;
-	if (rc == 0)
-		rc = link_open(a, &a->main);
+	if (rc == 0 && !link_of(a, false))
+		rc = -ENOMEM;
 	/* Runs go on a connection of their own: a large file never holds up a device's state. */
 	if (rc == 0 && cfg->runs_dir[0])
 		rc = runs_open(a);
@@ -1029,10 +1118,13 @@ static int agent_start(struct agent *a, const struct agent_config *cfg)
 static void agent_stop(struct agent *a)
 {
 	/* Freeing a connection drops its requests without calling back: free ours too. */
-	if (a->main.conn)
-		evhttp_connection_free(a->main.conn); /* and its TLS bufferevent */
-	if (a->bulk.conn)
-		evhttp_connection_free(a->bulk.conn);
+	for (size_t i = 0; i < a->ntargets; i++) {
+		if (a->targets[i].main.conn)
+			evhttp_connection_free(
+			    a->targets[i].main.conn); /* and its TLS bufferevent */
+		if (a->targets[i].bulk.conn)
+			evhttp_connection_free(a->targets[i].bulk.conn);
+	}
 	if (a->runs_fd >= 0)
 		close(a->runs_fd);
 	free(a->runs);

@@ -36,14 +36,25 @@ struct agent_map_entry {
 	uint8_t port;               /**< RDMA port number, from 1 */
 };
 
+/** Most addresses [agent] controller takes: the members of an HA cluster. */
+#define AGENT_CONTROLLERS_MAX 8
+
+/** One address of the controller: a single daemon, or one member of its cluster. */
+struct agent_controller {
+	char url[300];  /**< "http(s)://HOST:PORT" as written */
+	char host[256]; /**< its HOST (brackets of an IPv6 address removed) */
+	uint16_t port;  /**< its PORT */
+};
+
 /** The agent's configuration ([agent] and [log]). Owned by whoever loaded it. */
 struct agent_config {
-	char path[512];       /**< file it came from */
-	char controller[300]; /**< [agent] controller as written, "http(s)://HOST:PORT" */
-	char host[256];       /**< its HOST (brackets of an IPv6 address removed) */
-	uint16_t port;        /**< its PORT */
-	bool tls;             /**< the controller is https://: TLS, its certificate checked */
-	char ca_file[512];    /**< [agent] ca_file: CAs to check it with, "" for the system's */
+	char path[512];        /**< file it came from */
+	char controller[1024]; /**< [agent] controller as written: one or more addresses */
+	/** Its addresses, in the order written; a 307 is followed to these only. */
+	struct agent_controller controllers[AGENT_CONTROLLERS_MAX];
+	size_t ncontrollers; /**< entries of controllers in use (at least 1 once loaded) */
+	bool tls;          /**< the addresses are https:// (all alike): TLS, certificates checked */
+	char ca_file[512]; /**< [agent] ca_file: CAs to check it with, "" for the system's */
 	char server[AUTH_NAME_MAX + 1]; /**< [agent] server: this server's name at the controller */
 	char token[AUTH_SECRET_MAX + 1];      /**< [agent] token: bearer secret, "" for none */
 	unsigned heartbeat_s;                 /**< [agent] heartbeat, seconds */

@@ -28,21 +28,40 @@ static int parse_controller(void *c, const char *key, const char *value, char *e
 {
 	struct agent_config *cfg = c;
 	(void)key;
-	bool tls;
-	uint16_t port;
+	size_t n = 0, len = strlen(value);
+	const char *p = value;
 
-	if (strlen(value) >= sizeof(cfg->controller) ||
-	    url_split(value, strlen(value), &tls, cfg->host, sizeof(cfg->host), &port) < 0)
+	if (len >= sizeof(cfg->controller))
 		goto bad;
-	cfg->port = port;
-	cfg->tls = tls;
+	for (;;) {
+		p += strspn(p, ", \t");
+		if (!*p)
+			break;
+		size_t k = strcspn(p, ", \t");
+		struct agent_controller *ctl = &cfg->controllers[n];
+		bool tls;
+		if (n == AGENT_CONTROLLERS_MAX || k >= sizeof(ctl->url) ||
+		    url_split(p, k, &tls, ctl->host, sizeof(ctl->host), &ctl->port) < 0)
+			goto bad;
+		if (n && tls != cfg->tls) {
+			snprintf(err, errlen, "the addresses must all be http:// or all https://");
+			return -EINVAL;
+		}
+		snprintf(ctl->url, sizeof(ctl->url), "%.*s", (int)k, p);
+		cfg->tls = tls;
+		n++;
+		p += k;
+	}
+	if (!n)
+		goto bad;
+	cfg->ncontrollers = n;
 	snprintf(cfg->controller, sizeof(cfg->controller), "%s", value);
 	return 0;
 bad:
 	snprintf(err, errlen,
 	         "expected http://HOST:PORT or https://HOST:PORT (IPv6 as https://[ADDR]:PORT), "
-	         "got \"%s\"",
-	         value);
+	         "or up to %d of them separated by commas, got \"%s\"",
+	         AGENT_CONTROLLERS_MAX, value);
 	return -EINVAL;
 }
 
@@ -161,7 +180,9 @@ static const struct cfgtab_key agent_keys[] = {
 	  .doc =
 	      "the controller's REST address: `https://` (its certificate checked against "
 	      "`ca_file` and HOST) or `http://` (plain: the token crosses the network in clear); "
-	      "IPv6 as `https://[ADDR]:PORT`. Required" },
+	      "IPv6 as `https://[ADDR]:PORT`. For an HA cluster, every member's address, "
+	      "separated by commas (up to 8): the agent follows a member's 307 to the leader "
+	      "among them, and tries the next one when the one it uses does not answer. Required" },
 	{ .section = "agent",
 	  .key = "ca_file",
 	  .type = CFGTAB_STRING,

@@ -54,7 +54,9 @@ static void agent_config(const char *text)
 	if (agent_config_load_string(text, "fuzz.ini", &cfg, err, sizeof(err)) < 0)
 		check(strncmp(err, "fuzz.ini", 8) == 0, "a refusal that does not name the file");
 	else
-		check(cfg.server[0] && cfg.host[0] && cfg.port,
+		check(cfg.server[0] && cfg.ncontrollers >= 1 &&
+		          cfg.ncontrollers <= AGENT_CONTROLLERS_MAX && cfg.controllers[0].host[0] &&
+		          cfg.controllers[cfg.ncontrollers - 1].port,
 		      "accepted without its required keys");
 	agent_config_free(&cfg);
 }

@@ -6,6 +6,7 @@ import datetime
 import hashlib
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -13,6 +14,7 @@ import time
 import pytest
 
 from conftest import ADMIN, OFCD_AGENT_BIN, READER, Daemon, error_of, wait_for
+from ha_lab import ETCD_BIN, Etcd, make_members, put_on_leader, wait_leader
 
 AGENT0 = "agent0-secret-0123456789"
 AGENT1 = "agent1-secret-0123456789"
@@ -47,7 +49,8 @@ class Agent:
     """One `ofcd-agent` process with its own configuration and recorded files."""
 
     def __init__(self, tmp_path, daemon, server="srv0", token=AGENT0, heartbeat=1, events="",
-                 source="recorded", devices=4, name="agent", mapping=None, runs_dir=None):
+                 source="recorded", devices=4, name="agent", mapping=None, runs_dir=None,
+                 controller=None):
         self.dir = tmp_path
         self.config = tmp_path / f"{name}.ini"
         self.log_path = tmp_path / f"{name}.log"
@@ -55,7 +58,8 @@ class Agent:
         ev = tmp_path / f"{name}-events.txt"
         inv.write_text(json.dumps(inventory(devices), indent=1))
         ev.write_text(events)
-        text = (f"[agent]\ncontroller = http://127.0.0.1:{daemon.port}\nserver = {server}\n"
+        controller = controller or f"http://127.0.0.1:{daemon.port}"
+        text = (f"[agent]\ncontroller = {controller}\nserver = {server}\n"
                 f"token = {token}\nheartbeat = {heartbeat}\nsource = {source}\n")
         if source == "recorded":
             text += f"recorded_inventory = {inv}\nrecorded_events = {ev}\n"
@@ -416,6 +420,19 @@ def test_agent_command_line(tmp_path, ctl):
     assert (f"{a.config} holds the agent's token and any user of this machine can read it "
             f"(mode 0644): chmod o-rwx {a.config}") in r.stderr
     a.config.chmod(0o600)
+    # Several addresses: one scheme for all, at most eight.
+    good = a.config.read_text()
+    for controller, ok in (("http://127.0.0.1:1, http://[::1]:2,http://h.example:3", True),
+                           ("http://127.0.0.1:1, https://127.0.0.1:2", False),
+                           (", ".join(f"http://127.0.0.1:{p}" for p in range(1, 10)), False),
+                           ("http://127.0.0.1:1,, ,", True), (" , ", False)):
+        a.config.write_text(re.sub(r"controller = .*", f"controller = {controller}", good))
+        r = subprocess.run([OFCD_AGENT_BIN, "-c", str(a.config), "--check-config"],
+                           capture_output=True, text=True)
+        assert (r.returncode == 0) == ok, (controller, r.stderr)
+        if not ok:
+            assert "[agent] controller" in r.stderr, r.stderr
+    a.config.write_text(good)
     # A missing recorded file stops the start with its name.
     a.config.write_text(a.config.read_text().replace("agent-inventory.json", "missing.json"))
     r = subprocess.run([OFCD_AGENT_BIN, "-c", str(a.config)], capture_output=True, text=True)
@@ -606,3 +623,72 @@ def test_runs_dir_must_be_usable(tmp_path, ctl):
     wait_for(lambda: listing(runs) == {"done", "rejected"})
     # Its signals are handled from its start on: a stop as soon as they are made ends it well.
     assert a.stop() == 0
+
+
+@pytest.mark.skipif(not os.access(ETCD_BIN, os.X_OK), reason="etcd not installed")
+def test_an_agent_follows_the_leader_of_a_cluster(tmp_path, agents):
+    """An agent given every member of an HA cluster reports to the leader: a follower's 307 is
+    followed, and a leader that dies is left for the next member, which leads or redirects."""
+    etcd = Etcd().start()
+    members = make_members(tmp_path, etcd, ttl=2)
+    try:
+        for m in members:
+            m.tokens = True
+            m.write_config(tokens=True, extra=f"token.agent0 = agent:srv0:{AGENT0}\n" +
+                           m.cluster_text + f"token = {ADMIN}\n")
+            m.start()
+        leader = wait_leader(members)
+        topo = {"ocs": [{"name": "ocs0", "driver": "sim", "ports": 64}],
+                "servers": [{"name": f"srv{i}", "devices": 4} for i in range(4)],
+                "wiring": {"rule": "plane-per-ocs"}}
+        assert put_on_leader(members, "/v1/topology", topo).status_code == 200
+        # Followers first: the agent starts on one that does not lead.
+        order = [m for m in members if m is not leader] + [leader]
+        a = agents(members[0], heartbeat=1, events="3000 mlx5_0 1 port_err\n",
+                   controller=", ".join(f"http://127.0.0.1:{m.port}" for m in order)).start()
+        wait_for(lambda: device_state(leader, "srv0", 0) == "failed", timeout=20)
+        assert f"http://127.0.0.1:{order[0].port} does not lead: following it to " \
+               f"http://127.0.0.1:{leader.port}" in a.log()
+        assert "not one of [agent] controller" not in a.log()
+        # The leader dies: the agent's heartbeats reach the next one.
+        leader.kill9()
+        killed = time.time()
+        after = wait_leader(members, timeout=30, exclude=[leader])
+        wait_for(lambda: epoch(after.get("/v1/servers/srv0").json()["inventory"]["heartbeat"])
+                 > killed + 0.5, timeout=30)
+        assert device_state(after, "srv0", 0) == "failed"
+        assert a.stop() == 0
+    finally:
+        for m in members:
+            if m.proc and m.proc.poll() is None:
+                m.stop(sig=signal.SIGKILL)
+        etcd.stop()
+
+
+def test_an_agent_does_not_follow_a_redirect_elsewhere(tmp_path, agents):
+    """A 307 to an address not in [agent] controller is not followed: the token stays."""
+    (tmp_path / "elsewhere").mkdir()
+    target = Daemon(tmp_path / "elsewhere", tokens=True, extra=AGENT_TOKENS).start()
+    try:
+        import http.server
+        import threading
+
+        class Redirect(http.server.BaseHTTPRequestHandler):
+            def do_PUT(self):
+                self.send_response(307)
+                self.send_header("Location", f"http://127.0.0.1:{target.port}{self.path}")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Redirect)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        a = agents(target, controller=f"http://127.0.0.1:{srv.server_address[1]}").start()
+        wait_for(lambda: "not one of [agent] controller" in a.log(), timeout=15)
+        assert target.get("/v1/audit").json()["audit"] == []
+        assert a.stop() == 0
+        srv.shutdown()
+    finally:
+        target.stop()

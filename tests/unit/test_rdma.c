@@ -500,8 +500,9 @@ static void test_agent_config(void **state)
 	                                          "device.0 = mlx5_0:1\n[log]\nlevel = debug\n",
 	                                          "a.ini", &cfg, err, sizeof(err)),
 	                 0);
-	assert_string_equal(cfg.host, "10.0.0.1");
-	assert_int_equal(cfg.port, 8470);
+	assert_int_equal(cfg.ncontrollers, 1);
+	assert_string_equal(cfg.controllers[0].host, "10.0.0.1");
+	assert_int_equal(cfg.controllers[0].port, 8470);
 	assert_string_equal(cfg.server, "srv3");
 	assert_int_equal(cfg.heartbeat_s, 5);
 	assert_int_equal(cfg.nmap, 2);
@@ -515,8 +516,8 @@ static void test_agent_config(void **state)
 	                                          "recorded_inventory = /x.json\n",
 	                                          "a.ini", &cfg, err, sizeof(err)),
 	                 0);
-	assert_string_equal(cfg.host, "::1");
-	assert_int_equal(cfg.port, 80);
+	assert_string_equal(cfg.controllers[0].host, "::1");
+	assert_int_equal(cfg.controllers[0].port, 80);
 	assert_false(cfg.tls);
 	assert_true(cfg.pci_order);
 	assert_int_equal(cfg.heartbeat_s, AGENT_HEARTBEAT_DEFAULT);
@@ -528,9 +529,21 @@ static void test_agent_config(void **state)
 	                             "a.ini", &cfg, err, sizeof(err)),
 	    0);
 	assert_true(cfg.tls);
-	assert_string_equal(cfg.host, "ctl.example");
-	assert_int_equal(cfg.port, 8443);
+	assert_string_equal(cfg.controllers[0].host, "ctl.example");
+	assert_int_equal(cfg.controllers[0].port, 8443);
 	assert_string_equal(cfg.ca_file, "/etc/ofcd/ca.pem");
+	agent_config_free(&cfg);
+	/* An HA cluster's members, in the order written. */
+	assert_int_equal(agent_config_load_string(
+	                     "[agent]\ncontroller = https://a.example:8470, https://[fd00::2]:8470,"
+	                     "https://c.example:9000/\nserver = s\nmap = pci-order\n",
+	                     "a.ini", &cfg, err, sizeof(err)),
+	                 0);
+	assert_int_equal(cfg.ncontrollers, 3);
+	assert_true(cfg.tls);
+	assert_string_equal(cfg.controllers[0].url, "https://a.example:8470");
+	assert_string_equal(cfg.controllers[1].host, "fd00::2");
+	assert_int_equal(cfg.controllers[2].port, 9000);
 	agent_config_free(&cfg);
 	/* runs_dir: kept without trailing slashes, "/" itself as it is. */
 	static const struct {
