@@ -53,7 +53,8 @@ SlurmdLogFile={d}/log/slurmd.%n.log
 CommunicationParameters=NoInAddrAny,NoCtldInAddrAny
 # Heterogeneous jobs need the backfill scheduler.
 SchedulerType=sched/backfill
-SchedulerParameters=batch_sched_delay=0
+# Heterogeneous jobs start only in backfill passes: every second, not every 30.
+SchedulerParameters=batch_sched_delay=0,bf_interval=1
 JobSubmitPlugins=lua
 # Whole nodes per job: every job gets a fabric of its own servers.
 SelectType=select/linear
@@ -437,6 +438,49 @@ def test_first_gc_on_a_new_node_makes_its_state_directory(cluster, tmp_path):
     assert sorted(f.name for f in fresh.iterdir()) == ["fabrics.json", "lock", "max_nodes"]
 
 
+def test_a_lost_registry_is_rebuilt_from_ofcd(cluster):
+    """fabrics.json gone or damaged (a new or rebuilt controller host): a job that needs no
+    fabric must not take it for "no fabric anywhere" and start on a node a fabric holds."""
+    ofcctl = [OFCCTL_BIN, "--url", cluster.url]
+    registry = cluster.d / "ofcd-slurm" / "fabrics.json"
+    cluster.slurm_tool("gc")  # the state directory, whichever test comes first
+    assert cluster.run(*ofcctl, "fabric", "create", "by-hand", "srv7").returncode == 0
+    try:
+        for damage in ("{not json", None):
+            if damage is None:
+                registry.unlink()
+            else:
+                registry.write_text(damage)
+            job, state = cluster.sbatch("-N", "1", "-w", "srv7", "--no-requeue")
+            assert state == "CANCELLED", cluster.job(job)
+            assert "node srv7 is in fabric by-hand, which Slurm did not make" in \
+                cluster.job(job)["AdminComment"]
+            assert json.loads(registry.read_text())["by-hand"] == ["srv7"]
+    finally:
+        cluster.run(*ofcctl, "fabric", "delete", "by-hand")
+    cluster.slurm_tool("gc")
+    one, state = cluster.sbatch("-N", "1", "-w", "srv7")
+    assert state == "COMPLETED", cluster.job(one).get("AdminComment")
+
+
+def test_slurm_commands_not_in_path_fail_with_a_message(cluster, tmp_path):
+    """Slurm installed elsewhere (/opt/slurm/bin) and PATH not set in ofcd-slurm.conf: the
+    prolog fails saying so, not with a traceback slurmctld throws away; PATH there fixes it."""
+    scripts = scripts_with(cluster, tmp_path)
+    conf = scripts / "ofcd-slurm.conf"
+    conf.write_text(conf.read_text() + f"PATH={tmp_path / 'nowhere'}\n")
+    env = dict(cluster.env, SLURM_JOB_ID="999997", SLURM_JOB_NODELIST="srv0",
+               SLURM_JOB_NUM_NODES="1")
+    p = cluster.run(str(scripts / "ofcd-prolog"), env=env, timeout=120)
+    assert p.returncode == 1, (p.stdout, p.stderr)
+    assert "cannot run scontrol: No such file or directory" in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr
+    slurm_bin = os.path.dirname(shutil.which("scontrol", path=cluster.env.get("PATH")))
+    conf.write_text(conf.read_text() + f"PATH={slurm_bin}:/usr/bin:/bin\n")
+    p = cluster.run(str(scripts / "ofcd-slurm"), "gc", env=cluster.env)
+    assert p.returncode == 0, p.stderr
+
+
 def test_gc_removes_a_leaked_fabric_and_spares_running_jobs(cluster):
     """A fabric whose job was cancelled or is gone leaks until the collector runs; a running
     job's fabric, and fabrics Slurm did not make, are left alone."""
@@ -521,10 +565,18 @@ def test_failed_devices_drain_the_node_and_repair_resumes_it(cluster):
     assert cluster.run(*ofcctl, "device", "fail", "srv5", "6").returncode == 0
     assert cluster.run("scontrol", "update", "NodeName=srv6", "State=DRAIN",
                        "Reason=maintenance", env=cluster.env).returncode == 0
+    # An admin took srv7 down, and its device failed too: the admin's state and reason stay.
+    assert cluster.run("scontrol", "update", "NodeName=srv7", "State=DOWN",
+                       "Reason=NIC swap", env=cluster.env).returncode == 0
+    assert cluster.run(*ofcctl, "device", "fail", "srv7", "1").returncode == 0
     try:
         cluster.slurm_tool("health-once")
         assert node("srv5") == "drained|ofcd: devices 2,6 of srv5 failed"
         assert node("srv6") == "drained|maintenance"
+        assert node("srv7") == "down|NIC swap"
+        assert cluster.run(*ofcctl, "device", "ok", "srv7", "1").returncode == 0
+        cluster.slurm_tool("health-once")
+        assert node("srv7") == "down|NIC swap"
         # Drained: a job of all eight nodes waits rather than failing on a broken node.
         assert cluster.run(*ofcctl, "device", "ok", "srv5", "2").returncode == 0
         cluster.slurm_tool("health-once")
@@ -536,7 +588,10 @@ def test_failed_devices_drain_the_node_and_repair_resumes_it(cluster):
     finally:
         cluster.run(*ofcctl, "device", "ok", "srv5", "2")
         cluster.run(*ofcctl, "device", "ok", "srv5", "6")
-        cluster.run("scontrol", "update", "NodeName=srv5,srv6", "State=RESUME", env=cluster.env)
+        cluster.run(*ofcctl, "device", "ok", "srv7", "1")
+        for n in ("srv5", "srv6", "srv7"):  # one at a time: an idle one refuses RESUME
+            cluster.run("scontrol", "update", f"NodeName={n}", "State=RESUME", env=cluster.env)
+        cluster.wait_for(lambda: cluster.node_states() == ["idle"] * 8, "eight idle nodes")
 
 
 def test_health_service_follows_events(cluster):
