@@ -3,8 +3,11 @@ job_submit.lua for ofcd (Slurm's job_submit/lua): refuses at submission a job
 that asks for more nodes than one fabric can join on this cluster, with the
 reason, instead of letting it wait for nodes and fail its prolog. The limit is
 what `ofcd-slurm gc` last wrote (OFCD_STATE_DIR/max_nodes: the planner's
-answer for the servers with the most devices). Jobs with ofcd=off in their
-comment, and any job while the limit is unknown, pass. Install it as
+answer for the servers with the most devices). Jobs that get no fabric (ofcd=off
+in their comment, or OFCD_JOBS=none without ofcd=on), and any job while the
+limit is unknown, pass. A heterogeneous job is judged a component at a time,
+as Slurm submits it: its prolog refuses one whose components together are too
+many. Settings are read at each submission. Install it as
 job_submit.lua next to slurm.conf (or call ofcd_check() from your own), with
 JobSubmitPlugins=lua.
 ]]
@@ -28,10 +31,8 @@ local function setting(key, default)
 	return value
 end
 
-local state_dir = setting("OFCD_STATE_DIR", "/var/lib/ofcd-slurm")
-
 local function max_nodes()
-	local f = io.open(state_dir .. "/max_nodes", "r")
+	local f = io.open(setting("OFCD_STATE_DIR", "/var/lib/ofcd-slurm") .. "/max_nodes", "r")
 	if not f then
 		return nil
 	end
@@ -49,6 +50,10 @@ function ofcd_check(job_desc)
 	end
 	local comment = job_desc.comment or ""
 	if comment:find("ofcd=off", 1, true) then
+		return slurm.SUCCESS
+	end
+	-- The prolog's rule (ofcd-slurm wants_fabric()): with none, only ofcd=on gets one.
+	if setting("OFCD_JOBS", "multi-node") == "none" and not comment:find("ofcd=on", 1, true) then
 		return slurm.SUCCESS
 	end
 	local max = max_nodes()

@@ -341,6 +341,18 @@ def test_infeasible_job_is_cancelled_with_the_planners_message(cluster):
         assert "ofcd: no fabric joins 3 nodes on this cluster (at most 2" in p.stderr
         off, state = cluster.sbatch("-N", "3", "--comment", "ofcd=off")
         assert state == "COMPLETED" and not cluster.fabric_names()
+        # A site whose jobs get no fabric unless they ask (OFCD_JOBS=none) runs it too.
+        conf = cluster.d / "scripts" / "ofcd-slurm.conf"
+        kept = conf.read_text()
+        try:
+            conf.write_text(kept + "OFCD_JOBS=none\n")
+            none, state = cluster.sbatch("-N", "3")
+            assert state == "COMPLETED" and not cluster.fabric_names(), cluster.job(none)
+            p = cluster.run("sbatch", "--parsable", "-N", "3", "--comment", "ofcd=on",
+                            str(cluster.d / "job.sh"))
+            assert p.returncode != 0 and "ofcd: no fabric joins 3 nodes" in p.stderr
+        finally:
+            conf.write_text(kept)
         # A smaller job still fits the same servers.
         job, state = cluster.sbatch("-N", "2")
         assert state == "COMPLETED" and cluster.fabric(job)[0]["state"] == "applied"
