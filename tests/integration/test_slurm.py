@@ -658,3 +658,8 @@ def test_heterogeneous_job_gets_one_fabric(cluster):
     assert len(fabric["links"]) == 10
     assert cluster.fabric_names() == {f"slurm-{job}"}
     cluster.wait_fabric_gone(job)
+    # The first component's comment decides (scontrol shows every component's record).
+    off, state = cluster.sbatch("--comment", "ofcd=off", "-N", "2", ":", "--comment", "ofcd=on",
+                                "-N", "3")
+    assert state == "COMPLETED", cluster.job(off).get("AdminComment")
+    assert cluster.fabric_names() == set()
