@@ -142,8 +142,12 @@ static void fabric_reply(struct api_req *req, unsigned status, int64_t fid, cons
                          double wait, bool summary)
 {
 	struct store *s = req->env->store;
-	/* A waiting request gets its view when the wait ends: build it once. */
-	if (wait > 0)
+	/*
+	 * A waiting request gets its view when the wait ends: build it once. A
+	 * cluster member's wait may end without it (the leader stepped down
+	 * while the log took the change): the view of now is its reply then.
+	 */
+	if (wait > 0 && !req->env->cluster)
 		api_reply(req, status, NULL);
 	else
 		api_fabric_view_reply(req, status, fid, summary);
