@@ -54,6 +54,9 @@ struct cluster {
 	int64_t generation;
 	int64_t revision;
 	struct etcd_watch *watch;
+	/* The revision of the last deletion of the key the watch told: a vote that read a key
+	 * created before it read a key that is gone. */
+	int64_t deleted_at;
 	struct event *tick;
 	struct timespec hold_until; /* cluster_step_down(): no campaign before this */
 	/*
@@ -128,6 +131,9 @@ static void on_watch(int rc, const struct etcd_result *res, void *arg)
 		return;
 	}
 	seen(c, res->revision);
+	for (size_t i = 0; i < res->nkvs; i++)
+		if (res->kvs[i].deleted && res->kvs[i].mod_revision > c->deleted_at)
+			c->deleted_at = res->kvs[i].mod_revision;
 	for (size_t i = 0; i < res->nkvs; i++)
 		if (res->kvs[i].deleted && c->role == CLUSTER_LEADER) {
 			/* A member woken past its lease's end says so first: its key expired. */
@@ -242,6 +248,15 @@ static void on_vote(int rc, const struct etcd_result *res, void *arg)
 	/* The put created the key at the txn's revision; else it is an earlier one's. */
 	bool ours = res->succeeded || res->kvs[0].lease == c->lease;
 	int64_t generation = res->succeeded ? res->revision : res->kvs[0].create_revision;
+	if (generation < c->deleted_at) {
+		/*
+		 * The watch told of the key's deletion before this answer came (the
+		 * vote went to a slower etcd member): whoever it names leads no more.
+		 */
+		c->phase = PH_CAMPAIGN;
+		step(c);
+		return;
+	}
 	if (ours && generation == c->abandoned && c->role != CLUSTER_LEADER) {
 		/*
 		 * The key it stepped down from outlived the step-down (etcd did not

@@ -156,9 +156,12 @@ class HoldingProxy:
         self.url = f"http://127.0.0.1:{self.lsock.getsockname()[1]}"
         self.lock = threading.Lock()
         self.match = None
-        self.mode = "hold"  # what happens to the request matched: hold, lose (its answer), refuse
+        # What happens to the request matched: hold, late, lose (its answer), refuse.
+        self.mode = "hold"
         self.socks = []  # both ends of every connection, cut by close()
         self.held = None  # (path, body) of the request held back, or whose answer was lost
+        self.forward = threading.Event()  # late: send the held request to etcd
+        self.answer = threading.Event()  # late: give its client the answer
         threading.Thread(target=self._accept, daemon=True).start()
 
     def hold(self, match):
@@ -177,6 +180,16 @@ class HoldingProxy:
         own, as etcd answers a request it does not take: it never reaches etcd."""
         with self.lock:
             self.match, self.held, self.mode = match, None, "refuse"
+
+    def late(self, match):
+        """Holds back the next request for which match(path, body) is true, on its own
+        connection: it reaches etcd when forward is set, and its client gets the answer
+        when answer is set (an etcd member slow to apply it). Its client gives up on the
+        call after its timeout, as from any member that does not answer."""
+        with self.lock:
+            self.match, self.held, self.mode = match, None, "late"
+            self.forward.clear()
+            self.answer.clear()
 
     def release(self):
         """Sends the held request to etcd now; its answer, parsed."""
@@ -239,6 +252,14 @@ class HoldingProxy:
                     err = json.dumps({"error": "refused", "code": 9, "message": "refused"})
                     c.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\n"
                               b"Content-Length: %d\r\n\r\n%s" % (len(err), err.encode()))
+                    continue
+                if held and self.mode == "late":
+                    self.forward.wait()
+                    r = self._send(path, body)
+                    self.answer.wait()
+                    c.sendall(b"HTTP/1.1 %d OK\r\nContent-Type: application/json\r\n"
+                              b"Content-Length: %d\r\n\r\n%s" % (r.status_code, len(r.content),
+                                                                    r.content))
                     continue
                 if held and self.mode == "lose":
                     self._send(path, body)

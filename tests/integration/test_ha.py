@@ -976,3 +976,44 @@ def test_an_etcd_restored_behind_the_stores_is_neither_led_nor_followed(tmp_path
         for m in members:
             wait_for(lambda m=m: names(m) == ["a", "b", "late"])
         assert_same_tables(wait_leader(members), members)
+
+
+def vote_of(name, key="/ofcd/test/leader"):
+    """For HoldingProxy: member name's campaign for the leader key."""
+    def match(path, body):
+        put = (json.loads(body).get("success") or [{}])[0].get("request_put") \
+            if path == "/v3/kv/txn" else None
+        return (bool(put) and base64.b64decode(put["key"]).decode() == key
+                and f'"{name}"'.encode() in base64.b64decode(put["value"]))
+    return match
+
+
+def test_a_vote_answered_after_the_key_was_deleted_again_names_no_leader(tmp_path, etcd):
+    """A member's vote reaches etcd while another member holds the leader key, and its answer
+    comes only after the member's watch told it that key was deleted too (the vote went to a
+    slower etcd member): the answer's leader leads no more. Taking it for the leader would
+    send writes and snapshot copies to it until the next leader's key went in turn."""
+    proxy = HoldingProxy(etcd.client[0])
+    endpoints = ",".join([proxy.url] + etcd.client[1:])
+    key = "/ofcd/test/leader"
+    try:
+        # A TTL of 9: the member waits 3 s for its vote's answer before asking elsewhere.
+        with running_members(tmp_path, etcd, ttl=9, endpoints=endpoints) as members:
+            first = wait_leader(members)
+            late = next(m for m in members if m is not first)
+            proxy.late(vote_of(late.name))
+            assert etcd._any("/v3/kv/deleterange", {"key": Etcd.b64(key)}).status_code == 200
+            wait_for(lambda: proxy.held, timeout=5, step=0.01)
+            # Another member leads under a new key; then the late vote reaches etcd, which
+            # names that member; then that key is deleted too, before the answer comes.
+            wait_for(lambda: etcd.keys(key) == [key], timeout=5, step=0.01)
+            proxy.forward.set()
+            time.sleep(0.3)
+            assert etcd._any("/v3/kv/deleterange", {"key": Etcd.b64(key)}).status_code == 200
+            time.sleep(0.3)  # the member's watch tells it
+            proxy.answer.set()
+            wait_leader(members, timeout=30)
+            views = [m.cluster() for m in members]
+            assert all(v["generation"] == views[0]["generation"] for v in views), views
+    finally:
+        proxy.close()
