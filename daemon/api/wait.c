@@ -22,6 +22,7 @@ struct waiter {
 	enum wait_mode mode;
 	bool summary;        /* ?view=summary: the reply leaves out the plan's lists */
 	uint64_t generation; /* WAIT_REMOVED: a pass at least this new must have run */
+	uint64_t closed;     /* WAIT_REMOVED: units the reconciler had closed at the commit */
 	struct event *deadline;
 	struct waiter *next, *prev;
 };
@@ -65,7 +66,7 @@ static bool done(struct waiter *w)
 	 */
 	if (w->mode == WAIT_REMOVED)
 		return reconcile_generation(d->reconciler) >= w->generation &&
-		       reconcile_fabric_removed(d->reconciler, w->fabric);
+		       reconcile_fabric_removed(d->reconciler, w->fabric, w->closed);
 	char state[16];
 	if (topo_fabric_state(d->store, w->fabric, state, sizeof(state)) < 0)
 		return true; /* deleted meanwhile: nothing more will happen */
@@ -175,6 +176,7 @@ static void on_committed(struct api_req *req)
 {
 	struct waiter *w = req->wait_arg;
 	w->generation = reconcile_generation(w->env->reconciler) + 1;
+	w->closed = reconcile_units_closed(w->env->reconciler);
 }
 
 void wait_fabric(struct api_req *req, const char *name, enum wait_mode mode, double seconds)
@@ -192,6 +194,7 @@ void wait_fabric(struct api_req *req, const char *name, enum wait_mode mode, dou
 	snprintf(w->fabric, sizeof(w->fabric), "%s", name);
 	/* The change is committed after the handler returns; the pass that sees it comes later. */
 	w->generation = reconcile_generation(d->reconciler) + 1;
+	w->closed = reconcile_units_closed(d->reconciler);
 	/* A daemon that is draining answers at once: nothing may hold its stop. */
 	if (seconds <= 0 || d->draining) {
 		if (seconds > 0)

@@ -195,6 +195,30 @@ static void unjoin_all(struct unit *u)
 	u->joined_lost = false;
 }
 
+/*
+ * Forgets the former owners of cross-connects the unit no longer holds: half
+ * of one (a one-way entry) is still held.
+ */
+static void prune_formers(struct unit *u)
+{
+	struct plan_xc *held = u->actual;
+	size_t n = u->nactual;
+	if (u->npartial) {
+		held = malloc((u->nactual + u->npartial) * sizeof(*held));
+		if (!held)
+			return; /* kept: the next read-back prunes them */
+		memcpy(held, u->actual, u->nactual * sizeof(*held));
+		for (size_t i = 0; i < u->npartial; i++) {
+			uint32_t a = u->partial[i].in_port, b = u->partial[i].out_port;
+			held[n++] = (struct plan_xc){ a < b ? a : b, a < b ? b : a };
+		}
+		qsort(held, n, sizeof(*held), plan_xc_cmp);
+	}
+	desired_prune(u->r->d.desired, u->id, held, n);
+	if (held != u->actual)
+		free(held);
+}
+
 static void read_done(struct unit *u, int status, const char *err, const struct ocs_readback *rb)
 {
 	struct reconciler *r = u->r;
@@ -284,7 +308,7 @@ static void read_done(struct unit *u, int status, const char *err, const struct 
 		reconcile_actual_changed(r, u);
 	if (changed && audit)
 		reconcile_unit_changed(r, u); /* what it found counts now */
-	desired_prune(r->d.desired, u->id, u->actual, u->nactual);
+	prune_formers(u);
 	reconcile_check_isolation(r, u);
 	drive(u);
 	/*
@@ -398,6 +422,7 @@ static void unit_free(struct unit *u, bool shutdown)
 	free(u->violations);
 	json_decref(u->op_fabrics);
 	desired_forget(u->r->d.desired, u->id);
+	u->r->units_closed++;
 	free(u);
 }
 
@@ -1069,9 +1094,22 @@ static bool unit_may_hold(void *arg, int64_t ocs_id, uint32_t a, uint32_t b)
 	return false;
 }
 
-bool reconcile_fabric_removed(struct reconciler *r, const char *fabric)
+uint64_t reconcile_units_closed(const struct reconciler *r)
 {
-	return !desired_former_left(r->d.desired, fabric, unit_may_hold, r);
+	return r ? r->units_closed : 0;
+}
+
+bool reconcile_fabric_removed(struct reconciler *r, const char *fabric, uint64_t closed)
+{
+	if (!r || reconcile_all_in_sync(r))
+		return r != NULL;
+	/*
+	 * The former entries say what may be left of the fabric only while every
+	 * unit is open and none was closed since (closing one forgets its), and
+	 * while the mirror follows the store.
+	 */
+	return r->units_synced && r->units_closed == closed && desired_usable(r->d.desired) &&
+	       !desired_former_left(r->d.desired, fabric, unit_may_hold, r);
 }
 
 bool reconcile_port_joined(struct reconciler *r, int64_t ocs_id, uint32_t port, char *why,

@@ -151,13 +151,19 @@ struct domain_units reconcile_domain_units(struct reconciler *r);
 /** True when every unit has been read back and holds exactly its desired set. */
 bool reconcile_all_in_sync(struct reconciler *r);
 
+/** How many units were closed (removed or reopened) since r started: see below. */
+uint64_t reconcile_units_closed(const struct reconciler *r);
+
 /**
  * Whether the circuits fabric (a name) had before it was deleted are gone
- * from every unit that held them: read back without them, or never made.
- * A unit not read back since it connected may hold anything; other units,
- * down or busy with other fabrics, do not count.
+ * from every unit that held them: read back without them (nor half of one),
+ * or never made. A unit not read back since it connected may hold anything;
+ * other units, down or busy with other fabrics, do not count. closed is
+ * reconcile_units_closed() when the deletion was committed: once a unit was
+ * closed since, or while units are still being opened or the desired mirror
+ * is not usable, only every unit in sync says so.
  */
-bool reconcile_fabric_removed(struct reconciler *r, const char *fabric);
+bool reconcile_fabric_removed(struct reconciler *r, const char *fabric, uint64_t closed);
 
 /**
  * Injects a fault into a unit's driver. Returns 0, -ENOENT (no such unit

@@ -178,11 +178,13 @@ struct reconciler {
 	size_t nunits;           /**< entries in byid */
 	uint64_t units_version;  /**< desired_units_version() at the last sync with the ocs table */
 	bool units_synced;       /**< units_version is meaningful */
-	struct event *ev_pass;   /**< deferred pass (reconcile_kick) */
-	struct event *ev_audit;  /**< periodic audit */
-	struct event *ev_states; /**< deferred fabric state update, and its tick */
-	struct event *ev_flush;  /**< deferred write of read-back states to the store */
-	bool prune_due;          /**< operations were journaled since the history was pruned */
+	/** Units closed while the daemon runs (removed or reopened): their former entries go. */
+	uint64_t units_closed;
+	struct event *ev_pass;    /**< deferred pass (reconcile_kick) */
+	struct event *ev_audit;   /**< periodic audit */
+	struct event *ev_states;  /**< deferred fabric state update, and its tick */
+	struct event *ev_flush;   /**< deferred write of read-back states to the store */
+	bool prune_due;           /**< operations were journaled since the history was pruned */
 	struct event *ev_journal; /**< deferred write of the operations journal */
 	struct reconcile_journal_entry
 	    *journal;            /**< operations not written yet (reconcile_store.c) */

@@ -367,9 +367,24 @@ def test_removal_waits_for_the_units_that_held_the_fabric_alone(sim):
     assert r.status_code == 200 and r.json()["state"] == "removed", r.text
     for unit in ("ocs0", "ocs1"):
         assert sim.get(f"/v1/ocs/{unit}/cross-connects").json()["actual"] == []
-    # A unit that held the fabric's circuits and stops answering holds the removal up.
     for u in ("ocs0", "ocs1"):
         fault(sim, u, kind="delay", count=0)
+    # A removal batch that applied only one of its operations: removed once the retry is.
+    r = sim.post("/v1/fabrics?wait=10", {"name": "d", "servers": ["srv0", "srv1", "srv2",
+                                                                   "srv3"]})
+    assert r.status_code == 201 and r.json()["state"] == "applied", r.text
+    for u in ("ocs0", "ocs1"):
+        fault(sim, u, kind="partial", count=1)
+    r = sim.delete("/v1/fabrics/d?wait=20")
+    assert r.status_code == 200 and r.json()["state"] == "removed", r.text
+    for u in ("ocs0", "ocs1"):
+        x = sim.get(f"/v1/ocs/{u}/cross-connects").json()
+        held = {p for xc in x["actual"] + x["partial"] for p in xc}
+        mine = {p["ocs_port"] for s in ("srv0", "srv1", "srv2", "srv3")
+                for d in sim.get(f"/v1/servers/{s}").json()["device_info"]
+                for p in d["ports"] if p["ocs"] == u}
+        assert not held & mine, (u, x)
+    # A unit that held the fabric's circuits and stops answering holds the removal up.
     r = sim.post("/v1/fabrics?wait=10", {"name": "c", "servers": ["srv5", "srv6"]})
     assert r.status_code == 201 and r.json()["state"] == "applied", r.text
     fault(sim, "ocs0", kind="fail_batches", count=1000)
