@@ -54,8 +54,8 @@ struct cluster {
 	int64_t generation;
 	int64_t revision;
 	struct etcd_watch *watch;
-	/* The revision of the last deletion of the key the watch told: a vote that read a key
-	 * created before it read a key that is gone. */
+	/* The revision of the last deletion of the key the watch told (0 once the watch ended):
+	 * a vote that read a key created before it read a key that is gone. */
 	int64_t deleted_at;
 	struct event *tick;
 	struct timespec hold_until; /* cluster_step_down(): no campaign before this */
@@ -98,6 +98,7 @@ static void restart(struct cluster *c, enum phase phase, const char *why)
 		log_warn("cluster", "stepping down: %s", why);
 	etcd_watch_free(c->watch);
 	c->watch = NULL;
+	c->deleted_at = 0;
 	forget_leader(c);
 	c->phase = phase;
 	set_role(c, CLUSTER_FOLLOWER);
@@ -125,6 +126,8 @@ static void on_watch(int rc, const struct etcd_result *res, void *arg)
 		 * read it again through the campaign txn. */
 		etcd_watch_free(c->watch);
 		c->watch = NULL;
+		/* What it told is known to the next watch's start: etcd may even have gone back. */
+		c->deleted_at = 0;
 		if (c->phase == PH_SETTLED)
 			c->phase = PH_CAMPAIGN;
 		step(c);
