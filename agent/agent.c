@@ -78,6 +78,7 @@ enum agent_call_kind { CALL_INVENTORY, CALL_DEVICE, CALL_RUNS };
 struct agent_call {
 	struct agent *a;
 	struct agent_link *link; /* the connection it went on */
+	size_t target;           /* the address it went to: a->targets[target] */
 	enum agent_call_kind kind;
 	int32_t device; /* device index of a device state */
 	bool failed;    /* the state sent */
@@ -297,13 +298,14 @@ static void reply_message(struct evhttp_request *req, char *out, size_t len)
 	json_decref(j);
 }
 
-static void inventory_done(struct agent *a, int code, const char *why)
+/* The inventory's answer from targets[target]. */
+static void inventory_done(struct agent *a, size_t target, int code, const char *why)
 {
 	a->inv_inflight = false;
 	if (code >= 200 && code < 300) {
 		if (a->backoff_ms)
 			log_info("agent", "controller %s reachable again: inventory delivered",
-			         a->targets[a->cur].ctl->url);
+			         a->targets[target].ctl->url);
 		else
 			log_debug("agent", "inventory delivered");
 		a->backoff_ms = 0;
@@ -313,14 +315,15 @@ static void inventory_done(struct agent *a, int code, const char *why)
 		return;
 	}
 	if (code == 0 || code >= 500 || code == 408 || code == 429) {
-		const char *url = a->targets[a->cur].ctl->url;
+		const char *url = a->targets[target].ctl->url;
 		if (!a->backoff_ms)
 			log_warn("agent", "controller %s: %s; resending the inventory with backoff",
 			         url, why);
 		else
 			log_debug("agent", "controller %s: %s", url, why);
 		/* A member that is gone, or knows no leader: another may answer. */
-		a->cur = (a->cur + 1) % a->ntargets;
+		if (target == a->cur)
+			a->cur = (a->cur + 1) % a->ntargets;
 		a->backoff_ms = a->backoff_ms ? a->backoff_ms * 2 : AGENT_BACKOFF_MIN_MS;
 		if (a->backoff_ms > AGENT_BACKOFF_MAX_MS)
 			a->backoff_ms = AGENT_BACKOFF_MAX_MS;
@@ -350,7 +353,7 @@ static void device_done(struct agent *a, const struct agent_call *c, int code, c
  * URL: the agent moves there when it is one of its controller addresses (its token goes
  * to those only). True when it moved.
  */
-static bool follow(struct agent *a, struct evhttp_request *req)
+static bool follow(struct agent *a, const struct agent_call *c, struct evhttp_request *req)
 {
 	const char *loc = evhttp_find_header(evhttp_request_get_input_headers(req), "Location");
 	const char *rest = loc ? strstr(loc, "://") : NULL;
@@ -364,18 +367,19 @@ static bool follow(struct agent *a, struct evhttp_request *req)
 		const struct agent_controller *ctl = a->targets[i].ctl;
 		if (tls != a->cfg->tls || port != ctl->port || strcasecmp(host, ctl->host) != 0)
 			continue;
-		if (i == a->cur)
+		if (i == c->target)
 			return false; /* sent back to itself: no way on */
-		log_info("agent", "%s does not lead: following it to %s",
-		         a->targets[a->cur].ctl->url, ctl->url);
-		a->cur = i;
+		if (i != a->cur)
+			log_info("agent", "%s does not lead: following it to %s",
+			         a->targets[c->target].ctl->url, ctl->url);
+		a->cur = i; /* another call's 307 may have moved there already */
 		return true;
 	}
 	if (strncmp(a->redirect_refused, loc, len) != 0 || a->redirect_refused[len]) {
 		log_error("agent",
 		          "%s redirects to %.*s, which is not one of [agent] controller: list "
 		          "every member of the cluster there (the token goes to those only)",
-		          a->targets[a->cur].ctl->url, (int)len, loc);
+		          a->targets[c->target].ctl->url, (int)len, loc);
 		snprintf(a->redirect_refused, sizeof(a->redirect_refused), "%.*s", (int)len, loc);
 	}
 	return false;
@@ -411,7 +415,7 @@ static void on_request_done(struct evhttp_request *req, void *arg)
 
 	call_unlink(a, c);
 	/* A runs file goes to the leader with the next round, as after any refusal. */
-	if ((code == 307 || code == 308) && follow(a, req) && c->kind != CALL_RUNS) {
+	if ((code == 307 || code == 308) && follow(a, c, req) && c->kind != CALL_RUNS) {
 		send_again(a, c);
 		free(c);
 		return;
@@ -424,7 +428,7 @@ static void on_request_done(struct evhttp_request *req, void *arg)
 		snprintf(why, sizeof(why), "HTTP %d%s%s", code, msg[0] ? ": " : "", msg);
 	}
 	if (c->kind == CALL_INVENTORY) {
-		inventory_done(a, code, why);
+		inventory_done(a, c->target, code, why);
 	} else if (c->kind == CALL_RUNS) {
 		runs_done(a, c, req, code, why);
 	} else {
@@ -474,6 +478,7 @@ static int request(struct agent *a, bool bulk, struct agent_call *c, enum evhttp
 	body = NULL;
 	c->a = a;
 	c->link = l;
+	c->target = a->cur;
 	c->next = a->calls;
 	if (c->next)
 		c->next->prev = c;
@@ -519,7 +524,7 @@ static void send_inventory(struct agent *a)
 		a->inv_inflight = false;
 		log_error("agent", "cannot queue the inventory request");
 		/* Try again like after a failed delivery, not in a tight loop. */
-		inventory_done(a, 0, "cannot queue the request");
+		inventory_done(a, a->cur, 0, "cannot queue the request");
 	}
 }
 
