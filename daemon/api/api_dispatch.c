@@ -812,6 +812,13 @@ static void on_appended(void *arg, int rc, int64_t revision)
 			    "the change is in the cluster's log (revision %lld) but could not be "
 			    "applied on this member; the next leader applies it",
 			    (long long)revision);
+		else if (rc == -EXDEV)
+			api_error(
+			    req, OFCD_E_STORE, NULL,
+			    "etcd's revision %lld is behind this member's store (etcd restored "
+			    "from a backup, or replaced): no member applies the change; see "
+			    "docs/ha.md, \"etcd restored\"",
+			    (long long)revision);
 		else if (rc == -ETIMEDOUT)
 			api_error(
 			    req, OFCD_E_OUTCOME_UNKNOWN, NULL,

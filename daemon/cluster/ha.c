@@ -419,7 +419,7 @@ static int apply_own(struct ha *h, struct append *a, int64_t revision)
 		          "replaced)",
 		          (long long)revision, (long long)applied);
 		ha_hand_over(h, "etcd's revision is behind its store");
-		return -EPROTO;
+		return -EXDEV;
 	}
 	struct timespec t0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
