@@ -2,6 +2,7 @@
 loopback), munged with a private key and socket, and ofcd on the demo topology, with
 packaging/slurm/ofcd-prolog as PrologSlurmctld and ofcd-slurm's collector and health pass run
 as a site's timer and service would."""
+import fcntl
 import json
 import os
 import re
@@ -658,6 +659,24 @@ def test_heterogeneous_job_gets_one_fabric(cluster):
     assert len(fabric["links"]) == 10
     assert cluster.fabric_names() == {f"slurm-{job}"}
     cluster.wait_fabric_gone(job)
+    # The lock held longer than OFCD_CREATE_WAIT (a collector's pass deleting fabrics): the
+    # first component waits for it, and so do the others before their time starts.
+    conf = cluster.d / "scripts" / "ofcd-slurm.conf"
+    kept = conf.read_text()
+    lock = open(cluster.d / "ofcd-slurm" / "lock", "a")
+    try:
+        conf.write_text(kept + "OFCD_CREATE_WAIT=3\n")
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        held, _ = cluster.sbatch("-N", "2", ":", "-N", "3", wait=False)
+        time.sleep(5)
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        assert cluster.wait_job(held) == "COMPLETED", cluster.job(held).get("AdminComment")
+        assert cluster.job(held)["Restarts"] == "0"
+    finally:
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        lock.close()
+        conf.write_text(kept)
+    cluster.wait_fabric_gone(held)
     # The first component's comment decides (scontrol shows every component's record).
     off, state = cluster.sbatch("--comment", "ofcd=off", "-N", "2", ":", "--comment", "ofcd=on",
                                 "-N", "3")
