@@ -19,8 +19,18 @@ void apply_metrics_init(void)
 int apply_change(struct store *s, int64_t revision, const void *change, size_t len, bool own,
                  struct hook *done)
 {
-	if (revision > 0 && store_applied_revision(s) >= revision)
-		return 0; /* taken from the log already, by this member as a follower */
+	int64_t applied = revision > 0 ? store_applied_revision(s) : 0;
+	if (revision > 0 && applied >= revision) {
+		if (!own)
+			return 0; /* taken from the log already, by this member as a follower */
+		/* Its own entry came back below the store: taken for applied, it would be lost. */
+		log_error("cluster",
+		          "etcd gave a change this member appended revision %lld, which its store "
+		          "counts as applied (%lld): etcd went back (restored from a backup, or "
+		          "replaced)",
+		          (long long)revision, (long long)applied);
+		return -EXDEV;
+	}
 	struct log_changeset v[LOG_BUNDLE_MAX];
 	int n = log_bundle_parse(change, len, v, LOG_BUNDLE_MAX);
 	if (n < 0) {

@@ -39,11 +39,12 @@ void apply_metrics_init(void);
 
 /**
  * Applies change (len bytes, a bundle or a bare changeset) at revision to s,
- * unless s holds that revision already (then 0 and nothing happens); own
- * skips the fabric states, which this member committed when it led. The
+ * unless s holds that revision already (then 0 and nothing happens, but for
+ * own: -EXDEV, etcd went back behind the store). own is a change this member
+ * appended as leader: its fabric states are skipped, committed here first. The
  * apply_done listeners of done (NULL: none) hear each change applied. Returns
- * 0, -EPROTO (malformed, or a conflict: diverged), -EBUSY (a transaction is
- * open) or -EIO.
+ * 0, -EXDEV, -EPROTO (malformed, or a conflict: diverged), -EBUSY (a
+ * transaction is open) or -EIO.
  */
 int apply_change(struct store *s, int64_t revision, const void *change, size_t len, bool own,
                  struct hook *done);

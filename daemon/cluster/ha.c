@@ -410,26 +410,17 @@ static int apply_own(struct ha *h, struct append *a, int64_t revision)
 {
 	if (h->state != MEMBER_LEADING || a->generation != h->generation)
 		return -EREMOTE;
-	int64_t applied = store_applied_revision(h->d.store);
-	if (applied >= revision) {
-		/* apply_change() would take it for applied: it must not be acknowledged. */
-		log_error("cluster",
-		          "etcd gave a change this member appended revision %lld, which its store "
-		          "counts as applied (%lld): etcd went back (restored from a backup, or "
-		          "replaced)",
-		          (long long)revision, (long long)applied);
-		ha_hand_over(h, "etcd's revision is behind its store");
-		return -EXDEV;
-	}
 	struct timespec t0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if (apply_change(h->d.store, revision, a->change, a->change_len, true, &h->applied_hook) ==
-	    0) {
+	int rc =
+	    apply_change(h->d.store, revision, a->change, a->change_len, true, &h->applied_hook);
+	if (rc == 0) {
 		metrics_observe_write_stage("apply", mono_since(&t0));
 		return 0;
 	}
-	ha_hand_over(h, "it could not apply a change it appended");
-	return -EPROTO;
+	ha_hand_over(h, rc == -EXDEV ? "etcd's revision is behind its store"
+	                             : "it could not apply a change it appended");
+	return rc == -EXDEV ? -EXDEV : -EPROTO;
 }
 
 static void append_over(struct ha *h, int rc, int64_t revision)

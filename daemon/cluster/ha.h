@@ -114,11 +114,11 @@ typedef void (*ha_append_done)(void *arg, int rc, int64_t revision);
  * from inside: 0 with the (last) entry's etcd revision once it is in the log
  * and applied here; -EREMOTE when it is in the log but this member stepped
  * down meanwhile (its replica applies it in turn); -EPROTO when it is in the
- * log but does not apply here (this member hands the leadership over); -EXDEV when etcd's revision
- * is behind this member's store (etcd restored from a backup: no member applies it); -ESTALE when
- * this member no
- * longer leads and it certainly is not in the log; -EIO when etcd refused it (too large, out of
- * space); -ETIMEDOUT when nobody can say (an unanswered append is sent again until etcd answers).
+ * log but does not apply here (this member hands the leadership over); -EXDEV when etcd's
+ * revision is behind this member's store (etcd restored from a backup: no member applies it);
+ * -ESTALE when this member no longer leads and it certainly is not in the log; -EIO when etcd
+ * refused it (too large, out of space); -ETIMEDOUT when nobody can say (an unanswered append is
+ * sent again until etcd answers).
  * Returns 0, or -EFBIG (larger than the log takes), -ESTALE (not leading) or -ENOMEM; then done is
  * not called.
  */
