@@ -1122,11 +1122,13 @@ static int agent_start(struct agent *a, const struct agent_config *cfg)
 
 static void agent_stop(struct agent *a)
 {
-	/* Freeing a connection drops its requests without calling back: free ours too. */
+	/*
+	 * Freeing a connection (and its TLS bufferevent) drops its requests without
+	 * calling back: free ours too.
+	 */
 	for (size_t i = 0; i < a->ntargets; i++) {
 		if (a->targets[i].main.conn)
-			evhttp_connection_free(
-			    a->targets[i].main.conn); /* and its TLS bufferevent */
+			evhttp_connection_free(a->targets[i].main.conn);
 		if (a->targets[i].bulk.conn)
 			evhttp_connection_free(a->targets[i].bulk.conn);
 	}

@@ -41,6 +41,17 @@ local function max_nodes()
 	return n
 end
 
+-- Whether comment says word, as the prolog reads it (ofcd-slurm wants_fabric()): a
+-- word between spaces, commas or semicolons, so that ofcd=one is not ofcd=on.
+local function says(comment, word)
+	for w in comment:gmatch("[^%s,;]+") do
+		if w == word then
+			return true
+		end
+	end
+	return false
+end
+
 -- slurm.SUCCESS, or slurm.ERROR after telling the user why.
 function ofcd_check(job_desc)
 	local n = job_desc.min_nodes
@@ -49,11 +60,11 @@ function ofcd_check(job_desc)
 		return slurm.SUCCESS
 	end
 	local comment = job_desc.comment or ""
-	if comment:find("ofcd=off", 1, true) then
+	if says(comment, "ofcd=off") then
 		return slurm.SUCCESS
 	end
 	-- The prolog's rule (ofcd-slurm wants_fabric()): with none, only ofcd=on gets one.
-	if setting("OFCD_JOBS", "multi-node") == "none" and not comment:find("ofcd=on", 1, true) then
+	if setting("OFCD_JOBS", "multi-node") == "none" and not says(comment, "ofcd=on") then
 		return slurm.SUCCESS
 	end
 	local max = max_nodes()

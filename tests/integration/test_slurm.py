@@ -342,6 +342,10 @@ def test_infeasible_job_is_cancelled_with_the_planners_message(cluster):
         assert "ofcd: no fabric joins 3 nodes on this cluster (at most 2" in p.stderr
         off, state = cluster.sbatch("-N", "3", "--comment", "ofcd=off")
         assert state == "COMPLETED" and not cluster.fabric_names()
+        # A word of its own, as the prolog reads it: ofcd=offline is not ofcd=off.
+        p = cluster.run("sbatch", "--parsable", "-N", "3", "--comment", "ofcd=offline",
+                        str(cluster.d / "job.sh"))
+        assert p.returncode != 0 and "ofcd: no fabric joins 3 nodes" in p.stderr
         # A site whose jobs get no fabric unless they ask (OFCD_JOBS=none) runs it too.
         conf = cluster.d / "scripts" / "ofcd-slurm.conf"
         kept = conf.read_text()
