@@ -644,7 +644,8 @@ void api_wiring_put(struct api_req *req)
 	struct topo_cables *cables;
 	if (body && form_read(req, parse_wiring(body, NULL, &w, &links, &e), &e) &&
 	    if_match_view(req, req->env->store, false) == 0) {
-		if (topo_wiring_apply(req->env->store, &w, NULL, cables_of(req, &cables), &e) < 0)
+		if (topo_wiring_apply(req->env->store, req->env->units, &w, NULL,
+		                      cables_of(req, &cables), &e) < 0)
 			api_fail(req, &e);
 		else
 			cables_continue(req, cables, false);

@@ -561,5 +561,5 @@ int topo_apply(struct store *s, const struct domain_units *units, const struct t
 	     write_servers(s, t) < 0 || topo_switches_prune(s, t->switches, t->nswitches) < 0))
 		rc = ofcd_fail(e, -EIO, OFCD_E_STORE, NULL, NULL, "cannot store the topology");
 	free(by_name);
-	return rc < 0 ? rc : topo_wiring_apply(s, &t->wiring, "wiring", rest, e);
+	return rc < 0 ? rc : topo_wiring_apply(s, units, &t->wiring, "wiring", rest, e);
 }

@@ -169,14 +169,17 @@ struct topo_cables;
 
 /**
  * Replaces the cabling, refusing (409) to change a cable a fabric's circuit
- * uses. prefix is the wiring object's field ("wiring" inside a topology,
- * NULL for PUT /v1/wiring). With rest set, a rule's cabling that adds more
- * than TOPO_CABLES_AT_ONCE cables leaves their insertion to parts: *rest
- * (owned by the caller, NULL when none is left) for topo_cables_step(), and
- * the wiring row is marked partial until the last part. Everything that can
- * be refused is checked before. Returns 0 or -errno with e set (*rest NULL).
+ * uses, or to cable a device port to an OCS port that units (NULL: none
+ * known) say may still be joined to another port. prefix is the wiring
+ * object's field ("wiring" inside a topology, NULL for PUT /v1/wiring). With
+ * rest set, a rule's cabling that adds more than TOPO_CABLES_AT_ONCE cables
+ * leaves their insertion to parts: *rest (owned by the caller, NULL when none
+ * is left) for topo_cables_step(), and the wiring row is marked partial until
+ * the last part. Everything that can be refused is checked before. Returns 0
+ * or -errno with e set (*rest NULL).
  */
-int topo_wiring_apply(struct store *s, const struct topo_wiring_spec *w, const char *prefix,
+int topo_wiring_apply(struct store *s, const struct domain_units *units,
+                      const struct topo_wiring_spec *w, const char *prefix,
                       struct topo_cables **rest, struct ofcd_error *e);
 
 /**

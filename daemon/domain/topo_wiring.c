@@ -10,6 +10,7 @@
 #include "log.h"
 #include "state/store_sql.h"
 #include "topo_apply.h"
+#include "units.h"
 
 const char *const topo_wiring_rules[] = { "plane-per-ocs", NULL };
 
@@ -362,6 +363,31 @@ static int check_cut(struct store *s, const struct cable *c, const char *prefix,
 	return rc;
 }
 
+/*
+ * A cable that comes or moves onto an OCS port that a unit may still join to
+ * another port (a deleted fabric's circuit left on a unit that does not
+ * answer): refused (409), or it would join its server to whatever sits at the
+ * other end, a server of another tenant perhaps, past every fabric's checks.
+ */
+static int check_joined(struct store *s, const struct domain_units *units, const struct cable *c,
+                        const char *prefix, struct ofcd_error *e)
+{
+	char why[256];
+	if (!domain_port_joined(units, c->ocs_id, c->ocs_port, why, sizeof(why)))
+		return 0;
+	sqlite3_stmt *st = store_stmt(s, "SELECT name FROM server WHERE id = ?");
+	sqlite3_bind_int64(st, 1, c->server_id);
+	const char *server =
+	    st && sqlite3_step(st) == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : "?";
+	int rc = ofcd_fail(e, -EBUSY, OFCD_E_IN_USE, prefix ? prefix : "links", NULL,
+	                   "the new wiring cables server %s device %u port %u to a port that %s; "
+	                   "wait until it is removed (or the unit removed with ?force=true)",
+	                   server, c->device, c->port, why);
+	if (st)
+		sqlite3_reset(st);
+	return rc;
+}
+
 static int cable_delete(struct store *s, const struct cable *c)
 {
 	sqlite3_stmt *st =
@@ -417,8 +443,8 @@ struct topo_cables {
  * put. A cable that goes or changes is refused when a fabric's circuit uses
  * it; the removals all go before the additions (an OCS port may move).
  */
-static int replace_cables(struct store *s, struct cabling *nc, const char *prefix,
-                          struct topo_cables **rest, struct ofcd_error *e)
+static int replace_cables(struct store *s, const struct domain_units *units, struct cabling *nc,
+                          const char *prefix, struct topo_cables **rest, struct ofcd_error *e)
 {
 	sqlite3_stmt *st = store_stmt(s, "SELECT server_id, device, port, ocs_id, ocs_port FROM "
 	                                 "cable ORDER BY server_id, device, port");
@@ -450,6 +476,8 @@ static int replace_cables(struct store *s, struct cabling *nc, const char *prefi
 		rc = store_fail(e);
 	while (rc == 0 && j < nc->n)
 		add[nadd++] = j++;
+	for (size_t i = 0; rc == 0 && i < nadd; i++)
+		rc = check_joined(s, units, &nc->v[add[i]], prefix, e);
 	/* Removals first: an OCS port may pass from one device port to another. */
 	for (size_t i = 0; rc == 0 && i < del.n; i++) {
 		rc = check_cut(s, &del.v[i], prefix, e);
@@ -583,13 +611,29 @@ static bool no_cables(struct store *s)
 	return none;
 }
 
+/* Each unit gives the rule its ports from 1: none of them may still be joined (check_joined()). */
+static int rule_check_joined(const struct rule_plan *p, const struct domain_units *units,
+                             const char *field, struct ofcd_error *e)
+{
+	char why[256];
+	for (size_t u = 0; units && u < p->nunits; u++)
+		for (uint32_t port = 1; port <= p->units[u].needed; port++)
+			if (domain_port_joined(units, p->units[u].id, port, why, sizeof(why)))
+				return ofcd_fail(e, -EBUSY, OFCD_E_IN_USE, field, NULL,
+				                 "the rule cables a server to a port that %s; wait "
+				                 "until it is removed (or the unit removed with "
+				                 "?force=true)",
+				                 why);
+	return 0;
+}
+
 /*
  * A rule's cabling into an empty table, more than TOPO_CABLES_AT_ONCE cables:
  * nothing to merge or to refuse past the plan's checks, so *rest makes and
  * inserts them a part at a time. 1 when it applies (rest set), 0 when not.
  */
-static int rule_in_parts(struct store *s, const char *field, struct topo_cables **rest,
-                         struct ofcd_error *e)
+static int rule_in_parts(struct store *s, const struct domain_units *units, const char *field,
+                         struct topo_cables **rest, struct ofcd_error *e)
 {
 	if (!rest || !no_cables(s))
 		return 0;
@@ -597,9 +641,9 @@ static int rule_in_parts(struct store *s, const char *field, struct topo_cables 
 	int rc = rule_plan(s, field, &p, e);
 	if (rc < 0)
 		return rc;
-	if (p.total <= TOPO_CABLES_AT_ONCE) {
+	if (p.total <= TOPO_CABLES_AT_ONCE || (rc = rule_check_joined(&p, units, field, e)) < 0) {
 		rule_plan_free(&p);
-		return 0;
+		return rc;
 	}
 	if (!(*rest = calloc(1, sizeof(**rest)))) {
 		rule_plan_free(&p);
@@ -610,7 +654,8 @@ static int rule_in_parts(struct store *s, const char *field, struct topo_cables 
 	return 1;
 }
 
-int topo_wiring_apply(struct store *s, const struct topo_wiring_spec *w, const char *prefix,
+int topo_wiring_apply(struct store *s, const struct domain_units *units,
+                      const struct topo_wiring_spec *w, const char *prefix,
                       struct topo_cables **rest, struct ofcd_error *e)
 {
 	char f[160], fl[192];
@@ -621,7 +666,7 @@ int topo_wiring_apply(struct store *s, const struct topo_wiring_spec *w, const c
 
 	if (w->rule >= 0) {
 		ofcd_field(f, sizeof(f), prefix, "rule");
-		rc = rule_in_parts(s, f, rest, e);
+		rc = rule_in_parts(s, units, f, rest, e);
 		if (rc == 1 && set_rule(s, w->rule, true) < 0) {
 			topo_cables_free(*rest);
 			*rest = NULL;
@@ -646,7 +691,7 @@ int topo_wiring_apply(struct store *s, const struct topo_wiring_spec *w, const c
 	/* Only a rule's cabling goes in parts: the next start can make it again
 	 * (topo_wiring_finish()). */
 	if (rc == 0)
-		rc = replace_cables(s, &nc, prefix, w->rule >= 0 ? rest : NULL, e);
+		rc = replace_cables(s, units, &nc, prefix, w->rule >= 0 ? rest : NULL, e);
 	if (rc == 0 && set_rule(s, w->rule, rest && *rest) < 0)
 		rc = store_fail(e);
 	free(nc.v);
@@ -673,7 +718,7 @@ int topo_wiring_finish(struct store *s, bool give_up)
 	                     "again to finish it");
 	struct ofcd_error e = { 0 };
 	struct topo_wiring_spec w = { .rule = rule };
-	int rc = rule < 0 ? -EINVAL : topo_wiring_apply(s, &w, NULL, NULL, &e);
+	int rc = rule < 0 ? -EINVAL : topo_wiring_apply(s, NULL, &w, NULL, NULL, &e);
 	if (rc < 0 && give_up && rc != -EIO && rc != -ENOMEM) {
 		/* Not the store's doing: trying again at every write would not help. */
 		log_error(

@@ -1,6 +1,7 @@
 """Reconciler with sim OCS units: apply, operations, faults, drift, isolation, events, waits."""
 import http.client
 import json
+import sqlite3
 import threading
 import time
 
@@ -10,6 +11,8 @@ import requests
 from conftest import Daemon, error_of, open_connections, wait_for
 
 FAULTS = "[debug]\nfaults = true\n[reconcile]\naudit_interval = 1\n"
+# An OpenFlow unit nobody answers for: what it holds is unknown until it is read back.
+FAR = {"name": "far", "driver": "openflow", "endpoint": "tcp:127.0.0.1:1"}
 
 
 @pytest.fixture
@@ -290,7 +293,6 @@ def test_wait_on_fabric_deleted_meanwhile(sim):
 def test_faults_are_audited(sim):
     fault(sim, "ocs0", kind="set_xc", a=60, b=61)
     sim.stop()
-    import sqlite3
     rows = sqlite3.connect(sim.store).execute(
         "SELECT method, path, status FROM audit WHERE path LIKE '%faults'").fetchall()
     assert ("POST", "/v1/ocs/ocs0/faults", 200) in rows
@@ -347,8 +349,7 @@ def test_removal_waits_for_the_units_that_held_the_fabric_alone(sim):
     # A unit that never answers (down for maintenance) holds none of the fabric's circuits:
     # a DELETE ?wait= answers "removed" as soon as they are off ocs0 and ocs1, not at the end
     # of its wait (what a Slurm epilog or gc pass would spend on every delete).
-    assert sim.post("/v1/ocs", {"name": "far", "driver": "openflow", "ports": 8,
-                                "endpoint": "tcp:127.0.0.1:1"}).status_code == 201
+    assert sim.post("/v1/ocs", dict(FAR, ports=8)).status_code == 201
     r = sim.post("/v1/fabrics?wait=10", {"name": "a", "servers": ["srv0", "srv1", "srv2"]})
     assert r.status_code == 201 and r.json()["state"] == "applied", r.text
     t0 = time.monotonic()
@@ -396,10 +397,7 @@ def test_removal_waits_for_the_units_that_held_the_fabric_alone(sim):
 def test_unit_holding_circuits_is_not_forgotten(tmp_path):
     d = Daemon(tmp_path).start()
     try:
-        # An OpenFlow unit nobody answers for: what it holds is unknown.
-        r = d.post("/v1/ocs", {"name": "far", "driver": "openflow", "ports": 8,
-                               "endpoint": "tcp:127.0.0.1:1"})
-        assert r.status_code == 201
+        assert d.post("/v1/ocs", dict(FAR, ports=8)).status_code == 201
         r = d.delete("/v1/ocs/far")
         assert r.status_code == 409 and error_of(r)["code"] == "in_use"
         assert "not been read back" in error_of(r)["message"]
@@ -414,33 +412,96 @@ def test_unit_holding_circuits_is_not_forgotten(tmp_path):
         d.stop()
 
 
+def far_cluster(d, ports=16, servers=4):
+    """Unit far (FAR) and servers of one device cabled to it by rule; each server's OCS
+    port."""
+    assert d.post("/v1/ocs", dict(FAR, ports=ports)).status_code == 201
+    for s in range(servers):
+        assert d.post("/v1/servers", {"name": f"srv{s}", "devices": 1}).status_code == 201
+    assert d.put("/v1/wiring", {"rule": "plane-per-ocs"}).status_code == 200
+    return {l["server"]: l["ocs_port"] for l in d.get("/v1/wiring").json()["links"]}
+
+
+def restart_holding(d, a, b):
+    """Restarts d with its last read-back of unit far holding cross-connect a-b: a deleted
+    fabric's circuit left on a unit that has not answered since."""
+    d.stop()
+    db = sqlite3.connect(d.store)
+    ocs_id = db.execute("SELECT id FROM ocs WHERE name = 'far'").fetchone()[0]
+    db.execute("INSERT INTO actual_xc(ocs_id, a, b) VALUES (?, ?, ?)", (ocs_id, min(a, b), max(a, b)))
+    db.commit()
+    db.close()
+    d.start()
+
+
 def test_unreachable_unit_leftovers_hold_servers_after_restart(tmp_path):
     # A unit that held a deleted fabric's circuit is unreachable after a restart: what it
     # holds is unknown until it is read back, so the last stored read-back is trusted for the
     # reservation and the servers it joined stay out of new fabrics.
     d = Daemon(tmp_path).start()
     try:
-        assert d.post("/v1/ocs", {"name": "far", "driver": "openflow", "ports": 16,
-                                  "endpoint": "tcp:127.0.0.1:1"}).status_code == 201
-        for s in range(4):
-            assert d.post("/v1/servers", {"name": f"srv{s}", "devices": 1}).status_code == 201
-        assert d.put("/v1/wiring", {"rule": "plane-per-ocs"}).status_code == 200
-        port = {s: d.get(f"/v1/servers/srv{s}").json()["device_info"][0]["ports"][0]["ocs_port"]
-                for s in range(4)}
-        d.stop()
-        import sqlite3
-        db = sqlite3.connect(d.store)
-        ocs_id = db.execute("SELECT id FROM ocs WHERE name = 'far'").fetchone()[0]
-        a, b = sorted([port[0], port[1]])
-        db.execute("INSERT INTO actual_xc(ocs_id, a, b) VALUES (?, ?, ?)", (ocs_id, a, b))
-        db.commit()
-        db.close()
-        d.start()
+        port = far_cluster(d)
+        restart_holding(d, port["srv0"], port["srv1"])
         r = d.post("/v1/fabrics", {"name": "x", "servers": ["srv2", "srv0"]})
         assert r.status_code == 409 and error_of(r)["field"] == "servers[1]", r.text
-        assert f"far still joins port {port[0]} to port {port[1]}" in error_of(r)["message"]
+        a, b = sorted([port["srv0"], port["srv1"]])
+        assert f"far still joins port {a} to port {b}" in error_of(r)["message"]
         # Servers the unit was not known to join are free.
         assert d.post("/v1/fabrics", {"name": "y", "servers": ["srv2", "srv3"]}).status_code == 201
+    finally:
+        d.stop()
+
+
+def test_recabling_onto_a_leftover_port_is_refused(tmp_path):
+    # A unit that does not answer still joins two ports of a deleted fabric: a wiring that
+    # cables another server onto one of them would join that server to the other end (a
+    # server of another tenant perhaps), so it is refused; a free OCS port takes the cable.
+    d = Daemon(tmp_path).start()
+    try:
+        port = far_cluster(d)
+        links = d.get("/v1/wiring").json()["links"]
+        restart_holding(d, port["srv0"], port["srv1"])
+        before = d.get("/v1/wiring").json()
+        # srv0's cable comes off its port and srv3's goes onto it.
+        moved = [dict(l, ocs_port=port["srv0"]) if l["server"] == "srv3" else l
+                 for l in links if l["server"] != "srv0"]
+        for put in (lambda: d.put("/v1/wiring", {"links": moved}),
+                    lambda: d.put("/v1/topology", dict(d.get("/v1/topology").json(),
+                                                       wiring={"links": moved}))):
+            r = put()
+            assert r.status_code == 409 and error_of(r)["code"] == "in_use", r.text
+            assert error_of(r)["field"] in ("links", "wiring"), r.text
+            msg = error_of(r)["message"]
+            assert "server srv3 device 0 port 0" in msg and f"far still joins port {port['srv0']}" in msg, msg
+            assert d.get("/v1/wiring").json() == before
+        free = max(port.values()) + 1
+        moved = [dict(l, ocs_port=free) if l["server"] == "srv3" else l
+                 for l in links if l["server"] != "srv0"]
+        assert d.put("/v1/wiring", {"links": moved}).status_code == 200
+        assert {l["server"]: l["ocs_port"] for l in d.get("/v1/wiring").json()["links"]}["srv3"] == free
+    finally:
+        d.stop()
+
+
+def test_a_rule_in_parts_onto_a_leftover_port_is_refused(tmp_path):
+    # The same for a rule's cabling of more than 8,192 cables into an empty table, made a part
+    # at a time: the ports the rule would hand out are checked before the first part.
+    d = Daemon(tmp_path).start()
+    try:
+        assert d.post("/v1/ocs", dict(FAR, ports=10000)).status_code == 201
+        restart_holding(d, 9001, 9500)
+        for s in range(2):
+            assert d.post("/v1/servers", {"name": f"srv{s}", "devices": 64,
+                                          "ports_per_device": 72}).status_code == 201
+        r = d.put("/v1/wiring", {"rule": "plane-per-ocs"})
+        assert r.status_code == 409 and error_of(r)["code"] == "in_use", r.text
+        assert "far still joins port 9001 to port 9500" in error_of(r)["message"], r.text
+        w = d.get("/v1/wiring").json()
+        assert w["links"] == [] and not w.get("partial"), w
+        # Fewer servers, fewer ports: the rule stops short of the leftover.
+        assert d.delete("/v1/servers/srv1").status_code == 200
+        assert d.put("/v1/wiring", {"rule": "plane-per-ocs"}).status_code == 200
+        assert len(d.get("/v1/wiring").json()["links"]) == 64 * 72
     finally:
         d.stop()
 
