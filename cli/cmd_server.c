@@ -85,12 +85,44 @@ static int show_server(const json_t *s)
 	}
 	int rc = table_print(&t, stdout) ? CMD_UNREACHABLE : CMD_OK;
 	table_free(&t);
+	json_array_foreach(json_object_get(s, "joined"), i, d)
+	{
+		if (i == 0)
+			putchar('\n');
+		printf("joined: device %" JSON_INTEGER_FORMAT " port %" JSON_INTEGER_FORMAT
+		       ": %s\n",
+		       json_integer_value(json_object_get(d, "device")),
+		       json_integer_value(json_object_get(d, "port")),
+		       json_string_value(json_object_get(d, "why")));
+	}
 	return rc;
+}
+
+/* After --wait: exit 3 while a unit may still join one of the server's ports to another. */
+static int judge_joined(struct cmd_ctx *c, const json_t *s, double wait_s)
+{
+	const json_t *joined = json_object_get(s, "joined");
+	size_t n = json_array_size(joined);
+	if (!(c->args.given & OPT_WAIT) || (json_is_array(joined) && n == 0))
+		return CMD_OK;
+	if (!json_is_array(joined))
+		return cmd_fail(CMD_WAIT, "server %s: the daemon did not say whether its ports are free",
+		                json_string_value(json_object_get(s, "name")));
+	return cmd_fail(CMD_WAIT, "server %s: %zu port%s still joined to another server after %g s",
+	                json_string_value(json_object_get(s, "name")), n, n == 1 ? "" : "s",
+	                wait_s);
 }
 
 int cmd_server_get(struct cmd_ctx *c)
 {
-	char *path = cmd_path(c, "/v1/servers/", c->args.argv[0], "");
+	char q[32];
+	double wait_s;
+	if ((c->args.given & OPT_WATCH) && (c->args.given & OPT_WAIT))
+		return cmd_usage("--wait and --watch exclude each other");
+	int rc = cmd_wait_param(c, q, sizeof(q), &wait_s);
+	if (rc)
+		return rc;
+	char *path = cmd_path(c, "/v1/servers/", c->args.argv[0], q);
 	if (!path)
 		return CMD_UNREACHABLE;
 	const struct watch_spec w = { .path = path,
@@ -98,8 +130,17 @@ int cmd_server_get(struct cmd_ctx *c)
 		                      .resource = "server",
 		                      .name = c->args.argv[0],
 		                      .table = show_server };
-	int rc =
-	    c->args.given & OPT_WATCH ? cmd_watch(c, &w) : cmd_get_show(c, path, show_server, NULL);
+	if (c->args.given & OPT_WATCH) {
+		rc = cmd_watch(c, &w);
+	} else {
+		struct client_reply r = { 0 };
+		rc = cmd_call(c, "GET", path, NULL, wait_s, &r);
+		if (rc == CMD_OK)
+			rc = cmd_print(c, &r, show_server, NULL);
+		if (rc == CMD_OK)
+			rc = judge_joined(c, r.json, wait_s);
+		client_reply_free(&r);
+	}
 	free(path);
 	return rc;
 }

@@ -62,7 +62,7 @@ static const struct command commands[] = {
 	  OPT_FORCE | DELETE_OPTS, cmd_ocs_delete },
 	{ "ocs cross-connects", "NAME", 1, 1, 0, cmd_ocs_cross_connects },
 	{ "server list", "[-w]", 0, 0, OPT_WATCH, cmd_server_list },
-	{ "server get", "NAME [-w]", 1, 1, OPT_WATCH, cmd_server_get },
+	{ "server get", "NAME [--wait SECONDS] [-w]", 1, 1, OPT_WAIT | OPT_WATCH, cmd_server_get },
 	{ "server create",
 	  "NAME [--devices N] [--ports-per-device P] [--p2p] [--intra full-mesh|two-groups]\n"
 	  "                [--offload] [--switch NAME] [-f FILE|-]",

@@ -12,6 +12,7 @@
 #include <event2/event.h>
 
 #include "api_handlers.h"
+#include "wait.h"
 #include "base/metrics.h"
 #include "jsonin.h"
 #include "domain/inventory.h"
@@ -485,12 +486,14 @@ void api_server_list(struct api_req *req)
 
 void api_server_get(struct api_req *req)
 {
-	int64_t id = api_server_param(req);
-	if (!id)
+	double wait;
+	if (wait_parse(req, &wait) < 0)
 		return;
-	api_reply(req, 200,
-	          inventory_view(req->env->store, id, topo_server_json(req->env->store, id, true)));
-	api_set_etag(req, topo_server_revision(req->env->store, id));
+	int64_t id = api_server_param(req);
+	if (!id || (api_query(req, "wait") && !api_units_known(req)))
+		return;
+	api_server_view_reply(req, id);
+	wait_server(req, req->params[0], wait);
 }
 
 void api_server_delete(struct api_req *req)

@@ -13,12 +13,14 @@
 #include "decimal.h"
 #include "plan_state.h"
 #include "reconcile/reconcile.h"
+#include "domain/inventory.h"
 #include "domain/topo.h"
+#include "domain/units.h"
 
 struct waiter {
 	struct api_env *env;
 	struct api_req *req;
-	char fabric[65];
+	char name[65]; /* the fabric's, or for WAIT_SERVER_FREE the server's */
 	enum wait_mode mode;
 	bool summary;        /* ?view=summary: the reply leaves out the plan's lists */
 	uint64_t generation; /* WAIT_REMOVED: a pass at least this new must have run */
@@ -66,9 +68,19 @@ static bool done(struct waiter *w)
 	 */
 	if (w->mode == WAIT_REMOVED)
 		return reconcile_generation(d->reconciler) >= w->generation &&
-		       reconcile_fabric_removed(d->reconciler, w->fabric, w->closed);
+		       reconcile_fabric_removed(d->reconciler, w->name, w->closed);
+	if (w->mode == WAIT_SERVER_FREE) {
+		int64_t id = topo_server_id(d->store, w->name);
+		if (!id)
+			return true; /* deleted meanwhile: refresh() says so */
+		/* Not known (this member stopped leading, the store failed) is not free. */
+		json_t *joined = topo_server_joined(d->store, d->units, id);
+		bool free = json_is_array(joined) && json_array_size(joined) == 0;
+		json_decref(joined);
+		return free;
+	}
 	char state[16];
-	if (topo_fabric_state(d->store, w->fabric, state, sizeof(state)) < 0)
+	if (topo_fabric_state(d->store, w->name, state, sizeof(state)) < 0)
 		return true; /* deleted meanwhile: nothing more will happen */
 	return final(state);
 }
@@ -86,6 +98,29 @@ void api_fabric_view_reply(struct api_req *req, unsigned status, int64_t id, boo
 		api_error(req, OFCD_E_INTERNAL, NULL, "cannot read the fabric");
 }
 
+bool api_units_known(struct api_req *req)
+{
+	const struct domain_units *u = req->env->units;
+	if (u && u->port_joined)
+		return true;
+	api_error(req, OFCD_E_NOT_LEADER, NULL,
+	          "this member drives no OCS unit now (no leader is known, or it stopped "
+	          "leading): which ports are joined is not known here; try again");
+	return false;
+}
+
+void api_server_view_reply(struct api_req *req, int64_t id)
+{
+	struct store *s = req->env->store;
+	json_t *view = inventory_view(s, id, topo_server_json(s, id, true));
+	json_t *joined = topo_server_joined(s, req->env->units, id);
+	if (view && joined)
+		json_object_set(view, "joined", joined);
+	json_decref(joined);
+	api_reply(req, 200, view);
+	api_set_etag(req, topo_server_revision(s, id));
+}
+
 /* The reply of the moment: the fabric's view, or for a removal how far it got. */
 static void refresh(struct waiter *w)
 {
@@ -95,14 +130,23 @@ static void refresh(struct waiter *w)
 		bool gone = done(w);
 		/* 200 once the circuits are off the units; 202 while they are still coming off. */
 		api_reply(w->req, gone ? 200 : 202,
-		          json_pack("{s:s, s:s}", "deleted", w->fabric, "state",
+		          json_pack("{s:s, s:s}", "deleted", w->name, "state",
 		                    gone ? "removed" : "removing"));
 		return;
 	}
-	int64_t id = topo_fabric_id(d->store, w->fabric);
+	if (w->mode == WAIT_SERVER_FREE) {
+		int64_t id = topo_server_id(d->store, w->name);
+		if (!id)
+			api_error(w->req, OFCD_E_NOT_FOUND, "name",
+			          "server %s was deleted while waiting", w->name);
+		else if (api_units_known(w->req)) /* else answered 503 */
+			api_server_view_reply(w->req, id);
+		return;
+	}
+	int64_t id = topo_fabric_id(d->store, w->name);
 	if (!id) {
 		api_error(w->req, OFCD_E_NOT_FOUND, "name", "fabric %s was deleted while waiting",
-		          w->fabric);
+		          w->name);
 		return;
 	}
 	api_fabric_view_reply(w->req, status, id, w->summary);
@@ -191,7 +235,7 @@ void wait_fabric(struct api_req *req, const char *name, enum wait_mode mode, dou
 	/* The handler has refused any other value. */
 	const char *view = api_query(req, "view");
 	w->summary = view && strcmp(view, "summary") == 0;
-	snprintf(w->fabric, sizeof(w->fabric), "%s", name);
+	snprintf(w->name, sizeof(w->name), "%s", name);
 	/* The change is committed after the handler returns; the pass that sees it comes later. */
 	w->generation = reconcile_generation(d->reconciler) + 1;
 	w->closed = reconcile_units_closed(d->reconciler);
@@ -202,7 +246,7 @@ void wait_fabric(struct api_req *req, const char *name, enum wait_mode mode, dou
 		free(w);
 		return;
 	}
-	if (mode == WAIT_FINAL_STATE && done(w)) {
+	if (mode != WAIT_REMOVED && done(w)) {
 		refresh(w); /* the caller may have set a placeholder reply */
 		free(w);
 		return;
@@ -229,4 +273,9 @@ void wait_fabric(struct api_req *req, const char *name, enum wait_mode mode, dou
 	}
 	api_suspend(req, on_abort, w);
 	req->committed = on_committed;
+}
+
+void wait_server(struct api_req *req, const char *name, double seconds)
+{
+	wait_fabric(req, name, WAIT_SERVER_FREE, seconds);
 }

@@ -3,7 +3,8 @@
  * thread) until the fabric reaches a final state (applied, degraded, failed),
  * or, after a deletion, until its circuits are read back gone from the units
  * that held them, or until the time runs out; then it carries the state of
- * that moment.
+ * that moment. On GET /v1/servers/{name}: until no unit may still join the
+ * server's ports to another port.
  * Waiters re-check their condition on every EVENTS_SETTLED of the bus (the
  * reconciler publishes one whenever states or sync may have changed).
  * Loop thread only.
@@ -22,6 +23,7 @@ struct api_req;
 enum wait_mode {
 	WAIT_FINAL_STATE, /**< the fabric's state is applied, degraded or failed */
 	WAIT_REMOVED,     /**< the deleted fabric's cross-connects are read back gone */
+	WAIT_SERVER_FREE, /**< the server's "joined" ports (topo_server_joined()) are none */
 };
 
 /**
@@ -45,10 +47,31 @@ int wait_parse(struct api_req *req, double *seconds);
 void wait_fabric(struct api_req *req, const char *name, enum wait_mode mode, double seconds);
 
 /**
+ * Holds req, a GET of server `name`, until its ports are free (WAIT_SERVER_FREE)
+ * or `seconds` pass, then replies the server's view of that moment
+ * (api_server_view_reply()); as wait_fabric() otherwise.
+ */
+void wait_server(struct api_req *req, const char *name, double seconds);
+
+/**
  * Replies status with fabric id's view, as a wait ends with it: its summary,
  * or the whole fabric (written as text: a large fabric's links are most of
  * it). 500 when it cannot be read.
  */
 void api_fabric_view_reply(struct api_req *req, unsigned status, int64_t id, bool summary);
+
+/**
+ * Replies 200 with server id's single view (devices, ports, inventory) and,
+ * where this member drives the units, "joined" (topo_server_joined()), as a
+ * wait ends with it; its ETag is the server's revision.
+ */
+void api_server_view_reply(struct api_req *req, int64_t id);
+
+/**
+ * Whether this member drives the units, and so knows which ports are joined;
+ * when not (a follower whose leader is not known, a leader that stopped
+ * leading) replies 503 not_leader and returns false.
+ */
+bool api_units_known(struct api_req *req);
 
 #endif

@@ -8,6 +8,7 @@
 #include "fabric_layout.h"
 #include "state/desired.h"
 #include "state/store_sql.h"
+#include "units.h"
 
 /*
  * A unit's desired circuits (?1: its id) as rows (x, y, fabric_id), x and y
@@ -209,6 +210,37 @@ static json_t *server_devices(struct store *s, int64_t id, uint32_t devices)
 			                                (json_int_t)sqlite3_column_int64(st, 3)));
 	}
 	sqlite3_reset(st);
+	return list;
+}
+
+json_t *topo_server_joined(struct store *s, const struct domain_units *units, int64_t id)
+{
+	if (!units || !units->port_joined)
+		return NULL;
+	sqlite3_stmt *st = store_stmt(s, "SELECT c.device, c.port, c.ocs_id, o.name, c.ocs_port "
+	                                 "FROM cable c JOIN ocs o ON o.id = c.ocs_id WHERE "
+	                                 "c.server_id = ? ORDER BY c.device, c.port");
+	json_t *list = st ? json_array() : NULL;
+	char why[256];
+	int step = SQLITE_ERROR;
+	if (st)
+		sqlite3_bind_int64(st, 1, id);
+	while (list && (step = sqlite3_step(st)) == SQLITE_ROW) {
+		uint32_t port = (uint32_t)sqlite3_column_int64(st, 4);
+		if (domain_port_joined(units, sqlite3_column_int64(st, 2), port, why, sizeof(why)))
+			json_array_append_new(
+			    list, json_pack("{s:I, s:I, s:s, s:I, s:s}", "device",
+			                    (json_int_t)sqlite3_column_int64(st, 0), "port",
+			                    (json_int_t)sqlite3_column_int64(st, 1), "ocs",
+			                    sqlite3_column_text(st, 3), "ocs_port",
+			                    (json_int_t)port, "why", why));
+	}
+	if (st)
+		sqlite3_reset(st);
+	if (step != SQLITE_DONE) {
+		json_decref(list);
+		return NULL;
+	}
 	return list;
 }
 

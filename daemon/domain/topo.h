@@ -62,6 +62,17 @@ json_t *topo_ocs_list(struct store *s);
  */
 json_t *topo_server_json(struct store *s, int64_t id, bool detail);
 
+struct domain_units;
+
+/**
+ * The cabled ports of server id that a unit may still join to another port
+ * nothing desires (a deleted fabric's circuit on a unit that has not answered
+ * since), as units say: [{"device","port","ocs","ocs_port","why"}], [] when
+ * none. NULL when units know nothing (a member that drives no unit) or the
+ * store fails. The caller owns the list. Loop thread.
+ */
+json_t *topo_server_joined(struct store *s, const struct domain_units *units, int64_t id);
+
 /** The end of a list read from the store: a, or NULL (a freed) unless step is SQLITE_DONE. */
 json_t *topo_list_end(json_t *a, int step);
 

@@ -125,6 +125,12 @@ def test_one_leader_and_writes_through_a_follower(steady_cluster):
     r = requests.get(f.url("/v1/fabrics/job?wait=5"), allow_redirects=False, timeout=10)
     assert r.status_code == 307 and r.headers["Location"] == leader.url("/v1/fabrics/job?wait=5")
     assert f.get("/v1/fabrics/job?wait=5").json()["state"] == "applied"
+    # Which of a server's ports a unit may still join only the leader knows.
+    r = requests.get(f.url("/v1/servers/s0?wait=5"), allow_redirects=False, timeout=10)
+    assert r.status_code == 307 and r.headers["Location"] == leader.url("/v1/servers/s0?wait=5")
+    assert f.get("/v1/servers/s0?wait=5").json()["joined"] == []
+    wait_for(lambda: f.get("/v1/servers/s0").status_code == 200)
+    assert "joined" not in f.get("/v1/servers/s0").json()
     # Reads are served by each member from its own store, once the log reached it.
     for m in cluster:
         wait_for(lambda: names(m) == ["job"])
@@ -505,6 +511,10 @@ def test_quorum_lost_refuses_writes_and_serves_reads(cluster, etcd):
         r = m.post("/v1/fabrics", {"name": "b", "servers": ["s2", "s3"]})
         assert r.status_code == 503 and error_of(r)["code"] == "store_unavailable", r.text
         assert m.get("/v1/fabrics/a").status_code == 200
+        # Nobody drives the units: whether a server's ports are free is not known.
+        assert "joined" not in m.get("/v1/servers/s0").json()
+        r = m.get("/v1/servers/s0?wait=1")
+        assert r.status_code == 503 and error_of(r)["code"] == "not_leader", r.text
     # Quorum back: a leader again, and writes.
     etcd.start_member(1)
     etcd.start_member(2)

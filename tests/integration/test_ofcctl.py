@@ -157,8 +157,20 @@ def test_wait_outcomes_exit_3(ctl, demo):
     p = ctl("fabric", "delete", "slow", "--wait", "0.3")
     assert (p.returncode, p.stdout) == (3, "fabric slow: removing\n")
     assert p.stderr == "ofcctl: fabric slow is still removing after 0.3 s\n"
+    # Its servers' ports are still joined to each other until the units drop the circuits.
+    p = ctl("server", "get", "srv1", "--wait", "0.2")
+    assert p.returncode == 3 and re.search(r"\njoined: device \d+ port 0: OCS unit ocs\d still "
+                                           r"joins port \d+ to port \d+ \(a circuit of fabric "
+                                           r"slow\)\n", p.stdout), p.stdout
+    assert re.fullmatch(r"ofcctl: server srv1: \d+ ports? still joined to another server after "
+                        r"0\.2 s\n", p.stderr), p.stderr
+    assert ctl("server", "get", "srv1").returncode == 0  # reported, not judged
     for unit in ("ocs0", "ocs1"):
         demo.post(f"/v1/ocs/{unit}/faults", {"kind": "delay", "count": 0})
+    p = ctl("server", "get", "srv1", "--wait", "20")
+    assert p.returncode == 0 and "joined:" not in p.stdout, (p.stdout, p.stderr)
+    p = ctl("server", "get", "srv1", "--wait", "2", "-w")
+    assert p.returncode == 2 and "--wait and --watch exclude each other" in p.stderr
 
     # Degraded: every pair not joined is not what a job asked for. The servers of slow are
     # free once the units dropped its circuits (409 in_use until then).

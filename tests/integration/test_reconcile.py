@@ -394,6 +394,43 @@ def test_removal_waits_for_the_units_that_held_the_fabric_alone(sim):
     assert sim.get("/v1/ocs/ocs0/cross-connects").json()["actual"] != []
 
 
+def test_a_server_says_which_ports_a_unit_may_still_join_and_waits_for_them(sim):
+    # A deleted fabric's circuits stay on units that do not take batches: its servers' ports
+    # are listed as "joined", a ?wait= holds until they are not, and a free server has none.
+    r = sim.post("/v1/fabrics?wait=10", {"name": "a", "servers": ["srv0", "srv1"]})
+    assert r.status_code == 201 and r.json()["state"] == "applied", r.text
+    assert sim.get("/v1/servers/srv0").json()["joined"] == []
+    for u in ("ocs0", "ocs1"):
+        fault(sim, u, kind="fail_batches", count=100000)
+    assert sim.delete("/v1/fabrics/a?wait=1").json()["state"] == "removing"
+    # Two servers: one circuit, on device 0's port.
+    j = sim.get("/v1/servers/srv0").json()
+    port = j["device_info"][0]["ports"][0]
+    assert j["joined"] == [{"device": 0, "port": 0, "ocs": port["ocs"],
+                            "ocs_port": port["ocs_port"], "why": j["joined"][0]["why"]}], j
+    assert "a circuit of fabric a" in j["joined"][0]["why"], j
+    assert sim.get("/v1/servers/srv5").json()["joined"] == []
+    t0 = time.monotonic()
+    r = sim.get("/v1/servers/srv1?wait=1.5")
+    assert r.status_code == 200 and len(r.json()["joined"]) == 1, r.text
+    assert time.monotonic() - t0 >= 1.4
+    r = sim.get("/v1/servers/srv1?wait=-1")
+    assert r.status_code == 400 and error_of(r)["field"] == "wait", r.text
+    assert sim.get("/v1/servers/nope?wait=1").status_code == 404
+    # The units take batches again while a wait is held: it ends once the circuits are gone.
+    done = {}
+    waiter = threading.Thread(target=lambda: done.update(r=sim.get("/v1/servers/srv0?wait=30")))
+    waiter.start()
+    time.sleep(0.5)
+    for u in ("ocs0", "ocs1"):
+        fault(sim, u, kind="fail_batches", count=0)
+    waiter.join(40)
+    r = done["r"]
+    assert r.status_code == 200 and r.json()["joined"] == [], r.text
+    for u in ("ocs0", "ocs1"):
+        assert sim.get(f"/v1/ocs/{u}/cross-connects").json()["actual"] == []
+
+
 def test_unit_holding_circuits_is_not_forgotten(tmp_path):
     d = Daemon(tmp_path).start()
     try:

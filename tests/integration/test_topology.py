@@ -153,7 +153,7 @@ def test_server_crud(daemon):
 
 def test_server_list_is_each_server_view(daemon):
     """GET /v1/servers (written as text) lists each server as GET /v1/servers/NAME shows it,
-    less its device and inventory detail: fabric, failed devices in order, stale."""
+    less its device, port and inventory detail: fabric, failed devices in order, stale."""
     make_cluster(daemon, servers=4, devices=8, ports=1)
     assert daemon.post("/v1/fabrics", {"name": "f", "servers": ["srv0", "srv1"]}).status_code == 201
     for dev in (5, 1, 3):
@@ -163,7 +163,8 @@ def test_server_list_is_each_server_view(daemon):
     assert [v["name"] for v in listed] == [f"srv{i}" for i in range(4)]
     for v in listed:
         one = daemon.get(f"/v1/servers/{v['name']}").json()
-        assert v == {k: x for k, x in one.items() if k not in ("device_info", "inventory")}, v
+        assert v == {k: x for k, x in one.items()
+                     if k not in ("device_info", "joined", "inventory")}, v
     assert [v["fabric"] for v in listed] == ["f", "f", None, None]
     assert listed[2]["failed_devices"] == [1, 3, 5] and listed[3]["failed_devices"] == []
     assert not any(v["stale"] for v in listed)
