@@ -111,7 +111,7 @@ class Cluster:
                     f"--seed-file={d}/munge/munged.seed", f"--log-file={d}/munge/munged.log"],
                    "munged.out")
 
-        self.ofcd = Daemon(d / "ofcd", args=("--demo",)).start()
+        self.ofcd = Daemon(d / "ofcd", extra="[debug]\nfaults = true\n", args=("--demo",)).start()
         self.url = self.ofcd.url("")
 
         # The programs as installed: with their settings next to them.
@@ -399,6 +399,46 @@ def scripts_with(cluster, tmp_path, **settings):
         text = re.sub(rf"{key}=.*", f"{key}={value}", text)
     conf.write_text(text)
     return scripts
+
+
+def test_a_job_does_not_start_joined_by_a_deleted_fabrics_circuits(cluster):
+    """The units keep an ended job's circuits past the delete's wait (they take no batch):
+    a one-node job given one of its nodes must not start joined to the other. It starts once
+    the units take the removal, and the registry forgets each node found free."""
+    conf = cluster.d / "scripts" / "ofcd-slurm.conf"
+    saved = conf.read_text()
+    registry = cluster.d / "ofcd-slurm" / "fabrics.json"
+    hold = cluster.d / "release-joined"
+    a, _ = cluster.sbatch("-N", "2", "-w", "srv[4-5]", wait=False, hold=hold)
+    try:
+        cluster.wait_for(lambda: (cluster.out / f"{a}.json").exists(), "job a running")
+        for u in ("ocs0", "ocs1"):
+            assert cluster.ofcd.post(f"/v1/ocs/{u}/faults", {"kind": "fail_batches",
+                                                             "count": 100000}).status_code == 200
+        hold.touch()
+        assert cluster.wait_job(a) == "COMPLETED"
+        conf.write_text(re.sub(r"OFCD_CREATE_WAIT=.*", "OFCD_CREATE_WAIT=2",
+                               re.sub(r"OFCD_DELETE_WAIT=.*", "OFCD_DELETE_WAIT=1", saved)))
+        b, state = cluster.sbatch("-N", "1", "-w", "srv4", "--no-requeue")
+        assert state == "CANCELLED", cluster.job(b)
+        assert not (cluster.out / f"{b}.log").exists()
+        assert ("ofcd-prolog: node srv4 is still joined to another server: OCS unit ocs"
+                in cluster.job(b)["AdminComment"]), cluster.job(b)
+        assert f"slurm-{a}" not in cluster.fabric_names()
+        assert json.loads(registry.read_text())[f"slurm-{a} (deleted)"] == ["srv4", "srv5"]
+        # The collector keeps the nodes still joined.
+        cluster.slurm_tool("gc")
+        assert json.loads(registry.read_text())[f"slurm-{a} (deleted)"] == ["srv4", "srv5"]
+    finally:
+        conf.write_text(saved)
+        for u in ("ocs0", "ocs1"):
+            cluster.ofcd.post(f"/v1/ocs/{u}/faults", {"kind": "fail_batches", "count": 0})
+        hold.touch()
+    c, state = cluster.sbatch("-N", "1", "-w", "srv4")
+    assert state == "COMPLETED", cluster.job(c).get("AdminComment")
+    assert json.loads(registry.read_text())[f"slurm-{a} (deleted)"] == ["srv5"]
+    cluster.slurm_tool("gc")
+    assert not [f for f in json.loads(registry.read_text()) if f.endswith(" (deleted)")]
 
 
 def test_a_prolog_that_cannot_read_the_node_list_fails(cluster, tmp_path):
