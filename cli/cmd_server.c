@@ -106,7 +106,8 @@ static int judge_joined(struct cmd_ctx *c, const json_t *s, double wait_s)
 	if (!(c->args.given & OPT_WAIT) || (json_is_array(joined) && n == 0))
 		return CMD_OK;
 	if (!json_is_array(joined))
-		return cmd_fail(CMD_WAIT, "server %s: the daemon did not say whether its ports are free",
+		return cmd_fail(CMD_WAIT,
+		                "server %s: the daemon did not say whether its ports are free",
 		                json_string_value(json_object_get(s, "name")));
 	return cmd_fail(CMD_WAIT, "server %s: %zu port%s still joined to another server after %g s",
 	                json_string_value(json_object_get(s, "name")), n, n == 1 ? "" : "s",

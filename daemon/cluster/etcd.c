@@ -168,6 +168,11 @@ const char *etcd_endpoint(const struct etcd_client *c)
 	return c->eps[c->cur].url;
 }
 
+size_t etcd_endpoints(const struct etcd_client *c)
+{
+	return c->n;
+}
+
 static struct evhttp_connection *connect_to(struct etcd_client *c, struct endpoint *ep,
                                             unsigned timeout_s)
 {
@@ -229,6 +234,9 @@ static void call_done(struct evhttp_request *req, void *arg)
 		}
 		rc = -EHOSTUNREACH;
 	} else {
+		/* A try sent past a member that had not answered was: calls go there now. */
+		if (k->elsewhere)
+			c->cur = k->ep;
 		struct evbuffer *in = evhttp_request_get_input_buffer(req);
 		size_t len = evbuffer_get_length(in);
 		const char *body = (const char *)evbuffer_pullup(in, -1);

@@ -62,13 +62,17 @@ int etcd_call(struct etcd_client *c, const char *path, char *body, etcd_done_fn 
 /**
  * etcd_call(), its first try on the endpoint after the current one: a second
  * try sent while the first may be stuck on a member that hangs (a lease
- * renewal that must not wait out the call timeout). Loop thread.
+ * renewal or an append that must not wait out the call timeout). Once it is
+ * answered, calls go to the endpoint that answered. Loop thread.
  */
 int etcd_call_elsewhere(struct etcd_client *c, const char *path, char *body, etcd_done_fn done,
                         void *arg);
 
 /** The endpoint calls go to now (the last that answered). */
 const char *etcd_endpoint(const struct etcd_client *c);
+
+/** How many endpoints the client knows. */
+size_t etcd_endpoints(const struct etcd_client *c);
 
 /**
  * Opens a watch stream (body from etcd_req_watch(), taken) on the current

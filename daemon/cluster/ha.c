@@ -33,6 +33,17 @@
 #define HA_MAX_ENTRY  (1100u * 1024u)
 #define HA_MAX_CHANGE (64u * 1024u * 1024u)
 
+/*
+ * An append unanswered this long is sent again to the next etcd member: one
+ * that hangs (a stalled disk, a frozen process: connections open, no answer)
+ * would otherwise hold every write for the whole call timeout (10 s). Far
+ * above an append's ordinary latency, even a 1 MiB part's.
+ */
+#define HA_HEDGE_APPEND_MS 1000
+
+#define HEDGES_HELP                                                                                \
+	"Appends sent again to the next etcd member because the first got no answer in time."
+
 /* An entry this leader put in the log, for trimming it later. */
 struct logged {
 	char *key;
@@ -65,6 +76,18 @@ enum append_kind {
 
 static const char *const APPEND_KIND_NAMES[APPEND_KINDS] = { "write", "part", "states" };
 
+/*
+ * One try of the head entry, sent to etcd (the call's argument). Tries of one
+ * send run side by side (the first and its hedge): the first answer counts,
+ * and ends every try sent before it (tries_from), whose answers come for
+ * nothing.
+ */
+struct append_try {
+	struct ha *h;
+	uint64_t seq;
+	struct append_try *next, *prev; /* the tries in flight, to free at the end */
+};
+
 /* An entry for the log, in order: the first is in etcd's hands. */
 struct append {
 	char key[224];
@@ -79,6 +102,7 @@ struct append {
 	bool more;       /* a part of a change whose later parts follow it (done is on the last) */
 	bool sent;       /* sent at least once: a retry sends the very same entry */
 	bool unanswered; /* a try got no answer: it may be in the log */
+	bool hedged;     /* a send of it was tried twice at once: the other may be in */
 	int64_t floor_rev;          /* the log floor's mod revision its latest try required */
 	struct timespec first_sent; /* CLOCK_MONOTONIC */
 	ha_append_done done;
@@ -114,6 +138,11 @@ struct ha {
 	struct append *pending_tail;
 	bool sending; /* the head was sent (or waits to be sent again) and has no answer yet */
 	struct event *retry_append;
+	struct event *hedge_append; /* sends the head again elsewhere (HA_HEDGE_APPEND_MS) */
+	struct append_try *tries;   /* in flight */
+	uint64_t try_seq;           /* the last try's */
+	uint64_t tries_from;        /* answers of tries before this one are not waited for */
+	unsigned inflight;          /* tries of the head's last send still unanswered */
 	void *states; /* fabric-state changes waiting to go to the log, merged into one */
 	size_t states_len;
 	json_t *events; /* the events published while leading, waiting to go with them */
@@ -350,6 +379,59 @@ static void start_replica(struct ha *h)
 
 static void send_append(struct ha *h);
 static void append_over(struct ha *h, int rc, int64_t revision);
+static void on_append(int rc, const struct etcd_result *res, void *arg);
+
+static void try_free(struct append_try *t)
+{
+	if (t->prev)
+		t->prev->next = t->next;
+	else
+		t->h->tries = t->next;
+	if (t->next)
+		t->next->prev = t->prev;
+	free(t);
+}
+
+/* Sends the head entry a (again), to the current etcd member or the next one. Returns 0 or < 0. */
+static int send_try(struct ha *h, struct append *a, bool elsewhere)
+{
+	struct append_try *t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	*t = (struct append_try){ .h = h, .seq = ++h->try_seq, .next = h->tries };
+	if (h->tries)
+		h->tries->prev = t;
+	h->tries = t;
+	char *body = etcd_req_append(h->leader_key, a->generation, a->key, a->data, a->len,
+	                             h->floor_key, a->floor_rev);
+	int rc = elsewhere ? etcd_call_elsewhere(h->etcd, "/v3/kv/txn", body, on_append, t)
+	                   : etcd_call(h->etcd, "/v3/kv/txn", body, on_append, t);
+	if (rc < 0)
+		try_free(t);
+	else
+		h->inflight++;
+	return rc;
+}
+
+static void on_hedge_append(evutil_socket_t fd, short what, void *arg)
+{
+	struct ha *h = arg;
+	(void)fd;
+	(void)what;
+	struct append *a = h->pending;
+	/* One endpoint: the same member, behind the first try on its connection. */
+	if (!h->sending || !a || etcd_endpoints(h->etcd) < 2)
+		return;
+	const char *first = etcd_endpoint(h->etcd);
+	if (send_try(h, a, true) < 0)
+		return; /* the first try's timeout still ends it */
+	/* The first try may still land: a failed compare that finds the entry is this one. */
+	a->hedged = true;
+	metrics_counter_add("ofcd_cluster_append_hedges_total", HEDGES_HELP, NULL, 1);
+	log_warn("cluster",
+	         "appending %s: no answer from %s in %d ms; sent again to the next etcd member",
+	         a->key, first, HA_HEDGE_APPEND_MS);
+}
 
 static void on_retry_append(evutil_socket_t fd, short what, void *arg)
 {
@@ -452,7 +534,25 @@ static void append_over(struct ha *h, int rc, int64_t revision)
 
 static void on_append(int rc, const struct etcd_result *res, void *arg)
 {
-	struct ha *h = arg;
+	struct append_try *t = arg;
+	struct ha *h = t->h;
+	bool late = t->seq < h->tries_from;
+	try_free(t);
+	if (late)
+		return; /* another try of its send was answered first */
+	if (--h->inflight > 0 && rc == -EIO) {
+		/*
+		 * One member refused it (too many requests...) while the other try
+		 * is still out, and may land: only its answer can say.
+		 */
+		log_warn("cluster",
+		         "appending %s: etcd refused one try (%s); waiting for the other",
+		         h->pending->key, res->error);
+		return;
+	}
+	h->tries_from = h->try_seq + 1;
+	h->inflight = 0;
+	evtimer_del(h->hedge_append);
 	struct append *a = h->pending;
 	/* Made under the leadership this member holds now, not an earlier one. */
 	bool current = h->state == MEMBER_LEADING && a->generation == h->generation;
@@ -514,8 +614,8 @@ static void on_append(int rc, const struct etcd_result *res, void *arg)
 		else if (strcmp(kv->key, h->floor_key) == 0)
 			floor = kv;
 	}
-	if (entry && a->unanswered) {
-		append_over(h, 0, entry->mod_revision); /* an earlier try got in */
+	if (entry && (a->unanswered || a->hedged)) {
+		append_over(h, 0, entry->mod_revision); /* an earlier try, or the other, got in */
 		return;
 	}
 	if (entry) {
@@ -725,13 +825,13 @@ static void send_append(struct ha *h)
 	}
 	h->sending = true;
 	a->floor_rev = h->floor_rev;
-	if (etcd_call(h->etcd, "/v3/kv/txn",
-	              etcd_req_append(h->leader_key, a->generation, a->key, a->data, a->len,
-	                              h->floor_key, a->floor_rev),
-	              on_append, h) < 0) {
+	if (send_try(h, a, false) < 0) {
 		struct timeval tv = { 0, 100 * 1000 };
 		evtimer_add(h->retry_append, &tv);
+		return;
 	}
+	struct timeval hedge = { HA_HEDGE_APPEND_MS / 1000, (HA_HEDGE_APPEND_MS % 1000) * 1000 };
+	evtimer_add(h->hedge_append, &hedge);
 }
 
 /* Queues the entries first..last (linked) for the log, in order. */
@@ -1222,13 +1322,15 @@ int ha_start(const struct ha_deps *deps, struct ha **out)
 	h->members = json_array();
 	h->retry = evtimer_new(deps->base, on_retry, h);
 	h->retry_append = evtimer_new(deps->base, on_retry_append, h);
+	h->hedge_append = evtimer_new(deps->base, on_hedge_append, h);
 	h->states_timer = evtimer_new(deps->base, on_states_timer, h);
 	h->events = json_array();
 	/* A member's role is its own: the others' streams do not have it (events.h). */
 	events_set_own(deps->events, EVENTS_BIT(EVENTS_CLUSTER_ROLE));
 	h->tick = event_new(deps->base, -1, EV_PERSIST, on_tick, h);
-	int rc = h->members && h->retry && h->retry_append && h->states_timer && h->tick &&
-	                 h->events && apply_done_hook_add(&h->applied_hook, on_applied, h) == 0
+	int rc = h->members && h->retry && h->retry_append && h->hedge_append && h->states_timer &&
+	                 h->tick && h->events &&
+	                 apply_done_hook_add(&h->applied_hook, on_applied, h) == 0
 	             ? 0
 	             : -ENOMEM;
 	/* A large entry or a long catch-up may take a while to travel. */
@@ -1243,6 +1345,7 @@ int ha_start(const struct ha_deps *deps, struct ha **out)
 		event_add(h->tick, &period);
 		rc = metrics_collector_add(collect, h);
 		apply_metrics_init();
+		metrics_counter_add("ofcd_cluster_append_hedges_total", HEDGES_HELP, NULL, 0);
 	}
 	if (rc < 0) {
 		ha_free(h);
@@ -1287,11 +1390,15 @@ void ha_free(struct ha *h)
 		append_free(a);
 	}
 	etcd_client_free(h->etcd); /* no etcd answer comes any more */
+	while (h->tries)
+		try_free(h->tries);
 	cluster_free(h->cluster);
 	if (h->retry)
 		event_free(h->retry);
 	if (h->retry_append)
 		event_free(h->retry_append);
+	if (h->hedge_append)
+		event_free(h->hedge_append);
 	if (h->states_timer)
 		event_free(h->states_timer);
 	free(h->states);
