@@ -38,12 +38,8 @@ def etcd():
 
 @pytest.fixture
 def cluster(tmp_path, etcd):
-    members = make_members(tmp_path, etcd)
-    for m in members:
-        m.start()
-    yield members
-    for m in members:
-        m.stop(sig=9)
+    with running_members(tmp_path, etcd) as members:
+        yield members
 
 
 @pytest.fixture

@@ -18,13 +18,16 @@ FAR = {"name": "far", "driver": "openflow", "endpoint": "tcp:127.0.0.1:1"}
 @pytest.fixture
 def sim(tmp_path):
     d = Daemon(tmp_path, extra=FAULTS).start()
-    for u in range(2):
-        assert d.post("/v1/ocs", {"name": f"ocs{u}", "driver": "sim", "ports": 64}).status_code == 201
-    for s in range(8):
-        assert d.post("/v1/servers", {"name": f"srv{s}", "devices": 8}).status_code == 201
-    assert d.put("/v1/wiring", {"rule": "plane-per-ocs"}).status_code == 200
-    yield d
-    d.stop()
+    try:  # stopped even when the set-up fails
+        for u in range(2):
+            r = d.post("/v1/ocs", {"name": f"ocs{u}", "driver": "sim", "ports": 64})
+            assert r.status_code == 201, r.text
+        for s in range(8):
+            assert d.post("/v1/servers", {"name": f"srv{s}", "devices": 8}).status_code == 201
+        assert d.put("/v1/wiring", {"rule": "plane-per-ocs"}).status_code == 200
+        yield d
+    finally:
+        d.stop()
 
 
 def fault(d, unit, **body):
