@@ -76,6 +76,7 @@ enum out_format {
 #define OPT_NOTE             CMD_OPT(33) /**< --note TEXT */
 #define OPT_COLLECTED        CMD_OPT(34) /**< --collected */
 #define OPT_SYNC             CMD_OPT(35) /**< --sync MODE */
+#define OPT_JOINED           CMD_OPT(36) /**< --joined */
 
 /** What nccl-tests output does not say of its runs: cost calibrate's options for such a file. */
 #define OPT_NCCL_TESTS (OPT_COLLECTIVE | OPT_ALGORITHM | OPT_SERVERS | OPT_DEVICES | OPT_IN_PLACE)

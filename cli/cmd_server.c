@@ -31,8 +31,49 @@ static int show_servers_wide(const json_t *reply)
 static const char *const server_events[] = { "topology",   "device_state", "ocs_connection",
 	                                     "port_state", "fabric",       NULL };
 
+/* Each server's joined ports, after the list of those servers. */
+static void show_joined_ports(const json_t *reply)
+{
+	const json_t *s, *p;
+	size_t i, k;
+	json_array_foreach(json_object_get(reply, "servers"), i, s)
+	{
+		if (i == 0)
+			putchar('\n');
+		json_array_foreach(json_object_get(s, "joined"), k, p)
+		    printf("joined: %s device %" JSON_INTEGER_FORMAT " port %" JSON_INTEGER_FORMAT
+		           ": %s\n",
+		           json_string_value(json_object_get(s, "name")),
+		           json_integer_value(json_object_get(p, "device")),
+		           json_integer_value(json_object_get(p, "port")),
+		           json_string_value(json_object_get(p, "why")));
+	}
+}
+
+static int show_joined(const json_t *reply)
+{
+	int rc = show_servers(reply);
+	if (rc == CMD_OK)
+		show_joined_ports(reply);
+	return rc;
+}
+
+static int show_joined_wide(const json_t *reply)
+{
+	int rc = show_servers_wide(reply);
+	if (rc == CMD_OK)
+		show_joined_ports(reply);
+	return rc;
+}
+
 int cmd_server_list(struct cmd_ctx *c)
 {
+	if (c->args.given & OPT_JOINED) {
+		/* A unit's read-back that frees a port sends no server event to watch for. */
+		if (c->args.given & OPT_WATCH)
+			return cmd_usage("--joined and --watch exclude each other");
+		return cmd_get_show(c, "/v1/servers?joined=true", show_joined, show_joined_wide);
+	}
 	const struct watch_spec w = { .path = "/v1/servers",
 		                      .kinds = server_events,
 		                      .resource = "server",

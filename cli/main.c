@@ -61,7 +61,7 @@ static const struct command commands[] = {
 	{ "ocs delete", "NAME [--force] [--if-match REV] [--ignore-not-found]", 1, 1,
 	  OPT_FORCE | DELETE_OPTS, cmd_ocs_delete },
 	{ "ocs cross-connects", "NAME", 1, 1, 0, cmd_ocs_cross_connects },
-	{ "server list", "[-w]", 0, 0, OPT_WATCH, cmd_server_list },
+	{ "server list", "[--joined | -w]", 0, 0, OPT_JOINED | OPT_WATCH, cmd_server_list },
 	{ "server get", "NAME [--wait SECONDS] [-w]", 1, 1, OPT_WAIT | OPT_WATCH, cmd_server_get },
 	{ "server create",
 	  "NAME [--devices N] [--ports-per-device P] [--p2p] [--intra full-mesh|two-groups]\n"

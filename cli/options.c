@@ -72,6 +72,7 @@ static const struct opt opts[] = {
 	{ "sync", 0, OPT_SYNC, STR(sync) },
 	{ "note", 0, OPT_NOTE, STR(note) },
 	{ "collected", 0, OPT_COLLECTED, K_FLAG, 0 },
+	{ "joined", 0, OPT_JOINED, K_FLAG, 0 },
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 

@@ -202,7 +202,9 @@ void api_dispatch(struct api_req *req)
 		cluster_write(req);
 		return;
 	}
-	if (env->cluster && api_query(req, "wait") && wait_elsewhere(req))
+	/* Reads that need the units' live state: only the leader drives them. */
+	if (env->cluster && (api_query(req, "wait") || api_query(req, "joined")) &&
+	    wait_elsewhere(req))
 		return;
 	if (!write) {
 		run_handler(req);

@@ -469,11 +469,61 @@ void api_server_put(struct api_req *req)
 		server_reply(req, created ? 201 : 200, id, v.name);
 }
 
+/*
+ * ?joined=true: the servers whose ports a unit may still join to another
+ * port, each as listed plus its "joined". Only the cables of units that may
+ * join a port are read: none, usually.
+ */
+static void server_list_joined(struct api_req *req, const struct topo_names *stale)
+{
+	struct store *s = req->env->store;
+	json_t *joined = topo_servers_joined(s, req->env->units), *j;
+	json_t *list = json_array();
+	size_t i;
+	json_array_foreach(joined, i, j)
+	{
+		int64_t id = (int64_t)json_integer_value(json_object_get(j, "id"));
+		json_t *v = topo_server_json(s, id, false);
+		if (!v)
+			continue; /* the store fails: the reply below says so */
+		const char *name = json_string_value(json_object_get(v, "name"));
+		json_object_set_new(v, "stale",
+		                    json_boolean(name && stale->n &&
+		                                 bsearch(&name, stale->v, stale->n,
+		                                         sizeof(*stale->v), topo_names_cmp)));
+		json_object_set(v, "joined", json_object_get(j, "joined"));
+		json_array_append_new(list, v);
+	}
+	if (joined && json_array_size(list) == json_array_size(joined))
+		api_reply(req, 200, json_pack("{s:o}", "servers", list));
+	else {
+		json_decref(list);
+		api_error(req, OFCD_E_STORE, NULL, "cannot read the servers, try again");
+	}
+	json_decref(joined);
+}
+
 /* Written as text from the rows: as JSON values, 32,768 servers held the loop 250 ms. */
 void api_server_list(struct api_req *req)
 {
+	const char *joined = api_query(req, "joined");
+	if (joined && strcmp(joined, "true") != 0) {
+		api_error(req, OFCD_E_INVALID_FIELD, "joined", "joined must be true, got \"%s\"",
+		          joined);
+		return;
+	}
+	if (joined && !api_units_known(req))
+		return;
 	struct topo_names stale;
 	size_t len = 0;
+	if (joined) {
+		if (inventory_stale_names(req->env->store, &stale) == 0)
+			server_list_joined(req, &stale);
+		else
+			api_error(req, OFCD_E_STORE, NULL, "cannot read the servers, try again");
+		topo_names_free(&stale);
+		return;
+	}
 	char *text = inventory_stale_names(req->env->store, &stale) == 0
 	                 ? topo_servers_text(req->env->store, &stale, &len)
 	                 : NULL;

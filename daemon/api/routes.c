@@ -41,7 +41,7 @@ const struct api_route api_routes[] = {
 	{ "GET", "/v1/events", api_events, AUTH_READ, 0, "fabric", NULL },
 
 	{ "POST", "/v1/servers", api_server_create, AUTH_ADMIN, 0, NULL, NULL },
-	{ "GET", "/v1/servers", api_server_list, AUTH_READ, 0, NULL, NULL },
+	{ "GET", "/v1/servers", api_server_list, AUTH_READ, 0, "joined", NULL },
 	{ "GET", "/v1/servers/{name}", api_server_get, AUTH_READ, 0, "wait", NULL },
 	{ "PUT", "/v1/servers/{name}", api_server_put, AUTH_ADMIN, 0, NULL, NULL },
 	{ "DELETE", "/v1/servers/{name}", api_server_delete, AUTH_ADMIN, 0, NULL, NULL },

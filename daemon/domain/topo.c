@@ -213,6 +213,15 @@ static json_t *server_devices(struct store *s, int64_t id, uint32_t devices)
 	return list;
 }
 
+/* One port of a server's that a unit may still join: {"device","port","ocs","ocs_port","why"}. */
+static json_t *joined_port(int64_t device, int64_t port, const unsigned char *ocs,
+                           uint32_t ocs_port, const char *why)
+{
+	return json_pack("{s:I, s:I, s:s, s:I, s:s}", "device", (json_int_t)device, "port",
+	                 (json_int_t)port, "ocs", (const char *)ocs, "ocs_port",
+	                 (json_int_t)ocs_port, "why", why);
+}
+
 json_t *topo_server_joined(struct store *s, const struct domain_units *units, int64_t id)
 {
 	if (!units || !units->port_joined)
@@ -227,13 +236,15 @@ json_t *topo_server_joined(struct store *s, const struct domain_units *units, in
 		sqlite3_bind_int64(st, 1, id);
 	while (list && (step = sqlite3_step(st)) == SQLITE_ROW) {
 		uint32_t port = (uint32_t)sqlite3_column_int64(st, 4);
-		if (domain_port_joined(units, sqlite3_column_int64(st, 2), port, why, sizeof(why)))
-			json_array_append_new(
-			    list, json_pack("{s:I, s:I, s:s, s:I, s:s}", "device",
-			                    (json_int_t)sqlite3_column_int64(st, 0), "port",
-			                    (json_int_t)sqlite3_column_int64(st, 1), "ocs",
-			                    sqlite3_column_text(st, 3), "ocs_port",
-			                    (json_int_t)port, "why", why));
+		if (!domain_port_joined(units, sqlite3_column_int64(st, 2), port, why, sizeof(why)))
+			continue;
+		/* A port left out would read as free: a port that cannot be said fails the list. */
+		json_t *p = joined_port(sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
+		                        sqlite3_column_text(st, 3), port, why);
+		if (json_array_append_new(list, p) < 0) {
+			step = SQLITE_ERROR;
+			break;
+		}
 	}
 	if (st)
 		sqlite3_reset(st);
@@ -242,6 +253,106 @@ json_t *topo_server_joined(struct store *s, const struct domain_units *units, in
 		return NULL;
 	}
 	return list;
+}
+
+/* A joined port found by a unit's scan, to be sorted by server. */
+struct joined_row {
+	int64_t server, device, port;
+	json_t *entry; /* joined_port()'s */
+};
+
+static int joined_row_cmp(const void *x, const void *y)
+{
+	const struct joined_row *a = x, *b = y;
+	if (a->server != b->server)
+		return a->server < b->server ? -1 : 1;
+	if (a->device != b->device)
+		return a->device < b->device ? -1 : 1;
+	return a->port < b->port ? -1 : a->port > b->port;
+}
+
+/* The joined ports of unit ocs_id (named name), appended to *v. 0, -ENOMEM or -EIO. */
+static int unit_joined_rows(struct store *s, const struct domain_units *units, int64_t ocs_id,
+                            const unsigned char *name, struct joined_row **v, size_t *n,
+                            size_t *cap)
+{
+	sqlite3_stmt *st = store_stmt(s, "SELECT server_id, device, port, ocs_port FROM cable "
+	                                 "WHERE ocs_id = ?");
+	char why[256];
+	int rc = st ? 0 : -EIO, step = SQLITE_DONE;
+	if (st)
+		sqlite3_bind_int64(st, 1, ocs_id);
+	while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
+		uint32_t port = (uint32_t)sqlite3_column_int64(st, 3);
+		if (!domain_port_joined(units, ocs_id, port, why, sizeof(why)))
+			continue;
+		if (*n == *cap) {
+			size_t c = *cap ? 2 * *cap : 16;
+			struct joined_row *g = realloc(*v, c * sizeof(*g));
+			if (!g) {
+				rc = -ENOMEM;
+				break;
+			}
+			*v = g;
+			*cap = c;
+		}
+		struct joined_row *r = &(*v)[*n];
+		*r = (struct joined_row){ sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
+			                  sqlite3_column_int64(st, 2), NULL };
+		r->entry = joined_port(r->device, r->port, name, port, why);
+		if (!r->entry)
+			rc = -EIO;
+		else
+			(*n)++;
+	}
+	if (st)
+		sqlite3_reset(st);
+	return rc == 0 && step != SQLITE_DONE ? -EIO : rc;
+}
+
+/* The rows, sorted, as [{"id", "joined"}]; NULL when memory runs out. */
+static json_t *group_joined(struct joined_row *v, size_t n)
+{
+	json_t *out = json_array(), *list = NULL;
+	qsort(v, n, sizeof(*v), joined_row_cmp);
+	for (size_t i = 0; out && i < n; i++) {
+		if (i == 0 || v[i].server != v[i - 1].server) {
+			json_t *server =
+			    json_pack("{s:I, s:[]}", "id", (json_int_t)v[i].server, "joined");
+			list = json_object_get(server, "joined");
+			if (json_array_append_new(out, server) < 0)
+				list = NULL;
+		}
+		if (!list || json_array_append(list, v[i].entry) < 0) {
+			json_decref(out);
+			out = NULL;
+		}
+	}
+	return out;
+}
+
+json_t *topo_servers_joined(struct store *s, const struct domain_units *units)
+{
+	if (!units || !units->port_joined)
+		return NULL;
+	/* Only the units that may join a port are scanned: none, usually. */
+	sqlite3_stmt *st = store_stmt(s, "SELECT id, name FROM ocs ORDER BY id");
+	struct joined_row *v = NULL;
+	size_t n = 0, cap = 0;
+	int rc = st ? 0 : -EIO, step = SQLITE_DONE;
+	while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t ocs_id = sqlite3_column_int64(st, 0);
+		if (domain_unit_may_join(units, ocs_id))
+			rc = unit_joined_rows(s, units, ocs_id, sqlite3_column_text(st, 1), &v, &n,
+			                      &cap);
+	}
+	if (st)
+		sqlite3_reset(st);
+	json_t *out = rc == 0 && step == SQLITE_DONE ? group_joined(v, n) : NULL;
+	for (size_t i = 0; i < n; i++)
+		json_decref(v[i].entry);
+	free(v);
+	return out;
 }
 
 json_t *topo_server_json(struct store *s, int64_t id, bool detail)

@@ -73,6 +73,12 @@ struct domain_units;
  */
 json_t *topo_server_joined(struct store *s, const struct domain_units *units, int64_t id);
 
+/**
+ * topo_server_joined() of every server that has such ports, in creation
+ * order: [{"id", "joined"}]; one pass over the cables. NULL as there.
+ */
+json_t *topo_servers_joined(struct store *s, const struct domain_units *units);
+
 /** The end of a list read from the store: a, or NULL (a freed) unless step is SQLITE_DONE. */
 json_t *topo_list_end(json_t *a, int step);
 

@@ -23,6 +23,11 @@ struct domain_units {
 	 */
 	bool (*port_joined)(void *arg, int64_t ocs_id, uint32_t port, char *why, size_t len);
 	/**
+	 * Whether any port of unit ocs_id may be one port_joined() says yes of:
+	 * false lets a scan of every cable skip the unit's (true when unsure).
+	 */
+	bool (*unit_may_join)(void *arg, int64_t ocs_id);
+	/**
 	 * How many cross-connects or one-way entries of ofcd's unit ocs_id held at
 	 * its last read-back: 0 when it can be forgotten safely, -1 unknown.
 	 */
@@ -35,6 +40,12 @@ static inline bool domain_port_joined(const struct domain_units *u, int64_t ocs_
                                       char *why, size_t len)
 {
 	return u && u->port_joined && u->port_joined(u->arg, ocs_id, port, why, len);
+}
+
+/** u's unit_may_join(), true when u has port_joined() but not it. */
+static inline bool domain_unit_may_join(const struct domain_units *u, int64_t ocs_id)
+{
+	return u && u->port_joined && (!u->unit_may_join || u->unit_may_join(u->arg, ocs_id));
 }
 
 /** u's unit_held(), -1 (unknown) when u or it is NULL. */

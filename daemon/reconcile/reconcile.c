@@ -1129,6 +1129,18 @@ long reconcile_unit_held(struct reconciler *r, int64_t ocs_id)
 	return (long)(u->nactual + u->npartial + (u->njoining + 1) / 2);
 }
 
+bool reconcile_unit_may_join(struct reconciler *r, int64_t ocs_id)
+{
+	struct unit *u = reconcile_unit_by_id(r, ocs_id);
+	/* reconcile_port_leftover()'s cases: strays held, additions in flight, one-way entries. */
+	return u && (u->stray.n || u->noor || u->njoining || u->npartial);
+}
+
+static bool units_may_join(void *arg, int64_t ocs_id)
+{
+	return reconcile_unit_may_join(arg, ocs_id);
+}
+
 static bool units_port_joined(void *arg, int64_t ocs_id, uint32_t port, char *why, size_t len)
 {
 	return reconcile_port_joined(arg, ocs_id, port, why, len);
@@ -1142,6 +1154,7 @@ static long units_held(void *arg, int64_t ocs_id)
 struct domain_units reconcile_domain_units(struct reconciler *r)
 {
 	return (struct domain_units){ .port_joined = units_port_joined,
+		                      .unit_may_join = units_may_join,
 		                      .unit_held = units_held,
 		                      .arg = r };
 }

@@ -142,9 +142,16 @@ bool reconcile_port_joined(struct reconciler *r, int64_t ocs_id, uint32_t port, 
                            size_t len);
 
 /**
+ * Whether reconcile_port_joined() may say yes of any port of unit ocs_id:
+ * false when it holds no stray, has no addition in flight and no one-way
+ * entry. O(1).
+ */
+bool reconcile_unit_may_join(struct reconciler *r, int64_t ocs_id);
+
+/**
  * The reconciler's answers to what the domain asks of the units
- * (domain/units.h): reconcile_port_joined() and reconcile_unit_held() on r,
- * which must outlive the table's use.
+ * (domain/units.h): reconcile_port_joined(), reconcile_unit_may_join() and reconcile_unit_held() on
+ * r, which must outlive the table's use.
  */
 struct domain_units reconcile_domain_units(struct reconciler *r);
 

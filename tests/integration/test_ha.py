@@ -125,6 +125,8 @@ def test_one_leader_and_writes_through_a_follower(steady_cluster):
     r = requests.get(f.url("/v1/servers/s0?wait=5"), allow_redirects=False, timeout=10)
     assert r.status_code == 307 and r.headers["Location"] == leader.url("/v1/servers/s0?wait=5")
     assert f.get("/v1/servers/s0?wait=5").json()["joined"] == []
+    r = requests.get(f.url("/v1/servers?joined=true"), allow_redirects=False, timeout=10)
+    assert r.status_code == 307 and r.headers["Location"] == leader.url("/v1/servers?joined=true")
     wait_for(lambda: f.get("/v1/servers/s0").status_code == 200)
     assert "joined" not in f.get("/v1/servers/s0").json()
     # Reads are served by each member from its own store, once the log reached it.
@@ -529,8 +531,9 @@ def test_quorum_lost_refuses_writes_and_serves_reads(cluster, etcd):
         assert m.get("/v1/fabrics/a").status_code == 200
         # Nobody drives the units: whether a server's ports are free is not known.
         assert "joined" not in m.get("/v1/servers/s0").json()
-        r = m.get("/v1/servers/s0?wait=1")
-        assert r.status_code == 503 and error_of(r)["code"] == "not_leader", r.text
+        for path in ("/v1/servers/s0?wait=1", "/v1/servers?joined=true"):
+            r = m.get(path)
+            assert r.status_code == 503 and error_of(r)["code"] == "not_leader", r.text
     # Quorum back: a leader again, and writes.
     etcd.start_member(1)
     etcd.start_member(2)

@@ -165,6 +165,11 @@ def test_wait_outcomes_exit_3(ctl, demo):
     assert re.fullmatch(r"ofcctl: server srv1: \d+ ports? still joined to another server after "
                         r"0\.2 s\n", p.stderr), p.stderr
     assert ctl("server", "get", "srv1").returncode == 0  # reported, not judged
+    p = ctl("server", "list", "--joined")
+    assert p.returncode == 0 and rows(p.stdout)[0][0] == "NAME", p.stdout
+    assert "srv1" in [r[0] for r in rows(p.stdout)] and "\njoined: srv1 device " in p.stdout
+    p = ctl("server", "list", "--joined", "-w")
+    assert p.returncode == 2 and "--joined and --watch exclude each other" in p.stderr
     for unit in ("ocs0", "ocs1"):
         demo.post(f"/v1/ocs/{unit}/faults", {"kind": "delay", "count": 0})
     p = ctl("server", "get", "srv1", "--wait", "20")

@@ -413,6 +413,13 @@ def test_a_server_says_which_ports_a_unit_may_still_join_and_waits_for_them(sim)
                             "ocs_port": port["ocs_port"], "why": j["joined"][0]["why"]}], j
     assert "a circuit of fabric a" in j["joined"][0]["why"], j
     assert sim.get("/v1/servers/srv5").json()["joined"] == []
+    # The servers that have such ports, each as listed plus its joined.
+    listed = sim.get("/v1/servers?joined=true").json()["servers"]
+    assert [s["name"] for s in listed] == ["srv0", "srv1"], listed
+    assert listed[0]["joined"] == j["joined"] and listed[0]["fabric"] is None, listed
+    assert listed[0]["stale"] is False
+    r = sim.get("/v1/servers?joined=yes")
+    assert r.status_code == 400 and error_of(r)["field"] == "joined", r.text
     t0 = time.monotonic()
     r = sim.get("/v1/servers/srv1?wait=1.5")
     assert r.status_code == 200 and len(r.json()["joined"]) == 1, r.text
@@ -430,6 +437,7 @@ def test_a_server_says_which_ports_a_unit_may_still_join_and_waits_for_them(sim)
     waiter.join(40)
     r = done["r"]
     assert r.status_code == 200 and r.json()["joined"] == [], r.text
+    assert sim.get("/v1/servers?joined=true").json() == {"servers": []}
     for u in ("ocs0", "ocs1"):
         assert sim.get(f"/v1/ocs/{u}/cross-connects").json()["actual"] == []
 
@@ -486,6 +494,9 @@ def test_unreachable_unit_leftovers_hold_servers_after_restart(tmp_path):
         assert r.status_code == 409 and error_of(r)["field"] == "servers[1]", r.text
         a, b = sorted([port["srv0"], port["srv1"]])
         assert f"far still joins port {a} to port {b}" in error_of(r)["message"]
+        listed = d.get("/v1/servers?joined=true").json()["servers"]
+        assert [(s["name"], [(j["ocs"], j["ocs_port"]) for j in s["joined"]]) for s in listed] == \
+            [("srv0", [("far", port["srv0"])]), ("srv1", [("far", port["srv1"])])], listed
         # Servers the unit was not known to join are free.
         assert d.post("/v1/fabrics", {"name": "y", "servers": ["srv2", "srv3"]}).status_code == 201
     finally:

@@ -429,6 +429,12 @@ def test_a_job_does_not_start_joined_by_a_deleted_fabrics_circuits(cluster):
         # The collector keeps the nodes still joined.
         cluster.slurm_tool("gc")
         assert json.loads(registry.read_text())[f"slurm-{a} (deleted)"] == ["srv4", "srv5"]
+        # The list lost (a rebuilt controller host): ofcd says which nodes are still joined.
+        registry.unlink()
+        b, state = cluster.sbatch("-N", "1", "-w", "srv5", "--no-requeue")
+        assert state == "CANCELLED", cluster.job(b)
+        assert "node srv5 is still joined to another server" in cluster.job(b)["AdminComment"]
+        assert json.loads(registry.read_text()) == {"unknown (deleted)": ["srv4", "srv5"]}
     finally:
         conf.write_text(saved)
         for u in ("ocs0", "ocs1"):
@@ -436,7 +442,7 @@ def test_a_job_does_not_start_joined_by_a_deleted_fabrics_circuits(cluster):
         hold.touch()
     c, state = cluster.sbatch("-N", "1", "-w", "srv4")
     assert state == "COMPLETED", cluster.job(c).get("AdminComment")
-    assert json.loads(registry.read_text())[f"slurm-{a} (deleted)"] == ["srv5"]
+    assert json.loads(registry.read_text()) == {"unknown (deleted)": ["srv5"]}
     cluster.slurm_tool("gc")
     assert not [f for f in json.loads(registry.read_text()) if f.endswith(" (deleted)")]
 
