@@ -31,39 +31,46 @@ static int show_servers_wide(const json_t *reply)
 static const char *const server_events[] = { "topology",   "device_state", "ocs_connection",
 	                                     "port_state", "fabric",       NULL };
 
-/* Each server's joined ports, after the list of those servers. */
-static void show_joined_ports(const json_t *reply)
+/* A server's joined ports, a line each: "joined: [SERVER ]device D port P: why". */
+static void print_joined(const char *server, const json_t *joined)
 {
-	const json_t *s, *p;
-	size_t i, k;
-	json_array_foreach(json_object_get(reply, "servers"), i, s)
+	const json_t *p;
+	size_t i;
+	json_array_foreach(joined, i, p)
+	{
+		printf("joined: %s%sdevice %" JSON_INTEGER_FORMAT " port %" JSON_INTEGER_FORMAT
+		       ": %s\n",
+		       server ? server : "", server ? " " : "",
+		       json_integer_value(json_object_get(p, "device")),
+		       json_integer_value(json_object_get(p, "port")),
+		       json_string_value(json_object_get(p, "why")));
+	}
+}
+
+/* server list --joined: the list (cols columns), then each server's joined ports. */
+static int show_joined_list(const json_t *reply, size_t cols)
+{
+	const json_t *servers = json_object_get(reply, "servers"), *s;
+	size_t i;
+	int rc = cmd_print_rows(servers, list_head, list_keys, cols);
+	json_array_foreach(servers, i, s)
 	{
 		if (i == 0)
 			putchar('\n');
-		json_array_foreach(json_object_get(s, "joined"), k, p)
-		    printf("joined: %s device %" JSON_INTEGER_FORMAT " port %" JSON_INTEGER_FORMAT
-		           ": %s\n",
-		           json_string_value(json_object_get(s, "name")),
-		           json_integer_value(json_object_get(p, "device")),
-		           json_integer_value(json_object_get(p, "port")),
-		           json_string_value(json_object_get(p, "why")));
+		print_joined(json_string_value(json_object_get(s, "name")),
+		             json_object_get(s, "joined"));
 	}
+	return rc;
 }
 
 static int show_joined(const json_t *reply)
 {
-	int rc = show_servers(reply);
-	if (rc == CMD_OK)
-		show_joined_ports(reply);
-	return rc;
+	return show_joined_list(reply, 9);
 }
 
 static int show_joined_wide(const json_t *reply)
 {
-	int rc = show_servers_wide(reply);
-	if (rc == CMD_OK)
-		show_joined_ports(reply);
-	return rc;
+	return show_joined_list(reply, 10);
 }
 
 int cmd_server_list(struct cmd_ctx *c)
@@ -126,16 +133,9 @@ static int show_server(const json_t *s)
 	}
 	int rc = table_print(&t, stdout) ? CMD_UNREACHABLE : CMD_OK;
 	table_free(&t);
-	json_array_foreach(json_object_get(s, "joined"), i, d)
-	{
-		if (i == 0)
-			putchar('\n');
-		printf("joined: device %" JSON_INTEGER_FORMAT " port %" JSON_INTEGER_FORMAT
-		       ": %s\n",
-		       json_integer_value(json_object_get(d, "device")),
-		       json_integer_value(json_object_get(d, "port")),
-		       json_string_value(json_object_get(d, "why")));
-	}
+	if (json_array_size(json_object_get(s, "joined")))
+		putchar('\n');
+	print_joined(NULL, json_object_get(s, "joined"));
 	return rc;
 }
 
