@@ -8,19 +8,31 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "version.h"
 
 /* Connecting is quick on any network ofcd runs on; a refused or dead host is reported fast. */
 #define CONNECT_TIMEOUT_MS 5000L
 
+/* The pause after a round of members that took nothing: doubled each round up to the most. */
+#define RESEND_FIRST_MS 100L
+#define RESEND_MAX_MS   1000L
+
 struct client {
 	CURL *curl;
-	char *base;   /* the URL without a trailing '/' */
-	char *token;  /* bearer secret, or NULL */
-	char *cacert; /* CA file, or NULL for the system's */
+	char *base;      /* where requests go now, without a trailing '/' */
+	char **members;  /* the URLs given, in order, each without a trailing '/' */
+	size_t nmembers; /* at least one */
+	size_t at;       /* the member base was taken from */
+	double retry_s;  /* how long a request no member took is sent again */
+	char *token;     /* bearer secret, or NULL */
+	char *cacert;    /* CA file, or NULL for the system's */
 	bool insecure;
-	char errbuf[CURL_ERROR_SIZE];
+	bool told;    /* the note that requests are being sent again was printed */
+	CURLcode cc;  /* how the last transfer ended */
+	bool exposed; /* it sent a request that no redirect answered: a daemon may have it */
+	char errbuf[CURL_ERROR_SIZE]; /* libcurl's words for it */
 };
 
 /* Where a response goes: collected into a reply, or streamed to a callback when 200. */
@@ -32,7 +44,38 @@ struct sink {
 	const volatile sig_atomic_t *stop;
 	bool cancelled;
 	bool too_big;
+	bool exposed; /* request headers went out since the last redirect came back */
 };
+
+/* The comma-separated URLs of list into c->members; false with the reason in err. */
+static bool split_members(struct client *c, const char *list, char *err, size_t errlen)
+{
+	size_t n = 1;
+	for (const char *p = list; *p; p++)
+		n += *p == ',';
+	if (!(c->members = calloc(n, sizeof(*c->members)))) {
+		snprintf(err, errlen, "out of memory");
+		return false;
+	}
+	for (const char *p = list;; p++) {
+		p += strspn(p, " \t");
+		size_t len = strcspn(p, ",");
+		while (len > 0 && strchr(" \t/", p[len - 1]))
+			len--;
+		if (len == 0) {
+			snprintf(err, errlen, "the daemon's URL list \"%s\" has an empty member",
+			         list);
+			return false;
+		}
+		if (!(c->members[c->nmembers++] = strndup(p, len))) {
+			snprintf(err, errlen, "out of memory");
+			return false;
+		}
+		p = strchr(p, ',');
+		if (!p)
+			return true;
+	}
+}
 
 struct client *client_new(const char *url, const char *token, const struct client_tls *tls,
                           char *err, size_t errlen)
@@ -47,8 +90,12 @@ struct client *client_new(const char *url, const char *token, const struct clien
 		return NULL;
 	}
 	global_done = true;
+	if (!split_members(c, url, err, errlen)) {
+		client_free(c);
+		return NULL;
+	}
 	c->curl = curl_easy_init();
-	c->base = strdup(url);
+	c->base = strdup(c->members[0]);
 	c->token = token ? strdup(token) : NULL;
 	bool cacert = tls && tls->cacert && tls->cacert[0];
 	c->cacert = cacert ? strdup(tls->cacert) : NULL;
@@ -57,19 +104,45 @@ struct client *client_new(const char *url, const char *token, const struct clien
 		client_free(c);
 		goto nomem;
 	}
-	size_t len = strlen(c->base);
-	while (len > 0 && c->base[len - 1] == '/')
-		c->base[--len] = '\0';
 	return c;
 nomem:
 	snprintf(err, errlen, "out of memory");
 	return NULL;
 }
 
+void client_set_retry(struct client *c, double seconds)
+{
+	c->retry_s = seconds;
+}
+
 struct client *client_clone(const struct client *c, char *err, size_t errlen)
 {
-	struct client_tls tls = { .cacert = c->cacert, .insecure = c->insecure };
-	return client_new(c->base, c->token, &tls, err, errlen);
+	size_t len = 0;
+	for (size_t i = 0; i < c->nmembers; i++)
+		len += strlen(c->members[i]) + 1;
+	char *list = malloc(len), *base = strdup(c->base);
+	struct client *d = NULL;
+	if (list && base) {
+		list[0] = '\0';
+		for (size_t i = 0; i < c->nmembers; i++)
+			strcat(strcat(list, i ? "," : ""), c->members[i]);
+		struct client_tls tls = { .cacert = c->cacert, .insecure = c->insecure };
+		d = client_new(list, c->token, &tls, err, errlen);
+	} else {
+		snprintf(err, errlen, "out of memory");
+	}
+	free(list);
+	if (!d) {
+		free(base);
+		return NULL;
+	}
+	/* Where c found a member answering. */
+	free(d->base);
+	d->base = base;
+	d->at = c->at;
+	d->retry_s = c->retry_s;
+	d->told = c->told;
+	return d;
 }
 
 void client_free(struct client *c)
@@ -79,6 +152,9 @@ void client_free(struct client *c)
 	if (c->curl)
 		curl_easy_cleanup(c->curl);
 	free(c->base);
+	for (size_t i = 0; i < c->nmembers; i++)
+		free(c->members[i]);
+	free(c->members);
 	free(c->cacert);
 	if (c->token) {
 		/* The secret does not outlive its use in this process's memory. */
@@ -142,9 +218,13 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *user)
 {
 	struct sink *k = user;
 	size_t n = size * nmemb;
-	if (n >= 5 && strncmp(data, "HTTP/", 5) == 0)
+	if (n >= 5 && strncmp(data, "HTTP/", 5) == 0) {
 		k->r->etag[0] = '\0';
-	else if (n > 5 && strncasecmp(data, "etag:", 5) == 0) {
+		/* A redirect: the host that had the request did nothing with it. */
+		const char *code = memchr(data, ' ', n);
+		if (code && code + 1 < data + n && code[1] == '3')
+			k->exposed = false;
+	} else if (n > 5 && strncasecmp(data, "etag:", 5) == 0) {
 		const char *v = data + 5, *end = data + n;
 		while (v < end && (*v == ' ' || *v == '\t'))
 			v++;
@@ -153,6 +233,18 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *user)
 		snprintf(k->r->etag, sizeof(k->r->etag), "%.*s", (int)(end - v), v);
 	}
 	return n;
+}
+
+/* Notes each request that goes out, the one libcurl may send again by itself included. */
+static int on_debug(CURL *curl, curl_infotype type, char *data, size_t size, void *user)
+{
+	struct sink *k = user;
+	(void)curl;
+	(void)data;
+	(void)size;
+	if (type == CURLINFO_HEADER_OUT)
+		k->exposed = true;
+	return 0;
 }
 
 static int on_progress(void *user, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
@@ -218,6 +310,9 @@ static struct curl_slist *setup(struct client *c, const struct client_req *q, st
 	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, k);
 	curl_easy_setopt(c->curl, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(c->curl, CURLOPT_HEADERDATA, k);
+	curl_easy_setopt(c->curl, CURLOPT_DEBUGFUNCTION, on_debug);
+	curl_easy_setopt(c->curl, CURLOPT_DEBUGDATA, k);
+	curl_easy_setopt(c->curl, CURLOPT_VERBOSE, 1L); /* for on_debug only: it prints nothing */
 	if (k->stop) {
 		curl_easy_setopt(c->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
 		curl_easy_setopt(c->curl, CURLOPT_XFERINFODATA, k);
@@ -244,6 +339,8 @@ static int perform(struct client *c, struct sink *k, char *err, size_t errlen)
 {
 	struct client_reply *r = k->r;
 	CURLcode cc = curl_easy_perform(c->curl);
+	c->cc = cc;
+	c->exposed = k->exposed;
 	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &r->status);
 	if (!r->body && !collect(r, "", 0))
 		cc = cc == CURLE_OK ? CURLE_OUT_OF_MEMORY : cc;
@@ -309,8 +406,9 @@ static char *cluster_member(struct client *c, const char *origin)
 	return found;
 }
 
-int client_send(struct client *c, const struct client_req *q, struct client_reply *r, char *err,
-                size_t errlen)
+/* Sends q to c->base, following redirects, and to the leader with the token after a 401. */
+static int send_to_member(struct client *c, const struct client_req *q, struct client_reply *r,
+                          char *err, size_t errlen)
 {
 	int rc = send_once(c, q, r, err, errlen);
 	long redirects = 0;
@@ -333,6 +431,125 @@ int client_send(struct client *c, const struct client_req *q, struct client_repl
 	c->base = member;
 	client_reply_free(r);
 	return send_once(c, q, r, err, errlen);
+}
+
+/*
+ * Why q, which ended in rc and r, may go to another member or again: "" when not. Only
+ * what changed nothing qualifies: a write that reached no daemon (no connection, or only
+ * a redirect's host had it; libcurl may itself have sent it again on a fresh connection
+ * after a kept one failed), ofcd's 503s that refuse a change (no leader, no etcd quorum,
+ * draining, full), and a read that failed before any of a stream was handed on.
+ */
+static const char *resendable(const struct client *c, const struct client_req *q, int rc,
+                              const struct client_reply *r)
+{
+	static const char *const refusals[] = { "not_leader", "store_unavailable", "shutting_down",
+		                                "overloaded" };
+	if (rc == -EIO) {
+		CURLcode cc = c->cc;
+		bool read = !q->method || strcmp(q->method, "GET") == 0;
+		bool unconnected = cc == CURLE_COULDNT_CONNECT ||
+		                   cc == CURLE_COULDNT_RESOLVE_HOST ||
+		                   cc == CURLE_OPERATION_TIMEDOUT;
+		bool cut = cc == CURLE_GOT_NOTHING || cc == CURLE_RECV_ERROR ||
+		           cc == CURLE_SEND_ERROR || cc == CURLE_PARTIAL_FILE;
+		if (read)
+			return (unconnected || cut) && (!q->fn || r->status == 0) ? "unreachable"
+			                                                          : "";
+		return unconnected && !c->exposed ? "unreachable" : "";
+	}
+	const char *code =
+	    json_string_value(json_object_get(json_object_get(r->json, "error"), "code"));
+	for (size_t i = 0; rc == 0 && r->status == 503 && code && i < 4; i++)
+		if (strcmp(code, refusals[i]) == 0)
+			return refusals[i];
+	return "";
+}
+
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* Sleeps ms milliseconds, or less when *stop becomes non-zero; false when it did. */
+static bool pause_unless_stopped(long ms, const volatile sig_atomic_t *stop)
+{
+	for (; ms > 0 && !(stop && *stop); ms -= 100) {
+		struct timespec t = { 0, (ms < 100 ? ms : 100) * 1000000L };
+		nanosleep(&t, NULL);
+	}
+	return !(stop && *stop);
+}
+
+/*
+ * c->base to the next member given: the one after the member it was taken from, or that
+ * member when a 401 took c to its leader. False when out of memory.
+ */
+static bool next_member(struct client *c)
+{
+	size_t at = strcmp(c->base, c->members[c->at]) == 0 ? (c->at + 1) % c->nmembers : c->at;
+	char *base = strdup(c->members[at]);
+	if (!base)
+		return false;
+	free(c->base);
+	c->base = base;
+	c->at = at;
+	return true;
+}
+
+int client_send(struct client *c, const struct client_req *q, struct client_reply *r, char *err,
+                size_t errlen)
+{
+	double deadline = now_s() + c->retry_s;
+	long pause = RESEND_FIRST_MS;
+	struct client_reply refused = { 0 }; /* the last refusal a member answered */
+	int rc;
+	for (size_t tried = 1;; tried++) {
+		rc = send_to_member(c, q, r, err, errlen);
+		const char *why = resendable(c, q, rc, r);
+		if (!why[0]) {
+			client_reply_free(&refused);
+			return rc;
+		}
+		double left = deadline - now_s();
+		bool round_done = tried % c->nmembers == 0;
+		if (round_done && !c->told && left > 0) {
+			fprintf(stderr,
+			        "ofcctl: no member took the request (%s: %s%s); trying again "
+			        "for up to %.1f s\n",
+			        c->base, rc ? "" : "503 ", rc ? err : why, left);
+			c->told = true;
+		}
+		if (rc == 0) {
+			client_reply_free(&refused);
+			refused = *r;
+			memset(r, 0, sizeof(*r));
+		}
+		/* Past the first round, the time given ends it. */
+		if ((round_done || tried > c->nmembers) && left <= 0)
+			break;
+		if (!next_member(c))
+			break;
+		if (round_done && !pause_unless_stopped(
+		                      left * 1000 < pause ? (long)(left * 1000) : pause, q->stop)) {
+			client_reply_free(&refused);
+			client_reply_free(r);
+			snprintf(err, errlen, "stopped");
+			return -EINTR;
+		}
+		if (round_done)
+			pause = pause * 2 > RESEND_MAX_MS ? RESEND_MAX_MS : pause * 2;
+		client_reply_free(r);
+	}
+	/* What a member said beats a member that could not be reached. */
+	if (refused.status) {
+		client_reply_free(r);
+		*r = refused;
+		return 0;
+	}
+	return rc;
 }
 
 static int send_once(struct client *c, const struct client_req *q, struct client_reply *r,

@@ -1,9 +1,9 @@
 /*
- * The HTTP side of ofcctl: one libcurl handle talking to one daemon, reused
- * for every request of the process (so a command that sends several keeps
- * one connection). Follows redirects (a proxy or a standby pointing at the
- * leader), sending the bearer token only to the host and port it was given
- * for. Single-threaded.
+ * The HTTP side of ofcctl: one libcurl handle talking to one daemon, or to
+ * the members of a cluster in turn, reused for every request of the process
+ * (so a command that sends several keeps one connection). Follows redirects
+ * (a proxy or a follower pointing at the leader), sending the bearer token
+ * only to the host and port it was given for. Single-threaded.
  */
 #ifndef OFCCTL_CLIENT_H
 #define OFCCTL_CLIENT_H
@@ -38,9 +38,10 @@ struct client_tls {
 
 /**
  * A client for the daemon at url ("http://host:port", optionally with a path
- * prefix), sending "Authorization: Bearer token" when token is not NULL (the
- * string is copied), checking an HTTPS daemon as tls says (NULL: against the
- * system's CAs; copied). NULL with the reason in err on failure.
+ * prefix), or for the members of a cluster, their URLs comma-separated (the
+ * first is asked first; client_send says when the others are), sending "Authorization: Bearer
+ * token" when token is not NULL (the string is copied), checking an HTTPS daemon as tls says (NULL:
+ * against the system's CAs; copied). NULL with the reason in err on failure.
  */
 struct client *client_new(const char *url, const char *token, const struct client_tls *tls,
                           char *err, size_t errlen);
@@ -51,6 +52,12 @@ struct client *client_new(const char *url, const char *token, const struct clien
  * with the reason in err on failure; free it with client_free.
  */
 struct client *client_clone(const struct client *c, char *err, size_t errlen);
+
+/**
+ * How long, in seconds, client_send keeps sending a request that no member
+ * took (0, the default: each member once).
+ */
+void client_set_retry(struct client *c, double seconds);
 
 /** Frees the client and closes its connection; NULL is fine. */
 void client_free(struct client *c);
@@ -85,6 +92,18 @@ struct client_req {
  * (libcurl sends it to the given host only), is sent again with the token when
  * the given host's GET /v1/cluster names that host as a member; the client
  * then goes there from the start (a cluster's leader).
+ *
+ * A request that changed nothing (a write that reached no daemon: no
+ * connection to the member or to the leader it redirected to; a 503
+ * not_leader, store_unavailable, shutting_down or overloaded; a GET that
+ * failed before any of its streamed body was handed to q->fn) goes to the
+ * next member given, and once each has failed, after a pause (0.1 s,
+ * doubling up to 1 s), round again until the retry time set has passed (the
+ * try under way then is the last); the first such round is noted on stderr.
+ * The outcome is then the last refusal a member answered, else the last
+ * failure. -EINTR when *q->stop ended a pause. The client keeps to the
+ * member that answered. A write that went out and was cut off may have
+ * been applied: it is not sent again, and its error is returned.
  */
 int client_send(struct client *c, const struct client_req *q, struct client_reply *r, char *err,
                 size_t errlen);

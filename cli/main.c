@@ -106,9 +106,10 @@ static const struct command commands[] = {
 
 static void print_usage(FILE *f)
 {
-	fprintf(f, "usage: ofcctl [--url URL] [--token-file FILE] [--cacert FILE] [-k|--insecure]\n"
-	           "              [-o table|wide|json|yaml] COMMAND\n\n"
-	           "commands:\n");
+	fprintf(
+	    f, "usage: ofcctl [--url URL[,URL...]] [--retry SECONDS] [--token-file FILE]\n"
+	       "              [--cacert FILE] [-k|--insecure] [-o table|wide|json|yaml] COMMAND\n\n"
+	       "commands:\n");
 	for (size_t i = 0; i < NCOMMANDS; i++)
 		fprintf(f, "  %s%s%s\n", commands[i].words, commands[i].args[0] ? " " : "",
 		        commands[i].args);
@@ -126,7 +127,10 @@ static void print_usage(FILE *f)
 	        "--collected: the runs servers' agents sent too (cost runs);\n"
 	        "cost activate none: no set active.\n"
 	        "The daemon is --url, else $OFCCTL_URL, else url in ~/.config/ofcctl.ini or\n"
-	        "%s, else %s. An https daemon's certificate is checked against\n"
+	        "%s, else %s; a cluster's members may be listed, comma-separated:\n"
+	        "a request none of them took (unreachable, 503 no leader) goes to the next,\n"
+	        "and round again for --retry seconds ($OFCCTL_RETRY, retry in the files; 0).\n"
+	        "An https daemon's certificate is checked against\n"
 	        "--cacert, else $OFCCTL_CACERT, $CURL_CA_BUNDLE, $SSL_CERT_FILE, cacert in the\n"
 	        "files, else the system's CAs; --insecure checks nothing.\n"
 	        "Exit codes: 0 done, 1 refused by the daemon (412: --if-match or the version\n"
@@ -225,6 +229,7 @@ static int run(const struct command *cmd, struct cmd_ctx *ctx, const struct sett
 	}
 	if (!ctx->client)
 		return cmd_fail(CMD_UNREACHABLE, "%s", err);
+	client_set_retry(ctx->client, s.retry_s);
 	rc = cmd->run(ctx);
 	client_free(ctx->client);
 out:

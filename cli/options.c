@@ -81,6 +81,7 @@ enum {
 	L_URL = 1000,
 	L_TOKEN_FILE,
 	L_CACERT,
+	L_RETRY,
 	L_OPTS = 256,
 };
 
@@ -88,6 +89,7 @@ static const struct option global[] = {
 	{ "url", required_argument, NULL, L_URL },
 	{ "token-file", required_argument, NULL, L_TOKEN_FILE },
 	{ "cacert", required_argument, NULL, L_CACERT },
+	{ "retry", required_argument, NULL, L_RETRY },
 	{ "insecure", no_argument, NULL, 'k' },
 	{ "output", required_argument, NULL, 'o' },
 	{ "help", no_argument, NULL, 'h' },
@@ -225,6 +227,9 @@ int cmd_parse_options(int argc, char **argv, struct cmd_ctx *ctx, struct setting
 			break;
 		case L_CACERT:
 			flags->cacert = optarg;
+			break;
+		case L_RETRY:
+			flags->retry = optarg;
 			break;
 		case 'k':
 			flags->insecure = true;

@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <ini.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,17 @@ struct load {
 	struct settings *s;
 	char err[512];
 };
+
+/* text as a retry in seconds into *out; false when it is not one. */
+static bool parse_retry(const char *text, double *out)
+{
+	char *end;
+	double v = strtod(text, &end);
+	if (end == text || *end || !isfinite(v) || v < 0 || v > SETTINGS_RETRY_MAX)
+		return false;
+	*out = v;
+	return true;
+}
 
 static int on_key(void *user, const char *section, const char *name, const char *value)
 {
@@ -29,6 +41,14 @@ static int on_key(void *user, const char *section, const char *name, const char 
 			return 0;
 		}
 		l->s->insecure = strcmp(value, "true") == 0;
+		return 1;
+	}
+	if (strcmp(name, "retry") == 0) {
+		if (!parse_retry(value, &l->s->retry_s)) {
+			snprintf(l->err, sizeof(l->err), "[ofcctl] retry: seconds from 0 to %.0f",
+			         SETTINGS_RETRY_MAX);
+			return 0;
+		}
 		return 1;
 	}
 	if (strcmp(name, "url") == 0)
@@ -117,11 +137,27 @@ int settings_resolve(struct settings *s, const struct settings_flags *flags, cha
 		s->insecure = strcmp(insecure, "0") != 0 && strcmp(insecure, "false") != 0;
 	if (flags->insecure)
 		s->insecure = true;
-	if (!s->url[0]) {
-		snprintf(err, errlen, "the daemon's URL is empty");
-		return -EINVAL;
+	const char *retry[][2] = { { getenv("OFCCTL_RETRY"), "OFCCTL_RETRY" },
+		                   { flags->retry, "--retry" } };
+	for (size_t i = 0; i < 2; i++) {
+		if (retry[i][0] && retry[i][0][0] && !parse_retry(retry[i][0], &s->retry_s)) {
+			snprintf(err, errlen, "%s: seconds from 0 to %.0f, got \"%s\"", retry[i][1],
+			         SETTINGS_RETRY_MAX, retry[i][0]);
+			return -EINVAL;
+		}
 	}
-	return 0;
+	for (const char *p = s->url;; p++) {
+		size_t len = strcspn(p, ",");
+		if (strspn(p, " \t/") >= len) {
+			snprintf(err, errlen,
+			         s->url[0] ? "the daemon's URL list \"%s\" has an empty member"
+			                   : "the daemon's URL is empty",
+			         s->url);
+			return -EINVAL;
+		}
+		if (!(p = strchr(p, ',')))
+			return 0;
+	}
 }
 
 int settings_read_token(const char *path, char **token, char *err, size_t errlen)

@@ -6,6 +6,7 @@ import json
 import os
 import re
 import signal
+import socket
 import sqlite3
 import stat
 import subprocess
@@ -544,6 +545,112 @@ def test_unreachable_exit_4(tmp_path):
     assert p.returncode == 4
     p = ctl("--url", "ftp://127.0.0.1/", "health")
     assert p.returncode == 4
+
+
+class Hangup(threading.Thread):
+    """Reads each request's headers, then closes the connection without an answer: a daemon
+    killed while it handled the request. With answer, the first request on a connection
+    gets a 200 and keeps it open, and the hang-up at the second closes the listening socket
+    first (the daemon is gone, not restarting)."""
+
+    def __init__(self, answer=False):
+        super().__init__(daemon=True)
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.answer = answer
+        self.requests = []
+        self.start()
+
+    def run(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            with c:
+                for n in range(2 if self.answer else 1):
+                    data = b""
+                    while b"\r\n\r\n" not in data and (chunk := c.recv(4096)):
+                        data += chunk
+                    self.requests.append(data.split(b" ", 1)[0].decode())
+                    if self.answer and n == 0:
+                        c.sendall(b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n'
+                                  b'ETag: "v1"\r\nContent-Length: 2\r\n\r\n{}')
+                if self.answer:
+                    self.sock.close()
+
+    def url(self):
+        return f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+
+
+def test_members_in_turn_and_retry(tmp_path):
+    """--url lists a cluster's members: a request none took goes to the next, then round
+    again for --retry seconds; a write that may have been applied is not sent again."""
+    for sub in ("d", "later"):
+        (tmp_path / sub).mkdir()
+    d = Daemon(tmp_path / "d", args=("--demo",)).start()
+    later = Daemon(tmp_path / "later", args=("--demo",))
+    hangup = Hangup()
+    try:
+        ctl = Ctl(tmp_path)
+        dead = f"http://127.0.0.1:{free_port()}"
+        p = ctl("--url", f"{dead},{d.url('')}", "fabric", "list")
+        assert p.returncode == 0 and p.stderr == "", p.stderr
+        # No member answers: one round, then rounds for the time given, noted once.
+        p = ctl("--url", f"{dead},{dead}/", "health")
+        assert p.returncode == 4 and "trying again" not in p.stderr, p.stderr
+        started = time.monotonic()
+        p = ctl("--url", dead, "health", env={"OFCCTL_RETRY": "1"})
+        assert time.monotonic() - started >= 0.9
+        assert p.returncode == 4 and p.stderr.count("trying again for up to") == 1, p.stderr
+        # A daemon that comes up while ofcctl waits takes the request.
+        notes = tmp_path / "notes"
+        with open(notes, "w") as err:
+            waiting = subprocess.Popen([OFCCTL_BIN, "--url", later.url(""), "--retry", "120",
+                                        "fabric", "create", "late", "srv[0-1]"], env=ctl.env(),
+                                       stdout=subprocess.PIPE, stderr=err, text=True)
+        try:
+            wait_for(lambda: "trying again" in notes.read_text(), timeout=30)
+            later.start()
+            assert waiting.wait(timeout=120) == 0, notes.read_text()
+        finally:
+            waiting.kill()
+        assert later.get("/v1/fabrics/late").status_code == 200
+        # Cut off after it was sent: a read goes on to the next member, a write does not.
+        members = f"{hangup.url()},{d.url('')}"
+        assert ctl("--url", members, "fabric", "list").returncode == 0
+        p = ctl("--url", members, "--retry", "30", "fabric", "create", "cut", "srv[2-3]")
+        assert p.returncode == 4 and "trying again" not in p.stderr, p.stderr
+        assert hangup.requests == ["GET", "POST"]
+        assert d.get("/v1/fabrics/cut").status_code == 404
+        # The same on a kept connection, which libcurl itself tries again on a fresh one (here
+        # refused): the PUT after the GET that read the version went out, so it stays there.
+        topo = tmp_path / "topology.json"
+        topo.write_text(json.dumps(d.get("/v1/topology").json()))
+        before = d.get("/v1/topology").headers["ETag"]
+        answering = Hangup(answer=True)
+        p = ctl("--url", f"{answering.url()},{d.url('')}", "--retry", "30", "topology", "put",
+                topo)
+        assert p.returncode == 4 and "trying again" not in p.stderr, p.stderr
+        assert answering.requests == ["GET", "PUT"]
+        assert d.get("/v1/topology").headers["ETag"] == before
+        # Settings that are not numbers of seconds, or lists with a hole, are usage errors.
+        for args, env, why in (
+                (("--retry", "-1"), {}, '--retry: seconds from 0 to 3600, got "-1"'),
+                ((), {"OFCCTL_RETRY": "soon"}, 'OFCCTL_RETRY: seconds from 0 to 3600, got "soon"'),
+                (("--url", f"{dead},,{dead}"), {}, "has an empty member")):
+            p = ctl(*args, "health", env=env)
+            assert p.returncode == 2 and why in p.stderr, p.stderr
+        cfg = ctl.home / ".config"
+        cfg.mkdir()
+        (cfg / "ofcctl.ini").write_text(f"[ofcctl]\nurl = {dead}, {d.url('')}\nretry = 1h\n")
+        p = ctl("health")
+        assert p.returncode == 2 and ":3: [ofcctl] retry: seconds from 0 to 3600" in p.stderr
+        (cfg / "ofcctl.ini").write_text(f"[ofcctl]\nurl = {dead}, {d.url('')}\nretry = 2.5\n")
+        assert ctl("health").returncode == 0
+    finally:
+        hangup.sock.close()
+        later.stop()
+        d.stop()
 
 
 def test_url_and_token_sources(tmp_path):
@@ -1473,6 +1580,7 @@ def test_completion_in_bash(ctl, demo, tmp_path, helpers):
         ["fabric"], ["create", "delete", "get", "list"], ["cluster"], ["create", "cross-connects"],
         ["json", "table", "wide", "yaml"], ["cf"], ["ocs0", "ocs1"],
         ["--if-match", "--ignore-not-found", "--insecure"],
-        sorted("--url --token-file --cacert --insecure -o --output --help --version -w --watch".split()),
+        sorted("--url --retry --token-file --cacert --insecure -o --output --help --version -w "
+               "--watch".split()),
         ["save"], ["bash"], ["full-mesh", "two-groups"], ["auto", "full-mesh", "hyperx", "torus"],
         ["allreduce", "alltoall"], ["--token-file", "--topology", "--traffic"]]

@@ -603,15 +603,50 @@ def test_jobs_that_need_no_fabric_run_while_ofcd_is_away(cluster):
     assert cluster.fabric_names() == set()
     on, state = cluster.sbatch("-N", "1", "--comment", "ofcd=on")
     assert state == "COMPLETED" and cluster.fabric(on)[0]["servers"] == cluster.fabric(on)[1]
-    # A fabric left on a node: now even a one-node job needs ofcd to clear it first.
+    # A fabric left on a node: now even a one-node job needs ofcd to clear it first, and
+    # fails once its calls have tried for OFCCTL_RETRY seconds.
+    conf = cluster.d / "scripts" / "ofcd-slurm.conf"
+    saved = conf.read_text()
+    conf.write_text(saved + "OFCCTL_RETRY=1\n")
     cluster.ofcd.stop()
     try:
         left, state = cluster.sbatch("-N", "1", "-w", cluster.fabric(on)[1][0], "--no-requeue")
         assert state == "CANCELLED"
         assert "cannot reach the daemon" in cluster.job(left)["AdminComment"]
     finally:
+        conf.write_text(saved)
         cluster.ofcd.start()
     cluster.wait_fabric_gone(on)
+
+
+def test_a_job_that_starts_while_ofcd_restarts_waits_for_it(cluster, tmp_path):
+    """ofcd is away (a restart, a failover) when a job that needs a fabric starts: its prolog's
+    calls keep trying for OFCCTL_RETRY seconds, and the job gets its fabric and runs once ofcd
+    is back, not requeued."""
+    conf = cluster.d / "scripts" / "ofcd-slurm.conf"
+    saved = conf.read_text()
+    # ofcctl as installed, its notes also kept where the test can read them.
+    notes = tmp_path / "ofcctl.err"
+    wrapper = tmp_path / "ofcctl"
+    wrapper.write_text(f"#!/bin/bash\nexec {OFCCTL_BIN} \"$@\" 2> >(tee -a {notes} >&2)\n")
+    wrapper.chmod(0o755)
+    conf.write_text(re.sub(r"^OFCCTL=.*$", f"OFCCTL={wrapper}", saved, flags=re.M)
+                    + "OFCCTL_RETRY=120\n")
+    cluster.slurm_tool("gc")
+    cluster.ofcd.stop()
+    try:
+        job, _ = cluster.sbatch("-N", "2", wait=False)
+        cluster.wait_for(lambda: notes.exists() and "trying again" in notes.read_text(),
+                         "the prolog trying ofcd again", timeout=60)
+        assert cluster.job(job)["JobState"] in ("PENDING", "CONFIGURING", "RUNNING")
+    finally:
+        cluster.ofcd.start()
+        conf.write_text(saved)
+    assert cluster.wait_job(job) == "COMPLETED", cluster.job(job).get("AdminComment")
+    assert cluster.job(job)["Restarts"] == "0"
+    fabric, nodes = cluster.fabric(job)
+    assert fabric["state"] == "applied" and len(nodes) == 2
+    cluster.wait_fabric_gone(job)
 
 
 def test_failed_devices_drain_the_node_and_repair_resumes_it(cluster):
