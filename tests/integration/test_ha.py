@@ -696,6 +696,35 @@ def test_append_refused_after_a_lost_answer_hands_over(tmp_path):
         e.stop()
 
 
+def test_a_hedge_refused_waits_for_the_try_still_out(tmp_path):
+    """An append unanswered for a second is sent to the next etcd member too, which refuses
+    it (there: too large). The first try is still out and may land: the leader must wait for
+    its answer, not tell the client nothing changed. It lands, and the write is acknowledged
+    and on every member."""
+    e = Etcd(member_args={1: ["--max-request-bytes", "300"]}).start()
+    try:
+        with behind_proxy(tmp_path, e) as (proxy, members, leader):
+            mark = len(leader.log())
+            proxy.late(append_of("held-a"))
+            with concurrent.futures.ThreadPoolExecutor(1) as pool:
+                posted = pool.submit(leader.post, "/v1/fabrics",
+                                     {"name": "held-a", "servers": ["s0", "s1"]}, timeout=60)
+                try:
+                    wait_for(lambda: "etcd refused" in leader.log()[mark:], timeout=30)
+                finally:
+                    proxy.forward.set()
+                    proxy.answer.set()
+                r = posted.result()
+            assert r.status_code == 201, r.text
+            assert "waiting for the other" in leader.log()[mark:]
+            assert leader.metric("ofcd_cluster_append_hedges_total") >= 1
+            for m in members:
+                wait_for(lambda m=m: names(m) == ["held-a"], timeout=20)
+            assert_same_tables(wait_leader(members), members)
+    finally:
+        e.stop()
+
+
 def test_append_of_an_earlier_leadership_leaves_the_new_one_alone(tmp_path, etcd):
     """A member re-elected while an append of its earlier leadership still waits for etcd:
     that append cannot get in any more (its leader key is gone), and its failure is no
