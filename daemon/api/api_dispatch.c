@@ -815,11 +815,13 @@ static void on_appended(void *arg, int rc, int64_t revision)
 			    "applied on this member; the next leader applies it",
 			    (long long)revision);
 		else if (rc == -EXDEV)
+			/* In etcd's log: a member whose store lags may yet apply it. */
 			api_error(
-			    req, OFCD_E_STORE, NULL,
+			    req, OFCD_E_OUTCOME_UNKNOWN, NULL,
 			    "etcd's revision %lld is behind this member's store (etcd restored "
-			    "from a backup, or replaced): no member applies the change; see "
-			    "docs/ha.md, \"etcd restored\"",
+			    "from a backup, or replaced): the change is in etcd's log, which a "
+			    "member whose store is behind may apply; see docs/ha.md, \"etcd "
+			    "restored\"",
 			    (long long)revision);
 		else if (rc == -ETIMEDOUT)
 			api_error(
