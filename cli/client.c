@@ -20,7 +20,8 @@
 #define RESEND_MAX_MS   1000L
 
 struct client {
-	CURL *curl;
+	CURL *curl;      /* the handle of the request under way or last sent */
+	CURL *reads;     /* the handle reads go through, its connections kept */
 	char *base;      /* where requests go now, without a trailing '/' */
 	char **members;  /* the URLs given, in order, each without a trailing '/' */
 	size_t nmembers; /* at least one */
@@ -94,7 +95,7 @@ struct client *client_new(const char *url, const char *token, const struct clien
 		client_free(c);
 		return NULL;
 	}
-	c->curl = curl_easy_init();
+	c->curl = c->reads = curl_easy_init();
 	c->base = strdup(c->members[0]);
 	c->token = token ? strdup(token) : NULL;
 	bool cacert = tls && tls->cacert && tls->cacert[0];
@@ -149,8 +150,10 @@ void client_free(struct client *c)
 {
 	if (!c)
 		return;
-	if (c->curl)
+	if (c->curl && c->curl != c->reads)
 		curl_easy_cleanup(c->curl);
+	if (c->reads)
+		curl_easy_cleanup(c->reads);
 	free(c->base);
 	for (size_t i = 0; i < c->nmembers; i++)
 		free(c->members[i]);
@@ -436,8 +439,7 @@ static int send_to_member(struct client *c, const struct client_req *q, struct c
 /*
  * Why q, which ended in rc and r, may go to another member or again: "" when not. Only
  * what changed nothing qualifies: a write that reached no daemon (no connection, or only
- * a redirect's host had it; libcurl may itself have sent it again on a fresh connection
- * after a kept one failed), ofcd's 503s that refuse a change (no leader, no etcd quorum,
+ * a redirect's host had it), ofcd's 503s that refuse a change (no leader, no etcd quorum,
  * draining, full), and a read that failed before any of a stream was handed on.
  */
 static const char *resendable(const struct client *c, const struct client_req *q, int rc,
@@ -557,14 +559,29 @@ static int send_once(struct client *c, const struct client_req *q, struct client
 {
 	const char *method = q->method ? q->method : "GET";
 	struct sink k = { .c = c, .r = r, .fn = q->fn, .arg = q->arg, .stop = q->stop };
-	curl_easy_reset(c->curl);
-	struct curl_slist *h = setup(c, q, &k);
+	/*
+	 * A write goes through a handle of its own, with no connection kept from
+	 * before: libcurl sends a request again by itself when a kept connection
+	 * drops it, and a write may have been applied.
+	 */
+	bool write = strcmp(method, "GET") != 0;
+	if (c->curl != c->reads)
+		curl_easy_cleanup(c->curl);
+	c->curl = write ? curl_easy_init() : c->reads;
+	struct curl_slist *h = NULL;
+	if (c->curl) {
+		curl_easy_reset(c->curl);
+		h = setup(c, q, &k);
+	} else {
+		c->curl = c->reads;
+	}
 	if (!h) {
+		c->cc = CURLE_OUT_OF_MEMORY;
 		snprintf(err, errlen, "out of memory");
 		return -EIO;
 	}
 	/* POST is what a body implies; anything else but GET is named. */
-	if (strcmp(method, "GET") == 0)
+	if (!write)
 		curl_easy_setopt(c->curl, CURLOPT_HTTPGET, 1L);
 	else if (strcmp(method, "POST") != 0 || !q->body)
 		curl_easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST, method);

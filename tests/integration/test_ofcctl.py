@@ -1,6 +1,7 @@
 """ofcctl against a real daemon: every command in its output forms, the exit codes, host lists,
 tokens, redirects, an unreachable daemon, where the URL and token come from, --watch, and the
 bash completion in a real bash."""
+import contextlib
 import http.server
 import json
 import os
@@ -549,9 +550,9 @@ def test_unreachable_exit_4(tmp_path):
 
 class Hangup(threading.Thread):
     """Reads each request's headers, then closes the connection without an answer: a daemon
-    killed while it handled the request. With answer, the first request on a connection
-    gets a 200 and keeps it open, and the hang-up at the second closes the listening socket
-    first (the daemon is gone, not restarting)."""
+    killed while it handled the request, and at once back (it still takes connections, so a
+    request sent again would be seen). With answer, the first request gets a 200 on a
+    connection kept open."""
 
     def __init__(self, answer=False):
         super().__init__(daemon=True)
@@ -566,20 +567,29 @@ class Hangup(threading.Thread):
                 c, _ = self.sock.accept()
             except OSError:
                 return
-            with c:
-                for n in range(2 if self.answer else 1):
-                    data = b""
-                    while b"\r\n\r\n" not in data and (chunk := c.recv(4096)):
-                        data += chunk
-                    self.requests.append(data.split(b" ", 1)[0].decode())
-                    if self.answer and n == 0:
-                        c.sendall(b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n'
-                                  b'ETag: "v1"\r\nContent-Length: 2\r\n\r\n{}')
-                if self.answer:
-                    self.sock.close()
+            threading.Thread(target=self.serve, args=(c,), daemon=True).start()
+
+    def serve(self, c):
+        with c:
+            while True:
+                data = b""
+                while b"\r\n\r\n" not in data and (chunk := c.recv(4096)):
+                    data += chunk
+                if not data:
+                    return
+                self.requests.append(data.split(b" ", 1)[0].decode())
+                if not self.answer or len(self.requests) > 1:
+                    return
+                c.sendall(b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n'
+                          b'ETag: "v1"\r\nContent-Length: 2\r\n\r\n{}')
 
     def url(self):
         return f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+
+    def close(self):
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
+        self.sock.close()
 
 
 def test_members_in_turn_and_retry(tmp_path):
@@ -589,7 +599,7 @@ def test_members_in_turn_and_retry(tmp_path):
         (tmp_path / sub).mkdir()
     d = Daemon(tmp_path / "d", args=("--demo",)).start()
     later = Daemon(tmp_path / "later", args=("--demo",))
-    hangup = Hangup()
+    hangup, answering = Hangup(), Hangup(answer=True)
     try:
         ctl = Ctl(tmp_path)
         dead = f"http://127.0.0.1:{free_port()}"
@@ -622,12 +632,12 @@ def test_members_in_turn_and_retry(tmp_path):
         assert p.returncode == 4 and "trying again" not in p.stderr, p.stderr
         assert hangup.requests == ["GET", "POST"]
         assert d.get("/v1/fabrics/cut").status_code == 404
-        # The same on a kept connection, which libcurl itself tries again on a fresh one (here
-        # refused): the PUT after the GET that read the version went out, so it stays there.
+        # The PUT after the GET that read the version, cut off too, is sent once: not again
+        # by ofcctl, nor by libcurl, which does so itself when a kept connection (the GET's)
+        # drops a request.
         topo = tmp_path / "topology.json"
         topo.write_text(json.dumps(d.get("/v1/topology").json()))
         before = d.get("/v1/topology").headers["ETag"]
-        answering = Hangup(answer=True)
         p = ctl("--url", f"{answering.url()},{d.url('')}", "--retry", "30", "topology", "put",
                 topo)
         assert p.returncode == 4 and "trying again" not in p.stderr, p.stderr
@@ -648,7 +658,8 @@ def test_members_in_turn_and_retry(tmp_path):
         (cfg / "ofcctl.ini").write_text(f"[ofcctl]\nurl = {dead}, {d.url('')}\nretry = 2.5\n")
         assert ctl("health").returncode == 0
     finally:
-        hangup.sock.close()
+        hangup.close()
+        answering.close()
         later.stop()
         d.stop()
 
