@@ -3,15 +3,18 @@ loopback), munged with a private key and socket, and ofcd on the demo topology, 
 packaging/slurm/ofcd-prolog as PrologSlurmctld and ofcd-slurm's collector and health pass run
 as a site's timer and service would."""
 import fcntl
+import http.server
 import json
 import os
 import re
 import shutil
 import signal
 import subprocess
+import threading
 import time
 
 import pytest
+import requests
 
 from conftest import Daemon, free_port
 
@@ -617,6 +620,68 @@ def test_jobs_that_need_no_fabric_run_while_ofcd_is_away(cluster):
         conf.write_text(saved)
         cluster.ofcd.start()
     cluster.wait_fabric_gone(on)
+
+
+class LosesACreatesAnswer(http.server.ThreadingHTTPServer):
+    """Passes requests to ofcd, but drops the connection instead of the answer of the first
+    fabric create: a member that died right after it took the write."""
+
+    def __init__(self, upstream):
+        outer = self
+        self.lost = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def answer(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                r = requests.request(self.command, upstream + self.path, data=body,
+                                     headers={k: v for k, v in self.headers.items()
+                                              if k.lower() not in ("host", "content-length")},
+                                     timeout=120)
+                if self.command == "POST" and self.path == "/v1/fabrics" and not outer.lost:
+                    outer.lost.append(r.status_code)
+                    self.close_connection = True
+                    return
+                self.send_response(r.status_code)
+                for k in ("Content-Type", "ETag", "Location"):
+                    if k in r.headers:
+                        self.send_header(k, r.headers[k])
+                self.send_header("Content-Length", str(len(r.content)))
+                self.end_headers()
+                self.wfile.write(r.content)
+
+            do_GET = do_POST = do_PUT = do_DELETE = answer
+
+            def log_message(self, *a):
+                pass
+
+        super().__init__(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    def url(self):
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+def test_a_create_whose_answer_is_lost_is_read_back(cluster):
+    """ofcd takes the prolog's create but its answer never comes (the member died with it):
+    the prolog reads the fabric back, finds it made, and the job runs, not requeued."""
+    conf = cluster.d / "scripts" / "ofcd-slurm.conf"
+    saved = conf.read_text()
+    proxy = LosesACreatesAnswer(cluster.url)
+    conf.write_text(re.sub(r"^OFCCTL_URL=.*$", f"OFCCTL_URL={proxy.url()}", saved, flags=re.M))
+    try:
+        job, state = cluster.sbatch("-N", "2")
+    finally:
+        conf.write_text(saved)
+        proxy.shutdown()
+        proxy.server_close()
+    assert proxy.lost == [201]
+    assert state == "COMPLETED", cluster.job(job).get("AdminComment")
+    assert cluster.job(job)["Restarts"] == "0"
+    fabric, nodes = cluster.fabric(job)
+    assert fabric["state"] == "applied" and len(nodes) == 2
+    cluster.wait_fabric_gone(job)
 
 
 def test_a_job_that_starts_while_ofcd_restarts_waits_for_it(cluster, tmp_path):
