@@ -2,6 +2,7 @@
 loopback), munged with a private key and socket, and ofcd on the demo topology, with
 packaging/slurm/ofcd-prolog as PrologSlurmctld and ofcd-slurm's collector and health pass run
 as a site's timer and service would."""
+import contextlib
 import fcntl
 import http.server
 import json
@@ -622,11 +623,12 @@ def test_jobs_that_need_no_fabric_run_while_ofcd_is_away(cluster):
     cluster.wait_fabric_gone(on)
 
 
-class LosesACreatesAnswer(http.server.ThreadingHTTPServer):
+class LosesAnAnswer(http.server.ThreadingHTTPServer):
     """Passes requests to ofcd, but drops the connection instead of the answer of the first
-    fabric create: a member that died right after it took the write."""
+    request of method on a path that starts with path: a member that died right after it
+    took the write."""
 
-    def __init__(self, upstream):
+    def __init__(self, upstream, method, path):
         outer = self
         self.lost = []
 
@@ -639,7 +641,7 @@ class LosesACreatesAnswer(http.server.ThreadingHTTPServer):
                                      headers={k: v for k, v in self.headers.items()
                                               if k.lower() not in ("host", "content-length")},
                                      timeout=120)
-                if self.command == "POST" and self.path == "/v1/fabrics" and not outer.lost:
+                if self.command == method and self.path.startswith(path) and not outer.lost:
                     outer.lost.append(r.status_code)
                     self.close_connection = True
                     return
@@ -663,25 +665,46 @@ class LosesACreatesAnswer(http.server.ThreadingHTTPServer):
         return f"http://127.0.0.1:{self.server_address[1]}"
 
 
-def test_a_create_whose_answer_is_lost_is_read_back(cluster):
-    """ofcd takes the prolog's create but its answer never comes (the member died with it):
-    the prolog reads the fabric back, finds it made, and the job runs, not requeued."""
+@contextlib.contextmanager
+def prolog_through(cluster, proxy):
+    """The prolog's calls to ofcd go through proxy."""
     conf = cluster.d / "scripts" / "ofcd-slurm.conf"
     saved = conf.read_text()
-    proxy = LosesACreatesAnswer(cluster.url)
     conf.write_text(re.sub(r"^OFCCTL_URL=.*$", f"OFCCTL_URL={proxy.url()}", saved, flags=re.M))
     try:
-        job, state = cluster.sbatch("-N", "2")
+        yield proxy
     finally:
         conf.write_text(saved)
         proxy.shutdown()
         proxy.server_close()
+
+
+def test_a_create_whose_answer_is_lost_is_read_back(cluster):
+    """ofcd takes the prolog's create but its answer never comes (the member died with it):
+    the prolog reads the fabric back, finds it made, and the job runs, not requeued."""
+    with prolog_through(cluster, LosesAnAnswer(cluster.url, "POST", "/v1/fabrics")) as proxy:
+        job, state = cluster.sbatch("-N", "2")
     assert proxy.lost == [201]
     assert state == "COMPLETED", cluster.job(job).get("AdminComment")
     assert cluster.job(job)["Restarts"] == "0"
     fabric, nodes = cluster.fabric(job)
     assert fabric["state"] == "applied" and len(nodes) == 2
     cluster.wait_fabric_gone(job)
+
+
+def test_a_delete_whose_answer_is_lost_is_sent_again(cluster):
+    """The prolog's delete of an ended job's fabric is taken but its answer never comes: sent
+    again, its 404 says the first got in, and the next job runs on the nodes, not requeued."""
+    a, state = cluster.sbatch("-N", "2", "-w", "srv[6-7]")
+    assert state == "COMPLETED" and f"slurm-{a}" in cluster.fabric_names()
+    with prolog_through(cluster, LosesAnAnswer(cluster.url, "DELETE", f"/v1/fabrics/slurm-{a}")) \
+            as proxy:
+        b, state = cluster.sbatch("-N", "2", "-w", "srv[6-7]")
+    assert proxy.lost == [200]
+    assert state == "COMPLETED", cluster.job(b).get("AdminComment")
+    assert cluster.job(b)["Restarts"] == "0"
+    assert f"slurm-{a}" not in cluster.fabric_names()
+    cluster.wait_fabric_gone(b)
 
 
 def test_a_job_that_starts_while_ofcd_restarts_waits_for_it(cluster, tmp_path):
