@@ -115,8 +115,7 @@ class Cluster:
                     f"--seed-file={d}/munge/munged.seed", f"--log-file={d}/munge/munged.log"],
                    "munged.out")
 
-        self.ofcd = Daemon(d / "ofcd", extra="[debug]\nfaults = true\n", args=("--demo",)).start()
-        self.url = self.ofcd.url("")
+        self.start_ofcd()
 
         # The programs as installed: with their settings next to them.
         for s in ("ofcd-prolog", "ofcd-slurm"):
@@ -139,6 +138,12 @@ class Cluster:
             self.spawn(["slurmd", "-D", "-N", n, "-f", f"{d}/slurm.conf"], f"slurmd.{n}.out")
         self.wait_for(lambda: self.node_states() == ["idle"] * 8, "eight idle nodes", timeout=60)
         self.job_env = dict(self.env, OFCCTL=OFCCTL_BIN, OFCCTL_URL=self.url, OUT=str(self.out))
+
+    def start_ofcd(self):
+        """ofcd on the demo topology: self.ofcd, and the URL the scripts are given."""
+        self.ofcd = Daemon(self.d / "ofcd", extra="[debug]\nfaults = true\n",
+                           args=("--demo",)).start()
+        self.url = self.ofcd.url("")
 
     def node_states(self):
         p = subprocess.run(["sinfo", "-h", "-N", "-o", "%T"], env=self.env, capture_output=True, text=True)
