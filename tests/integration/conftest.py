@@ -1,4 +1,5 @@
 """Fixtures that run the real build/ofcd (and build/ofcd-agent) on a free loopback port with a temp config and store."""
+import http.server
 import itertools
 import json
 import os
@@ -6,6 +7,7 @@ import random
 import signal
 import socket
 import subprocess
+import threading
 import time
 
 import pytest
@@ -204,6 +206,18 @@ def open_connections(d):
         if line.startswith("ofcd_http_open_connections "):
             return int(line.split()[1])
     raise AssertionError("no ofcd_http_open_connections")
+
+
+class LoopbackServer(http.server.ThreadingHTTPServer):
+    """An HTTP server of a test's own on a free loopback port, serving from a thread; the
+    test shuts it down (shutdown(), server_close())."""
+
+    def __init__(self, handler):
+        super().__init__(("127.0.0.1", 0), handler)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    def url(self):
+        return f"http://127.0.0.1:{self.server_address[1]}"
 
 
 def wait_for(cond, timeout=10, step=0.05):

@@ -351,19 +351,24 @@ def make_members(tmp_path, etcd, n=3, ttl=1, **kw):
             for i in range(n)]
 
 
+def kill_members(members):
+    """Kills each member still running (woken first if stopped)."""
+    for m in members:
+        if m.proc and m.proc.poll() is None:
+            m.proc.send_signal(signal.SIGCONT)
+        m.stop(sig=9)
+
+
 @contextlib.contextmanager
 def running_members(tmp_path, etcd, **kw):
-    """make_members(), all started; killed on the way out (woken first if stopped)."""
+    """make_members(), all started; killed on the way out."""
     members = make_members(tmp_path, etcd, **kw)
     try:
         for m in members:
             m.start()
         yield members
     finally:
-        for m in members:
-            if m.proc and m.proc.poll() is None:
-                m.proc.send_signal(signal.SIGCONT)
-            m.stop(sig=9)
+        kill_members(members)
 
 
 def topology(servers, devices=2, ports_per_device=1, units=2):

@@ -4,6 +4,7 @@ token scoping, the real libibverbs source on this machine, and the measured runs
 from its runs_dir."""
 import datetime
 import hashlib
+import http.server
 import json
 import os
 import re
@@ -13,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import ADMIN, OFCD_AGENT_BIN, READER, Daemon, error_of, wait_for
+from conftest import ADMIN, OFCD_AGENT_BIN, READER, Daemon, LoopbackServer, error_of, wait_for
 from ha_lab import ETCD_BIN, Etcd, make_members, put_on_leader, wait_leader
 
 AGENT0 = "agent0-secret-0123456789"
@@ -670,9 +671,6 @@ def test_an_agent_does_not_follow_a_redirect_elsewhere(tmp_path, agents):
     (tmp_path / "elsewhere").mkdir()
     target = Daemon(tmp_path / "elsewhere", tokens=True, extra=AGENT_TOKENS).start()
     try:
-        import http.server
-        import threading
-
         class Redirect(http.server.BaseHTTPRequestHandler):
             def do_PUT(self):
                 self.send_response(307)
@@ -683,9 +681,8 @@ def test_an_agent_does_not_follow_a_redirect_elsewhere(tmp_path, agents):
             def log_message(self, *args):
                 pass
 
-        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Redirect)
-        threading.Thread(target=srv.serve_forever, daemon=True).start()
-        a = agents(target, controller=f"http://127.0.0.1:{srv.server_address[1]}").start()
+        srv = LoopbackServer(Redirect)
+        a = agents(target, controller=srv.url()).start()
         wait_for(lambda: "not one of [agent] controller" in a.log(), timeout=15)
         assert target.get("/v1/audit").json()["audit"] == []
         assert a.stop() == 0

@@ -17,7 +17,8 @@ import time
 import pytest
 import yaml
 
-from conftest import ADMIN, READER, Daemon, free_port, open_connections, wait_for
+from conftest import (ADMIN, READER, Daemon, LoopbackServer, free_port, open_connections,
+                      wait_for)
 
 OFCCTL_BIN = os.environ.get("OFCCTL_BIN", os.path.join(os.path.dirname(__file__), "../../build/ofcctl"))
 
@@ -465,7 +466,7 @@ def test_tokens(tmp_path):
         d.stop()
 
 
-class Redirector(http.server.ThreadingHTTPServer):
+class Redirector(LoopbackServer):
     """Answers every request with 307 to the same path on target, or with status 500."""
 
     def __init__(self, target=None):
@@ -493,13 +494,9 @@ class Redirector(http.server.ThreadingHTTPServer):
             def log_message(self, *a):
                 pass
 
-        super().__init__(("127.0.0.1", 0), Handler)
         self.target = target
         self.seen = []
-        threading.Thread(target=self.serve_forever, daemon=True).start()
-
-    def url(self):
-        return f"http://127.0.0.1:{self.server_address[1]}"
+        super().__init__(Handler)
 
 
 def test_redirects_and_server_errors(tmp_path):
@@ -726,7 +723,7 @@ def test_yaml_is_the_json(ctl, demo):
     assert p.stderr == "ofcctl: 404 not_found: no fabric nosuch\n"
 
 
-class Canned(http.server.ThreadingHTTPServer):
+class Canned(LoopbackServer):
     """Answers every GET with one canned JSON body."""
 
     def __init__(self, body):
@@ -743,11 +740,7 @@ class Canned(http.server.ThreadingHTTPServer):
             def log_message(self, *a):
                 pass
 
-        super().__init__(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.serve_forever, daemon=True).start()
-
-    def url(self):
-        return f"http://127.0.0.1:{self.server_address[1]}"
+        super().__init__(Handler)
 
 
 def test_yaml_quotes_what_needs_it(tmp_path):
@@ -1021,10 +1014,9 @@ def test_topology_put_sends_the_version_it_read(tmp_path):
         def log_message(self, *a):
             pass
 
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    srv = LoopbackServer(Handler)
     try:
-        ctl = Ctl(tmp_path, f"http://127.0.0.1:{srv.server_address[1]}")
+        ctl = Ctl(tmp_path, srv.url())
         assert ctl("topology", "put", "-", stdin="{}").returncode == 0
         assert ctl("topology", "put", "-", "--force", stdin="{}").returncode == 0
         assert ctl("wiring", "put", "-", "--if-match", "7", stdin="{}").returncode == 0

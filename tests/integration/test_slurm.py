@@ -11,13 +11,12 @@ import re
 import shutil
 import signal
 import subprocess
-import threading
 import time
 
 import pytest
 import requests
 
-from conftest import Daemon, free_port
+from conftest import Daemon, LoopbackServer, free_port
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OFCCTL_BIN = os.path.abspath(os.environ.get("OFCCTL_BIN", os.path.join(HERE, "../../build/ofcctl")))
@@ -145,6 +144,22 @@ class Cluster:
                            args=("--demo",)).start()
         self.url = self.ofcd.url("")
 
+    @contextlib.contextmanager
+    def settings(self, **settings):
+        """The scripts' settings file says settings (KEY=value) instead, for a while."""
+        conf = self.d / "scripts" / "ofcd-slurm.conf"
+        saved = conf.read_text()
+        text = saved
+        for key, value in settings.items():
+            line = f"{key}={value}"
+            text, n = re.subn(rf"^{key}=.*$", line, text, flags=re.M)
+            text += "" if n else line + "\n"
+        conf.write_text(text)
+        try:
+            yield
+        finally:
+            conf.write_text(saved)
+
     def node_states(self):
         p = subprocess.run(["sinfo", "-h", "-N", "-o", "%T"], env=self.env, capture_output=True, text=True)
         return [s.strip("*~#") for s in p.stdout.split()] if p.returncode == 0 else []
@@ -237,14 +252,20 @@ class Cluster:
             self.ofcd.stop()
 
 
+@contextlib.contextmanager
+def started(cluster):
+    """cluster started, and stopped on the way out, also when it could not start."""
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    c = Cluster(tmp_path_factory.mktemp("slurm"))
-    try:
-        c.start()
+    with started(Cluster(tmp_path_factory.mktemp("slurm"))) as c:
         yield c
-    finally:
-        c.stop()
 
 
 def test_batch_job_gets_exactly_its_nodes(cluster):
@@ -614,21 +635,19 @@ def test_jobs_that_need_no_fabric_run_while_ofcd_is_away(cluster):
     assert state == "COMPLETED" and cluster.fabric(on)[0]["servers"] == cluster.fabric(on)[1]
     # A fabric left on a node: now even a one-node job needs ofcd to clear it first, and
     # fails once its calls have tried for OFCCTL_RETRY seconds.
-    conf = cluster.d / "scripts" / "ofcd-slurm.conf"
-    saved = conf.read_text()
-    conf.write_text(saved + "OFCCTL_RETRY=1\n")
     cluster.ofcd.stop()
     try:
-        left, state = cluster.sbatch("-N", "1", "-w", cluster.fabric(on)[1][0], "--no-requeue")
+        with cluster.settings(OFCCTL_RETRY=1):
+            left, state = cluster.sbatch("-N", "1", "-w", cluster.fabric(on)[1][0],
+                                         "--no-requeue")
         assert state == "CANCELLED"
         assert "cannot reach the daemon" in cluster.job(left)["AdminComment"]
     finally:
-        conf.write_text(saved)
         cluster.ofcd.start()
     cluster.wait_fabric_gone(on)
 
 
-class LosesAnAnswer(http.server.ThreadingHTTPServer):
+class LosesAnAnswer(LoopbackServer):
     """Passes requests to ofcd, but drops the connection instead of the answer of the first
     request of method on a path that starts with path: a member that died right after it
     took the write."""
@@ -663,25 +682,27 @@ class LosesAnAnswer(http.server.ThreadingHTTPServer):
             def log_message(self, *a):
                 pass
 
-        super().__init__(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.serve_forever, daemon=True).start()
-
-    def url(self):
-        return f"http://127.0.0.1:{self.server_address[1]}"
+        super().__init__(Handler)
 
 
 @contextlib.contextmanager
 def prolog_through(cluster, proxy):
     """The prolog's calls to ofcd go through proxy."""
-    conf = cluster.d / "scripts" / "ofcd-slurm.conf"
-    saved = conf.read_text()
-    conf.write_text(re.sub(r"^OFCCTL_URL=.*$", f"OFCCTL_URL={proxy.url()}", saved, flags=re.M))
     try:
-        yield proxy
+        with cluster.settings(OFCCTL_URL=proxy.url()):
+            yield proxy
     finally:
-        conf.write_text(saved)
         proxy.shutdown()
         proxy.server_close()
+
+
+def noting_ofcctl(tmp_path):
+    """ofcctl as installed, its stderr also copied to a file: (the program, the file)."""
+    notes = tmp_path / "ofcctl.err"
+    wrapper = tmp_path / "ofcctl"
+    wrapper.write_text(f"#!/bin/bash\nexec {OFCCTL_BIN} \"$@\" 2> >(tee -a {notes} >&2)\n")
+    wrapper.chmod(0o755)
+    return wrapper, notes
 
 
 def test_a_create_whose_answer_is_lost_is_read_back(cluster):
@@ -716,25 +737,17 @@ def test_a_job_that_starts_while_ofcd_restarts_waits_for_it(cluster, tmp_path):
     """ofcd is away (a restart, a failover) when a job that needs a fabric starts: its prolog's
     calls keep trying for OFCCTL_RETRY seconds, and the job gets its fabric and runs once ofcd
     is back, not requeued."""
-    conf = cluster.d / "scripts" / "ofcd-slurm.conf"
-    saved = conf.read_text()
-    # ofcctl as installed, its notes also kept where the test can read them.
-    notes = tmp_path / "ofcctl.err"
-    wrapper = tmp_path / "ofcctl"
-    wrapper.write_text(f"#!/bin/bash\nexec {OFCCTL_BIN} \"$@\" 2> >(tee -a {notes} >&2)\n")
-    wrapper.chmod(0o755)
-    conf.write_text(re.sub(r"^OFCCTL=.*$", f"OFCCTL={wrapper}", saved, flags=re.M)
-                    + "OFCCTL_RETRY=120\n")
+    wrapper, notes = noting_ofcctl(tmp_path)
     cluster.slurm_tool("gc")
     cluster.ofcd.stop()
     try:
-        job, _ = cluster.sbatch("-N", "2", wait=False)
-        cluster.wait_for(lambda: notes.exists() and "trying again" in notes.read_text(),
-                         "the prolog trying ofcd again", timeout=60)
-        assert cluster.job(job)["JobState"] in ("PENDING", "CONFIGURING", "RUNNING")
+        with cluster.settings(OFCCTL=wrapper, OFCCTL_RETRY=120):
+            job, _ = cluster.sbatch("-N", "2", wait=False)
+            cluster.wait_for(lambda: notes.exists() and "trying again" in notes.read_text(),
+                             "the prolog trying ofcd again", timeout=60)
+            assert cluster.job(job)["JobState"] in ("PENDING", "CONFIGURING", "RUNNING")
     finally:
         cluster.ofcd.start()
-        conf.write_text(saved)
     assert cluster.wait_job(job) == "COMPLETED", cluster.job(job).get("AdminComment")
     assert cluster.job(job)["Restarts"] == "0"
     fabric, nodes = cluster.fabric(job)

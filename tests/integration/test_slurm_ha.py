@@ -2,13 +2,11 @@
 given every member, and neither a restart of all of them nor a leader killed while a job
 starts costs that job a requeue."""
 import os
-import re
-import signal
 
 import pytest
 
-from ha_lab import ETCD_BIN, Etcd, make_members, wait_leader
-from test_slurm import NODES, OFCCTL_BIN, Cluster, pytestmark as slurm_marks
+from ha_lab import ETCD_BIN, Etcd, kill_members, make_members, wait_leader
+from test_slurm import NODES, Cluster, noting_ofcctl, pytestmark as slurm_marks, started
 
 pytestmark = slurm_marks + [
     pytest.mark.skipif(not os.access(ETCD_BIN, os.X_OK), reason="etcd not installed"),
@@ -34,10 +32,7 @@ class Leader:
         return wait_leader(self.members, timeout=30).get(path, **kw)
 
     def stop(self):
-        for m in self.members:
-            if m.proc and m.proc.poll() is None:
-                m.proc.send_signal(signal.SIGCONT)
-            m.stop(sig=signal.SIGKILL)
+        kill_members(self.members)
         self.etcd.stop()
 
 
@@ -54,12 +49,8 @@ class HACluster(Cluster):
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    c = HACluster(tmp_path_factory.mktemp("slurm-ha"))
-    try:
-        c.start()
+    with started(HACluster(tmp_path_factory.mktemp("slurm-ha"))) as c:
         yield c
-    finally:
-        c.stop()
 
 
 def test_jobs_start_through_a_restart_and_a_leaders_death(cluster, tmp_path):
@@ -67,43 +58,36 @@ def test_jobs_start_through_a_restart_and_a_leaders_death(cluster, tmp_path):
     every member, and the job runs once they are back. The leader is then killed with one
     job running and another starting: the second finds the new leader. The old leader comes
     back as a follower while a third job takes the first one's nodes. No job is requeued."""
-    conf = cluster.d / "scripts" / "ofcd-slurm.conf"
-    saved = conf.read_text()
-    notes = tmp_path / "ofcctl.err"
-    wrapper = tmp_path / "ofcctl"
-    wrapper.write_text(f"#!/bin/bash\nexec {OFCCTL_BIN} \"$@\" 2> >(tee -a {notes} >&2)\n")
-    wrapper.chmod(0o755)
-    conf.write_text(re.sub(r"^OFCCTL=.*$", f"OFCCTL={wrapper}", saved, flags=re.M)
-                    + "OFCCTL_RETRY=120\n")
+    wrapper, notes = noting_ofcctl(tmp_path)
     hold = cluster.d / "release"
     try:
-        a, _ = cluster.sbatch("-N", "2", "-w", "srv[0-1]", wait=False, hold=hold)
-        cluster.wait_for(lambda: (cluster.out / f"{a}.json").exists(), "job a running")
-        for m in cluster.members:
-            m.stop()
-        b, _ = cluster.sbatch("-N", "2", "-w", "srv[2-3]", wait=False)
-        cluster.wait_for(lambda: notes.exists() and "trying again" in notes.read_text(),
-                         "the prolog trying ofcd again", timeout=60)
-        for m in cluster.members:
-            m.start()
-        assert cluster.wait_job(b) == "COMPLETED", cluster.job(b).get("AdminComment")
+        with cluster.settings(OFCCTL=wrapper, OFCCTL_RETRY=120):
+            a, _ = cluster.sbatch("-N", "2", "-w", "srv[0-1]", wait=False, hold=hold)
+            cluster.wait_for(lambda: (cluster.out / f"{a}.json").exists(), "job a running")
+            for m in cluster.members:
+                m.stop()
+            b, _ = cluster.sbatch("-N", "2", "-w", "srv[2-3]", wait=False)
+            cluster.wait_for(lambda: notes.exists() and "trying again" in notes.read_text(),
+                             "the prolog trying ofcd again", timeout=60)
+            for m in cluster.members:
+                m.start()
+            assert cluster.wait_job(b) == "COMPLETED", cluster.job(b).get("AdminComment")
 
-        leader = wait_leader(cluster.members, timeout=30)
-        leader.kill9()
-        c, _ = cluster.sbatch("-N", "3", "-w", "srv[4-6]", wait=False)
-        hold.touch()
-        for job in (a, b, c):
-            assert cluster.wait_job(job) == "COMPLETED", cluster.job(job).get("AdminComment")
-            assert cluster.job(job)["Restarts"] == "0"
-        for job in (b, c):
-            fabric, nodes = cluster.fabric(job)
-            assert fabric["state"] == "applied" and sorted(fabric["servers"]) == nodes
-        leader.start()
-        d, state = cluster.sbatch("-N", "4", "-w", "srv[0-1,6-7]")
-        assert state == "COMPLETED", cluster.job(d).get("AdminComment")
-        assert cluster.job(d)["Restarts"] == "0"
-        assert f"slurm-{a}" not in cluster.fabric_names()
+            leader = wait_leader(cluster.members, timeout=30)
+            leader.kill9()
+            c, _ = cluster.sbatch("-N", "3", "-w", "srv[4-6]", wait=False)
+            hold.touch()
+            for job in (a, b, c):
+                assert cluster.wait_job(job) == "COMPLETED", cluster.job(job).get("AdminComment")
+                assert cluster.job(job)["Restarts"] == "0"
+            for job in (b, c):
+                fabric, nodes = cluster.fabric(job)
+                assert fabric["state"] == "applied" and sorted(fabric["servers"]) == nodes
+            leader.start()
+            d, state = cluster.sbatch("-N", "4", "-w", "srv[0-1,6-7]")
+            assert state == "COMPLETED", cluster.job(d).get("AdminComment")
+            assert cluster.job(d)["Restarts"] == "0"
+            assert f"slurm-{a}" not in cluster.fabric_names()
     finally:
-        conf.write_text(saved)
         hold.touch()
     cluster.wait_fabric_gone(b, d)
