@@ -18,7 +18,10 @@ each). Then, in the same daemon:
 4. at the largest size only: the periodic audit at its default interval (30 s), idle, over
    two rounds: its own work counter (ofcd_reconcile_audit_work_cpu_seconds_total) and the
    daemon's whole CPU time, as shares of a core; the change work counter must not move;
-5. the start-up on the store left behind: from exec to health answered, and to every fabric
+5. at the largest size only: GET /v1/servers?joined=true while one unit keeps a deleted
+   fabric's circuits (its batches failed by [debug] faults), which reads that unit's cables
+   in one callback: its median time, and the longest callback meanwhile;
+6. the start-up on the store left behind: from exec to health answered, and to every fabric
    applied again, and the resident memory after it.
 
 The machine is shared and has 2 cores: figures are medians, the probes' p99 is over every
@@ -160,8 +163,33 @@ def delete_burst(c):
     assert r["state"] == "removed", r
 
 
+def joined_list(c, out):
+    """GET /v1/servers?joined=true while one unit keeps a deleted fabric's circuits (it takes
+    no batch): the list reads that unit's cables in one callback. The fabric is back after."""
+    c.json("POST", "/v1/ocs/ocs00/faults", {"kind": "fail_batches", "count": 100000})
+    c.json("DELETE", "/v1/fabrics/job0000", ok=(200, 202))
+    deadline = time.time() + 60
+    while not c.json("GET", "/v1/servers?joined=true")["servers"]:
+        assert time.time() < deadline, "no server listed as joined"
+        time.sleep(0.05)
+    busy0, times = loop_busy(c), []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        listed = c.json("GET", "/v1/servers?joined=true")["servers"]
+        times.append((time.perf_counter() - t0) * 1e3)
+    out["joined_list_ms"] = statistics.median(times)
+    out["joined_list_servers"] = len(listed)
+    out["joined_list_longest_callback_under_ms"] = busy_between(busy0, loop_busy(c))[1] * 1e3
+    c.json("POST", "/v1/ocs/ocs00/faults", {"kind": "fail_batches", "count": 0})
+    while c.json("GET", "/v1/servers?joined=true")["servers"]:
+        assert time.time() < deadline + 60, "the deleted fabric's circuits stayed"
+        time.sleep(0.05)
+    c.call("POST", "/v1/fabrics?view=summary", fabric_body("job0000", 0, FABRIC))
+    wait_all(c, "applied")
+
+
 def run(build, n):
-    d = Ofcd(f"{build}/ofcd")
+    d = Ofcd(f"{build}/ofcd", extra="[debug]\nfaults = true\n")
     c = Client(d.port)
     out = {}
     try:
@@ -251,6 +279,7 @@ def run(build, n):
             out["idle_daemon_core_pct"] = (cpu_s(d.proc.pid) - c0) / span * 100
             out["idle_change_work_ms"] = (
                 (metric(c, "ofcd_reconcile_work_cpu_seconds_total") - w0) * 1e3)
+            joined_list(c, out)
         out["rss_mib"] = d.rss_mib()
         c.close()
         out["startup_health_s"] = d.restart()
