@@ -77,6 +77,7 @@ enum out_format {
 #define OPT_COLLECTED        CMD_OPT(34) /**< --collected */
 #define OPT_SYNC             CMD_OPT(35) /**< --sync MODE */
 #define OPT_JOINED           CMD_OPT(36) /**< --joined */
+#define OPT_CONSISTENT       CMD_OPT(37) /**< --consistent */
 
 /** What nccl-tests output does not say of its runs: cost calibrate's options for such a file. */
 #define OPT_NCCL_TESTS (OPT_COLLECTIVE | OPT_ALGORITHM | OPT_SERVERS | OPT_DEVICES | OPT_IN_PLACE)

@@ -355,6 +355,9 @@ static int fabric_named_call(struct cmd_ctx *c, const char *method, struct clien
 	if (rc)
 		return rc;
 	char *path = cmd_path(c, "/v1/fabrics/", c->args.argv[0], q);
+	if (path && (c->args.given & OPT_CONSISTENT) &&
+	    cmd_add_query(c, &path, "consistent", "true") < 0)
+		cmd_fail(CMD_UNREACHABLE, "out of memory");
 	if (!path)
 		return CMD_UNREACHABLE;
 	rc = cmd_call(c, method, path, NULL, *wait_s, r);
@@ -370,8 +373,9 @@ int cmd_fabric_get(struct cmd_ctx *c)
 	struct client_reply r = { 0 };
 	double wait_s;
 	if (c->args.given & OPT_WATCH) {
-		if (c->args.given & OPT_WAIT)
-			return cmd_usage("--wait and --watch exclude each other");
+		if (c->args.given & (OPT_WAIT | OPT_CONSISTENT))
+			return cmd_usage("%s and --watch exclude each other",
+			                 c->args.given & OPT_WAIT ? "--wait" : "--consistent");
 		char *path = cmd_path(c, "/v1/fabrics/", c->args.argv[0], "");
 		if (!path)
 			return CMD_UNREACHABLE;
@@ -509,12 +513,16 @@ int cmd_fabric_list(struct cmd_ctx *c)
 		                      .wide = show_fabrics_wide,
 		                      .complete = complete_fabrics };
 	struct client_reply r = { 0 }, s = { 0 };
+	bool consistent = c->args.given & OPT_CONSISTENT;
 	if (c->args.given & OPT_WATCH)
-		return cmd_watch(c, &w);
+		return consistent ? cmd_usage("--consistent and --watch exclude each other")
+		                  : cmd_watch(c, &w);
 	/* -o json and yaml print the list as the daemon sends it. */
-	int rc = cmd_call(c, "GET", w.path, NULL, 0, &r);
+	int rc =
+	    cmd_call(c, "GET", consistent ? "/v1/fabrics?consistent=true" : w.path, NULL, 0, &r);
 	if (rc == CMD_OK && (c->format == OUT_TABLE || c->format == OUT_WIDE)) {
-		rc = cmd_call(c, "GET", SUMMARY_PATH, NULL, 0, &s);
+		rc = cmd_call(c, "GET", consistent ? SUMMARY_PATH "&consistent=true" : SUMMARY_PATH,
+		              NULL, 0, &s);
 		if (rc == CMD_OK)
 			merge_layouts(r.json, s.json);
 	}

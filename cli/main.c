@@ -39,8 +39,9 @@ static const struct command commands[] = {
 	  2, -1, OPT_WAIT | LAYOUT_OPTS, cmd_fabric_create },
 	{ "fabric delete", "NAME [--wait SECONDS] [--if-match REV] [--ignore-not-found]", 1, 1,
 	  OPT_WAIT | DELETE_OPTS, cmd_fabric_delete },
-	{ "fabric list", "[-w]", 0, 0, OPT_WATCH, cmd_fabric_list },
-	{ "fabric get", "NAME [--wait SECONDS] [-w]", 1, 1, OPT_WAIT | OPT_WATCH, cmd_fabric_get },
+	{ "fabric list", "[--consistent | -w]", 0, 0, OPT_CONSISTENT | OPT_WATCH, cmd_fabric_list },
+	{ "fabric get", "NAME [--wait SECONDS] [--consistent | -w]", 1, 1,
+	  OPT_WAIT | OPT_CONSISTENT | OPT_WATCH, cmd_fabric_get },
 	{ "plan",
 	  "--servers N --devices D [--ports-per-device P] [--formula auto|1|3]\n"
 	  "       [--topology auto|full-mesh|hyperx|torus] [--shape AxB...]\n"

@@ -73,6 +73,7 @@ static const struct opt opts[] = {
 	{ "note", 0, OPT_NOTE, STR(note) },
 	{ "collected", 0, OPT_COLLECTED, K_FLAG, 0 },
 	{ "joined", 0, OPT_JOINED, K_FLAG, 0 },
+	{ "consistent", 0, OPT_CONSISTENT, K_FLAG, 0 },
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 

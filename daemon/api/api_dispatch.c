@@ -189,6 +189,7 @@ static void run_handler(struct api_req *req)
 
 static void cluster_write(struct api_req *req);
 static bool wait_elsewhere(struct api_req *req);
+static bool refuse_here(struct api_req *req);
 static void compute_first(struct api_req *req);
 static void enqueue(struct api_req *req);
 static void local_write(struct api_req *req);
@@ -202,6 +203,15 @@ void api_dispatch(struct api_req *req)
 		cluster_write(req);
 		return;
 	}
+	/* A read that must not lag what was acknowledged: the leader's, once caught up. */
+	const char *consistent = api_query(req, "consistent");
+	if (consistent && strcmp(consistent, "true") != 0) {
+		api_error(req, OFCD_E_INVALID_FIELD, "consistent",
+		          "consistent must be true, got \"%s\"", consistent);
+		return;
+	}
+	if (consistent && env->cluster && refuse_here(req))
+		return;
 	/* Reads that need the units' live state: only the leader drives them. */
 	if (env->cluster && (api_query(req, "wait") || api_query(req, "joined")) &&
 	    wait_elsewhere(req))

@@ -64,8 +64,8 @@ const struct api_route api_routes[] = {
 	{ "DELETE", "/v1/switches/{name}", api_switch_delete, AUTH_ADMIN, 0, NULL, NULL },
 
 	{ "POST", "/v1/fabrics", api_fabric_create, AUTH_ADMIN, 0, "wait,view", NULL },
-	{ "GET", "/v1/fabrics", api_fabric_list, AUTH_READ, 0, "view", NULL },
-	{ "GET", "/v1/fabrics/{name}", api_fabric_get, AUTH_READ, 0, "wait,view", NULL },
+	{ "GET", "/v1/fabrics", api_fabric_list, AUTH_READ, 0, "view,consistent", NULL },
+	{ "GET", "/v1/fabrics/{name}", api_fabric_get, AUTH_READ, 0, "wait,view,consistent", NULL },
 	{ "PUT", "/v1/fabrics/{name}", api_fabric_put, AUTH_ADMIN, 0, "wait,view", NULL },
 	{ "DELETE", "/v1/fabrics/{name}", api_fabric_delete, AUTH_ADMIN, 0, "wait", NULL },
 	{ "GET", "/v1/fabrics/{name}/picture.svg", api_fabric_svg, AUTH_READ, 0, NULL, NULL },

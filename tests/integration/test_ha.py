@@ -129,6 +129,17 @@ def test_one_leader_and_writes_through_a_follower(steady_cluster):
     assert r.status_code == 307 and r.headers["Location"] == leader.url("/v1/servers?joined=true")
     wait_for(lambda: f.get("/v1/servers/s0").status_code == 200)
     assert "joined" not in f.get("/v1/servers/s0").json()
+    # A read that must not lag what was acknowledged is the leader's (?consistent=true).
+    for path in ("/v1/fabrics?consistent=true", "/v1/fabrics/job?view=summary&consistent=true"):
+        r = requests.get(f.url(path), allow_redirects=False, timeout=10)
+        assert r.status_code == 307 and r.headers["Location"] == leader.url(path), r.text
+        assert leader.get(path).status_code == 200
+    r = f.get("/v1/fabrics?consistent=yes")
+    assert r.status_code == 400 and error_of(r)["field"] == "consistent", r.text
+    p = subprocess.run([OFCCTL_BIN, "--url", f.url(""), "-o", "json", "fabric", "list",
+                        "--consistent"], capture_output=True, text=True, timeout=30,
+                       env={**os.environ, "HOME": str(f.dir)})
+    assert p.returncode == 0 and [x["name"] for x in json.loads(p.stdout)["fabrics"]] == ["job"]
     # Reads are served by each member from its own store, once the log reached it.
     for m in cluster:
         wait_for(lambda: names(m) == ["job"])
@@ -529,8 +540,12 @@ def test_quorum_lost_refuses_writes_and_serves_reads(cluster, etcd, tmp_path):
         r = m.post("/v1/fabrics", {"name": "b", "servers": ["s2", "s3"]})
         assert r.status_code == 503 and error_of(r)["code"] == "store_unavailable", r.text
         assert m.get("/v1/fabrics/a").status_code == 200
-        # Nobody drives the units: whether a server's ports are free is not known.
+        # Nobody drives the units: whether a server's ports are free is not known, nor
+        # whether this member's fabrics are all that was acknowledged.
         assert "joined" not in m.get("/v1/servers/s0").json()
+        r = m.get("/v1/fabrics?consistent=true")
+        assert r.status_code == 503 and error_of(r)["code"] in ("not_leader",
+                                                                "store_unavailable"), r.text
         for path in ("/v1/servers/s0?wait=1", "/v1/servers?joined=true"):
             r = m.get(path)
             assert r.status_code == 503 and error_of(r)["code"] == "not_leader", r.text

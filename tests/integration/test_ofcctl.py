@@ -234,6 +234,7 @@ def test_wait_outcomes_exit_3(ctl, demo):
     (["fabric", "list", "--force"], "fabric list does not take --force"),
     (["switch", "list", "-w"], "switch list does not take --watch"),
     (["fabric", "get", "a", "-w", "--wait", "1"], "--wait and --watch exclude each other"),
+    (["fabric", "list", "-w", "--consistent"], "--consistent and --watch exclude each other"),
     (["fabric", "delete", "a", "--if-match", ""], "--if-match takes a tag"),
     (["ocs", "create", "o", "--ports", "many"], "--ports needs a whole number, got \"many\""),
     (["ocs", "create", "o", "-f", "/nonexistent.json"], "No such file"),
@@ -1584,6 +1585,6 @@ def test_completion_in_bash(ctl, demo, tmp_path, helpers):
         ["json", "table", "wide", "yaml"], ["cf"], ["ocs0", "ocs1"],
         ["--if-match", "--ignore-not-found", "--insecure"],
         sorted("--url --retry --token-file --cacert --insecure -o --output --help --version -w "
-               "--watch".split()),
+               "--watch --consistent".split()),
         ["save"], ["bash"], ["full-mesh", "two-groups"], ["auto", "full-mesh", "hyperx", "torus"],
         ["allreduce", "alltoall"], ["--token-file", "--topology", "--traffic"]]
