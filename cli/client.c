@@ -572,6 +572,9 @@ static int send_once(struct client *c, const struct client_req *q, struct client
 	if (c->curl) {
 		curl_easy_reset(c->curl);
 		h = setup(c, q, &k);
+		/* Nor one kept between the legs of a redirect to the same host. */
+		if (write)
+			curl_easy_setopt(c->curl, CURLOPT_FORBID_REUSE, 1L);
 	} else {
 		c->curl = c->reads;
 	}

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from ha_lab import ETCD_BIN, Etcd, kill_members, make_members, wait_leader
+from ha_lab import ETCD_BIN, Etcd, kill_members, make_members, put_on_leader, wait_leader
 from test_slurm import NODES, Cluster, noting_ofcctl, pytestmark as slurm_marks, started
 
 pytestmark = slurm_marks + [
@@ -38,12 +38,12 @@ class Leader:
 
 class HACluster(Cluster):
     def start_ofcd(self):
-        etcd = Etcd().start()
-        self.members = make_members(self.d / "ofcd", etcd, ttl=2)
-        self.ofcd = Leader(etcd, self.members)
+        self.members = []
+        self.ofcd = Leader(Etcd().start(), self.members)
+        self.members += make_members(self.d / "ofcd", self.ofcd.etcd, ttl=2)
         for m in self.members:
             m.start()
-        assert wait_leader(self.members).put("/v1/topology", TOPOLOGY).status_code == 200
+        assert put_on_leader(self.members, "/v1/topology", TOPOLOGY).status_code == 200
         self.url = ",".join(m.url("") for m in self.members)
 
 
