@@ -15,6 +15,9 @@
 /* Connecting is quick on any network ofcd runs on; a refused or dead host is reported fast. */
 #define CONNECT_TIMEOUT_MS 5000L
 
+/* How long a member of several may take to answer its health probe before the next is tried. */
+#define PROBE_TIMEOUT_MS 2000L
+
 /* The pause after a round of members that took nothing: doubled each round up to the most. */
 #define RESEND_FIRST_MS 100L
 #define RESEND_MAX_MS   1000L
@@ -31,6 +34,7 @@ struct client {
 	char *cacert;    /* CA file, or NULL for the system's */
 	bool insecure;
 	bool told;    /* the note that requests are being sent again was printed */
+	bool probed;  /* the member at base answered a health probe */
 	CURLcode cc;  /* how the last transfer ended */
 	bool exposed; /* it sent a request that no redirect answered: a daemon may have it */
 	char errbuf[CURL_ERROR_SIZE]; /* libcurl's words for it */
@@ -498,7 +502,30 @@ static bool next_member(struct client *c)
 	free(c->base);
 	c->base = base;
 	c->at = at;
+	c->probed = false;
 	return true;
+}
+
+/*
+ * Whether the member at base answers, when several are given: asked once, of
+ * /v1/health with a short timeout, before the first request goes there. A
+ * member that is frozen (a paused machine, a stopped process) takes
+ * connections and answers nothing: a request sent there would wait out its
+ * whole timeout, and a write's outcome would then be unknown. False with the
+ * reason in err.
+ */
+static bool member_answers(struct client *c, char *err, size_t errlen)
+{
+	if (c->nmembers < 2 || c->probed)
+		return true;
+	struct client_req q = { .path = "/v1/health", .timeout_ms = PROBE_TIMEOUT_MS };
+	struct client_reply r = { 0 };
+	int rc = send_once(c, &q, &r, err, errlen);
+	c->probed = rc == 0 && r.status == 200;
+	if (rc == 0 && !c->probed)
+		snprintf(err, errlen, "its health probe answered %ld", r.status);
+	client_reply_free(&r);
+	return c->probed;
 }
 
 int client_send(struct client *c, const struct client_req *q, struct client_reply *r, char *err,
@@ -509,8 +536,14 @@ int client_send(struct client *c, const struct client_req *q, struct client_repl
 	struct client_reply refused = { 0 }; /* the last refusal a member answered */
 	int rc;
 	for (size_t tried = 1;; tried++) {
-		rc = send_to_member(c, q, r, err, errlen);
-		const char *why = resendable(c, q, rc, r);
+		const char *why = "";
+		if (member_answers(c, err, errlen)) {
+			rc = send_to_member(c, q, r, err, errlen);
+			why = resendable(c, q, rc, r);
+		} else {
+			rc = -EIO;
+			why = "unreachable";
+		}
 		if (!why[0]) {
 			client_reply_free(&refused);
 			return rc;
