@@ -147,6 +147,7 @@ struct client *client_clone(const struct client *c, char *err, size_t errlen)
 	d->at = c->at;
 	d->retry_s = c->retry_s;
 	d->told = c->told;
+	d->probed = c->probed;
 	return d;
 }
 
@@ -508,17 +509,22 @@ static bool next_member(struct client *c)
 
 /*
  * Whether the member at base answers, when several are given: asked once, of
- * /v1/health with a short timeout, before the first request goes there. A
+ * /v1/health with a short timeout (or until *stop), before the first request
+ * goes there (client_send() sends the last member of a round its request
+ * unprobed). A
  * member that is frozen (a paused machine, a stopped process) takes
  * connections and answers nothing: a request sent there would wait out its
  * whole timeout, and a write's outcome would then be unknown. False with the
  * reason in err.
  */
-static bool member_answers(struct client *c, char *err, size_t errlen)
+static bool member_answers(struct client *c, const volatile sig_atomic_t *stop, char *err,
+                           size_t errlen)
 {
 	if (c->nmembers < 2 || c->probed)
 		return true;
-	struct client_req q = { .path = "/v1/health", .timeout_ms = PROBE_TIMEOUT_MS };
+	struct client_req q = { .path = "/v1/health",
+		                .timeout_ms = PROBE_TIMEOUT_MS,
+		                .stop = stop };
 	struct client_reply r = { 0 };
 	int rc = send_once(c, &q, &r, err, errlen);
 	c->probed = rc == 0 && r.status == 200;
@@ -537,7 +543,8 @@ int client_send(struct client *c, const struct client_req *q, struct client_repl
 	int rc;
 	for (size_t tried = 1;; tried++) {
 		const char *why = "";
-		if (member_answers(c, err, errlen)) {
+		/* The last of a round goes unprobed: slow members all are better than none. */
+		if (tried % c->nmembers == 0 || member_answers(c, q->stop, err, errlen)) {
 			rc = send_to_member(c, q, r, err, errlen);
 			why = resendable(c, q, rc, r);
 		} else {

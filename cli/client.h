@@ -101,10 +101,11 @@ struct client_req {
  * doubling up to 1 s), round again until the retry time set has passed (the
  * try under way then is the last); the first such round is noted on stderr.
  * The outcome is then the last refusal a member answered, else the last
- * failure. With several members, each is first asked GET /v1/health with a
- * 2 s timeout, once: one that does not answer 200 is passed over as one
- * that cannot be reached (a frozen member takes connections and answers
- * nothing). -EINTR when *q->stop ended a pause. The client keeps to the
+ * failure. With several members, each but the last of a round is first
+ * asked GET /v1/health with a 2 s timeout, once: one that does not answer
+ * 200 is passed over as one that cannot be reached (a frozen member takes
+ * connections and answers nothing). Only the members given are probed, not
+ * a leader a redirect leads to. -EINTR when *q->stop ended a pause. The client keeps to the
  * member that answered. A write that went out and was cut off may have
  * been applied: it is not sent again, and its error is returned.
  */
