@@ -154,7 +154,7 @@ static void fabric_reply(struct api_req *req, unsigned status, int64_t fid, cons
 	api_set_etag(req, topo_fabric_revision(s, fid));
 	if (status == 201)
 		api_set_location(req, "/v1/fabrics/%s", name);
-	wait_fabric(req, name, WAIT_FINAL_STATE, wait);
+	wait_hold(req, name, WAIT_FINAL_STATE, wait);
 }
 
 /* A fabric written a part at a time (fabric.h, struct fabric_parts), and the reply it gets. */
@@ -183,7 +183,7 @@ static void rest_reply(void *arg, struct api_req *req, int rc)
 {
 	struct fabric_rest *r = arg;
 	if (rc == 0 && r->removal)
-		wait_fabric(req, r->name, WAIT_REMOVED, r->wait);
+		wait_hold(req, r->name, WAIT_REMOVED, r->wait);
 	else if (rc == 0)
 		fabric_reply(req, r->status, fabric_parts_id(r->parts), r->name, r->wait,
 		             r->summary);
@@ -360,7 +360,7 @@ void api_fabric_delete(struct api_req *req)
 	if (parts)
 		continue_parts(req, parts, 202, req->params[0], wait, false, true);
 	else
-		wait_fabric(req, req->params[0], WAIT_REMOVED, wait);
+		wait_hold(req, req->params[0], WAIT_REMOVED, wait);
 }
 
 void api_device_put(struct api_req *req)

@@ -543,7 +543,7 @@ void api_server_get(struct api_req *req)
 	if (!id || (api_query(req, "wait") && !api_units_known(req)))
 		return;
 	api_server_view_reply(req, id);
-	wait_server(req, req->params[0], wait);
+	wait_hold(req, req->params[0], WAIT_SERVER_FREE, wait);
 }
 
 void api_server_delete(struct api_req *req)

@@ -223,7 +223,7 @@ static void on_committed(struct api_req *req)
 	w->closed = reconcile_units_closed(w->env->reconciler);
 }
 
-void wait_fabric(struct api_req *req, const char *name, enum wait_mode mode, double seconds)
+void wait_hold(struct api_req *req, const char *name, enum wait_mode mode, double seconds)
 {
 	struct api_env *d = req->env;
 	struct waiter *w = calloc(1, sizeof(*w));
@@ -273,9 +273,4 @@ void wait_fabric(struct api_req *req, const char *name, enum wait_mode mode, dou
 	}
 	api_suspend(req, on_abort, w);
 	req->committed = on_committed;
-}
-
-void wait_server(struct api_req *req, const char *name, double seconds)
-{
-	wait_fabric(req, name, WAIT_SERVER_FREE, seconds);
 }

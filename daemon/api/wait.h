@@ -34,9 +34,10 @@ enum wait_mode {
 int wait_parse(struct api_req *req, double *seconds);
 
 /**
- * Holds req until the condition holds for fabric `name` or `seconds` pass,
- * then replaces the body with the fabric's view of that moment (its summary
- * when the request asked ?view=summary). The status
+ * Holds req until mode's condition holds for `name` (a fabric; for
+ * WAIT_SERVER_FREE a server) or `seconds` pass, then replaces the body with
+ * its view of that moment: the fabric's (its summary when the request asked
+ * ?view=summary), or the server's (api_server_view_reply()). The status
  * set by the handler is kept, and is what the audit records; for WAIT_REMOVED
  * it becomes 200 once the circuits are gone, and stays 202 while they are
  * not. The reply set before the call only needs the right status: it is
@@ -44,14 +45,7 @@ int wait_parse(struct api_req *req, double *seconds);
  * placeholder. With seconds 0 it does nothing; when the condition already
  * holds it only rebuilds the reply.
  */
-void wait_fabric(struct api_req *req, const char *name, enum wait_mode mode, double seconds);
-
-/**
- * Holds req, a GET of server `name`, until its ports are free (WAIT_SERVER_FREE)
- * or `seconds` pass, then replies the server's view of that moment
- * (api_server_view_reply()); as wait_fabric() otherwise.
- */
-void wait_server(struct api_req *req, const char *name, double seconds);
+void wait_hold(struct api_req *req, const char *name, enum wait_mode mode, double seconds);
 
 /**
  * Replies status with fabric id's view, as a wait ends with it: its summary,
