@@ -616,14 +616,19 @@ static int rule_check_joined(const struct rule_plan *p, const struct domain_unit
                              const char *field, struct ofcd_error *e)
 {
 	char why[256];
-	for (size_t u = 0; units && u < p->nunits; u++)
+	for (size_t u = 0; units && u < p->nunits; u++) {
+		int64_t id = p->units[u].id;
+		/* Usually no unit may: their ports are not asked one by one. */
+		if (!domain_unit_may_join(units, id))
+			continue;
 		for (uint32_t port = 1; port <= p->units[u].needed; port++)
-			if (domain_port_joined(units, p->units[u].id, port, why, sizeof(why)))
+			if (domain_port_joined(units, id, port, why, sizeof(why)))
 				return ofcd_fail(e, -EBUSY, OFCD_E_IN_USE, field, NULL,
 				                 "the rule cables a server to a port that %s; wait "
 				                 "until it is removed (or the unit removed with "
 				                 "?force=true)",
 				                 why);
+	}
 	return 0;
 }
 
