@@ -52,32 +52,22 @@ struct sink {
 	bool exposed; /* request headers went out since the last redirect came back */
 };
 
-/* The comma-separated URLs of list into c->members; false with the reason in err. */
-static bool split_members(struct client *c, const char *list, char *err, size_t errlen)
+/* The comma-separated URLs of list into c->members, trimmed; false when out of memory. */
+static bool split_members(struct client *c, const char *list)
 {
 	size_t n = 1;
 	for (const char *p = list; *p; p++)
 		n += *p == ',';
-	if (!(c->members = calloc(n, sizeof(*c->members)))) {
-		snprintf(err, errlen, "out of memory");
+	if (!(c->members = calloc(n, sizeof(*c->members))))
 		return false;
-	}
 	for (const char *p = list;; p++) {
 		p += strspn(p, " \t");
 		size_t len = strcspn(p, ",");
 		while (len > 0 && strchr(" \t/", p[len - 1]))
 			len--;
-		if (len == 0) {
-			snprintf(err, errlen, "the daemon's URL list \"%s\" has an empty member",
-			         list);
+		if (!(c->members[c->nmembers++] = strndup(p, len)))
 			return false;
-		}
-		if (!(c->members[c->nmembers++] = strndup(p, len))) {
-			snprintf(err, errlen, "out of memory");
-			return false;
-		}
-		p = strchr(p, ',');
-		if (!p)
+		if (!(p = strchr(p, ',')))
 			return true;
 	}
 }
@@ -95,9 +85,9 @@ struct client *client_new(const char *url, const char *token, const struct clien
 		return NULL;
 	}
 	global_done = true;
-	if (!split_members(c, url, err, errlen)) {
+	if (!split_members(c, url)) {
 		client_free(c);
-		return NULL;
+		goto nomem;
 	}
 	c->curl = c->reads = curl_easy_init();
 	c->base = strdup(c->members[0]);
@@ -510,12 +500,10 @@ static bool next_member(struct client *c)
 /*
  * Whether the member at base answers, when several are given: asked once, of
  * /v1/health with a short timeout (or until *stop), before the first request
- * goes there (client_send() sends the last member of a round its request
- * unprobed). A
- * member that is frozen (a paused machine, a stopped process) takes
- * connections and answers nothing: a request sent there would wait out its
- * whole timeout, and a write's outcome would then be unknown. False with the
- * reason in err.
+ * goes there. A member that is frozen (a paused machine, a stopped process)
+ * takes connections and answers nothing: a request sent there would wait out
+ * its whole timeout, and a write's outcome would then be unknown. False with
+ * the reason in err.
  */
 static bool member_answers(struct client *c, const volatile sig_atomic_t *stop, char *err,
                            size_t errlen)
@@ -543,8 +531,9 @@ int client_send(struct client *c, const struct client_req *q, struct client_repl
 	int rc;
 	for (size_t tried = 1;; tried++) {
 		const char *why = "";
+		bool round_done = tried % c->nmembers == 0;
 		/* The last of a round goes unprobed: slow members all are better than none. */
-		if (tried % c->nmembers == 0 || member_answers(c, q->stop, err, errlen)) {
+		if (round_done || member_answers(c, q->stop, err, errlen)) {
 			rc = send_to_member(c, q, r, err, errlen);
 			why = resendable(c, q, rc, r);
 		} else {
@@ -556,7 +545,6 @@ int client_send(struct client *c, const struct client_req *q, struct client_repl
 			return rc;
 		}
 		double left = deadline - now_s();
-		bool round_done = tried % c->nmembers == 0;
 		if (round_done && !c->told && left > 0) {
 			fprintf(stderr,
 			        "ofcctl: no member took the request (%s: %s%s); trying again "

@@ -39,7 +39,8 @@ struct client_tls {
 /**
  * A client for the daemon at url ("http://host:port", optionally with a path
  * prefix), or for the members of a cluster, their URLs comma-separated (the
- * first is asked first; client_send says when the others are), sending "Authorization: Bearer
+ * first is asked first; client_send says when the others are; none may be
+ * empty: settings_resolve() refuses such a list), sending "Authorization: Bearer
  * token" when token is not NULL (the string is copied), checking an HTTPS daemon as tls says (NULL:
  * against the system's CAs; copied). NULL with the reason in err on failure.
  */
