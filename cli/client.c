@@ -18,6 +18,12 @@
 /* How long a member of several may take to answer its health probe before the next is tried. */
 #define PROBE_TIMEOUT_MS 2000L
 
+/* How long the members' survey waits for the others once one has answered. */
+#define SURVEY_GRACE_MS 100L
+
+/* The most redirects one request follows. */
+#define MAX_REDIRECTS 5
+
 /* The pause after a round of members that took nothing: doubled each round up to the most. */
 #define RESEND_FIRST_MS 100L
 #define RESEND_MAX_MS   1000L
@@ -33,16 +39,20 @@ struct client {
 	char *token;     /* bearer secret, or NULL */
 	char *cacert;    /* CA file, or NULL for the system's */
 	bool insecure;
-	bool told;    /* the note that requests are being sent again was printed */
-	bool probed;  /* the member at base answered a health probe */
-	CURLcode cc;  /* how the last transfer ended */
-	bool exposed; /* it sent a request that no redirect answered: a daemon may have it */
+	bool told;        /* the note that requests are being sent again was printed */
+	bool surveyed;    /* the members were asked together, before the first request */
+	bool *silent;     /* per member: the survey had no answer; cleared once passed over */
+	char **answered;  /* origins whose health probe answered since the client last moved on */
+	size_t nanswered; /* entries in answered */
+	CURLcode cc;      /* how the last transfer ended */
+	bool exposed;     /* it sent a request that no redirect answered: a daemon may have it */
 	char errbuf[CURL_ERROR_SIZE]; /* libcurl's words for it */
 };
 
 /* Where a response goes: collected into a reply, or streamed to a callback when 200. */
 struct sink {
 	struct client *c;
+	CURL *curl; /* the handle the transfer runs on */
 	struct client_reply *r;
 	client_chunk_fn fn; /* NULL: collect everything */
 	void *arg;
@@ -58,7 +68,7 @@ static bool split_members(struct client *c, const char *list)
 	size_t n = 1;
 	for (const char *p = list; *p; p++)
 		n += *p == ',';
-	if (!(c->members = calloc(n, sizeof(*c->members))))
+	if (!(c->members = calloc(n, sizeof(*c->members))) || !(c->silent = calloc(n, 1)))
 		return false;
 	for (const char *p = list;; p++) {
 		p += strspn(p, " \t");
@@ -137,7 +147,7 @@ struct client *client_clone(const struct client *c, char *err, size_t errlen)
 	d->at = c->at;
 	d->retry_s = c->retry_s;
 	d->told = c->told;
-	d->probed = c->probed;
+	d->surveyed = true;
 	return d;
 }
 
@@ -153,6 +163,10 @@ void client_free(struct client *c)
 	for (size_t i = 0; i < c->nmembers; i++)
 		free(c->members[i]);
 	free(c->members);
+	free(c->silent);
+	for (size_t i = 0; i < c->nanswered; i++)
+		free(c->answered[i]);
+	free(c->answered);
 	free(c->cacert);
 	if (c->token) {
 		/* The secret does not outlive its use in this process's memory. */
@@ -196,7 +210,7 @@ static size_t on_data(char *data, size_t size, size_t nmemb, void *user)
 	struct sink *k = user;
 	size_t n = size * nmemb;
 	long status = 0;
-	curl_easy_getinfo(k->c->curl, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_getinfo(k->curl, CURLINFO_RESPONSE_CODE, &status);
 	if (k->fn && status == 200) {
 		if (k->fn(data, n, k->arg)) {
 			k->cancelled = true;
@@ -218,9 +232,11 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *user)
 	size_t n = size * nmemb;
 	if (n >= 5 && strncmp(data, "HTTP/", 5) == 0) {
 		k->r->etag[0] = '\0';
-		/* A redirect: the host that had the request did nothing with it. */
+		/* A redirect that keeps the method: the host that had the request did nothing with
+		 * it. */
 		const char *code = memchr(data, ' ', n);
-		if (code && code + 1 < data + n && code[1] == '3')
+		if (code && code + 4 < data + n &&
+		    (strncmp(code + 1, "307", 3) == 0 || strncmp(code + 1, "308", 3) == 0))
 			k->exposed = false;
 	} else if (n > 5 && strncasecmp(data, "etag:", 5) == 0) {
 		const char *v = data + 5, *end = data + n;
@@ -269,54 +285,43 @@ static bool add_header(struct curl_slist **h, const char *name, const char *valu
 	return t != NULL;
 }
 
-/* The options every request shares; the handle was reset before. */
-static struct curl_slist *setup(struct client *c, const struct client_req *q, struct sink *k)
+/*
+ * The options every request shares, on the handle e (reset before) for url; the token
+ * goes only when token is true. Redirects are not followed: send_to_member() does.
+ */
+static struct curl_slist *setup(struct client *c, CURL *e, const char *url, bool token,
+                                const struct client_req *q, struct sink *k)
 {
 	struct curl_slist *h = NULL;
-	char *url = malloc(strlen(c->base) + strlen(q->path) + 1);
-	if (!url)
-		return NULL;
-	strcpy(url, c->base);
-	strcat(url, q->path);
-	curl_easy_setopt(c->curl, CURLOPT_URL, url); /* libcurl copies it */
-	free(url);
-	curl_easy_setopt(c->curl, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(c->curl, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-	/*
-	 * A 307 keeps the method and body. The token goes with libcurl's own
-	 * bearer auth rather than a raw header: libcurl then sends it to the
-	 * original host and port only (UNRESTRICTED_AUTH stays off).
-	 */
-	curl_easy_setopt(c->curl, CURLOPT_FOLLOWLOCATION, 1L);
-	curl_easy_setopt(c->curl, CURLOPT_MAXREDIRS, 5L);
-	curl_easy_setopt(c->curl, CURLOPT_UNRESTRICTED_AUTH, 0L);
-	if (c->token) {
-		curl_easy_setopt(c->curl, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
-		curl_easy_setopt(c->curl, CURLOPT_XOAUTH2_BEARER, c->token);
+	curl_easy_setopt(e, CURLOPT_URL, url); /* libcurl copies it */
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+	if (token && c->token) {
+		curl_easy_setopt(e, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
+		curl_easy_setopt(e, CURLOPT_XOAUTH2_BEARER, c->token);
 	}
 	if (c->cacert)
-		curl_easy_setopt(c->curl, CURLOPT_CAINFO, c->cacert);
+		curl_easy_setopt(e, CURLOPT_CAINFO, c->cacert);
 	if (c->insecure) {
-		curl_easy_setopt(c->curl, CURLOPT_SSL_VERIFYPEER, 0L);
-		curl_easy_setopt(c->curl, CURLOPT_SSL_VERIFYHOST, 0L);
+		curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+		curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
 	}
-	curl_easy_setopt(c->curl, CURLOPT_USERAGENT, "ofcctl/" OFCD_VERSION);
-	curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
-	curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c->curl, CURLOPT_ERRORBUFFER, c->errbuf);
-	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, k);
-	curl_easy_setopt(c->curl, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(c->curl, CURLOPT_HEADERDATA, k);
-	curl_easy_setopt(c->curl, CURLOPT_DEBUGFUNCTION, on_debug);
-	curl_easy_setopt(c->curl, CURLOPT_DEBUGDATA, k);
-	curl_easy_setopt(c->curl, CURLOPT_VERBOSE, 1L); /* for on_debug only: it prints nothing */
+	curl_easy_setopt(e, CURLOPT_USERAGENT, "ofcctl/" OFCD_VERSION);
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, k);
+	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(e, CURLOPT_HEADERDATA, k);
+	curl_easy_setopt(e, CURLOPT_DEBUGFUNCTION, on_debug);
+	curl_easy_setopt(e, CURLOPT_DEBUGDATA, k);
+	curl_easy_setopt(e, CURLOPT_VERBOSE, 1L); /* for on_debug only: it prints nothing */
 	if (k->stop) {
-		curl_easy_setopt(c->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
-		curl_easy_setopt(c->curl, CURLOPT_XFERINFODATA, k);
-		curl_easy_setopt(c->curl, CURLOPT_NOPROGRESS, 0L);
+		curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress);
+		curl_easy_setopt(e, CURLOPT_XFERINFODATA, k);
+		curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
 	}
-	c->errbuf[0] = '\0';
+	if (q->timeout_ms)
+		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, q->timeout_ms);
 
 	/* "Expect:" empty: no 100-continue round trip before a large topology. */
 	h = curl_slist_append(NULL, "Expect:");
@@ -328,7 +333,7 @@ static struct curl_slist *setup(struct client *c, const struct client_req *q, st
 		curl_slist_free_all(h);
 		return NULL;
 	}
-	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
 	return h;
 }
 
@@ -359,8 +364,58 @@ static int perform(struct client *c, struct sink *k, char *err, size_t errlen)
 	return 0;
 }
 
-static int send_once(struct client *c, const struct client_req *q, struct client_reply *r,
-                     char *err, size_t errlen);
+/*
+ * Sends q to url and waits for the reply, with the token only when token is true. A
+ * write goes through a handle of its own, with no connection kept from before: libcurl
+ * sends a request again by itself when a kept connection drops it, and a write may
+ * have been applied.
+ */
+static int send_url(struct client *c, const struct client_req *q, const char *url, bool token,
+                    struct client_reply *r, char *err, size_t errlen)
+{
+	const char *method = q->method ? q->method : "GET";
+	struct sink k = { .c = c, .r = r, .fn = q->fn, .arg = q->arg, .stop = q->stop };
+	bool write = strcmp(method, "GET") != 0;
+	if (c->curl != c->reads)
+		curl_easy_cleanup(c->curl);
+	c->curl = write ? curl_easy_init() : c->reads;
+	struct curl_slist *h = NULL;
+	if (c->curl) {
+		curl_easy_reset(c->curl);
+		k.curl = c->curl;
+		h = setup(c, c->curl, url, token, q, &k);
+		curl_easy_setopt(c->curl, CURLOPT_ERRORBUFFER, c->errbuf);
+		c->errbuf[0] = '\0';
+		if (write)
+			curl_easy_setopt(c->curl, CURLOPT_FORBID_REUSE, 1L);
+	} else {
+		c->curl = c->reads;
+	}
+	if (!h) {
+		c->cc = CURLE_OUT_OF_MEMORY;
+		snprintf(err, errlen, "out of memory");
+		return -EIO;
+	}
+	/* POST is what a body implies; anything else but GET is named. */
+	if (!write)
+		curl_easy_setopt(c->curl, CURLOPT_HTTPGET, 1L);
+	else if (strcmp(method, "POST") != 0 || !q->body)
+		curl_easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST, method);
+	if (q->body) {
+		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, q->body);
+		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(q->body));
+	}
+	int rc = perform(c, &k, err, errlen);
+	curl_slist_free_all(h);
+	return rc;
+}
+
+/* base followed by path, malloc'd; NULL when out of memory. */
+static char *join(const char *base, const char *path)
+{
+	char *url = NULL;
+	return asprintf(&url, "%s%s", base, path) < 0 ? NULL : url;
+}
 
 /* scheme://host:port of url into out (len bytes); false when it has none. */
 static bool origin_of(const char *url, char *out, size_t len)
@@ -376,17 +431,79 @@ static bool origin_of(const char *url, char *out, size_t len)
 	return true;
 }
 
+static bool answered(const struct client *c, const char *origin)
+{
+	for (size_t i = 0; i < c->nanswered; i++)
+		if (strcmp(c->answered[i], origin) == 0)
+			return true;
+	return false;
+}
+
+/* Notes that the daemon at url answered its probe; forgetting it only costs a probe. */
+static void note_answered(struct client *c, const char *url)
+{
+	char origin[512], **a;
+	if (!origin_of(url, origin, sizeof(origin)) || answered(c, origin) ||
+	    !(a = realloc(c->answered, (c->nanswered + 1) * sizeof(*a))))
+		return;
+	c->answered = a;
+	if ((a[c->nanswered] = strdup(origin)))
+		c->nanswered++;
+}
+
+static void forget_answered(struct client *c)
+{
+	for (size_t i = 0; i < c->nanswered; i++)
+		free(c->answered[i]);
+	c->nanswered = 0;
+}
+
 /*
- * The member of the cluster at base whose advertise URL is origin, malloc'd, or NULL:
- * a redirect there is to a member the client was given, through the one it was given.
+ * Whether the daemon at base (a URL without the /v1 path) answers: asked once, of
+ * /v1/health with a short timeout (or until *stop), unless it answered since the client
+ * last moved on. A daemon that is frozen (a paused machine, a stopped process) takes
+ * connections and answers nothing: a request sent there would wait out its whole
+ * timeout, and a write's outcome would then be unknown. 0 when it answered, -EIO with
+ * the reason in err when not, -EINTR when *stop ended the wait.
  */
-static char *cluster_member(struct client *c, const char *origin)
+static int answers(struct client *c, const char *base, const volatile sig_atomic_t *stop, char *err,
+                   size_t errlen)
+{
+	char origin[512];
+	if (origin_of(base, origin, sizeof(origin)) && answered(c, origin))
+		return 0;
+	struct client_req q = { .path = "/v1/health",
+		                .timeout_ms = PROBE_TIMEOUT_MS,
+		                .stop = stop };
+	struct client_reply r = { 0 };
+	char *url = join(base, q.path);
+	int rc = url ? send_url(c, &q, url, false, &r, err, errlen) : -EIO;
+	bool ok = rc == 0 && r.status == 200;
+	if (ok)
+		note_answered(c, base);
+	else if (rc == 0)
+		snprintf(err, errlen, "its health probe answered %ld", r.status);
+	else if (!url)
+		snprintf(err, errlen, "out of memory");
+	else if (rc == -EINTR)
+		snprintf(err, errlen, "stopped");
+	free(url);
+	client_reply_free(&r);
+	return ok ? 0 : rc == -EINTR ? rc : -EIO;
+}
+
+/*
+ * The member whose advertise URL is origin in the cluster of the member given that c
+ * was sent to (c->at), malloc'd, or NULL: a redirect there is to a member of the
+ * cluster the client was given, by the member given.
+ */
+static char *cluster_member(struct client *c, const char *origin, const volatile sig_atomic_t *stop)
 {
 	struct client_reply r = { 0 };
-	struct client_req q = { .path = "/v1/cluster", .timeout_ms = 10000 };
+	struct client_req q = { .path = "/v1/cluster", .timeout_ms = 10000, .stop = stop };
 	char err[256], adv[512];
-	char *found = NULL;
-	if (send_once(c, &q, &r, err, sizeof(err)) == 0 && r.status == 200) {
+	char *found = NULL, *url = join(c->members[c->at], q.path);
+	if (url && send_url(c, &q, url, true, &r, err, sizeof(err)) == 0 && r.status == 200) {
 		/* The leader first: the members' list may not show it yet. */
 		const char *a = json_string_value(json_object_get(r.json, "leader_advertise"));
 		if (origin_of(a, adv, sizeof(adv)) && strcmp(adv, origin) == 0)
@@ -401,34 +518,99 @@ static char *cluster_member(struct client *c, const char *origin)
 		}
 	}
 	client_reply_free(&r);
+	free(url);
 	return found;
 }
 
-/* Sends q to c->base, following redirects, and to the leader with the token after a 401. */
+/*
+ * Where later requests may go straight, with the token, when a redirect leads to origin:
+ * a member given there, or one the given member's cluster names (its leader); malloc'd,
+ * or NULL when the token may not go there.
+ */
+static char *trusted_base(struct client *c, const char *origin, const volatile sig_atomic_t *stop)
+{
+	char given[512];
+	for (size_t i = 0; i < c->nmembers; i++)
+		if (origin_of(c->members[i], given, sizeof(given)) && strcmp(given, origin) == 0)
+			return strdup(c->members[i]);
+	return c->token ? cluster_member(c, origin, stop) : NULL;
+}
+
+/* Whether a reply of status to q is followed: any redirect of a GET, else those that keep the
+ * method. */
+static bool follows(const struct client_req *q, long status)
+{
+	bool get = !q->method || strcmp(q->method, "GET") == 0;
+	return status == 307 || status == 308 ||
+	       (get && (status == 301 || status == 302 || status == 303));
+}
+
+/*
+ * Sends q to c->base and follows its redirects (a follower points at its leader). The
+ * token goes to the host and port it was given for, and on to a daemon a redirect leads
+ * to only when trusted_base() names it, which later requests then go to (c->base; c->at
+ * stays the member given that was asked). A daemon on another host or port that a
+ * redirect leads to is probed first (answers()): a frozen leader then costs the probe's
+ * timeout, with nothing sent, where the request would have waited there for its whole
+ * timeout. -EINTR when *q->stop ended the probe.
+ */
 static int send_to_member(struct client *c, const struct client_req *q, struct client_reply *r,
                           char *err, size_t errlen)
 {
-	int rc = send_once(c, q, r, err, errlen);
-	long redirects = 0;
-	const char *last = NULL;
-	char origin[512];
-	curl_easy_getinfo(c->curl, CURLINFO_REDIRECT_COUNT, &redirects);
-	curl_easy_getinfo(c->curl, CURLINFO_EFFECTIVE_URL, &last);
-	/*
-	 * libcurl sends the token to the host it was given only, so a write that a follower
-	 * redirects reaches the leader without it (401). A leader the given member names in
-	 * its cluster is sent the request again, with the token, and so is every later one.
-	 */
-	if (rc != 0 || r->status != 401 || !c->token || redirects == 0 ||
-	    !origin_of(last, origin, sizeof(origin)))
-		return rc;
-	char *member = cluster_member(c, origin);
-	if (!member)
-		return rc;
-	free(c->base);
-	c->base = member;
-	client_reply_free(r);
-	return send_once(c, q, r, err, errlen);
+	char *url = join(c->base, q->path);
+	bool token = true;
+	int rc = -EIO;
+	c->cc = CURLE_OUT_OF_MEMORY;
+	snprintf(err, errlen, "out of memory");
+	for (int legs = 0; url; legs++) {
+		rc = send_url(c, q, url, token, r, err, errlen);
+		const char *next = NULL;
+		char here[512], there[512];
+		if (rc == 0 && follows(q, r->status) && legs < MAX_REDIRECTS)
+			curl_easy_getinfo(c->curl, CURLINFO_REDIRECT_URL, &next);
+		if (!origin_of(next, there, sizeof(there)))
+			break;
+		char *to = strdup(next);
+		if (!to) {
+			client_reply_free(r);
+			c->cc = CURLE_OUT_OF_MEMORY;
+			snprintf(err, errlen, "out of memory");
+			rc = -EIO;
+			break;
+		}
+		if (origin_of(url, here, sizeof(here)) && strcmp(here, there) != 0) {
+			char *trusted = trusted_base(c, there, q->stop);
+			token = trusted != NULL;
+			/* The daemon's own prefix: the path asked for, taken off where it went. */
+			size_t n = strlen(to), p = strlen(q->path);
+			char *base = strndup(
+			    to, n >= p && strcmp(to + n - p, q->path) == 0 ? n - p : strlen(there));
+			char why[256] = "out of memory";
+			int probe = base ? answers(c, base, q->stop, why, sizeof(why)) : -EIO;
+			free(base);
+			if (probe == 0 && trusted) {
+				free(c->base);
+				c->base = trusted;
+			} else {
+				free(trusted);
+			}
+			if (probe < 0) {
+				snprintf(err, errlen, "%s, where %s redirected: %s", there, here,
+				         why);
+				client_reply_free(r);
+				c->cc = CURLE_COULDNT_CONNECT;
+				c->exposed = false;
+				rc = probe;
+				free(to);
+				break;
+			}
+		}
+		client_reply_free(r);
+		free(url);
+		url = to;
+	}
+	free(url);
+	return rc;
 }
 
 /*
@@ -481,65 +663,150 @@ static bool pause_unless_stopped(long ms, const volatile sig_atomic_t *stop)
 }
 
 /*
- * c->base to the next member given: the one after the member it was taken from, or that
- * member when a 401 took c to its leader. False when out of memory.
+ * c->base to the next member given: the one after the member it was taken from (a
+ * leader not given that a redirect took c to counts as the member that redirected).
+ * False when out of memory.
  */
 static bool next_member(struct client *c)
 {
-	size_t at = strcmp(c->base, c->members[c->at]) == 0 ? (c->at + 1) % c->nmembers : c->at;
+	size_t at = (c->at + 1) % c->nmembers;
 	char *base = strdup(c->members[at]);
 	if (!base)
 		return false;
 	free(c->base);
 	c->base = base;
 	c->at = at;
-	c->probed = false;
+	forget_answered(c);
 	return true;
 }
 
-/*
- * Whether the member at base answers, when several are given: asked once, of
- * /v1/health with a short timeout (or until *stop), before the first request
- * goes there. A member that is frozen (a paused machine, a stopped process)
- * takes connections and answers nothing: a request sent there would wait out
- * its whole timeout, and a write's outcome would then be unknown. False with
- * the reason in err.
- */
-static bool member_answers(struct client *c, const volatile sig_atomic_t *stop, char *err,
-                           size_t errlen)
+/* One member's health probe in a survey. */
+struct probe {
+	CURL *e;
+	struct curl_slist *h;
+	struct sink k;
+	struct client_reply r;
+	bool ok; /* it answered 200 */
+};
+
+/* Runs the survey's probes until all ended, one answered SURVEY_GRACE_MS ago, or *stop. */
+static void run_probes(CURLM *m, struct probe *p, size_t n, const volatile sig_atomic_t *stop)
 {
-	if (c->nmembers < 2 || c->probed)
-		return true;
-	struct client_req q = { .path = "/v1/health",
-		                .timeout_ms = PROBE_TIMEOUT_MS,
-		                .stop = stop };
-	struct client_reply r = { 0 };
-	int rc = send_once(c, &q, &r, err, errlen);
-	c->probed = rc == 0 && r.status == 200;
-	if (rc == 0 && !c->probed)
-		snprintf(err, errlen, "its health probe answered %ld", r.status);
-	client_reply_free(&r);
-	return c->probed;
+	double answered_at = 0;
+	int running = 1;
+	while (running && !(stop && *stop) &&
+	       !(answered_at && now_s() - answered_at >= SURVEY_GRACE_MS / 1e3)) {
+		curl_multi_perform(m, &running);
+		int left;
+		for (CURLMsg *msg; (msg = curl_multi_info_read(m, &left));) {
+			for (size_t i = 0; msg->msg == CURLMSG_DONE && i < n; i++) {
+				if (p[i].e != msg->easy_handle)
+					continue;
+				curl_easy_getinfo(p[i].e, CURLINFO_RESPONSE_CODE, &p[i].r.status);
+				p[i].ok = msg->data.result == CURLE_OK && p[i].r.status == 200;
+				if (p[i].ok && !answered_at)
+					answered_at = now_s();
+			}
+		}
+		if (running)
+			curl_multi_poll(m, NULL, 0, 20, NULL);
+	}
+}
+
+/*
+ * Asks every member GET /v1/health at once, before a run's first request, and starts
+ * at the first given that answered: a member down or frozen then costs nothing, where
+ * asking in turn cost each call its connect or probe timeout. When one answered, those
+ * that had not (by SURVEY_GRACE_MS later) are passed over in the first round without
+ * being asked again; when none did, the members are asked in turn as before, and so
+ * they are out of memory.
+ */
+static void survey(struct client *c, const volatile sig_atomic_t *stop)
+{
+	size_t n = c->nmembers;
+	CURLM *m = curl_multi_init();
+	struct probe *p = calloc(n, sizeof(*p));
+	struct client_req q = { .path = "/v1/health", .timeout_ms = PROBE_TIMEOUT_MS };
+	bool ready = m && p;
+	for (size_t i = 0; ready && i < n; i++) {
+		char *url = join(c->members[i], q.path);
+		p[i].e = curl_easy_init();
+		p[i].k = (struct sink){ .c = c, .curl = p[i].e, .r = &p[i].r };
+		ready = url && p[i].e && (p[i].h = setup(c, p[i].e, url, false, &q, &p[i].k)) &&
+		        curl_multi_add_handle(m, p[i].e) == CURLM_OK;
+		free(url);
+	}
+	if (ready)
+		run_probes(m, p, n, stop);
+	size_t first = n;
+	for (size_t i = 0; ready && i < n; i++) {
+		if (p[i].ok && first == n)
+			first = i;
+	}
+	for (size_t i = 0; p && i < n; i++) {
+		if (first < n && p[i].ok)
+			note_answered(c, c->members[i]);
+		c->silent[i] = first < n && !p[i].ok;
+		if (p[i].e) {
+			curl_multi_remove_handle(m, p[i].e);
+			curl_easy_cleanup(p[i].e);
+		}
+		curl_slist_free_all(p[i].h);
+		client_reply_free(&p[i].r);
+	}
+	free(p);
+	curl_multi_cleanup(m);
+	char *base = first < n ? strdup(c->members[first]) : NULL;
+	if (base) {
+		free(c->base);
+		c->base = base;
+		c->at = first;
+	}
+}
+
+/*
+ * Whether the member at base may be sent a request (0; -EIO with the reason in err when
+ * not, -EINTR when *stop ended its probe): with one member, always; with several, not
+ * when the survey found it silent in this first round, else when it is the last of a
+ * round (slow members all are better than none) or answers its probe.
+ */
+static int member_answers(struct client *c, bool last, const volatile sig_atomic_t *stop, char *err,
+                          size_t errlen)
+{
+	if (c->nmembers < 2)
+		return 0;
+	if (c->silent[c->at] && strcmp(c->base, c->members[c->at]) == 0) {
+		snprintf(err, errlen, "no answer to its health probe when the members were asked");
+		return -EIO;
+	}
+	return last ? 0 : answers(c, c->base, stop, err, errlen);
 }
 
 int client_send(struct client *c, const struct client_req *q, struct client_reply *r, char *err,
                 size_t errlen)
 {
+	/* The survey's word holds for the first request's first round only. */
+	if (!c->surveyed && c->nmembers > 1)
+		survey(c, q->stop);
+	else
+		memset(c->silent, 0, c->nmembers);
+	c->surveyed = true;
 	double deadline = now_s() + c->retry_s;
 	long pause = RESEND_FIRST_MS;
 	struct client_reply refused = { 0 }; /* the last refusal a member answered */
 	int rc;
 	for (size_t tried = 1;; tried++) {
-		const char *why = "";
+		const char *why = "unreachable";
 		bool round_done = tried % c->nmembers == 0;
-		/* The last of a round goes unprobed: slow members all are better than none. */
-		if (round_done || member_answers(c, q->stop, err, errlen)) {
+		rc = member_answers(c, round_done, q->stop, err, errlen);
+		if (rc == 0) {
 			rc = send_to_member(c, q, r, err, errlen);
 			why = resendable(c, q, rc, r);
-		} else {
-			rc = -EIO;
-			why = "unreachable";
+		} else if (rc == -EINTR) {
+			why = "";
 		}
+		if (round_done)
+			memset(c->silent, 0, c->nmembers);
 		if (!why[0]) {
 			client_reply_free(&refused);
 			return rc;
@@ -579,49 +846,5 @@ int client_send(struct client *c, const struct client_req *q, struct client_repl
 		*r = refused;
 		return 0;
 	}
-	return rc;
-}
-
-static int send_once(struct client *c, const struct client_req *q, struct client_reply *r,
-                     char *err, size_t errlen)
-{
-	const char *method = q->method ? q->method : "GET";
-	struct sink k = { .c = c, .r = r, .fn = q->fn, .arg = q->arg, .stop = q->stop };
-	/*
-	 * A write goes through a handle of its own, with no connection kept from
-	 * before: libcurl sends a request again by itself when a kept connection
-	 * drops it, and a write may have been applied.
-	 */
-	bool write = strcmp(method, "GET") != 0;
-	if (c->curl != c->reads)
-		curl_easy_cleanup(c->curl);
-	c->curl = write ? curl_easy_init() : c->reads;
-	struct curl_slist *h = NULL;
-	if (c->curl) {
-		curl_easy_reset(c->curl);
-		h = setup(c, q, &k);
-		/* Nor one kept between the legs of a redirect to the same host. */
-		if (write)
-			curl_easy_setopt(c->curl, CURLOPT_FORBID_REUSE, 1L);
-	} else {
-		c->curl = c->reads;
-	}
-	if (!h) {
-		c->cc = CURLE_OUT_OF_MEMORY;
-		snprintf(err, errlen, "out of memory");
-		return -EIO;
-	}
-	/* POST is what a body implies; anything else but GET is named. */
-	if (!write)
-		curl_easy_setopt(c->curl, CURLOPT_HTTPGET, 1L);
-	else if (strcmp(method, "POST") != 0 || !q->body)
-		curl_easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST, method);
-	if (q->body) {
-		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, q->body);
-		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(q->body));
-	}
-	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, q->timeout_ms);
-	int rc = perform(c, &k, err, errlen);
-	curl_slist_free_all(h);
 	return rc;
 }

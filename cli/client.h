@@ -2,8 +2,9 @@
  * The HTTP side of ofcctl: one libcurl handle talking to one daemon, or to
  * the members of a cluster in turn, reused for every request of the process
  * (so a command that sends several keeps one connection). Follows redirects
- * (a proxy or a follower pointing at the leader), sending the bearer token
- * only to the host and port it was given for. Single-threaded.
+ * itself (a proxy or a follower pointing at the leader), sending the bearer
+ * token only to the hosts and ports it was given for and to the members
+ * their cluster names. Single-threaded.
  */
 #ifndef OFCCTL_CLIENT_H
 #define OFCCTL_CLIENT_H
@@ -88,10 +89,10 @@ struct client_req {
  * whatever its status, with it in r (a body handed to q->fn is not in r);
  * -EIO when the daemon could not be reached or the exchange broke, with the
  * reason in err; -ECANCELED when q->fn stopped it; -EINTR when *q->stop
- * ended it. r->status is set in every case a reply began. A request that a
- * redirect took to another host, refused there 401 for want of the token
- * (libcurl sends it to the given host only), is sent again with the token when
- * the given host's GET /v1/cluster names that host as a member; the client
+ * ended it. r->status is set in every case a reply began. Redirects are
+ * followed (307 and 308; any of a GET), five at most. The token goes on to
+ * another host or port a redirect leads to only when it is one of the
+ * members given, or one the given member's GET /v1/cluster names; the client
  * then goes there from the start (a cluster's leader).
  *
  * A request that changed nothing (a write that reached no daemon: no
@@ -102,12 +103,16 @@ struct client_req {
  * doubling up to 1 s), round again until the retry time set has passed (the
  * try under way then is the last); the first such round is noted on stderr.
  * The outcome is then the last refusal a member answered, else the last
- * failure. With several members, each but the last of a round is first
- * asked GET /v1/health with a 2 s timeout, once: one that does not answer
- * 200 is passed over as one that cannot be reached (a frozen member takes
- * connections and answers nothing). Only the members given are probed, not
- * a leader a redirect leads to. -EINTR when *q->stop ended a pause. The client keeps to the
- * member that answered. A write that went out and was cut off may have
+ * failure. With several members, the first request of a client asks every
+ * member GET /v1/health at once (2 s at most) and starts at the first given
+ * that answered 200; when one did, those that did not are passed over in
+ * that request's first round, the last of the round included.
+ * After that, each member but the last of a round is asked GET /v1/health
+ * (2 s) before the first request that goes there, and so is any other host
+ * or port a redirect leads to: one that does not answer 200 is passed over
+ * as one that cannot be reached (a frozen daemon takes connections and
+ * answers nothing). -EINTR when *q->stop ended a pause. The client keeps to
+ * the member that answered. A write that went out and was cut off may have
  * been applied: it is not sent again, and its error is returned.
  */
 int client_send(struct client *c, const struct client_req *q, struct client_reply *r, char *err,

@@ -228,6 +228,34 @@ def test_ofcctl_takes_its_token_to_the_leader(tmp_path, etcd):
             m.stop(sig=9)
 
 
+def test_ofcctl_passes_over_a_frozen_leader(steady_cluster, tmp_path):
+    # A follower redirects writes to its leader until that leader's lease lapses (up to
+    # lease_ttl, 4 s here). With the leader frozen (a paused machine), ofcctl probes it
+    # before sending the write there, finds no answer, and waits for the next leader: the
+    # code before sent the write into the frozen leader and waited out its 30 s timeout,
+    # the outcome unknown (exit 4).
+    leader = wait_leader(steady_cluster)
+    assert leader.put("/v1/topology", topology(8)).status_code == 200
+    rest = followers(steady_cluster, leader)
+    for m in rest:
+        wait_for(lambda m=m: server_count(m) == 8)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("OFCCTL_") and k != "XDG_CONFIG_HOME"}
+    env["HOME"] = str(tmp_path)
+    urls = ",".join(m.url("") for m in rest + [leader])
+    leader.proc.send_signal(signal.SIGSTOP)
+    try:
+        p = subprocess.run([OFCCTL_BIN, "--url", urls, "--retry", "60", "fabric", "create",
+                            "job", "s[0-1]"], capture_output=True, text=True, timeout=120,
+                           env=env)
+    finally:
+        leader.proc.send_signal(signal.SIGCONT)
+    assert p.returncode == 0, p.stderr
+    assert wait_leader(steady_cluster) is not leader
+    for m in steady_cluster:
+        wait_for(lambda m=m: names(m) == ["job"])
+
+
 def test_writes_take_fabric_states_along(cluster, etcd):
     assert put_on_leader(cluster, "/v1/topology", topology(40)).status_code == 200
 

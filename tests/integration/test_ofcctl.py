@@ -468,15 +468,22 @@ def test_tokens(tmp_path):
 
 
 class Redirector(LoopbackServer):
-    """Answers every request with 307 to the same path on target, or with status 500."""
+    """Answers every request with 307 to the same path on target, or with status 500; with
+    health, answers its own health probes as an ofcd follower does."""
 
-    def __init__(self, target=None):
+    def __init__(self, target=None, health=False):
         outer = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def answer(self):
                 n = int(self.headers.get("Content-Length") or 0)
                 self.rfile.read(n)
+                if health and self.path == "/v1/health":
+                    self.send_response(200)
+                    self.send_header("Content-Length", "15")
+                    self.end_headers()
+                    self.wfile.write(b'{"status":"ok"}')
+                    return
                 outer.seen.append(self.headers.get("Authorization"))
                 if outer.target:
                     self.send_response(307)
@@ -636,6 +643,38 @@ def test_members_in_turn_and_retry(tmp_path):
         finally:
             waiting.kill()
         assert later.get("/v1/fabrics/late").status_code == 200
+        # A member that redirects to a leader that is frozen (a member given too, last):
+        # the leader is probed before anything goes there, and the write goes on to the
+        # member after the one that redirected.
+        with socket.create_server(("127.0.0.1", 0)) as frozen:
+            leader = f"http://127.0.0.1:{frozen.getsockname()[1]}"
+            follower = Redirector(leader, health=True)
+            try:
+                p = ctl("--url", f"{follower.url()},{d.url('')},{leader}", "fabric", "create",
+                        "led", "srv[6-7]")
+            finally:
+                follower.shutdown()
+                follower.server_close()
+            assert p.returncode == 0, p.stderr
+            assert d.get("/v1/fabrics/led").status_code == 200
+            assert follower.seen == [None]  # the write, redirected
+            frozen.settimeout(1)
+            sent = []
+            with contextlib.suppress(TimeoutError):
+                while True:
+                    with frozen.accept()[0] as probe:
+                        sent.append(b"")
+                        while chunk := probe.recv(4096):
+                            sent[-1] += chunk
+            assert sent and all(x.startswith(b"GET /v1/health ") for x in sent), sent
+        # A frozen member first in the list costs no probe's timeout (2 s) per call: the
+        # members are asked together, and the first that answers takes the request.
+        with socket.create_server(("127.0.0.1", 0)) as frozen:
+            members = f"http://127.0.0.1:{frozen.getsockname()[1]},{d.url('')}"
+            started = time.monotonic()
+            for _ in range(4):
+                assert ctl("--url", members, "fabric", "list").returncode == 0
+            assert time.monotonic() - started < 4
         # Cut off after it was sent: a read goes on to the next member, a write does not.
         members = f"{hangup.url()},{d.url('')}"
         assert ctl("--url", members, "fabric", "list").returncode == 0
