@@ -28,6 +28,13 @@
 #define RESEND_FIRST_MS 100L
 #define RESEND_MAX_MS   1000L
 
+/* What the survey learnt of a member who did not answer it, while another did. */
+enum word {
+	WORD_NONE,    /* nothing: it answered, or no member did */
+	WORD_FAILED,  /* refused, timed out or answered other than 200: passed over */
+	WORD_PENDING, /* no answer yet when the survey ended: probed, even last of a round */
+};
+
 struct client {
 	CURL *curl;      /* the handle of the request under way or last sent */
 	CURL *reads;     /* the handle reads go through, its connections kept */
@@ -41,7 +48,7 @@ struct client {
 	bool insecure;
 	bool told;        /* the note that requests are being sent again was printed */
 	bool surveyed;    /* the members were asked together, before the first request */
-	bool *silent;     /* per member: the survey had no answer; cleared once passed over */
+	char *word;       /* per member: what the survey said (enum word), for one round */
 	char **answered;  /* origins whose health probe answered since the client last moved on */
 	size_t nanswered; /* entries in answered */
 	CURLcode cc;      /* how the last transfer ended */
@@ -68,15 +75,19 @@ static bool split_members(struct client *c, const char *list)
 	size_t n = 1;
 	for (const char *p = list; *p; p++)
 		n += *p == ',';
-	if (!(c->members = calloc(n, sizeof(*c->members))) || !(c->silent = calloc(n, 1)))
+	if (!(c->members = calloc(n, sizeof(*c->members))) || !(c->word = calloc(n, 1)))
 		return false;
 	for (const char *p = list;; p++) {
 		p += strspn(p, " \t");
 		size_t len = strcspn(p, ",");
 		while (len > 0 && strchr(" \t/", p[len - 1]))
 			len--;
-		if (!(c->members[c->nmembers++] = strndup(p, len)))
+		/* libcurl's own default, written out: origins compare as libcurl connects. */
+		bool bare = !memmem(p, len, "://", 3);
+		if (asprintf(&c->members[c->nmembers], "%s%.*s", bare ? "http://" : "", (int)len,
+		             p) < 0)
 			return false;
+		c->nmembers++;
 		if (!(p = strchr(p, ',')))
 			return true;
 	}
@@ -163,7 +174,7 @@ void client_free(struct client *c)
 	for (size_t i = 0; i < c->nmembers; i++)
 		free(c->members[i]);
 	free(c->members);
-	free(c->silent);
+	free(c->word);
 	for (size_t i = 0; i < c->nanswered; i++)
 		free(c->answered[i]);
 	free(c->answered);
@@ -417,13 +428,19 @@ static char *join(const char *base, const char *path)
 	return asprintf(&url, "%s%s", base, path) < 0 ? NULL : url;
 }
 
-/* scheme://host:port of url into out (len bytes); false when it has none. */
+/*
+ * scheme://host:port of an http or https url into out (len bytes); false when it has none
+ * or it does not fit: whoever asks then treats the url as another host's.
+ */
 static bool origin_of(const char *url, char *out, size_t len)
 {
-	const char *host = url ? strstr(url, "://") : NULL;
-	if (!host)
+	size_t scheme = !url                                   ? 0
+	                : strncasecmp(url, "http://", 7) == 0  ? 7
+	                : strncasecmp(url, "https://", 8) == 0 ? 8
+	                                                       : 0;
+	if (!scheme)
 		return false;
-	size_t n = strcspn(host + 3, "/?#") + (size_t)(host + 3 - url);
+	size_t n = scheme + strcspn(url + scheme, "/?#");
 	if (n >= len)
 		return false;
 	memcpy(out, url, n);
@@ -470,6 +487,10 @@ static int answers(struct client *c, const char *base, const volatile sig_atomic
                    size_t errlen)
 {
 	char origin[512];
+	if (stop && *stop) {
+		snprintf(err, errlen, "stopped");
+		return -EINTR;
+	}
 	if (origin_of(base, origin, sizeof(origin)) && answered(c, origin))
 		return 0;
 	struct client_req q = { .path = "/v1/health",
@@ -500,7 +521,9 @@ static int answers(struct client *c, const char *base, const volatile sig_atomic
 static char *cluster_member(struct client *c, const char *origin, const volatile sig_atomic_t *stop)
 {
 	struct client_reply r = { 0 };
-	struct client_req q = { .path = "/v1/cluster", .timeout_ms = 10000, .stop = stop };
+	struct client_req q = { .path = "/v1/cluster",
+		                .timeout_ms = PROBE_TIMEOUT_MS,
+		                .stop = stop };
 	char err[256], adv[512];
 	char *found = NULL, *url = join(c->members[c->at], q.path);
 	if (url && send_url(c, &q, url, true, &r, err, sizeof(err)) == 0 && r.status == 200) {
@@ -523,16 +546,16 @@ static char *cluster_member(struct client *c, const char *origin, const volatile
 }
 
 /*
- * Where later requests may go straight, with the token, when a redirect leads to origin:
- * a member given there, or one the given member's cluster names (its leader); malloc'd,
- * or NULL when the token may not go there.
+ * Where later requests may go straight, with the token, when a redirect leads to the
+ * daemon at base (on origin): a member given, or one the given member's cluster names
+ * (its leader); malloc'd, or NULL when the token may not go there.
  */
-static char *trusted_base(struct client *c, const char *origin, const volatile sig_atomic_t *stop)
+static char *trusted_base(struct client *c, const char *base, const char *origin,
+                          const volatile sig_atomic_t *stop)
 {
-	char given[512];
 	for (size_t i = 0; i < c->nmembers; i++)
-		if (origin_of(c->members[i], given, sizeof(given)) && strcmp(given, origin) == 0)
-			return strdup(c->members[i]);
+		if (strcmp(c->members[i], base) == 0)
+			return strdup(base);
 	return c->token ? cluster_member(c, origin, stop) : NULL;
 }
 
@@ -565,7 +588,7 @@ static int send_to_member(struct client *c, const struct client_req *q, struct c
 	for (int legs = 0; url; legs++) {
 		rc = send_url(c, q, url, token, r, err, errlen);
 		const char *next = NULL;
-		char here[512], there[512];
+		char here[512] = "", there[512];
 		if (rc == 0 && follows(q, r->status) && legs < MAX_REDIRECTS)
 			curl_easy_getinfo(c->curl, CURLINFO_REDIRECT_URL, &next);
 		if (!origin_of(next, there, sizeof(there)))
@@ -578,13 +601,13 @@ static int send_to_member(struct client *c, const struct client_req *q, struct c
 			rc = -EIO;
 			break;
 		}
-		if (origin_of(url, here, sizeof(here)) && strcmp(here, there) != 0) {
-			char *trusted = trusted_base(c, there, q->stop);
-			token = trusted != NULL;
+		if (!origin_of(url, here, sizeof(here)) || strcmp(here, there) != 0) {
 			/* The daemon's own prefix: the path asked for, taken off where it went. */
 			size_t n = strlen(to), p = strlen(q->path);
 			char *base = strndup(
 			    to, n >= p && strcmp(to + n - p, q->path) == 0 ? n - p : strlen(there));
+			char *trusted = base ? trusted_base(c, base, there, q->stop) : NULL;
+			token = trusted != NULL;
 			char why[256] = "out of memory";
 			int probe = base ? answers(c, base, q->stop, why, sizeof(why)) : -EIO;
 			free(base);
@@ -686,7 +709,8 @@ struct probe {
 	struct curl_slist *h;
 	struct sink k;
 	struct client_reply r;
-	bool ok; /* it answered 200 */
+	bool done; /* its transfer ended */
+	bool ok;   /* it answered 200 */
 };
 
 /* Runs the survey's probes until all ended, one answered SURVEY_GRACE_MS ago, or *stop. */
@@ -703,6 +727,7 @@ static void run_probes(CURLM *m, struct probe *p, size_t n, const volatile sig_a
 				if (p[i].e != msg->easy_handle)
 					continue;
 				curl_easy_getinfo(p[i].e, CURLINFO_RESPONSE_CODE, &p[i].r.status);
+				p[i].done = true;
 				p[i].ok = msg->data.result == CURLE_OK && p[i].r.status == 200;
 				if (p[i].ok && !answered_at)
 					answered_at = now_s();
@@ -716,10 +741,11 @@ static void run_probes(CURLM *m, struct probe *p, size_t n, const volatile sig_a
 /*
  * Asks every member GET /v1/health at once, before a run's first request, and starts
  * at the first given that answered: a member down or frozen then costs nothing, where
- * asking in turn cost each call its connect or probe timeout. When one answered, those
- * that had not (by SURVEY_GRACE_MS later) are passed over in the first round without
- * being asked again; when none did, the members are asked in turn as before, and so
- * they are out of memory.
+ * asking in turn cost each call its connect or probe timeout. When one answered, the
+ * first round of that request passes over those whose probe failed, and probes those
+ * it had no answer from yet (by SURVEY_GRACE_MS later) again before sending them
+ * anything; when none answered, the members are asked in turn as before, and so they
+ * are out of memory.
  */
 static void survey(struct client *c, const volatile sig_atomic_t *stop)
 {
@@ -746,7 +772,9 @@ static void survey(struct client *c, const volatile sig_atomic_t *stop)
 	for (size_t i = 0; p && i < n; i++) {
 		if (first < n && p[i].ok)
 			note_answered(c, c->members[i]);
-		c->silent[i] = first < n && !p[i].ok;
+		c->word[i] = first == n || p[i].ok ? WORD_NONE
+		             : p[i].done           ? WORD_FAILED
+		                                   : WORD_PENDING;
 		if (p[i].e) {
 			curl_multi_remove_handle(m, p[i].e);
 			curl_easy_cleanup(p[i].e);
@@ -767,19 +795,21 @@ static void survey(struct client *c, const volatile sig_atomic_t *stop)
 /*
  * Whether the member at base may be sent a request (0; -EIO with the reason in err when
  * not, -EINTR when *stop ended its probe): with one member, always; with several, not
- * when the survey found it silent in this first round, else when it is the last of a
- * round (slow members all are better than none) or answers its probe.
+ * when its survey probe failed, this first round; else when it answers its probe, or
+ * unprobed when it is the last of a round (slow members all are better than none) and
+ * the survey did not end waiting for it.
  */
 static int member_answers(struct client *c, bool last, const volatile sig_atomic_t *stop, char *err,
                           size_t errlen)
 {
 	if (c->nmembers < 2)
 		return 0;
-	if (c->silent[c->at] && strcmp(c->base, c->members[c->at]) == 0) {
-		snprintf(err, errlen, "no answer to its health probe when the members were asked");
+	enum word w = strcmp(c->base, c->members[c->at]) == 0 ? c->word[c->at] : WORD_NONE;
+	if (w == WORD_FAILED) {
+		snprintf(err, errlen, "its health probe failed when the members were asked");
 		return -EIO;
 	}
-	return last ? 0 : answers(c, c->base, stop, err, errlen);
+	return last && w == WORD_NONE ? 0 : answers(c, c->base, stop, err, errlen);
 }
 
 int client_send(struct client *c, const struct client_req *q, struct client_reply *r, char *err,
@@ -789,8 +819,12 @@ int client_send(struct client *c, const struct client_req *q, struct client_repl
 	if (!c->surveyed && c->nmembers > 1)
 		survey(c, q->stop);
 	else
-		memset(c->silent, 0, c->nmembers);
+		memset(c->word, WORD_NONE, c->nmembers);
 	c->surveyed = true;
+	if (q->stop && *q->stop) {
+		snprintf(err, errlen, "stopped");
+		return -EINTR;
+	}
 	double deadline = now_s() + c->retry_s;
 	long pause = RESEND_FIRST_MS;
 	struct client_reply refused = { 0 }; /* the last refusal a member answered */
@@ -806,7 +840,7 @@ int client_send(struct client *c, const struct client_req *q, struct client_repl
 			why = "";
 		}
 		if (round_done)
-			memset(c->silent, 0, c->nmembers);
+			memset(c->word, WORD_NONE, c->nmembers);
 		if (!why[0]) {
 			client_reply_free(&refused);
 			return rc;

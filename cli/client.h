@@ -40,7 +40,7 @@ struct client_tls {
 /**
  * A client for the daemon at url ("http://host:port", optionally with a path
  * prefix), or for the members of a cluster, their URLs comma-separated (the
- * first is asked first; client_send says when the others are; none may be
+ * first that answers is asked first, see client_send; none may be
  * empty: settings_resolve() refuses such a list), sending "Authorization: Bearer
  * token" when token is not NULL (the string is copied), checking an HTTPS daemon as tls says (NULL:
  * against the system's CAs; copied). NULL with the reason in err on failure.
@@ -105,8 +105,9 @@ struct client_req {
  * The outcome is then the last refusal a member answered, else the last
  * failure. With several members, the first request of a client asks every
  * member GET /v1/health at once (2 s at most) and starts at the first given
- * that answered 200; when one did, those that did not are passed over in
- * that request's first round, the last of the round included.
+ * that answered 200; when one did, that request's first round passes over
+ * those whose probe failed and probes again, the last of the round
+ * included, those it had no answer from yet.
  * After that, each member but the last of a round is asked GET /v1/health
  * (2 s) before the first request that goes there, and so is any other host
  * or port a redirect leads to: one that does not answer 200 is passed over
