@@ -233,6 +233,13 @@ class Cluster:
         for job in jobs:
             assert self.ofcd.get(f"/v1/fabrics/slurm-{job}").status_code == 404
 
+    def units_take_batches(self, take):
+        """Whether the OCS units take the reconciler's batches (one that takes none keeps the
+        cross-connects it has); true when both said yes."""
+        faults = {"kind": "fail_batches", "count": 0 if take else 100000}
+        return all([self.ofcd.post(f"/v1/ocs/{u}/faults", faults).status_code == 200
+                    for u in ("ocs0", "ocs1")])
+
     def fabric_names(self):
         return {f["name"] for f in self.ofcd.get("/v1/fabrics").json()["fabrics"]}
 
@@ -442,9 +449,7 @@ def test_a_job_does_not_start_joined_by_a_deleted_fabrics_circuits(cluster):
     a, _ = cluster.sbatch("-N", "2", "-w", "srv[4-5]", wait=False, hold=hold)
     try:
         cluster.wait_for(lambda: (cluster.out / f"{a}.json").exists(), "job a running")
-        for u in ("ocs0", "ocs1"):
-            assert cluster.ofcd.post(f"/v1/ocs/{u}/faults", {"kind": "fail_batches",
-                                                             "count": 100000}).status_code == 200
+        assert cluster.units_take_batches(False)
         hold.touch()
         assert cluster.wait_job(a) == "COMPLETED"
         conf.write_text(re.sub(r"OFCD_CREATE_WAIT=.*", "OFCD_CREATE_WAIT=2",
@@ -467,14 +472,80 @@ def test_a_job_does_not_start_joined_by_a_deleted_fabrics_circuits(cluster):
         assert json.loads(registry.read_text()) == {"unknown (deleted)": ["srv4", "srv5"]}
     finally:
         conf.write_text(saved)
-        for u in ("ocs0", "ocs1"):
-            cluster.ofcd.post(f"/v1/ocs/{u}/faults", {"kind": "fail_batches", "count": 0})
+        cluster.units_take_batches(True)
         hold.touch()
     c, state = cluster.sbatch("-N", "1", "-w", "srv4")
     assert state == "COMPLETED", cluster.job(c).get("AdminComment")
     assert json.loads(registry.read_text()) == {"unknown (deleted)": ["srv5"]}
     cluster.slurm_tool("gc")
     assert not [f for f in json.loads(registry.read_text()) if f.endswith(" (deleted)")]
+
+
+def test_a_fabric_deleted_behind_the_scripts_back_keeps_its_nodes(cluster):
+    """A job's fabric deleted by someone else (by hand, or by a prolog whose wait ran out)
+    while the units keep its circuits: the collector keeps its nodes as a deleted fabric's,
+    so a one-node job given one of them does not start joined to the other (the code before
+    dropped the entry, and the job started without asking ofcd)."""
+    registry = cluster.d / "ofcd-slurm" / "fabrics.json"
+    hold = cluster.d / "release-by-hand"
+    ofcctl = [OFCCTL_BIN, "--url", cluster.url]
+    a, _ = cluster.sbatch("-N", "2", "-w", "srv[4-5]", wait=False, hold=hold)
+    try:
+        cluster.wait_for(lambda: (cluster.out / f"{a}.json").exists(), "job a running")
+        assert cluster.units_take_batches(False)
+        assert cluster.run(*ofcctl, "fabric", "delete", f"slurm-{a}").returncode == 0
+        cluster.slurm_tool("gc")
+        assert json.loads(registry.read_text())[f"slurm-{a} (deleted)"] == ["srv4", "srv5"]
+        hold.touch()
+        assert cluster.wait_job(a) == "COMPLETED"
+        with cluster.settings(OFCD_CREATE_WAIT=2):
+            b, state = cluster.sbatch("-N", "1", "-w", "srv4", "--no-requeue")
+        assert state == "CANCELLED", cluster.job(b)
+        assert "node srv4 is still joined to another server" in cluster.job(b)["AdminComment"]
+    finally:
+        cluster.units_take_batches(True)
+        hold.touch()
+    # The units took the removal: the next pass finds the nodes free.
+    cluster.wait_for(lambda: not cluster.ofcd.get("/v1/servers?joined=true").json()["servers"],
+                     "the circuits off")
+    cluster.slurm_tool("gc")
+    assert f"slurm-{a} (deleted)" not in json.loads(registry.read_text())
+
+
+def test_a_jobs_next_start_keeps_its_earlier_fabrics_nodes(cluster):
+    """A job whose fabric was deleted by someone else starts again before the collector
+    came: on other nodes, its new fabric takes the name, and the earlier one's nodes stay
+    listed as deleted until they are found free (the code before forgot them); on the same
+    nodes, ofcd found them free, and only the new fabric lists them."""
+    registry = cluster.d / "ofcd-slurm" / "fabrics.json"
+    hold = cluster.d / "release-next-start"
+    ofcctl = [OFCCTL_BIN, "--url", cluster.url]
+    a, _ = cluster.sbatch("-N", "2", "-w", "srv[4-5]", wait=False, hold=hold)
+
+    def start_again(nodelist):
+        """Its prolog, as slurmctld would run it for a start on nodelist."""
+        assert cluster.run(*ofcctl, "fabric", "delete", f"slurm-{a}", "--wait",
+                           "30").returncode == 0
+        env = dict(cluster.env, SLURM_JOB_ID=str(a), SLURM_JOB_NODELIST=nodelist,
+                   SLURM_JOB_NUM_NODES="2")
+        p = cluster.run(str(cluster.d / "scripts" / "ofcd-prolog"), env=env, timeout=120)
+        assert p.returncode == 0, (p.stdout, p.stderr)
+        return json.loads(registry.read_text())
+
+    try:
+        cluster.wait_for(lambda: (cluster.out / f"{a}.json").exists(), "job a running")
+        listed = start_again("srv[4-5]")
+        assert listed[f"slurm-{a}"] == ["srv4", "srv5"] and f"slurm-{a} (deleted)" not in listed
+        listed = start_again("srv[6-7]")
+        assert listed[f"slurm-{a}"] == ["srv6", "srv7"]
+        assert listed[f"slurm-{a} (deleted)"] == ["srv4", "srv5"]
+        cluster.slurm_tool("gc")
+        listed = json.loads(registry.read_text())
+        assert listed[f"slurm-{a}"] == ["srv6", "srv7"] and f"slurm-{a} (deleted)" not in listed
+    finally:
+        hold.touch()
+    assert cluster.wait_job(a) == "COMPLETED"
+    cluster.wait_fabric_gone(a)
 
 
 def test_a_prolog_that_cannot_read_the_node_list_fails(cluster, tmp_path):
