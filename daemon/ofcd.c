@@ -202,6 +202,12 @@ static int cluster_append(void *arg, const void *data, size_t len, api_append_do
 	return ha_append(d->ha, data, len, done, done_arg);
 }
 
+static int cluster_confirm_lead(void *arg, void (*done)(void *done_arg, int rc), void *done_arg)
+{
+	struct ofcd *d = arg;
+	return ha_confirm(d->ha, done, done_arg);
+}
+
 static json_t *cluster_status(void *arg)
 {
 	struct ofcd *d = arg;
@@ -374,6 +380,7 @@ int ofcd_init(struct ofcd *d, struct ofcd_config *cfg, const char *config_path, 
 		}
 		d->cluster = (struct api_cluster){ .gate = cluster_gate,
 			                           .append = cluster_append,
+			                           .confirm = cluster_confirm_lead,
 			                           .status = cluster_status,
 			                           .arg = d };
 		d->env.cluster = &d->cluster;

@@ -69,12 +69,30 @@ struct api_cluster {
 	 */
 	int (*append)(void *arg, const void *data, size_t len, api_append_done done,
 	              void *done_arg);
+	/**
+	 * Confirms with etcd that this member still leads (a linearizable read
+	 * sent now, whatever the monotonic clock says): done(done_arg, rc) runs
+	 * later on the loop, 0 when it did, -ESTALE when it no longer leads,
+	 * -EHOSTUNREACH when etcd could not say. One at a time. Returns 0,
+	 * -ESTALE (not leading: done is not called), -EBUSY or -ENOMEM.
+	 */
+	int (*confirm)(void *arg, void (*done)(void *done_arg, int rc), void *done_arg);
 	/** GET /v1/cluster's body (new reference). */
 	json_t *(*status)(void *arg);
 	void *arg; /**< passed back to each */
 };
 
 struct api_write;
+
+struct api_read;
+
+/** A leader's consistent reads waiting for etcd's word that it still leads (api_dispatch.c). */
+struct api_reads {
+	struct api_read *head; /**< waiting, oldest first */
+	struct api_read *tail; /**< last of them */
+	uint64_t sent;         /**< confirmations sent so far */
+	bool out;              /**< the last one sent is not answered yet */
+};
 
 /** The writes of a cluster member, one in the log's hands at a time (api_dispatch.c). */
 struct api_writes {
@@ -96,6 +114,7 @@ struct api_env {
 	bool draining;                     /**< SIGTERM seen: writes and new waits are refused */
 	const struct api_cluster *cluster; /**< the replicated log; NULL: a single node */
 	struct api_writes writes;          /**< cluster writes in flight (api_dispatch.c's) */
+	struct api_reads reads;            /**< consistent reads waiting (api_dispatch.c's) */
 	/** Long replies' worker (api_offload()); NULL: they are made on the loop. */
 	struct worker *compute;
 };

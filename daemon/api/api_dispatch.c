@@ -176,6 +176,17 @@ static void fail_commit(struct api_req *req)
 	api_error(req, OFCD_E_STORE, NULL, "the change could not be stored, try again");
 }
 
+/* A held request back in hand, without the reply it was held with: its next step sets one. */
+static void unhold(struct api_req *req)
+{
+	req->suspended = false;
+	req->on_abort = NULL;
+	req->wait_arg = NULL;
+	json_decref(req->reply);
+	req->reply = NULL;
+	req->status = 0;
+}
+
 /* Runs the route's handler; a handler that suspends must first set the reply it would give now. */
 static void run_handler(struct api_req *req)
 {
@@ -190,6 +201,7 @@ static void run_handler(struct api_req *req)
 static void cluster_write(struct api_req *req);
 static bool wait_elsewhere(struct api_req *req);
 static bool refuse_here(struct api_req *req);
+static void confirm_then_read(struct api_req *req);
 static void compute_first(struct api_req *req);
 static void enqueue(struct api_req *req);
 static void local_write(struct api_req *req);
@@ -210,8 +222,11 @@ void api_dispatch(struct api_req *req)
 		          "consistent must be true, got \"%s\"", consistent);
 		return;
 	}
-	if (consistent && env->cluster && refuse_here(req))
+	if (consistent && env->cluster) {
+		if (!refuse_here(req))
+			confirm_then_read(req);
 		return;
+	}
 	/* Reads that need the units' live state: only the leader drives them. */
 	if (env->cluster && (api_query(req, "wait") || api_query(req, "joined")) &&
 	    wait_elsewhere(req))
@@ -706,6 +721,123 @@ static bool refuse_here(struct api_req *req)
 	return true;
 }
 
+/* ---- consistent reads ----------------------------------------------------
+ *
+ * A leader answers ?consistent=true once etcd, read after the request came,
+ * still names it the leader: its store then holds every change acknowledged
+ * before it, whatever its monotonic clock did meanwhile (a paused machine's
+ * may stop while its lease lapses and another member takes over). One
+ * confirmation is out at a time; the reads that come while it is share the
+ * next one.
+ */
+
+/* A consistent read waiting for etcd's word. */
+struct api_read {
+	struct api_req *req;   /* NULL once the client went away */
+	uint64_t round;        /* the confirmation that answers for it */
+	struct api_read *next; /* in env->reads */
+};
+
+static void on_read_abort(struct api_req *req, bool conn_closed)
+{
+	struct api_read *r = req->wait_arg;
+	(void)conn_closed; /* at a stop, the refusal set before suspending is sent */
+	r->req = NULL;
+}
+
+/* The answer of a read whose leader could not be confirmed (rc from the confirmation). */
+static void refuse_unconfirmed(struct api_req *req, int rc)
+{
+	if (rc == -EHOSTUNREACH)
+		api_error(req, OFCD_E_STORE, NULL,
+		          "etcd could not confirm that this member still leads: try again");
+	else if (rc != -ESTALE)
+		api_error(req, OFCD_E_STORE, NULL,
+		          "this member could not ask etcd whether it still leads: %s; try again",
+		          strerror(-rc));
+	else if (!refuse_here(req)) /* stepped down: the leader now, when one is known */
+		api_error(req, OFCD_E_NOT_LEADER, NULL,
+		          "the leadership changed while etcd was asked: try again");
+}
+
+static void send_confirmation(struct api_env *env);
+
+/* Answers the reads waiting that round (UINT64_MAX: all) covers, with rc's outcome. */
+static void answer_reads(struct api_env *env, uint64_t round, int rc)
+{
+	struct api_reads *q = &env->reads;
+	while (q->head && q->head->round <= round) {
+		struct api_read *r = q->head;
+		struct api_req *req = r->req;
+		q->head = r->next;
+		if (!q->head)
+			q->tail = NULL;
+		free(r);
+		if (!req)
+			continue;
+		unhold(req);
+		if (rc == 0)
+			run_handler(req); /* a ?wait= suspends it again */
+		else
+			refuse_unconfirmed(req, rc);
+		if (!req->suspended)
+			api_resume(req);
+	}
+}
+
+static void on_confirmed(void *arg, int rc)
+{
+	struct api_env *env = arg;
+	env->reads.out = false;
+	answer_reads(env, env->reads.sent, rc);
+	if (env->reads.head)
+		send_confirmation(env);
+}
+
+static void send_confirmation(struct api_env *env)
+{
+	int rc = env->cluster->confirm(env->cluster->arg, on_confirmed, env);
+	if (rc == 0) {
+		env->reads.sent++;
+		env->reads.out = true;
+	} else {
+		answer_reads(env, UINT64_MAX, rc);
+	}
+}
+
+static void confirm_then_read(struct api_req *req)
+{
+	struct api_env *env = req->env;
+	struct api_reads *q = &env->reads;
+	struct api_read *r = calloc(1, sizeof(*r));
+	if (!r) {
+		api_error(req, OFCD_E_STORE, NULL, "out of memory, try again");
+		return;
+	}
+	/* A confirmation out now was sent before this read came: the next one answers it. */
+	r->round = q->sent + 1;
+	if (!q->out) {
+		/* Sent before this read waits: a refusal is then answered at once. */
+		int rc = env->cluster->confirm(env->cluster->arg, on_confirmed, env);
+		if (rc < 0) {
+			free(r);
+			refuse_unconfirmed(req, rc);
+			return;
+		}
+		q->sent++;
+		q->out = true;
+	}
+	r->req = req;
+	if (q->tail)
+		q->tail->next = r;
+	else
+		q->head = r;
+	q->tail = r;
+	api_error(req, OFCD_E_SHUTTING_DOWN, NULL,
+	          "this member stopped before etcd confirmed that it leads: try again");
+	api_suspend(req, on_read_abort, r);
+}
+
 /*
  * A read that waits for the reconciler (?wait=) waits on the leader: a
  * follower runs none, so it would only time out.
@@ -982,12 +1114,7 @@ static void on_computed(struct api_req *req, enum api_offload_end end)
 		return;
 	}
 	/* Not the reply its wait set: the handler's, or its turn's. */
-	req->suspended = false;
-	req->on_abort = NULL;
-	req->wait_arg = NULL;
-	json_decref(req->reply);
-	req->reply = NULL;
-	req->status = 0;
+	unhold(req);
 	api_dispatch(req);
 	if (held && !req->suspended)
 		api_resume(req);

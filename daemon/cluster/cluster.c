@@ -53,6 +53,9 @@ struct cluster {
 	char leader_advertise[256];
 	int64_t generation;
 	int64_t revision;
+	/* cluster_confirm()'s caller, while its read is out (confirm_done NULL: none). */
+	void (*confirm_done)(void *arg, int rc);
+	void *confirm_arg;
 	struct etcd_watch *watch;
 	/* The revision of the last deletion of the key the watch told (0 once the watch ended):
 	 * a vote that read a key created before it read a key that is gone. */
@@ -523,6 +526,34 @@ int cluster_start(struct event_base *base, const struct ofcd_config *cfg, cluste
 	c->role = CLUSTER_FOLLOWER;
 	step(c);
 	*out = c;
+	return 0;
+}
+
+static void on_confirm(int rc, const struct etcd_result *res, void *arg)
+{
+	struct cluster *c = arg;
+	void (*done)(void *arg, int rc) = c->confirm_done;
+	c->confirm_done = NULL;
+	if (rc < 0)
+		rc = -EHOSTUNREACH;
+	else if (c->role != CLUSTER_LEADER || res->nkvs != 1 ||
+	         res->kvs[0].create_revision != c->generation)
+		rc = -ESTALE;
+	done(c->confirm_arg, rc);
+}
+
+int cluster_confirm(struct cluster *c, struct etcd_client *via, void (*done)(void *arg, int rc),
+                    void *arg)
+{
+	if (c->role != CLUSTER_LEADER)
+		return -ESTALE;
+	if (c->confirm_done)
+		return -EBUSY;
+	char *body = etcd_req_range(c->key, false, 0);
+	if (!body || etcd_call(via, "/v3/kv/range", body, on_confirm, c) < 0)
+		return -ENOMEM;
+	c->confirm_done = done;
+	c->confirm_arg = arg;
 	return 0;
 }
 

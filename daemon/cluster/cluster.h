@@ -26,6 +26,7 @@
 
 struct event_base;
 struct cluster;
+struct etcd_client;
 
 /** A member's role. */
 enum cluster_role {
@@ -107,5 +108,20 @@ bool cluster_may_drive(const struct cluster *c);
 
 /** The lease this member holds now (0: none), for keys that must vanish with it. */
 int64_t cluster_lease(const struct cluster *c);
+
+/**
+ * Asks etcd through via (a client other than the election's, whose lease
+ * renewals must not queue behind the read), with a linearizable read sent
+ * now, whether this member still holds the leader key of its leadership:
+ * done(arg, rc) runs later on the loop with 0 when it did as etcd answered
+ * (and still leads), -ESTALE when the key is gone or another's,
+ * -EHOSTUNREACH when etcd could not say. What the monotonic clock cannot
+ * prove (a paused machine's may stop), etcd's read does. One confirmation at
+ * a time: the caller shares it among its readers. Returns 0, -ESTALE (not
+ * leading: done is not called), -EBUSY (one is out) or -ENOMEM. via must
+ * outlive the call, or be freed first (then done never runs).
+ */
+int cluster_confirm(struct cluster *c, struct etcd_client *via, void (*done)(void *arg, int rc),
+                    void *arg);
 
 #endif

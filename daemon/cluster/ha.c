@@ -113,9 +113,13 @@ struct append {
 struct ha {
 	struct ha_deps d;
 	struct cluster *cluster;
+	/* ha_confirm()'s caller, while its confirmation is out. */
+	void (*confirm_done)(void *arg, int rc);
+	void *confirm_arg;
 	/*
-	 * Its own client for the log, members and trims: the election's lease
-	 * renewals never wait behind a large append or catch-up read on the same
+	 * Its own client for the log, members, trims and the confirmations of
+	 * consistent reads: the election's lease renewals never wait behind a
+	 * large append, a catch-up read or a read etcd holds on the same
 	 * connection.
 	 */
 	struct etcd_client *etcd;
@@ -1414,6 +1418,27 @@ void ha_free(struct ha *h)
 	hook_clear(&h->role_hook);
 	hook_clear(&h->applied_hook);
 	free(h);
+}
+
+static void on_confirmed(void *arg, int rc)
+{
+	struct ha *h = arg;
+	/* Led as etcd answered, but stepped down since (a lapsed lease, a hand-over). */
+	if (rc == 0 && h->state != MEMBER_LEADING)
+		rc = -ESTALE;
+	h->confirm_done(h->confirm_arg, rc);
+}
+
+int ha_confirm(struct ha *h, void (*done)(void *arg, int rc), void *arg)
+{
+	if (h->state != MEMBER_LEADING)
+		return -ESTALE;
+	int rc = cluster_confirm(h->cluster, h->etcd, on_confirmed, h);
+	if (rc == 0) {
+		h->confirm_done = done;
+		h->confirm_arg = arg;
+	}
+	return rc;
 }
 
 bool ha_may_drive(const struct ha *h)

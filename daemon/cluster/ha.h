@@ -91,6 +91,15 @@ void ha_resign(struct ha *h, void (*done)(void *arg), void *arg);
  */
 bool ha_may_drive(const struct ha *h);
 
+/**
+ * Confirms with etcd that this member still leads, caught up (cluster_confirm(): a
+ * linearizable read sent now): done(arg, rc) runs later on the loop with 0 when it
+ * did and still does, -ESTALE when it no longer leads, -EHOSTUNREACH when etcd could
+ * not say. One at a time. Returns 0, -ESTALE (not leading now: done is not called),
+ * -EBUSY or -ENOMEM.
+ */
+int ha_confirm(struct ha *h, void (*done)(void *arg, int rc), void *arg);
+
 /** Stops everything; no callback afterwards. NULL is a no-op. */
 void ha_free(struct ha *h);
 

@@ -541,6 +541,44 @@ def test_a_hung_etcd_member_leaves_no_follower_behind(tmp_path, etcd):
             wait_for(lambda m=m: names(m) == ["a"], timeout=60)
 
 
+def test_a_consistent_read_waits_for_etcd_to_name_the_leader(steady_cluster, etcd):
+    # etcd's quorum lost: the leader's lease still looks live on its own clock for up to
+    # two thirds of lease_ttl (2.7 s here), but etcd can no longer say that it leads, so it
+    # answers no consistent read (the code before answered them on its clock alone, as a
+    # paused machine's stopped clock would). Plain reads go on from its store.
+    leader = wait_leader(steady_cluster)
+    assert leader.put("/v1/topology", topology(4)).status_code == 200
+    assert leader.post("/v1/fabrics", {"name": "a", "servers": ["s0", "s1"]}).status_code == 201
+    # Reads that come together share the confirmations; a ?wait= holds after its own.
+    with concurrent.futures.ThreadPoolExecutor(16) as pool:
+        codes = list(pool.map(
+            lambda _: leader.get("/v1/fabrics?consistent=true").status_code, range(64)))
+    assert codes == [200] * 64
+    r = leader.get("/v1/fabrics/a?consistent=true&wait=10")
+    assert r.status_code == 200 and r.json()["state"] == "applied", r.text
+    etcd.kill(1)
+    etcd.kill(2)
+    # A client that gives up while its read waits for etcd leaves nothing behind.
+    with contextlib.suppress(requests.exceptions.Timeout):
+        leader.get("/v1/fabrics?consistent=true", timeout=0.2)
+    r = leader.get("/v1/fabrics?consistent=true", timeout=60)
+    assert r.status_code == 503 and error_of(r)["code"] in ("store_unavailable",
+                                                            "not_leader"), r.text
+    assert leader.get("/v1/fabrics").status_code == 200
+    # Quorum back: a leader's consistent reads are answered again.
+    etcd.start_member(1)
+    etcd.start_member(2)
+
+    def answered():
+        try:
+            return wait_leader(steady_cluster, timeout=1).get(
+                "/v1/fabrics/a?consistent=true").status_code == 200
+        except AssertionError:
+            return False
+    wait_for(answered, timeout=60)
+    assert all(m.proc.poll() is None for m in steady_cluster)
+
+
 def test_quorum_lost_refuses_writes_and_serves_reads(cluster, etcd, tmp_path):
     leader = wait_leader(cluster)
     assert leader.put("/v1/topology", topology(8)).status_code == 200

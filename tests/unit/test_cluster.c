@@ -3,8 +3,10 @@
  * /usr/bin/etcd is absent): three members on one loop elect exactly one
  * leader that the others know; when the leader goes, another takes over with
  * a higher generation, at once when it resigns; when etcd loses quorum, the
- * leader steps down.
+ * leader steps down. etcd confirms the leader (cluster_confirm()) and no
+ * follower, and confirms none once quorum is lost.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -19,6 +21,7 @@
 #include <time.h>
 
 #include "cluster/cluster.h"
+#include "cluster/etcd.h"
 #include "etcd_members.h"
 
 #define OFCDS 3
@@ -35,6 +38,7 @@ struct world {
 	struct ofcd_config cfg[OFCDS];
 	struct cluster *c[OFCDS];
 	int changes[OFCDS];
+	struct etcd_client *via; /* the confirmations' own client, as ha.c's */
 };
 
 static void on_role(enum cluster_role role, void *arg)
@@ -78,6 +82,27 @@ static int agreed_leader(struct world *w)
 	return leader;
 }
 
+/* A cluster_confirm() answer: rc, once answered. */
+struct confirmed {
+	bool answered;
+	int rc;
+};
+
+static void on_confirmed(void *arg, int rc)
+{
+	struct confirmed *c = arg;
+	c->answered = true;
+	c->rc = rc;
+}
+
+static void wait_confirmed(struct world *w, struct confirmed *c, double timeout_s)
+{
+	double end = now_s() + timeout_s;
+	while (!c->answered && now_s() < end)
+		run_ms(w, 20);
+	assert_true(c->answered);
+}
+
 static int wait_leader(struct world *w, double timeout_s)
 {
 	double end = now_s() + timeout_s;
@@ -106,6 +131,9 @@ static int setup(void **state)
 		assert_int_equal(cluster_start(w.base, &w.cfg[i], on_role, &w.changes[i], &w.c[i]),
 		                 0);
 	}
+	assert_int_equal(etcd_client_new(w.base, w.cfg[0].cluster_endpoints,
+	                                 w.cfg[0].cluster_nendpoints, 2, &w.via),
+	                 0);
 	*state = &w;
 	return 0;
 }
@@ -115,6 +143,7 @@ static int teardown(void **state)
 	struct world *w = *state;
 	if (!w)
 		return 0;
+	etcd_client_free(w->via); /* before the members: no confirmation answers afterwards */
 	for (int i = 0; i < OFCDS; i++) {
 		cluster_free(w->c[i]);
 		config_free(&w->cfg[i]);
@@ -137,6 +166,18 @@ static void test_election_and_failover(void **state)
 		assert_string_equal(cluster_leader_advertise(w->c[i]), adv);
 	int64_t gen = cluster_generation(w->c[leader]);
 	assert_true(gen > 0);
+
+	/* etcd confirms the leader, one ask at a time, and no follower. */
+	struct confirmed got = { 0 }, other = { 0 };
+	assert_int_equal(cluster_confirm(w->c[leader], w->via, on_confirmed, &got), 0);
+	assert_int_equal(cluster_confirm(w->c[leader], w->via, on_confirmed, &other), -EBUSY);
+	wait_confirmed(w, &got, 10);
+	/* (Unless a late renewal on a loaded machine made it step down meanwhile.) */
+	assert_true(got.rc == 0 || cluster_role(w->c[leader]) != CLUSTER_LEADER);
+	for (int i = 0; i < OFCDS; i++)
+		if (i != leader && cluster_role(w->c[i]) == CLUSTER_FOLLOWER)
+			assert_int_equal(cluster_confirm(w->c[i], w->via, on_confirmed, &other),
+			                 -ESTALE);
 
 	/*
 	 * Several renewals later one leader still leads, never two. The same one
@@ -203,6 +244,14 @@ static void test_step_down_without_quorum(void **state)
 	double t0 = now_s();
 	stop_member(&w->m, 0);
 	stop_member(&w->m, 1);
+	/*
+	 * Its lease's clock still says it leads for up to two thirds of a TTL, but etcd
+	 * can no longer confirm it: a read that waits for the confirmation is not served
+	 * from a store another leader may have passed.
+	 */
+	struct confirmed got = { 0 };
+	int sent = cluster_confirm(w->c[leader], w->via, on_confirmed, &got);
+	assert_true(sent == 0 || sent == -ESTALE);
 	while (cluster_role(w->c[leader]) == CLUSTER_LEADER && now_s() - t0 < 3 * TTL_S)
 		run_ms(w, 20);
 	assert_int_equal(cluster_role(w->c[leader]), CLUSTER_FOLLOWER);
@@ -215,6 +264,10 @@ static void test_step_down_without_quorum(void **state)
 	for (int i = 0; i < OFCDS; i++)
 		if (w->c[i])
 			assert_int_equal(cluster_role(w->c[i]), CLUSTER_FOLLOWER);
+	if (sent == 0) {
+		wait_confirmed(w, &got, 60);
+		assert_true(got.rc == -EHOSTUNREACH || got.rc == -ESTALE);
+	}
 }
 
 int main(void)
