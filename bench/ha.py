@@ -62,6 +62,7 @@ BURST = 32            # disjoint 2-server fabrics created back to back
 ROUNDS = 3
 IDLE = 50             # create+delete pairs with a quiet gap before each request
 GAP = 0.05
+READS = 200           # plain and consistent reads of the fabric list, alternating
 BIG_SERVERS = 4096
 BIG_TTL = 15
 
@@ -274,6 +275,13 @@ def write_cost(etcd, root):
         for r in range(ROUNDS):
             for mode, c in clients.items():
                 tput[mode].append(BURST / burst(c, f"r{r}"))
+        # The leader's fabric list from its store, and confirmed by etcd first (?consistent).
+        reads = {"plain": [], "consistent": []}
+        for i in range(2 * READS):
+            mode = ("plain", "consistent")[i % 2]
+            t0 = time.perf_counter()
+            clients["cluster"].call("GET", "/v1/fabrics" + ("?consistent=true" if i % 2 else ""))
+            reads[mode].append(time.perf_counter() - t0)
         for c in clients.values():
             c.close()
         n_pairs = BLOCKS * PAIRS
@@ -292,6 +300,7 @@ def write_cost(etcd, root):
                 m.proc.send_signal(signal.SIGCONT)
         return lat, tput, idle, {
             "paused_p50": statistics.median(paused) * 1e3,
+            "read_p50": {m: statistics.median(v) * 1e3 for m, v in reads.items()},
             "etcd_rev_per_pair": rev_pairs / n_pairs,
             "etcd_wal_fsyncs_per_pair": fsyncs / n_pairs,
             "etcd_wal_fsync_ms": fsync_ms,
@@ -370,6 +379,10 @@ def main():
               "(target <= 3)")
         print(f"fabric_create_cluster_followers_paused: p50 {x['paused_p50']:.2f} ms "
               f"({2 * PAIRS} creates, the two followers' ofcd stopped with SIGSTOP; etcd unchanged)")
+        r50 = x["read_p50"]
+        print(f"fabric_list_on_leader: plain p50 {r50['plain']:.2f} ms, ?consistent=true p50 "
+              f"{r50['consistent']:.2f} ms ({READS} each, alternating; the consistent one waits "
+              "for etcd's linearizable read of the leader key)")
         print(f"etcd_per_create_delete: {x['etcd_rev_per_pair']:.1f} revisions, "
               f"{x['etcd_wal_fsyncs_per_pair']:.1f} WAL fsyncs over the 3 members, "
               f"{x['etcd_wal_fsync_ms']:.2f} ms per WAL fsync (mean)")
