@@ -33,6 +33,9 @@ def main():
     print(f"ha_jepsen_writes: {s.get('acked', 0)} acknowledged, {s.get('refused', 0)} refused, "
           f"{s.get('unknown', 0)} without a certain answer; every acknowledged write present, "
           "nothing refused present, every member's tables equal, no invariant broken")
+    print(f"ha_jepsen_consistent_reads: {s.get('reads', 0)} answered, each a state the writes "
+          f"before it allow; {s.get('reads_refused', 0)} refused (503: no leader confirmed), "
+          f"{s.get('reads_unanswered', 0)} unanswered")
 
 
 if __name__ == "__main__":

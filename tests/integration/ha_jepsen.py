@@ -8,7 +8,8 @@ failure replays with the same seed (thread timing aside).
 
 Clients (WORKERS threads) send a seeded mix to random members, following their 307s to the
 leader: fabrics created and deleted with and without ?wait=, created again by an idempotent
-PUT, devices failed and repaired, drift made by hand on the leader's units. A topology actor
+PUT, devices failed and repaired, drift made by hand on the leader's units, and consistent
+reads of their own fabrics, each of which must find a state the writes before it allow. A topology actor
 adds and removes servers and PUTs the whole topology again. Each actor owns its keys, so what
 a key may hold follows from that actor's requests alone: an acknowledged write is the state,
 a refused one changes nothing, one without a certain answer (cut by a fault, 504
@@ -122,9 +123,33 @@ class Worker(Actor):
         return [s for s in self.servers if s not in used]
 
     def step(self):
-        op = self.rng.choices([self.create, self.delete, self.put_again, self.device, self.drift],
-                              [30, 25, 10, 25, 5])[0]
+        op = self.rng.choices([self.create, self.delete, self.put_again, self.device, self.drift,
+                               self.read],
+                              [30, 25, 10, 25, 5, 15])[0]
         op()
+
+    def read(self):
+        """A consistent read of one of its fabrics from a random member (a follower redirects
+        it to the leader): what it finds must be a state the writes so far may have left."""
+        running = [m for m in self.members if m.proc and m.proc.poll() is None]
+        if not self.fabrics or not running:
+            return
+        name = self.rng.choice(sorted(self.fabrics))
+        allowed = set(self.fabrics[name].allowed)
+        try:
+            r = self.session.get(self.rng.choice(running).url(f"/v1/fabrics/{name}"
+                                                              "?consistent=true"),
+                                 timeout=REQUEST_TIMEOUT)
+        except requests.RequestException:
+            self.counts["reads_unanswered"] += 1
+            return
+        if r.status_code not in (200, 404):
+            self.counts["reads_refused"] += 1
+            return
+        self.counts["reads"] += 1
+        got = frozenset(r.json()["servers"]) if r.status_code == 200 else None
+        if got not in allowed:
+            self.errors.append(f"consistent read of {name}: {got} not in {allowed}")
 
     def create(self):
         free = self.free_servers()
