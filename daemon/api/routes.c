@@ -16,7 +16,7 @@ const struct api_route api_routes[] = {
 	{ "GET", "/metrics", api_metrics, AUTH_NONE, 0, NULL, NULL },
 	{ "GET", "/v1/cluster", api_cluster_get, AUTH_READ, 0, NULL, NULL },
 	/* The whole store, tokens' audit trail included: administrators only. */
-	{ "GET", "/v1/cluster/snapshot", api_cluster_snapshot, AUTH_ADMIN, 0, NULL, NULL },
+	{ "GET", "/v1/cluster/snapshot", api_cluster_snapshot, AUTH_ADMIN, 0, "consistent", NULL },
 	/* The console's files and the API's description hold no data: no token. */
 	{ "GET", "/", api_console_page, AUTH_NONE, 0, NULL, NULL },
 	{ "GET", "/console/{file}", api_console_file, AUTH_NONE, 0, NULL, NULL },

@@ -452,7 +452,9 @@ static const struct cfgtab_key config_keys[] = {
 	  .parse = parse_prefix,
 	  .what = "/KEY",
 	  .def = "/ofcd",
-	  .doc = "etcd key prefix of this cluster (leader key, replication log)" },
+	  .doc = "etcd key prefix of this cluster (leader key, replication log); the stores "
+	         "belong to its log: moving a running cluster to another prefix takes the steps "
+	         "of ha.md, \"etcd restored\"" },
 	{ .section = "cluster",
 	  .key = "log_keep",
 	  .type = CFGTAB_UINT,

@@ -16,8 +16,8 @@ void apply_metrics_init(void)
 	metrics_counter_add("ofcd_cluster_apply_conflicts_total", CONFLICTS_HELP, NULL, 0);
 }
 
-int apply_change(struct store *s, int64_t revision, const void *change, size_t len, bool own,
-                 struct hook *done)
+int apply_change(struct store *s, int64_t revision, const char *key, const void *change, size_t len,
+                 bool own, struct hook *done)
 {
 	int64_t applied = revision > 0 ? store_applied_revision(s) : 0;
 	if (revision > 0 && applied >= revision) {
@@ -47,7 +47,7 @@ int apply_change(struct store *s, int64_t revision, const void *change, size_t l
 		if (v[i].kind == LOG_WRITE || (!own && v[i].kind == LOG_STATES))
 			apply[k++] = (struct store_changeset){ v[i].data, v[i].len };
 	struct store_conflict conflict;
-	int rc = store_apply_changes(s, apply, k, revision, &conflict);
+	int rc = store_apply_changes(s, apply, k, revision, key, &conflict);
 	if (rc == -EPROTO) {
 		log_error("cluster",
 		          "the change at revision %lld conflicts with this store (table %s: %s): "

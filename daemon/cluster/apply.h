@@ -38,7 +38,8 @@ HOOK_TYPE(apply_done, (int64_t revision, const struct log_changeset *v, size_t n
 void apply_metrics_init(void);
 
 /**
- * Applies change (len bytes, a bundle or a bare changeset) at revision to s,
+ * Applies change (len bytes, a bundle or a bare changeset) of the log entry key
+ * (the last of its parts; NULL: not known) at revision to s, which records both,
  * unless s holds that revision already (then 0 and nothing happens, but for
  * own: -EXDEV, etcd went back behind the store). own is a change this member
  * appended as leader: its fabric states are skipped, committed here first. The
@@ -46,7 +47,7 @@ void apply_metrics_init(void);
  * 0, -EXDEV, -EPROTO (malformed, or a conflict: diverged), -EBUSY (a
  * transaction is open) or -EIO.
  */
-int apply_change(struct store *s, int64_t revision, const void *change, size_t len, bool own,
-                 struct hook *done);
+int apply_change(struct store *s, int64_t revision, const char *key, const void *change, size_t len,
+                 bool own, struct hook *done);
 
 #endif

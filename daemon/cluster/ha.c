@@ -56,7 +56,7 @@ struct logged {
  */
 enum member_state {
 	MEMBER_FOLLOWING,   /* follows the log; writes go to the leader; drives nothing */
-	MEMBER_RESYNCING,   /* copies the leader's store: the log no longer reaches back to it */
+	MEMBER_RESYNCING,   /* copies the leader's store: its own cannot follow the log */
 	MEMBER_CATCHING_UP, /* elected: applies the rest of the log before it leads */
 	MEMBER_LEADING,     /* takes writes, appends them, drives the units */
 	MEMBER_LEFT,        /* resigned for a graceful stop: neither leads nor follows */
@@ -113,6 +113,8 @@ struct append {
 struct ha {
 	struct ha_deps d;
 	struct cluster *cluster;
+	/* Its store is a copy of the leader's that has applied no entry since: on_snapshot(). */
+	bool copied;
 	/* ha_confirm()'s caller, while its confirmation is out. */
 	void (*confirm_done)(void *arg, int rc);
 	void *confirm_arg;
@@ -309,21 +311,23 @@ static void retry_later(struct ha *h)
 	evtimer_add(h->retry, &tv);
 }
 
-static void resync(struct ha *h);
+static void resync(struct ha *h, int why);
 
 static void on_caught_up(void *arg, int rc)
 {
 	struct ha *h = arg;
-	if (rc == -ESTALE || rc == -EPROTO || rc == -EXDEV) {
+	if (rc == -ESTALE || rc == -EPROTO || rc == -EXDEV || rc == -ENOENT) {
 		replica_free(h->replica);
 		h->replica = NULL;
 		if (h->state == MEMBER_CATCHING_UP) {
 			/* Its store cannot become the log's: a member whose can should lead. */
 			ha_hand_over(h, rc == -EXDEV ? "etcd's revision is behind its store"
-			                             : "it cannot catch up with the log");
+			                : rc == -ENOENT
+			                    ? "the log lacks the change its store applied last"
+			                    : "it cannot catch up with the log");
 			return;
 		}
-		resync(h);
+		resync(h, rc);
 		return;
 	}
 	if (rc < 0) {
@@ -352,18 +356,21 @@ static void on_stopped(void *arg, int rc)
 	replica_free(h->replica);
 	h->replica = NULL;
 	if (rc == -EPROTO || rc == -ESTALE)
-		resync(h);
+		resync(h, rc);
 	else
 		retry_later(h);
 }
 
 /* The replica's changes go the one way every change goes (apply.h). */
-static int on_replica_apply(void *arg, int64_t revision, const void *change, size_t len)
+static int on_replica_apply(void *arg, int64_t revision, const char *key, const void *change,
+                            size_t len)
 {
 	struct ha *h = arg;
-	int rc = apply_change(h->d.store, revision, change, len, false, &h->applied_hook);
-	if (rc == 0)
+	int rc = apply_change(h->d.store, revision, key, change, len, false, &h->applied_hook);
+	if (rc == 0) {
 		h->retry_ms = 0;
+		h->copied = false; /* its last change is now one the log holds */
+	}
 	return rc;
 }
 
@@ -376,7 +383,7 @@ static void start_replica(struct ha *h)
 		                   .caught_up = on_caught_up,
 		                   .stopped = on_stopped,
 		                   .arg = h };
-	if (replica_start(h->etcd, h->d.store, h->prefix, applied_revision(h),
+	if (replica_start(h->etcd, h->d.store, h->prefix, applied_revision(h), !h->copied,
 	                  h->state == MEMBER_FOLLOWING, &cbs, &h->replica) < 0)
 		retry_later(h);
 }
@@ -498,10 +505,11 @@ static int apply_own(struct ha *h, struct append *a, int64_t revision)
 		return -EREMOTE;
 	struct timespec t0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	int rc =
-	    apply_change(h->d.store, revision, a->change, a->change_len, true, &h->applied_hook);
+	int rc = apply_change(h->d.store, revision, a->key, a->change, a->change_len, true,
+	                      &h->applied_hook);
 	if (rc == 0) {
 		metrics_observe_write_stage("apply", mono_since(&t0));
+		h->copied = false; /* its last change is now its own entry, in the log */
 		return 0;
 	}
 	ha_hand_over(h, rc == -EXDEV ? "etcd's revision is behind its store"
@@ -1033,6 +1041,13 @@ static void on_snapshot(struct evhttp_request *req, void *arg)
 		return;
 	}
 	ha_role_hook_call(&h->role_hook, HA_RESYNCED, 0);
+	/*
+	 * A caught-up leader's copy (?consistent) is the log's, though the log may lack
+	 * its last change too (deleted under a running leader that has not appended
+	 * since): copied again, it would be the same. Until it applies an entry of its
+	 * own, it is not asked.
+	 */
+	h->copied = true;
 	char why[96];
 	snprintf(why, sizeof(why), "restored a snapshot of %zu bytes at revision %" PRId64, len,
 	         applied_revision(h));
@@ -1041,10 +1056,11 @@ static void on_snapshot(struct evhttp_request *req, void *arg)
 }
 
 /*
- * The log no longer reaches back to this store (trimmed, or its changes do
- * not apply): copy the leader's store, then follow from its revision.
+ * Copies the leader's store as a follower whose own cannot follow the log (trimmed
+ * past it, lacking its last change, or with changes that do not apply), then follows
+ * from its revision: why is the replica's error (replica.h) that says so.
  */
-static void resync(struct ha *h)
+static void resync(struct ha *h, int why)
 {
 	const char *leader = cluster_leader_advertise(h->cluster);
 	char host[128], hosthdr[160];
@@ -1072,8 +1088,8 @@ static void resync(struct ha *h)
 		}
 	}
 	h->snap_answered = false;
-	if (!req ||
-	    evhttp_make_request(h->snap_conn, req, EVHTTP_REQ_GET, "/v1/cluster/snapshot") < 0) {
+	if (!req || evhttp_make_request(h->snap_conn, req, EVHTTP_REQ_GET,
+	                                "/v1/cluster/snapshot?consistent=true") < 0) {
 		/* No leader known yet (or no memory): try again soon. */
 		struct timeval tv = { 1, 0 };
 		if (h->snap_conn)
@@ -1085,10 +1101,13 @@ static void resync(struct ha *h)
 	/* libevent answers a connection that fails at once from inside the call. */
 	if (h->snap_answered)
 		return;
-	char why[96];
-	snprintf(why, sizeof(why), "the log does not reach back to its revision %" PRId64,
-	         applied_revision(h));
-	enter(h, MEMBER_RESYNCING, why);
+	const char *reason = why == -EPROTO   ? "a change of the log conflicts with its store at"
+	                     : why == -EXDEV  ? "etcd's revision is behind its store's"
+	                     : why == -ENOENT ? "the log lacks the change its store applied at"
+	                                      : "the log does not reach back to its";
+	char text[128];
+	snprintf(text, sizeof(text), "%s revision %" PRId64, reason, applied_revision(h));
+	enter(h, MEMBER_RESYNCING, text);
 }
 
 /* ---- role ---------------------------------------------------------------- */

@@ -22,9 +22,11 @@ struct replica {
 	char log_prefix[160]; /* PREFIX/log/ */
 	char floor_key[160];  /* PREFIX/log_floor: the log was trimmed up to this revision */
 	int64_t from;         /* the revision the store held when the replica started */
+	char from_key[224];   /* the log key the store recorded with it, "" when none */
 	int64_t read_rev;     /* the revision every page of the first read is read at */
 	int64_t applied;
 	bool follow;
+	bool check; /* the log must hold the change at from */
 	bool diverged;
 	bool reading; /* a page of the first read of the log is in flight */
 	bool freed;   /* replica_free() came during it: on_range frees */
@@ -112,7 +114,7 @@ static int apply(struct replica *r, const struct etcd_kv *kvs, size_t n)
 		if (rc == 0)
 			continue;
 		if (rc > 0) {
-			rc = r->cbs.apply(r->cbs.arg, kvs[i].mod_revision, data, len);
+			rc = r->cbs.apply(r->cbs.arg, kvs[i].mod_revision, kvs[i].key, data, len);
 			log_part_reset(&r->parts);
 		}
 		/* The store failing for now (locked by another process, disk full): read again. */
@@ -171,7 +173,7 @@ static void on_range(int rc, const struct etcd_result *res, void *arg);
 static int read_page(struct replica *r, const char *after_key)
 {
 	int rc = etcd_call(r->etcd, "/v3/kv/txn",
-	                   etcd_req_log_read(r->floor_key, r->log_prefix, after_key, r->from + 1,
+	                   etcd_req_log_read(r->floor_key, r->log_prefix, after_key, r->from,
 	                                     r->read_rev, LOG_PAGE),
 	                   on_range, r);
 	r->reading = rc == 0;
@@ -185,6 +187,21 @@ static const char *last_entry(const struct replica *r, const struct etcd_result 
 		if (strncmp(res->kvs[i - 1].key, r->log_prefix, strlen(r->log_prefix)) == 0)
 			return res->kvs[i - 1].key;
 	return NULL;
+}
+
+/*
+ * Whether the first page holds the entry the store applied last (at r->from,
+ * under r->from_key when the store recorded it: an etcd restored from a backup
+ * numbers its revisions again, and another entry may stand at the same one):
+ * entries sort in append order, and the page starts at that revision.
+ */
+static bool holds_last_applied(const struct replica *r, const struct etcd_result *res)
+{
+	for (size_t i = 0; i < res->nkvs; i++)
+		if (res->kvs[i].mod_revision == r->from &&
+		    strncmp(res->kvs[i].key, r->log_prefix, strlen(r->log_prefix)) == 0)
+			return !r->from_key[0] || strcmp(res->kvs[i].key, r->from_key) == 0;
+	return false;
 }
 
 static void on_range(int rc, const struct etcd_result *res, void *arg)
@@ -221,6 +238,18 @@ static void on_range(int rc, const struct etcd_result *res, void *arg)
 		    "a snapshot",
 		    (long long)floor, (long long)r->applied);
 		rc = -ESTALE;
+	} else if (r->check && !r->read_rev && r->from > floor && !holds_last_applied(r, res)) {
+		/*
+		 * Entries after it would be applied on top of changes no other store
+		 * has, or without those it lacks: a divergence no conflict need show.
+		 */
+		log_error("replica",
+		          "the log lacks the change this store applied last (revision %lld): this "
+		          "store is not the log's (etcd restored or replaced, the log deleted, "
+		          "another prefix); this member does not apply this log on top of it "
+		          "(docs/ha.md, \"etcd restored\")",
+		          (long long)r->from);
+		rc = -ENOENT;
 	} else {
 		/* The pages after the first are read as the log stood at the first. */
 		if (!r->read_rev)
@@ -249,7 +278,7 @@ static void on_range(int rc, const struct etcd_result *res, void *arg)
 }
 
 int replica_start(struct etcd_client *etcd, struct store *s, const char *prefix,
-                  int64_t from_revision, bool follow, const struct replica_cbs *cbs,
+                  int64_t from_revision, bool check, bool follow, const struct replica_cbs *cbs,
                   struct replica **out)
 {
 	struct replica *r = calloc(1, sizeof(*r));
@@ -258,12 +287,15 @@ int replica_start(struct etcd_client *etcd, struct store *s, const char *prefix,
 	r->etcd = etcd;
 	r->s = s;
 	r->applied = from_revision;
+	r->check = check;
 	r->follow = follow;
 	if (cbs)
 		r->cbs = *cbs;
 	snprintf(r->log_prefix, sizeof(r->log_prefix), "%s/log/", prefix);
 	snprintf(r->floor_key, sizeof(r->floor_key), "%s/log_floor", prefix);
 	r->from = from_revision;
+	if (check)
+		store_applied_key(s, r->from_key, sizeof(r->from_key));
 	*out = r;
 	int rc = read_page(r, NULL);
 	if (rc < 0) {

@@ -25,18 +25,21 @@ struct replica;
 /** What a replica reports, on the loop; every member but apply may be NULL. */
 struct replica_cbs {
 	/**
-	 * Applies change (len bytes, borrowed) of the log at revision to the
-	 * store: 0, or -errno (-EPROTO: it conflicts, following stops; -ENOMEM,
-	 * -EIO, -EBUSY: the store failed for now, read again later).
+	 * Applies change (len bytes, borrowed) of the log at revision, whose
+	 * entry (its last part) is key, to the store: 0, or -errno (-EPROTO: it
+	 * conflicts, following stops; -ENOMEM, -EIO, -EBUSY: the store failed
+	 * for now, read again later).
 	 */
-	int (*apply)(void *arg, int64_t revision, const void *change, size_t len);
+	int (*apply)(void *arg, int64_t revision, const char *key, const void *change, size_t len);
 	/**
 	 * The first read of the log is over: rc 0 when everything in it is applied
 	 * (and, when following, the watch is open), -EPROTO when an entry
 	 * conflicted (diverged), -ESTALE when the log was trimmed past this
 	 * store's revision (PREFIX/log_floor, see ha.c), -EXDEV when etcd's
-	 * revision is behind the store's (etcd lost changes the store has), or
-	 * the etcd call's error.
+	 * revision is behind the store's (etcd lost changes the store has),
+	 * -ENOENT when the log lacks the change the store applied last (its
+	 * from_revision, not trimmed: the store is not the log's; nothing was
+	 * applied), or the etcd call's error.
 	 */
 	void (*caught_up)(void *arg, int rc);
 	/** Each entry applied, with its revision (what the store now records). */
@@ -54,12 +57,15 @@ struct replica_cbs {
  * Reads the log under prefix ("/ofcd" reads "/ofcd/log/") into s, applying
  * the entries whose revision is above from_revision (in pages of 64 entries,
  * all read at the revision of the first); then, when follow is set, watches
- * it from there and applies what is appended. etcd, s and cbs's arg are
- * borrowed and must outlive the replica; no callback runs from inside this
- * call. Returns 0 or -ENOMEM.
+ * it from there and applies what is appended. With check, the log must still
+ * hold the change at from_revision, under the key the store recorded with it
+ * (store_applied_key(), when it did) (caught_up's -ENOENT); without, the store
+ * is taken for the log's (a snapshot of the leader's store). etcd, s and
+ * cbs's arg are borrowed and must outlive the replica; no callback runs from
+ * inside this call. Returns 0 or -ENOMEM.
  */
 int replica_start(struct etcd_client *etcd, struct store *s, const char *prefix,
-                  int64_t from_revision, bool follow, const struct replica_cbs *cbs,
+                  int64_t from_revision, bool check, bool follow, const struct replica_cbs *cbs,
                   struct replica **out);
 
 /** The etcd revision of the last log entry applied (from_revision before any). */

@@ -98,16 +98,22 @@ void store_capture_free(struct store_capture *c)
 	free(c);
 }
 
-/* Marks the transaction as applying a changeset (the schema's triggers stand aside) or done. */
-static int set_applying(struct store *s, bool on, int64_t revision)
+/*
+ * Marks the transaction as applying a changeset (the schema's triggers stand aside) or
+ * done, at revision and key when revision is above 0.
+ */
+static int set_applying(struct store *s, bool on, int64_t revision, const char *key)
 {
 	sqlite3_stmt *st = store_stmt(
 	    s, on ? "INSERT INTO replica_state(id, applied_revision, applying) VALUES (1, 0, 1) "
 	            "ON CONFLICT(id) DO UPDATE SET applying = 1"
 	          : "UPDATE replica_state SET applying = 0, applied_revision = CASE WHEN ?1 > 0 "
-	            "THEN ?1 ELSE applied_revision END");
-	if (st && !on)
+	            "THEN ?1 ELSE applied_revision END, applied_key = CASE WHEN ?1 > 0 THEN ?2 "
+	            "ELSE applied_key END");
+	if (st && !on) {
 		sqlite3_bind_int64(st, 1, revision);
+		sqlite3_bind_text(st, 2, key, -1, SQLITE_TRANSIENT);
+	}
 	return st ? store_step_done(st) : -EIO;
 }
 
@@ -125,7 +131,8 @@ static bool deferred_fks_dangle(struct store *s)
  * row was refused: changeset_apply()'s -EAGAIN) is given. conflict: not NULL.
  */
 static int apply_all(struct store *s, const struct store_changeset *v, size_t n, int64_t revision,
-                     const struct store_conflict *fk_refused, struct store_conflict *conflict)
+                     const char *key, const struct store_conflict *fk_refused,
+                     struct store_conflict *conflict)
 {
 	bool fk_deferred = fk_refused != NULL;
 	/* Durable in etcd already; a power cut takes the applied revision back with it. */
@@ -138,7 +145,7 @@ static int apply_all(struct store *s, const struct store_changeset *v, size_t n,
 		store_rollback(s);
 		return -EIO;
 	}
-	if (set_applying(s, true, 0) < 0) {
+	if (set_applying(s, true, 0, NULL) < 0) {
 		store_rollback(s);
 		return -EIO;
 	}
@@ -153,7 +160,7 @@ static int apply_all(struct store *s, const struct store_changeset *v, size_t n,
 		store_rollback(s);
 		return rc;
 	}
-	if (set_applying(s, false, revision) < 0) {
+	if (set_applying(s, false, revision, key) < 0) {
 		store_rollback(s);
 		return -EIO;
 	}
@@ -161,7 +168,7 @@ static int apply_all(struct store *s, const struct store_changeset *v, size_t n,
 }
 
 int store_apply_changes(struct store *s, const struct store_changeset *v, size_t n,
-                        int64_t revision, struct store_conflict *conflict)
+                        int64_t revision, const char *key, struct store_conflict *conflict)
 {
 	if (conflict)
 		memset(conflict, 0, sizeof(*conflict));
@@ -178,9 +185,9 @@ int store_apply_changes(struct store *s, const struct store_changeset *v, size_t
 		return -EPROTO;
 	}
 	struct store_conflict first = { 0 }, again = { 0 }, *why = &first;
-	int rc = apply_all(s, v, n, revision, NULL, &first);
+	int rc = apply_all(s, v, n, revision, key, NULL, &first);
 	if (rc == -EAGAIN) {
-		rc = apply_all(s, v, n, revision, &first, &again);
+		rc = apply_all(s, v, n, revision, key, &first, &again);
 		why = &again;
 	}
 	if (conflict)
@@ -188,20 +195,14 @@ int store_apply_changes(struct store *s, const struct store_changeset *v, size_t
 	return rc;
 }
 
-int store_note_applied_revision(struct store *s, int64_t revision)
+void store_applied_key(struct store *s, char *out, size_t len)
 {
-	if (store_in_txn(s) || store_begin_relaxed(s) < 0)
-		return -EBUSY;
-	sqlite3_stmt *st = store_stmt(s, "INSERT INTO replica_state(id, applied_revision) VALUES "
-	                                 "(1, ?1) ON CONFLICT(id) DO UPDATE SET applied_revision = "
-	                                 "max(applied_revision, ?1)");
+	sqlite3_stmt *st = store_stmt(s, "SELECT applied_key FROM replica_state WHERE id = 1");
+	const unsigned char *key =
+	    st && sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_text(st, 0) : NULL;
+	snprintf(out, len, "%s", key && strlen((const char *)key) < len ? (const char *)key : "");
 	if (st)
-		sqlite3_bind_int64(st, 1, revision);
-	if (!st || store_step_done(st) < 0) {
-		store_rollback(s);
-		return -EIO;
-	}
-	return store_commit(s);
+		sqlite3_reset(st);
 }
 
 int64_t store_applied_revision(struct store *s)

@@ -70,7 +70,8 @@ struct store_conflict {
  * Applies changesets v[0..n), taken on another store with the same schema,
  * in order, in one transaction of its own (so the store's hooks and the
  * desired mirror see every row), and records revision (their etcd revision)
- * as the store's applied revision in the same transaction when it is above 0.
+ * as the store's applied revision, with key (the log entry's, or NULL), in
+ * the same transaction when it is above 0.
  * The differences a replica may have (a row a cascade removed already, the
  * reconciler's columns of fabric, an audit id a local refusal took) resolve
  * in the changeset's favour; any other conflict (a row missing, present
@@ -85,14 +86,14 @@ struct store_conflict {
  * -EBUSY when a transaction is already open, or -EIO.
  */
 int store_apply_changes(struct store *s, const struct store_changeset *v, size_t n,
-                        int64_t revision, struct store_conflict *conflict);
+                        int64_t revision, const char *key, struct store_conflict *conflict);
 
 /**
- * Records that the store holds the log up to revision (never lowers it): a
- * leader's own entries that it committed before appending them (fabric
- * states). Returns 0, -EBUSY inside a transaction, or -EIO.
+ * The log key store_apply_changes() last recorded with the applied revision, into out
+ * (len bytes): "" when none was (a store older than the key's column, or one that
+ * never followed), or when it does not fit.
  */
-int store_note_applied_revision(struct store *s, int64_t revision);
+void store_applied_key(struct store *s, char *out, size_t len);
 
 /** The applied revision store_apply_changes() last recorded: 0 when none, -EIO on error. */
 int64_t store_applied_revision(struct store *s);

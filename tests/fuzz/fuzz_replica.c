@@ -213,7 +213,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	                                "FROM fabric) * 1000003 + (SELECT count(*) FROM server) * "
 	                                "7919 + (SELECT count(*) FROM cable) * 31";
 	long long before = count(rows);
-	int rc = apply_change(store, ++revision, data, size, false, NULL);
+	int rc = apply_change(store, ++revision, NULL, data, size, false, NULL);
 	if (rc != 0 && rc != -EPROTO) {
 		fprintf(stderr, "fuzz_replica: %s\n", strerror(-rc));
 		fail("an answer other than applied or refused");

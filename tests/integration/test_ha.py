@@ -711,6 +711,32 @@ def test_member_behind_a_trimmed_log_copies_a_snapshot(tmp_path, etcd):
         assert leader.get("/v1/cluster/snapshot").headers["Content-Type"] == "application/vnd.sqlite3"
 
 
+def test_a_store_the_log_no_longer_holds_copies_a_snapshot(steady_cluster, etcd):
+    # A follower stopped; meanwhile the log loses the change its store applied last and the
+    # next one, a device failed (deleted by hand here; etcd restored or rebuilt, the log
+    # deleted). Started again, it must not apply what follows on top of a store that lacks
+    # them: it copies the leader's snapshot. (The code before applied the rest of the log on
+    # top of its store, which then said the device works, for good: nothing conflicted.)
+    leader = wait_leader(steady_cluster)
+    assert leader.put("/v1/topology", topology(8)).status_code == 200
+    assert leader.post("/v1/fabrics?wait=10",
+                       {"name": "a", "servers": ["s0", "s1"]}).status_code == 201
+    assert_same_tables(leader, steady_cluster)
+    late = followers(steady_cluster, leader)[0]
+    late.stop()
+    assert leader.put("/v1/servers/s7/devices/0", {"state": "failed"}).status_code == 200
+    log = "/ofcd/test/log/"
+    assert etcd._any("/v3/kv/deleterange", {"key": etcd.b64(log),
+                                            "range_end": etcd.b64(log[:-1] + "0")}).ok
+    assert leader.post("/v1/fabrics", {"name": "c", "servers": ["s4", "s5"]}).status_code == 201
+    late.start()
+    wait_for(lambda: names(late) == ["a", "c"], timeout=20)
+    assert_same_tables(leader, steady_cluster)
+    assert late.get("/v1/servers/s7").json()["device_info"][0]["state"] == "failed"
+    assert "the log lacks the change this store applied last" in late.log()
+    assert "following -> resyncing (the log lacks the change its store applied at" in late.log()
+
+
 def append_of(fabric, log="/ofcd/test/log/"):
     """For HoldingProxy: a request that appends fabric's creation to the replication log (not
     the entries of events and fabric states the leader ships on its own meanwhile)."""

@@ -25,7 +25,7 @@
 static int apply1(struct store *s, const void *data, size_t len, int64_t revision)
 {
 	struct store_changeset one = { data, len };
-	return store_apply_changes(s, &one, 1, revision, NULL);
+	return store_apply_changes(s, &one, 1, revision, NULL, NULL);
 }
 
 static char dir[] = "/tmp/ofcd-desired-XXXXXX";

@@ -3,6 +3,7 @@
  * loopback (skipped when /usr/bin/etcd is absent): what the log held before
  * it started, what is appended afterwards, and a conflicting entry stops it.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -190,9 +191,9 @@ struct seen {
 };
 
 /* The member's one apply path, as ha.c gives it to its replica. */
-static int on_apply(void *arg, int64_t revision, const void *change, size_t len)
+static int on_apply(void *arg, int64_t revision, const char *key, const void *change, size_t len)
 {
-	return apply_change(((struct seen *)arg)->s, revision, change, len, false, NULL);
+	return apply_change(((struct seen *)arg)->s, revision, key, change, len, false, NULL);
 }
 
 static void on_caught_up(void *arg, int rc)
@@ -220,7 +221,7 @@ static void test_follow(void **state)
 	int64_t rev = leader_write(w, "INSERT INTO server(id, name, devices, ports_per_device) "
 	                              "VALUES (2, 's2', 8, 2)");
 
-	assert_int_equal(replica_start(w->c, w->follower, "/r", 0, true, &cbs, &r), 0);
+	assert_int_equal(replica_start(w->c, w->follower, "/r", 0, true, true, &cbs, &r), 0);
 	while (replica_applied(r) < rev)
 		run_ms(w, 10);
 	while (!seen.caught_up)
@@ -259,8 +260,8 @@ static struct replica *follow(struct world *w, struct store *s, struct seen *see
 		.apply = on_apply, .caught_up = on_caught_up, .stopped = on_stopped, .arg = seen
 	};
 	*seen = (struct seen){ s, 0, 0 };
-	assert_int_equal(replica_start(w->c, s, "/r", store_applied_revision(s), true, &cbs, &r),
-	                 0);
+	assert_int_equal(
+	    replica_start(w->c, s, "/r", store_applied_revision(s), true, true, &cbs, &r), 0);
 	while (!seen->caught_up)
 		run_ms(w, 10);
 	assert_int_equal(seen->caught_up, 1);
@@ -359,11 +360,81 @@ static void test_parts(void **state)
 	store_close(fresh);
 }
 
+/*
+ * A store whose last change the log no longer holds (deleted by hand here; etcd
+ * restored or replaced, another prefix), or holds another entry at its revision
+ * (a restored etcd numbers its revisions again), is not the log's: the first
+ * read says so and applies nothing, rather than apply what follows on top of it.
+ */
+static void test_store_the_log_lacks(void **state)
+{
+	struct world *w = *state;
+	if (!w)
+		skip();
+	char path[512], err[256];
+	struct store *s;
+	snprintf(path, sizeof(path), "%s/anchored.db", w->m.dir);
+	assert_int_equal(store_open(path, &s, err, sizeof(err)), 0);
+	struct seen seen;
+	struct replica *r = follow(w, s, &seen);
+	int64_t rev = leader_write(
+	    w, "INSERT INTO server(id, name, devices, ports_per_device) VALUES (50, 's50', 8, 2)");
+	while (replica_applied(r) < rev)
+		run_ms(w, 10);
+	replica_free(r);
+	char key[64], had[224];
+	snprintf(key, sizeof(key), "/r/log/%016d", w->seq);
+	store_applied_key(s, had, sizeof(had));
+	assert_string_equal(had, key);
+
+	/* The log holds it: nothing to say. */
+	replica_free(follow(w, s, &seen));
+	/* Another entry at its revision. */
+	assert_int_equal(sqlite3_exec(store_db(s),
+	                              "UPDATE replica_state SET applied_key = "
+	                              "'/r/log/other'",
+	                              NULL, NULL, NULL),
+	                 SQLITE_OK);
+	struct replica_cbs cbs = {
+		.apply = on_apply, .caught_up = on_caught_up, .stopped = on_stopped, .arg = &seen
+	};
+	seen = (struct seen){ s, 0, 0 };
+	assert_int_equal(replica_start(w->c, s, "/r", rev, true, true, &cbs, &r), 0);
+	while (!seen.caught_up)
+		run_ms(w, 10);
+	assert_int_equal(seen.caught_up, 1 - ENOENT);
+	replica_free(r);
+
+	/* No entry there at all. */
+	char put_back[300];
+	snprintf(put_back, sizeof(put_back), "UPDATE replica_state SET applied_key = '%s'", key);
+	assert_int_equal(sqlite3_exec(store_db(s), put_back, NULL, NULL, NULL), SQLITE_OK);
+	struct reply gone = call(w, "/v3/kv/txn", etcd_req_delete_guarded(key, rev));
+	assert_true(gone.rc == 0 && gone.succeeded);
+	seen = (struct seen){ s, 0, 0 };
+	assert_int_equal(replica_start(w->c, s, "/r", rev, true, true, &cbs, &r), 0);
+	while (!seen.caught_up)
+		run_ms(w, 10);
+	assert_int_equal(seen.caught_up, 1 - ENOENT);
+	assert_int_equal(replica_applied(r), rev);
+	replica_free(r);
+
+	/* A store copied from the leader's is the log's, whatever the log lacks. */
+	seen = (struct seen){ s, 0, 0 };
+	assert_int_equal(replica_start(w->c, s, "/r", rev, false, true, &cbs, &r), 0);
+	while (!seen.caught_up)
+		run_ms(w, 10);
+	assert_int_equal(seen.caught_up, 1);
+	replica_free(r);
+	store_close(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_follow),
 		cmocka_unit_test(test_parts),
+		cmocka_unit_test(test_store_the_log_lacks),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -28,7 +28,7 @@ struct pair {
 static int apply1(struct store *s, const void *data, size_t len, int64_t revision)
 {
 	struct store_changeset one = { data, len };
-	return store_apply_changes(s, &one, 1, revision, NULL);
+	return store_apply_changes(s, &one, 1, revision, NULL, NULL);
 }
 
 static int setup(void **state)
@@ -246,7 +246,7 @@ static void test_order_and_constraints(void **state)
 	void *cs = captured(
 	    p->a, "INSERT INTO missing_pair(fabric_id, a_pos, b_pos) VALUES (12, 0, 1)", &len);
 	struct store_changeset one = { cs, len };
-	assert_int_equal(store_apply_changes(p->b, &one, 1, 23, &conflict), -EPROTO);
+	assert_int_equal(store_apply_changes(p->b, &one, 1, 23, NULL, &conflict), -EPROTO);
 	assert_int_equal(conflict.kind, SQLITE_CHANGESET_FOREIGN_KEY);
 	assert_string_equal(conflict.table, "missing_pair");
 	assert_int_equal(count(p->b, "SELECT count(*) FROM missing_pair"), 0);
@@ -261,7 +261,7 @@ static void test_order_and_constraints(void **state)
 	    "INSERT INTO server(id, name, devices, ports_per_device) VALUES (63, 's63', 2, 1)",
 	    &len);
 	one = (struct store_changeset){ cs, len };
-	assert_int_equal(store_apply_changes(p->b, &one, 1, 24, &conflict), -EPROTO);
+	assert_int_equal(store_apply_changes(p->b, &one, 1, 24, NULL, &conflict), -EPROTO);
 	assert_int_equal(conflict.kind, SQLITE_CHANGESET_CONFLICT);
 	assert_string_equal(conflict.table, "server");
 	free(cs);
@@ -298,7 +298,7 @@ static void test_parent_taken_over(void **state)
 	size_t len;
 	void *cs = captured(p->a, "DELETE FROM switch WHERE id = 5", &len);
 	struct store_changeset one = { cs, len };
-	assert_int_equal(store_apply_changes(p->b, &one, 1, 32, &conflict), -EPROTO);
+	assert_int_equal(store_apply_changes(p->b, &one, 1, 32, NULL, &conflict), -EPROTO);
 	assert_int_equal(conflict.kind, SQLITE_CHANGESET_FOREIGN_KEY);
 	assert_string_equal(conflict.table, "switch");
 	assert_int_equal(count(p->b, "SELECT count(*) FROM switch WHERE id = 5"), 1);
