@@ -815,19 +815,8 @@ static void confirm_then_read(struct api_req *req)
 		return;
 	}
 	/* A confirmation out now was sent before this read came: the next one answers it. */
-	r->round = q->sent + 1;
-	if (!q->out) {
-		/* Sent before this read waits: a refusal is then answered at once. */
-		int rc = env->cluster->confirm(env->cluster->arg, on_confirmed, env);
-		if (rc < 0) {
-			free(r);
-			refuse_unconfirmed(req, rc);
-			return;
-		}
-		q->sent++;
-		q->out = true;
-	}
 	r->req = req;
+	r->round = q->sent + 1;
 	if (q->tail)
 		q->tail->next = r;
 	else
@@ -836,6 +825,9 @@ static void confirm_then_read(struct api_req *req)
 	api_error(req, OFCD_E_SHUTTING_DOWN, NULL,
 	          "this member stopped before etcd confirmed that it leads: try again");
 	api_suspend(req, on_read_abort, r);
+	/* Refused at once (not leading any more): answered from here, still in dispatch. */
+	if (!q->out)
+		send_confirmation(env);
 }
 
 /*
