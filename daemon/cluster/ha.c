@@ -574,14 +574,18 @@ static void on_append(int rc, const struct etcd_result *res, void *arg)
 	if (rc == -EIO && a->unanswered) {
 		/*
 		 * etcd refused this try (too large, out of space...), but an earlier
-		 * one may be in. A leader that went on would apply the next change
-		 * to a store that may lack this one: the log decides, through the
-		 * replica of a member that no longer leads. (The fabric states are
-		 * in this store already, and a part alone is dropped everywhere.)
+		 * one may be in, or land later. A leader that went on would apply the
+		 * next change to a store that may lack this one; and whatever it
+		 * appended next could come before it in the log, though after it in
+		 * key order: members that read the log from before both would apply
+		 * this one and then skip the next as applied. So even an entry of
+		 * fabric states, or a part, ends the leadership: the log decides,
+		 * through the replica of a member that no longer leads, and the new
+		 * leader key keeps the late try out.
 		 */
 		log_warn("cluster", "appending %s: etcd refused it (%s): its outcome is unknown",
 		         a->key, res->error);
-		if (current && a->kind != APPEND_STATES && !a->more)
+		if (current)
 			ha_hand_over(h, "the outcome of a change it appended is unknown");
 		append_over(h, -ETIMEDOUT, 0);
 		return;

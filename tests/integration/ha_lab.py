@@ -162,6 +162,7 @@ class HoldingProxy:
         self.held = None  # (path, body) of the request held back, or whose answer was lost
         self.forward = threading.Event()  # late: send the held request to etcd
         self.answer = threading.Event()  # late: give its client the answer
+        self.sent = threading.Event()  # late: etcd answered the held request
         threading.Thread(target=self._accept, daemon=True).start()
 
     def hold(self, match):
@@ -190,6 +191,7 @@ class HoldingProxy:
             self.match, self.held, self.mode = match, None, "late"
             self.forward.clear()
             self.answer.clear()
+            self.sent.clear()
 
     def release(self):
         """Sends the held request to etcd now; its answer, parsed."""
@@ -256,6 +258,7 @@ class HoldingProxy:
                 if held and self.mode == "late":
                     self.forward.wait()
                     r = self._send(path, body)
+                    self.sent.set()
                     self.answer.wait()
                     c.sendall(b"HTTP/1.1 %d OK\r\nContent-Type: application/json\r\n"
                               b"Content-Length: %d\r\n\r\n%s" % (r.status_code, len(r.content),

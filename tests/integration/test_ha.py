@@ -803,6 +803,58 @@ def test_append_refused_after_a_lost_answer_hands_over(tmp_path):
         e.stop()
 
 
+def states_only(log="/ofcd/test/log/"):
+    """For HoldingProxy: an append of the leader's own entry, fabric states and events that
+    rode along with no client's write (a bundle without a changeset of kind 1)."""
+    def match(path, body):
+        put = (json.loads(body).get("success") or [{}])[0].get("request_put") \
+            if path == "/v3/kv/txn" else None
+        if not put or not base64.b64decode(put["key"]).decode().startswith(log):
+            return False
+        value = base64.b64decode(put["value"])
+        if not value.startswith(b"OFCDBNDL"):
+            return False
+        at, kinds = 12, []
+        for _ in range(int.from_bytes(value[8:12], "big")):
+            kinds.append(value[at])
+            at += 5 + int.from_bytes(value[at + 1:at + 5], "big")
+        return 1 not in kinds
+    return match
+
+
+def test_an_entry_of_unknown_outcome_never_lands_behind_a_later_one(tmp_path):
+    """The leader's own entry of fabric states goes unanswered, and etcd refuses its retry
+    (there: too large): it may still land. A leader that went on appending would let it land
+    after a later write, with a smaller key and a larger revision; a member that read the log
+    from before both applied it first and then skipped the write, whose revision was now
+    below its own. The leader hands over instead: its later generation's entries are the
+    only ones that can follow, and the held try, released, cannot get in."""
+    e = Etcd(member_args={1: ["--max-request-bytes", "300"]}).start()
+    try:
+        with behind_proxy(tmp_path, e) as (proxy, members, leader):
+            late = followers(members, leader)[0]
+            late.stop()
+            mark = len(leader.log())
+            proxy.late(states_only())
+            assert leader.post("/v1/fabrics", {"name": "a", "servers": ["s0", "s1"]}).ok
+            # Unanswered for the call's 10 s, its hedge and its retry refused.
+            wait_for(lambda: "its outcome is unknown" in leader.log()[mark:], timeout=40)
+            # The member that refused keeps refusing: the next write goes elsewhere.
+            e.kill(1)
+            assert put_on_leader(members, "/v1/fabrics/b", {"servers": ["s2", "s3"]}).ok
+            proxy.forward.set()
+            proxy.answer.set()
+            assert proxy.sent.wait(timeout=15)
+            late.start()
+            now = wait_leader(members, timeout=30)
+            # The code before: ["a"], silently.
+            wait_for(lambda: names(late) == ["a", "b"], timeout=20)
+            assert_same_tables(now, members)
+            assert "the outcome of a change it appended is unknown" in leader.log()[mark:]
+    finally:
+        e.stop()
+
+
 def test_a_hedge_refused_waits_for_the_try_still_out(tmp_path):
     """An append unanswered for a second is sent to the next etcd member too, which refuses
     it (there: too large). The first try is still out and may land: the leader must wait for
