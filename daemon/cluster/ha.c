@@ -552,6 +552,12 @@ static void on_append(int rc, const struct etcd_result *res, void *arg)
 	try_free(t);
 	if (late)
 		return; /* another try of its send was answered first */
+	/*
+	 * The client sent it on to another member: an earlier try may be in.
+	 * Noted whatever the answer, the one kept waiting for the other try too.
+	 */
+	if (res && res->resent)
+		h->pending->unanswered = true;
 	if (--h->inflight > 0 && rc == -EIO) {
 		/*
 		 * One member refused it (too many requests...) while the other try
@@ -568,9 +574,6 @@ static void on_append(int rc, const struct etcd_result *res, void *arg)
 	struct append *a = h->pending;
 	/* Made under the leadership this member holds now, not an earlier one. */
 	bool current = h->state == MEMBER_LEADING && a->generation == h->generation;
-	/* The client sent it on to another member: an earlier try may be in. */
-	if (res && res->resent)
-		a->unanswered = true;
 	if (rc == -EIO && a->unanswered) {
 		/*
 		 * etcd refused this try (too large, out of space...), but an earlier

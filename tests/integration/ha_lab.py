@@ -156,7 +156,8 @@ class HoldingProxy:
         self.url = f"http://127.0.0.1:{self.lsock.getsockname()[1]}"
         self.lock = threading.Lock()
         self.match = None
-        # What happens to the request matched: hold, late, lose (its answer), refuse.
+        # What happens to the request matched: hold, late, lose (its answer), refuse,
+        # refuse_late.
         self.mode = "hold"
         self.socks = []  # both ends of every connection, cut by close()
         self.held = None  # (path, body) of the request held back, or whose answer was lost
@@ -181,6 +182,13 @@ class HoldingProxy:
         own, as etcd answers a request it does not take: it never reaches etcd."""
         with self.lock:
             self.match, self.held, self.mode = match, None, "refuse"
+
+    def refuse_late(self, match):
+        """Holds back the next request for which match(path, body) is true until forward is
+        set, then answers it with an error as refuse() does: it never reaches etcd."""
+        with self.lock:
+            self.match, self.held, self.mode = match, None, "refuse_late"
+            self.forward.clear()
 
     def late(self, match):
         """Holds back the next request for which match(path, body) is true, on its own
@@ -250,7 +258,9 @@ class HoldingProxy:
                     held = self.match is not None and self.match(path, body)
                     if held:
                         self.match, self.held = None, (path, body)
-                if held and self.mode == "refuse":
+                if held and self.mode == "refuse_late":
+                    self.forward.wait()
+                if held and self.mode in ("refuse", "refuse_late"):
                     err = json.dumps({"error": "refused", "code": 9, "message": "refused"})
                     c.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\n"
                               b"Content-Length: %d\r\n\r\n%s" % (len(err), err.encode()))

@@ -803,6 +803,42 @@ def test_append_refused_after_a_lost_answer_hands_over(tmp_path):
         e.stop()
 
 
+def test_a_refusal_after_a_resent_try_is_no_proof_the_change_is_out(tmp_path):
+    """The hedge of an append goes to a member that takes it and dies before answering;
+    etcd's client sends it on to the next, which refuses it (too large). Then the first try
+    is refused too. The change is in the log all the same: the client must not hear
+    "nothing changed" (the code before said so, and the leader went on without the change
+    that every other member applied)."""
+    e = Etcd(member_args={2: ["--max-request-bytes", "300"]}).start()
+    first, second = HoldingProxy(e.client[0]), HoldingProxy(e.client[1])
+    try:
+        endpoints = ",".join([first.url, second.url, e.client[2]])
+        with running_members(tmp_path, e, ttl=3, endpoints=endpoints) as members:
+            leader = wait_leader(members)
+            assert leader.put("/v1/topology", topology(8)).status_code == 200
+            mark = len(leader.log())
+            first.refuse_late(append_of("held-a"))
+            second.lose_answer(append_of("held-a"))
+            with concurrent.futures.ThreadPoolExecutor(1) as pool:
+                posted = pool.submit(leader.post, "/v1/fabrics",
+                                     {"name": "held-a", "servers": ["s0", "s1"]}, timeout=60)
+                try:
+                    wait_for(lambda: "waiting for the other" in leader.log()[mark:], timeout=30)
+                finally:
+                    first.forward.set()
+                r = posted.result()
+            assert second.held and first.held
+            assert r.status_code == 504, r.text
+            assert "the outcome of a change it appended is unknown" in leader.log()[mark:]
+            for m in members:
+                wait_for(lambda m=m: names(m) == ["held-a"], timeout=20)
+            assert_same_tables(wait_leader(members, timeout=30), members)
+    finally:
+        first.close()
+        second.close()
+        e.stop()
+
+
 def states_only(log="/ofcd/test/log/"):
     """For HoldingProxy: an append of the leader's own entry, fabric states and events that
     rode along with no client's write (a bundle without a changeset of kind 1)."""
