@@ -303,6 +303,9 @@ static void read_done(struct unit *u, int status, const char *err, const struct 
 	}
 	unjoin_all(u);
 	u->have_actual = true;
+	u->read_once = true;
+	free(u->former_peer);
+	u->former_peer = NULL;
 	u->applied_since_read = false;
 	if (changed)
 		reconcile_actual_changed(r, u);
@@ -419,9 +422,9 @@ static void unit_free(struct unit *u, bool shutdown)
 	free(u->partial);
 	free(u->foreign);
 	free(u->flushed);
+	free(u->former_peer);
 	free(u->violations);
 	json_decref(u->op_fabrics);
-	desired_forget(u->r->d.desired, u->id);
 	u->r->units_closed++;
 	free(u);
 }
@@ -610,6 +613,12 @@ static void sync_units(struct reconciler *r, const struct reconcile_work *t0)
 			continue;
 		}
 		*pu = u->next;
+		/*
+		 * Gone from the topology: its former entries with it. A unit closed
+		 * otherwise (reopened, the member no longer leading) keeps them: until
+		 * it is read again, they are what it may still hold.
+		 */
+		desired_forget(r->d.desired, u->id);
 		unit_free(u, false);
 	}
 	index_units(r);
@@ -1105,8 +1114,8 @@ bool reconcile_fabric_removed(struct reconciler *r, const char *fabric, uint64_t
 		return r != NULL;
 	/*
 	 * The former entries say what may be left of the fabric only while every
-	 * unit is open and none was closed since (closing one forgets its), and
-	 * while the mirror follows the store.
+	 * unit is open and none was closed since (closing one loses what its
+	 * read-back said), and while the mirror follows the store.
 	 */
 	return r->units_synced && r->units_closed == closed && desired_usable(r->d.desired) &&
 	       !desired_former_left(r->d.desired, fabric, unit_may_hold, r);
@@ -1116,7 +1125,10 @@ bool reconcile_port_joined(struct reconciler *r, int64_t ocs_id, uint32_t port, 
                            size_t len)
 {
 	struct unit *u = reconcile_unit_by_id(r, ocs_id);
-	return u && reconcile_port_leftover(r, u, port, why, len);
+	if (u)
+		return reconcile_port_leftover(r, u, port, why, len);
+	/* Not opened yet (a pass away): only ofcd's own record can say. */
+	return reconcile_port_former(r, ocs_id, NULL, port, why, len);
 }
 
 long reconcile_unit_held(struct reconciler *r, int64_t ocs_id)
@@ -1132,8 +1144,19 @@ long reconcile_unit_held(struct reconciler *r, int64_t ocs_id)
 bool reconcile_unit_may_join(struct reconciler *r, int64_t ocs_id)
 {
 	struct unit *u = reconcile_unit_by_id(r, ocs_id);
-	/* reconcile_port_leftover()'s cases: strays held, additions in flight, one-way entries. */
-	return u && (u->stray.n || u->noor || u->njoining || u->npartial);
+	/*
+	 * reconcile_port_leftover()'s cases: strays held, additions in flight,
+	 * one-way entries, entries ofcd did not make, and ofcd's own record of
+	 * what it made there until the unit is read.
+	 */
+	if (u && (u->stray.n || u->noor || u->njoining || u->npartial || u->foreign_all))
+		return true;
+	/* A table-miss entry (dropping, to the controller) leads nowhere: not asked of its ports.
+	 */
+	for (size_t i = 0; u && i < u->nforeign; i++)
+		if (u->foreign[i].out_port != 0 && u->foreign[i].in_port != u->foreign[i].out_port)
+			return true;
+	return (!u || !u->read_once) && desired_has_former(r->d.desired, ocs_id);
 }
 
 static bool units_may_join(void *arg, int64_t ocs_id)

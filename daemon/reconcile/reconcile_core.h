@@ -119,8 +119,15 @@ struct unit {
 	 * (down_reasons[]) */
 	uint64_t downs[8];
 
-	bool busy;               /**< an apply or read is in flight */
-	bool have_actual;        /**< actual[] reflects a read since the last (re)connect */
+	bool busy;        /**< an apply or read is in flight */
+	bool have_actual; /**< actual[] reflects a read since the last (re)connect */
+	bool read_once;   /**< read back since this reconciler opened it (kept on reconnects) */
+	/**
+	 * Until read_once: the other end of a former entry (desired.h) at each
+	 * port, ports + 1 entries, as of former_version; NULL until asked.
+	 */
+	uint32_t *former_peer;
+	uint64_t former_version; /**< desired_former_version() when former_peer was filled */
 	bool in_sync;            /**< the last diff was empty */
 	bool applied_since_read; /**< a batch ended since the last read-back (no drift then) */
 	bool actual_dirty;       /**< actual[] not yet written to the store */

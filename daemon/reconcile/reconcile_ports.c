@@ -201,7 +201,8 @@ static void actual_change(struct reconciler *r, struct unit *u, const struct des
 
 static bool floods(const struct ocs_flow *f)
 {
-	return f->in_port == OCS_PORT_ANY || f->out_port == OCS_PORT_EVERY;
+	/* A match-all entry that drops, or goes to the controller, leads to no port. */
+	return (f->in_port == OCS_PORT_ANY && f->out_port != 0) || f->out_port == OCS_PORT_EVERY;
 }
 
 /* The hold marks of entries that are not whole cross-connects come (1) or go (-1). */
@@ -521,7 +522,15 @@ bool reconcile_port_leftover(struct reconciler *r, struct unit *u, uint32_t port
 		         former ? ")" : "");
 		return true;
 	}
-	/* Only a port with a hold mark can be in a one-way entry. */
+	if (u->foreign_all) {
+		snprintf(
+		    why, len,
+		    "OCS unit %s holds an entry ofcd did not make that matches or floods every "
+		    "port",
+		    u->name);
+		return true;
+	}
+	/* Only a port with a hold mark can be in a one-way entry, or in a foreign one. */
 	for (size_t i = 0; u->hold[port] && i < u->npartial; i++) {
 		if (u->partial[i].in_port == port || u->partial[i].out_port == port) {
 			snprintf(why, len, "OCS unit %s still holds a one-way entry %u -> %u",
@@ -529,5 +538,68 @@ bool reconcile_port_leftover(struct reconciler *r, struct unit *u, uint32_t port
 			return true;
 		}
 	}
-	return false;
+	for (size_t i = 0; u->hold[port] && i < u->nforeign; i++) {
+		const struct ocs_flow *f = &u->foreign[i];
+		/* Dropped, or back to the controller: it leads nowhere else. */
+		if (f->out_port == 0 || f->in_port == f->out_port ||
+		    (f->in_port != port && f->out_port != port))
+			continue;
+		snprintf(why, len, "OCS unit %s holds an entry ofcd did not make, %u -> %u",
+		         u->name, f->in_port, f->out_port);
+		return true;
+	}
+	return reconcile_port_former(r, u->id, u, port, why, len);
+}
+
+/* u->former_peer[port], filled again when the mirror's former entries changed; 0 when none. */
+static uint32_t former_peer(struct reconciler *r, struct unit *u, uint32_t port)
+{
+	uint64_t version = desired_former_version(r->d.desired, u->id);
+	if (!u->former_peer || u->former_version != version) {
+		if (!u->former_peer)
+			u->former_peer = malloc(((size_t)u->ports + 1) * sizeof(*u->former_peer));
+		if (!u->former_peer) {
+			uint32_t peer;
+			const char *fabric;
+			return desired_former_at(r->d.desired, u->id, port, &peer, &fabric) ? peer
+			                                                                    : 0;
+		}
+		desired_former_peers(r->d.desired, u->id, u->former_peer, u->ports);
+		u->former_version = version;
+	}
+	return port <= u->ports ? u->former_peer[port] : 0;
+}
+
+bool reconcile_port_former(struct reconciler *r, int64_t ocs_id, struct unit *u, uint32_t port,
+                           char *why, size_t len)
+{
+	/*
+	 * Once read, the unit's answer is what counts. Before, a stored read-back
+	 * may be old (a cluster member that never led has none), and additions
+	 * in flight died with the process that sent them.
+	 */
+	if (u && u->read_once)
+		return false;
+	uint32_t peer = 0;
+	const char *fabric = NULL;
+	if (u) {
+		/* Asked of every cabled port of a unit (?joined=true): not a scan each. */
+		peer = desired_has_former(r->d.desired, u->id) ? former_peer(r, u, port) : 0;
+		fabric = peer ? desired_former_owner(r->d.desired, u->id, port, peer) : NULL;
+	} else {
+		desired_former_at(r->d.desired, ocs_id, port, &peer, &fabric);
+	}
+	if (!peer)
+		return false;
+	if (u)
+		snprintf(why, len,
+		         "OCS unit %s may still join port %u to port %u (a circuit of fabric %s; "
+		         "the unit has not been read back yet)",
+		         u->name, port, peer, fabric ? fabric : "unknown");
+	else
+		snprintf(why, len,
+		         "OCS unit %lld may still join port %u to port %u (a circuit of fabric %s; "
+		         "the unit is not open yet)",
+		         (long long)ocs_id, port, peer, fabric ? fabric : "unknown");
+	return true;
 }

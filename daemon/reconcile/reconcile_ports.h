@@ -78,4 +78,13 @@ void reconcile_check_isolation(struct reconciler *r, struct unit *u);
 bool reconcile_port_leftover(struct reconciler *r, struct unit *u, uint32_t port, char *why,
                              size_t len);
 
+/**
+ * Whether a former entry (desired.h) of unit ocs_id ends at port: a
+ * cross-connect ofcd made and no longer desires, that the unit may still
+ * hold while no read-back has been had since it was opened (u NULL: not
+ * opened yet). Says why like reconcile_port_leftover(). Loop thread.
+ */
+bool reconcile_port_former(struct reconciler *r, int64_t ocs_id, struct unit *u, uint32_t port,
+                           char *why, size_t len);
+
 #endif

@@ -46,7 +46,8 @@ struct unit_set {
 	size_t n;
 	struct former *former; /* sorted by xc */
 	size_t nformer;
-	int64_t *owner; /* fabric owning each port, by port; nowner entries */
+	uint64_t former_version; /* changes whenever former does */
+	int64_t *owner;          /* fabric owning each port, by port; nowner entries */
 	size_t nowner;
 };
 
@@ -188,6 +189,8 @@ static void formers_drop_desired(struct unit_set *u)
 		else
 			u->former[k++] = u->former[i];
 	}
+	if (k != u->nformer)
+		u->former_version++;
 	u->nformer = k;
 }
 
@@ -321,6 +324,19 @@ static void notify_diff(struct desired *d, int64_t ocs_id, const struct plan_xc 
 	"Times the desired-state mirror read a whole table again instead of following the "        \
 	"rows a commit changed (writes outside a transaction, another process, memory)."
 
+struct name_cache;
+static struct name *name_of(const struct desired *d, int64_t fabric, struct name_cache *c);
+static size_t lower(const struct plan_xc *v, size_t lo, size_t hi, const struct plan_xc *key);
+static int formers_merge(struct unit_set *u, struct former *left, size_t n);
+
+/*
+ * The circuits a reload finds gone (a snapshot copied over the store,
+ * another process's writes) become former entries, as a commit's do: the
+ * unit may still hold them. old (on entries, sorted) is what u held before.
+ */
+static void formers_from_reload(struct desired *d, struct unit_set *u, const struct plan_xc *old,
+                                const int64_t *fabric, size_t on);
+
 static int load_circuits(struct desired *d)
 {
 	sqlite3_stmt *st = store_stmt(d->s, "SELECT ocs_id, a_ocs_port, b_ocs_port, fabric_id "
@@ -397,6 +413,7 @@ static int load_circuits(struct desired *d)
 			u->fabric = fab[k];
 			u->n = count[k];
 			formers_drop_desired(u);
+			formers_from_reload(d, u, oxc, ofab, on);
 			notify_diff(d, u->ocs_id, oxc, ofab, on, u->xc, u->fabric, u->n);
 			free(oxc);
 			free(ofab);
@@ -468,6 +485,7 @@ static int formers_merge(struct unit_set *u, struct former *left, size_t n)
 	free(u->former);
 	u->former = merged;
 	u->nformer = o;
+	u->former_version++;
 	formers_drop_desired(u);
 	return 0;
 }
@@ -593,6 +611,28 @@ static int unit_apply(struct desired *d, struct unit_set *u, const struct net_ch
 			notify_circuit(d, u->ocs_id, v[i].xc, v[i].after, true);
 	}
 	return 0;
+}
+
+static void formers_from_reload(struct desired *d, struct unit_set *u, const struct plan_xc *old,
+                                const int64_t *fabric, size_t on)
+{
+	struct former *left = on ? malloc(on * sizeof(*left)) : NULL;
+	if (!left)
+		return;
+	struct name_cache cache = { 0, NULL };
+	size_t nleft = 0, j = 0;
+	for (size_t i = 0; i < on; i++) {
+		j = lower(u->xc, j, u->n, &old[i]);
+		if (j < u->n && plan_xc_cmp(&u->xc[j], &old[i]) == 0)
+			continue;
+		struct name *nm = name_of(d, fabric[i], &cache);
+		if (nm)
+			left[nleft++] = (struct former){ old[i], nm };
+	}
+	name_put(cache.nm);
+	if (nleft)
+		formers_merge(u, left, nleft);
+	free(left);
 }
 
 static int change_cmp(const void *x, const void *y)
@@ -1371,6 +1411,47 @@ const char *desired_former_owner(const struct desired *d, int64_t ocs_id, uint32
 	return f && f->fabric->s[0] ? f->fabric->s : NULL;
 }
 
+bool desired_former_at(const struct desired *d, int64_t ocs_id, uint32_t port, uint32_t *peer,
+                       const char **fabric)
+{
+	const struct unit_set *u = unit_find(d, ocs_id);
+	/* Asked only of a unit not opened yet (desired_former_peers() for one opened). */
+	for (size_t i = 0; u && i < u->nformer; i++) {
+		const struct former *f = &u->former[i];
+		if (f->xc.a != port && f->xc.b != port)
+			continue;
+		*peer = f->xc.a == port ? f->xc.b : f->xc.a;
+		*fabric = f->fabric->s[0] ? f->fabric->s : NULL;
+		return true;
+	}
+	return false;
+}
+
+bool desired_has_former(const struct desired *d, int64_t ocs_id)
+{
+	const struct unit_set *u = unit_find(d, ocs_id);
+	return u && u->nformer;
+}
+
+uint64_t desired_former_version(const struct desired *d, int64_t ocs_id)
+{
+	const struct unit_set *u = unit_find(d, ocs_id);
+	return u ? u->former_version : 0;
+}
+
+void desired_former_peers(const struct desired *d, int64_t ocs_id, uint32_t *peer, uint32_t ports)
+{
+	const struct unit_set *u = unit_find(d, ocs_id);
+	memset(peer, 0, ((size_t)ports + 1) * sizeof(*peer));
+	for (size_t i = 0; u && i < u->nformer; i++) {
+		const struct plan_xc *xc = &u->former[i].xc;
+		if (xc->b <= ports) {
+			peer[xc->a] = xc->b;
+			peer[xc->b] = xc->a;
+		}
+	}
+}
+
 bool desired_former_left(const struct desired *d, const char *fabric, desired_held_fn held,
                          void *arg)
 {
@@ -1400,6 +1481,7 @@ void desired_prune(struct desired *d, int64_t ocs_id, const struct plan_xc *held
 			name_put(u->former[i].fabric);
 	}
 	u->nformer = k;
+	u->former_version++;
 }
 
 void desired_forget(struct desired *d, int64_t ocs_id)
@@ -1409,6 +1491,7 @@ void desired_forget(struct desired *d, int64_t ocs_id)
 		return;
 	formers_put(u->former, u->nformer);
 	u->nformer = 0;
+	u->former_version++;
 }
 
 uint64_t desired_reloads(const struct desired *d)

@@ -107,6 +107,28 @@ struct desired_set desired_of(const struct desired *d, int64_t ocs_id);
  */
 const char *desired_former_owner(const struct desired *d, int64_t ocs_id, uint32_t a, uint32_t b);
 
+/**
+ * Whether a former entry of the unit (a cross-connect no longer desired that
+ * no read-back has found gone since) ends at port: its other end in *peer,
+ * its fabric's name in *fabric (NULL when unknown; owned by d, valid until
+ * the next commit or desired_prune()).
+ */
+bool desired_former_at(const struct desired *d, int64_t ocs_id, uint32_t port, uint32_t *peer,
+                       const char **fabric);
+
+/** Whether the unit has any former entry (desired_former_at()). */
+bool desired_has_former(const struct desired *d, int64_t ocs_id);
+
+/** A number that changes whenever the unit's former entries do. */
+uint64_t desired_former_version(const struct desired *d, int64_t ocs_id);
+
+/**
+ * Sets peer[p], p in 0..ports (ports + 1 entries, the caller's), to the
+ * other end of the unit's former entry that ends at p, 0 where none does
+ * (one with a port beyond ports is left out).
+ */
+void desired_former_peers(const struct desired *d, int64_t ocs_id, uint32_t *peer, uint32_t ports);
+
 /** Whether the unit may still hold cross-connect {a, b}, as its driver's last answers say. */
 typedef bool (*desired_held_fn)(void *arg, int64_t ocs_id, uint32_t a, uint32_t b);
 
@@ -125,7 +147,7 @@ bool desired_former_left(const struct desired *d, const char *fabric, desired_he
  */
 void desired_prune(struct desired *d, int64_t ocs_id, const struct plan_xc *held, size_t n);
 
-/** Forgets the unit's former owners (the unit was removed or reopened). */
+/** Forgets the unit's former owners (the unit was removed from the topology). */
 void desired_forget(struct desired *d, int64_t ocs_id);
 
 /**

@@ -357,6 +357,32 @@ def test_role_changes_are_events_and_metrics(cluster):
     assert "ofcd_cluster_leader 1" in new.get("/metrics").text
 
 
+def test_a_new_leader_keeps_a_deleted_fabrics_servers_until_it_reads_the_unit(cluster):
+    # A unit that does not answer (a closed port) may hold a fabric's circuits; the leader
+    # that deleted the fabric dies. The next leader never read the unit and has no read-back
+    # of its own: what the log told its mirror (the deleted circuits) must keep the servers
+    # out of a new fabric, or it would join them to the old one's. (The code before: 201.)
+    leader = wait_leader(cluster)
+    topo = topology(4)
+    topo["ocs"] = [{"name": "dark", "driver": "openflow", "ports": 16,
+                    "endpoint": f"tcp:127.0.0.1:{free_port()}"}]
+    assert leader.put("/v1/topology", topo).status_code == 200
+    assert leader.post("/v1/fabrics", {"name": "a", "servers": ["s0", "s1"]}).status_code == 201
+    assert leader.delete("/v1/fabrics/a").status_code == 202
+    for m in followers(cluster, leader):
+        wait_for(lambda m=m: names(m) == [])
+    leader.kill9()
+    new = wait_leader(cluster, exclude=(leader,))
+    r = new.post("/v1/fabrics", {"name": "b", "servers": ["s1", "s2"]})
+    assert r.status_code == 409, r.text
+    assert "may still join" in error_of(r)["message"]
+    assert "a circuit of fabric a; the unit has not been read back yet" in error_of(r)["message"]
+    assert [s["name"] for s in new.get("/v1/servers?joined=true").json()["servers"]] == \
+        ["s0", "s1"]
+    # Servers no former circuit touched are free.
+    assert new.post("/v1/fabrics", {"name": "c", "servers": ["s2", "s3"]}).status_code == 201
+
+
 PER_ROUND = 60  # fabrics created per round: the kill comes in the middle of them
 
 

@@ -336,6 +336,34 @@ def test_c2_foreign_flow_across_fabrics(env):
         assert env.wait_applied(name)["state"] == "applied"
 
 
+def test_c3_foreign_flow_keeps_a_free_server_out(env):
+    env.ensure()
+    # fb deleted, its servers free; then a flow made by hand copies a b-server's port to a
+    # port of fa. A fabric of the b-servers would be joined to fa: its create is 409 until
+    # the flow is gone. (The code before took it, and the flow joined the two tenants.)
+    pa = next(l for l in env.fabrics["fa"]["links"] if l["a"]["ocs"] == "ocs0")["a"]["ocs_port"]
+    pb = next(l for l in env.fabrics["fb"]["links"] if l["a"]["ocs"] == "ocs0")["a"]["ocs_port"]
+    assert env.d.delete("/v1/fabrics/fb?wait=60", timeout=90).json()["state"] == "removed"
+    env.fabrics.pop("fb")
+    env.lab.ofctl("add-flow", "ocs0", f"priority=2000,in_port={pb},actions=output:{pa}")
+    try:
+        deadline = time.monotonic() + AUDIT * 3 + 5
+        while ([pb, pa] not in env.d.get("/v1/ocs/ocs0").json()["foreign"]
+               and time.monotonic() < deadline):
+            time.sleep(0.1)
+        r = env.d.post("/v1/fabrics", {"name": "fb", "servers": FABRICS["fb"]})
+        assert r.status_code == 409, r.text
+        assert r.json()["error"]["code"] == "in_use"
+        assert f"holds an entry ofcd did not make, {pb} -> {pa}" in r.json()["error"]["message"]
+    finally:
+        env.lab.ofctl("--strict", "del-flows", "ocs0", f"priority=2000,in_port={pb}")
+    deadline = time.monotonic() + AUDIT * 3 + 5
+    while env.d.get("/v1/ocs/ocs0").json()["foreign"] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    env.create("fb", FABRICS["fb"])
+    env.wait_applied("fb")
+
+
 def violations(metrics):
     return sum(float(l.split()[-1]) for l in metrics.splitlines()
                if l.startswith("ofcd_isolation_violations_total"))

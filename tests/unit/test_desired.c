@@ -266,6 +266,46 @@ static void test_delete_remembers_owner(void **state)
 	assert_null(desired_former_owner(f->d, 2, 1, 4));
 }
 
+/*
+ * A reload (a snapshot copied over the store, an operator's shell) that finds
+ * circuits gone keeps them as former entries, as a commit does: the units may
+ * still hold them.
+ */
+static void test_reload_remembers_what_went(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(store_begin(f->s), 0);
+	put(f, 1, f1_plan, 3);
+	assert_int_equal(store_commit(f->s), 0);
+	uint64_t version = desired_former_version(f->d, 1);
+	sqlite3 *other;
+	assert_int_equal(sqlite3_open(path, &other), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(other,
+	                              "DELETE FROM circuit WHERE ocs_id = 1 AND a_ocs_port = 1",
+	                              NULL, NULL, NULL),
+	                 SQLITE_OK);
+	sqlite3_close(other);
+	uint64_t before = desired_reloads(f->d);
+	desired_refresh(f->d);
+	assert_int_equal(desired_reloads(f->d), before + 1);
+	assert_string_equal(desired_former_owner(f->d, 1, 1, 2), "f1");
+	assert_null(desired_former_owner(f->d, 1, 3, 5)); /* still desired */
+	assert_true(desired_has_former(f->d, 1));
+	assert_int_not_equal(desired_former_version(f->d, 1), version);
+	uint32_t peer[8];
+	desired_former_peers(f->d, 1, peer, 7);
+	assert_int_equal(peer[1], 2);
+	assert_int_equal(peer[2], 1);
+	assert_int_equal(peer[3], 0);
+	const char *fabric = NULL;
+	uint32_t other_end = 0;
+	assert_true(desired_former_at(f->d, 1, 2, &other_end, &fabric));
+	assert_int_equal(other_end, 1);
+	assert_string_equal(fabric, "f1");
+	assert_false(desired_former_at(f->d, 1, 5, &other_end, &fabric));
+	assert_mirror(f);
+}
+
 static void test_replan_and_reuse(void **state)
 {
 	struct fixture *f = *state;
@@ -444,6 +484,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_any_writer_is_followed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_owners_follow_memberships, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_members_in_parts, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reload_remembers_what_went, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_delete_remembers_owner, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_replan_and_reuse, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_outside_writes, setup, teardown),

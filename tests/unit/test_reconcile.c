@@ -667,6 +667,99 @@ static void test_deleted_fabric_removed(void **state)
 	                    "[[1,5]] A");
 }
 
+/* Sets the unit's read-back to what it holds plus foreign entries v[0..n). */
+static void read_with_foreign(struct fixture *f, struct unit *u, const struct ocs_flow *v, size_t n)
+{
+	struct plan_xc *held = malloc((u->nactual + 1) * sizeof(*held));
+	assert_non_null(held);
+	if (u->nactual)
+		memcpy(held, u->actual, u->nactual * sizeof(*held));
+	struct reconcile_readback rb = { .xcs = held, .n = u->nactual, .cap = u->nactual + 1 };
+	reconcile_ports_set_actual(f->r, u, &rb, NULL, 0, v, n);
+	reconcile_unit_changed(f->r, u);
+}
+
+static void test_an_entry_ofcd_did_not_make_joins_its_ports(void **state)
+{
+	struct fixture *f = *state;
+	char buf[256];
+	create_fabric(f, "B", s34);
+	settle(f, (const char *const[]){ "B=applied", NULL });
+	struct unit *u = unit_named(f, "o1");
+	/* An OpenFlow entry made by hand: free s1's port 1 copied to fabric B's port 9. */
+	const struct ocs_flow one_way[] = { { 1, 9 } };
+	read_with_foreign(f, u, one_way, 1);
+	assert_true(reconcile_unit_may_join(f->r, 1));
+	assert_true(server_joined(f, "s1", buf, sizeof(buf)));
+	assert_string_equal(buf, "OCS unit o1 holds an entry ofcd did not make, 1 -> 9");
+	/* Dropping, or back to the controller, leads nowhere else: s2 stays free. */
+	const struct ocs_flow drops[] = { { 5, 0 }, { OCS_PORT_ANY, 0 } };
+	read_with_foreign(f, u, drops, 2);
+	assert_false(server_joined(f, "s2", buf, sizeof(buf)));
+	assert_int_equal(u->foreign_all, 0); /* a table-miss entry holds no fabric back */
+	assert_false(reconcile_unit_may_join(f->r, 1));
+	/* One that floods reaches every port. */
+	const struct ocs_flow floods[] = { { 6, OCS_PORT_EVERY } };
+	read_with_foreign(f, u, floods, 1);
+	assert_true(server_joined(f, "s2", buf, sizeof(buf)));
+	assert_string_equal(buf, "OCS unit o1 holds an entry ofcd did not make that matches or "
+	                         "floods every port");
+	read_with_foreign(f, u, NULL, 0);
+	assert_false(server_joined(f, "s1", buf, sizeof(buf)));
+	assert_false(server_joined(f, "s2", buf, sizeof(buf)));
+}
+
+static bool read_once(struct fixture *f, const void *name)
+{
+	return unit_named(f, name)->read_once;
+}
+
+/*
+ * A cluster member that starts leading has no read-back of its own (its
+ * stored one is empty, or old) while a unit does not answer; a deleted
+ * fabric's circuits the log told it of may still be there. Until the unit
+ * is read, its servers are not free.
+ */
+static void test_a_new_leader_trusts_no_port_a_former_circuit_used(void **state)
+{
+	struct fixture *f = *state;
+	char buf[256];
+	int64_t fid = create_fabric(f, "A", s12);
+	settle(f, (const char *const[]){ "A=applied", NULL });
+	struct reconcile_deps deps = f->r->d;
+	reconcile_free(f->r); /* the leader goes */
+	f->r = NULL;
+	exec(f, "DELETE FROM actual_xc");
+	exec(f, "UPDATE ocs SET driver = 'openflow', endpoint = 'tcp:127.0.0.1:1' WHERE id = 1");
+	/* Applied as a follower applies the log: no reconciler runs. */
+	delete_fabric(f, fid);
+	assert_int_equal(reconcile_init(&deps, &f->r), 0);
+	/* What a unit not opened yet is asked (the first pass opens them all, in slices). */
+	assert_true(reconcile_port_former(f->r, 1, NULL, 5, buf, sizeof(buf)));
+	assert_string_equal(buf, "OCS unit 1 may still join port 5 to port 1 (a circuit of "
+	                         "fabric A; the unit is not open yet)");
+	assert_true(reconcile_unit_may_join(f->r, 1));
+	assert_true(run_until(f, read_once, "o2", 2000));
+	assert_false(read_once(f, "o1"));
+	assert_true(server_joined(f, "s1", buf, sizeof(buf)));
+	assert_string_equal(buf, "OCS unit o1 may still join port 1 to port 5 (a circuit of "
+	                         "fabric A; the unit has not been read back yet)");
+	assert_false(server_joined(f, "s3", buf, sizeof(buf)));
+	/* It stops leading and leads again, the unit still silent: what it knew stays. */
+	reconcile_free(f->r);
+	f->r = NULL;
+	assert_int_equal(reconcile_init(&deps, &f->r), 0);
+	assert_true(run_until(f, read_once, "o2", 2000));
+	assert_true(server_joined(f, "s1", buf, sizeof(buf)));
+	/* Read back without it: free. */
+	exec(f, "UPDATE ocs SET driver = 'sim', endpoint = 'sim' WHERE id = 1");
+	reconcile_kick(f->r);
+	assert_true(run_until(f, read_once, "o1", 2000));
+	settle(f, NULL);
+	assert_false(server_joined(f, "s1", buf, sizeof(buf)));
+	assert_false(reconcile_unit_may_join(f->r, 1));
+}
+
 /* ---- many circuits: batch splitting and removals before additions --------- */
 
 #define BIG_CIRCUITS 9000 /* more than one batch (8192 operations) */
@@ -1068,6 +1161,10 @@ int main(void)
 		                                teardown),
 		cmocka_unit_test_setup_teardown(test_isolation_holds_back, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_deleted_fabric_removed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_an_entry_ofcd_did_not_make_joins_its_ports,
+		                                setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_a_new_leader_trusts_no_port_a_former_circuit_used, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_batches_split_removals_first, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_random_changes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_small_fabric_at_once_and_partial_dropped,
