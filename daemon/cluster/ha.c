@@ -149,6 +149,7 @@ struct ha {
 	uint64_t try_seq;           /* the last try's */
 	uint64_t tries_from;        /* answers of tries before this one are not waited for */
 	unsigned inflight;          /* tries of the head's last send still unanswered */
+	unsigned riders_refused; /* entries carrying them etcd refused in a row (riders_back()) */
 	void *states; /* fabric-state changes waiting to go to the log, merged into one */
 	size_t states_len;
 	json_t *events; /* the events published while leading, waiting to go with them */
@@ -517,10 +518,132 @@ static int apply_own(struct ha *h, struct append *a, int64_t revision)
 	return rc == -EXDEV ? -EXDEV : -EPROTO;
 }
 
+/*
+ * Fabric states are the followers' view only (a new leader derives them
+ * again): they go to the log merged, at most every STATES_DELAY_MS, behind
+ * the writes that came meanwhile rather than ahead of them, with the events
+ * the leader published meanwhile. A follower may show a state, and publish
+ * an event, a little late.
+ */
+#define STATES_DELAY_MS 20
+
+static void riders_wait(struct ha *h);
+
+/* Events kept for the log at most while etcd refuses them: the oldest go first. */
+#define EVENTS_KEPT_MAX 4096
+
+/* The longest a refused entry's states and events wait before they go again. */
+#define RIDERS_BACKOFF_MAX_MS 2000
+
+/*
+ * Puts the states and events of change (a bundle) back ahead of those
+ * waiting for the log, which came after them. Whether any came back.
+ */
+static bool riders_ahead(struct ha *h, const void *change, size_t change_len)
+{
+	struct log_changeset v[LOG_BUNDLE_MAX];
+	int n = log_bundle_parse(change, change_len, v, LOG_BUNDLE_MAX);
+	bool back = false;
+	for (int i = 0; i < n; i++) {
+		if (v[i].kind == LOG_STATES) {
+			void *both = NULL;
+			size_t len = v[i].len;
+			int rc = 0;
+			if (h->states)
+				rc = store_changes_combine(v[i].data, v[i].len, h->states,
+				                           h->states_len, &both, &len);
+			else if ((both = malloc(len ? len : 1)) != NULL)
+				memcpy(both, v[i].data, len);
+			else
+				rc = -ENOMEM;
+			if (rc < 0)
+				continue; /* best effort, as ha_replicate_states() */
+			free(h->states);
+			h->states = both; /* NULL: the later ones undid them */
+			h->states_len = both ? len : 0;
+			back = true;
+		} else if (v[i].kind == LOG_EVENTS) {
+			json_t *earlier = json_loadb(v[i].data, v[i].len, 0, NULL);
+			if (json_is_array(earlier) && json_array_extend(earlier, h->events) == 0) {
+				json_decref(h->events);
+				h->events = json_incref(earlier);
+				back = true;
+			}
+			json_decref(earlier);
+		}
+	}
+	return back;
+}
+
+/*
+ * etcd refused, for sure, a change that carried fabric states and events
+ * (of its own, or riding along with a write): they were taken from those
+ * waiting, so they go again, or the followers never hear of them. Entries
+ * of their own queued behind it since come back too, so that what came
+ * later never goes first. Later each time etcd refuses again.
+ */
+static void riders_back(struct ha *h, const struct append *a)
+{
+	if (h->state != MEMBER_LEADING || a->generation != h->generation || !a->change)
+		return;
+	/* Newest first: each goes ahead of what is waiting. */
+	size_t nq = 0;
+	for (struct append *q = h->pending; q; q = q->next)
+		nq += q->kind == APPEND_STATES && !q->sent;
+	struct append **queued = nq ? malloc(nq * sizeof(*queued)) : NULL;
+	if (nq && !queued)
+		nq = 0; /* they go as queued: later, possibly after newer states */
+	size_t k = 0;
+	struct append *prev = NULL, *next;
+	for (struct append *q = h->pending; q && k < nq; q = next) {
+		next = q->next;
+		if (q->kind != APPEND_STATES || q->sent) {
+			prev = q;
+			continue;
+		}
+		if (prev)
+			prev->next = next;
+		else
+			h->pending = next;
+		if (h->pending_tail == q)
+			h->pending_tail = prev;
+		queued[k++] = q;
+	}
+	bool back = false;
+	for (size_t i = k; i > 0; i--) {
+		back |= riders_ahead(h, queued[i - 1]->change, queued[i - 1]->change_len);
+		append_free(queued[i - 1]);
+	}
+	free(queued);
+	back |= riders_ahead(h, a->change, a->change_len);
+	size_t over = json_array_size(h->events);
+	if (over > EVENTS_KEPT_MAX) {
+		json_t *kept = json_array();
+		for (size_t i = over - EVENTS_KEPT_MAX; kept && i < over; i++)
+			json_array_append(kept, json_array_get(h->events, i));
+		if (kept) {
+			log_warn("cluster",
+			         "%zu events etcd did not take are dropped: followers miss them",
+			         over - EVENTS_KEPT_MAX);
+			json_decref(h->events);
+			h->events = kept;
+		}
+	}
+	if (!back)
+		return;
+	h->riders_refused++;
+	unsigned ms = STATES_DELAY_MS << (h->riders_refused < 8 ? h->riders_refused : 8);
+	if (ms > RIDERS_BACKOFF_MAX_MS)
+		ms = RIDERS_BACKOFF_MAX_MS;
+	struct timeval tv = { ms / 1000, (suseconds_t)(ms % 1000) * 1000 };
+	evtimer_add(h->states_timer, &tv);
+}
+
 static void append_over(struct ha *h, int rc, int64_t revision)
 {
 	struct append *a = pop(h);
 	if (rc == 0) {
+		h->riders_refused = 0;
 		note_logged(h, a->key, revision);
 		metrics_observe_write_stage("log", mono_since(&a->first_sent));
 	}
@@ -533,6 +656,8 @@ static void append_over(struct ha *h, int rc, int64_t revision)
 		a = pop(h);
 		rc = -ESTALE;
 	}
+	if (rc == -EIO || rc == -ESTALE)
+		riders_back(h, a); /* not in the log, and never will be */
 	/* apply_own may hand over: until then the entries behind this one count as queued. */
 	if (rc == 0 && !a->more)
 		rc = apply_own(h, a, revision);
@@ -689,15 +814,6 @@ static void on_append(int rc, const struct etcd_result *res, void *arg)
 		ha_hand_over(h, "the leader key is no longer its own");
 	append_over(h, -ESTALE, 0);
 }
-
-/*
- * Fabric states are the followers' view only (a new leader derives them
- * again): they go to the log merged, at most every STATES_DELAY_MS, behind
- * the writes that came meanwhile rather than ahead of them, with the events
- * the leader published meanwhile. A follower may show a state, and publish
- * an event, a little late.
- */
-#define STATES_DELAY_MS 20
 
 /* Events kept for the log beyond this go in an entry of their own at once. */
 #define EVENTS_MAX_BYTES (256u * 1024u)
@@ -1016,6 +1132,8 @@ static void leave_leading(struct ha *h)
 	h->trimming = 0;
 	free(h->states);
 	h->states = NULL;
+	evtimer_del(h->states_timer);
+	h->riders_refused = 0;
 	h->generation = 0;
 }
 

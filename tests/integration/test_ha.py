@@ -917,6 +917,24 @@ def test_an_entry_of_unknown_outcome_never_lands_behind_a_later_one(tmp_path):
         e.stop()
 
 
+def test_fabric_states_refused_by_etcd_go_again(tmp_path, etcd):
+    """etcd refuses the leader's entry of fabric states and events (too many requests, no
+    space): they are not in the log, and must go again with the next, or the followers show
+    the fabric's earlier state, and miss its events, until its state changes again. (The
+    code before dropped them: the followers kept "pending".)"""
+    with behind_proxy(tmp_path, etcd) as (proxy, members, leader):
+        mark = len(leader.log())
+        proxy.refuse(states_only())
+        r = leader.post("/v1/fabrics?wait=10", {"name": "a", "servers": ["s0", "s1"]})
+        assert r.json()["state"] == "applied", r.text
+        wait_for(lambda: "etcd refused it" in leader.log()[mark:], timeout=10)
+        assert proxy.held
+        for m in followers(members, leader):
+            wait_for(lambda m=m: m.get("/v1/fabrics/a").json()["state"] == "applied",
+                     timeout=10)
+        assert leader.cluster()["role"] == "leader"
+
+
 def test_a_hedge_refused_waits_for_the_try_still_out(tmp_path):
     """An append unanswered for a second is sent to the next etcd member too, which refuses
     it (there: too large). The first try is still out and may land: the leader must wait for
