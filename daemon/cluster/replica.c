@@ -148,18 +148,31 @@ static void stop(struct replica *r, int rc)
 		r->cbs.stopped(r->cbs.arg, rc);
 }
 
+/*
+ * What a failed etcd call or watch means to the member: etcd's client says
+ * -EPROTO of an answer it could not read (a gateway's error chunk), which
+ * is not this replica's -EPROTO (a change that conflicts with the store):
+ * the log is read again, no snapshot copied.
+ */
+static int transient(int rc)
+{
+	return rc == -EPROTO || rc == -ESTALE || rc == -EXDEV || rc == -ENOENT ? -EIO : rc;
+}
+
 static void on_event(int rc, const struct etcd_result *res, void *arg)
 {
 	struct replica *r = arg;
 	if (rc == 0 && res->compact_revision > 0) {
-		log_warn("replica", "the log was compacted past revision %lld",
+		/* History goes, never a key's last version: read again from the store's revision.
+		 */
+		log_warn("replica", "the log was compacted past revision %lld; reading it again",
 		         (long long)r->applied);
-		stop(r, -ESTALE);
+		stop(r, -EAGAIN);
 		return;
 	}
 	if (rc < 0 || res->canceled) {
 		log_warn("replica", "the log watch ended at revision %lld", (long long)r->applied);
-		stop(r, rc < 0 ? rc : -EHOSTUNREACH);
+		stop(r, rc < 0 ? transient(rc) : -EHOSTUNREACH);
 		return;
 	}
 	rc = apply(r, res->kvs, res->nkvs);
@@ -219,6 +232,7 @@ static void on_range(int rc, const struct etcd_result *res, void *arg)
 			floor = strtoll((const char *)res->kvs[i].value, NULL, 10);
 	if (rc < 0) {
 		log_warn("replica", "cannot read the log: %s", strerror(-rc));
+		rc = transient(rc);
 	} else if (res->revision < r->applied) {
 		/*
 		 * Its entries would get revisions this store counts as applied:

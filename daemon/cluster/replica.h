@@ -39,15 +39,16 @@ struct replica_cbs {
 	 * revision is behind the store's (etcd lost changes the store has),
 	 * -ENOENT when the log lacks the change the store applied last (its
 	 * from_revision, not trimmed: the store is not the log's; nothing was
-	 * applied), or the etcd call's error.
+	 * applied), or the etcd call's error (never one of those: read again).
 	 */
 	void (*caught_up)(void *arg, int rc);
 	/** Each entry applied, with its revision (what the store now records). */
 	void (*applied)(void *arg, int64_t revision);
 	/**
-	 * Following ended: -EPROTO diverged, -ESTALE the log was compacted past
-	 * this replica, else the watch's or the store's error (for now). Free the
-	 * replica; start another from replica_applied() to go on.
+	 * Following ended: -EPROTO diverged, -ESTALE the log was trimmed past
+	 * this replica, else the watch's or the store's error, or -EAGAIN (etcd
+	 * compacted its history past the watch): for now. Free the replica;
+	 * start another from replica_applied() to go on.
 	 */
 	void (*stopped)(void *arg, int rc);
 	void *arg; /**< passed back to each */
