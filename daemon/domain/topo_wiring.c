@@ -368,9 +368,11 @@ static int check_cut(struct store *s, const struct cable *c, const char *prefix,
  * another port (a deleted fabric's circuit left on a unit that does not
  * answer): refused (409), or it would join its server to whatever sits at the
  * other end, a server of another tenant perhaps, past every fabric's checks.
+ * So is one that leaves such a port (leaving): the record may change before
+ * the fibre moves, and its server, free on paper, would still be joined.
  */
 static int check_joined(struct store *s, const struct domain_units *units, const struct cable *c,
-                        const char *prefix, struct ofcd_error *e)
+                        bool leaving, const char *prefix, struct ofcd_error *e)
 {
 	char why[256];
 	if (!domain_port_joined(units, c->ocs_id, c->ocs_port, why, sizeof(why)))
@@ -380,9 +382,10 @@ static int check_joined(struct store *s, const struct domain_units *units, const
 	const char *server =
 	    st && sqlite3_step(st) == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : "?";
 	int rc = ofcd_fail(e, -EBUSY, OFCD_E_IN_USE, prefix ? prefix : "links", NULL,
-	                   "the new wiring cables server %s device %u port %u to a port that %s; "
+	                   "the new wiring %s server %s device %u port %u %s a port that %s; "
 	                   "wait until it is removed (or the unit removed with ?force=true)",
-	                   server, c->device, c->port, why);
+	                   leaving ? "takes" : "cables", server, c->device, c->port,
+	                   leaving ? "off" : "to", why);
 	if (st)
 		sqlite3_reset(st);
 	return rc;
@@ -477,7 +480,9 @@ static int replace_cables(struct store *s, const struct domain_units *units, str
 	while (rc == 0 && j < nc->n)
 		add[nadd++] = j++;
 	for (size_t i = 0; rc == 0 && i < nadd; i++)
-		rc = check_joined(s, units, &nc->v[add[i]], prefix, e);
+		rc = check_joined(s, units, &nc->v[add[i]], false, prefix, e);
+	for (size_t i = 0; rc == 0 && i < del.n; i++)
+		rc = check_joined(s, units, &del.v[i], true, prefix, e);
 	/* Removals first: an OCS port may pass from one device port to another. */
 	for (size_t i = 0; rc == 0 && i < del.n; i++) {
 		rc = check_cut(s, &del.v[i], prefix, e);

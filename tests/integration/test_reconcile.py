@@ -526,8 +526,15 @@ def test_recabling_onto_a_leftover_port_is_refused(tmp_path):
             assert "server srv3 device 0 port 0" in msg and f"far still joins port {port['srv0']}" in msg, msg
             assert d.get("/v1/wiring").json() == before
         free = max(port.values()) + 1
+        # Nor may srv0's cable leave the port: the record may change before the fibre moves,
+        # and srv0, free on paper, would still be joined to srv1. (The code before took it.)
         moved = [dict(l, ocs_port=free) if l["server"] == "srv3" else l
                  for l in links if l["server"] != "srv0"]
+        r = d.put("/v1/wiring", {"links": moved})
+        assert r.status_code == 409 and error_of(r)["code"] == "in_use", r.text
+        assert (f"takes server srv0 device 0 port 0 off a port that OCS unit far still joins "
+                f"port {port['srv0']}") in error_of(r)["message"], r.text
+        moved = [dict(l, ocs_port=free) if l["server"] == "srv3" else l for l in links]
         assert d.put("/v1/wiring", {"links": moved}).status_code == 200
         assert {l["server"]: l["ocs_port"] for l in d.get("/v1/wiring").json()["links"]}["srv3"] == free
     finally:
