@@ -790,6 +790,20 @@ def behind_proxy(tmp_path, etcd, servers=8, **kw):
         proxy.close()
 
 
+def post_held_a(leader, line, release):
+    """POSTs fabric held-a to leader; once line is in its log (after now), release(); the
+    reply."""
+    mark = len(leader.log())
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        posted = pool.submit(leader.post, "/v1/fabrics",
+                             {"name": "held-a", "servers": ["s0", "s1"]}, timeout=60)
+        try:
+            wait_for(lambda: line in leader.log()[mark:], timeout=30)
+        finally:
+            release()
+        return posted.result()
+
+
 def test_append_whose_answer_was_lost_is_acknowledged(tmp_path, etcd):
     """etcd's client sends a call on to the next member when the first gives no answer; the
     first may have appended all the same (a member that died right after). The retry then
@@ -845,14 +859,7 @@ def test_a_refusal_after_a_resent_try_is_no_proof_the_change_is_out(tmp_path):
             mark = len(leader.log())
             first.refuse_late(append_of("held-a"))
             second.lose_answer(append_of("held-a"))
-            with concurrent.futures.ThreadPoolExecutor(1) as pool:
-                posted = pool.submit(leader.post, "/v1/fabrics",
-                                     {"name": "held-a", "servers": ["s0", "s1"]}, timeout=60)
-                try:
-                    wait_for(lambda: "waiting for the other" in leader.log()[mark:], timeout=30)
-                finally:
-                    first.forward.set()
-                r = posted.result()
+            r = post_held_a(leader, "waiting for the other", first.forward.set)
             assert second.held and first.held
             assert r.status_code == 504, r.text
             assert "the outcome of a change it appended is unknown" in leader.log()[mark:]
@@ -945,15 +952,11 @@ def test_a_hedge_refused_waits_for_the_try_still_out(tmp_path):
         with behind_proxy(tmp_path, e) as (proxy, members, leader):
             mark = len(leader.log())
             proxy.late(append_of("held-a"))
-            with concurrent.futures.ThreadPoolExecutor(1) as pool:
-                posted = pool.submit(leader.post, "/v1/fabrics",
-                                     {"name": "held-a", "servers": ["s0", "s1"]}, timeout=60)
-                try:
-                    wait_for(lambda: "etcd refused" in leader.log()[mark:], timeout=30)
-                finally:
-                    proxy.forward.set()
-                    proxy.answer.set()
-                r = posted.result()
+
+            def release():
+                proxy.forward.set()
+                proxy.answer.set()
+            r = post_held_a(leader, "etcd refused", release)
             assert r.status_code == 201, r.text
             assert "waiting for the other" in leader.log()[mark:]
             assert leader.metric("ofcd_cluster_append_hedges_total") >= 1
