@@ -24,11 +24,12 @@ def main():
     if not os.access(ETCD_BIN, os.X_OK):
         print(f"ha_jepsen: skipped, {ETCD_BIN} not installed")
         return
+    print(f"ha_jepsen_seed: {seed} (a failure replays with: bench/ha_jepsen.py BUILD {faults} "
+          f"{seed})", flush=True)
     with tempfile.TemporaryDirectory(prefix="ofcd-jepsen-") as tmp:
         t = time.monotonic()
         s = ha_jepsen.run(pathlib.Path(tmp), seed, faults, say=lambda m: None)
     kinds = ", ".join(f"{k[6:]} {v}" for k, v in sorted(s.items()) if k.startswith("fault_"))
-    print(f"ha_jepsen_seed: {seed}")
     print(f"ha_jepsen_faults: {s['faults']} in {time.monotonic() - t:.0f} s ({kinds})")
     print(f"ha_jepsen_writes: {s.get('acked', 0)} acknowledged, {s.get('refused', 0)} refused, "
           f"{s.get('unknown', 0)} without a certain answer; every acknowledged write present, "

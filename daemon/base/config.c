@@ -464,7 +464,8 @@ static const struct cfgtab_key config_keys[] = {
 	  .what = "entries",
 	  .def = "10000",
 	  .doc = "replicated changes the leader keeps in etcd; a member further behind "
-	         "(down for long) copies a snapshot of the leader's store instead" },
+	         "(down for long) copies a snapshot of the leader's store instead; the leader "
+	         "keeps more (up to 4 ×) while another member that is up is further behind" },
 	{ .section = "cluster",
 	  .key = "token",
 	  .type = CFGTAB_STRING,

@@ -1310,8 +1310,13 @@ static void on_trimmed(int rc, const struct etcd_result *res, void *arg)
 /*
  * The log keeps the last log_keep entries: a member further behind copies a
  * snapshot. A leader trims what it appended itself once half as many again
- * piled up, and leaves PREFIX/log_floor = the newest revision gone.
+ * piled up, and leaves PREFIX/log_floor = the newest revision gone; never
+ * past its own store, nor past another member that is up, unless that one
+ * holds up LOG_HELD_MAX times log_keep.
  */
+/* The log held for members behind grows to this many times log_keep, no more. */
+#define LOG_HELD_MAX 4u
+
 static void trim(struct ha *h)
 {
 	if (h->state != MEMBER_LEADING || h->trimming ||
@@ -1323,11 +1328,37 @@ static void trim(struct ha *h)
 	 * log before the change is in any store, and a floor above every store
 	 * would leave nobody able to follow (nor to take over).
 	 */
-	int64_t applied = store_applied_revision(h->d.store);
-	while (n > 0 && h->logged[n - 1].revision > applied)
+	int64_t reach = store_applied_revision(h->d.store);
+	/*
+	 * Nor past any other member that is up (its key alive): should this one
+	 * die, any of them must be able to lead, and a store the log no longer
+	 * reaches cannot (it copies a leader's snapshot, and there may be no
+	 * leader). Their progress is as they published it, two ticks ago at most.
+	 * One that stays behind holds at most LOG_HELD_MAX times log_keep: past
+	 * that, what exceeds it goes, and the one behind copies a snapshot.
+	 */
+	int64_t behind = INT64_MAX;
+	size_t i;
+	json_t *m;
+	json_array_foreach(h->members, i, m)
+	{
+		const char *name = json_string_value(json_object_get(m, "name"));
+		json_int_t rev = json_integer_value(json_object_get(m, "applied_revision"));
+		if (name && strcmp(name, h->name) != 0 && rev < behind)
+			behind = rev;
+	}
+	size_t held = LOG_HELD_MAX * (size_t)h->log_keep;
+	if (behind < reach) {
+		if (h->nlogged <= held + h->log_keep / 2)
+			reach = behind;
+		else
+			n = h->nlogged - held;
+	}
+	while (n > 0 && h->logged[n - 1].revision > reach)
 		n--;
 	if (n == 0)
 		return;
+	bool past = h->logged[n - 1].revision > behind;
 	const struct logged *last = &h->logged[n - 1];
 	char floor[256], prefix[160];
 	/* The revision for replicas, the key for an append that lost its answer meanwhile. */
@@ -1339,6 +1370,13 @@ static void trim(struct ha *h)
 	              on_trimmed, h) == 0) {
 		h->trimming = n;
 		h->trim_generation = h->generation;
+		if (past)
+			log_warn(
+			    "cluster",
+			    "trimming the log past a member stuck at revision %lld (this "
+			    "leadership's entries past %u times log_keep): it copies a snapshot; "
+			    "should this member fail first, it cannot lead",
+			    (long long)behind, LOG_HELD_MAX);
 	}
 }
 

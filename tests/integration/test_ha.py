@@ -737,6 +737,40 @@ def test_member_behind_a_trimmed_log_copies_a_snapshot(tmp_path, etcd):
         assert leader.get("/v1/cluster/snapshot").headers["Content-Type"] == "application/vnd.sqlite3"
 
 
+def test_the_log_is_never_trimmed_past_every_other_member(tmp_path, etcd):
+    # Both followers are up but behind (another process holds their stores: they cannot
+    # apply), and the leader takes more writes than the log keeps. Were it to trim past
+    # them both and then die, no member could lead: each would need a snapshot, and only
+    # a leader gives one. (The code before trimmed by its own store alone, and the cluster
+    # stayed without a leader for good.)
+    with running_members(tmp_path, etcd, ttl=4, extra="log_keep = 4\n") as members:
+        leader = wait_leader(members)
+        assert leader.put("/v1/topology", topology(24)).status_code == 200
+        behind = followers(members, leader)
+        for m in behind:
+            wait_for(lambda m=m: len(m.get("/v1/servers").json()["servers"]) == 24)
+        # The leader knows them (their member keys, published each third of lease_ttl).
+        wait_for(lambda: len(leader.cluster()["members"]) == 3, timeout=10)
+        held = [sqlite3.connect(m.store, timeout=10) for m in behind]
+        try:
+            for db in held:
+                db.execute("BEGIN IMMEDIATE")
+            for i in range(10):
+                body = {"name": f"f{i}", "servers": [f"s{2 * i}", f"s{2 * i + 1}"]}
+                assert leader.post("/v1/fabrics", body).status_code == 201
+            time.sleep(4)  # three ticks: trims, and the followers' progress published
+            leader.kill9()  # while both are behind
+            time.sleep(3)  # nothing it sent them can still land
+        finally:
+            for db in held:
+                db.rollback()
+                db.close()
+        now = wait_leader(members, timeout=30, exclude=(leader,))
+        wait_for(lambda: len(names(now)) == 10, timeout=20)
+        for m in behind:
+            wait_for(lambda m=m: len(names(m)) == 10, timeout=20)
+
+
 def test_a_store_the_log_no_longer_holds_copies_a_snapshot(steady_cluster, etcd):
     # A follower stopped; meanwhile the log loses the change its store applied last and the
     # next one, a device failed (deleted by hand here; etcd restored or rebuilt, the log
