@@ -536,43 +536,45 @@ static void riders_wait(struct ha *h);
 #define RIDERS_BACKOFF_MAX_MS 2000
 
 /*
- * Puts the states and events of change (a bundle) back ahead of those
- * waiting for the log, which came after them. Whether any came back.
+ * Adds a fabric-states changeset behind those waiting for the log, merged
+ * into one. False when it could not (out of memory, a malformed one): best
+ * effort, the next states carry the news.
  */
-static bool riders_ahead(struct ha *h, const void *change, size_t change_len)
+static bool states_add(struct ha *h, const void *changeset, size_t len)
+{
+	void *next = NULL;
+	size_t next_len = len;
+	if (!h->states) {
+		next = malloc(len ? len : 1);
+		if (!next)
+			return false;
+		memcpy(next, changeset, len);
+	} else if (store_changes_combine(h->states, h->states_len, changeset, len, &next,
+	                                 &next_len) < 0) {
+		return false;
+	}
+	free(h->states);
+	h->states = next; /* NULL: the later ones undid the earlier */
+	h->states_len = next ? next_len : 0;
+	return true;
+}
+
+/* Adds the states and events of change (a bundle) behind those waiting. Whether any. */
+static bool riders_add(struct ha *h, const void *change, size_t change_len)
 {
 	struct log_changeset v[LOG_BUNDLE_MAX];
 	int n = log_bundle_parse(change, change_len, v, LOG_BUNDLE_MAX);
-	bool back = false;
+	bool added = false;
 	for (int i = 0; i < n; i++) {
 		if (v[i].kind == LOG_STATES) {
-			void *both = NULL;
-			size_t len = v[i].len;
-			int rc = 0;
-			if (h->states)
-				rc = store_changes_combine(v[i].data, v[i].len, h->states,
-				                           h->states_len, &both, &len);
-			else if ((both = malloc(len ? len : 1)) != NULL)
-				memcpy(both, v[i].data, len);
-			else
-				rc = -ENOMEM;
-			if (rc < 0)
-				continue; /* best effort, as ha_replicate_states() */
-			free(h->states);
-			h->states = both; /* NULL: the later ones undid them */
-			h->states_len = both ? len : 0;
-			back = true;
+			added |= states_add(h, v[i].data, v[i].len);
 		} else if (v[i].kind == LOG_EVENTS) {
-			json_t *earlier = json_loadb(v[i].data, v[i].len, 0, NULL);
-			if (json_is_array(earlier) && json_array_extend(earlier, h->events) == 0) {
-				json_decref(h->events);
-				h->events = json_incref(earlier);
-				back = true;
-			}
-			json_decref(earlier);
+			json_t *events = json_loadb(v[i].data, v[i].len, 0, NULL);
+			added |= json_is_array(events) && json_array_extend(h->events, events) == 0;
+			json_decref(events);
 		}
 	}
-	return back;
+	return added;
 }
 
 /*
@@ -584,18 +586,21 @@ static bool riders_ahead(struct ha *h, const void *change, size_t change_len)
  */
 static void riders_back(struct ha *h, const struct append *a)
 {
-	if (h->state != MEMBER_LEADING || a->generation != h->generation || !a->change)
+	json_t *events = json_array();
+	if (h->state != MEMBER_LEADING || a->generation != h->generation || !a->change || !events) {
+		json_decref(events);
 		return;
-	/* Newest first: each goes ahead of what is waiting. */
-	size_t nq = 0;
-	for (struct append *q = h->pending; q; q = q->next)
-		nq += q->kind == APPEND_STATES && !q->sent;
-	struct append **queued = nq ? malloc(nq * sizeof(*queued)) : NULL;
-	if (nq && !queued)
-		nq = 0; /* they go as queued: later, possibly after newer states */
-	size_t k = 0;
+	}
+	/* Those waiting came last: set aside, and added behind the refused and the queued. */
+	void *newer = h->states;
+	size_t newer_len = h->states_len;
+	json_t *newer_events = h->events;
+	h->states = NULL;
+	h->states_len = 0;
+	h->events = events;
+	bool back = riders_add(h, a->change, a->change_len);
 	struct append *prev = NULL, *next;
-	for (struct append *q = h->pending; q && k < nq; q = next) {
+	for (struct append *q = h->pending; q; q = next) {
 		next = q->next;
 		if (q->kind != APPEND_STATES || q->sent) {
 			prev = q;
@@ -607,15 +612,14 @@ static void riders_back(struct ha *h, const struct append *a)
 			h->pending = next;
 		if (h->pending_tail == q)
 			h->pending_tail = prev;
-		queued[k++] = q;
+		back |= riders_add(h, q->change, q->change_len);
+		append_free(q);
 	}
-	bool back = false;
-	for (size_t i = k; i > 0; i--) {
-		back |= riders_ahead(h, queued[i - 1]->change, queued[i - 1]->change_len);
-		append_free(queued[i - 1]);
-	}
-	free(queued);
-	back |= riders_ahead(h, a->change, a->change_len);
+	if (newer)
+		states_add(h, newer, newer_len);
+	free(newer);
+	json_array_extend(h->events, newer_events);
+	json_decref(newer_events);
 	size_t over = json_array_size(h->events);
 	if (over > EVENTS_KEPT_MAX) {
 		json_t *kept = json_array();
@@ -1086,23 +1090,8 @@ static void on_states_timer(evutil_socket_t fd, short what, void *arg)
 
 void ha_replicate_states(struct ha *h, const void *changeset, size_t len)
 {
-	if (h->state != MEMBER_LEADING)
-		return;
-	void *next = NULL;
-	size_t next_len = len;
-	if (!h->states) {
-		next = malloc(len);
-		if (!next)
-			return; /* best effort: the next states carry the news */
-		memcpy(next, changeset, len);
-	} else if (store_changes_combine(h->states, h->states_len, changeset, len, &next,
-	                                 &next_len) < 0) {
-		return; /* the pending ones still go */
-	}
-	free(h->states);
-	h->states = next;
-	h->states_len = next_len;
-	riders_wait(h);
+	if (h->state == MEMBER_LEADING && states_add(h, changeset, len))
+		riders_wait(h);
 }
 
 int ha_gate(struct ha *h, char *leader, size_t len)
@@ -1307,6 +1296,9 @@ static void on_trimmed(int rc, const struct etcd_result *res, void *arg)
 		forget_logged(h, n);
 }
 
+/* The log held for members behind grows to this many times log_keep, no more. */
+#define LOG_HELD_MAX 4u
+
 /*
  * The log keeps the last log_keep entries: a member further behind copies a
  * snapshot. A leader trims what it appended itself once half as many again
@@ -1314,8 +1306,6 @@ static void on_trimmed(int rc, const struct etcd_result *res, void *arg)
  * past its own store, nor past another member that is up, unless that one
  * holds up LOG_HELD_MAX times log_keep.
  */
-/* The log held for members behind grows to this many times log_keep, no more. */
-#define LOG_HELD_MAX 4u
 
 static void trim(struct ha *h)
 {
