@@ -1151,10 +1151,8 @@ bool reconcile_unit_may_join(struct reconciler *r, int64_t ocs_id)
 	 */
 	if (u && (u->stray.n || u->noor || u->njoining || u->npartial || u->foreign_all))
 		return true;
-	/* A table-miss entry (dropping, to the controller) leads nowhere: not asked of its ports.
-	 */
 	for (size_t i = 0; u && i < u->nforeign; i++)
-		if (u->foreign[i].out_port != 0 && u->foreign[i].in_port != u->foreign[i].out_port)
+		if (reconcile_flow_leads_out(&u->foreign[i]))
 			return true;
 	return (!u || !u->read_once) && desired_has_former(r->d.desired, ocs_id);
 }

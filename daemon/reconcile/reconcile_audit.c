@@ -262,8 +262,7 @@ unsigned reconcile_audit_unit(struct reconciler *r, struct unit *u, bool store)
 	}
 	for (size_t k = 0; k < u->nforeign; k++) {
 		const struct ocs_flow *f = &u->foreign[k];
-		if ((f->in_port == OCS_PORT_ANY && f->out_port != 0) ||
-		    f->out_port == OCS_PORT_EVERY) {
+		if (reconcile_flow_floods(f)) {
 			foreign_all++;
 			continue;
 		}

@@ -199,18 +199,12 @@ static void actual_change(struct reconciler *r, struct unit *u, const struct des
 	hold_mark(r, u, xc.b, s);
 }
 
-static bool floods(const struct ocs_flow *f)
-{
-	/* A match-all entry that drops, or goes to the controller, leads to no port. */
-	return (f->in_port == OCS_PORT_ANY && f->out_port != 0) || f->out_port == OCS_PORT_EVERY;
-}
-
 /* The hold marks of entries that are not whole cross-connects come (1) or go (-1). */
 static void flow_marks(struct reconciler *r, struct unit *u, const struct ocs_flow *v, size_t n,
                        bool foreign, int s)
 {
 	for (size_t i = 0; i < n; i++) {
-		if (foreign && floods(&v[i])) {
+		if (foreign && reconcile_flow_floods(&v[i])) {
 			u->foreign_all += (unsigned)s;
 			reconcile_unit_changed(r, u);
 			continue;
@@ -424,9 +418,9 @@ int reconcile_ports_batch(struct unit *u, size_t max_ops, struct plan_batch *b)
  */
 static bool foreign_crosses(const struct unit *u, const struct ocs_flow *f)
 {
-	if (f->out_port == 0)
-		return false; /* dropped, or back to the controller or its own port */
-	if (floods(f) || f->in_port > u->ports || f->out_port > u->ports)
+	if (!reconcile_flow_leads_out(f))
+		return false;
+	if (reconcile_flow_floods(f) || f->in_port > u->ports || f->out_port > u->ports)
 		return true;
 	return reconcile_port_owner(u, f->in_port) != reconcile_port_owner(u, f->out_port);
 }
@@ -540,9 +534,7 @@ bool reconcile_port_leftover(struct reconciler *r, struct unit *u, uint32_t port
 	}
 	for (size_t i = 0; u->hold[port] && i < u->nforeign; i++) {
 		const struct ocs_flow *f = &u->foreign[i];
-		/* Dropped, or back to the controller: it leads nowhere else. */
-		if (f->out_port == 0 || f->in_port == f->out_port ||
-		    (f->in_port != port && f->out_port != port))
+		if (!reconcile_flow_leads_out(f) || (f->in_port != port && f->out_port != port))
 			continue;
 		snprintf(why, len, "OCS unit %s holds an entry ofcd did not make, %u -> %u",
 		         u->name, f->in_port, f->out_port);
@@ -591,15 +583,12 @@ bool reconcile_port_former(struct reconciler *r, int64_t ocs_id, struct unit *u,
 	}
 	if (!peer)
 		return false;
-	if (u)
-		snprintf(why, len,
-		         "OCS unit %s may still join port %u to port %u (a circuit of fabric %s; "
-		         "the unit has not been read back yet)",
-		         u->name, port, peer, fabric ? fabric : "unknown");
-	else
-		snprintf(why, len,
-		         "OCS unit %lld may still join port %u to port %u (a circuit of fabric %s; "
-		         "the unit is not open yet)",
-		         (long long)ocs_id, port, peer, fabric ? fabric : "unknown");
+	char id[24];
+	snprintf(id, sizeof(id), "%lld", (long long)ocs_id);
+	snprintf(why, len,
+	         "OCS unit %s may still join port %u to port %u (a circuit of fabric %s; the unit "
+	         "%s)",
+	         u ? u->name : id, port, peer, fabric ? fabric : "unknown",
+	         u ? "has not been read back yet" : "is not open yet");
 	return true;
 }

@@ -79,6 +79,22 @@ bool reconcile_port_leftover(struct reconciler *r, struct unit *u, uint32_t port
                              size_t len);
 
 /**
+ * Whether foreign entry f (one ofcd did not make) reaches every port: it
+ * takes in every port and outputs, or floods. A table-miss entry that drops
+ * or goes to the controller reaches none. Any thread.
+ */
+static inline bool reconcile_flow_floods(const struct ocs_flow *f)
+{
+	return (f->in_port == OCS_PORT_ANY && f->out_port != 0) || f->out_port == OCS_PORT_EVERY;
+}
+
+/** Whether f leads from a port to another (not dropped, not back to the controller). */
+static inline bool reconcile_flow_leads_out(const struct ocs_flow *f)
+{
+	return f->out_port != 0 && f->in_port != f->out_port;
+}
+
+/**
  * Whether a former entry (desired.h) of unit ocs_id ends at port: a
  * cross-connect ofcd made and no longer desires, that the unit may still
  * hold while no read-back has been had since it was opened (u NULL: not

@@ -324,11 +324,6 @@ static void notify_diff(struct desired *d, int64_t ocs_id, const struct plan_xc 
 	"Times the desired-state mirror read a whole table again instead of following the "        \
 	"rows a commit changed (writes outside a transaction, another process, memory)."
 
-struct name_cache;
-static struct name *name_of(const struct desired *d, int64_t fabric, struct name_cache *c);
-static size_t lower(const struct plan_xc *v, size_t lo, size_t hi, const struct plan_xc *key);
-static int formers_merge(struct unit_set *u, struct former *left, size_t n);
-
 /*
  * The circuits a reload finds gone (a snapshot copied over the store,
  * another process's writes) become former entries, as a commit's do: the
