@@ -4,6 +4,7 @@
 #include <event2/event.h>
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,11 @@ struct cluster {
 	/* cluster_confirm()'s caller, while its read is out (confirm_done NULL: none). */
 	void (*confirm_done)(void *arg, int rc);
 	void *confirm_arg;
+	struct etcd_client *confirm_via;
+	uint64_t confirm_round;            /* the confirmation out, or the last one */
+	unsigned confirm_out;              /* its reads not answered yet */
+	struct confirm_try *confirm_tries; /* every read not answered yet, any round */
+	struct event *confirm_hedge;       /* sends the read again elsewhere */
 	struct etcd_watch *watch;
 	/* The revision of the last deletion of the key the watch told (0 once the watch ended):
 	 * a vote that read a key created before it read a key that is gone. */
@@ -71,6 +77,21 @@ struct cluster {
 	void (*resigned)(void *arg); /* cluster_resign()'s done */
 	void *resigned_arg;
 };
+
+/*
+ * A read of cluster_confirm()'s: the first, or the same read sent to the next
+ * endpoint after CONFIRM_HEDGE_MS without an answer (a member that hangs
+ * holds a call for the whole call timeout, and the reads behind it). The
+ * first answer of a round counts; a late one of an earlier round is dropped,
+ * since it may have been read before the readers of this round came.
+ */
+struct confirm_try {
+	struct cluster *c;
+	uint64_t round;
+	struct confirm_try *next;
+};
+
+#define CONFIRM_HEDGE_MS 1000
 
 static void seen(struct cluster *c, int64_t revision)
 {
@@ -490,6 +511,70 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 	step(c);
 }
 
+static void on_confirm(int rc, const struct etcd_result *res, void *arg)
+{
+	struct confirm_try *t = arg;
+	struct cluster *c = t->c;
+	bool current = t->round == c->confirm_round && c->confirm_done;
+	for (struct confirm_try **p = &c->confirm_tries; *p; p = &(*p)->next)
+		if (*p == t) {
+			*p = t->next;
+			break;
+		}
+	free(t);
+	if (!current)
+		return;
+	c->confirm_out--;
+	if (rc < 0 && c->confirm_out > 0)
+		return; /* the other read may yet answer */
+	void (*done)(void *arg, int rc) = c->confirm_done;
+	c->confirm_done = NULL;
+	evtimer_del(c->confirm_hedge);
+	if (rc < 0)
+		rc = -EHOSTUNREACH;
+	else if (c->role != CLUSTER_LEADER || res->nkvs != 1 ||
+	         res->kvs[0].create_revision != c->generation)
+		rc = -ESTALE;
+	done(c->confirm_arg, rc);
+}
+
+static int send_confirm(struct cluster *c, bool elsewhere)
+{
+	struct confirm_try *t = calloc(1, sizeof(*t));
+	char *body = t ? etcd_req_range(c->key, false, 0) : NULL;
+	if (!body) {
+		free(t);
+		return -ENOMEM;
+	}
+	*t = (struct confirm_try){ .c = c, .round = c->confirm_round };
+	int rc = elsewhere
+	             ? etcd_call_elsewhere(c->confirm_via, "/v3/kv/range", body, on_confirm, t)
+	             : etcd_call(c->confirm_via, "/v3/kv/range", body, on_confirm, t);
+	if (rc < 0) {
+		free(t);
+		return rc;
+	}
+	t->next = c->confirm_tries;
+	c->confirm_tries = t;
+	c->confirm_out++;
+	return 0;
+}
+
+static void on_confirm_hedge(evutil_socket_t fd, short what, void *arg)
+{
+	struct cluster *c = arg;
+	(void)fd;
+	(void)what;
+	if (!c->confirm_done || c->confirm_out != 1 || etcd_endpoints(c->confirm_via) < 2)
+		return;
+	const char *first = etcd_endpoint(c->confirm_via);
+	if (send_confirm(c, true) == 0)
+		log_warn("cluster",
+		         "confirming the leadership: no answer from %s in %d ms; asked the next "
+		         "etcd member too",
+		         first, CONFIRM_HEDGE_MS);
+}
+
 int cluster_start(struct event_base *base, const struct ofcd_config *cfg, cluster_role_fn fn,
                   void *arg, struct cluster **out)
 {
@@ -516,6 +601,8 @@ int cluster_start(struct event_base *base, const struct ofcd_config *cfg, cluste
 		rc = -ENOMEM;
 	if (rc == 0 && !(c->hedge = evtimer_new(base, on_hedge, c)))
 		rc = -ENOMEM;
+	if (rc == 0 && !(c->confirm_hedge = evtimer_new(base, on_confirm_hedge, c)))
+		rc = -ENOMEM;
 	if (rc == 0 && event_add(c->tick, &period) < 0)
 		rc = -ENOMEM;
 	if (rc < 0) {
@@ -529,19 +616,6 @@ int cluster_start(struct event_base *base, const struct ofcd_config *cfg, cluste
 	return 0;
 }
 
-static void on_confirm(int rc, const struct etcd_result *res, void *arg)
-{
-	struct cluster *c = arg;
-	void (*done)(void *arg, int rc) = c->confirm_done;
-	c->confirm_done = NULL;
-	if (rc < 0)
-		rc = -EHOSTUNREACH;
-	else if (c->role != CLUSTER_LEADER || res->nkvs != 1 ||
-	         res->kvs[0].create_revision != c->generation)
-		rc = -ESTALE;
-	done(c->confirm_arg, rc);
-}
-
 int cluster_confirm(struct cluster *c, struct etcd_client *via, void (*done)(void *arg, int rc),
                     void *arg)
 {
@@ -549,11 +623,16 @@ int cluster_confirm(struct cluster *c, struct etcd_client *via, void (*done)(voi
 		return -ESTALE;
 	if (c->confirm_done)
 		return -EBUSY;
-	char *body = etcd_req_range(c->key, false, 0);
-	if (!body || etcd_call(via, "/v3/kv/range", body, on_confirm, c) < 0)
-		return -ENOMEM;
+	c->confirm_via = via;
+	c->confirm_round++;
+	c->confirm_out = 0;
+	int rc = send_confirm(c, false);
+	if (rc < 0)
+		return rc;
 	c->confirm_done = done;
 	c->confirm_arg = arg;
+	struct timeval hedge = { CONFIRM_HEDGE_MS / 1000, (CONFIRM_HEDGE_MS % 1000) * 1000 };
+	evtimer_add(c->confirm_hedge, &hedge);
 	return 0;
 }
 
@@ -567,6 +646,13 @@ void cluster_free(struct cluster *c)
 		event_free(c->deadline);
 	if (c->hedge)
 		event_free(c->hedge);
+	if (c->confirm_hedge)
+		event_free(c->confirm_hedge);
+	while (c->confirm_tries) {
+		struct confirm_try *t = c->confirm_tries;
+		c->confirm_tries = t->next;
+		free(t);
+	}
 	etcd_watch_free(c->watch);
 	etcd_client_free(c->etcd);
 	free(c);

@@ -119,7 +119,8 @@ int64_t cluster_lease(const struct cluster *c);
  * prove (a paused machine's may stop), etcd's read does. One confirmation at
  * a time: the caller shares it among its readers. Returns 0, -ESTALE (not
  * leading: done is not called), -EBUSY (one is out) or -ENOMEM. via must
- * outlive the call, or be freed first (then done never runs).
+ * outlive the call, or be freed first, with c freed before the loop runs
+ * again (then done never runs).
  */
 int cluster_confirm(struct cluster *c, struct etcd_client *via, void (*done)(void *arg, int rc),
                     void *arg);

@@ -545,6 +545,26 @@ def test_a_hung_etcd_member_holds_a_write_a_second_not_the_call_timeout(tmp_path
             wait_for(lambda m=m: names(m) == ["a", "b"], timeout=60)
 
 
+def test_a_hung_etcd_member_holds_a_consistent_read_a_second_not_the_call_timeout(tmp_path, etcd):
+    # A prolog's wait for its fabric reads with ?consistent=true. Its confirmation goes to
+    # e0, which answers nothing: the same read goes to the next member after a second, and
+    # the reads after it go there at once. Without it each waits out the 10 s call timeout
+    # first; one answered within 8 s (on however busy a machine) is one that did not.
+    with e0_about_to_fail(tmp_path, etcd, ttl=4) as (members, leader):
+        r = leader.post("/v1/fabrics?wait=10", {"name": "a", "servers": ["s0", "s1"]})
+        assert r.status_code == 201, r.text
+        mark = len(leader.log())
+        with hung(etcd, 0):
+            r = leader.get("/v1/fabrics/a?consistent=true", timeout=8)
+            assert r.status_code == 200, r.text
+            assert "asked the next etcd member too" in leader.log()[mark:]
+            t0 = time.monotonic()
+            r = leader.get("/v1/fabrics?consistent=true", timeout=8)
+            assert r.status_code == 200 and [f["name"] for f in r.json()["fabrics"]] == ["a"], r.text
+            assert time.monotonic() - t0 < 0.9 * 8
+            assert leader.log()[mark:].count("asked the next etcd member too") == 1
+
+
 def test_a_hung_etcd_member_leaves_no_follower_behind(tmp_path, etcd):
     # A member that stops answering yet keeps its sockets open (a stalled disk; here
     # SIGSTOP) leaves the watches on it silent, not ended: a member whose call to it goes
