@@ -138,8 +138,11 @@ struct ha {
 	int64_t generation; /* of this member's leadership, while it leads */
 	uint64_t seq;       /* entries appended under generation */
 	struct replica *replica;
-	struct event *retry;    /* restarts following or catching up */
-	unsigned retry_ms;      /* its last wait (retry_later()); 0 after a success */
+	struct event *retry; /* restarts following or catching up */
+	unsigned retry_ms;   /* its last wait (retry_later()); 0 after a success */
+	/* A candidate's reads of the log failing in a row since (candidate_gives_up()). */
+	bool catch_up_failing;
+	struct timespec catch_up_failing_since; /* CLOCK_MONOTONIC */
 	struct append *pending; /* entries for the log, oldest first: the head is in flight */
 	struct append *pending_tail;
 	bool sending; /* the head was sent (or waits to be sent again) and has no answer yet */
@@ -272,6 +275,8 @@ static void enter(struct ha *h, enum member_state to, const char *why)
 		h->role_changes++;
 		publish_role(h);
 	}
+	if (to == MEMBER_CATCHING_UP)
+		h->catch_up_failing = false;
 	if (to == MEMBER_LEADING) {
 		/* Its events' ids are its leadership's, which its followers publish them under. */
 		char instance[EVENTS_INSTANCE_MAX];
@@ -314,6 +319,25 @@ static void retry_later(struct ha *h)
 
 static void resync(struct ha *h, int why);
 
+/*
+ * A candidate holds the leader key while it reads the rest of the log. One
+ * whose reads keep failing for now (its disk full, its store held by another
+ * process) would leave the cluster without a leader for as long: after a
+ * lease TTL of failures in a row, another member may lead.
+ */
+static bool candidate_gives_up(struct ha *h)
+{
+	if (!h->catch_up_failing) {
+		h->catch_up_failing = true;
+		clock_gettime(CLOCK_MONOTONIC, &h->catch_up_failing_since);
+		return false;
+	}
+	if (mono_since(&h->catch_up_failing_since) < h->ttl_s)
+		return false;
+	ha_hand_over(h, "it could not read the rest of the log for a lease TTL");
+	return true;
+}
+
 static void on_caught_up(void *arg, int rc)
 {
 	struct ha *h = arg;
@@ -335,10 +359,12 @@ static void on_caught_up(void *arg, int rc)
 		log_warn("cluster", "cannot read the replication log: %s", strerror(-rc));
 		replica_free(h->replica);
 		h->replica = NULL;
-		retry_later(h);
+		if (h->state != MEMBER_CATCHING_UP || !candidate_gives_up(h))
+			retry_later(h);
 		return;
 	}
 	h->retry_ms = 0;
+	h->catch_up_failing = false;
 	if (h->state != MEMBER_CATCHING_UP)
 		return; /* a follower goes on following */
 	replica_free(h->replica);
@@ -370,7 +396,8 @@ static int on_replica_apply(void *arg, int64_t revision, const char *key, const 
 	int rc = apply_change(h->d.store, revision, key, change, len, false, &h->applied_hook);
 	if (rc == 0) {
 		h->retry_ms = 0;
-		h->copied = false; /* its last change is now one the log holds */
+		h->catch_up_failing = false; /* a long catch-up that goes on is no failure */
+		h->copied = false;           /* its last change is now one the log holds */
 	}
 	return rc;
 }

@@ -791,6 +791,39 @@ def test_the_log_is_never_trimmed_past_every_other_member(tmp_path, etcd):
             wait_for(lambda m=m: len(names(m)) == 10, timeout=20)
 
 
+def test_a_candidate_that_cannot_read_the_log_lets_another_lead(tmp_path, etcd):
+    # The member elected after the leader died cannot apply the rest of the log (another
+    # process holds its store; a full disk alike) while the third member can. Holding the
+    # leader key meanwhile, it left the cluster without a leader for as long as that
+    # lasted: now it lets the other lead after a lease TTL of failures.
+    with running_members(tmp_path, etcd, ttl=2) as members:
+        leader = wait_leader(members)
+        assert leader.put("/v1/topology", topology(8)).status_code == 200
+        stuck, other = followers(members, leader)
+        wait_for(lambda: len(stuck.get("/v1/servers").json()["servers"]) == 8)
+        held = sqlite3.connect(stuck.store, timeout=10)
+        try:
+            held.execute("BEGIN IMMEDIATE")
+            r = leader.post("/v1/fabrics", {"name": "a", "servers": ["s0", "s1"]})
+            assert r.status_code == 201, r.text
+            wait_for(lambda: names(other) == ["a"])
+            other.proc.send_signal(signal.SIGSTOP)  # so that the stuck one is elected
+            try:
+                leader.kill9()
+                wait_for(lambda: stuck.cluster()["role"] == "candidate", timeout=20)
+            finally:
+                other.proc.send_signal(signal.SIGCONT)
+            assert wait_leader(members, timeout=30, exclude=(leader,)) is other
+            assert "hands the leadership over: it could not read the rest of the log" in \
+                stuck.log()
+            r = other.post("/v1/fabrics", {"name": "b", "servers": ["s2", "s3"]})
+            assert r.status_code == 201, r.text
+        finally:
+            held.rollback()
+            held.close()
+        wait_for(lambda: names(stuck) == ["a", "b"], timeout=20)
+
+
 def test_a_store_the_log_no_longer_holds_copies_a_snapshot(steady_cluster, etcd):
     # A follower stopped; meanwhile the log loses the change its store applied last and the
     # next one, a device failed (deleted by hand here; etcd restored or rebuilt, the log
