@@ -5,11 +5,15 @@
 
 #include "base/metrics.h"
 #include "log.h"
+#include "state/store.h"
 #include "state/store_changes.h"
 
 #define CONFLICTS_HELP                                                                             \
 	"Changes of the replicated log that did not apply cleanly to this member's store (it "     \
 	"copies a snapshot)."
+
+/* Long enough for a checkpoint or a snapshot's copy to let go, short for the loop. */
+#define FOLLOWER_BUSY_MS 50
 
 void apply_metrics_init(void)
 {
@@ -47,7 +51,17 @@ int apply_change(struct store *s, int64_t revision, const char *key, const void 
 		if (v[i].kind == LOG_WRITE || (!own && v[i].kind == LOG_STATES))
 			apply[k++] = (struct store_changeset){ v[i].data, v[i].len };
 	struct store_conflict conflict;
+	/*
+	 * A follower whose store another process holds tries again later (its
+	 * replica backs off), its loop free meanwhile: waiting a second on every
+	 * try stalled its reads and probes. The leader's own change waits as any
+	 * write does: failing it would hand the leadership over.
+	 */
+	if (!own)
+		store_busy_timeout(s, FOLLOWER_BUSY_MS);
 	int rc = store_apply_changes(s, apply, k, revision, key, &conflict);
+	if (!own)
+		store_busy_timeout(s, STORE_BUSY_MS);
 	if (rc == -EPROTO) {
 		log_error("cluster",
 		          "the change at revision %lld conflicts with this store (table %s: %s): "

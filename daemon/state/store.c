@@ -171,7 +171,7 @@ int store_open(const char *path, struct store **out, char *err, size_t errlen)
 	}
 	sqlite3_extended_result_codes(s->db, 1);
 	/* The loop waits while SQLite does: keep a lock held by someone else short. */
-	sqlite3_busy_timeout(s->db, 1000);
+	sqlite3_busy_timeout(s->db, STORE_BUSY_MS);
 	/* journal_mode answers with a row; "wal" means it took. */
 	sqlite3_stmt *st = NULL;
 	if (sqlite3_prepare_v2(s->db, "PRAGMA journal_mode=WAL", -1, &st, NULL) != SQLITE_OK ||
@@ -407,6 +407,11 @@ void store_rollback(struct store *s)
 		exec_simple(s, "ROLLBACK");
 	end_relaxed(s);
 	store_txn_end_hook_call(&s->txn_end, s, false);
+}
+
+void store_busy_timeout(struct store *s, int ms)
+{
+	sqlite3_busy_timeout(s->db, ms);
 }
 
 bool store_in_txn(struct store *s)

@@ -49,6 +49,15 @@ int store_commit(struct store *s);
 /** ROLLBACK, if a transaction is open. */
 void store_rollback(struct store *s);
 
+/** How long a statement waits for a lock another process holds, at first. */
+#define STORE_BUSY_MS 1000
+
+/**
+ * Sets that wait to ms (the loop waits with it). Loop thread only; put it back
+ * to STORE_BUSY_MS after a shorter one.
+ */
+void store_busy_timeout(struct store *s, int ms);
+
 /** True while a transaction is open. */
 bool store_in_txn(struct store *s);
 
