@@ -220,6 +220,30 @@ static void replicate_states(void *arg, const void *changeset, size_t len)
 	ha_replicate_states(d->ha, changeset, len);
 }
 
+static void ship_formers_gone(void *arg, int64_t ocs_id, int64_t upto, const struct plan_xc *gone,
+                              size_t n)
+{
+	struct ofcd *d = arg;
+	struct ha_port_pair *v = malloc((n ? n : 1) * sizeof(*v));
+	for (size_t i = 0; v && i < n; i++)
+		v[i] = (struct ha_port_pair){ gone[i].a, gone[i].b };
+	if (v)
+		ha_ship_formers_gone(d->ha, ocs_id, upto, v, n);
+	free(v);
+}
+
+static void formers_gone(void *arg, int64_t ocs_id, int64_t upto, const struct ha_port_pair *gone,
+                         size_t n)
+{
+	struct ofcd *d = arg;
+	struct plan_xc *v = malloc((n ? n : 1) * sizeof(*v));
+	for (size_t i = 0; v && i < n; i++)
+		v[i] = (struct plan_xc){ gone[i].a, gone[i].b };
+	if (v)
+		desired_formers_gone(d->desired, ocs_id, upto, v, n);
+	free(v);
+}
+
 /* The cluster's fence in time, asked before every send to a unit. */
 static bool may_drive(void *arg)
 {
@@ -267,6 +291,9 @@ static int start_reconciler(struct ofcd *d, int64_t generation)
 	if (rc == 0 && d->ha)
 		rc = reconcile_states_hook_add(reconcile_states_hook(d->reconciler),
 		                               replicate_states, d);
+	if (rc == 0 && d->ha)
+		rc = reconcile_formers_gone_hook_add(reconcile_formers_gone_hook(d->reconciler),
+		                                     ship_formers_gone, d);
 	if (rc < 0) {
 		log_error("daemon", "cannot start the reconciler: %s", strerror(-rc));
 		reconcile_free(d->reconciler);
@@ -370,6 +397,7 @@ int ofcd_init(struct ofcd *d, struct ofcd_config *cfg, const char *config_path, 
 			              .store = d->store,
 			              .events = d->events,
 			              .driving = driving,
+			              .formers_gone = formers_gone,
 			              .arg = d };
 		rc = ha_start(&hd, &d->ha);
 		if (rc == 0)

@@ -849,6 +849,10 @@ static void on_append(int rc, const struct etcd_result *res, void *arg)
 /* Events kept for the log beyond this go in an entry of their own at once. */
 #define EVENTS_MAX_BYTES (256u * 1024u)
 
+/* The internal event that carries former entries a read-back found gone, and its size. */
+#define FORMERS_GONE      "formers_gone"
+#define FORMERS_PER_EVENT 8192
+
 /* Sends what rides along within STATES_DELAY_MS, unless a write takes it first. */
 static void riders_wait(struct ha *h)
 {
@@ -905,6 +909,55 @@ static void on_shipped(void *arg, const struct events_msg *msg)
 	free(text);
 }
 
+void ha_ship_formers_gone(struct ha *h, int64_t ocs_id, int64_t upto,
+                          const struct ha_port_pair *gone, size_t n)
+{
+	if (h->state != MEMBER_LEADING || !n)
+		return;
+	for (size_t at = 0; at < n; at += FORMERS_PER_EVENT) {
+		json_t *pairs = json_array();
+		for (size_t i = at; pairs && i < n && i < at + FORMERS_PER_EVENT; i++) {
+			if (json_array_append_new(pairs, json_integer(gone[i].a)) < 0 ||
+			    json_array_append_new(pairs, json_integer(gone[i].b)) < 0) {
+				json_decref(pairs);
+				pairs = NULL;
+			}
+		}
+		json_t *e =
+		    pairs ? json_pack("{s:s, s:I, s:I, s:o}", "kind", FORMERS_GONE, "ocs",
+		                      (json_int_t)ocs_id, "upto", (json_int_t)upto, "pairs", pairs)
+		          : NULL;
+		if (!e || json_array_append_new(h->events, e) < 0)
+			break; /* the followers keep them */
+	}
+	riders_wait(h);
+	/* Large ones (a large fabric deleted) go at once, in parts if need be. */
+	if (n > FORMERS_PER_EVENT / 2)
+		event_active(h->states_timer, 0, 0);
+}
+
+/* The leader's word that a read-back found these former entries gone (see above). */
+static void formers_gone(struct ha *h, const json_t *e)
+{
+	json_int_t ocs = json_integer_value(json_object_get(e, "ocs"));
+	const json_t *upto = json_object_get(e, "upto");
+	const json_t *pairs = json_object_get(e, "pairs");
+	size_t n = json_array_size(pairs) / 2;
+	struct ha_port_pair *gone = n && json_is_integer(upto) ? malloc(n * sizeof(*gone)) : NULL;
+	if (!gone || !h->d.formers_gone) {
+		free(gone);
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		gone[i] = (struct ha_port_pair){
+			(uint32_t)json_integer_value(json_array_get(pairs, 2 * i)),
+			(uint32_t)json_integer_value(json_array_get(pairs, 2 * i + 1)),
+		};
+	/* Sorted by the leader; a bsearch() over an unsorted list would miss some, harmlessly. */
+	h->d.formers_gone(h->d.arg, ocs, json_integer_value(upto), gone, n);
+	free(gone);
+}
+
 /* A follower publishes the events of the leader's changes it applies, under their ids. */
 static void on_applied(void *arg, int64_t revision, const struct log_changeset *v, size_t n,
                        bool own)
@@ -920,6 +973,10 @@ static void on_applied(void *arg, int64_t revision, const struct log_changeset *
 		json_array_foreach(all, k, e)
 		{
 			const char *name = json_string_value(json_object_get(e, "kind"));
+			if (name && strcmp(name, FORMERS_GONE) == 0) {
+				formers_gone(h, e);
+				continue;
+			}
 			enum events_kind kind = name ? events_kind_of(name) : EVENTS_KIND_COUNT;
 			const char *instance = json_string_value(json_object_get(e, "instance"));
 			json_int_t id = json_integer_value(json_object_get(e, "id"));

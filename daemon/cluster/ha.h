@@ -33,6 +33,11 @@ struct store;
 struct events;
 struct ha;
 
+/** Two ports of an OCS unit a cross-connect joins, a < b. */
+struct ha_port_pair {
+	uint32_t a, b;
+};
+
 /** What a member works with; borrowed, must outlive it. */
 struct ha_deps {
 	struct event_base *base;       /**< the daemon's loop */
@@ -41,7 +46,14 @@ struct ha_deps {
 	struct events *events;         /**< role changes are published here */
 	/** Whether this member drives the OCS units now (checked against its state). */
 	bool (*driving)(void *arg);
-	void *arg; /**< passed back to driving */
+	/**
+	 * A follower applied the leader's word that its read-back of unit ocs_id
+	 * found gone[0..n) (sorted, borrowed), former entries at applied revision
+	 * upto (ha_ship_formers_gone()): its desired-state mirror forgets them.
+	 */
+	void (*formers_gone)(void *arg, int64_t ocs_id, int64_t upto,
+	                     const struct ha_port_pair *gone, size_t n);
+	void *arg; /**< passed back to driving and formers_gone */
 };
 
 /** What a member's listeners hear of its role (ha_role_hook()). */
@@ -147,6 +159,16 @@ struct hook *ha_applied_hook(struct ha *h);
  * the writes of that time. Dropped when this member does not lead.
  */
 void ha_replicate_states(struct ha *h, const void *changeset, size_t len);
+
+/**
+ * Tells the followers, with the states, that a read-back of unit ocs_id found
+ * gone[0..n) (sorted, copied), which were former entries (desired.h) at
+ * applied revision upto: their mirrors keep former entries until then, as
+ * they read no unit back. Best effort (a follower that misses it keeps them);
+ * dropped when this member does not lead.
+ */
+void ha_ship_formers_gone(struct ha *h, int64_t ocs_id, int64_t upto,
+                          const struct ha_port_pair *gone, size_t n);
 
 /** GET /v1/cluster's body: self, role, leader, members, revision (new reference). */
 json_t *ha_status_json(struct ha *h);

@@ -28,6 +28,7 @@
 #include "reconcile_store.h"
 #include "domain/topo.h"
 #include "state/store.h"
+#include "state/store_changes.h"
 
 /* Largest batch: OVS takes thousands of flow mods at once; bounded so one batch cannot stall. */
 /* A read-back's entries are read as cross-connects where they already are in order. */
@@ -111,6 +112,10 @@ static void start_read(struct unit *u, bool audit)
 		return;
 	u->busy = true;
 	u->audit_read = audit;
+	/* Unknown (the store failed): a read said to come before every entry tells of none. */
+	u->read_since = store_applied_revision(u->r->d.store);
+	if (u->read_since < 0)
+		u->read_since = -1;
 	int rc = u->ops->read(u->h, on_read, u);
 	if (rc < 0) {
 		u->busy = false;
@@ -214,7 +219,14 @@ static void prune_formers(struct unit *u)
 		}
 		qsort(held, n, sizeof(*held), plan_xc_cmp);
 	}
-	desired_prune(u->r->d.desired, u->id, held, n);
+	struct reconciler *r = u->r;
+	struct plan_xc *gone = NULL;
+	size_t ngone = desired_prune(r->d.desired, u->id, held, n, u->read_since,
+	                             hook_empty(&r->formers_hook) ? NULL : &gone);
+	if (ngone)
+		reconcile_formers_gone_hook_call(&r->formers_hook, u->id, u->read_since, gone,
+		                                 ngone);
+	free(gone);
 	if (held != u->actual)
 		free(held);
 }
@@ -1032,6 +1044,7 @@ void reconcile_free(struct reconciler *r)
 	desired_fabric_hook_del(&hooks->fabric, on_desired_fabric, r);
 	desired_changed_hook_del(&hooks->changed, on_desired_changed, r);
 	hook_clear(&r->states_hook);
+	hook_clear(&r->formers_hook);
 	reconcile_flush_actual(r);
 	r->nunits = 0;
 	while (r->units) {
@@ -1183,6 +1196,11 @@ struct domain_units reconcile_domain_units(struct reconciler *r)
 struct hook *reconcile_states_hook(struct reconciler *r)
 {
 	return &r->states_hook;
+}
+
+struct hook *reconcile_formers_gone_hook(struct reconciler *r)
+{
+	return &r->formers_hook;
 }
 
 uint64_t reconcile_generation(const struct reconciler *r)

@@ -38,6 +38,7 @@
 #include "base/hook.h"
 #include "domain/units.h"
 #include "ocs_driver.h"
+#include "plan_diff.h"
 
 struct desired;
 struct event_base;
@@ -88,6 +89,19 @@ HOOK_TYPE(reconcile_states, (const void *changeset, size_t len), (changeset, len
 
 /** The hook of the fabric states the reconciler stores (valid while r lives). */
 struct hook *reconcile_states_hook(struct reconciler *r);
+
+/**
+ * Former entries (desired.h) a read-back of unit ocs_id found gone, among
+ * those that were former entries at applied revision upto (gone[0..n),
+ * sorted, borrowed for the call): what a cluster leader tells its followers,
+ * whose mirrors keep former entries they never read back.
+ */
+HOOK_TYPE(reconcile_formers_gone,
+          (int64_t ocs_id, int64_t upto, const struct plan_xc *gone, size_t n),
+          (ocs_id, upto, gone, n))
+
+/** The hook of the former entries read-backs find gone (valid while r lives). */
+struct hook *reconcile_formers_gone_hook(struct reconciler *r);
 
 /**
  * Creates the reconciler, marks operations a crash left running as

@@ -119,9 +119,10 @@ struct unit {
 	 * (down_reasons[]) */
 	uint64_t downs[8];
 
-	bool busy;        /**< an apply or read is in flight */
-	bool have_actual; /**< actual[] reflects a read since the last (re)connect */
-	bool read_once;   /**< read back since this reconciler opened it (kept on reconnects) */
+	bool busy;          /**< an apply or read is in flight */
+	bool have_actual;   /**< actual[] reflects a read since the last (re)connect */
+	bool read_once;     /**< read back since this reconciler opened it (kept on reconnects) */
+	int64_t read_since; /**< the store's applied revision when the read in flight was sent */
 	/**
 	 * Until read_once: the other end of a former entry (desired.h) at each
 	 * port, ports + 1 entries, as of former_version; NULL until asked.
@@ -194,12 +195,13 @@ struct reconciler {
 	bool prune_due;           /**< operations were journaled since the history was pruned */
 	struct event *ev_journal; /**< deferred write of the operations journal */
 	struct reconcile_journal_entry
-	    *journal;            /**< operations not written yet (reconcile_store.c) */
-	size_t njournal;         /**< entries in journal */
-	size_t capjournal;       /**< room in journal */
-	int64_t next_op_id;      /**< id of the next operation */
-	uint64_t generation;     /**< passes started */
-	struct hook states_hook; /**< reconcile_states listeners (reconcile_states_hook()) */
+	    *journal;             /**< operations not written yet (reconcile_store.c) */
+	size_t njournal;          /**< entries in journal */
+	size_t capjournal;        /**< room in journal */
+	int64_t next_op_id;       /**< id of the next operation */
+	uint64_t generation;      /**< passes started */
+	struct hook states_hook;  /**< reconcile_states listeners (reconcile_states_hook()) */
+	struct hook formers_hook; /**< reconcile_formers_gone listeners */
 
 	/* reconcile_state.c: fabrics and cells. */
 	struct reconcile_fab **fabs;    /**< known fabrics by id (sorted), owned */

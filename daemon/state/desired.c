@@ -12,6 +12,7 @@
 
 #include "base/metrics.h"
 #include "log.h"
+#include "store_changes.h"
 #include "store_sql.h"
 
 /* A fabric's name, shared by the former entries it left behind. */
@@ -20,10 +21,11 @@ struct name {
 	char s[65];
 };
 
-/* A cross-connect no longer desired, and whose it was. */
+/* A cross-connect no longer desired, whose it was, and since when. */
 struct former {
 	struct plan_xc xc;
 	struct name *fabric;
+	int64_t since; /* the store's applied revision as it began (desired_now()) */
 };
 
 /* How many circuits a fabric has (in the whole mirror, or on one unit). */
@@ -129,7 +131,8 @@ struct desired {
 	struct counts counts;
 
 	struct desired_hooks hooks;
-	bool changed; /* the listeners heard of a change the changed hook has not told yet */
+	bool changed;  /* the listeners heard of a change the changed hook has not told yet */
+	int64_t since; /* the applied revision of the commit or reload being followed */
 };
 
 static void name_put(struct name *n)
@@ -142,6 +145,30 @@ static void formers_put(struct former *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		name_put(v[i].fabric);
+}
+
+#define FORMERS_HELP                                                                               \
+	"Former entries the desired-state mirror keeps: cross-connects no longer desired that "    \
+	"no read-back has found gone since."
+
+/*
+ * The revision a former entry begins at: the store's applied revision (of the
+ * change being committed, or the reload's). Unknown (the store failed) is
+ * the latest, so that no read-back said to come after it can make it go.
+ */
+static int64_t desired_now(struct desired *d)
+{
+	int64_t r = store_applied_revision(d->s);
+	return r < 0 ? INT64_MAX : r;
+}
+
+/* u->nformer becomes n, and the gauge follows. */
+static void formers_count(struct unit_set *u, size_t n)
+{
+	if (n != u->nformer)
+		metrics_gauge_add("ofcd_desired_former_entries", FORMERS_HELP,
+		                  (double)n - (double)u->nformer);
+	u->nformer = n;
 }
 
 static void members_free(struct members *m)
@@ -179,19 +206,31 @@ static bool is_desired(const struct unit_set *u, const struct plan_xc *xc)
 	return u->n && bsearch(xc, u->xc, u->n, sizeof(*u->xc), plan_xc_cmp);
 }
 
-/* Drops former entries that are desired again. */
-static void formers_drop_desired(struct unit_set *u)
+/* Drops the unit's former entries drop(f, arg) says go. */
+static void formers_drop(struct unit_set *u, bool (*drop)(const struct former *f, void *arg),
+                         void *arg)
 {
 	size_t k = 0;
 	for (size_t i = 0; i < u->nformer; i++) {
-		if (is_desired(u, &u->former[i].xc))
+		if (drop(&u->former[i], arg))
 			name_put(u->former[i].fabric);
 		else
 			u->former[k++] = u->former[i];
 	}
 	if (k != u->nformer)
 		u->former_version++;
-	u->nformer = k;
+	formers_count(u, k);
+}
+
+static bool desired_again(const struct former *f, void *arg)
+{
+	return is_desired(arg, &f->xc);
+}
+
+/* Drops former entries that are desired again. */
+static void formers_drop_desired(struct unit_set *u)
+{
+	formers_drop(u, desired_again, u);
 }
 
 struct row {
@@ -334,6 +373,7 @@ static void formers_from_reload(struct desired *d, struct unit_set *u, const str
 
 static int load_circuits(struct desired *d)
 {
+	d->since = desired_now(d);
 	sqlite3_stmt *st = store_stmt(d->s, "SELECT ocs_id, a_ocs_port, b_ocs_port, fabric_id "
 	                                    "FROM circuit");
 	struct row *rows = NULL;
@@ -479,7 +519,7 @@ static int formers_merge(struct unit_set *u, struct former *left, size_t n)
 	}
 	free(u->former);
 	u->former = merged;
-	u->nformer = o;
+	formers_count(u, o);
 	u->former_version++;
 	formers_drop_desired(u);
 	return 0;
@@ -594,7 +634,7 @@ static int unit_apply(struct desired *d, struct unit_set *u, const struct net_ch
 			continue;
 		struct name *nm = name_of(d, v[i].before, &cache);
 		if (nm)
-			left[nleft++] = (struct former){ v[i].xc, nm };
+			left[nleft++] = (struct former){ v[i].xc, nm, d->since };
 	}
 	name_put(cache.nm);
 	formers_merge(u, left, nleft);
@@ -622,7 +662,7 @@ static void formers_from_reload(struct desired *d, struct unit_set *u, const str
 			continue;
 		struct name *nm = name_of(d, fabric[i], &cache);
 		if (nm)
-			left[nleft++] = (struct former){ old[i], nm };
+			left[nleft++] = (struct former){ old[i], nm, d->since };
 	}
 	name_put(cache.nm);
 	if (nleft)
@@ -1064,6 +1104,7 @@ static void on_txn_end(void *arg, struct store *s, bool committed)
 		changes_clear(d);
 		return;
 	}
+	d->since = desired_now(d);
 	if (d->nrows || d->outside || d->stale || d->broken) {
 		int rc = d->outside || d->stale || d->broken ? -EAGAIN : apply_rows(d);
 		if (rc < 0) {
@@ -1321,6 +1362,7 @@ int desired_open(struct store *s, struct desired **out)
 	/* Every counter shows from 0. */
 	metrics_counter_add("ofcd_desired_reloads_total", RELOADS_HELP, "what=\"circuits\"", 0);
 	metrics_counter_add("ofcd_desired_reloads_total", RELOADS_HELP, "what=\"owners\"", 0);
+	metrics_gauge_add("ofcd_desired_former_entries", FORMERS_HELP, 0);
 	if (store_txn_end_hook_add(store_txn_end_hook(s), on_txn_end, d) < 0 ||
 	    store_update_hook_add(store_update_hook(s), on_update, d) < 0 ||
 	    store_preupdate_hook_add(store_preupdate_hook(s), on_preupdate, d) < 0) {
@@ -1349,6 +1391,7 @@ void desired_free(struct desired *d)
 		free(d->units[i].xc);
 		free(d->units[i].fabric);
 		formers_put(d->units[i].former, d->units[i].nformer);
+		formers_count(&d->units[i], 0);
 		free(d->units[i].former);
 		free(d->units[i].owner);
 	}
@@ -1400,7 +1443,7 @@ static int former_cmp(const void *x, const void *y)
 const char *desired_former_owner(const struct desired *d, int64_t ocs_id, uint32_t a, uint32_t b)
 {
 	const struct unit_set *u = unit_find(d, ocs_id);
-	struct former key = { xc_of(a, b), NULL };
+	struct former key = { .xc = xc_of(a, b) };
 	const struct former *f =
 	    u && u->nformer ? bsearch(&key, u->former, u->nformer, sizeof(key), former_cmp) : NULL;
 	return f && f->fabric->s[0] ? f->fabric->s : NULL;
@@ -1463,20 +1506,64 @@ bool desired_former_left(const struct desired *d, const char *fabric, desired_he
 	return false;
 }
 
-void desired_prune(struct desired *d, int64_t ocs_id, const struct plan_xc *held, size_t n)
+/* What a read-back left: the pairs held, and those forgotten that it tells of. */
+struct read_left {
+	const struct plan_xc *held;
+	size_t n;
+	int64_t upto;
+	struct plan_xc *gone; /* NULL: not told */
+	size_t ngone;
+};
+
+static bool not_held(const struct former *f, void *arg)
+{
+	struct read_left *r = arg;
+	if (r->n && bsearch(&f->xc, r->held, r->n, sizeof(*r->held), plan_xc_cmp))
+		return false;
+	if (r->gone && f->since <= r->upto)
+		r->gone[r->ngone++] = f->xc;
+	return true;
+}
+
+size_t desired_prune(struct desired *d, int64_t ocs_id, const struct plan_xc *held, size_t n,
+                     int64_t upto, struct plan_xc **gone)
 {
 	struct unit_set *u = unit_find(d, ocs_id);
-	if (!u)
-		return;
-	size_t k = 0;
-	for (size_t i = 0; i < u->nformer; i++) {
-		if (n && bsearch(&u->former[i].xc, held, n, sizeof(*held), plan_xc_cmp))
-			u->former[k++] = u->former[i];
-		else
-			name_put(u->former[i].fabric);
-	}
-	u->nformer = k;
+	if (gone)
+		*gone = NULL;
+	if (!u || !u->nformer)
+		return 0;
+	struct read_left r = { held, n, upto, gone ? malloc(u->nformer * sizeof(*r.gone)) : NULL,
+		               0 };
+	formers_drop(u, not_held, &r);
 	u->former_version++;
+	if (gone && r.ngone)
+		*gone = r.gone;
+	else
+		free(r.gone);
+	return gone && r.ngone ? r.ngone : 0;
+}
+
+/* Former entries the leader said gone, up to the revision its read was sent at. */
+struct said_gone {
+	const struct plan_xc *gone;
+	size_t n;
+	int64_t upto;
+};
+
+static bool is_said_gone(const struct former *f, void *arg)
+{
+	const struct said_gone *g = arg;
+	return f->since <= g->upto && bsearch(&f->xc, g->gone, g->n, sizeof(*g->gone), plan_xc_cmp);
+}
+
+void desired_formers_gone(struct desired *d, int64_t ocs_id, int64_t upto,
+                          const struct plan_xc *gone, size_t n)
+{
+	struct unit_set *u = unit_find(d, ocs_id);
+	struct said_gone g = { gone, n, upto };
+	if (u && n)
+		formers_drop(u, is_said_gone, &g);
 }
 
 void desired_forget(struct desired *d, int64_t ocs_id)
@@ -1485,7 +1572,7 @@ void desired_forget(struct desired *d, int64_t ocs_id)
 	if (!u)
 		return;
 	formers_put(u->former, u->nformer);
-	u->nformer = 0;
+	formers_count(u, 0);
 	u->former_version++;
 }
 

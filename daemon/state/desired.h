@@ -143,9 +143,23 @@ bool desired_former_left(const struct desired *d, const char *fabric, desired_he
 
 /**
  * Forgets former owners of cross-connects the unit no longer holds: held is
- * what a read-back returned (sorted by (a, b)).
+ * what a read-back returned (sorted by (a, b)). When gone is not NULL, those
+ * forgotten that were former entries already at applied revision upto (the
+ * store's when the read was sent) go to *gone (malloc'd, the caller's,
+ * sorted; NULL when none) and their number is returned: what a cluster
+ * leader tells its followers (desired_formers_gone()). Otherwise 0.
  */
-void desired_prune(struct desired *d, int64_t ocs_id, const struct plan_xc *held, size_t n);
+size_t desired_prune(struct desired *d, int64_t ocs_id, const struct plan_xc *held, size_t n,
+                     int64_t upto, struct plan_xc **gone);
+
+/**
+ * Forgets the unit's former entries among gone[0..n) (sorted) that were
+ * former entries at applied revision upto: the leader read the unit after
+ * that and found them gone; one that became former later is kept. What the
+ * leader does not tell (entries it never had, a word lost) stays. Loop thread.
+ */
+void desired_formers_gone(struct desired *d, int64_t ocs_id, int64_t upto,
+                          const struct plan_xc *gone, size_t n);
 
 /** Forgets the unit's former owners (the unit was removed from the topology). */
 void desired_forget(struct desired *d, int64_t ocs_id);

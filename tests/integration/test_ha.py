@@ -383,6 +383,22 @@ def test_a_new_leader_keeps_a_deleted_fabrics_servers_until_it_reads_the_unit(cl
     assert new.post("/v1/fabrics", {"name": "c", "servers": ["s2", "s3"]}).status_code == 201
 
 
+def test_followers_forget_former_circuits_the_leader_found_gone(cluster):
+    # Followers read no unit back: each circuit a deletion removed stayed in their mirrors
+    # as a former entry for as long as they followed (memory, and work on every later
+    # deletion, growing with the cluster's history). The leader's read-backs now tell them
+    # which went; those of a unit it cannot read stay (see the test above).
+    leader = wait_leader(cluster)
+    assert leader.put("/v1/topology", topology(8)).status_code == 200
+    for i in range(4):
+        body = {"name": f"f{i}", "servers": [f"s{2 * i}", f"s{2 * i + 1}"]}
+        assert leader.post("/v1/fabrics?wait=10", body).status_code == 201
+        assert leader.delete(f"/v1/fabrics/f{i}").status_code in (200, 202)
+    for m in cluster:
+        wait_for(lambda m=m: names(m) == [])
+        wait_for(lambda m=m: m.metric("ofcd_desired_former_entries") == 0, timeout=20)
+
+
 PER_ROUND = 60  # fabrics created per round: the kill comes in the middle of them
 
 

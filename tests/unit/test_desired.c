@@ -257,13 +257,67 @@ static void test_delete_remembers_owner(void **state)
 
 	/* The unit still holds 1-2 but no longer 3-5. */
 	const struct plan_xc held[] = { { 1, 2 } };
-	desired_prune(f->d, 1, held, 1);
+	assert_int_equal(desired_prune(f->d, 1, held, 1, 0, NULL), 0);
 	assert_string_equal(desired_former_owner(f->d, 1, 1, 2), "f1");
 	assert_null(desired_former_owner(f->d, 1, 3, 5));
-	desired_prune(f->d, 1, NULL, 0);
+	desired_prune(f->d, 1, NULL, 0, 0, NULL);
 	assert_null(desired_former_owner(f->d, 1, 1, 2));
 	desired_forget(f->d, 2);
 	assert_null(desired_former_owner(f->d, 2, 1, 4));
+}
+
+/* Sets the store's applied revision, as a cluster member's apply of the log does. */
+static void at_revision(struct fixture *f, int64_t revision)
+{
+	char sql[160];
+	snprintf(sql, sizeof(sql),
+	         "INSERT OR REPLACE INTO replica_state(id, applied_revision) VALUES (1, %lld)",
+	         (long long)revision);
+	exec(f->s, sql);
+}
+
+/*
+ * A cluster leader's read-back tells the followers which former entries went
+ * (they read no unit back): only those that were former entries when the
+ * read was sent, at its applied revision. One that became former later may
+ * still be on the unit (the read came before), and stays.
+ */
+static void test_formers_gone_up_to_the_read(void **state)
+{
+	struct fixture *f = *state;
+	static const struct circuit f2_plan[] = { { 1, 7, 8 } };
+	assert_int_equal(store_begin(f->s), 0);
+	put(f, 1, f1_plan, 3);
+	put(f, 2, f2_plan, 1);
+	at_revision(f, 5);
+	assert_int_equal(store_commit(f->s), 0);
+	assert_int_equal(store_begin(f->s), 0);
+	exec(f->s, "DELETE FROM fabric WHERE id = 1");
+	at_revision(f, 10);
+	assert_int_equal(store_commit(f->s), 0);
+	assert_int_equal(store_begin(f->s), 0);
+	exec(f->s, "DELETE FROM fabric WHERE id = 2");
+	at_revision(f, 20);
+	assert_int_equal(store_commit(f->s), 0);
+
+	/* A follower hears of a read sent at 15 that found 1-2 and 7-8 gone. */
+	const struct plan_xc gone[] = { { 1, 2 }, { 7, 8 } };
+	desired_formers_gone(f->d, 1, 15, gone, 2);
+	assert_null(desired_former_owner(f->d, 1, 1, 2));
+	assert_string_equal(desired_former_owner(f->d, 1, 7, 8), "f2"); /* former since 20 */
+	assert_string_equal(desired_former_owner(f->d, 1, 3, 5), "f1"); /* not said gone */
+	assert_string_equal(desired_former_owner(f->d, 2, 1, 4), "f1"); /* another unit */
+
+	/* The leader's own read sent at 15, finding nothing held: it forgets all, tells of 3-5. */
+	struct plan_xc *told = NULL;
+	assert_int_equal(desired_prune(f->d, 1, NULL, 0, 15, &told), 1);
+	assert_int_equal(told[0].a, 3);
+	assert_int_equal(told[0].b, 5);
+	free(told);
+	assert_null(desired_former_owner(f->d, 1, 7, 8));
+	assert_null(desired_former_owner(f->d, 1, 3, 5));
+	assert_int_equal(desired_prune(f->d, 2, NULL, 0, 5, &told), 0); /* former since 10 */
+	assert_null(told);
 }
 
 /*
@@ -486,6 +540,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_members_in_parts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reload_remembers_what_went, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_delete_remembers_owner, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_formers_gone_up_to_the_read, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_replan_and_reuse, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_outside_writes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_replicated_changes, setup, teardown),
