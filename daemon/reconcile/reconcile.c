@@ -626,11 +626,9 @@ static void sync_units(struct reconciler *r, const struct reconcile_work *t0)
 		}
 		*pu = u->next;
 		/*
-		 * Gone from the topology: its former entries with it. A unit closed
-		 * otherwise (reopened, the member no longer leading) keeps them: until
-		 * it is read again, they are what it may still hold.
+		 * Its former entries go with its row (desired.c); a unit closed
+		 * otherwise keeps them.
 		 */
-		desired_forget(r->d.desired, u->id);
 		unit_free(u, false);
 	}
 	index_units(r);

@@ -186,7 +186,7 @@ struct reconciler {
 	size_t nunits;           /**< entries in byid */
 	uint64_t units_version;  /**< desired_units_version() at the last sync with the ocs table */
 	bool units_synced;       /**< units_version is meaningful */
-	/** Units closed while the daemon runs (removed or reopened): their former entries go. */
+	/** Units closed while the daemon runs (removed or reopened). */
 	uint64_t units_closed;
 	struct event *ev_pass;    /**< deferred pass (reconcile_kick) */
 	struct event *ev_audit;   /**< periodic audit */

@@ -124,7 +124,9 @@ struct desired {
 	int64_t *touched_fabrics;
 	size_t ntouched_fabrics, captouched;
 	bool fabrics_outside;
-	bool ocs_touched; /* the ocs table changed in the open transaction */
+	bool ocs_touched;    /* the ocs table changed in the open transaction */
+	int64_t *units_gone; /* ocs rows the open transaction deleted */
+	size_t nunits_gone, capunits_gone;
 	uint64_t units_version;
 
 	/* Circuits per fabric, kept with every change the listeners hear. */
@@ -930,12 +932,50 @@ static int load_owners(struct desired *d)
 	return rc;
 }
 
+/* Forgets the unit's former entries. */
+static void forget_formers(struct desired *d, int64_t ocs_id)
+{
+	struct unit_set *u = unit_find(d, ocs_id);
+	if (!u)
+		return;
+	formers_put(u->former, u->nformer);
+	formers_count(u, 0);
+	u->former_version++;
+}
+
+static bool unit_exists(struct desired *d, int64_t ocs_id)
+{
+	sqlite3_stmt *st = store_stmt(d->s, "SELECT 1 FROM ocs WHERE id = ?");
+	if (!st)
+		return true; /* unknown: its former entries stay */
+	sqlite3_bind_int64(st, 1, ocs_id);
+	bool found = sqlite3_step(st) != SQLITE_DONE;
+	sqlite3_reset(st);
+	return found;
+}
+
+/*
+ * A unit gone from the topology leaves no former entries: its ports join no
+ * server any more, and a unit added later may get its id. One deleted and
+ * added again under its id (a rename) keeps them: it may be the same unit.
+ */
+static void forget_gone_unit(struct desired *d, int64_t ocs_id)
+{
+	if (!unit_exists(d, ocs_id))
+		forget_formers(d, ocs_id);
+}
+
 /* Reads the circuits again: what the mirror could not follow. */
 static int reload(struct desired *d)
 {
 	d->reloads++;
 	metrics_counter_add("ofcd_desired_reloads_total", RELOADS_HELP, "what=\"circuits\"", 1);
-	return load_circuits(d);
+	int rc = load_circuits(d);
+	/* Units a snapshot or another process took away, whose deletes no hook heard. */
+	for (size_t i = 0; rc == 0 && i < d->nunits; i++)
+		if (d->units[i].nformer)
+			forget_gone_unit(d, d->units[i].ocs_id);
+	return rc;
 }
 
 /* Reads the port owners again. */
@@ -968,6 +1008,7 @@ static void changes_clear(struct desired *d)
 	d->owners_broken = false;
 	d->ntouched_fabrics = 0;
 	d->ocs_touched = false;
+	d->nunits_gone = 0;
 }
 
 static int id_cmp(const void *x, const void *y)
@@ -1128,6 +1169,9 @@ static void on_txn_end(void *arg, struct store *s, bool committed)
 		}
 	}
 	notify_fabrics(d);
+	/* On every member alike, as the log deletes it. */
+	for (size_t i = 0; i < d->nunits_gone; i++)
+		forget_gone_unit(d, d->units_gone[i]);
 	if (d->ocs_touched) {
 		d->units_version++;
 		d->changed = true;
@@ -1139,7 +1183,6 @@ static void on_txn_end(void *arg, struct store *s, bool committed)
 static void on_update(void *arg, int op, const char *db, const char *table, sqlite3_int64 rowid)
 {
 	struct desired *d = arg;
-	(void)op;
 	if (strcmp(db, "main") != 0)
 		return;
 	bool outside = sqlite3_get_autocommit(store_db(d->s));
@@ -1157,6 +1200,10 @@ static void on_update(void *arg, int op, const char *db, const char *table, sqli
 			d->changed = true;
 		} else {
 			d->ocs_touched = true;
+			/* Out of memory: its former entries stay, which holds its ports longer. */
+			if (op == SQLITE_DELETE)
+				push((void **)&d->units_gone, &d->nunits_gone, &d->capunits_gone,
+				     sizeof(rowid), &rowid);
 		}
 	}
 }
@@ -1401,6 +1448,7 @@ void desired_free(struct desired *d)
 	free(d->fabrics);
 	free(d->server_fabric);
 	free(d->touched_fabrics);
+	free(d->units_gone);
 	free(d->counts.v);
 	free(d);
 }
@@ -1564,16 +1612,6 @@ void desired_formers_gone(struct desired *d, int64_t ocs_id, int64_t upto,
 	struct said_gone g = { gone, n, upto };
 	if (u && n)
 		formers_drop(u, is_said_gone, &g);
-}
-
-void desired_forget(struct desired *d, int64_t ocs_id)
-{
-	struct unit_set *u = unit_find(d, ocs_id);
-	if (!u)
-		return;
-	formers_put(u->former, u->nformer);
-	formers_count(u, 0);
-	u->former_version++;
 }
 
 uint64_t desired_reloads(const struct desired *d)

@@ -77,7 +77,7 @@ struct desired_hooks {
 	struct hook changed; /**< desired_changed listeners (a reconciler pass follows) */
 };
 
-/** A unit's desired cross-connects: valid until the next commit or desired_forget(). */
+/** A unit's desired cross-connects: valid until the next commit. */
 struct desired_set {
 	const struct plan_xc *xc; /**< sorted by (a, b), a < b; NULL when n is 0 */
 	const int64_t *fabric;    /**< fabric.id of each entry */
@@ -160,9 +160,6 @@ size_t desired_prune(struct desired *d, int64_t ocs_id, const struct plan_xc *he
  */
 void desired_formers_gone(struct desired *d, int64_t ocs_id, int64_t upto,
                           const struct plan_xc *gone, size_t n);
-
-/** Forgets the unit's former owners (the unit was removed from the topology). */
-void desired_forget(struct desired *d, int64_t ocs_id);
 
 /**
  * Fabric owning each OCS port of the unit (0: none), indexed by port; *n gets

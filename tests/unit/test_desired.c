@@ -262,7 +262,10 @@ static void test_delete_remembers_owner(void **state)
 	assert_null(desired_former_owner(f->d, 1, 3, 5));
 	desired_prune(f->d, 1, NULL, 0, 0, NULL);
 	assert_null(desired_former_owner(f->d, 1, 1, 2));
-	desired_forget(f->d, 2);
+	/* A unit gone from the topology leaves none (a unit added later may get its id). */
+	assert_int_equal(store_begin(f->s), 0);
+	exec(f->s, "DELETE FROM ocs WHERE id = 2");
+	assert_int_equal(store_commit(f->s), 0);
 	assert_null(desired_former_owner(f->d, 2, 1, 4));
 }
 
@@ -318,6 +321,38 @@ static void test_formers_gone_up_to_the_read(void **state)
 	assert_null(desired_former_owner(f->d, 1, 3, 5));
 	assert_int_equal(desired_prune(f->d, 2, NULL, 0, 5, &told), 0); /* former since 10 */
 	assert_null(told);
+}
+
+/*
+ * A unit's former entries go with its row, whoever deletes it: its ports join
+ * no server any more, and a unit added later may get its id. One deleted and
+ * added again under its id in one change (a rename) may be the same unit.
+ */
+static void test_a_units_formers_go_with_its_row(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(store_begin(f->s), 0);
+	put(f, 1, f1_plan, 3);
+	assert_int_equal(store_commit(f->s), 0);
+	assert_int_equal(store_begin(f->s), 0);
+	exec(f->s, "DELETE FROM fabric WHERE id = 1");
+	assert_int_equal(store_commit(f->s), 0);
+
+	assert_int_equal(store_begin(f->s), 0);
+	exec(f->s, "DELETE FROM ocs WHERE id = 2;"
+	           "INSERT INTO ocs(id, name, driver, ports) VALUES (2, 'o2b', 'sim', 64)");
+	assert_int_equal(store_commit(f->s), 0);
+	assert_string_equal(desired_former_owner(f->d, 2, 1, 4), "f1");
+
+	/* Another process (a snapshot copied over it alike) takes unit 1 away. */
+	sqlite3 *other;
+	assert_int_equal(sqlite3_open(path, &other), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(other, "DELETE FROM ocs WHERE id = 1", NULL, NULL, NULL),
+	                 SQLITE_OK);
+	sqlite3_close(other);
+	desired_refresh(f->d);
+	assert_null(desired_former_owner(f->d, 1, 1, 2));
+	assert_string_equal(desired_former_owner(f->d, 2, 1, 4), "f1");
 }
 
 /*
@@ -541,6 +576,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reload_remembers_what_went, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_delete_remembers_owner, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_formers_gone_up_to_the_read, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_a_units_formers_go_with_its_row, setup,
+		                                teardown),
 		cmocka_unit_test_setup_teardown(test_replan_and_reuse, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_outside_writes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_replicated_changes, setup, teardown),
