@@ -1390,7 +1390,6 @@ static void on_trimmed(int rc, const struct etcd_result *res, void *arg)
  * past its own store, nor past another member that is up, unless that one
  * holds up LOG_HELD_MAX times log_keep.
  */
-
 static void trim(struct ha *h)
 {
 	if (h->state != MEMBER_LEADING || h->trimming ||

@@ -112,8 +112,15 @@ static void start_read(struct unit *u, bool audit)
 		return;
 	u->busy = true;
 	u->audit_read = audit;
-	/* Unknown (the store failed): a read said to come before every entry tells of none. */
-	u->read_since = store_applied_revision(u->r->d.store);
+	/*
+	 * What the read may tell followers of (prune_formers()): none when no one
+	 * listens, when the unit has no former entry yet (one it gets later is
+	 * younger than the read), or when the store cannot say (-1 is before all).
+	 */
+	u->read_since =
+	    hook_empty(&u->r->formers_hook) || !desired_has_former(u->r->d.desired, u->id)
+	        ? -1
+	        : store_applied_revision(u->r->d.store);
 	if (u->read_since < 0)
 		u->read_since = -1;
 	int rc = u->ops->read(u->h, on_read, u);

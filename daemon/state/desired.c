@@ -133,8 +133,7 @@ struct desired {
 	struct counts counts;
 
 	struct desired_hooks hooks;
-	bool changed;  /* the listeners heard of a change the changed hook has not told yet */
-	int64_t since; /* the applied revision of the commit or reload being followed */
+	bool changed; /* the listeners heard of a change the changed hook has not told yet */
 };
 
 static void name_put(struct name *n)
@@ -367,15 +366,16 @@ static void notify_diff(struct desired *d, int64_t ocs_id, const struct plan_xc 
 
 /*
  * The circuits a reload finds gone (a snapshot copied over the store,
- * another process's writes) become former entries, as a commit's do: the
- * unit may still hold them. old (on entries, sorted) is what u held before.
+ * another process's writes) become former entries since revision since, as
+ * a commit's do: the unit may still hold them. old (on entries, sorted) is
+ * what u held before.
  */
 static void formers_from_reload(struct desired *d, struct unit_set *u, const struct plan_xc *old,
-                                const int64_t *fabric, size_t on);
+                                const int64_t *fabric, size_t on, int64_t since);
 
 static int load_circuits(struct desired *d)
 {
-	d->since = desired_now(d);
+	int64_t since = desired_now(d);
 	sqlite3_stmt *st = store_stmt(d->s, "SELECT ocs_id, a_ocs_port, b_ocs_port, fabric_id "
 	                                    "FROM circuit");
 	struct row *rows = NULL;
@@ -450,7 +450,7 @@ static int load_circuits(struct desired *d)
 			u->fabric = fab[k];
 			u->n = count[k];
 			formers_drop_desired(u);
-			formers_from_reload(d, u, oxc, ofab, on);
+			formers_from_reload(d, u, oxc, ofab, on, since);
 			notify_diff(d, u->ocs_id, oxc, ofab, on, u->xc, u->fabric, u->n);
 			free(oxc);
 			free(ofab);
@@ -631,12 +631,13 @@ static int unit_apply(struct desired *d, struct unit_set *u, const struct net_ch
 
 	/* Whose the leaving entries were, then what the listeners hear, in xc order. */
 	struct name_cache cache = { 0, NULL };
+	int64_t since = ndel ? desired_now(d) : 0;
 	for (size_t i = 0; i < n; i++) {
 		if (!v[i].before)
 			continue;
 		struct name *nm = name_of(d, v[i].before, &cache);
 		if (nm)
-			left[nleft++] = (struct former){ v[i].xc, nm, d->since };
+			left[nleft++] = (struct former){ v[i].xc, nm, since };
 	}
 	name_put(cache.nm);
 	formers_merge(u, left, nleft);
@@ -651,7 +652,7 @@ static int unit_apply(struct desired *d, struct unit_set *u, const struct net_ch
 }
 
 static void formers_from_reload(struct desired *d, struct unit_set *u, const struct plan_xc *old,
-                                const int64_t *fabric, size_t on)
+                                const int64_t *fabric, size_t on, int64_t since)
 {
 	struct former *left = on ? malloc(on * sizeof(*left)) : NULL;
 	if (!left)
@@ -664,7 +665,7 @@ static void formers_from_reload(struct desired *d, struct unit_set *u, const str
 			continue;
 		struct name *nm = name_of(d, fabric[i], &cache);
 		if (nm)
-			left[nleft++] = (struct former){ old[i], nm, d->since };
+			left[nleft++] = (struct former){ old[i], nm, since };
 	}
 	name_put(cache.nm);
 	if (nleft)
@@ -1145,7 +1146,6 @@ static void on_txn_end(void *arg, struct store *s, bool committed)
 		changes_clear(d);
 		return;
 	}
-	d->since = desired_now(d);
 	if (d->nrows || d->outside || d->stale || d->broken) {
 		int rc = d->outside || d->stale || d->broken ? -EAGAIN : apply_rows(d);
 		if (rc < 0) {
@@ -1584,12 +1584,11 @@ size_t desired_prune(struct desired *d, int64_t ocs_id, const struct plan_xc *he
 	struct read_left r = { held, n, upto, gone ? malloc(u->nformer * sizeof(*r.gone)) : NULL,
 		               0 };
 	formers_drop(u, not_held, &r);
-	u->former_version++;
-	if (gone && r.ngone)
+	if (r.ngone)
 		*gone = r.gone;
 	else
 		free(r.gone);
-	return gone && r.ngone ? r.ngone : 0;
+	return r.ngone;
 }
 
 /* Former entries the leader said gone, up to the revision its read was sent at. */
